@@ -1,0 +1,105 @@
+//! Who calls, and where an agent's records live.
+
+use crate::error::Result;
+use crate::log::{Log, TopicRef};
+
+/// The default stream holding every agent's topics.
+pub const DEFAULT_STREAM: &str = "agentlog";
+
+/// The default number of partitions of an agent's topics.
+pub const DEFAULT_PARTITIONS: u32 = 4;
+
+/// The authenticated caller of a verb. An empty principal is the anonymous caller; an empty
+/// tenant is the default tenant. Every record carries both, and a task is visible only to the
+/// caller that created it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Caller {
+    /// Who: a user or service identity (empty = anonymous).
+    pub principal: String,
+    /// Which tenant (empty = default).
+    pub tenant: String,
+}
+
+impl Caller {
+    /// The anonymous caller of the default tenant.
+    pub fn anonymous() -> Self {
+        Self::default()
+    }
+
+    /// A caller with a principal in the default tenant.
+    pub fn principal(principal: impl Into<String>) -> Self {
+        Self {
+            principal: principal.into(),
+            tenant: String::new(),
+        }
+    }
+
+    /// The same caller in `tenant`.
+    pub fn in_tenant(mut self, tenant: impl Into<String>) -> Self {
+        self.tenant = tenant.into();
+        self
+    }
+}
+
+/// An agent's two topics, both keyed (and so partitioned) by task id:
+///
+/// - `<agent>.events`, the task log of record: every record that changes a task, written by
+///   bridges (command, continue, cancel request) and by workers (status, artifact, terminal),
+///   in one order per task. A task's state is the fold of its records here.
+/// - `<agent>.commands`, the workers' queue: a copy of each command and continue, consumed by
+///   the agent's worker group. It decides nothing; it only hands out work.
+///
+/// A bridge appends to `events` first (the commit point) and to `commands` second, so a
+/// worker never receives work for a task that the log of record does not have.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentTopics {
+    /// The agent's name.
+    pub agent: String,
+    /// The task log of record.
+    pub events: TopicRef,
+    /// The workers' queue.
+    pub commands: TopicRef,
+    /// Partitions of each topic (used when the topics are created).
+    pub partitions: u32,
+}
+
+impl AgentTopics {
+    /// The topics of `agent` in `stream`.
+    pub fn new(stream: &str, agent: &str, partitions: u32) -> Self {
+        Self {
+            agent: agent.to_owned(),
+            events: TopicRef::new(stream, format!("{agent}.events")),
+            commands: TopicRef::new(stream, format!("{agent}.commands")),
+            partitions: partitions.max(1),
+        }
+    }
+
+    /// The topics of `agent` in the default stream with the default partition count.
+    pub fn of(agent: &str) -> Self {
+        Self::new(DEFAULT_STREAM, agent, DEFAULT_PARTITIONS)
+    }
+
+    /// The consumer group the agent's workers share.
+    pub fn worker_group(&self) -> String {
+        format!("{}.workers", self.agent)
+    }
+
+    /// Create both topics if they do not exist.
+    pub async fn ensure(&self, log: &Log) -> Result<()> {
+        log.ensure_topic(&self.events, self.partitions).await?;
+        log.ensure_topic(&self.commands, self.partitions).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_documented_ones() {
+        let topics = AgentTopics::of("echo");
+        assert_eq!(topics.events.to_string(), "agentlog/echo.events");
+        assert_eq!(topics.commands.to_string(), "agentlog/echo.commands");
+        assert_eq!(topics.worker_group(), "echo.workers");
+    }
+}

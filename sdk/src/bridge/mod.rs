@@ -1,0 +1,210 @@
+//! The stateless A2A bridge: A2A calls become records on the log; every answer is a fold.
+//!
+//! A [`Bridge`] owns nothing but a [`TaskView`] that it rebuilds from the agent's events topic,
+//! so any number of bridges over the same log (in one process or many, restarted or not)
+//! answer alike. Transports are thin shells over it: [`Bridge::handle_rpc`] takes a JSON-RPC
+//! body and gives a JSON body or an event stream; the typed verbs serve Rust callers.
+//!
+//! How each verb maps onto the log is written in `skills/a2a-bridge/SKILL.md`.
+
+mod rpc;
+mod send;
+mod stream;
+mod tasks;
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use agentlog_wire::a2a::{AgentCapabilities, AgentCard, AgentInterface, Task};
+use agentlog_wire::{Record, RecordHeader};
+use bytes::Bytes;
+
+use crate::agent::{AgentTopics, Caller};
+use crate::error::{Error, ErrorKind, Result};
+use crate::log::{Appended, Log};
+use crate::view::TaskView;
+
+pub use rpc::RpcReply;
+pub use stream::{StreamEvent, TaskStream};
+
+/// How a bridge behaves.
+#[derive(Debug, Clone)]
+pub struct BridgeConfig {
+    /// The agent served, and so its topics.
+    pub topics: AgentTopics,
+    /// The agent card served to clients.
+    pub card: AgentCard,
+    /// How long a blocking `SendMessage` waits for a terminal or interrupted state before it
+    /// answers with the task as it is (still working). Default 60 s.
+    pub blocking_timeout: Duration,
+    /// How long a request waits for the view to catch up with the log (read-your-writes)
+    /// before it fails with a retryable timeout. Default 10 s.
+    pub sync_timeout: Duration,
+    /// The `source` written in this bridge's records.
+    pub source: String,
+}
+
+impl BridgeConfig {
+    /// Defaults for `agent`: its topics in the default stream, a minimal card.
+    pub fn new(agent: &str) -> Self {
+        Self {
+            topics: AgentTopics::of(agent),
+            card: default_card(agent),
+            blocking_timeout: Duration::from_secs(60),
+            sync_timeout: Duration::from_secs(10),
+            source: format!("bridge-{}", uuid::Uuid::new_v4().simple()),
+        }
+    }
+}
+
+/// A minimal valid card for `agent`; a server replaces `supportedInterfaces` with its URL.
+pub fn default_card(agent: &str) -> AgentCard {
+    AgentCard {
+        name: agent.to_owned(),
+        description: format!("The {agent} agent, served by agentlog"),
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+        supported_interfaces: vec![AgentInterface {
+            url: "http://127.0.0.1:8080/".to_owned(),
+            protocol_binding: "JSONRPC".to_owned(),
+            protocol_version: "1.0".to_owned(),
+            tenant: None,
+        }],
+        provider: None,
+        documentation_url: None,
+        icon_url: None,
+        capabilities: AgentCapabilities {
+            streaming: Some(true),
+            push_notifications: Some(false),
+            extensions: Vec::new(),
+            extended_agent_card: Some(false),
+        },
+        security_schemes: Default::default(),
+        security_requirements: Vec::new(),
+        default_input_modes: vec!["text/plain".to_owned()],
+        default_output_modes: vec!["text/plain".to_owned()],
+        skills: Vec::new(),
+        signatures: Vec::new(),
+    }
+}
+
+/// The A2A bridge over one agent's topics. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Bridge {
+    inner: Arc<BridgeInner>,
+}
+
+#[derive(Debug)]
+struct BridgeInner {
+    log: Log,
+    config: BridgeConfig,
+    view: TaskView,
+}
+
+impl Bridge {
+    /// Create the agent's topics if needed and start following its events topic.
+    pub async fn open(log: Log, config: BridgeConfig) -> Result<Self> {
+        config.topics.ensure(&log).await?;
+        let view = TaskView::start(log.clone(), config.topics.events.clone()).await?;
+        Ok(Self {
+            inner: Arc::new(BridgeInner { log, config, view }),
+        })
+    }
+
+    /// The agent card.
+    pub fn agent_card(&self) -> &AgentCard {
+        &self.inner.config.card
+    }
+
+    /// The bridge's configuration.
+    pub fn config(&self) -> &BridgeConfig {
+        &self.inner.config
+    }
+
+    /// The task view (for metrics and workers in the same process).
+    pub fn view(&self) -> &TaskView {
+        &self.inner.view
+    }
+
+    /// The log.
+    pub fn log(&self) -> &Log {
+        &self.inner.log
+    }
+
+    fn header(
+        &self,
+        caller: &Caller,
+        task_id: &str,
+        context_id: &str,
+        message_id: String,
+    ) -> RecordHeader {
+        RecordHeader {
+            task_id: task_id.to_owned(),
+            context_id: context_id.to_owned(),
+            message_id,
+            source: self.inner.config.source.clone(),
+            principal: caller.principal.clone(),
+            tenant: caller.tenant.clone(),
+            hops: 0,
+            deadline_ms: 0,
+            timestamp_ms: now_ms(),
+            content_type: "application/json".to_owned(),
+        }
+    }
+
+    /// Append a record to the events topic (the commit point), then, for work, its copy to the
+    /// commands topic. Returns where it landed in the events topic.
+    async fn commit(&self, record: &Record, enqueue: bool) -> Result<Appended> {
+        let bytes = Bytes::from(record.encode().map_err(|e| {
+            Error::new(ErrorKind::InvalidParams, "the record cannot be encoded").with_source(e)
+        })?);
+        let key = record.header.task_id.as_bytes();
+        let topics = &self.inner.config.topics;
+        let appended = self
+            .inner
+            .log
+            .append(&topics.events, key, vec![bytes.clone()])
+            .await?;
+        if enqueue {
+            self.inner
+                .log
+                .append(&topics.commands, key, vec![bytes])
+                .await?;
+        }
+        Ok(appended)
+    }
+
+    async fn sync_task(&self, task_id: &str) -> Result<()> {
+        let view = &self.inner.view;
+        view.sync(
+            Some(view.partition_of(task_id)),
+            self.inner.config.sync_timeout,
+        )
+        .await
+    }
+}
+
+/// Keep at most the `history_length` newest history messages (A2A: unset = all, 0 = none).
+pub(crate) fn trim_history(mut task: Task, history_length: Option<i32>) -> Task {
+    if let Some(n) = history_length {
+        let n = usize::try_from(n.max(0)).unwrap_or(0);
+        if task.history.len() > n {
+            task.history.drain(..task.history.len() - n);
+        }
+    }
+    task
+}
+
+pub(crate) fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+pub(crate) fn not_found(task_id: &str) -> Error {
+    Error::new(
+        ErrorKind::TaskNotFound,
+        format!("Task not found: {task_id}"),
+    )
+    .with_detail("taskId", task_id)
+}

@@ -1,0 +1,260 @@
+//! JSON-RPC in, JSON-RPC out: the transport-independent entry point of the bridge.
+//!
+//! Dispatch follows the method name, as the official Python server does: PascalCase names get
+//! 1.0 semantics and shapes, slash names (`message/send`, ...) get 0.3 ones through the 0.3
+//! codec. The `A2A-Version` value, when given, must be 1.0 or 0.3 (else -32009); a missing
+//! value is accepted for both (the spec reads "missing" as 0.3, but the A2A TCK sends none
+//! with 1.0 methods, so we are lenient).
+
+use agentlog_wire::a2a;
+use agentlog_wire::jsonrpc::{
+    Method, Operation, ProtocolVersion, error_body, parse_request, success_body,
+};
+use agentlog_wire::{ErrorCode, RpcError, WireError, v03};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use super::Bridge;
+use super::stream::TaskStream;
+use crate::agent::Caller;
+use crate::error::{Error, ErrorKind, Result};
+
+/// What to send back for one JSON-RPC request.
+#[derive(Debug)]
+pub enum RpcReply {
+    /// A complete JSON-RPC response body (`application/json`).
+    Json(Vec<u8>),
+    /// An error for a streaming method, detected before the stream started: a complete
+    /// JSON-RPC error response that an SSE transport sends as the stream's only frame.
+    StreamError(Vec<u8>),
+    /// A stream: each event becomes one JSON-RPC response carrying `id`.
+    Stream(RpcStream),
+}
+
+/// A streaming answer and what is needed to frame its events.
+pub struct RpcStream {
+    /// The request id, echoed in every frame.
+    pub id: Box<RawValue>,
+    /// The protocol version of the method (decides the event shape).
+    pub version: ProtocolVersion,
+    /// The events.
+    pub events: TaskStream,
+}
+
+impl std::fmt::Debug for RpcStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RpcStream")
+            .field("id", &self.id)
+            .field("version", &self.version)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RpcStream {
+    /// The JSON-RPC response body framing one stream event (or a mid-stream error).
+    pub fn frame(&self, event: &Result<super::StreamEvent>) -> Vec<u8> {
+        match event {
+            Ok(event) => match self.version {
+                ProtocolVersion::V1_0 => success_body(&self.id, &event.response),
+                ProtocolVersion::V0_3 => success_body(
+                    &self.id,
+                    &v03::stream_response_to_v03(&event.response, event.last),
+                ),
+            },
+            Err(e) => error_body(&self.id, &e.to_rpc(), self.version),
+        }
+    }
+}
+
+impl Bridge {
+    /// Answer one JSON-RPC request body from `caller`, with the request's `A2A-Version`
+    /// value if it had one. Never fails: every problem becomes a JSON-RPC error.
+    pub async fn handle_rpc(
+        &self,
+        caller: &Caller,
+        a2a_version: Option<&str>,
+        body: &[u8],
+    ) -> RpcReply {
+        let header_version = match a2a_version.map(str::trim).filter(|v| !v.is_empty()) {
+            None => None,
+            Some(v) => match ProtocolVersion::from_header(v) {
+                Some(version) => Some(version),
+                None => {
+                    let id = parse_request(body)
+                        .map(|r| r.id.to_owned())
+                        .unwrap_or_else(|bad| bad.id);
+                    let error = RpcError::with_message(
+                        ErrorCode::VersionNotSupported,
+                        format!("A2A-Version {v} is not supported; this server speaks 1.0 and 0.3"),
+                    )
+                    .with_meta("version", v);
+                    return RpcReply::Json(error_body(&id, &error, ProtocolVersion::V1_0));
+                }
+            },
+        };
+        let request = match parse_request(body) {
+            Ok(request) => request,
+            Err(bad) => {
+                let version = header_version.unwrap_or(ProtocolVersion::V1_0);
+                return RpcReply::Json(error_body(&bad.id, &bad.error, version));
+            }
+        };
+        let method = match request.method() {
+            Ok(method) => method,
+            Err(error) => {
+                let version = header_version.unwrap_or(ProtocolVersion::V1_0);
+                return RpcReply::Json(error_body(request.id, &error, version));
+            }
+        };
+        let version = method.version();
+        let id = request.id;
+        let params = request.params.map(RawValue::get);
+        let streaming = method.operation().is_streaming();
+        let result = self.dispatch(caller, method, params).await;
+        match result {
+            Ok(Answer::Json(value)) => RpcReply::Json(success_body(id, &value)),
+            Ok(Answer::Stream(events)) => RpcReply::Stream(RpcStream {
+                id: id.to_owned(),
+                version,
+                events,
+            }),
+            Err(error) if streaming => {
+                RpcReply::StreamError(error_body(id, &error.to_rpc(), version))
+            }
+            Err(error) => RpcReply::Json(error_body(id, &error.to_rpc(), version)),
+        }
+    }
+
+    async fn dispatch(
+        &self,
+        caller: &Caller,
+        method: Method,
+        params: Option<&str>,
+    ) -> Result<Answer> {
+        let v1 = method.version() == ProtocolVersion::V1_0;
+        match method.operation() {
+            Operation::SendMessage => {
+                if v1 {
+                    let raw = required(params)?;
+                    let request = parse_v1::<a2a::SendMessageRequest>("SendMessageRequest", raw)?;
+                    let response = self.send_message_raw(caller, request, Some(raw)).await?;
+                    json(&response)
+                } else {
+                    let request = parse_v03(params, v03::send_params_from_v03)?;
+                    let response = self.send_message_raw(caller, request, None).await?;
+                    Ok(Answer::Json(v03::send_response_to_v03(&response)))
+                }
+            }
+            Operation::SendStreamingMessage => {
+                let (request, raw) = if v1 {
+                    let raw = required(params)?;
+                    (
+                        parse_v1::<a2a::SendMessageRequest>("SendMessageRequest", raw)?,
+                        Some(raw),
+                    )
+                } else {
+                    (parse_v03(params, v03::send_params_from_v03)?, None)
+                };
+                Ok(Answer::Stream(
+                    self.send_streaming_message(caller, request, raw).await?,
+                ))
+            }
+            Operation::GetTask => {
+                let request = if v1 {
+                    parse_v1::<a2a::GetTaskRequest>("GetTaskRequest", required(params)?)?
+                } else {
+                    parse_v03(params, v03::get_task_params_from_v03)?
+                };
+                let task = self.get_task(caller, request).await?;
+                if v1 {
+                    json(&task)
+                } else {
+                    Ok(Answer::Json(v03::task_to_v03(&task)))
+                }
+            }
+            Operation::CancelTask => {
+                let request = if v1 {
+                    parse_v1::<a2a::CancelTaskRequest>("CancelTaskRequest", required(params)?)?
+                } else {
+                    parse_v03(params, v03::task_id_params_from_v03)?
+                };
+                let task = self.cancel_task(caller, request).await?;
+                if v1 {
+                    json(&task)
+                } else {
+                    Ok(Answer::Json(v03::task_to_v03(&task)))
+                }
+            }
+            Operation::ListTasks => {
+                let request = match params {
+                    Some(raw) => parse_v1::<a2a::ListTasksRequest>("ListTasksRequest", raw)?,
+                    None => parse_v1::<a2a::ListTasksRequest>("ListTasksRequest", "{}")?,
+                };
+                json(&self.list_tasks(caller, request).await?)
+            }
+            Operation::SubscribeToTask => {
+                let request = if v1 {
+                    parse_v1::<a2a::SubscribeToTaskRequest>(
+                        "SubscribeToTaskRequest",
+                        required(params)?,
+                    )?
+                } else {
+                    let r = parse_v03(params, v03::task_id_params_from_v03)?;
+                    a2a::SubscribeToTaskRequest {
+                        tenant: r.tenant,
+                        id: r.id,
+                    }
+                };
+                Ok(Answer::Stream(
+                    self.subscribe_to_task(caller, request, None).await?,
+                ))
+            }
+            Operation::CreateTaskPushNotificationConfig
+            | Operation::GetTaskPushNotificationConfig
+            | Operation::ListTaskPushNotificationConfigs
+            | Operation::DeleteTaskPushNotificationConfig => Err(Error::new(
+                ErrorKind::PushNotificationNotSupported,
+                "Push notifications are not supported by this agent",
+            )),
+            Operation::GetExtendedAgentCard => Err(Error::new(
+                ErrorKind::UnsupportedOperation,
+                "This agent has no extended agent card",
+            )),
+        }
+    }
+}
+
+enum Answer {
+    Json(Value),
+    Stream(TaskStream),
+}
+
+fn json<T: serde::Serialize>(value: &T) -> Result<Answer> {
+    serde_json::to_value(value)
+        .map(Answer::Json)
+        .map_err(|e| Error::new(ErrorKind::Internal, "cannot encode the result").with_source(e))
+}
+
+fn required(params: Option<&str>) -> Result<&str> {
+    params.ok_or_else(|| {
+        Error::new(ErrorKind::InvalidParams, "params are required").with_detail("field", "params")
+    })
+}
+
+fn invalid_params(e: WireError) -> Error {
+    Error::new(ErrorKind::InvalidParams, format!("Invalid parameters: {e}"))
+}
+
+fn parse_v1<T: DeserializeOwned>(what: &'static str, raw: &str) -> Result<T> {
+    a2a::from_slice(what, raw.as_bytes()).map_err(invalid_params)
+}
+
+fn parse_v03<T>(
+    params: Option<&str>,
+    decode: fn(&Value) -> std::result::Result<T, WireError>,
+) -> Result<T> {
+    let value: Value = serde_json::from_str(required(params)?)
+        .map_err(|e| Error::new(ErrorKind::InvalidParams, format!("Invalid parameters: {e}")))?;
+    decode(&value).map_err(invalid_params)
+}

@@ -1,0 +1,301 @@
+//! `SendMessage` and `SendStreamingMessage`: new tasks and follow-up messages.
+
+use std::time::Duration;
+
+use agentlog_wire::a2a::{Message, SendMessageRequest, SendMessageResponse, Task};
+use agentlog_wire::fold::fold;
+use agentlog_wire::{Record, RecordBody, ids};
+use tokio::sync::broadcast::error::RecvError;
+
+use super::stream::{TaskStream, task_stream};
+use super::{Bridge, not_found, trim_history};
+use crate::agent::Caller;
+use crate::error::{Error, ErrorKind, Result};
+use crate::view::TaskInfo;
+
+/// A message accepted onto the log: which task, and whether this call created it.
+struct Accepted {
+    task_id: String,
+    /// The task as folded from just the new command, when this call created the task.
+    created: Option<Task>,
+    /// Where the view must have applied up to for the acceptance to be visible.
+    partition: u32,
+    visible_at: u64,
+}
+
+impl Bridge {
+    /// `SendMessage`: start a task, or continue an input- or auth-required one (when the
+    /// message names a `taskId`). Blocking by default: waits for a terminal or interrupted
+    /// state, at most [`BridgeConfig::blocking_timeout`](super::BridgeConfig), then answers
+    /// with the task as it is; with `returnImmediately` it answers with the submitted task.
+    pub async fn send_message(
+        &self,
+        caller: &Caller,
+        request: SendMessageRequest,
+    ) -> Result<SendMessageResponse> {
+        self.send_message_raw(caller, request, None).await
+    }
+
+    /// [`send_message`](Self::send_message) carrying the request's params JSON exactly as
+    /// received (`raw_params`) into the command record.
+    pub async fn send_message_raw(
+        &self,
+        caller: &Caller,
+        request: SendMessageRequest,
+        raw_params: Option<&str>,
+    ) -> Result<SendMessageResponse> {
+        let configuration = request.configuration.clone().unwrap_or_default();
+        let history_length = configuration.history_length;
+        check_history_length(history_length)?;
+        let accepted = self.accept(caller, &request, raw_params).await?;
+        if configuration.return_immediately {
+            if let Some(task) = accepted.created {
+                return Ok(SendMessageResponse::Task(trim_history(
+                    task,
+                    history_length,
+                )));
+            }
+            self.inner
+                .view
+                .wait_applied(accepted.partition, accepted.visible_at)
+                .await?;
+            let info = self
+                .inner
+                .view
+                .lookup(caller, &accepted.task_id)
+                .ok_or_else(|| not_found(&accepted.task_id))?;
+            let task = self.inner.view.load(&info).await?;
+            return Ok(SendMessageResponse::Task(trim_history(
+                task,
+                history_length,
+            )));
+        }
+        let task = self
+            .wait_settled(caller, &accepted, self.inner.config.blocking_timeout)
+            .await?;
+        Ok(SendMessageResponse::Task(trim_history(
+            task,
+            history_length,
+        )))
+    }
+
+    /// `SendStreamingMessage`: like [`send_message`](Self::send_message), answered with the
+    /// task snapshot and then its events until it is terminal or interrupted.
+    pub async fn send_streaming_message(
+        &self,
+        caller: &Caller,
+        request: SendMessageRequest,
+        raw_params: Option<&str>,
+    ) -> Result<TaskStream> {
+        let accepted = self.accept(caller, &request, raw_params).await?;
+        let view = &self.inner.view;
+        view.wait_applied(accepted.partition, accepted.visible_at)
+            .await?;
+        let (info, events) = view
+            .subscribe(Some(caller), &accepted.task_id)
+            .ok_or_else(|| not_found(&accepted.task_id))?;
+        Ok(task_stream(view.clone(), info, events, None))
+    }
+
+    /// Validate the message and put it on the log (or find it there already).
+    async fn accept(
+        &self,
+        caller: &Caller,
+        request: &SendMessageRequest,
+        raw_params: Option<&str>,
+    ) -> Result<Accepted> {
+        let message = &request.message;
+        message.validate().map_err(|e| {
+            Error::new(ErrorKind::InvalidParams, format!("invalid message: {e}"))
+                .with_detail("field", "message")
+        })?;
+        let params = match raw_params {
+            Some(raw) => raw.to_owned(),
+            None => serde_json::to_string(request).map_err(|e| {
+                Error::new(ErrorKind::Internal, "cannot encode the request").with_source(e)
+            })?,
+        };
+        match &message.task_id {
+            Some(task_id) => self.accept_continue(caller, task_id, message, params).await,
+            None => self.accept_new(caller, message, params).await,
+        }
+    }
+
+    async fn accept_new(
+        &self,
+        caller: &Caller,
+        message: &Message,
+        params: String,
+    ) -> Result<Accepted> {
+        let task_id = ids::task_id(&caller.tenant, &caller.principal, &message.message_id);
+        let view = &self.inner.view;
+        let partition = view.partition_of(&task_id);
+        self.sync_task(&task_id).await?;
+        let context_id = message.context_id.clone().unwrap_or_else(|| {
+            ids::context_id(&caller.tenant, &caller.principal, &message.message_id)
+        });
+        let record = Record {
+            header: self.header(caller, &task_id, &context_id, message.message_id.clone()),
+            body: RecordBody::Command { params },
+        };
+        if let Some(info) = view.lookup(caller, &task_id) {
+            // A retry of a message already accepted: same task, handler not run again. If no
+            // worker has taken it yet, queue it again in case the first queueing was lost.
+            if info.state == agentlog_wire::TaskState::Submitted
+                && info.last_message_id.as_deref() == Some(message.message_id.as_str())
+            {
+                self.enqueue(&record).await?;
+            }
+            return Ok(Accepted {
+                task_id,
+                created: None,
+                partition,
+                visible_at: 0,
+            });
+        }
+        let appended = self.commit(&record, true).await?;
+        Ok(Accepted {
+            created: fold([&record]).into_task(),
+            task_id,
+            partition,
+            visible_at: appended.first_offset + 1,
+        })
+    }
+
+    async fn accept_continue(
+        &self,
+        caller: &Caller,
+        task_id: &str,
+        message: &Message,
+        params: String,
+    ) -> Result<Accepted> {
+        self.sync_task(task_id).await?;
+        let view = &self.inner.view;
+        let info = view
+            .lookup(caller, task_id)
+            .ok_or_else(|| not_found(task_id))?;
+        if let Some(context_id) = message
+            .context_id
+            .as_deref()
+            .filter(|c| *c != &*info.context_id)
+        {
+            return Err(Error::new(
+                ErrorKind::InvalidParams,
+                format!(
+                    "message.contextId {context_id} does not match task {task_id}'s context {}",
+                    info.context_id
+                ),
+            )
+            .with_detail("field", "message.contextId"));
+        }
+        let accepted = Accepted {
+            task_id: task_id.to_owned(),
+            created: None,
+            partition: info.partition,
+            visible_at: 0,
+        };
+        if info.last_message_id.as_deref() == Some(message.message_id.as_str()) {
+            // A retry of the follow-up already applied.
+            return Ok(accepted);
+        }
+        if info.state.is_terminal() {
+            return Err(Error::new(
+                ErrorKind::UnsupportedOperation,
+                format!(
+                    "task {task_id} is {} and takes no more messages",
+                    info.state
+                ),
+            )
+            .with_detail("taskId", task_id));
+        }
+        if !info.state.is_interrupted() {
+            return Err(Error::new(
+                ErrorKind::UnsupportedOperation,
+                format!(
+                    "task {task_id} is {}; it takes a follow-up message only while input-required or auth-required",
+                    info.state
+                ),
+            )
+            .with_detail("taskId", task_id));
+        }
+        let record = Record {
+            header: self.header(
+                caller,
+                task_id,
+                &info.context_id,
+                message.message_id.clone(),
+            ),
+            body: RecordBody::Continue { params },
+        };
+        let appended = self.commit(&record, true).await?;
+        Ok(Accepted {
+            visible_at: appended.first_offset + 1,
+            ..accepted
+        })
+    }
+
+    async fn enqueue(&self, record: &Record) -> Result<()> {
+        let bytes = bytes::Bytes::from(record.encode().map_err(|e| {
+            Error::new(ErrorKind::InvalidParams, "the record cannot be encoded").with_source(e)
+        })?);
+        let topics = &self.inner.config.topics;
+        self.inner
+            .log
+            .append(
+                &topics.commands,
+                record.header.task_id.as_bytes(),
+                vec![bytes],
+            )
+            .await
+            .map(|_| ())
+    }
+
+    /// Wait until the task is terminal or interrupted (or `timeout` passes), then fold it.
+    async fn wait_settled(
+        &self,
+        caller: &Caller,
+        accepted: &Accepted,
+        timeout: Duration,
+    ) -> Result<Task> {
+        let view = &self.inner.view;
+        view.wait_applied(accepted.partition, accepted.visible_at)
+            .await?;
+        let (mut info, mut events) = view
+            .subscribe(Some(caller), &accepted.task_id)
+            .ok_or_else(|| not_found(&accepted.task_id))?;
+        let deadline = tokio::time::Instant::now() + timeout;
+        while !settled(&info) {
+            match tokio::time::timeout_at(deadline, events.recv()).await {
+                Err(_) => break, // answer with the task as it is
+                Ok(Ok(event)) => info.state = event.state,
+                Ok(Err(RecvError::Lagged(_))) => {
+                    if let Some(fresh) = view.lookup(caller, &accepted.task_id) {
+                        info = fresh;
+                    }
+                }
+                Ok(Err(RecvError::Closed)) => {
+                    return Err(Error::new(ErrorKind::Unavailable, "the task view stopped"));
+                }
+            }
+        }
+        let info = view
+            .lookup(caller, &accepted.task_id)
+            .ok_or_else(|| not_found(&accepted.task_id))?;
+        view.load(&info).await
+    }
+}
+
+fn settled(info: &TaskInfo) -> bool {
+    info.state.is_terminal() || info.state.is_interrupted()
+}
+
+pub(super) fn check_history_length(history_length: Option<i32>) -> Result<()> {
+    match history_length {
+        Some(n) if n < 0 => Err(Error::new(
+            ErrorKind::InvalidParams,
+            format!("historyLength must not be negative, got {n}"),
+        )
+        .with_detail("field", "historyLength")),
+        _ => Ok(()),
+    }
+}

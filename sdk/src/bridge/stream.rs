@@ -1,0 +1,219 @@
+//! Task event streams: a snapshot, then the task's events in log order, each with its log
+//! position, until the task is terminal or interrupted.
+
+use std::pin::Pin;
+use std::sync::Arc;
+
+use agentlog_wire::TaskState;
+use agentlog_wire::a2a::{
+    Message, StreamResponse, TaskArtifactUpdateEvent, TaskStatus, TaskStatusUpdateEvent,
+};
+use agentlog_wire::fold::{Change, TaskMachine};
+use agentlog_wire::timestamp::format_millis;
+use futures::Stream;
+use tokio::sync::{broadcast, mpsc};
+
+use crate::error::Result;
+use crate::view::{TaskEvent, TaskInfo, TaskView};
+
+/// One event of a task stream.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StreamEvent {
+    /// The log position (offset in the task's partition of the events topic) of the last
+    /// record this event reflects. A client resumes after it with no gap and no duplicate.
+    pub position: u64,
+    /// The A2A event.
+    pub response: StreamResponse,
+    /// Whether this is the stream's last event (the task is terminal or interrupted).
+    pub last: bool,
+}
+
+/// A stream of task events.
+pub type TaskStream = Pin<Box<dyn Stream<Item = Result<StreamEvent>> + Send>>;
+
+/// Build a task stream. With `resume_after` it skips the snapshot and replays the task's
+/// events after that position; otherwise it starts with the task snapshot at `info`.
+pub(crate) fn task_stream(
+    view: TaskView,
+    info: TaskInfo,
+    events: broadcast::Receiver<Arc<TaskEvent>>,
+    resume_after: Option<u64>,
+) -> TaskStream {
+    let (tx, mut rx) = mpsc::channel(64);
+    tokio::spawn(async move {
+        tokio::select! {
+            () = tx.closed() => {}
+            () = produce(view, info, events, resume_after, &tx) => {}
+        }
+    });
+    Box::pin(futures::stream::poll_fn(move |cx| rx.poll_recv(cx)))
+}
+
+type Sink = mpsc::Sender<Result<StreamEvent>>;
+
+async fn produce(
+    view: TaskView,
+    info: TaskInfo,
+    mut events: broadcast::Receiver<Arc<TaskEvent>>,
+    resume_after: Option<u64>,
+    tx: &Sink,
+) {
+    let mut position = match resume_after {
+        None => {
+            let snapshot = match view.load(&info).await {
+                Ok(task) => task,
+                Err(e) => {
+                    let _ = tx.send(Err(e)).await;
+                    return;
+                }
+            };
+            let last = ends_stream(info.state);
+            let event = StreamEvent {
+                position: info.position(),
+                response: StreamResponse::Task(snapshot),
+                last,
+            };
+            if tx.send(Ok(event)).await.is_err() || last {
+                return;
+            }
+            info.position()
+        }
+        Some(after) => match replay(&view, &info, after, tx).await {
+            Replay::Done => return,
+            Replay::At(position) => position,
+        },
+    };
+    loop {
+        match events.recv().await {
+            Ok(event) => {
+                if event.offset <= position {
+                    continue;
+                }
+                position = event.offset;
+                let last = ends_stream(event.state);
+                if let Some(response) = to_response(&event) {
+                    let out = StreamEvent {
+                        position,
+                        response,
+                        last,
+                    };
+                    if tx.send(Ok(out)).await.is_err() {
+                        return;
+                    }
+                }
+                if last {
+                    return;
+                }
+            }
+            Err(broadcast::error::RecvError::Lagged(_)) => {
+                // Fell behind the live buffer: catch up from the log itself.
+                let Some((fresh, _)) = view.lookup_any(&info.id) else {
+                    return;
+                };
+                match replay(&view, &fresh, position, tx).await {
+                    Replay::Done => return,
+                    Replay::At(p) => position = p,
+                }
+            }
+            Err(broadcast::error::RecvError::Closed) => return,
+        }
+    }
+}
+
+enum Replay {
+    Done,
+    At(u64),
+}
+
+/// Send the task's events after `after`, read back from the log.
+async fn replay(view: &TaskView, info: &TaskInfo, after: u64, tx: &Sink) -> Replay {
+    let records = match view.read_records(info.partition, &info.offsets).await {
+        Ok(records) => records,
+        Err(e) => {
+            let _ = tx.send(Err(e)).await;
+            return Replay::Done;
+        }
+    };
+    let mut machine = TaskMachine::new();
+    let mut position = after;
+    for (offset, record) in records {
+        let Ok(change) = machine.apply(&record) else {
+            continue;
+        };
+        if offset <= after {
+            continue;
+        }
+        position = offset;
+        let state = machine.state().unwrap_or(TaskState::Unspecified);
+        let event = TaskEvent {
+            offset,
+            task_id: info.id.clone(),
+            context_id: info.context_id.clone(),
+            timestamp_ms: record.header.timestamp_ms,
+            state,
+            change,
+        };
+        let last = ends_stream(state);
+        if let Some(response) = to_response(&event) {
+            let out = StreamEvent {
+                position,
+                response,
+                last,
+            };
+            if tx.send(Ok(out)).await.is_err() {
+                return Replay::Done;
+            }
+        }
+        if last {
+            return Replay::Done;
+        }
+    }
+    Replay::At(position)
+}
+
+/// A stream ends when the task is terminal or interrupted (spec §3.1.2, §11.7).
+fn ends_stream(state: TaskState) -> bool {
+    state.is_terminal() || state.is_interrupted()
+}
+
+fn status_event(event: &TaskEvent, state: TaskState, message: Option<Message>) -> StreamResponse {
+    StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+        task_id: event.task_id.to_string(),
+        context_id: event.context_id.to_string(),
+        status: TaskStatus {
+            state,
+            message,
+            timestamp: Some(format_millis(event.timestamp_ms)),
+        },
+        metadata: None,
+    })
+}
+
+/// The A2A event for an applied change (a new task has no event: it is the snapshot).
+fn to_response(event: &TaskEvent) -> Option<StreamResponse> {
+    Some(match &event.change {
+        Change::Created(_) => return None,
+        Change::Continued(_) => status_event(event, TaskState::Submitted, None),
+        Change::Canceled => status_event(event, TaskState::Canceled, None),
+        Change::Status { state, message } => {
+            let message = message.as_deref().cloned().map(|mut m| {
+                m.task_id = Some(event.task_id.to_string());
+                m.context_id = Some(event.context_id.to_string());
+                m
+            });
+            status_event(event, *state, message)
+        }
+        Change::Artifact {
+            artifact,
+            append,
+            last_chunk,
+        } => StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
+            task_id: event.task_id.to_string(),
+            context_id: event.context_id.to_string(),
+            artifact: (**artifact).clone(),
+            append: *append,
+            last_chunk: *last_chunk,
+            metadata: None,
+        }),
+    })
+}

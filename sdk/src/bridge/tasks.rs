@@ -1,0 +1,227 @@
+//! `GetTask`, `CancelTask`, `ListTasks` and `SubscribeToTask`.
+
+use agentlog_wire::a2a::{
+    CancelTaskRequest, GetTaskRequest, ListTasksRequest, ListTasksResponse, SubscribeToTaskRequest,
+    Task,
+};
+use agentlog_wire::timestamp::parse_millis;
+use agentlog_wire::{Record, RecordBody};
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+
+use super::send::check_history_length;
+use super::stream::{TaskStream, task_stream};
+use super::{Bridge, not_found, trim_history};
+use crate::agent::Caller;
+use crate::error::{Error, ErrorKind, Result};
+use crate::view::ListFilter;
+
+/// `ListTasks` page size when the request gives none, and the largest one allowed (spec).
+const DEFAULT_PAGE_SIZE: usize = 50;
+const MAX_PAGE_SIZE: usize = 100;
+
+impl Bridge {
+    /// `GetTask`: the task folded from the log, as of the request (read-your-writes).
+    pub async fn get_task(&self, caller: &Caller, request: GetTaskRequest) -> Result<Task> {
+        check_history_length(request.history_length)?;
+        require_id(&request.id)?;
+        self.sync_task(&request.id).await?;
+        let view = &self.inner.view;
+        let info = view
+            .lookup(caller, &request.id)
+            .ok_or_else(|| not_found(&request.id))?;
+        let task = view.load(&info).await?;
+        Ok(trim_history(task, request.history_length))
+    }
+
+    /// `CancelTask`: write a cancel request. It cancels the task at its log position unless a
+    /// terminal record came first (then -32002, as for an already terminal task). The worker
+    /// running the task sees the cancellation through its view and stops.
+    pub async fn cancel_task(&self, caller: &Caller, request: CancelTaskRequest) -> Result<Task> {
+        require_id(&request.id)?;
+        let task_id = request.id.as_str();
+        self.sync_task(task_id).await?;
+        let view = &self.inner.view;
+        let info = view
+            .lookup(caller, task_id)
+            .ok_or_else(|| not_found(task_id))?;
+        if info.state.is_terminal() {
+            return Err(not_cancelable(task_id, &info.state.to_string()));
+        }
+        let metadata = match &request.metadata {
+            Some(m) => serde_json::to_string(m).unwrap_or_default(),
+            None => String::new(),
+        };
+        let record = Record {
+            header: self.header(
+                caller,
+                task_id,
+                &info.context_id,
+                format!("cancel-{}", uuid::Uuid::new_v4()),
+            ),
+            body: RecordBody::CancelRequest { metadata },
+        };
+        let appended = self.commit(&record, false).await?;
+        view.wait_applied(appended.partition, appended.first_offset + 1)
+            .await?;
+        let info = view
+            .lookup(caller, task_id)
+            .ok_or_else(|| not_found(task_id))?;
+        if info.state != agentlog_wire::TaskState::Canceled {
+            // A terminal record reached the log before the cancel request.
+            return Err(not_cancelable(task_id, &info.state.to_string()));
+        }
+        view.load(&info).await
+    }
+
+    /// `ListTasks`: the caller's tasks, newest status first, filtered and paged.
+    pub async fn list_tasks(
+        &self,
+        caller: &Caller,
+        request: ListTasksRequest,
+    ) -> Result<ListTasksResponse> {
+        check_history_length(request.history_length)?;
+        let page_size = match request.page_size {
+            None => DEFAULT_PAGE_SIZE,
+            Some(n) if (1..=MAX_PAGE_SIZE as i32).contains(&n) => n as usize,
+            Some(n) => {
+                return Err(Error::new(
+                    ErrorKind::InvalidParams,
+                    format!("pageSize must be between 1 and {MAX_PAGE_SIZE}, got {n}"),
+                )
+                .with_detail("field", "pageSize"));
+            }
+        };
+        let status_after_ms = match &request.status_timestamp_after {
+            None => None,
+            Some(ts) => Some(parse_millis(ts).ok_or_else(|| {
+                Error::new(
+                    ErrorKind::InvalidParams,
+                    format!("statusTimestampAfter is not an ISO 8601 timestamp: {ts:?}"),
+                )
+                .with_detail("field", "statusTimestampAfter")
+            })?),
+        };
+        let cursor = match request.page_token.as_deref() {
+            None | Some("") => None,
+            Some(token) => Some(decode_cursor(token)?),
+        };
+        let filter = ListFilter {
+            context_id: request.context_id.clone(),
+            state: request.status,
+            status_after_ms,
+            page_size: page_size + 1,
+            cursor,
+        };
+        let view = &self.inner.view;
+        view.sync(None, self.inner.config.sync_timeout).await?;
+        let (mut page, total) = view.list(caller, &filter);
+        let next_page_token = if page.len() > page_size {
+            page.truncate(page_size);
+            page.last()
+                .map(|last| encode_cursor(last.status_timestamp_ms, &last.id))
+                .unwrap_or_default()
+        } else {
+            String::new()
+        };
+        let include_artifacts = request.include_artifacts.unwrap_or(false);
+        let mut tasks = Vec::with_capacity(page.len());
+        for info in &page {
+            let mut task = trim_history(view.load(info).await?, request.history_length);
+            if !include_artifacts {
+                task.artifacts.clear();
+            }
+            tasks.push(task);
+        }
+        Ok(ListTasksResponse {
+            tasks,
+            next_page_token,
+            page_size: page_size as i32,
+            total_size: i32::try_from(total).unwrap_or(i32::MAX),
+        })
+    }
+
+    /// `SubscribeToTask`: the task snapshot, then its events until it is terminal or
+    /// interrupted. With `resume_after` (a position from an earlier stream event), no
+    /// snapshot: the events after that position, then live ones. A terminal task: -32004.
+    pub async fn subscribe_to_task(
+        &self,
+        caller: &Caller,
+        request: SubscribeToTaskRequest,
+        resume_after: Option<u64>,
+    ) -> Result<TaskStream> {
+        require_id(&request.id)?;
+        self.sync_task(&request.id).await?;
+        let view = &self.inner.view;
+        let (info, events) = view
+            .subscribe(Some(caller), &request.id)
+            .ok_or_else(|| not_found(&request.id))?;
+        if info.state.is_terminal() && resume_after.is_none_or(|p| p >= info.position()) {
+            return Err(Error::new(
+                ErrorKind::UnsupportedOperation,
+                format!(
+                    "task {} is {}; there is nothing to subscribe to",
+                    request.id, info.state
+                ),
+            )
+            .with_detail("taskId", request.id.clone()));
+        }
+        Ok(task_stream(view.clone(), info, events, resume_after))
+    }
+}
+
+fn require_id(id: &str) -> Result<()> {
+    if id.is_empty() {
+        return Err(
+            Error::new(ErrorKind::InvalidParams, "id must not be empty").with_detail("field", "id")
+        );
+    }
+    Ok(())
+}
+
+fn not_cancelable(task_id: &str, state: &str) -> Error {
+    Error::new(
+        ErrorKind::TaskNotCancelable,
+        format!("Task cannot be canceled: {task_id} is {state}"),
+    )
+    .with_detail("taskId", task_id)
+}
+
+/// The page token: `base64url(status_ms ":" task_id)`, opaque to clients.
+fn encode_cursor(status_ms: u64, task_id: &str) -> String {
+    URL_SAFE_NO_PAD.encode(format!("{status_ms}:{task_id}"))
+}
+
+fn decode_cursor(token: &str) -> Result<(u64, String)> {
+    let bad = || {
+        Error::new(
+            ErrorKind::InvalidParams,
+            "pageToken is not a token this server issued",
+        )
+        .with_detail("field", "pageToken")
+    };
+    let bytes = URL_SAFE_NO_PAD.decode(token).map_err(|_| bad())?;
+    let text = String::from_utf8(bytes).map_err(|_| bad())?;
+    let (ts, id) = text.split_once(':').ok_or_else(bad)?;
+    Ok((ts.parse().map_err(|_| bad())?, id.to_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursors_round_trip_and_reject_garbage() {
+        let token = encode_cursor(1_700_000_000_000, "t-1");
+        assert_eq!(
+            decode_cursor(&token).ok(),
+            Some((1_700_000_000_000, "t-1".to_owned()))
+        );
+        for bad in ["!", "bm9jb2xvbg", "eHg6eXk"] {
+            assert_eq!(
+                decode_cursor(bad).map_err(|e| e.kind()).err(),
+                Some(ErrorKind::InvalidParams)
+            );
+        }
+    }
+}

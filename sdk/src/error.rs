@@ -1,0 +1,268 @@
+//! The one error type of the `agentlog` crate.
+//!
+//! Callers branch on [`Error::kind`]; the message is for humans. Every kind maps, through
+//! [`ErrorKind::info`], to one JSON-RPC code, one HTTP status and one retryability flag: the
+//! router, the bridge and both language bindings read that same table.
+
+use std::fmt;
+
+use agentlog_wire::ErrorCode;
+
+/// What went wrong, coarse enough to act on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The request body is not JSON.
+    Parse,
+    /// The request is JSON but not a valid JSON-RPC request.
+    InvalidRequest,
+    /// The method is not one this server knows.
+    MethodNotFound,
+    /// A parameter is missing, of the wrong type or out of range.
+    InvalidParams,
+    /// No task with that id is visible to the caller.
+    TaskNotFound,
+    /// The task is terminal (or already being canceled) and cannot be canceled.
+    TaskNotCancelable,
+    /// Push notifications are not offered by this agent.
+    PushNotificationNotSupported,
+    /// The operation is not supported in the task's current state or by this agent.
+    UnsupportedOperation,
+    /// The request's content type is not accepted.
+    ContentTypeNotSupported,
+    /// The requested A2A protocol version is not served.
+    VersionNotSupported,
+    /// The operation did not finish within its deadline; retrying may succeed.
+    Timeout,
+    /// The log backend cannot be reached right now; retrying may succeed.
+    Unavailable,
+    /// Stored bytes failed their checksum or could not be decoded.
+    Corrupt,
+    /// The configuration (a log URL, a data directory in use, ...) is wrong.
+    Config,
+    /// A bug or an unexpected condition.
+    Internal,
+}
+
+/// How an [`ErrorKind`] is reported on each surface.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KindInfo {
+    /// Stable snake_case name, used as `code` in the bindings.
+    pub name: &'static str,
+    /// The protocol error this kind is reported as.
+    pub rpc: ErrorCode,
+    /// HTTP status when the kind is reported outside a JSON-RPC body (REST, 413, ...).
+    pub http_status: u16,
+    /// Whether the same call may succeed if retried unchanged.
+    pub retryable: bool,
+}
+
+impl ErrorKind {
+    /// Every kind, in declaration order.
+    pub const ALL: [ErrorKind; 15] = [
+        ErrorKind::Parse,
+        ErrorKind::InvalidRequest,
+        ErrorKind::MethodNotFound,
+        ErrorKind::InvalidParams,
+        ErrorKind::TaskNotFound,
+        ErrorKind::TaskNotCancelable,
+        ErrorKind::PushNotificationNotSupported,
+        ErrorKind::UnsupportedOperation,
+        ErrorKind::ContentTypeNotSupported,
+        ErrorKind::VersionNotSupported,
+        ErrorKind::Timeout,
+        ErrorKind::Unavailable,
+        ErrorKind::Corrupt,
+        ErrorKind::Config,
+        ErrorKind::Internal,
+    ];
+
+    /// The one table: name, protocol code, HTTP status, retryability.
+    pub const fn info(self) -> KindInfo {
+        use ErrorCode as C;
+        let (name, rpc, http_status, retryable) = match self {
+            ErrorKind::Parse => ("parse", C::ParseError, 400, false),
+            ErrorKind::InvalidRequest => ("invalid_request", C::InvalidRequest, 400, false),
+            ErrorKind::MethodNotFound => ("method_not_found", C::MethodNotFound, 404, false),
+            ErrorKind::InvalidParams => ("invalid_params", C::InvalidParams, 400, false),
+            ErrorKind::TaskNotFound => ("task_not_found", C::TaskNotFound, 404, false),
+            ErrorKind::TaskNotCancelable => {
+                ("task_not_cancelable", C::TaskNotCancelable, 400, false)
+            }
+            ErrorKind::PushNotificationNotSupported => (
+                "push_notification_not_supported",
+                C::PushNotificationNotSupported,
+                400,
+                false,
+            ),
+            ErrorKind::UnsupportedOperation => {
+                ("unsupported_operation", C::UnsupportedOperation, 400, false)
+            }
+            ErrorKind::ContentTypeNotSupported => (
+                "content_type_not_supported",
+                C::ContentTypeNotSupported,
+                415,
+                false,
+            ),
+            ErrorKind::VersionNotSupported => {
+                ("version_not_supported", C::VersionNotSupported, 400, false)
+            }
+            ErrorKind::Timeout => ("timeout", C::InternalError, 504, true),
+            ErrorKind::Unavailable => ("unavailable", C::InternalError, 503, true),
+            ErrorKind::Corrupt => ("corrupt", C::InternalError, 500, false),
+            ErrorKind::Config => ("config", C::InternalError, 500, false),
+            ErrorKind::Internal => ("internal", C::InternalError, 500, false),
+        };
+        KindInfo {
+            name,
+            rpc,
+            http_status,
+            retryable,
+        }
+    }
+
+    /// Stable snake_case name of the kind.
+    pub const fn as_str(self) -> &'static str {
+        self.info().name
+    }
+}
+
+impl fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An `agentlog` error: a kind to branch on, a message for humans, an optional cause.
+#[derive(Debug)]
+pub struct Error {
+    kind: ErrorKind,
+    message: String,
+    details: Vec<(&'static str, String)>,
+    source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
+}
+
+/// `Result` with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// A new error of `kind` with a human-readable message.
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            message: message.into(),
+            details: Vec::new(),
+            source: None,
+        }
+    }
+
+    /// Attach a fact about the error (`taskId`, `field`, ...), reported in the JSON-RPC
+    /// error's `ErrorInfo.metadata`.
+    pub fn with_detail(mut self, key: &'static str, value: impl Into<String>) -> Self {
+        self.details.push((key, value.into()));
+        self
+    }
+
+    /// The facts attached with [`with_detail`](Self::with_detail).
+    pub fn details(&self) -> &[(&'static str, String)] {
+        &self.details
+    }
+
+    /// The JSON-RPC error this error is reported as: the kind's code, this message (internal
+    /// causes are not leaked for internal kinds), and the details as `ErrorInfo.metadata`.
+    pub fn to_rpc(&self) -> agentlog_wire::RpcError {
+        let info = self.kind.info();
+        let message = match self.kind {
+            ErrorKind::Internal | ErrorKind::Corrupt => {
+                format!("{} ({})", info.rpc.spec().message, self.message)
+            }
+            _ => self.to_string(),
+        };
+        let mut rpc = agentlog_wire::RpcError::with_message(info.rpc, message);
+        for (key, value) in &self.details {
+            rpc = rpc.with_meta(key, value.clone());
+        }
+        // Several kinds share -32603; say which (and so whether a retry may help).
+        if info.rpc == ErrorCode::InternalError {
+            rpc = rpc.with_meta("kind", info.name);
+        }
+        rpc
+    }
+
+    /// Attach the underlying cause.
+    pub fn with_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        self.source = Some(Box::new(source));
+        self
+    }
+
+    /// What went wrong.
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    /// The human-readable message, without the cause.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// Whether the same call may succeed if retried unchanged.
+    pub fn is_retryable(&self) -> bool {
+        self.kind.info().retryable
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.source {
+            Some(source) => write!(f, "{}: {source}", self.message),
+            None => f.write_str(&self.message),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_deref()
+            .map(|s| s as &(dyn std::error::Error + 'static))
+    }
+}
+
+impl From<std::io::Error> for Error {
+    fn from(err: std::io::Error) -> Self {
+        let kind = match err.kind() {
+            std::io::ErrorKind::TimedOut => ErrorKind::Timeout,
+            std::io::ErrorKind::ConnectionRefused
+            | std::io::ErrorKind::ConnectionReset
+            | std::io::ErrorKind::ConnectionAborted
+            | std::io::ErrorKind::NotConnected
+            | std::io::ErrorKind::BrokenPipe => ErrorKind::Unavailable,
+            _ => ErrorKind::Internal,
+        };
+        Error::new(kind, "I/O error").with_source(err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_has_a_unique_name() {
+        let mut names: Vec<_> = ErrorKind::ALL.iter().map(|k| k.as_str()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), ErrorKind::ALL.len());
+    }
+
+    #[test]
+    fn protocol_kinds_map_to_their_a2a_codes() {
+        assert_eq!(ErrorKind::TaskNotFound.info().rpc.code(), -32001);
+        assert_eq!(ErrorKind::TaskNotCancelable.info().rpc.code(), -32002);
+        assert_eq!(ErrorKind::UnsupportedOperation.info().rpc.code(), -32004);
+        assert_eq!(ErrorKind::VersionNotSupported.info().rpc.code(), -32009);
+        assert_eq!(ErrorKind::Parse.info().rpc.code(), -32700);
+        assert!(ErrorKind::Unavailable.info().retryable);
+        assert!(!ErrorKind::Corrupt.info().retryable);
+    }
+}

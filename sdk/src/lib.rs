@@ -1,0 +1,16 @@
+//! agentlog: A2A agent-to-agent work on a durable log.
+//!
+//! - [`log`]: the log layer, an embedded durable log or Apache Iggy behind one interface.
+//! - [`agent`]: callers and an agent's topics.
+//! - [`view`]: the task view, rebuilt from the log by following it.
+//! - [`bridge`]: the stateless A2A bridge: calls become records, answers are folds.
+
+pub mod agent;
+pub mod bridge;
+pub mod error;
+pub mod log;
+pub mod view;
+
+pub use agent::{AgentTopics, Caller};
+pub use bridge::{Bridge, BridgeConfig};
+pub use error::{Error, ErrorKind, Result};

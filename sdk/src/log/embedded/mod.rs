@@ -1,0 +1,365 @@
+//! The embedded log: in-process, durable in a directory (`file:///dir`) or in memory
+//! (`memory://`).
+//!
+//! # On disk
+//!
+//! ```text
+//! <dir>/LOCK                                  exclusive advisory lock: one process per dir
+//! <dir>/topics/<stream>/<topic>/meta.json     partition count (see `topic`)
+//! <dir>/topics/<stream>/<topic>/<p>/<base>.seg  append-only segments (see `segment`)
+//! <dir>/topics/<stream>/<topic>/groups/<g>.json committed offsets (see `group`)
+//! ```
+//!
+//! Every batch carries a CRC32C of its header and one of its body.
+//!
+//! # Durability and group commit
+//!
+//! One writer thread per log takes every queued append at once, writes each touched
+//! partition with one `write`, syncs each touched file once and then acknowledges all of
+//! them (see `writer`). [`FsyncPolicy`] says when it syncs; the default is
+//! [`FsyncPolicy::Always`]: an acknowledged append survives power loss.
+//! Batches become readable (and `watch_end` moves) only once acknowledged.
+//!
+//! # Recovery policy
+//!
+//! `open` scans every segment:
+//! - A **torn tail** (the last batch of a partition's last segment is incomplete, fails its
+//!   body checksum while ending exactly at the end of the file, or is zero fill) is what a
+//!   crash during a write leaves. It was never acknowledged under `Always`, so `open` cuts
+//!   it off, logs a `tracing` warning and carries on.
+//! - Anything else (a bad header or body followed by more data, a batch or segment out of
+//!   sequence, damage in an older segment) means acknowledged data was changed. `open`
+//!   refuses with [`ErrorKind::Corrupt`] naming the file and byte offset, unless
+//!   [`EmbeddedOptions::truncate_corrupt`] is set, which cuts the partition there instead.
+//! - Reads verify checksums again whenever they go to the file; damage that appears after
+//!   `open` is reported as [`ErrorKind::Corrupt`], never returned as data.
+//!
+//! # Limits
+//!
+//! The batch index lives in memory (about 64 bytes per batch). File reads and the
+//! offsets-file writes of `commit` run on the calling task (reads) or the blocking pool
+//! (commits); reads of the cached tail touch no file.
+
+mod files;
+mod group;
+mod lock;
+mod options;
+mod partition;
+mod segment;
+mod topic;
+mod writer;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Sender};
+use std::sync::{Arc, Mutex, RwLock};
+use std::thread::JoinHandle;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use tokio::sync::{oneshot, watch};
+
+pub use options::{EmbeddedOptions, FsyncPolicy};
+
+use self::group::{Group, Member};
+use self::lock::DirLock;
+use self::partition::{Partition, lock as lock_mutex};
+use self::topic::Topic;
+use self::writer::Command;
+use super::{Appended, GroupConsumer, LogBackend, StoredRecord, TopicRef, partition_for_key};
+use crate::error::{Error, ErrorKind, Result};
+
+/// The embedded log backend. Cheap to share behind an `Arc` (see [`super::Log`]).
+#[derive(Debug)]
+pub struct EmbeddedLog {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    /// The data directory; `None` in memory mode.
+    dir: Option<PathBuf>,
+    options: EmbeddedOptions,
+    topics: RwLock<HashMap<TopicRef, Arc<Topic>>>,
+    groups: Mutex<HashMap<(TopicRef, String), Arc<Group>>>,
+    closed: Arc<AtomicBool>,
+    /// The writer thread's queue (file mode).
+    writer: Option<Sender<Command>>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+    /// Released by `close` or drop.
+    dir_lock: Mutex<Option<DirLock>>,
+}
+
+/// The error every call gets once the log is closed.
+pub(crate) fn closed_error() -> Error {
+    Error::new(ErrorKind::Unavailable, "the embedded log is closed")
+}
+
+impl EmbeddedLog {
+    /// A log that lives in memory only and vanishes when dropped (`memory://`).
+    pub fn in_memory() -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                dir: None,
+                options: EmbeddedOptions::default(),
+                topics: RwLock::new(HashMap::new()),
+                groups: Mutex::new(HashMap::new()),
+                closed: Arc::new(AtomicBool::new(false)),
+                writer: None,
+                thread: Mutex::new(None),
+                dir_lock: Mutex::new(None),
+            }),
+        }
+    }
+
+    /// Open (creating if needed) the durable log in `dir` and recover it (see the module
+    /// docs for the recovery policy). Fails at once with [`ErrorKind::Config`] if another
+    /// process (or another open log of this one) holds the directory.
+    pub fn open(dir: PathBuf, options: EmbeddedOptions) -> Result<Self> {
+        std::fs::create_dir_all(&dir).map_err(|e| {
+            Error::new(
+                ErrorKind::Config,
+                format!("cannot create log directory {}", dir.display()),
+            )
+            .with_source(e)
+        })?;
+        let dir_lock = DirLock::acquire(&dir)?;
+        let root = dir.join("topics");
+        let topics = Topic::recover_all(&root, &options)?
+            .into_iter()
+            .map(|t| (t.name.clone(), Arc::new(t)))
+            .collect();
+        let (tx, rx) = mpsc::channel();
+        let thread = writer::spawn(rx, options.fsync, options.segment_bytes)?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                dir: Some(dir),
+                options,
+                topics: RwLock::new(topics),
+                groups: Mutex::new(HashMap::new()),
+                closed: Arc::new(AtomicBool::new(false)),
+                writer: Some(tx),
+                thread: Mutex::new(Some(thread)),
+                dir_lock: Mutex::new(Some(dir_lock)),
+            }),
+        })
+    }
+}
+
+impl Inner {
+    fn check_open(&self) -> Result<()> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(closed_error());
+        }
+        Ok(())
+    }
+
+    fn topic(&self, name: &TopicRef) -> Result<Arc<Topic>> {
+        self.check_open()?;
+        let topics = self
+            .topics
+            .read()
+            .map_err(|_| Error::new(ErrorKind::Internal, "the topic table was poisoned"))?;
+        topics.get(name).cloned().ok_or_else(|| {
+            Error::new(
+                ErrorKind::InvalidParams,
+                format!("topic {name} does not exist (call ensure_topic first)"),
+            )
+        })
+    }
+
+    fn partition(&self, name: &TopicRef, partition: u32) -> Result<Arc<Partition>> {
+        let topic = self.topic(name)?;
+        topic
+            .partitions
+            .get(partition as usize)
+            .cloned()
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::InvalidParams,
+                    format!(
+                        "topic {name} has {} partitions, not {}",
+                        topic.partitions.len(),
+                        partition + 1
+                    ),
+                )
+            })
+    }
+
+    /// Stop the writer (after it wrote and synced everything queued) and wait for it.
+    fn stop_writer(&self) -> Option<oneshot::Receiver<Result<()>>> {
+        let tx = self.writer.as_ref()?;
+        let (ack, done) = oneshot::channel();
+        tx.send(Command::Close { ack }).ok()?;
+        Some(done)
+    }
+
+    fn join_writer(&self) {
+        if let Ok(mut thread) = self.thread.lock()
+            && let Some(thread) = thread.take()
+        {
+            let _ = thread.join();
+        }
+    }
+
+    fn release(&self) {
+        if let Ok(topics) = self.topics.read() {
+            for topic in topics.values() {
+                for partition in &topic.partitions {
+                    partition.close();
+                }
+            }
+        }
+        if let Ok(mut dir_lock) = self.dir_lock.lock() {
+            dir_lock.take();
+        }
+    }
+}
+
+impl Drop for Inner {
+    /// Write and sync what is queued, then release the directory lock.
+    fn drop(&mut self) {
+        if !self.closed.swap(true, Ordering::AcqRel) {
+            // The thread acknowledges the close and exits; joining waits for both.
+            drop(self.stop_writer());
+            self.join_writer();
+            self.release();
+        }
+    }
+}
+
+#[async_trait]
+impl LogBackend for EmbeddedLog {
+    async fn ensure_topic(&self, topic: &TopicRef, partitions: u32) -> Result<()> {
+        let inner = &self.inner;
+        inner.check_open()?;
+        if partitions == 0 {
+            return Err(Error::new(
+                ErrorKind::InvalidParams,
+                "a topic needs at least one partition",
+            ));
+        }
+        let mut topics = inner
+            .topics
+            .write()
+            .map_err(|_| Error::new(ErrorKind::Internal, "the topic table was poisoned"))?;
+        if topics.contains_key(topic) {
+            return Ok(());
+        }
+        let created = match &inner.dir {
+            None => Topic::in_memory(topic.clone(), partitions),
+            Some(dir) => Topic::create(
+                &dir.join("topics"),
+                topic.clone(),
+                partitions,
+                &inner.options,
+            )?,
+        };
+        topics.insert(topic.clone(), Arc::new(created));
+        Ok(())
+    }
+
+    async fn partitions(&self, topic: &TopicRef) -> Result<u32> {
+        Ok(self.inner.topic(topic)?.partitions.len() as u32)
+    }
+
+    async fn append(&self, topic: &TopicRef, key: &[u8], payloads: Vec<Bytes>) -> Result<Appended> {
+        let found = self.inner.topic(topic)?;
+        let index = partition_for_key(key, found.partitions.len() as u32);
+        let partition = found
+            .partitions
+            .get(index as usize)
+            .cloned()
+            .ok_or_else(|| Error::new(ErrorKind::Internal, "partition_for_key out of range"))?;
+        let count = u32::try_from(payloads.len())
+            .map_err(|_| Error::new(ErrorKind::InvalidParams, "too many records in one batch"))?;
+        if count == 0 {
+            return Ok(Appended {
+                partition: index,
+                first_offset: partition.end()?,
+                count,
+            });
+        }
+        let first_offset = match &self.inner.writer {
+            None => partition.append_in_memory(payloads)?,
+            Some(tx) => {
+                let (ack, acked) = oneshot::channel();
+                tx.send(Command::Append {
+                    partition,
+                    records: payloads,
+                    ack,
+                })
+                .map_err(|_| closed_error())?;
+                acked.await.map_err(|_| closed_error())??
+            }
+        };
+        Ok(Appended {
+            partition: index,
+            first_offset,
+            count,
+        })
+    }
+
+    async fn read(
+        &self,
+        topic: &TopicRef,
+        partition: u32,
+        from: u64,
+        max: usize,
+    ) -> Result<Vec<StoredRecord>> {
+        self.inner.partition(topic, partition)?.read(from, max)
+    }
+
+    async fn end_offsets(&self, topic: &TopicRef) -> Result<Vec<u64>> {
+        self.inner
+            .topic(topic)?
+            .partitions
+            .iter()
+            .map(|p| p.end())
+            .collect()
+    }
+
+    async fn watch_end(&self, topic: &TopicRef, partition: u32) -> Result<watch::Receiver<u64>> {
+        self.inner.partition(topic, partition)?.watch_end()
+    }
+
+    async fn join_group(&self, topic: &TopicRef, group: &str) -> Result<Box<dyn GroupConsumer>> {
+        let found = self.inner.topic(topic)?;
+        let shared = {
+            let mut groups = lock_mutex(&self.inner.groups)?;
+            let key = (topic.clone(), group.to_string());
+            match groups.get(&key) {
+                Some(shared) => Arc::clone(shared),
+                None => {
+                    let path = found.offsets_path(group)?;
+                    let sync = self.inner.options.fsync != FsyncPolicy::Never;
+                    let shared = Arc::new(Group::load(Arc::clone(&found), group, path, sync)?);
+                    groups.insert(key, Arc::clone(&shared));
+                    shared
+                }
+            }
+        };
+        Ok(Box::new(Member::join(
+            shared,
+            Arc::clone(&self.inner.closed),
+        )?))
+    }
+
+    async fn close(&self) -> Result<()> {
+        let inner = &self.inner;
+        if inner.closed.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        let result = match inner.stop_writer() {
+            Some(done) => done.await.unwrap_or(Ok(())),
+            None => Ok(()),
+        };
+        inner.join_writer();
+        inner.release();
+        result
+    }
+}
+
+#[cfg(test)]
+mod tests;

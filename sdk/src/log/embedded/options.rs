@@ -1,0 +1,87 @@
+//! How the embedded log trades durability for speed.
+
+use std::time::Duration;
+
+/// When the embedded log forces written batches to stable storage.
+///
+/// Every policy writes a batch to the segment file (the OS page cache) before acknowledging
+/// it, so an acknowledged append always survives the *process* being killed. The policies
+/// differ in what survives a crash of the *machine* (power loss, kernel panic).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FsyncPolicy {
+    /// `fdatasync` before acknowledging: an acknowledged append survives power loss.
+    /// Concurrent appends share one sync (group commit), so the cost is paid per drain of
+    /// the writer's queue, not per append.
+    Always,
+    /// Acknowledge once written; a background sync runs so that no written batch stays
+    /// unsynced for longer than this. A machine crash loses at most that window.
+    Interval(Duration),
+    /// Never sync explicitly (the OS writes back when it likes). For tests and benchmarks.
+    Never,
+}
+
+impl Default for FsyncPolicy {
+    /// `Always`. An agentlog append is an accepted A2A message or task update: the caller
+    /// has been told "accepted", so losing it on power loss would be a silent protocol
+    /// violation. Group commit keeps this affordable under concurrency (one sync serves
+    /// every append queued while the previous sync ran); single-stream, latency-bound users
+    /// who can tolerate a bounded loss window can opt into `Interval`.
+    fn default() -> Self {
+        FsyncPolicy::Always
+    }
+}
+
+/// Options of the embedded log.
+#[derive(Debug, Clone)]
+pub struct EmbeddedOptions {
+    /// When written batches are synced to disk. Default: [`FsyncPolicy::Always`].
+    pub fsync: FsyncPolicy,
+    /// A partition rolls to a new segment file once its active one reaches this size.
+    /// Default: 64 MiB.
+    pub segment_bytes: u64,
+    /// Recently appended batches kept in memory per partition so that followers read the
+    /// tail without touching the file. Older batches are read from the segment file.
+    /// Default: 4 MiB.
+    pub cache_bytes_per_partition: usize,
+    /// What `open` does on a checksum failure that is not a torn tail: `false` (default)
+    /// refuses to open with [`ErrorKind::Corrupt`](crate::ErrorKind::Corrupt); `true`
+    /// cuts the partition at the corrupt batch, dropping it and everything after it.
+    pub truncate_corrupt: bool,
+}
+
+impl Default for EmbeddedOptions {
+    fn default() -> Self {
+        Self {
+            fsync: FsyncPolicy::default(),
+            segment_bytes: 64 * 1024 * 1024,
+            cache_bytes_per_partition: 4 * 1024 * 1024,
+            truncate_corrupt: false,
+        }
+    }
+}
+
+impl EmbeddedOptions {
+    /// These options with another fsync policy.
+    pub fn fsync(mut self, fsync: FsyncPolicy) -> Self {
+        self.fsync = fsync;
+        self
+    }
+
+    /// These options with another segment size.
+    pub fn segment_bytes(mut self, segment_bytes: u64) -> Self {
+        self.segment_bytes = segment_bytes;
+        self
+    }
+
+    /// These options with another per-partition tail cache size.
+    pub fn cache_bytes_per_partition(mut self, bytes: usize) -> Self {
+        self.cache_bytes_per_partition = bytes;
+        self
+    }
+
+    /// These options with another corruption policy (see [`Self::truncate_corrupt`]).
+    pub fn truncate_corrupt(mut self, truncate: bool) -> Self {
+        self.truncate_corrupt = truncate;
+        self
+    }
+}

@@ -1,0 +1,396 @@
+//! One partition: its batch index, its tail cache, its segment files and its end watch.
+//!
+//! Readers and the writer share [`PartState`] under a short mutex: the writer publishes a
+//! batch there only once it is acknowledged, so readers never see unacknowledged records.
+//! The writer's private state (the active segment, offsets assigned but not yet published)
+//! lives in [`WriterState`], which only the writer thread locks.
+
+use std::fs::{self, File, OpenOptions};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use bytes::Bytes;
+use tokio::sync::watch;
+
+use super::EmbeddedOptions;
+use super::files::io_error;
+use super::segment::{self, Damage};
+use crate::error::{Error, ErrorKind, Result};
+use crate::log::StoredRecord;
+
+/// A segment file of the partition.
+#[derive(Debug, Clone)]
+pub(crate) struct Segment {
+    pub path: PathBuf,
+    pub file: Arc<File>,
+}
+
+/// Where a batch sits in its segment file.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Loc {
+    pub segment: usize,
+    pub pos: u64,
+    pub len: u32,
+}
+
+/// One batch in the index. `records` is the tail cache: `Some` while the batch is cached
+/// (always, in memory mode), `None` once evicted, when it is read back from `loc`.
+#[derive(Debug, Clone)]
+pub(crate) struct Entry {
+    pub base: u64,
+    pub count: u32,
+    pub loc: Option<Loc>,
+    pub records: Option<Arc<[Bytes]>>,
+}
+
+impl Entry {
+    fn cached_bytes(&self) -> usize {
+        self.records
+            .as_ref()
+            .map_or(0, |r| r.iter().map(|b| b.len() + 16).sum())
+    }
+}
+
+/// What readers and the writer share.
+#[derive(Debug)]
+pub(crate) struct PartState {
+    entries: Vec<Entry>,
+    segments: Vec<Segment>,
+    end: u64,
+    cached_bytes: usize,
+    /// Entries before this index hold no cached records.
+    first_cached: usize,
+    /// `None` once the log is closed, which wakes every watcher with an error.
+    end_tx: Option<watch::Sender<u64>>,
+}
+
+/// The writer thread's private view of the partition.
+#[derive(Debug)]
+pub(crate) struct WriterState {
+    /// The offset the next staged record gets (ahead of the published end while a batch
+    /// is in flight).
+    pub next_offset: u64,
+    /// The segment being appended to: index into the segment list, and its size in bytes
+    /// including anything staged in `buf`.
+    pub active: Option<(usize, Arc<File>, u64)>,
+    /// Encoded batches not yet written, and the file position where they go.
+    pub buf: Vec<u8>,
+    pub buf_start: u64,
+    /// Staged batches and segments, published after the write (and sync) succeed.
+    pub pending_entries: Vec<Entry>,
+    pub pending_segments: Vec<Segment>,
+    /// Segments created so far (published and pending), for the next segment's index.
+    pub segment_count: usize,
+    /// Whether this partition is in the writer's current drain.
+    pub touched: bool,
+}
+
+/// One partition of a topic.
+#[derive(Debug)]
+pub(crate) struct Partition {
+    pub index: u32,
+    /// The partition's directory; `None` in memory mode.
+    pub dir: Option<PathBuf>,
+    cache_budget: usize,
+    state: Mutex<PartState>,
+    pub writer: Mutex<WriterState>,
+}
+
+/// Lock a mutex, turning poisoning (a panic while it was held) into an error.
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> Result<MutexGuard<'_, T>> {
+    mutex
+        .lock()
+        .map_err(|_| Error::new(ErrorKind::Internal, "a log lock was poisoned by a panic"))
+}
+
+impl Partition {
+    /// An empty partition; `dir` must exist already in file mode.
+    pub fn new(index: u32, dir: Option<PathBuf>, cache_budget: usize) -> Self {
+        Self::with_contents(index, dir, cache_budget, Vec::new(), Vec::new(), 0, None)
+    }
+
+    fn with_contents(
+        index: u32,
+        dir: Option<PathBuf>,
+        cache_budget: usize,
+        entries: Vec<Entry>,
+        segments: Vec<Segment>,
+        end: u64,
+        active: Option<(usize, Arc<File>, u64)>,
+    ) -> Self {
+        let (end_tx, _) = watch::channel(end);
+        let segment_count = segments.len();
+        let buf_start = active.as_ref().map_or(0, |a| a.2);
+        Self {
+            index,
+            dir,
+            cache_budget,
+            state: Mutex::new(PartState {
+                first_cached: entries.len(),
+                entries,
+                segments,
+                end,
+                cached_bytes: 0,
+                end_tx: Some(end_tx),
+            }),
+            writer: Mutex::new(WriterState {
+                next_offset: end,
+                active,
+                buf: Vec::new(),
+                buf_start,
+                pending_entries: Vec::new(),
+                pending_segments: Vec::new(),
+                segment_count,
+                touched: false,
+            }),
+        }
+    }
+
+    /// The end offset (the offset the next acknowledged record gets).
+    pub fn end(&self) -> Result<u64> {
+        Ok(lock(&self.state)?.end)
+    }
+
+    /// A receiver of the end offset, or an error once the log is closed.
+    pub fn watch_end(&self) -> Result<watch::Receiver<u64>> {
+        lock(&self.state)?
+            .end_tx
+            .as_ref()
+            .map(watch::Sender::subscribe)
+            .ok_or_else(super::closed_error)
+    }
+
+    /// Drop the end watch so that every follower wakes and sees the log closed.
+    pub fn close(&self) {
+        if let Ok(mut state) = self.state.lock() {
+            state.end_tx = None;
+        }
+    }
+
+    /// Make batches visible: add new segments and index entries, move the end, wake
+    /// watchers, and evict the oldest cached batches over the budget.
+    pub fn publish(&self, segments: Vec<Segment>, entries: Vec<Entry>, end: u64) -> Result<()> {
+        let mut state = lock(&self.state)?;
+        state.segments.extend(segments);
+        for entry in entries {
+            state.cached_bytes += entry.cached_bytes();
+            state.entries.push(entry);
+        }
+        state.end = end;
+        // Keep at least the newest batch cached, whatever its size: followers read it next.
+        while state.cached_bytes > self.cache_budget && state.first_cached + 1 < state.entries.len()
+        {
+            let i = state.first_cached;
+            let freed = state.entries[i].cached_bytes();
+            if state.entries[i].loc.is_some() {
+                state.entries[i].records = None;
+                state.cached_bytes -= freed;
+            }
+            state.first_cached += 1;
+        }
+        if let Some(tx) = &state.end_tx {
+            tx.send_replace(end);
+        }
+        Ok(())
+    }
+
+    /// Append a batch in memory mode (no writer thread): offsets are assigned here.
+    pub fn append_in_memory(&self, records: Vec<Bytes>) -> Result<u64> {
+        let mut state = lock(&self.state)?;
+        if state.end_tx.is_none() {
+            return Err(super::closed_error());
+        }
+        let base = state.end;
+        let count = records.len() as u32;
+        state.entries.push(Entry {
+            base,
+            count,
+            loc: None,
+            records: Some(records.into()),
+        });
+        state.end = base + u64::from(count);
+        let end = state.end;
+        if let Some(tx) = &state.end_tx {
+            tx.send_replace(end);
+        }
+        Ok(base)
+    }
+
+    /// Up to `max` records from offset `from`. Cached batches are cloned out under the lock
+    /// (cheap: reference-counted); evicted ones are read back from their segment after it.
+    pub fn read(&self, from: u64, max: usize) -> Result<Vec<StoredRecord>> {
+        let mut plan: Vec<(Entry, Option<Segment>)> = Vec::new();
+        {
+            let state = lock(&self.state)?;
+            if from >= state.end || max == 0 {
+                return Ok(Vec::new());
+            }
+            let start = state
+                .entries
+                .partition_point(|e| e.base + u64::from(e.count) <= from);
+            let mut covered = 0usize;
+            for entry in &state.entries[start..] {
+                if covered >= max {
+                    break;
+                }
+                let skip = from.saturating_sub(entry.base) as usize;
+                covered += entry.count as usize - skip.min(entry.count as usize);
+                let segment = match (&entry.records, entry.loc) {
+                    (None, Some(loc)) => state.segments.get(loc.segment).cloned(),
+                    _ => None,
+                };
+                plan.push((entry.clone(), segment));
+            }
+        }
+        let mut out = Vec::with_capacity(max.min(4096));
+        for (entry, segment) in plan {
+            let records = match (entry.records, entry.loc, segment) {
+                (Some(records), _, _) => records,
+                (None, Some(loc), Some(segment)) => read_batch(&segment, loc, entry.base)?.into(),
+                _ => {
+                    return Err(Error::new(
+                        ErrorKind::Internal,
+                        "an evicted batch has no segment",
+                    ));
+                }
+            };
+            for (i, payload) in records.iter().enumerate() {
+                let offset = entry.base + i as u64;
+                if offset < from {
+                    continue;
+                }
+                if out.len() == max {
+                    return Ok(out);
+                }
+                out.push(StoredRecord {
+                    partition: self.index,
+                    offset,
+                    payload: payload.clone(),
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// Rebuild a partition from its directory, truncating a torn tail (and, if
+    /// `options.truncate_corrupt`, corruption) and refusing other damage.
+    pub fn recover(index: u32, dir: PathBuf, options: &EmbeddedOptions) -> Result<Self> {
+        let mut bases = Vec::new();
+        for item in fs::read_dir(&dir).map_err(|e| io_error("cannot list", &dir, e))? {
+            let item = item.map_err(|e| io_error("cannot list", &dir, e))?;
+            if let Some(base) = item.file_name().to_str().and_then(segment::parse_file_name) {
+                bases.push(base);
+            }
+        }
+        bases.sort_unstable();
+
+        let mut entries = Vec::new();
+        let mut segments = Vec::new();
+        let mut end = bases.first().copied().unwrap_or(0);
+        let mut active = None;
+        let count = bases.len();
+        for (i, base) in bases.iter().copied().enumerate() {
+            let path = dir.join(segment::file_name(base));
+            if base != end {
+                let err = segment::corrupt_at(
+                    &path,
+                    0,
+                    &format!("segment starts at offset {base} where {end} was expected"),
+                );
+                if !options.truncate_corrupt {
+                    return Err(err);
+                }
+                tracing::warn!(error = %err, "removing segments after a gap (truncate_corrupt)");
+                remove_segments(&dir, &bases[i..])?;
+                break;
+            }
+            let bytes = fs::read(&path).map_err(|e| io_error("cannot read", &path, e))?;
+            let scan = segment::scan(&bytes, base);
+            let is_last = i + 1 == count;
+            let mut cut = false;
+            match scan.damage {
+                None => {}
+                Some(Damage::TornTail(why)) if is_last => {
+                    tracing::warn!(
+                        file = %path.display(),
+                        at = scan.valid_len,
+                        "truncating a torn tail ({why}) left by an interrupted write"
+                    );
+                    cut = true;
+                }
+                Some(Damage::TornTail(why) | Damage::Corrupt(why)) => {
+                    let err = segment::corrupt_at(&path, scan.valid_len, &why);
+                    if !options.truncate_corrupt {
+                        return Err(err);
+                    }
+                    tracing::warn!(error = %err, "cutting the partition at corrupt data (truncate_corrupt)");
+                    cut = true;
+                }
+            }
+            let file = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(&path)
+                .map_err(|e| io_error("cannot open", &path, e))?;
+            if cut {
+                file.set_len(scan.valid_len)
+                    .and_then(|()| file.sync_all())
+                    .map_err(|e| io_error("cannot truncate", &path, e))?;
+            }
+            let file = Arc::new(file);
+            for batch in &scan.batches {
+                entries.push(Entry {
+                    base: batch.base_offset,
+                    count: batch.count,
+                    loc: Some(Loc {
+                        segment: segments.len(),
+                        pos: batch.pos,
+                        len: batch.len,
+                    }),
+                    records: None,
+                });
+            }
+            active = Some((segments.len(), Arc::clone(&file), scan.valid_len));
+            segments.push(Segment { path, file });
+            end = scan.next_offset;
+            if cut && !is_last {
+                remove_segments(&dir, &bases[i + 1..])?;
+                break;
+            }
+        }
+        Ok(Self::with_contents(
+            index,
+            Some(dir),
+            options.cache_bytes_per_partition,
+            entries,
+            segments,
+            end,
+            active,
+        ))
+    }
+}
+
+/// Delete the segment files with these bases (used only by `truncate_corrupt`).
+fn remove_segments(dir: &Path, bases: &[u64]) -> Result<()> {
+    for base in bases {
+        let path = dir.join(segment::file_name(*base));
+        fs::remove_file(&path).map_err(|e| io_error("cannot remove", &path, e))?;
+    }
+    super::files::sync_dir(dir)
+}
+
+/// Read one batch back from its segment and verify it.
+fn read_batch(segment: &Segment, loc: Loc, base: u64) -> Result<Vec<Bytes>> {
+    let mut buf = vec![0u8; loc.len as usize];
+    segment
+        .file
+        .read_exact_at(&mut buf, loc.pos)
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::UnexpectedEof => {
+                segment::corrupt_at(&segment.path, loc.pos, "segment ends inside a batch")
+            }
+            _ => io_error("cannot read", &segment.path, e),
+        })?;
+    segment::decode_batch(Bytes::from(buf), &segment.path, loc.pos, base)
+}

@@ -1,0 +1,159 @@
+//! A topic: its partitions and, in file mode, its directory and metadata file.
+//!
+//! ```text
+//! <dir>/topics/<stream>/<topic>/meta.json     {"stream", "topic", "partitions"}
+//! <dir>/topics/<stream>/<topic>/<p>/*.seg      segments of partition p
+//! <dir>/topics/<stream>/<topic>/groups/*.json  committed offsets per group
+//! ```
+//!
+//! Directory names are the escaped names ([`encode_name`]); the real names are read from
+//! `meta.json`. `meta.json` is written last, atomically, so a topic whose creation was
+//! interrupted simply does not exist yet.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use super::EmbeddedOptions;
+use super::files::{encode_name, io_error, sync_dir, write_atomic};
+use super::options::FsyncPolicy;
+use super::partition::Partition;
+use crate::error::{Error, ErrorKind, Result};
+use crate::log::TopicRef;
+
+const META: &str = "meta.json";
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Meta {
+    stream: String,
+    topic: String,
+    partitions: u32,
+}
+
+/// A topic of the embedded log.
+#[derive(Debug)]
+pub(crate) struct Topic {
+    pub name: TopicRef,
+    /// The topic's directory; `None` in memory mode.
+    pub dir: Option<PathBuf>,
+    pub partitions: Vec<Arc<Partition>>,
+}
+
+impl Topic {
+    /// A new in-memory topic.
+    pub fn in_memory(name: TopicRef, partitions: u32) -> Self {
+        Self {
+            name,
+            dir: None,
+            partitions: (0..partitions)
+                .map(|p| Arc::new(Partition::new(p, None, usize::MAX)))
+                .collect(),
+        }
+    }
+
+    /// Create a topic's directories and metadata under `root` (the log's `topics` dir).
+    pub fn create(
+        root: &Path,
+        name: TopicRef,
+        partitions: u32,
+        options: &EmbeddedOptions,
+    ) -> Result<Self> {
+        let sync = options.fsync != FsyncPolicy::Never;
+        let stream_dir = root.join(encode_name(&name.stream)?);
+        let dir = stream_dir.join(encode_name(&name.topic)?);
+        let mut parts = Vec::with_capacity(partitions as usize);
+        for p in 0..partitions {
+            let part_dir = dir.join(p.to_string());
+            fs::create_dir_all(&part_dir).map_err(|e| io_error("cannot create", &part_dir, e))?;
+            parts.push(Arc::new(Partition::new(
+                p,
+                Some(part_dir),
+                options.cache_bytes_per_partition,
+            )));
+        }
+        let groups = dir.join("groups");
+        fs::create_dir_all(&groups).map_err(|e| io_error("cannot create", &groups, e))?;
+        if sync {
+            sync_dir(&dir)?;
+            sync_dir(&stream_dir)?;
+            sync_dir(root)?;
+        }
+        let meta = Meta {
+            stream: name.stream.clone(),
+            topic: name.topic.clone(),
+            partitions,
+        };
+        let bytes = serde_json::to_vec(&meta).map_err(|e| {
+            Error::new(ErrorKind::Internal, "cannot encode topic metadata").with_source(e)
+        })?;
+        write_atomic(&dir.join(META), &bytes, sync)?;
+        Ok(Self {
+            name,
+            dir: Some(dir),
+            partitions: parts,
+        })
+    }
+
+    /// Every topic found under `root`, recovered (see [`Partition::recover`]).
+    pub fn recover_all(root: &Path, options: &EmbeddedOptions) -> Result<Vec<Self>> {
+        let mut topics = Vec::new();
+        for stream in read_dirs(root)? {
+            for dir in read_dirs(&stream)? {
+                let meta_path = dir.join(META);
+                if !meta_path.exists() {
+                    // An interrupted `ensure_topic`: the topic was never acknowledged.
+                    continue;
+                }
+                let bytes =
+                    fs::read(&meta_path).map_err(|e| io_error("cannot read", &meta_path, e))?;
+                let meta: Meta = serde_json::from_slice(&bytes).map_err(|e| {
+                    Error::new(
+                        ErrorKind::Corrupt,
+                        format!(
+                            "unreadable topic metadata in {} at byte {}",
+                            meta_path.display(),
+                            e.column()
+                        ),
+                    )
+                })?;
+                let partitions = (0..meta.partitions)
+                    .map(|p| Partition::recover(p, dir.join(p.to_string()), options).map(Arc::new))
+                    .collect::<Result<Vec<_>>>()?;
+                topics.push(Self {
+                    name: TopicRef::new(meta.stream, meta.topic),
+                    dir: Some(dir),
+                    partitions,
+                });
+            }
+        }
+        Ok(topics)
+    }
+
+    /// Where group `group`'s committed offsets live, in file mode.
+    pub fn offsets_path(&self, group: &str) -> Result<Option<PathBuf>> {
+        match &self.dir {
+            None => Ok(None),
+            Some(dir) => Ok(Some(
+                dir.join("groups")
+                    .join(format!("{}.json", encode_name(group)?)),
+            )),
+        }
+    }
+}
+
+/// The subdirectories of `dir` (none if it does not exist).
+fn read_dirs(dir: &Path) -> Result<Vec<PathBuf>> {
+    if !dir.exists() {
+        return Ok(Vec::new());
+    }
+    let mut out = Vec::new();
+    for item in fs::read_dir(dir).map_err(|e| io_error("cannot list", dir, e))? {
+        let item = item.map_err(|e| io_error("cannot list", dir, e))?;
+        if item.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+            out.push(item.path());
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,339 @@
+//! The Apache Iggy backend (`iggy://user:pass@host:port`), through the official `iggy` crate
+//! over TCP.
+//!
+//! # Mapping
+//! - A [`TopicRef`] is an Iggy stream and topic addressed by name; both are created on demand
+//!   by [`LogBackend::ensure_topic`] (idempotent, safe against concurrent creators).
+//! - Partitions and offsets are Iggy's own (0-based). An append picks its partition with
+//!   [`partition_for_key`], which is exactly what Iggy's `Partitioning::messages_key`
+//!   computes, and sends to that partition explicitly: keys of any length work and no topic
+//!   metadata is fetched per append (partition counts are cached per handle). The offsets of
+//!   an append come from the server's send confirmation (`base_offset`).
+//! - Consumer groups are Iggy consumer groups; see [`group`] for ownership, commits and the
+//!   recovery from ghost members after a server restart.
+//!
+//! # Headers
+//! Nothing goes into Iggy's user headers. Our records are opaque payloads whose own encoding
+//! already carries every header (task id, context, ...), so the bytes stored are the same on
+//! every backend, a signature over a record covers its headers, and Iggy's 100 KB limit on
+//! user headers never applies. Message ids are left to the client (random); they are not used.
+//!
+//! # Durability
+//! Topics are created with `messages_required_to_save = 1`: the server writes every batch to
+//! its files before acknowledging it, so an acknowledged append survives a crash or SIGKILL of
+//! the server (with the server's default, acknowledged messages were lost). Power loss is only
+//! covered with [`IggyOptions::fsync`], which costs an fsync per batch. Both are fixed when the
+//! topic is created; an existing topic keeps its settings.
+//!
+//! # No deduplication
+//! Iggy stores a message as often as it is sent, and the client resends a request whose
+//! connection dropped. Consumers must deduplicate; records carry their own ids and the
+//! bridge's fold does.
+//!
+//! # Following
+//! Iggy has no long-poll or push, so [`LogBackend::watch_end`] is served by one adaptive
+//! poller per watched topic, on a connection of its own (see [`poller`]).
+//!
+//! # Reconnecting
+//! Every connection signs in by itself and reconnects after the server comes back (within a
+//! few hundred milliseconds, see [`IggyOptions`]); the same handle keeps working.
+
+mod errors;
+mod group;
+mod options;
+mod poller;
+mod topic;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, RwLock};
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use iggy::prelude::{
+    Client, Consumer, IggyClient, MessageClient, PollingStrategy, StreamClient, TopicClient,
+    TopicCreateOptions, TopicDetails,
+};
+use tokio::sync::{OnceCell, watch};
+use tokio_util::sync::CancellationToken;
+
+use self::errors::{STREAM_EXISTS, TOPIC_EXISTS, map_err};
+use self::group::IggyGroupConsumer;
+pub use self::options::IggyOptions;
+use self::topic::{TopicHandle, end_offsets, identifiers, message, record};
+use crate::error::{Error, ErrorKind, Result};
+use crate::log::{Appended, GroupConsumer, LogBackend, StoredRecord, TopicRef, partition_for_key};
+
+/// A log on an Apache Iggy server.
+///
+/// One handle holds one connection for appends, reads and administration, one more (opened on
+/// first use) for the end-offset pollers, and one per consumer-group member.
+pub struct IggyLog {
+    options: IggyOptions,
+    client: IggyClient,
+    /// The pollers' connection, kept apart so polling never queues behind an append.
+    watch_client: OnceCell<Arc<IggyClient>>,
+    topics: RwLock<HashMap<TopicRef, Arc<TopicHandle>>>,
+    /// The consumer used for reads by offset (nothing is ever stored for it).
+    reader: Consumer,
+    closed: CancellationToken,
+}
+
+impl IggyLog {
+    /// Connect and sign in.
+    ///
+    /// Fails with [`ErrorKind::Config`] for a malformed address or refused credentials and
+    /// with [`ErrorKind::Unavailable`] if the server cannot be reached.
+    pub async fn connect(options: IggyOptions) -> Result<IggyLog> {
+        let client = options.connect().await?;
+        Ok(Self {
+            options,
+            client,
+            watch_client: OnceCell::new(),
+            topics: RwLock::new(HashMap::new()),
+            reader: Consumer::default(),
+            closed: CancellationToken::new(),
+        })
+    }
+
+    fn check_open(&self) -> Result<()> {
+        if self.closed.is_cancelled() {
+            return Err(Error::new(
+                ErrorKind::Unavailable,
+                "the Iggy log was closed",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The cached handle of `topic`, if any.
+    fn cached(&self, topic: &TopicRef) -> Option<Arc<TopicHandle>> {
+        self.topics
+            .read()
+            .ok()
+            .and_then(|topics| topics.get(topic).cloned())
+    }
+
+    /// The handle of an existing `topic`, fetching its description once.
+    async fn handle(&self, topic: &TopicRef) -> Result<Arc<TopicHandle>> {
+        self.check_open()?;
+        if let Some(handle) = self.cached(topic) {
+            return Ok(handle);
+        }
+        let details = self.describe(topic).await?.ok_or_else(|| {
+            Error::new(
+                ErrorKind::InvalidParams,
+                format!("topic {topic} does not exist (ensure_topic creates it)"),
+            )
+        })?;
+        self.remember(topic, &details)
+    }
+
+    /// Cache a handle built from `details`; a handle cached meanwhile wins.
+    fn remember(&self, topic: &TopicRef, details: &TopicDetails) -> Result<Arc<TopicHandle>> {
+        let handle = Arc::new(TopicHandle::new(topic.clone(), details)?);
+        let mut topics = self
+            .topics
+            .write()
+            .map_err(|_| Error::new(ErrorKind::Internal, "topic cache poisoned"))?;
+        Ok(Arc::clone(topics.entry(topic.clone()).or_insert(handle)))
+    }
+
+    /// The server's description of `topic`, or `None` if it does not exist.
+    async fn describe(&self, topic: &TopicRef) -> Result<Option<TopicDetails>> {
+        let (stream_id, topic_id) = identifiers(topic)?;
+        self.client
+            .get_topic(&stream_id, &topic_id)
+            .await
+            .map_err(|e| map_err(e, format_args!("describing {topic}")))
+    }
+
+    async fn watch_client(&self) -> Result<&Arc<IggyClient>> {
+        self.watch_client
+            .get_or_try_init(|| async { self.options.connect().await.map(Arc::new) })
+            .await
+    }
+}
+
+#[async_trait]
+impl LogBackend for IggyLog {
+    async fn ensure_topic(&self, topic: &TopicRef, partitions: u32) -> Result<()> {
+        self.check_open()?;
+        if partitions == 0 {
+            return Err(Error::new(
+                ErrorKind::InvalidParams,
+                format!("{topic}: a topic needs at least one partition"),
+            ));
+        }
+        if self.cached(topic).is_some() {
+            return Ok(());
+        }
+        if let Some(details) = self.describe(topic).await? {
+            self.remember(topic, &details)?;
+            return Ok(());
+        }
+        let (stream_id, _) = identifiers(topic)?;
+        // Another process (or task) may create either one between our look and our create:
+        // "already exists" is success.
+        if let Err(e) = self.client.create_stream(&topic.stream).await
+            && e.as_code() != STREAM_EXISTS
+        {
+            return Err(map_err(
+                e,
+                format_args!("creating stream {:?}", topic.stream),
+            ));
+        }
+        let settings = TopicCreateOptions {
+            partitions_count: Some(partitions),
+            messages_required_to_save: Some(1),
+            enforce_fsync: Some(self.options.fsync),
+            ..TopicCreateOptions::default()
+        };
+        if let Err(e) = self
+            .client
+            .create_topic(&stream_id, &topic.topic, &settings)
+            .await
+            && e.as_code() != TOPIC_EXISTS
+        {
+            return Err(map_err(e, format_args!("creating topic {topic}")));
+        }
+        self.handle(topic).await.map(drop)
+    }
+
+    async fn partitions(&self, topic: &TopicRef) -> Result<u32> {
+        Ok(self.handle(topic).await?.partitions())
+    }
+
+    async fn append(&self, topic: &TopicRef, key: &[u8], payloads: Vec<Bytes>) -> Result<Appended> {
+        let handle = self.handle(topic).await?;
+        let partition = partition_for_key(key, handle.partitions());
+        let route = handle.route(partition)?;
+        if payloads.is_empty() {
+            let ends = self.end_offsets(topic).await?;
+            return Ok(Appended {
+                partition,
+                first_offset: ends.get(partition as usize).copied().unwrap_or(0),
+                count: 0,
+            });
+        }
+        let count = u32::try_from(payloads.len()).map_err(|_| {
+            Error::new(
+                ErrorKind::InvalidParams,
+                "append: more than u32::MAX records",
+            )
+        })?;
+        let mut messages = payloads
+            .into_iter()
+            .map(message)
+            .collect::<Result<Vec<_>>>()?;
+        let sent = self
+            .client
+            .send_messages(&handle.stream_id, &handle.topic_id, route, &mut messages)
+            .await
+            .map_err(|e| map_err(e, format_args!("appending to {topic}")))?;
+        let first_offset = sent
+            .confirmations
+            .iter()
+            .find(|c| c.partition_id == partition)
+            .map(|c| c.base_offset)
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::Internal,
+                    format!("iggy: appending to {topic}: the server confirmed no offset"),
+                )
+            })?;
+        handle.bump(partition, first_offset + u64::from(count));
+        Ok(Appended {
+            partition,
+            first_offset,
+            count,
+        })
+    }
+
+    async fn read(
+        &self,
+        topic: &TopicRef,
+        partition: u32,
+        from: u64,
+        max: usize,
+    ) -> Result<Vec<StoredRecord>> {
+        let handle = self.handle(topic).await?;
+        handle.route(partition)?;
+        let Ok(count @ 1..) = u32::try_from(max) else {
+            return Ok(Vec::new());
+        };
+        let polled = self
+            .client
+            .poll_messages(
+                &handle.stream_id,
+                &handle.topic_id,
+                Some(partition),
+                &self.reader,
+                &PollingStrategy::offset(from),
+                count,
+                false,
+            )
+            .await
+            .map_err(|e| map_err(e, format_args!("reading {topic} partition {partition}")))?;
+        Ok(polled
+            .messages
+            .into_iter()
+            .filter(|m| m.header.offset >= from)
+            .map(|m| record(partition, m))
+            .collect())
+    }
+
+    async fn end_offsets(&self, topic: &TopicRef) -> Result<Vec<u64>> {
+        let handle = self.handle(topic).await?;
+        let details = self
+            .client
+            .get_topic(&handle.stream_id, &handle.topic_id)
+            .await
+            .map_err(|e| map_err(e, format_args!("reading the end offsets of {topic}")))?
+            .ok_or_else(|| Error::new(ErrorKind::Internal, format!("topic {topic} disappeared")))?;
+        handle.observe(&details);
+        let mut ends = end_offsets(&details);
+        ends.truncate(handle.partitions() as usize);
+        Ok(ends)
+    }
+
+    async fn watch_end(&self, topic: &TopicRef, partition: u32) -> Result<watch::Receiver<u64>> {
+        let handle = self.handle(topic).await?;
+        // Subscribe before making sure a poller runs: a poller that is about to stop for lack
+        // of watchers then either sees this receiver or has already cleared its flag.
+        let receiver = handle.subscribe(partition)?;
+        let client = self.watch_client().await?;
+        poller::ensure(&handle, client, &self.closed).await?;
+        Ok(receiver)
+    }
+
+    async fn join_group(&self, topic: &TopicRef, group: &str) -> Result<Box<dyn GroupConsumer>> {
+        let handle = self.handle(topic).await?;
+        Ok(Box::new(
+            IggyGroupConsumer::join(&self.options, &handle, group).await?,
+        ))
+    }
+
+    async fn close(&self) -> Result<()> {
+        self.closed.cancel();
+        if let Ok(mut topics) = self.topics.write() {
+            topics.clear();
+        }
+        if let Some(client) = self.watch_client.get() {
+            let _ = client.shutdown().await;
+        }
+        self.client
+            .shutdown()
+            .await
+            .map_err(|e| map_err(e, "closing the connection"))
+    }
+}
+
+impl fmt::Debug for IggyLog {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("IggyLog")
+            .field("options", &self.options)
+            .field("closed", &self.closed.is_cancelled())
+            .finish_non_exhaustive()
+    }
+}

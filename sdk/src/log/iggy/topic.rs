@@ -1,0 +1,203 @@
+//! What this process knows about one topic: its Iggy identifiers, how to route to each
+//! partition, and the last end offset seen per partition.
+
+use std::sync::Mutex;
+
+use bytes::Bytes;
+use iggy::prelude::{Identifier, IggyMessage, Partition, Partitioning, TopicDetails};
+use tokio::sync::watch;
+
+use super::errors::map_err;
+use crate::error::{Error, ErrorKind, Result};
+use crate::log::{StoredRecord, TopicRef};
+
+/// The per-topic state shared by appends, reads, watchers and the end-offset poller.
+///
+/// Built once per topic and cached for the life of the [`IggyLog`](super::IggyLog): the
+/// partition count of an Iggy topic only changes when someone adds partitions, which
+/// `ensure_topic` never does, so appends route without a metadata round trip.
+#[derive(Debug)]
+pub(super) struct TopicHandle {
+    pub(super) name: TopicRef,
+    pub(super) stream_id: Identifier,
+    pub(super) topic_id: Identifier,
+    /// One explicit route per partition, built once so an append does not allocate one.
+    routes: Vec<Partitioning>,
+    /// The highest end offset seen per partition; watchers subscribe here.
+    ends: Vec<watch::Sender<u64>>,
+    /// Whether an end-offset poller is running for this topic (see `poller`).
+    pub(super) polling: Mutex<bool>,
+}
+
+impl TopicHandle {
+    /// The handle of `name`, from the server's description of the topic.
+    pub(super) fn new(name: TopicRef, details: &TopicDetails) -> Result<Self> {
+        let (stream_id, topic_id) = identifiers(&name)?;
+        let count = details.partitions_count;
+        let routes = (0..count).map(Partitioning::partition_id).collect();
+        let ends = (0..count).map(|_| watch::Sender::new(0)).collect();
+        let handle = Self {
+            name,
+            stream_id,
+            topic_id,
+            routes,
+            ends,
+            polling: Mutex::new(false),
+        };
+        handle.observe(details);
+        Ok(handle)
+    }
+
+    /// The number of partitions.
+    pub(super) fn partitions(&self) -> u32 {
+        // At most `partitions_count`, a u32.
+        self.routes.len() as u32
+    }
+
+    /// The route to `partition`, or an error if the topic has no such partition.
+    pub(super) fn route(&self, partition: u32) -> Result<&Partitioning> {
+        self.routes.get(partition as usize).ok_or_else(|| {
+            Error::new(
+                ErrorKind::InvalidParams,
+                format!(
+                    "partition {partition} does not exist in {} ({} partitions)",
+                    self.name,
+                    self.partitions()
+                ),
+            )
+        })
+    }
+
+    /// A watch of `partition`'s end offset.
+    pub(super) fn subscribe(&self, partition: u32) -> Result<watch::Receiver<u64>> {
+        self.route(partition)?;
+        self.ends
+            .get(partition as usize)
+            .map(watch::Sender::subscribe)
+            .ok_or_else(|| Error::new(ErrorKind::Internal, "end watch missing"))
+    }
+
+    /// Whether anyone still watches any partition of this topic.
+    pub(super) fn watched(&self) -> bool {
+        self.ends.iter().any(|end| end.receiver_count() > 0)
+    }
+
+    /// Raise `partition`'s end to `end` (never lower it); returns whether it moved.
+    pub(super) fn bump(&self, partition: u32, end: u64) -> bool {
+        self.ends.get(partition as usize).is_some_and(|sender| {
+            sender.send_if_modified(|current| {
+                let moved = end > *current;
+                if moved {
+                    *current = end;
+                }
+                moved
+            })
+        })
+    }
+
+    /// Take the end offsets in a fresh description of the topic; returns whether any moved.
+    pub(super) fn observe(&self, details: &TopicDetails) -> bool {
+        let mut moved = false;
+        for partition in &details.partitions {
+            moved |= self.bump(partition.id, end_offset(partition));
+        }
+        moved
+    }
+}
+
+/// The Iggy identifiers (by name) of a topic's stream and topic.
+pub(super) fn identifiers(topic: &TopicRef) -> Result<(Identifier, Identifier)> {
+    let stream = Identifier::named(&topic.stream)
+        .map_err(|e| map_err(e, format_args!("stream name {:?}", topic.stream)))?;
+    let name = Identifier::named(&topic.topic)
+        .map_err(|e| map_err(e, format_args!("topic name {:?}", topic.topic)))?;
+    Ok((stream, name))
+}
+
+/// The end offset (next offset to be written) of a partition.
+///
+/// Iggy reports `current_offset`, the offset of the *last* message, which is 0 both for an
+/// empty partition and for one holding a single message; `messages_count` tells them apart.
+pub(super) fn end_offset(partition: &Partition) -> u64 {
+    if partition.messages_count == 0 && partition.current_offset == 0 {
+        0
+    } else {
+        partition.current_offset + 1
+    }
+}
+
+/// The end offsets of every partition of a described topic, indexed by partition.
+pub(super) fn end_offsets(details: &TopicDetails) -> Vec<u64> {
+    let mut ends = vec![0; details.partitions_count as usize];
+    for partition in &details.partitions {
+        if let Some(end) = ends.get_mut(partition.id as usize) {
+            *end = end_offset(partition);
+        }
+    }
+    ends
+}
+
+/// An Iggy message carrying `payload` and nothing else (see the module doc on headers).
+pub(super) fn message(payload: Bytes) -> Result<IggyMessage> {
+    IggyMessage::builder()
+        .payload(payload)
+        .build()
+        .map_err(|e| map_err(e, "building a message (Iggy refuses empty payloads)"))
+}
+
+/// Our record from a message polled from `partition`.
+pub(super) fn record(partition: u32, message: IggyMessage) -> StoredRecord {
+    StoredRecord {
+        partition,
+        offset: message.header.offset,
+        payload: message.payload,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use iggy::prelude::{IggyByteSize, IggyTimestamp};
+
+    fn partition(id: u32, current_offset: u64, messages_count: u64) -> Partition {
+        Partition {
+            id,
+            created_at: IggyTimestamp::now(),
+            segments_count: 1,
+            current_offset,
+            size: IggyByteSize::default(),
+            messages_count,
+        }
+    }
+
+    #[test]
+    fn end_offset_tells_empty_from_one_message() {
+        assert_eq!(end_offset(&partition(0, 0, 0)), 0);
+        assert_eq!(end_offset(&partition(0, 0, 1)), 1);
+        assert_eq!(end_offset(&partition(0, 41, 42)), 42);
+    }
+
+    #[test]
+    fn messages_carry_the_payload_and_no_headers() {
+        let msg = message(Bytes::from_static(b"record")).ok();
+        let msg = msg.as_ref();
+        assert_eq!(msg.map(|m| &m.payload[..]), Some(&b"record"[..]));
+        assert_eq!(msg.map(|m| m.user_headers.is_none()), Some(true));
+        let err = message(Bytes::new()).err().map(|e| e.kind());
+        assert_eq!(err, Some(ErrorKind::InvalidParams));
+    }
+
+    #[test]
+    fn our_partitioner_is_the_one_iggy_uses_for_keys() {
+        // `Partitioning::messages_key` routes to XxHash32(key, 0) % n (0-based ids): the same
+        // function as `partition_for_key`, so routing ourselves changes nothing.
+        for key in [&b"task-1"[..], b"a", b"another key", &[0u8; 200]] {
+            for n in 1..9 {
+                assert_eq!(
+                    crate::log::partition_for_key(key, n),
+                    iggy_common::calculate_32(key) % n
+                );
+            }
+        }
+    }
+}

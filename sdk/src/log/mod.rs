@@ -1,0 +1,153 @@
+//! The log layer: what the bridge and the workers need from a broker, behind one interface.
+//!
+//! Two backends implement [`LogBackend`]:
+//! - [`embedded`]: in-process, durable in a directory (`file:///path`) or purely in memory
+//!   (`memory://`). The default: nothing else to install.
+//! - [`iggy`]: Apache Iggy through the official `iggy` crate (`iggy://user:pass@host:port`).
+//!
+//! [`open`] picks one from a URL. Records are opaque byte payloads here; the bridge puts
+//! encoded `agentlog_wire::Record`s in them, so headers travel inside the payload and look the
+//! same on every backend (and are covered by signatures).
+//!
+//! Offsets are per partition, start at 0 and grow by one per record. An "end offset" is the
+//! offset the next record appended to that partition will get (so an empty partition has end 0).
+
+use std::fmt;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use tokio::sync::watch;
+
+use crate::error::Result;
+
+pub mod embedded;
+mod follower;
+pub mod iggy;
+mod partitioner;
+mod url;
+
+pub use follower::Follower;
+pub use partitioner::partition_for_key;
+pub use url::{LogUrl, open};
+
+/// A topic inside a stream. Streams and topics are created on demand by [`LogBackend::ensure_topic`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TopicRef {
+    /// The stream (namespace) holding the topic.
+    pub stream: String,
+    /// The topic's name inside its stream.
+    pub topic: String,
+}
+
+impl TopicRef {
+    /// A topic reference from its stream and topic names.
+    pub fn new(stream: impl Into<String>, topic: impl Into<String>) -> Self {
+        Self {
+            stream: stream.into(),
+            topic: topic.into(),
+        }
+    }
+}
+
+impl fmt::Display for TopicRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.stream, self.topic)
+    }
+}
+
+/// A record as stored: where it is and what it holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredRecord {
+    /// The partition holding the record.
+    pub partition: u32,
+    /// Its offset inside the partition.
+    pub offset: u64,
+    /// The bytes that were appended.
+    pub payload: Bytes,
+}
+
+/// Where an appended batch landed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Appended {
+    /// The partition chosen by the key.
+    pub partition: u32,
+    /// The offset of the batch's first record; the rest follow contiguously.
+    pub first_offset: u64,
+    /// How many records were appended.
+    pub count: u32,
+}
+
+/// Records handed to one consumer-group member by [`GroupConsumer::poll`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delivery {
+    /// The partition the records come from (owned by this member while it holds the batch).
+    pub partition: u32,
+    /// The records, in offset order.
+    pub records: Vec<StoredRecord>,
+}
+
+/// What the bridge and the workers need from a broker.
+///
+/// Every method is safe to call concurrently from many tasks. Appends to one partition are
+/// ordered: a batch is contiguous and lands after every batch acknowledged before it.
+#[async_trait]
+pub trait LogBackend: Send + Sync + fmt::Debug + 'static {
+    /// Create the stream and topic with `partitions` partitions if they do not exist yet.
+    /// An existing topic is left as it is (its partition count is not changed).
+    async fn ensure_topic(&self, topic: &TopicRef, partitions: u32) -> Result<()>;
+
+    /// The number of partitions of an existing topic.
+    async fn partitions(&self, topic: &TopicRef) -> Result<u32>;
+
+    /// Append `payloads`, in order, to the partition chosen by `key`
+    /// ([`partition_for_key`]), and return where they landed. Returns once the batch is
+    /// acknowledged under the backend's durability setting.
+    async fn append(&self, topic: &TopicRef, key: &[u8], payloads: Vec<Bytes>) -> Result<Appended>;
+
+    /// Up to `max` records of `partition` starting at offset `from`, in offset order.
+    /// Past the end it returns an empty vector, not an error.
+    async fn read(
+        &self,
+        topic: &TopicRef,
+        partition: u32,
+        from: u64,
+        max: usize,
+    ) -> Result<Vec<StoredRecord>>;
+
+    /// The end offset (next offset to be written) of every partition, indexed by partition.
+    async fn end_offsets(&self, topic: &TopicRef) -> Result<Vec<u64>>;
+
+    /// A watch of `partition`'s end offset. It changes when records are appended, by this
+    /// process or (for a networked backend) by anyone, so followers await it instead of
+    /// spinning. Backends that cannot be notified poll adaptively behind this receiver.
+    async fn watch_end(&self, topic: &TopicRef, partition: u32) -> Result<watch::Receiver<u64>>;
+
+    /// Join consumer group `group` on `topic` (creating the group if needed). Members of one
+    /// group share the topic's partitions; each partition's committed offset survives the
+    /// member, so a restarted member resumes after its last commit and anything polled but not
+    /// committed is delivered again.
+    async fn join_group(&self, topic: &TopicRef, group: &str) -> Result<Box<dyn GroupConsumer>>;
+
+    /// Flush and release resources. Further calls fail.
+    async fn close(&self) -> Result<()>;
+}
+
+/// One member of a consumer group.
+#[async_trait]
+pub trait GroupConsumer: Send + fmt::Debug {
+    /// Wait until records are available on a partition this member owns and return up to
+    /// `max` of them, or `None` if `timeout` passes first. Without a commit, the next poll
+    /// continues after what was returned; only a new member (after a restart or a rebalance)
+    /// goes back to the committed offset.
+    async fn poll(&mut self, max: usize, timeout: std::time::Duration) -> Result<Option<Delivery>>;
+
+    /// Record that every record of `partition` before `next_offset` is done.
+    async fn commit(&mut self, partition: u32, next_offset: u64) -> Result<()>;
+
+    /// Leave the group, handing this member's partitions to the others.
+    async fn leave(self: Box<Self>) -> Result<()>;
+}
+
+/// A shared handle to any backend.
+pub type Log = Arc<dyn LogBackend>;

@@ -1,0 +1,104 @@
+//! The view's indexes: owners interned to small ids, and each owner's tasks by status time.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+
+use agentlog_wire::TaskState;
+
+use crate::agent::Caller;
+
+/// A caller interned to a number (tasks store 4 bytes instead of two strings).
+pub(super) type OwnerId = u32;
+
+#[derive(Default)]
+pub(super) struct Owners {
+    ids: HashMap<Caller, OwnerId>,
+    callers: Vec<Caller>,
+}
+
+impl Owners {
+    pub(super) fn intern(&mut self, principal: &str, tenant: &str) -> OwnerId {
+        let caller = Caller {
+            principal: principal.to_owned(),
+            tenant: tenant.to_owned(),
+        };
+        if let Some(id) = self.ids.get(&caller) {
+            return *id;
+        }
+        let id = self.callers.len() as OwnerId;
+        self.callers.push(caller.clone());
+        self.ids.insert(caller, id);
+        id
+    }
+
+    pub(super) fn find(&self, caller: &Caller) -> Option<OwnerId> {
+        self.ids.get(caller).copied()
+    }
+
+    pub(super) fn caller(&self, id: OwnerId) -> &Caller {
+        &self.callers[id as usize]
+    }
+}
+
+/// Each owner's tasks ordered by (status timestamp, task id).
+#[derive(Default)]
+pub(super) struct StatusIndex {
+    by_owner: HashMap<OwnerId, BTreeSet<(u64, Arc<str>)>>,
+}
+
+impl StatusIndex {
+    pub(super) fn update(
+        &mut self,
+        owner: OwnerId,
+        id: &Arc<str>,
+        old_ts: Option<u64>,
+        new_ts: u64,
+    ) {
+        if old_ts == Some(new_ts) {
+            return;
+        }
+        let set = self.by_owner.entry(owner).or_default();
+        if let Some(old) = old_ts {
+            set.remove(&(old, id.clone()));
+        }
+        set.insert((new_ts, id.clone()));
+    }
+
+    /// The owner's tasks, newest status first (ties: larger id first).
+    pub(super) fn newest_first(&self, owner: OwnerId) -> impl Iterator<Item = (u64, &Arc<str>)> {
+        self.by_owner
+            .get(&owner)
+            .into_iter()
+            .flat_map(|set| set.iter().rev().map(|(ts, id)| (*ts, id)))
+    }
+}
+
+/// Which tasks a `ListTasks` wants, and which page.
+#[derive(Debug, Clone, Default)]
+pub struct ListFilter {
+    /// Only tasks of this context.
+    pub context_id: Option<String>,
+    /// Only tasks in this state.
+    pub state: Option<TaskState>,
+    /// Only tasks whose status timestamp is at or after this, Unix milliseconds.
+    pub status_after_ms: Option<u64>,
+    /// Page size (1 to 100).
+    pub page_size: usize,
+    /// Resume after this (status timestamp, task id) — the last item of the previous page.
+    pub cursor: Option<(u64, String)>,
+}
+
+impl ListFilter {
+    pub(super) fn matches(&self, ts: u64, context_id: &str, state: Option<TaskState>) -> bool {
+        self.context_id.as_deref().is_none_or(|c| c == context_id)
+            && self.state.is_none_or(|s| Some(s) == state)
+            && self.status_after_ms.is_none_or(|after| ts >= after)
+    }
+
+    pub(super) fn after_cursor(&self, ts: u64, id: &str) -> bool {
+        match &self.cursor {
+            None => true,
+            Some((cursor_ts, cursor_id)) => (ts, id) < (*cursor_ts, cursor_id.as_str()),
+        }
+    }
+}

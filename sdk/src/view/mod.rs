@@ -1,0 +1,476 @@
+//! The task view: what a bridge (or a worker) knows about tasks, rebuilt from the events topic.
+//!
+//! The view follows every partition of an agent's events topic from offset 0 and keeps, per
+//! task, only what it needs to answer quickly: the owner, the context id, the
+//! [`TaskMachine`] (state, status time, applied message ids while the task is live), and the
+//! offsets of the task's applied records. A full [`Task`] (history, artifacts) is never kept:
+//! [`TaskView::load`] reads the task's own records back from the log by offset and folds them,
+//! so its cost depends on the task's size, not on the log's length.
+//!
+//! Only records that the machine applies are remembered, and the fold of exactly those
+//! records gives the same task as the fold of all of them (ignored records change nothing).
+//!
+//! The view writes nothing anywhere: dropping it and starting again over the same log gives
+//! the same answers.
+
+mod index;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use agentlog_wire::a2a::Task;
+use agentlog_wire::fold::{Change, TaskFold, TaskMachine};
+use agentlog_wire::{Record, TaskState};
+use tokio::sync::{broadcast, watch};
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::Caller;
+use crate::error::{Error, ErrorKind, Result};
+use crate::log::{Follower, Log, StoredRecord, TopicRef, partition_for_key};
+
+pub use index::ListFilter;
+use index::{OwnerId, Owners, StatusIndex};
+
+/// How many events a slow subscriber may fall behind before it re-reads from the log.
+const SUBSCRIBER_BUFFER: usize = 256;
+
+/// One applied record of a task, as subscribers receive it.
+#[derive(Debug, Clone)]
+pub struct TaskEvent {
+    /// The record's offset in the task's partition of the events topic: its log position.
+    pub offset: u64,
+    /// The task.
+    pub task_id: Arc<str>,
+    /// The task's context.
+    pub context_id: Arc<str>,
+    /// The record's timestamp, Unix milliseconds.
+    pub timestamp_ms: u64,
+    /// The task's state after the record.
+    pub state: TaskState,
+    /// What the record changed.
+    pub change: Change,
+}
+
+/// What the view knows about one task at one moment.
+#[derive(Debug, Clone)]
+pub struct TaskInfo {
+    /// The task id.
+    pub id: Arc<str>,
+    /// The task's context.
+    pub context_id: Arc<str>,
+    /// The partition holding the task's records.
+    pub partition: u32,
+    /// The current state.
+    pub state: TaskState,
+    /// When the status was set, Unix milliseconds.
+    pub status_timestamp_ms: u64,
+    /// The `messageId` the task currently waits on a worker for (the latest client message).
+    pub last_message_id: Option<Arc<str>>,
+    /// Offsets of the task's applied records, in order.
+    pub offsets: Arc<[u64]>,
+}
+
+impl TaskInfo {
+    /// The offset of the last applied record: the position of a snapshot taken now.
+    pub fn position(&self) -> u64 {
+        self.offsets.last().copied().unwrap_or(0)
+    }
+}
+
+struct Entry {
+    owner: OwnerId,
+    context_id: Arc<str>,
+    machine: TaskMachine,
+    offsets: Vec<u64>,
+}
+
+#[derive(Default)]
+struct Tasks {
+    entries: HashMap<Arc<str>, Entry>,
+    owners: Owners,
+    index: StatusIndex,
+    watchers: HashMap<Arc<str>, broadcast::Sender<Arc<TaskEvent>>>,
+}
+
+struct Inner {
+    log: Log,
+    topic: TopicRef,
+    partitions: u32,
+    tasks: Mutex<Tasks>,
+    applied: Vec<watch::Sender<u64>>,
+    records_seen: AtomicU64,
+    undecodable: AtomicU64,
+}
+
+/// A live view of an events topic. Cheap to clone; followers stop when the last clone drops.
+#[derive(Clone)]
+pub struct TaskView {
+    inner: Arc<Inner>,
+    _guard: Arc<ShutdownOnDrop>,
+}
+
+impl std::fmt::Debug for TaskView {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TaskView")
+            .field("topic", &self.inner.topic)
+            .field("partitions", &self.inner.partitions)
+            .finish_non_exhaustive()
+    }
+}
+
+struct ShutdownOnDrop(CancellationToken);
+
+impl Drop for ShutdownOnDrop {
+    fn drop(&mut self) {
+        self.0.cancel();
+    }
+}
+
+impl TaskView {
+    /// Start following `topic` (which must exist) from offset 0 on every partition.
+    pub async fn start(log: Log, topic: TopicRef) -> Result<Self> {
+        let partitions = log.partitions(&topic).await?;
+        let shutdown = CancellationToken::new();
+        let inner = Arc::new(Inner {
+            log: log.clone(),
+            topic: topic.clone(),
+            partitions,
+            tasks: Mutex::new(Tasks::default()),
+            applied: (0..partitions).map(|_| watch::channel(0).0).collect(),
+            records_seen: AtomicU64::new(0),
+            undecodable: AtomicU64::new(0),
+        });
+        for partition in 0..partitions {
+            let follower = Follower::new(log.clone(), topic.clone(), partition, 0).await?;
+            tokio::spawn(follow(Arc::downgrade(&inner), follower, shutdown.clone()));
+        }
+        Ok(Self {
+            inner,
+            _guard: Arc::new(ShutdownOnDrop(shutdown)),
+        })
+    }
+
+    /// The partition a task's records live in.
+    pub fn partition_of(&self, task_id: &str) -> u32 {
+        partition_for_key(task_id.as_bytes(), self.inner.partitions)
+    }
+
+    /// The number of partitions followed.
+    pub fn partitions(&self) -> u32 {
+        self.inner.partitions
+    }
+
+    /// Wait until the view has applied everything the log held when this call started, on one
+    /// partition or on all of them, for at most `timeout`. This is what gives read-your-writes
+    /// across replicas: an acknowledged append by anyone is in the log's end offsets.
+    pub async fn sync(&self, partition: Option<u32>, timeout: Duration) -> Result<()> {
+        let ends = self.inner.log.end_offsets(&self.inner.topic).await?;
+        let wait = async {
+            for (p, end) in ends.iter().enumerate() {
+                let p = p as u32;
+                if partition.is_some_and(|only| only != p) {
+                    continue;
+                }
+                self.wait_applied(p, *end).await?;
+            }
+            Ok::<_, Error>(())
+        };
+        tokio::time::timeout(timeout, wait).await.map_err(|_| {
+            Error::new(
+                ErrorKind::Timeout,
+                format!("the task view did not catch up with the log within {timeout:?}"),
+            )
+        })?
+    }
+
+    /// Wait until the view has applied partition `partition` up to (not including) `end`.
+    pub async fn wait_applied(&self, partition: u32, end: u64) -> Result<()> {
+        let Some(sender) = self.inner.applied.get(partition as usize) else {
+            return Err(Error::new(
+                ErrorKind::Internal,
+                format!("no partition {partition}"),
+            ));
+        };
+        let mut rx = sender.subscribe();
+        rx.wait_for(|applied| *applied >= end)
+            .await
+            .map(|_| ())
+            .map_err(|_| Error::new(ErrorKind::Unavailable, "the task view stopped"))
+    }
+
+    /// How many records the log holds that the view has not applied yet, over all partitions.
+    pub async fn lag(&self) -> Result<u64> {
+        let ends = self.inner.log.end_offsets(&self.inner.topic).await?;
+        Ok(ends
+            .iter()
+            .zip(&self.inner.applied)
+            .map(|(end, applied)| end.saturating_sub(*applied.borrow()))
+            .sum())
+    }
+
+    /// Records seen and records that could not be decoded (and were skipped).
+    pub fn counters(&self) -> (u64, u64) {
+        (
+            self.inner.records_seen.load(Ordering::Relaxed),
+            self.inner.undecodable.load(Ordering::Relaxed),
+        )
+    }
+
+    /// How many tasks the view knows.
+    pub fn task_count(&self) -> usize {
+        self.lock().entries.len()
+    }
+
+    /// The task if it exists and `caller` may see it.
+    pub fn lookup(&self, caller: &Caller, task_id: &str) -> Option<TaskInfo> {
+        let tasks = self.lock();
+        let owner = tasks.owners.find(caller)?;
+        let (id, entry) = tasks.entries.get_key_value(task_id)?;
+        (entry.owner == owner).then(|| self.info(id, entry))
+    }
+
+    /// The task whoever owns it (for workers, which act for every caller), with its owner.
+    pub fn lookup_any(&self, task_id: &str) -> Option<(TaskInfo, Caller)> {
+        let tasks = self.lock();
+        let (id, entry) = tasks.entries.get_key_value(task_id)?;
+        let owner = tasks.owners.caller(entry.owner).clone();
+        Some((self.info(id, entry), owner))
+    }
+
+    /// Like [`lookup`](Self::lookup), and also start receiving the task's next events, with
+    /// no gap and no overlap between the returned info (its `offsets`) and the events.
+    pub fn subscribe(
+        &self,
+        caller: Option<&Caller>,
+        task_id: &str,
+    ) -> Option<(TaskInfo, broadcast::Receiver<Arc<TaskEvent>>)> {
+        let mut tasks = self.lock();
+        let (id, entry) = tasks.entries.get_key_value(task_id)?;
+        if caller.is_some_and(|caller| tasks.owners.find(caller) != Some(entry.owner)) {
+            return None;
+        }
+        let info = self.info(id, entry);
+        let id = id.clone();
+        let rx = tasks
+            .watchers
+            .entry(id)
+            .or_insert_with(|| broadcast::channel(SUBSCRIBER_BUFFER).0)
+            .subscribe();
+        Some((info, rx))
+    }
+
+    /// Fold the task from its records read back from the log.
+    pub async fn load(&self, info: &TaskInfo) -> Result<Task> {
+        let records = self.read_records(info.partition, &info.offsets).await?;
+        let mut fold = TaskFold::new();
+        for (_, record) in &records {
+            fold.apply(record);
+        }
+        fold.into_task().ok_or_else(|| {
+            Error::new(
+                ErrorKind::Corrupt,
+                format!("task {} has no readable command record", info.id),
+            )
+        })
+    }
+
+    /// Read and decode the records at `offsets` (ascending) of `partition`.
+    pub async fn read_records(
+        &self,
+        partition: u32,
+        offsets: &[u64],
+    ) -> Result<Vec<(u64, Record)>> {
+        let mut out = Vec::with_capacity(offsets.len());
+        let mut i = 0;
+        while i < offsets.len() {
+            // Read contiguous runs in one call.
+            let start = offsets[i];
+            let mut run = 1;
+            while i + run < offsets.len() && offsets[i + run] == start + run as u64 {
+                run += 1;
+            }
+            let stored = self
+                .inner
+                .log
+                .read(&self.inner.topic, partition, start, run)
+                .await?;
+            if stored.len() != run {
+                return Err(Error::new(
+                    ErrorKind::Corrupt,
+                    format!(
+                        "{}: expected {run} records at partition {partition} offset {start}, read {}",
+                        self.inner.topic,
+                        stored.len()
+                    ),
+                ));
+            }
+            for s in stored {
+                let record = Record::decode(&s.payload).map_err(|e| {
+                    Error::new(
+                        ErrorKind::Corrupt,
+                        format!("record at partition {partition} offset {}", s.offset),
+                    )
+                    .with_source(e)
+                })?;
+                out.push((s.offset, record));
+            }
+            i += run;
+        }
+        Ok(out)
+    }
+
+    /// The caller's tasks matching `filter`, newest status first: one page and the total count.
+    pub fn list(&self, caller: &Caller, filter: &ListFilter) -> (Vec<TaskInfo>, usize) {
+        let tasks = self.lock();
+        let Some(owner) = tasks.owners.find(caller) else {
+            return (Vec::new(), 0);
+        };
+        let mut page = Vec::new();
+        let mut total = 0;
+        for (ts, id) in tasks.index.newest_first(owner) {
+            let Some(entry) = tasks.entries.get(id) else {
+                continue;
+            };
+            if !filter.matches(ts, &entry.context_id, entry.machine.state()) {
+                continue;
+            }
+            total += 1;
+            if page.len() < filter.page_size && filter.after_cursor(ts, id) {
+                page.push(self.info(id, entry));
+            }
+        }
+        (page, total)
+    }
+
+    fn info(&self, id: &Arc<str>, entry: &Entry) -> TaskInfo {
+        TaskInfo {
+            id: id.clone(),
+            context_id: entry.context_id.clone(),
+            partition: self.partition_of(id),
+            state: entry.machine.state().unwrap_or(TaskState::Unspecified),
+            status_timestamp_ms: entry.machine.status_timestamp_ms(),
+            last_message_id: entry.machine.last_message_id().map(Arc::from),
+            offsets: entry.offsets.as_slice().into(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Tasks> {
+        // A panic while holding the lock leaves plain data behind; keep serving it.
+        self.inner.tasks.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Inner {
+    fn apply_batch(&self, partition: u32, batch: &[StoredRecord]) {
+        let mut tasks = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
+        for stored in batch {
+            self.records_seen.fetch_add(1, Ordering::Relaxed);
+            match Record::decode(&stored.payload) {
+                Ok(record) => tasks.apply(stored.offset, &record),
+                Err(error) => {
+                    self.undecodable.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(
+                        topic = %self.topic, partition, offset = stored.offset, %error,
+                        "skipping a record that does not decode"
+                    );
+                }
+            }
+        }
+        drop(tasks);
+        if let (Some(last), Some(sender)) = (batch.last(), self.applied.get(partition as usize)) {
+            sender.send_replace(last.offset + 1);
+        }
+    }
+}
+
+impl Tasks {
+    fn apply(&mut self, offset: u64, record: &Record) {
+        let header = &record.header;
+        let id: &str = &header.task_id;
+        let mut old_ts = None;
+        let change = match self.entries.get_mut(id) {
+            Some(entry) => {
+                old_ts = Some(entry.machine.status_timestamp_ms());
+                let Ok(change) = entry.machine.apply(record) else {
+                    return;
+                };
+                entry.offsets.push(offset);
+                change
+            }
+            None => {
+                let mut machine = TaskMachine::new();
+                let Ok(change) = machine.apply(record) else {
+                    return;
+                };
+                let owner = self.owners.intern(&header.principal, &header.tenant);
+                let id: Arc<str> = Arc::from(id);
+                self.entries.insert(
+                    id,
+                    Entry {
+                        owner,
+                        context_id: Arc::from(header.context_id.as_str()),
+                        machine,
+                        offsets: vec![offset],
+                    },
+                );
+                change
+            }
+        };
+        let Some((id, entry)) = self.entries.get_key_value(header.task_id.as_str()) else {
+            return;
+        };
+        let state = entry.machine.state().unwrap_or(TaskState::Unspecified);
+        let ts = entry.machine.status_timestamp_ms();
+        self.index.update(entry.owner, id, old_ts, ts);
+        if let Some(sender) = self.watchers.get(id) {
+            let event = Arc::new(TaskEvent {
+                offset,
+                task_id: id.clone(),
+                context_id: entry.context_id.clone(),
+                timestamp_ms: header.timestamp_ms,
+                state,
+                change,
+            });
+            if sender.send(event).is_err() {
+                // Nobody listens any more.
+                let id = id.clone();
+                self.watchers.remove(&id);
+            }
+        }
+    }
+}
+
+async fn follow(
+    inner: std::sync::Weak<Inner>,
+    mut follower: Follower,
+    shutdown: CancellationToken,
+) {
+    let mut backoff = Duration::from_millis(10);
+    loop {
+        let batch = tokio::select! {
+            () = shutdown.cancelled() => return,
+            batch = follower.next_batch() => batch,
+        };
+        let Some(inner) = inner.upgrade() else {
+            return;
+        };
+        match batch {
+            Ok(batch) => {
+                backoff = Duration::from_millis(10);
+                let partition = batch.first().map(|r| r.partition).unwrap_or(0);
+                inner.apply_batch(partition, &batch);
+            }
+            Err(error) => {
+                tracing::warn!(topic = %inner.topic, %error, "task view follower: retrying");
+                drop(inner);
+                tokio::select! {
+                    () = shutdown.cancelled() => return,
+                    () = tokio::time::sleep(backoff) => {}
+                }
+                backoff = (backoff * 2).min(Duration::from_secs(1));
+            }
+        }
+    }
+}

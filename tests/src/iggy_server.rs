@@ -1,0 +1,271 @@
+//! A real `iggy-server` for tests and benchmarks: found on the machine, started on free
+//! loopback ports in a temporary directory, restarted or killed on demand, stopped on drop.
+//!
+//! The binary comes from `AGENTLOG_IGGY_SERVER` or `iggy-server` on `PATH`. Without one,
+//! [`IggyServer::start`] prints [`SKIP_MESSAGE`] and returns `None`, so `cargo test` passes on
+//! machines without Iggy.
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom};
+use std::net::{TcpListener, UdpSocket};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use tempfile::TempDir;
+
+/// The environment variable naming the server binary.
+pub const SERVER_ENV: &str = "AGENTLOG_IGGY_SERVER";
+
+/// What a test prints when it cannot run for lack of a server binary.
+pub const SKIP_MESSAGE: &str = "SKIPPED: iggy tests need an iggy-server binary (set AGENTLOG_IGGY_SERVER or put iggy-server on PATH)";
+
+/// How long a start may take before the harness gives up (the TCP port normally opens within
+/// ~150 ms).
+const READY_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// How long a SIGTERM may take before the harness sends SIGKILL.
+const STOP_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The loopback ports of every listener the server opens.
+#[derive(Debug, Clone, Copy)]
+struct Ports {
+    tcp: u16,
+    http: u16,
+    quic: u16,
+    websocket: u16,
+}
+
+impl Ports {
+    /// Four currently free ports; the sockets are held until all are picked so none repeats.
+    fn pick() -> std::io::Result<Self> {
+        let tcp = TcpListener::bind("127.0.0.1:0")?;
+        let http = TcpListener::bind("127.0.0.1:0")?;
+        let websocket = TcpListener::bind("127.0.0.1:0")?;
+        let quic = UdpSocket::bind("127.0.0.1:0")?;
+        Ok(Self {
+            tcp: tcp.local_addr()?.port(),
+            http: http.local_addr()?.port(),
+            quic: quic.local_addr()?.port(),
+            websocket: websocket.local_addr()?.port(),
+        })
+    }
+}
+
+/// A running (or stopped, between restarts) `iggy-server` owned by a test.
+#[derive(Debug)]
+pub struct IggyServer {
+    binary: PathBuf,
+    dir: TempDir,
+    ports: Ports,
+    env: Vec<(String, String)>,
+    child: Option<Child>,
+}
+
+impl IggyServer {
+    /// The server binary: `$AGENTLOG_IGGY_SERVER`, else `iggy-server` on `PATH`.
+    pub fn binary() -> Option<PathBuf> {
+        if let Some(path) = std::env::var_os(SERVER_ENV).filter(|p| !p.is_empty()) {
+            let path = PathBuf::from(path);
+            return path.is_file().then_some(path);
+        }
+        std::env::split_paths(&std::env::var_os("PATH")?)
+            .map(|dir| dir.join("iggy-server"))
+            .find(|candidate| candidate.is_file())
+    }
+
+    /// Start a server with the harness defaults, or print [`SKIP_MESSAGE`] and return `None`
+    /// when there is no binary.
+    pub async fn start() -> Option<Self> {
+        Self::start_with(&[]).await
+    }
+
+    /// Like [`start`](Self::start), with extra `IGGY_*` settings (they win over the
+    /// defaults).
+    pub async fn start_with(extra_env: &[(&str, &str)]) -> Option<Self> {
+        let Some(binary) = Self::binary() else {
+            println!("{SKIP_MESSAGE}");
+            return None;
+        };
+        let dir = tempfile::Builder::new()
+            .prefix("agentlog-iggy-")
+            .tempdir()
+            .expect("create a temporary directory for iggy-server");
+        let ports = Ports::pick().expect("pick free loopback ports");
+        let at = |port: u16| format!("127.0.0.1:{port}");
+        let mut env = vec![
+            (
+                "IGGY_SYSTEM_PATH".to_owned(),
+                dir.path().join("data").display().to_string(),
+            ),
+            ("IGGY_TCP_ADDRESS".to_owned(), at(ports.tcp)),
+            ("IGGY_HTTP_ADDRESS".to_owned(), at(ports.http)),
+            ("IGGY_QUIC_ADDRESS".to_owned(), at(ports.quic)),
+            ("IGGY_WEBSOCKET_ADDRESS".to_owned(), at(ports.websocket)),
+            // A member that dies holding partitions releases them after 3 s, not 30 s.
+            (
+                "IGGY_CONSUMER_GROUP_REBALANCING_TIMEOUT".to_owned(),
+                "3s".to_owned(),
+            ),
+            // Several servers share this machine's cores with the tests themselves.
+            (
+                "IGGY_SYSTEM_SHARDING_PIN_CORES".to_owned(),
+                "false".to_owned(),
+            ),
+            (
+                "IGGY_SYSTEM_MEMORY_POOL_SIZE".to_owned(),
+                "512 MiB".to_owned(),
+            ),
+        ];
+        for (key, value) in extra_env {
+            env.retain(|(k, _)| k != key);
+            env.push(((*key).to_owned(), (*value).to_owned()));
+        }
+        let mut server = Self {
+            binary,
+            dir,
+            ports,
+            env,
+            child: None,
+        };
+        server.launch().await;
+        Some(server)
+    }
+
+    /// The log URL of this server (`iggy://iggy:iggy@127.0.0.1:PORT`).
+    pub fn url(&self) -> String {
+        format!("iggy://iggy:iggy@{}", self.address())
+    }
+
+    /// `host:port` of the TCP listener.
+    pub fn address(&self) -> String {
+        format!("127.0.0.1:{}", self.ports.tcp)
+    }
+
+    /// The server's working directory (its data lives in `data/` below it).
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Whether the server process is running.
+    pub fn is_running(&mut self) -> bool {
+        self.child
+            .as_mut()
+            .is_some_and(|child| matches!(child.try_wait(), Ok(None)))
+    }
+
+    /// Stop gracefully (SIGTERM) and start again on the same directory and ports.
+    pub async fn restart(&mut self) {
+        self.stop().await;
+        self.launch().await;
+    }
+
+    /// Kill without warning (SIGKILL) and start again on the same directory and ports.
+    pub async fn kill9_restart(&mut self) {
+        self.kill9().await;
+        self.launch().await;
+    }
+
+    /// Stop gracefully (SIGTERM; SIGKILL if it takes longer than 10 s).
+    pub async fn stop(&mut self) {
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
+        let _ = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status();
+        let deadline = tokio::time::Instant::now() + STOP_TIMEOUT;
+        while matches!(child.try_wait(), Ok(None)) {
+            if tokio::time::Instant::now() >= deadline {
+                let _ = child.kill();
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let _ = child.wait();
+    }
+
+    /// Kill without warning (SIGKILL).
+    pub async fn kill9(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Start the server (again) and wait until its TCP port accepts connections.
+    pub async fn launch(&mut self) {
+        assert!(self.child.is_none(), "iggy-server is already running");
+        let log = self.log_file();
+        let mut command = Command::new(&self.binary);
+        command
+            .arg("--with-default-root-credentials")
+            .current_dir(self.dir.path())
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("clone the log file handle"))
+            .stderr(log);
+        let child = command
+            .spawn()
+            .unwrap_or_else(|e| panic!("start {}: {e}", self.binary.display()));
+        self.child = Some(child);
+        self.wait_ready().await;
+    }
+
+    async fn wait_ready(&mut self) {
+        let deadline = tokio::time::Instant::now() + READY_TIMEOUT;
+        loop {
+            if tokio::net::TcpStream::connect(self.address()).await.is_ok() {
+                return;
+            }
+            if !self.is_running() {
+                panic!(
+                    "iggy-server exited during start-up; its output ends with:\n{}",
+                    self.log_tail()
+                );
+            }
+            if tokio::time::Instant::now() >= deadline {
+                panic!(
+                    "iggy-server did not open {} within {READY_TIMEOUT:?}; its output ends with:\n{}",
+                    self.address(),
+                    self.log_tail()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    fn log_path(&self) -> PathBuf {
+        self.dir.path().join("server.log")
+    }
+
+    fn log_file(&self) -> File {
+        OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.log_path())
+            .expect("open the server log file")
+    }
+
+    /// The last few kilobytes of the server's output (all starts of this server).
+    pub fn log_tail(&self) -> String {
+        const TAIL: u64 = 4096;
+        let Ok(mut file) = File::open(self.log_path()) else {
+            return String::from("(no output)");
+        };
+        let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+        let _ = file.seek(SeekFrom::Start(len.saturating_sub(TAIL)));
+        let mut tail = Vec::new();
+        let _ = file.read_to_end(&mut tail);
+        String::from_utf8_lossy(&tail).into_owned()
+    }
+}
+
+impl Drop for IggyServer {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}

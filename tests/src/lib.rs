@@ -1,0 +1,4 @@
+//! Shared support for agentlog's cross-component tests.
+pub mod conformance;
+pub mod crash;
+pub mod iggy_server;

@@ -1,0 +1,374 @@
+//! The log backend on a real Apache Iggy server: the shared conformance suite plus what only
+//! Iggy needs (restarts, SIGKILL durability, key routing). Every test starts its own server
+//! and passes with a SKIPPED line when there is no `iggy-server` binary.
+#![allow(clippy::unwrap_used)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agentlog::error::ErrorKind;
+use agentlog::log::iggy::{IggyLog, IggyOptions};
+use agentlog::log::{Follower, Log, TopicRef, partition_for_key};
+use agentlog_integration::conformance::{Subject, run_all};
+use agentlog_integration::iggy_server::IggyServer;
+use bytes::Bytes;
+use iggy::prelude::{Client, Identifier, IggyClient, IggyMessage, MessageClient, Partitioning};
+
+async fn open(server: &IggyServer) -> Log {
+    agentlog::log::open(&server.url()).await.unwrap()
+}
+
+fn payload(tag: &str, i: usize) -> Bytes {
+    Bytes::from(format!("{tag}-{i}"))
+}
+
+async fn read_all(log: &Log, topic: &TopicRef, partition: u32) -> Vec<Bytes> {
+    let mut out = Vec::new();
+    loop {
+        let batch = log
+            .read(topic, partition, out.len() as u64, 1000)
+            .await
+            .unwrap();
+        if batch.is_empty() {
+            return out;
+        }
+        out.extend(batch.into_iter().map(|r| r.payload));
+    }
+}
+
+/// The shared suite, on one server (each case uses its own streams).
+struct IggySubject {
+    server: IggyServer,
+}
+
+#[async_trait::async_trait]
+impl Subject for IggySubject {
+    fn name(&self) -> &str {
+        "iggy"
+    }
+
+    async fn open(&self) -> Log {
+        open(&self.server).await
+    }
+
+    fn can_reopen(&self) -> bool {
+        true
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conformance() {
+    let Some(server) = IggyServer::start().await else {
+        return;
+    };
+    run_all(&IggySubject { server }).await;
+}
+
+/// Our key routing is Iggy's: `partition_for_key` agrees with where the raw client's
+/// `Partitioning::messages_key` puts a key, and with what `append` reports.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keyed_partitioning_agrees_with_partition_for_key() {
+    let Some(server) = IggyServer::start().await else {
+        return;
+    };
+    let log = open(&server).await;
+    let topic = TopicRef::new("keys", "routed");
+    log.ensure_topic(&topic, 5).await.unwrap();
+    log.ensure_topic(&topic, 9).await.unwrap(); // idempotent, count unchanged
+    assert_eq!(log.partitions(&topic).await.unwrap(), 5);
+
+    let raw = IggyClient::from_connection_string(&format!("iggy://iggy:iggy@{}", server.address()))
+        .unwrap();
+    raw.connect().await.unwrap();
+    let (stream_id, topic_id) = (
+        Identifier::named("keys").unwrap(),
+        Identifier::named("routed").unwrap(),
+    );
+
+    let mut expected_ends = [0u64; 5];
+    for i in 0..40 {
+        let key = format!("task-{i}");
+        let want = partition_for_key(key.as_bytes(), 5);
+        let ours = log
+            .append(&topic, key.as_bytes(), vec![payload("ours", i)])
+            .await
+            .unwrap();
+        assert_eq!(ours.partition, want, "append routed {key} elsewhere");
+        assert_eq!(ours.first_offset, expected_ends[want as usize]);
+        expected_ends[want as usize] += 1;
+
+        let mut messages = vec![
+            IggyMessage::builder()
+                .payload(payload("raw", i))
+                .build()
+                .unwrap(),
+        ];
+        let sent = raw
+            .send_messages(
+                &stream_id,
+                &topic_id,
+                &Partitioning::messages_key(key.as_bytes()).unwrap(),
+                &mut messages,
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            sent.confirmations[0].partition_id, want,
+            "iggy routed {key} elsewhere"
+        );
+        assert_eq!(
+            sent.confirmations[0].base_offset,
+            expected_ends[want as usize]
+        );
+        expected_ends[want as usize] += 1;
+    }
+    assert_eq!(
+        log.end_offsets(&topic).await.unwrap(),
+        expected_ends.to_vec()
+    );
+
+    // Keys Iggy's own key routing refuses (empty, > 255 bytes) still route by the same hash.
+    for key in [&b""[..], &[7u8; 300][..]] {
+        let appended = log
+            .append(&topic, key, vec![payload("odd", 0)])
+            .await
+            .unwrap();
+        assert_eq!(appended.partition, partition_for_key(key, 5));
+    }
+    log.close().await.unwrap();
+}
+
+/// Offsets come from the send confirmation and end offsets tell an empty partition from one
+/// holding a single record.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn offsets_and_end_offsets() {
+    let Some(server) = IggyServer::start().await else {
+        return;
+    };
+    let log = open(&server).await;
+    let topic = TopicRef::new("offsets", "t");
+    log.ensure_topic(&topic, 1).await.unwrap();
+    assert_eq!(log.end_offsets(&topic).await.unwrap(), vec![0]);
+    let first = log
+        .append(&topic, b"k", vec![payload("a", 0)])
+        .await
+        .unwrap();
+    assert_eq!((first.first_offset, first.count), (0, 1));
+    assert_eq!(log.end_offsets(&topic).await.unwrap(), vec![1]);
+    let batch = (0..10).map(|i| payload("b", i)).collect();
+    let second = log.append(&topic, b"k", batch).await.unwrap();
+    assert_eq!((second.first_offset, second.count), (1, 10));
+    assert_eq!(log.end_offsets(&topic).await.unwrap(), vec![11]);
+    let records = log.read(&topic, 0, 5, 3).await.unwrap();
+    let offsets: Vec<u64> = records.iter().map(|r| r.offset).collect();
+    assert_eq!(offsets, vec![5, 6, 7]);
+    assert_eq!(records[0].payload, payload("b", 4));
+    assert!(log.read(&topic, 0, 11, 10).await.unwrap().is_empty());
+    let missing = log.read(&topic, 3, 0, 10).await.unwrap_err();
+    assert_eq!(missing.kind(), ErrorKind::InvalidParams);
+    let unknown = log
+        .partitions(&TopicRef::new("offsets", "nope"))
+        .await
+        .unwrap_err();
+    assert_eq!(unknown.kind(), ErrorKind::InvalidParams);
+}
+
+/// A watcher on another handle is served by the poller; one on the appending handle is
+/// bumped by the append itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_end_sees_appends_from_any_handle() {
+    let Some(server) = IggyServer::start().await else {
+        return;
+    };
+    let writer = open(&server).await;
+    let reader = open(&server).await;
+    let topic = TopicRef::new("watch", "t");
+    writer.ensure_topic(&topic, 2).await.unwrap();
+    let partition = partition_for_key(b"key", 2);
+    let mut local = writer.watch_end(&topic, partition).await.unwrap();
+    let mut remote = reader.watch_end(&topic, partition).await.unwrap();
+    assert_eq!(*remote.borrow_and_update(), 0);
+    for round in 1..=20u64 {
+        writer
+            .append(&topic, b"key", vec![payload("w", 0)])
+            .await
+            .unwrap();
+        // The local bump is synchronous with the append.
+        assert_eq!(*local.borrow_and_update(), round);
+        tokio::time::timeout(Duration::from_secs(2), remote.wait_for(|end| *end >= round))
+            .await
+            .expect("the poller did not see the append")
+            .unwrap();
+    }
+}
+
+/// SIGTERM and start again: the same handle reconnects; appends, reads, a follower and a
+/// group member (after ghost recovery) all carry on, the member from its last commit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_restart_everything_resumes() {
+    let Some(mut server) = IggyServer::start().await else {
+        return;
+    };
+    let log = open(&server).await;
+    let topic = TopicRef::new("restart", "t");
+    log.ensure_topic(&topic, 1).await.unwrap();
+    for i in 0..10 {
+        log.append(&topic, b"k", vec![payload("before", i)])
+            .await
+            .unwrap();
+    }
+
+    let mut follower = Follower::new(Arc::clone(&log), topic.clone(), 0, 0)
+        .await
+        .unwrap();
+    let mut seen = 0;
+    while seen < 10 {
+        seen += follower.next_batch().await.unwrap().len();
+    }
+
+    let mut member = log.join_group(&topic, "workers").await.unwrap();
+    let delivery = member
+        .poll(100, Duration::from_secs(5))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(delivery.records.len(), 10);
+    // Polling again without committing continues after what was returned.
+    assert!(
+        member
+            .poll(100, Duration::from_millis(50))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    member.commit(0, 6).await.unwrap(); // 0..6 done, 6..10 not
+
+    server.restart().await;
+
+    let appended = log
+        .append(&topic, b"k", vec![payload("after", 0)])
+        .await
+        .unwrap();
+    assert_eq!(appended.first_offset, 10);
+    assert_eq!(read_all(&log, &topic, 0).await.len(), 11);
+    let batch = tokio::time::timeout(Duration::from_secs(5), follower.next_batch())
+        .await
+        .expect("the follower did not see the append after the restart")
+        .unwrap();
+    assert_eq!(batch[0].offset, 10);
+
+    // The member's old session is a ghost on the restarted server; it recovers and, being a
+    // new member, restarts from its commit: offsets 6..=10.
+    let delivery = member
+        .poll(100, Duration::from_secs(10))
+        .await
+        .unwrap()
+        .expect("the member got nothing after the restart");
+    let offsets: Vec<u64> = delivery.records.iter().map(|r| r.offset).collect();
+    assert_eq!(offsets, vec![6, 7, 8, 9, 10]);
+    member.commit(0, 11).await.unwrap();
+    member.leave().await.unwrap();
+
+    // A later member resumes from the restored commit.
+    let mut next = log.join_group(&topic, "workers").await.unwrap();
+    assert!(
+        next.poll(100, Duration::from_millis(300))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    next.leave().await.unwrap();
+}
+
+/// SIGKILL: with `messages_required_to_save = 1` every acknowledged append is on disk.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_keeps_every_acknowledged_append() {
+    let Some(mut server) = IggyServer::start().await else {
+        return;
+    };
+    let log = open(&server).await;
+    let topic = TopicRef::new("crash", "t");
+    log.ensure_topic(&topic, 3).await.unwrap();
+    let mut acknowledged = vec![Vec::new(); 3];
+    for i in 0..60 {
+        let key = format!("key-{}", i % 7);
+        let batch: Vec<Bytes> = (0..(i % 4) + 1)
+            .map(|j| payload(&key, i * 10 + j))
+            .collect();
+        let appended = log
+            .append(&topic, key.as_bytes(), batch.clone())
+            .await
+            .unwrap();
+        let acked = &mut acknowledged[appended.partition as usize];
+        assert_eq!(appended.first_offset, acked.len() as u64);
+        acked.extend(batch);
+    }
+    server.kill9_restart().await;
+
+    let fresh = open(&server).await;
+    let ends: Vec<u64> = acknowledged.iter().map(|a| a.len() as u64).collect();
+    assert_eq!(fresh.end_offsets(&topic).await.unwrap(), ends);
+    for (partition, acked) in acknowledged.iter().enumerate() {
+        assert_eq!(&read_all(&fresh, &topic, partition as u32).await, acked);
+    }
+    // The old handle reconnects too.
+    assert_eq!(log.end_offsets(&topic).await.unwrap(), ends);
+}
+
+/// `commit(p, n)` means "everything before n is done": a new member starts at exactly n, and
+/// committing 0 stores nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn group_commit_boundary() {
+    let Some(server) = IggyServer::start().await else {
+        return;
+    };
+    let log = open(&server).await;
+    let topic = TopicRef::new("groups", "boundary");
+    log.ensure_topic(&topic, 1).await.unwrap();
+    let batch = (0..10).map(|i| payload("r", i)).collect();
+    log.append(&topic, b"k", batch).await.unwrap();
+
+    let mut first = log.join_group(&topic, "g").await.unwrap();
+    let got = first
+        .poll(4, Duration::from_secs(5))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        got.records.iter().map(|r| r.offset).collect::<Vec<_>>(),
+        vec![0, 1, 2, 3]
+    );
+    first.commit(0, 0).await.unwrap();
+    first.leave().await.unwrap();
+
+    let mut second = log.join_group(&topic, "g").await.unwrap();
+    let got = second
+        .poll(4, Duration::from_secs(5))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(got.records[0].offset, 0, "commit(0) must not skip offset 0");
+    second.commit(0, 3).await.unwrap();
+    second.leave().await.unwrap();
+
+    let mut third = log.join_group(&topic, "g").await.unwrap();
+    let got = third
+        .poll(100, Duration::from_secs(5))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(got.records.first().map(|r| r.offset), Some(3));
+    assert_eq!(got.records.last().map(|r| r.offset), Some(9));
+    third.leave().await.unwrap();
+}
+
+/// Bad credentials are a configuration error, not something to retry.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_credentials_are_config_errors() {
+    let Some(server) = IggyServer::start().await else {
+        return;
+    };
+    let options = IggyOptions::new(server.address(), "iggy".into(), "wrong".into());
+    let err = IggyLog::connect(options).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Config, "{err}");
+}

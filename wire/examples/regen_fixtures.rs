@@ -1,0 +1,718 @@
+//! Regenerates the computed parts of `fixtures/*.json` from the hand-written inputs below.
+//!
+//! Run `cargo run -p agentlog-wire --example regen_fixtures` after an intentional contract
+//! change, review the diff, and commit it with the change. `wire/tests/fixtures.rs` checks
+//! every vector on each test run, so an unintended change fails there.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::PathBuf;
+
+use agentlog_wire::fold::fold;
+use agentlog_wire::jsonrpc::{ProtocolVersion, error_body, parse_request};
+use agentlog_wire::{ErrorCode, Record, RecordBody, RecordHeader, RpcError, StateCode, TaskState};
+use serde_json::{Value, json};
+use strum::IntoEnumIterator;
+
+fn main() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fixtures");
+    write(
+        &dir,
+        "task_states.json",
+        "Task state codes, names in both spellings, terminal/interrupted flags, and the legal-transition table.",
+        task_states(),
+    );
+    write(
+        &dir,
+        "records.json",
+        "Record encodings: a record (JSON form) and its bytes (hex), and malformed bytes with the error kind the decoder must report.",
+        records(),
+    );
+    write(
+        &dir,
+        "jsonrpc.json",
+        "JSON-RPC envelopes: request bodies and how they parse, A2A-Version values, and the rendering of every error code in 1.0 and 0.3.",
+        jsonrpc(),
+    );
+    write(
+        &dir,
+        "fold.json",
+        "Fold scenarios: a task's records in log order, the Task they fold to, and what was ignored.",
+        folds(),
+    );
+    write(
+        &dir,
+        "ids.json",
+        "Deterministic task and context ids from (tenant, principal, messageId).",
+        ids(),
+    );
+}
+
+fn write(dir: &std::path::Path, name: &str, description: &str, cases: Vec<Value>) {
+    let file = json!({"description": description, "cases": cases});
+    let text = serde_json::to_string_pretty(&file).unwrap() + "\n";
+    std::fs::write(dir.join(name), text).unwrap();
+    println!("wrote {name}: {} cases", cases.len());
+}
+
+fn ok(description: impl Into<String>, input: Value, expected: Value) -> Value {
+    json!({"description": description.into(), "input": input, "expected": expected})
+}
+
+fn err(description: impl Into<String>, input: Value, error: Value) -> Value {
+    json!({"description": description.into(), "input": input, "error": error})
+}
+
+fn task_states() -> Vec<Value> {
+    let mut cases = Vec::new();
+    for state in TaskState::iter() {
+        cases.push(ok(
+            format!("code {} is {}", state.code(), state.as_v03_str()),
+            json!({"code": state.code()}),
+            json!({"v1": state.as_str(), "v03": state.as_v03_str(), "terminal": state.is_terminal(), "interrupted": state.is_interrupted()}),
+        ));
+    }
+    for state in TaskState::iter() {
+        for name in [state.as_str(), state.as_v03_str()] {
+            cases.push(ok(
+                format!("name {name} parses"),
+                json!({"name": name}),
+                json!({"code": state.code()}),
+            ));
+        }
+    }
+    for code in [9u8, 10, 42, 128, 255] {
+        cases.push(err(
+            format!("code {code} is unknown"),
+            json!({"code": code}),
+            json!({"kind": "unknown_state_code"}),
+        ));
+    }
+    for name in [
+        "",
+        "COMPLETED",
+        "Completed",
+        "task_state_completed",
+        "TASK_STATE_DONE",
+        "input_required",
+        "INPUT-REQUIRED",
+        "cancelled",
+    ] {
+        cases.push(err(
+            format!("name {name:?} is unknown"),
+            json!({"name": name}),
+            json!({"kind": "unknown_state_name"}),
+        ));
+    }
+    for from in TaskState::iter() {
+        for to in TaskState::iter() {
+            let legal = from.can_transition_to(to);
+            cases.push(ok(
+                format!(
+                    "{} -> {} is {}",
+                    from.as_v03_str(),
+                    to.as_v03_str(),
+                    if legal { "legal" } else { "illegal" }
+                ),
+                json!({"from": from.as_str(), "to": to.as_str()}),
+                json!({"legal": legal}),
+            ));
+        }
+    }
+    cases
+}
+
+fn header(task: &str, message_id: &str, ms: u64) -> RecordHeader {
+    RecordHeader {
+        task_id: task.into(),
+        context_id: "ctx-1".into(),
+        message_id: message_id.into(),
+        source: "bridge-1".into(),
+        principal: "alice".into(),
+        tenant: String::new(),
+        hops: 0,
+        deadline_ms: 0,
+        timestamp_ms: ms,
+        content_type: "application/json".into(),
+    }
+}
+
+const SEND_HI: &str =
+    r#"{"message":{"messageId":"m-1","role":"ROLE_USER","parts":[{"text":"hi"}]}}"#;
+
+fn sample_records() -> Vec<(&'static str, Record)> {
+    let mut deadline = header("task-1", "m-1", 1_700_000_000_000);
+    deadline.deadline_ms = 1_700_000_060_000;
+    deadline.hops = 2;
+    deadline.tenant = "acme".into();
+    vec![
+        ("a command carries its params byte-identical", Record { header: header("task-1", "m-1", 1_700_000_000_000), body: RecordBody::Command { params: SEND_HI.into() } }),
+        ("a command with deadline, hops and tenant", Record { header: deadline, body: RecordBody::Command { params: SEND_HI.into() } }),
+        ("a command whose params keep their whitespace", Record { header: header("task-1", "m-1", 1), body: RecordBody::Command { params: "{ \"message\" : { \"messageId\" : \"m-1\" , \"role\":\"ROLE_USER\", \"parts\":[{\"text\":\"héllo ✓\"}] } }".into() } }),
+        ("a continue", Record { header: header("task-1", "m-2", 1_700_000_000_500), body: RecordBody::Continue { params: r#"{"message":{"messageId":"m-2","taskId":"task-1","role":"ROLE_USER","parts":[{"text":"more"}]}}"#.into() } }),
+        ("a cancel request without metadata", Record { header: header("task-1", "cancel-1", 1_700_000_001_000), body: RecordBody::CancelRequest { metadata: String::new() } }),
+        ("a cancel request with metadata", Record { header: header("task-1", "cancel-2", 1_700_000_001_000), body: RecordBody::CancelRequest { metadata: r#"{"reason":"user"}"#.into() } }),
+        ("a working status update", Record { header: header("task-1", "s-1", 1_700_000_000_100), body: RecordBody::StatusUpdate { state: TaskState::Working.into(), message: String::new() } }),
+        ("an input-required status with a message", Record { header: header("task-1", "s-2", 1_700_000_000_200), body: RecordBody::StatusUpdate { state: TaskState::InputRequired.into(), message: r#"{"messageId":"s-2","role":"ROLE_AGENT","parts":[{"text":"which city?"}]}"#.into() } }),
+        ("a status update with an unknown state code keeps it", Record { header: header("task-1", "s-3", 1_700_000_000_300), body: RecordBody::StatusUpdate { state: StateCode(77), message: String::new() } }),
+        ("an artifact chunk to append", Record { header: header("task-1", "a-1", 1_700_000_000_400), body: RecordBody::ArtifactUpdate { append: true, last_chunk: false, artifact: r#"{"artifactId":"out","parts":[{"text":"echo: "}]}"#.into() } }),
+        ("a last artifact chunk", Record { header: header("task-1", "a-2", 1_700_000_000_410), body: RecordBody::ArtifactUpdate { append: true, last_chunk: true, artifact: r#"{"artifactId":"out","parts":[{"text":"hi"}]}"#.into() } }),
+        ("a replacing artifact", Record { header: header("task-1", "a-3", 1_700_000_000_420), body: RecordBody::ArtifactUpdate { append: false, last_chunk: false, artifact: r#"{"artifactId":"out","name":"echo","parts":[{"text":"echo: hi"}]}"#.into() } }),
+        ("a completed terminal", Record { header: header("task-1", "t-1", 1_700_000_000_900), body: RecordBody::Terminal { state: TaskState::Completed.into(), message: String::new() } }),
+        ("a failed terminal with a message", Record { header: header("task-1", "t-2", 1_700_000_000_900), body: RecordBody::Terminal { state: TaskState::Failed.into(), message: r#"{"messageId":"t-2","role":"ROLE_AGENT","parts":[{"text":"handler panicked"}]}"#.into() } }),
+        ("a record with every header empty but the task id", Record { header: RecordHeader { task_id: "t".into(), ..RecordHeader::default() }, body: RecordBody::CancelRequest { metadata: String::new() } }),
+    ]
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn records() -> Vec<Value> {
+    let mut cases = Vec::new();
+    for (description, record) in sample_records() {
+        let bytes = record.encode().unwrap();
+        cases.push(ok(
+            description,
+            json!({"record": record}),
+            json!({"hex": hex(&bytes)}),
+        ));
+    }
+    let base = sample_records().remove(0).1.encode().unwrap();
+    let decode_err = |description: &str, bytes: Vec<u8>| {
+        let kind = Record::decode(&bytes).unwrap_err().kind();
+        err(
+            description,
+            json!({"hex": hex(&bytes)}),
+            json!({"kind": kind}),
+        )
+    };
+    cases.push(decode_err("empty input", Vec::new()));
+    for cut in [1, 2, 10, 18, 19, 20, 25, base.len() - 5, base.len() - 1] {
+        cases.push(decode_err(
+            &format!("truncated to {cut} bytes"),
+            base[..cut].to_vec(),
+        ));
+    }
+    for version in [0u8, 2, 255] {
+        let mut b = base.clone();
+        b[0] = version;
+        cases.push(decode_err(&format!("format version {version}"), b));
+    }
+    for kind in [0u8, 7, 200] {
+        let mut b = base.clone();
+        b[1] = kind;
+        cases.push(decode_err(&format!("kind code {kind}"), b));
+    }
+    let mut trailing = base.clone();
+    trailing.push(0);
+    cases.push(decode_err("one trailing byte", trailing));
+    let mut two = base.clone();
+    two.extend_from_slice(&base);
+    cases.push(decode_err("two records back to back", two));
+    let mut utf8 = base.clone();
+    utf8[21] = 0xff; // first byte of the task id
+    cases.push(decode_err("task id is not UTF-8", utf8));
+    let empty_task = {
+        let mut b = Vec::from(&base[..19]);
+        b.extend_from_slice(&[0, 0]);
+        b.extend_from_slice(&base[19 + 2 + 6..]);
+        b
+    };
+    cases.push(decode_err("empty task id", empty_task));
+    let artifact = sample_records().remove(9).1.encode().unwrap();
+    let flags_at =
+        artifact.len() - 4 - r#"{"artifactId":"out","parts":[{"text":"echo: "}]}"#.len() - 1;
+    let mut flags = artifact.clone();
+    flags[flags_at] = 0x04;
+    cases.push(decode_err("artifact flags with an unknown bit", flags));
+    let mut long = base.clone();
+    let params_len_at = base.len() - SEND_HI.len() - 4;
+    long[params_len_at..params_len_at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
+    cases.push(decode_err("params length past the end", long));
+    cases
+}
+
+fn jsonrpc() -> Vec<Value> {
+    let mut cases = Vec::new();
+    let bodies: &[(&str, &str)] = &[
+        (
+            "1.0 SendMessage with a string id",
+            r#"{"jsonrpc":"2.0","id":"req-1","method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hi"}]}}}"#,
+        ),
+        (
+            "1.0 GetTask with an integer id",
+            r#"{"jsonrpc":"2.0","id":7,"method":"GetTask","params":{"id":"t-1","historyLength":2}}"#,
+        ),
+        (
+            "1.0 ListTasks without params",
+            r#"{"jsonrpc":"2.0","id":8,"method":"ListTasks"}"#,
+        ),
+        (
+            "1.0 CancelTask",
+            r#"{"jsonrpc":"2.0","id":9,"method":"CancelTask","params":{"id":"t-1"}}"#,
+        ),
+        (
+            "1.0 SendStreamingMessage",
+            r#"{"jsonrpc":"2.0","id":10,"method":"SendStreamingMessage","params":{"message":{"messageId":"m2","role":"ROLE_USER","parts":[{"text":"hi"}]}}}"#,
+        ),
+        (
+            "1.0 SubscribeToTask",
+            r#"{"jsonrpc":"2.0","id":11,"method":"SubscribeToTask","params":{"id":"t-1"}}"#,
+        ),
+        (
+            "0.3 message/send",
+            r#"{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message","messageId":"m1","role":"user","parts":[{"kind":"text","text":"hi"}]}}}"#,
+        ),
+        (
+            "0.3 message/stream",
+            r#"{"jsonrpc":"2.0","id":2,"method":"message/stream","params":{"message":{"kind":"message","messageId":"m1","role":"user","parts":[{"kind":"text","text":"hi"}]}}}"#,
+        ),
+        (
+            "0.3 tasks/get",
+            r#"{"jsonrpc":"2.0","id":3,"method":"tasks/get","params":{"id":"t-1"}}"#,
+        ),
+        (
+            "0.3 tasks/cancel",
+            r#"{"jsonrpc":"2.0","id":4,"method":"tasks/cancel","params":{"id":"t-1"}}"#,
+        ),
+        (
+            "0.3 tasks/resubscribe",
+            r#"{"jsonrpc":"2.0","id":5,"method":"tasks/resubscribe","params":{"id":"t-1"}}"#,
+        ),
+        (
+            "a null id",
+            r#"{"jsonrpc":"2.0","id":null,"method":"GetTask","params":{"id":"t"}}"#,
+        ),
+        (
+            "a fractional id keeps its text",
+            r#"{"jsonrpc":"2.0","id":1.50,"method":"GetTask","params":{"id":"t"}}"#,
+        ),
+        (
+            "an id beyond 64 bits keeps its digits",
+            r#"{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"GetTask","params":{"id":"t"}}"#,
+        ),
+        (
+            "unknown members are ignored",
+            r#"{"jsonrpc":"2.0","id":"x","method":"GetTask","params":{"id":"t"},"extra":true}"#,
+        ),
+        (
+            "whitespace around the body",
+            " \n {\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"GetTask\",\"params\":{\"id\":\"t\"}} \n",
+        ),
+    ];
+    for (description, body) in bodies {
+        let req = parse_request(body.as_bytes()).unwrap();
+        let method = req.method().unwrap();
+        cases.push(ok(
+            *description,
+            json!({"body": body}),
+            json!({"method": method.as_str(), "operation": format!("{:?}", method.operation()), "version": method.version().to_string(), "id": req.id.get()}),
+        ));
+    }
+    let bad: &[(&str, &str)] = &[
+        ("not JSON", "{"),
+        ("an empty body", ""),
+        ("not UTF-8", "\u{fffd}"),
+        (
+            "a JSON array (batches are not supported)",
+            r#"[{"jsonrpc":"2.0","id":1,"method":"GetTask"}]"#,
+        ),
+        ("a JSON string", r#""GetTask""#),
+        ("a JSON number", "42"),
+        ("jsonrpc missing", r#"{"id":1,"method":"GetTask"}"#),
+        (
+            "jsonrpc 1.0",
+            r#"{"jsonrpc":"1.0","id":1,"method":"GetTask"}"#,
+        ),
+        (
+            "jsonrpc as a number",
+            r#"{"jsonrpc":2.0,"id":"a","method":"GetTask"}"#,
+        ),
+        ("method missing", r#"{"jsonrpc":"2.0","id":1}"#),
+        (
+            "method not a string",
+            r#"{"jsonrpc":"2.0","id":1,"method":["GetTask"]}"#,
+        ),
+        (
+            "params a string",
+            r#"{"jsonrpc":"2.0","id":1,"method":"GetTask","params":"t-1"}"#,
+        ),
+        (
+            "unknown method",
+            r#"{"jsonrpc":"2.0","id":1,"method":"tasks/list"}"#,
+        ),
+        (
+            "method names are case-sensitive",
+            r#"{"jsonrpc":"2.0","id":"c","method":"getTask"}"#,
+        ),
+    ];
+    for (description, body) in bad {
+        let body_bytes: Vec<u8> = if *description == "not UTF-8" {
+            vec![0xff, 0xfe]
+        } else {
+            body.as_bytes().to_vec()
+        };
+        let (code, id) = match parse_request(&body_bytes) {
+            Err(bad) => (bad.error.code.code(), bad.id.get().to_owned()),
+            Ok(req) => (
+                req.method().unwrap_err().code.code(),
+                req.id.get().to_owned(),
+            ),
+        };
+        let input = if *description == "not UTF-8" {
+            json!({"body_hex": hex(&body_bytes)})
+        } else {
+            json!({"body": body})
+        };
+        cases.push(err(*description, input, json!({"code": code, "id": id})));
+    }
+    for (value, version) in [
+        ("1.0", Some("1.0")),
+        ("1.0.1", Some("1.0")),
+        ("1", Some("1.0")),
+        ("0.3", Some("0.3")),
+        ("0.3.0", Some("0.3")),
+        ("1.1", None),
+        ("2.0", None),
+        ("0.2", None),
+        ("0.5", None),
+        ("abc", None),
+    ] {
+        match version {
+            Some(v) => cases.push(ok(
+                format!("A2A-Version {value}"),
+                json!({"header": value}),
+                json!({"version": v}),
+            )),
+            None => cases.push(err(
+                format!("A2A-Version {value} is not served"),
+                json!({"header": value}),
+                json!({"code": -32009}),
+            )),
+        }
+        let _ = ProtocolVersion::from_header(value);
+    }
+    for code in ErrorCode::iter() {
+        for version in [ProtocolVersion::V1_0, ProtocolVersion::V0_3] {
+            let error = RpcError::new(code).with_meta("taskId", "t-1");
+            let id = serde_json::value::RawValue::from_string("3".into()).unwrap();
+            let body: Value = serde_json::from_slice(&error_body(&id, &error, version)).unwrap();
+            cases.push(ok(
+                format!("{} rendered for {version}", code.spec().reason),
+                json!({"render": {"code": code.code(), "metadata": {"taskId": "t-1"}, "version": version.to_string(), "id": 3}}),
+                body,
+            ));
+        }
+    }
+    cases
+}
+
+fn rec(task: &str, message_id: &str, ms: u64, body: RecordBody) -> Record {
+    Record {
+        header: header(task, message_id, ms),
+        body,
+    }
+}
+
+fn status(id: &str, ms: u64, state: TaskState, message: &str) -> Record {
+    let body = if state.is_terminal() {
+        RecordBody::Terminal {
+            state: state.into(),
+            message: message.into(),
+        }
+    } else {
+        RecordBody::StatusUpdate {
+            state: state.into(),
+            message: message.into(),
+        }
+    };
+    rec("task-1", id, ms, body)
+}
+
+fn folds() -> Vec<Value> {
+    let command = || {
+        rec(
+            "task-1",
+            "m-1",
+            1_700_000_000_000,
+            RecordBody::Command {
+                params: SEND_HI.into(),
+            },
+        )
+    };
+    let agent_msg = |id: &str, text: &str| {
+        format!(r#"{{"messageId":"{id}","role":"ROLE_AGENT","parts":[{{"text":"{text}"}}]}}"#)
+    };
+    let artifact = |id: &str, ms, append, last, text: &str| {
+        rec(
+            "task-1",
+            id,
+            ms,
+            RecordBody::ArtifactUpdate {
+                append,
+                last_chunk: last,
+                artifact: format!(
+                    r#"{{"artifactId":"out","name":"echo","parts":[{{"text":"{text}"}}]}}"#
+                ),
+            },
+        )
+    };
+    let cancel = |ms| {
+        rec(
+            "task-1",
+            "cancel-1",
+            ms,
+            RecordBody::CancelRequest {
+                metadata: String::new(),
+            },
+        )
+    };
+    let cont = |id: &str, ms| {
+        rec(
+            "task-1",
+            id,
+            ms,
+            RecordBody::Continue {
+                params: format!(
+                    r#"{{"message":{{"messageId":"{id}","role":"ROLE_USER","parts":[{{"text":"paris"}}]}}}}"#
+                ),
+            },
+        )
+    };
+    let scenarios: Vec<(&str, Vec<Record>)> = vec![
+        ("a command alone is submitted", vec![command()]),
+        (
+            "working then completed with an artifact",
+            vec![
+                command(),
+                status("s-1", 1_700_000_000_010, TaskState::Working, ""),
+                artifact("a-1", 1_700_000_000_020, false, true, "echo: hi"),
+                status("t-1", 1_700_000_000_030, TaskState::Completed, ""),
+            ],
+        ),
+        (
+            "artifact chunks append in log order",
+            vec![
+                command(),
+                artifact("a-1", 1_700_000_000_010, false, false, "ec"),
+                artifact("a-2", 1_700_000_000_011, true, false, "ho"),
+                artifact("a-3", 1_700_000_000_012, true, true, ": hi"),
+                status("t-1", 1_700_000_000_013, TaskState::Completed, ""),
+            ],
+        ),
+        (
+            "a non-append artifact replaces the earlier one",
+            vec![
+                command(),
+                artifact("a-1", 1_700_000_000_010, false, false, "draft"),
+                artifact("a-2", 1_700_000_000_011, false, true, "final"),
+            ],
+        ),
+        (
+            "the first terminal wins",
+            vec![
+                command(),
+                status("t-1", 1_700_000_000_010, TaskState::Completed, ""),
+                status("t-2", 1_700_000_000_020, TaskState::Failed, ""),
+            ],
+        ),
+        (
+            "a cancel request before the completion cancels",
+            vec![
+                command(),
+                status("s-1", 1_700_000_000_010, TaskState::Working, ""),
+                cancel(1_700_000_000_020),
+                status("t-1", 1_700_000_000_030, TaskState::Completed, ""),
+            ],
+        ),
+        (
+            "a completion before the cancel request completes",
+            vec![
+                command(),
+                status("s-1", 1_700_000_000_010, TaskState::Working, ""),
+                status("t-1", 1_700_000_000_020, TaskState::Completed, ""),
+                cancel(1_700_000_000_030),
+            ],
+        ),
+        (
+            "input-required, continue, completed",
+            vec![
+                command(),
+                status(
+                    "s-1",
+                    1_700_000_000_010,
+                    TaskState::InputRequired,
+                    &agent_msg("s-1", "which city?"),
+                ),
+                cont("m-2", 1_700_000_000_020),
+                status("s-2", 1_700_000_000_030, TaskState::Working, ""),
+                status(
+                    "t-1",
+                    1_700_000_000_040,
+                    TaskState::Completed,
+                    &agent_msg("t-1", "sunny in paris"),
+                ),
+            ],
+        ),
+        (
+            "a continue to a working task is illegal",
+            vec![
+                command(),
+                status("s-1", 1_700_000_000_010, TaskState::Working, ""),
+                cont("m-2", 1_700_000_000_020),
+            ],
+        ),
+        (
+            "records before the command are orphans",
+            vec![
+                status("s-0", 1_699_999_999_000, TaskState::Working, ""),
+                command(),
+                status("s-1", 1_700_000_000_010, TaskState::Working, ""),
+            ],
+        ),
+        (
+            "a repeated command and a repeated message id are duplicates",
+            vec![
+                command(),
+                command(),
+                status("s-1", 1_700_000_000_010, TaskState::Working, ""),
+                status("s-1", 1_700_000_000_011, TaskState::AuthRequired, ""),
+            ],
+        ),
+        (
+            "illegal transitions are ignored and counted",
+            vec![
+                command(),
+                status("s-1", 1_700_000_000_010, TaskState::Submitted, ""),
+                rec(
+                    "task-1",
+                    "s-2",
+                    1_700_000_000_020,
+                    RecordBody::StatusUpdate {
+                        state: StateCode(42),
+                        message: String::new(),
+                    },
+                ),
+                rec(
+                    "task-1",
+                    "s-3",
+                    1_700_000_000_030,
+                    RecordBody::StatusUpdate {
+                        state: TaskState::Completed.into(),
+                        message: String::new(),
+                    },
+                ),
+                rec(
+                    "task-1",
+                    "s-4",
+                    1_700_000_000_040,
+                    RecordBody::Terminal {
+                        state: TaskState::Working.into(),
+                        message: String::new(),
+                    },
+                ),
+            ],
+        ),
+        (
+            "records of another task are ignored",
+            vec![
+                command(),
+                rec(
+                    "task-2",
+                    "s-1",
+                    1_700_000_000_010,
+                    RecordBody::StatusUpdate {
+                        state: TaskState::Working.into(),
+                        message: String::new(),
+                    },
+                ),
+            ],
+        ),
+        (
+            "an unparsable payload is ignored",
+            vec![
+                command(),
+                rec(
+                    "task-1",
+                    "a-1",
+                    1_700_000_000_010,
+                    RecordBody::ArtifactUpdate {
+                        append: false,
+                        last_chunk: false,
+                        artifact: "{not json".into(),
+                    },
+                ),
+                status(
+                    "t-1",
+                    1_700_000_000_020,
+                    TaskState::Rejected,
+                    &agent_msg("t-1", "not my job"),
+                ),
+            ],
+        ),
+        (
+            "a command with unparsable params creates no task",
+            vec![rec(
+                "task-1",
+                "m-1",
+                1_700_000_000_000,
+                RecordBody::Command {
+                    params: r#"{"message":{"role":"ROLE_USER"}}"#.into(),
+                },
+            )],
+        ),
+        (
+            "auth-required then canceled",
+            vec![
+                command(),
+                status(
+                    "s-1",
+                    1_700_000_000_010,
+                    TaskState::AuthRequired,
+                    &agent_msg("s-1", "sign in please"),
+                ),
+                cancel(1_700_000_000_020),
+            ],
+        ),
+    ];
+    scenarios
+        .into_iter()
+        .map(|(description, records)| {
+            let f = fold(&records);
+            let stats = f.stats();
+            ok(
+                description,
+                json!({"records": records}),
+                json!({"task": f.task(), "stats": {"applied": stats.applied, "orphans": stats.orphans, "duplicates": stats.duplicates, "afterTerminal": stats.after_terminal, "illegalTransitions": stats.illegal_transitions, "invalid": stats.invalid}}),
+            )
+        })
+        .collect()
+}
+
+fn ids() -> Vec<Value> {
+    let inputs = [
+        ("", "", "m-1"),
+        ("", "alice", "m-1"),
+        ("", "bob", "m-1"),
+        ("acme", "alice", "m-1"),
+        ("", "alice", "m-2"),
+        ("", "ab", "c"),
+        ("", "a", "bc"),
+        (
+            "tenant",
+            "principal ✓",
+            "0196f1e2-7c1a-7000-8000-000000000000",
+        ),
+    ];
+    inputs
+        .iter()
+        .map(|(tenant, principal, message_id)| {
+            ok(
+                format!("ids for ({tenant:?}, {principal:?}, {message_id:?})"),
+                json!({"tenant": tenant, "principal": principal, "messageId": message_id}),
+                json!({"taskId": agentlog_wire::ids::task_id(tenant, principal, message_id), "contextId": agentlog_wire::ids::context_id(tenant, principal, message_id)}),
+            )
+        })
+        .collect()
+}

@@ -1,0 +1,583 @@
+//! The fold: a task's records, in log order, to the A2A [`Task`].
+//!
+//! Every replica of the bridge and every language runs these same rules, so they all answer
+//! the same for the same log (the rules are also written in `wire/README.md`):
+//!
+//! 1. A task starts with its **command** record: state `submitted`, the command's message as
+//!    the first history entry. Records of the task before its command are ignored (orphans).
+//! 2. The **first terminal in log order wins**: once the task is completed, failed, canceled
+//!    or rejected, every later record is ignored.
+//! 3. A **cancel request** is itself terminal: it moves the task to `canceled` at its log
+//!    position. So a cancel and a worker's completion race by log order alone: whichever is
+//!    appended first wins, on every replica.
+//! 4. A **status update** applies only if the legal-transition table allows it
+//!    ([`TaskState::can_transition_to`]) and its state is non-terminal and known; otherwise
+//!    it is ignored and counted as illegal. A **terminal** record must carry a terminal state.
+//! 5. A **continue** applies only to an input-required or auth-required task; it appends its
+//!    message to the history and moves the task back to `submitted`.
+//! 6. Status and terminal messages are appended to the history and become `status.message`.
+//! 7. An **artifact update** with `append` adds its parts to the artifact of the same id (or
+//!    creates it); without `append` it replaces that artifact (or adds it at the end).
+//! 8. A record whose `message_id` was already applied to the task is a duplicate and ignored
+//!    (logs deliver at least once and Iggy does not dedupe).
+//! 9. A record whose JSON payload does not parse is ignored and counted as invalid.
+//!
+//! Messages in the history get the task's `taskId` and `contextId` filled in.
+
+use std::collections::HashSet;
+
+use serde::de::DeserializeOwned;
+
+use crate::a2a::{Artifact, Message, SendMessageRequest, Task, TaskStatus};
+use crate::timestamp::format_millis;
+use crate::{Record, RecordBody, TaskState};
+
+/// What [`TaskFold::apply`] did with a record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Outcome {
+    /// The record changed the task.
+    Applied,
+    /// A record of a task whose command has not been seen, or of another task.
+    Orphan,
+    /// A repeated command or `message_id`.
+    Duplicate,
+    /// The task was already terminal.
+    AfterTerminal,
+    /// A transition the table forbids, an unknown state code, or a terminal state in a
+    /// status update (or the reverse).
+    IllegalTransition,
+    /// The record's JSON payload does not parse.
+    Invalid,
+}
+
+/// How many records the fold applied and ignored, by reason.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FoldStats {
+    /// Records that changed the task.
+    pub applied: u32,
+    /// Orphans.
+    pub orphans: u32,
+    /// Duplicates.
+    pub duplicates: u32,
+    /// Records after the terminal one.
+    pub after_terminal: u32,
+    /// Illegal transitions.
+    pub illegal_transitions: u32,
+    /// Records with unparsable payloads.
+    pub invalid: u32,
+}
+
+impl FoldStats {
+    fn count(&mut self, outcome: Outcome) {
+        let counter = match outcome {
+            Outcome::Applied => &mut self.applied,
+            Outcome::Orphan => &mut self.orphans,
+            Outcome::Duplicate => &mut self.duplicates,
+            Outcome::AfterTerminal => &mut self.after_terminal,
+            Outcome::IllegalTransition => &mut self.illegal_transitions,
+            Outcome::Invalid => &mut self.invalid,
+        };
+        *counter += 1;
+    }
+}
+
+/// What an applied record changes, with its parsed payload.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Change {
+    /// The command created the task.
+    Created(Box<SendMessageRequest>),
+    /// A follow-up message resumed the task (now `submitted`).
+    Continued(Box<SendMessageRequest>),
+    /// The cancel request canceled the task.
+    Canceled,
+    /// A status or terminal record set the state.
+    Status {
+        /// The new state.
+        state: TaskState,
+        /// The status message, if any.
+        message: Option<Box<Message>>,
+    },
+    /// An artifact (chunk).
+    Artifact {
+        /// The artifact or its chunk.
+        artifact: Box<Artifact>,
+        /// Append to the artifact with the same id.
+        append: bool,
+        /// Its last chunk.
+        last_chunk: bool,
+    },
+}
+
+/// The state-level half of the fold: which records apply, and the state they lead to, without
+/// keeping history or artifacts.
+///
+/// [`TaskFold`] wraps it to build the whole [`Task`]; the bridge's view keeps one per task so
+/// that it decides exactly as the fold does while holding a few dozen bytes per task.
+#[derive(Debug, Clone, Default)]
+pub struct TaskMachine {
+    state: Option<TaskState>,
+    status_timestamp_ms: u64,
+    last_message_id: Option<Box<str>>,
+    /// `message_id`s applied so far; dropped once the task is terminal (nothing applies then).
+    /// Boxed so a finished task pays one null pointer here instead of an inline empty set.
+    #[allow(clippy::box_collection)]
+    seen: Option<Box<HashSet<Box<str>>>>,
+}
+
+impl TaskMachine {
+    /// A machine waiting for its task's command.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Decide the next record of the task, in log order. The caller routes records by task id.
+    pub fn apply(&mut self, record: &Record) -> Result<Change, Outcome> {
+        let change = self.decide(record)?;
+        let ts = record.header.timestamp_ms;
+        match &change {
+            Change::Created(request) | Change::Continued(request) => {
+                self.last_message_id = Some(request.message.message_id.as_str().into());
+                self.set(TaskState::Submitted, ts);
+            }
+            Change::Canceled => self.set(TaskState::Canceled, ts),
+            Change::Status { state, .. } => self.set(*state, ts),
+            Change::Artifact { .. } => {}
+        }
+        let id = &record.header.message_id;
+        if !id.is_empty() {
+            if let Some(seen) = self.seen.as_mut() {
+                seen.insert(id.as_str().into());
+            } else if !self.is_terminal() {
+                self.seen = Some(Box::new(HashSet::from([id.as_str().into()])));
+            }
+        }
+        Ok(change)
+    }
+
+    fn set(&mut self, state: TaskState, timestamp_ms: u64) {
+        self.state = Some(state);
+        self.status_timestamp_ms = timestamp_ms;
+        if state.is_terminal() {
+            self.seen = None;
+        }
+    }
+
+    fn decide(&self, record: &Record) -> Result<Change, Outcome> {
+        let Some(current) = self.state else {
+            return match &record.body {
+                RecordBody::Command { params } => parse::<SendMessageRequest>(params)
+                    .map(|r| Change::Created(Box::new(r)))
+                    .ok_or(Outcome::Invalid),
+                _ => Err(Outcome::Orphan),
+            };
+        };
+        if matches!(record.body, RecordBody::Command { .. }) {
+            return Err(Outcome::Duplicate);
+        }
+        if current.is_terminal() {
+            return Err(Outcome::AfterTerminal);
+        }
+        let id = record.header.message_id.as_str();
+        if !id.is_empty() && self.seen.as_ref().is_some_and(|seen| seen.contains(id)) {
+            return Err(Outcome::Duplicate);
+        }
+        match &record.body {
+            RecordBody::Command { .. } => Err(Outcome::Duplicate),
+            RecordBody::Continue { params } => {
+                if !current.is_interrupted() {
+                    return Err(Outcome::IllegalTransition);
+                }
+                parse::<SendMessageRequest>(params)
+                    .map(|r| Change::Continued(Box::new(r)))
+                    .ok_or(Outcome::Invalid)
+            }
+            RecordBody::CancelRequest { .. } => Ok(Change::Canceled),
+            RecordBody::StatusUpdate { state, message }
+            | RecordBody::Terminal { state, message } => {
+                let terminal_record = matches!(record.body, RecordBody::Terminal { .. });
+                let state = state.state().map_err(|_| Outcome::IllegalTransition)?;
+                if state.is_terminal() != terminal_record || !current.can_transition_to(state) {
+                    return Err(Outcome::IllegalTransition);
+                }
+                let message = if message.is_empty() {
+                    None
+                } else {
+                    Some(Box::new(parse::<Message>(message).ok_or(Outcome::Invalid)?))
+                };
+                Ok(Change::Status { state, message })
+            }
+            RecordBody::ArtifactUpdate {
+                append,
+                last_chunk,
+                artifact,
+            } => parse::<Artifact>(artifact)
+                .map(|a| Change::Artifact {
+                    artifact: Box::new(a),
+                    append: *append,
+                    last_chunk: *last_chunk,
+                })
+                .ok_or(Outcome::Invalid),
+        }
+    }
+
+    /// The current state, or `None` before the command.
+    pub fn state(&self) -> Option<TaskState> {
+        self.state
+    }
+
+    /// Whether the task is terminal.
+    pub fn is_terminal(&self) -> bool {
+        self.state.is_some_and(TaskState::is_terminal)
+    }
+
+    /// When the current status was set, in Unix milliseconds (0 before the command).
+    pub fn status_timestamp_ms(&self) -> u64 {
+        self.status_timestamp_ms
+    }
+
+    /// The `messageId` of the latest client message applied (command or continue): the
+    /// message the task currently waits on a worker for.
+    pub fn last_message_id(&self) -> Option<&str> {
+        self.last_message_id.as_deref()
+    }
+
+    /// Whether a record with this `message_id` was applied (always `false` once terminal).
+    pub fn has_applied(&self, message_id: &str) -> bool {
+        self.seen
+            .as_ref()
+            .is_some_and(|seen| seen.contains(message_id))
+    }
+}
+
+/// A task being folded, one record at a time: [`TaskMachine`] decides, this keeps the content.
+#[derive(Debug, Clone, Default)]
+pub struct TaskFold {
+    machine: TaskMachine,
+    task: Option<Task>,
+    stats: FoldStats,
+}
+
+impl TaskFold {
+    /// An empty fold, waiting for a command.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Apply the next record in log order.
+    pub fn apply(&mut self, record: &Record) -> Outcome {
+        let outcome = self.apply_inner(record);
+        self.stats.count(outcome);
+        outcome
+    }
+
+    fn apply_inner(&mut self, record: &Record) -> Outcome {
+        let header = &record.header;
+        if self
+            .task
+            .as_ref()
+            .is_some_and(|task| task.id != header.task_id)
+        {
+            return Outcome::Orphan;
+        }
+        let change = match self.machine.apply(record) {
+            Ok(change) => change,
+            Err(outcome) => return outcome,
+        };
+        let timestamp = Some(format_millis(header.timestamp_ms));
+        if let Change::Created(request) = change {
+            let mut task = Task {
+                id: header.task_id.clone(),
+                context_id: header.context_id.clone(),
+                status: TaskStatus {
+                    state: TaskState::Submitted,
+                    message: None,
+                    timestamp,
+                },
+                artifacts: Vec::new(),
+                history: Vec::new(),
+                metadata: None,
+            };
+            let message = adopt(request.message, &task);
+            task.history.push(message);
+            self.task = Some(task);
+            return Outcome::Applied;
+        }
+        let Some(task) = self.task.as_mut() else {
+            return Outcome::Orphan;
+        };
+        match change {
+            Change::Created(_) => {}
+            Change::Continued(request) => {
+                let message = adopt(request.message, task);
+                task.history.push(message);
+                task.status = TaskStatus {
+                    state: TaskState::Submitted,
+                    message: None,
+                    timestamp,
+                };
+            }
+            Change::Canceled => {
+                task.status = TaskStatus {
+                    state: TaskState::Canceled,
+                    message: None,
+                    timestamp,
+                };
+            }
+            Change::Status { state, message } => {
+                let message = message.map(|m| adopt(*m, task));
+                if let Some(message) = &message {
+                    task.history.push(message.clone());
+                }
+                task.status = TaskStatus {
+                    state,
+                    message,
+                    timestamp,
+                };
+            }
+            Change::Artifact {
+                artifact, append, ..
+            } => merge_artifact(&mut task.artifacts, *artifact, append),
+        }
+        Outcome::Applied
+    }
+
+    /// The task so far, or `None` before its command.
+    pub fn task(&self) -> Option<&Task> {
+        self.task.as_ref()
+    }
+
+    /// The task, consuming the fold.
+    pub fn into_task(self) -> Option<Task> {
+        self.task
+    }
+
+    /// The current state, or `None` before the command.
+    pub fn state(&self) -> Option<TaskState> {
+        self.machine.state()
+    }
+
+    /// When the current status was set, in Unix milliseconds (0 before the command).
+    pub fn status_timestamp_ms(&self) -> u64 {
+        self.machine.status_timestamp_ms()
+    }
+
+    /// The state machine behind the fold.
+    pub fn machine(&self) -> &TaskMachine {
+        &self.machine
+    }
+
+    /// What was applied and ignored so far.
+    pub fn stats(&self) -> FoldStats {
+        self.stats
+    }
+}
+
+/// Fold a task's records, in log order.
+pub fn fold<'a>(records: impl IntoIterator<Item = &'a Record>) -> TaskFold {
+    let mut fold = TaskFold::new();
+    for record in records {
+        fold.apply(record);
+    }
+    fold
+}
+
+fn parse<T: DeserializeOwned>(json: &str) -> Option<T> {
+    serde_json::from_str(json).ok()
+}
+
+fn adopt(mut message: Message, task: &Task) -> Message {
+    message.task_id = Some(task.id.clone());
+    message.context_id = Some(task.context_id.clone());
+    message
+}
+
+fn merge_artifact(artifacts: &mut Vec<Artifact>, artifact: Artifact, append: bool) {
+    match artifacts
+        .iter_mut()
+        .find(|a| a.artifact_id == artifact.artifact_id)
+    {
+        Some(existing) if append => existing.parts.extend(artifact.parts),
+        Some(existing) => *existing = artifact,
+        None => artifacts.push(artifact),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::{RecordHeader, StateCode};
+
+    fn record(n: u64, message_id: &str, body: RecordBody) -> Record {
+        Record {
+            header: RecordHeader {
+                task_id: "t".into(),
+                context_id: "c".into(),
+                message_id: message_id.into(),
+                timestamp_ms: 1_700_000_000_000 + n,
+                ..RecordHeader::default()
+            },
+            body,
+        }
+    }
+
+    fn command() -> Record {
+        record(
+            0,
+            "m1",
+            RecordBody::Command {
+                params:
+                    r#"{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hi"}]}}"#
+                        .into(),
+            },
+        )
+    }
+
+    fn status(n: u64, id: &str, state: TaskState) -> Record {
+        let body = if state.is_terminal() {
+            RecordBody::Terminal {
+                state: state.into(),
+                message: String::new(),
+            }
+        } else {
+            RecordBody::StatusUpdate {
+                state: state.into(),
+                message: String::new(),
+            }
+        };
+        record(n, id, body)
+    }
+
+    #[test]
+    fn first_terminal_wins() {
+        let records = [
+            command(),
+            status(1, "s1", TaskState::Working),
+            status(2, "s2", TaskState::Completed),
+            status(3, "s3", TaskState::Failed),
+        ];
+        let f = fold(&records);
+        assert_eq!(f.state(), Some(TaskState::Completed));
+        assert_eq!(f.stats().after_terminal, 1);
+        assert_eq!(f.status_timestamp_ms(), 1_700_000_000_002);
+    }
+
+    #[test]
+    fn cancel_request_races_by_log_order() {
+        let cancel = record(
+            2,
+            "x1",
+            RecordBody::CancelRequest {
+                metadata: String::new(),
+            },
+        );
+        let done = status(3, "s2", TaskState::Completed);
+        let f = fold([&command(), &cancel, &done]);
+        assert_eq!(f.state(), Some(TaskState::Canceled));
+        let f = fold([&command(), &done, &cancel]);
+        assert_eq!(f.state(), Some(TaskState::Completed));
+    }
+
+    #[test]
+    fn illegal_and_unknown_states_are_counted_and_ignored() {
+        let records = [
+            command(),
+            status(1, "s1", TaskState::Submitted),
+            record(
+                2,
+                "s2",
+                RecordBody::StatusUpdate {
+                    state: StateCode(99),
+                    message: String::new(),
+                },
+            ),
+            record(
+                3,
+                "s3",
+                RecordBody::StatusUpdate {
+                    state: TaskState::Completed.into(),
+                    message: String::new(),
+                },
+            ),
+            record(
+                4,
+                "s4",
+                RecordBody::Terminal {
+                    state: TaskState::Working.into(),
+                    message: String::new(),
+                },
+            ),
+        ];
+        let f = fold(&records);
+        assert_eq!(f.state(), Some(TaskState::Submitted));
+        assert_eq!(f.stats().illegal_transitions, 4);
+    }
+
+    #[test]
+    fn orphans_and_duplicates_are_ignored() {
+        let f = fold([
+            &status(1, "s0", TaskState::Working),
+            &command(),
+            &command(),
+            &status(2, "s1", TaskState::Working),
+            &status(3, "s1", TaskState::InputRequired),
+        ]);
+        assert_eq!(f.stats().orphans, 1);
+        assert_eq!(f.stats().duplicates, 2);
+        assert_eq!(f.state(), Some(TaskState::Working));
+    }
+
+    #[test]
+    fn artifacts_append_and_replace() {
+        let art = |n, id: &str, text: &str, append| {
+            record(
+                n,
+                id,
+                RecordBody::ArtifactUpdate {
+                    append,
+                    last_chunk: false,
+                    artifact: format!(r#"{{"artifactId":"a","parts":[{{"text":"{text}"}}]}}"#),
+                },
+            )
+        };
+        let f = fold([
+            &command(),
+            &art(1, "a1", "x", false),
+            &art(2, "a2", "y", true),
+        ]);
+        let task = f.task().unwrap();
+        assert_eq!(task.artifacts.len(), 1);
+        assert_eq!(task.artifacts[0].parts.len(), 2);
+        let f = fold([
+            &command(),
+            &art(1, "a1", "x", false),
+            &art(2, "a2", "y", false),
+        ]);
+        assert_eq!(f.task().unwrap().artifacts[0].parts.len(), 1);
+    }
+
+    #[test]
+    fn continue_only_resumes_interrupted_tasks() {
+        let cont = record(
+            3,
+            "m2",
+            RecordBody::Continue {
+                params:
+                    r#"{"message":{"messageId":"m2","role":"ROLE_USER","parts":[{"text":"more"}]}}"#
+                        .into(),
+            },
+        );
+        let f = fold([&command(), &cont]);
+        assert_eq!(f.stats().illegal_transitions, 1);
+        let f = fold([
+            &command(),
+            &status(2, "s1", TaskState::InputRequired),
+            &cont,
+        ]);
+        assert_eq!(f.state(), Some(TaskState::Submitted));
+        let task = f.into_task().unwrap();
+        assert_eq!(task.history.len(), 2);
+        assert_eq!(task.history[1].task_id.as_deref(), Some("t"));
+        assert_eq!(task.history[1].context_id.as_deref(), Some("c"));
+    }
+}

@@ -1,0 +1,155 @@
+//! ISO 8601 timestamps as A2A writes them (`2025-10-28T10:30:00.000Z`), to and from Unix
+//! milliseconds. Pure arithmetic (Hinnant's civil-date algorithms); no clock is read here.
+
+/// Format Unix milliseconds as `YYYY-MM-DDTHH:MM:SS.mmmZ` (UTC, millisecond precision, as the
+/// spec recommends).
+pub fn format_millis(ms: u64) -> String {
+    let secs = ms / 1000;
+    let millis = ms % 1000;
+    let days = secs / 86_400;
+    let rem = secs % 86_400;
+    let (y, m, d) = civil_from_days(days as i64);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{millis:03}Z",
+        rem / 3600,
+        (rem % 3600) / 60,
+        rem % 60
+    )
+}
+
+/// Parse an RFC 3339 timestamp (`2025-10-28T10:30:00Z`, with optional fraction and a `Z` or
+/// `±HH:MM` offset) into Unix milliseconds. Fractions beyond milliseconds are truncated.
+/// Returns `None` for anything else, or for a time before 1970.
+pub fn parse_millis(s: &str) -> Option<u64> {
+    let b = s.as_bytes();
+    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {
+        return None;
+    }
+    if b[13] != b':' || b[16] != b':' {
+        return None;
+    }
+    let num = |range: std::ops::Range<usize>| -> Option<i64> {
+        let part = s.get(range)?;
+        part.bytes()
+            .all(|c| c.is_ascii_digit())
+            .then(|| part.parse().ok())?
+    };
+    let (year, month, day) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (hour, minute, second) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    if !(1..=12).contains(&month) || day < 1 || day > days_in_month(year, month) {
+        return None;
+    }
+    if hour > 23 || minute > 59 || second > 60 {
+        return None;
+    }
+    let mut rest = &s[19..];
+    let mut millis = 0i64;
+    if let Some(fraction) = rest.strip_prefix('.') {
+        let digits = fraction.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            return None;
+        }
+        for (i, c) in fraction[..digits].bytes().take(3).enumerate() {
+            millis += i64::from(c - b'0') * [100, 10, 1][i];
+        }
+        rest = &fraction[digits..];
+    }
+    let offset_minutes = match rest {
+        "Z" | "z" => 0,
+        _ => {
+            let ob = rest.as_bytes();
+            if ob.len() != 6 || !matches!(ob[0], b'+' | b'-') || ob[3] != b':' {
+                return None;
+            }
+            let hours: i64 = rest.get(1..3)?.parse().ok()?;
+            let minutes: i64 = rest.get(4..6)?.parse().ok()?;
+            let sign = if ob[0] == b'-' { -1 } else { 1 };
+            sign * (hours * 60 + minutes)
+        }
+    };
+    let days = days_from_civil(year, month, day);
+    let secs = days * 86_400 + hour * 3600 + minute * 60 + second - offset_minutes * 60;
+    u64::try_from(secs * 1000 + millis).ok()
+}
+
+fn days_in_month(year: i64, month: i64) -> i64 {
+    match month {
+        2 if (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+fn civil_from_days(z: i64) -> (i64, i64, i64) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_known_instants() {
+        assert_eq!(format_millis(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(format_millis(1_700_000_000_123), "2023-11-14T22:13:20.123Z");
+        assert_eq!(format_millis(951_782_400_000), "2000-02-29T00:00:00.000Z");
+    }
+
+    #[test]
+    fn parses_what_clients_send() {
+        assert_eq!(
+            parse_millis("2023-11-14T22:13:20.123Z"),
+            Some(1_700_000_000_123)
+        );
+        assert_eq!(
+            parse_millis("2023-11-14T22:13:20Z"),
+            Some(1_700_000_000_000)
+        );
+        assert_eq!(
+            parse_millis("2026-11-30T08:33:02.578676Z"),
+            parse_millis("2026-11-30T08:33:02.578Z")
+        );
+        assert_eq!(
+            parse_millis("2023-11-15T00:13:20.123+02:00"),
+            Some(1_700_000_000_123)
+        );
+        for bad in [
+            "",
+            "2023-11-14",
+            "2023-13-01T00:00:00Z",
+            "2023-02-30T00:00:00Z",
+            "2023-11-14T22:13:20",
+            "x023-11-14T22:13:20Z",
+            "2023-11-14T22:13:20.Z",
+        ] {
+            assert_eq!(parse_millis(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn round_trips_every_day_for_a_century() {
+        for day in (0..36_600u64).step_by(7) {
+            let ms = day * 86_400_000 + 12_345;
+            assert_eq!(parse_millis(&format_millis(ms)), Some(ms));
+        }
+    }
+}

@@ -1,0 +1,252 @@
+//! Runs every vector in `fixtures/*.json` against this crate.
+//!
+//! The Python and TypeScript test suites read the same files. A vector is
+//! `{description, input, expected}` or, for a negative one, `{description, input, error}`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::PathBuf;
+
+use agentlog_wire::fold::fold;
+use agentlog_wire::jsonrpc::{ProtocolVersion, error_body, parse_request};
+use agentlog_wire::{ErrorCode, Record, RpcError, StateCode, TaskState};
+use serde_json::{Value, json};
+
+#[derive(Default)]
+struct Tally {
+    positive: usize,
+    negative: usize,
+}
+
+#[test]
+fn every_fixture_vector_holds() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fixtures");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    files.sort();
+    let mut tally = Tally::default();
+    for path in &files {
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let file: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap())
+            .unwrap_or_else(|e| panic!("{name} is not JSON: {e}"));
+        let run: fn(&Value) -> Result<(), String> = match name.as_str() {
+            "task_states.json" => task_state,
+            "records.json" => record,
+            "jsonrpc.json" => jsonrpc,
+            "fold.json" => fold_case,
+            "ids.json" => ids_case,
+            other => panic!("no runner for fixtures/{other}: add one here"),
+        };
+        for case in file["cases"].as_array().expect("a cases array") {
+            let description = case["description"].as_str().unwrap_or("?");
+            if let Err(why) = run(case) {
+                panic!("fixtures/{name}: {description}: {why}");
+            }
+            if case.get("error").is_some() {
+                tally.negative += 1;
+            } else {
+                tally.positive += 1;
+            }
+        }
+    }
+    println!(
+        "fixtures: {} vectors ({} negative) in {} files",
+        tally.positive + tally.negative,
+        tally.negative,
+        files.len()
+    );
+    assert!(
+        tally.positive + tally.negative >= 100,
+        "at least 100 vectors"
+    );
+    assert!(tally.negative >= 30, "at least 30 negative vectors");
+}
+
+fn check(cond: bool, why: impl FnOnce() -> String) -> Result<(), String> {
+    if cond { Ok(()) } else { Err(why()) }
+}
+
+fn task_state(case: &Value) -> Result<(), String> {
+    let input = &case["input"];
+    if let Some(code) = input.get("code") {
+        let code = u8::try_from(code.as_u64().unwrap()).unwrap();
+        return match (StateCode(code).state(), case.get("error")) {
+            (Ok(state), None) => {
+                let e = &case["expected"];
+                check(state.as_str() == e["v1"], || {
+                    format!("v1 name {}", state.as_str())
+                })?;
+                check(state.as_v03_str() == e["v03"], || {
+                    format!("v03 name {}", state.as_v03_str())
+                })?;
+                check(json!(state.is_terminal()) == e["terminal"], || {
+                    "terminal".into()
+                })?;
+                check(json!(state.is_interrupted()) == e["interrupted"], || {
+                    "interrupted".into()
+                })
+            }
+            (Err(err), Some(expected)) => {
+                check(err.kind() == expected["kind"], || err.kind().into())
+            }
+            (got, _) => Err(format!("got {got:?}")),
+        };
+    }
+    if let Some(name) = input.get("name") {
+        let parsed = name.as_str().unwrap().parse::<TaskState>();
+        let via_json = serde_json::from_value::<TaskState>(name.clone());
+        return match (parsed, case.get("error")) {
+            (Ok(state), None) => {
+                check(json!(state.code()) == case["expected"]["code"], || {
+                    format!("code {}", state.code())
+                })?;
+                check(via_json.ok() == Some(state), || {
+                    "JSON disagrees with FromStr".into()
+                })
+            }
+            (Err(_), Some(expected)) => {
+                check(expected["kind"] == "unknown_state_name", || {
+                    "error kind".into()
+                })?;
+                check(via_json.is_err(), || "JSON accepted an unknown name".into())
+            }
+            (got, _) => Err(format!("got {got:?}")),
+        };
+    }
+    let from: TaskState = serde_json::from_value(input["from"].clone()).unwrap();
+    let to: TaskState = serde_json::from_value(input["to"].clone()).unwrap();
+    let legal = from.can_transition_to(to);
+    check(json!(legal) == case["expected"]["legal"], || {
+        format!("legal = {legal}")
+    })
+}
+
+fn unhex(s: &str) -> Vec<u8> {
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn record(case: &Value) -> Result<(), String> {
+    if let Some(expected) = case.get("error") {
+        let bytes = unhex(case["input"]["hex"].as_str().unwrap());
+        return match Record::decode(&bytes) {
+            Ok(record) => Err(format!("decoded {record:?}")),
+            Err(err) => check(err.kind() == expected["kind"], || {
+                format!("error kind {}", err.kind())
+            }),
+        };
+    }
+    let record: Record =
+        serde_json::from_value(case["input"]["record"].clone()).map_err(|e| e.to_string())?;
+    let bytes = record.encode().map_err(|e| e.to_string())?;
+    let expected_hex = case["expected"]["hex"].as_str().unwrap();
+    check(hex(&bytes) == expected_hex, || {
+        format!("encoded {}", hex(&bytes))
+    })?;
+    let decoded = Record::decode(&unhex(expected_hex)).map_err(|e| e.to_string())?;
+    check(decoded == record, || format!("decoded {decoded:?}"))?;
+    check(
+        serde_json::to_value(&decoded).unwrap() == case["input"]["record"],
+        || "JSON form differs".into(),
+    )
+}
+
+fn jsonrpc(case: &Value) -> Result<(), String> {
+    let input = &case["input"];
+    if let Some(header) = input.get("header") {
+        let version = ProtocolVersion::from_header(header.as_str().unwrap());
+        return match (version, case.get("error")) {
+            (Some(v), None) => check(v.to_string() == case["expected"]["version"], || {
+                v.to_string()
+            }),
+            (None, Some(e)) => check(e["code"] == ErrorCode::VersionNotSupported.code(), || {
+                "code".into()
+            }),
+            (got, _) => Err(format!("got {got:?}")),
+        };
+    }
+    if let Some(render) = input.get("render") {
+        let code =
+            ErrorCode::from_code(i32::try_from(render["code"].as_i64().unwrap()).unwrap()).unwrap();
+        let mut error = RpcError::new(code);
+        for (k, v) in render["metadata"].as_object().unwrap() {
+            error = error.with_meta(k, v.as_str().unwrap());
+        }
+        let version = match render["version"].as_str().unwrap() {
+            "1.0" => ProtocolVersion::V1_0,
+            _ => ProtocolVersion::V0_3,
+        };
+        let id = serde_json::value::RawValue::from_string(render["id"].to_string()).unwrap();
+        let body: Value = serde_json::from_slice(&error_body(&id, &error, version)).unwrap();
+        return check(body == case["expected"], || format!("rendered {body}"));
+    }
+    let body = match input.get("body_hex") {
+        Some(h) => unhex(h.as_str().unwrap()),
+        None => input["body"].as_str().unwrap().as_bytes().to_vec(),
+    };
+    let parsed = parse_request(&body).map_err(|bad| (bad.error, bad.id.get().to_owned()));
+    let parsed = parsed.and_then(|req| {
+        let id = req.id.get().to_owned();
+        req.method().map(|m| (m, id.clone())).map_err(|e| (e, id))
+    });
+    match (parsed, case.get("error")) {
+        (Ok((method, id)), None) => {
+            let e = &case["expected"];
+            check(method.as_str() == e["method"], || method.as_str().into())?;
+            check(
+                format!("{:?}", method.operation()) == e["operation"],
+                || "operation".into(),
+            )?;
+            check(method.version().to_string() == e["version"], || {
+                "version".into()
+            })?;
+            check(id == e["id"], || format!("id {id}"))
+        }
+        (Err((error, id)), Some(e)) => {
+            check(error.code.code() == e["code"], || {
+                format!("code {}", error.code.code())
+            })?;
+            check(id == e["id"], || format!("id {id}"))
+        }
+        (got, _) => Err(format!("got {:?}", got.map(|(m, _)| m).map_err(|(e, _)| e))),
+    }
+}
+
+fn fold_case(case: &Value) -> Result<(), String> {
+    let records: Vec<Record> =
+        serde_json::from_value(case["input"]["records"].clone()).map_err(|e| e.to_string())?;
+    let f = fold(&records);
+    let task = serde_json::to_value(f.task()).unwrap();
+    check(task == case["expected"]["task"], || format!("task {task}"))?;
+    let s = f.stats();
+    let stats = json!({"applied": s.applied, "orphans": s.orphans, "duplicates": s.duplicates, "afterTerminal": s.after_terminal, "illegalTransitions": s.illegal_transitions, "invalid": s.invalid});
+    check(stats == case["expected"]["stats"], || {
+        format!("stats {stats}")
+    })
+}
+
+fn ids_case(case: &Value) -> Result<(), String> {
+    let i = &case["input"];
+    let (tenant, principal, message_id) = (
+        i["tenant"].as_str().unwrap(),
+        i["principal"].as_str().unwrap(),
+        i["messageId"].as_str().unwrap(),
+    );
+    let task = agentlog_wire::ids::task_id(tenant, principal, message_id);
+    let context = agentlog_wire::ids::context_id(tenant, principal, message_id);
+    check(task == case["expected"]["taskId"], || {
+        format!("task id {task}")
+    })?;
+    check(context == case["expected"]["contextId"], || {
+        format!("context id {context}")
+    })
+}
