@@ -4,12 +4,19 @@
 //! - [`agent`]: callers and an agent's topics.
 //! - [`view`]: the task view, rebuilt from the log by following it.
 //! - [`bridge`]: the stateless A2A bridge: calls become records, answers are folds.
+//! - `http` (feature `http`): the axum router serving the bridge over HTTP.
+//! - `cli` (feature `cli`): the `agentlog` command.
 
 pub mod agent;
 pub mod bridge;
+#[cfg(feature = "cli")]
+pub mod cli;
 pub mod error;
+#[cfg(feature = "http")]
+pub mod http;
 pub mod log;
 pub mod view;
+pub mod worker;
 
 pub use agent::{AgentTopics, Caller};
 pub use bridge::{Bridge, BridgeConfig};

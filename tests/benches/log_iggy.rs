@@ -30,7 +30,7 @@ const PARTITIONS: u32 = 4;
 /// How long one measured run appends.
 const RUN: Duration = Duration::from_secs(2);
 /// Runs per side and batch size, alternating ours/raw; the median is reported.
-const ROUNDS: usize = 3;
+const ROUNDS: usize = 5;
 /// Follow-latency samples per path, and the pause between appends.
 const SAMPLES: usize = 2000;
 const PACE: Duration = Duration::from_millis(1);

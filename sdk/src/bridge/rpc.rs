@@ -70,11 +70,15 @@ impl RpcStream {
 impl Bridge {
     /// Answer one JSON-RPC request body from `caller`, with the request's `A2A-Version`
     /// value if it had one. Never fails: every problem becomes a JSON-RPC error.
+    ///
+    /// `resume_after` (an SSE `Last-Event-ID`) makes a streaming method continue right after
+    /// that log position instead of starting with a snapshot.
     pub async fn handle_rpc(
         &self,
         caller: &Caller,
         a2a_version: Option<&str>,
         body: &[u8],
+        resume_after: Option<u64>,
     ) -> RpcReply {
         let header_version = match a2a_version.map(str::trim).filter(|v| !v.is_empty()) {
             None => None,
@@ -111,7 +115,7 @@ impl Bridge {
         let id = request.id;
         let params = request.params.map(RawValue::get);
         let streaming = method.operation().is_streaming();
-        let result = self.dispatch(caller, method, params).await;
+        let result = self.dispatch(caller, method, params, resume_after).await;
         match result {
             Ok(Answer::Json(value)) => RpcReply::Json(success_body(id, &value)),
             Ok(Answer::Stream(events)) => RpcReply::Stream(RpcStream {
@@ -131,6 +135,7 @@ impl Bridge {
         caller: &Caller,
         method: Method,
         params: Option<&str>,
+        resume_after: Option<u64>,
     ) -> Result<Answer> {
         let v1 = method.version() == ProtocolVersion::V1_0;
         match method.operation() {
@@ -157,7 +162,8 @@ impl Bridge {
                     (parse_v03(params, v03::send_params_from_v03)?, None)
                 };
                 Ok(Answer::Stream(
-                    self.send_streaming_message(caller, request, raw).await?,
+                    self.send_streaming_message(caller, request, raw, resume_after)
+                        .await?,
                 ))
             }
             Operation::GetTask => {
@@ -207,7 +213,8 @@ impl Bridge {
                     }
                 };
                 Ok(Answer::Stream(
-                    self.subscribe_to_task(caller, request, None).await?,
+                    self.subscribe_to_task(caller, request, resume_after)
+                        .await?,
                 ))
             }
             Operation::CreateTaskPushNotificationConfig

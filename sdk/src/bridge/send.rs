@@ -7,7 +7,7 @@ use agentlog_wire::fold::fold;
 use agentlog_wire::{Record, RecordBody, ids};
 use tokio::sync::broadcast::error::RecvError;
 
-use super::stream::{TaskStream, task_stream};
+use super::stream::{Start, TaskStream, task_stream};
 use super::{Bridge, not_found, trim_history};
 use crate::agent::Caller;
 use crate::error::{Error, ErrorKind, Result};
@@ -81,11 +81,16 @@ impl Bridge {
 
     /// `SendStreamingMessage`: like [`send_message`](Self::send_message), answered with the
     /// task snapshot and then its events until it is terminal or interrupted.
+    ///
+    /// A client that lost the stream sends the same request again with `resume_after` set to
+    /// the last position it saw: the message is idempotent, so no second task starts, and the
+    /// stream goes on right after that position.
     pub async fn send_streaming_message(
         &self,
         caller: &Caller,
         request: SendMessageRequest,
         raw_params: Option<&str>,
+        resume_after: Option<u64>,
     ) -> Result<TaskStream> {
         let accepted = self.accept(caller, &request, raw_params).await?;
         let view = &self.inner.view;
@@ -94,7 +99,17 @@ impl Bridge {
         let (info, events) = view
             .subscribe(Some(caller), &accepted.task_id)
             .ok_or_else(|| not_found(&accepted.task_id))?;
-        Ok(task_stream(view.clone(), info, events, None))
+        // A message this call put on the log: show the task from that record on.
+        let from = match accepted.visible_at {
+            0 => Start::Snapshot,
+            end => Start::SnapshotAt(end - 1),
+        };
+        Ok(task_stream(
+            view.clone(),
+            info,
+            events,
+            Start::resuming(resume_after, from),
+        ))
     }
 
     /// Validate the message and put it on the log (or find it there already).

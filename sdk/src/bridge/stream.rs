@@ -8,7 +8,7 @@ use agentlog_wire::TaskState;
 use agentlog_wire::a2a::{
     Message, StreamResponse, TaskArtifactUpdateEvent, TaskStatus, TaskStatusUpdateEvent,
 };
-use agentlog_wire::fold::{Change, TaskMachine};
+use agentlog_wire::fold::{Change, TaskFold, TaskMachine};
 use agentlog_wire::timestamp::format_millis;
 use futures::Stream;
 use tokio::sync::{broadcast, mpsc};
@@ -31,19 +31,37 @@ pub struct StreamEvent {
 /// A stream of task events.
 pub type TaskStream = Pin<Box<dyn Stream<Item = Result<StreamEvent>> + Send>>;
 
-/// Build a task stream. With `resume_after` it skips the snapshot and replays the task's
-/// events after that position; otherwise it starts with the task snapshot at `info`.
+/// Where a task stream starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Start {
+    /// With the task as it is now.
+    Snapshot,
+    /// With the task as it was at this position, then every event after it (a new task's
+    /// stream shows its whole life, however fast the worker was).
+    SnapshotAt(u64),
+    /// With the events after this position, and no snapshot (a client resuming).
+    After(u64),
+}
+
+impl Start {
+    /// [`Start::After`] when resuming, else `otherwise`.
+    pub(crate) fn resuming(resume_after: Option<u64>, otherwise: Start) -> Start {
+        resume_after.map_or(otherwise, Start::After)
+    }
+}
+
+/// Build a task stream from `info` (taken together with `events`, so nothing falls between).
 pub(crate) fn task_stream(
     view: TaskView,
     info: TaskInfo,
     events: broadcast::Receiver<Arc<TaskEvent>>,
-    resume_after: Option<u64>,
+    start: Start,
 ) -> TaskStream {
     let (tx, mut rx) = mpsc::channel(64);
     tokio::spawn(async move {
         tokio::select! {
             () = tx.closed() => {}
-            () = produce(view, info, events, resume_after, &tx) => {}
+            () = produce(view, info, events, start, &tx) => {}
         }
     });
     Box::pin(futures::stream::poll_fn(move |cx| rx.poll_recv(cx)))
@@ -55,34 +73,51 @@ async fn produce(
     view: TaskView,
     info: TaskInfo,
     mut events: broadcast::Receiver<Arc<TaskEvent>>,
-    resume_after: Option<u64>,
+    start: Start,
     tx: &Sink,
 ) {
-    let mut position = match resume_after {
-        None => {
-            let snapshot = match view.load(&info).await {
-                Ok(task) => task,
-                Err(e) => {
-                    let _ = tx.send(Err(e)).await;
-                    return;
+    let (snapshot_at, replay_after) = match start {
+        Start::Snapshot => (Some(info.position()), None),
+        Start::SnapshotAt(at) => (Some(at), Some(at)),
+        Start::After(after) => (None, Some(after)),
+    };
+    let mut position = info.position();
+    if let Some(at) = snapshot_at {
+        let offsets: Vec<u64> = info.offsets.iter().copied().filter(|o| *o <= at).collect();
+        let snapshot = match view.read_records(info.partition, &offsets).await {
+            Ok(records) => {
+                let mut fold = TaskFold::new();
+                for (_, record) in &records {
+                    fold.apply(record);
                 }
-            };
-            let last = ends_stream(info.state);
-            let event = StreamEvent {
-                position: info.position(),
-                response: StreamResponse::Task(snapshot),
-                last,
-            };
-            if tx.send(Ok(event)).await.is_err() || last {
+                let state = fold.state().unwrap_or(TaskState::Unspecified);
+                (fold.into_task(), state)
+            }
+            Err(e) => {
+                let _ = tx.send(Err(e)).await;
                 return;
             }
-            info.position()
+        };
+        let (Some(task), state) = snapshot else {
+            return;
+        };
+        let last = ends_stream(state);
+        let event = StreamEvent {
+            position: at,
+            response: StreamResponse::Task(task),
+            last,
+        };
+        if tx.send(Ok(event)).await.is_err() || last {
+            return;
         }
-        Some(after) => match replay(&view, &info, after, tx).await {
+        position = at;
+    }
+    if let Some(after) = replay_after {
+        match replay(&view, &info, after, tx).await {
             Replay::Done => return,
-            Replay::At(position) => position,
-        },
-    };
+            Replay::At(p) => position = p.max(position),
+        }
+    }
     loop {
         match events.recv().await {
             Ok(event) => {

@@ -10,7 +10,7 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
 use super::send::check_history_length;
-use super::stream::{TaskStream, task_stream};
+use super::stream::{Start, TaskStream, task_stream};
 use super::{Bridge, not_found, trim_history};
 use crate::agent::Caller;
 use crate::error::{Error, ErrorKind, Result};
@@ -166,7 +166,12 @@ impl Bridge {
             )
             .with_detail("taskId", request.id.clone()));
         }
-        Ok(task_stream(view.clone(), info, events, resume_after))
+        Ok(task_stream(
+            view.clone(),
+            info,
+            events,
+            Start::resuming(resume_after, Start::Snapshot),
+        ))
     }
 }
 

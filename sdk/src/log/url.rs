@@ -4,18 +4,19 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::Log;
-use super::embedded::{EmbeddedLog, EmbeddedOptions};
+use super::embedded::{EmbeddedLog, EmbeddedOptions, FsyncPolicy};
 use super::iggy::{IggyLog, IggyOptions};
 use crate::error::{Error, ErrorKind, Result};
 
-const ACCEPTED: &str = "accepted: file:///path/to/dir (embedded, durable), memory:// (embedded, in memory), \
-     iggy://user:pass@host:port (Apache Iggy)";
+const ACCEPTED: &str = "accepted: file:///path/to/dir[?fsync=always|never|<N>ms] (embedded, durable), \
+     memory:// (embedded, in memory), iggy://user:pass@host:port (Apache Iggy)";
 
 /// A parsed log URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LogUrl {
-    /// `file:///path`: the embedded log, durable in a directory.
-    File(PathBuf),
+    /// `file:///path[?fsync=always|never|<N>ms]`: the embedded log, durable in a directory;
+    /// `fsync` overrides the default policy ([`FsyncPolicy::default`]).
+    File(PathBuf, Option<FsyncPolicy>),
     /// `memory://`: the embedded log, in memory only.
     Memory,
     /// `iggy://user:pass@host:port`: an Apache Iggy server over TCP.
@@ -46,7 +47,24 @@ impl std::str::FromStr for LogUrl {
                 let path = url
                     .to_file_path()
                     .map_err(|()| bad("not an absolute local path"))?;
-                Ok(LogUrl::File(path))
+                let mut fsync = None;
+                for (key, value) in url.query_pairs() {
+                    match (key.as_ref(), value.as_ref()) {
+                        ("fsync", "always") => fsync = Some(FsyncPolicy::Always),
+                        ("fsync", "never") => fsync = Some(FsyncPolicy::Never),
+                        ("fsync", ms) => {
+                            let millis = ms
+                                .strip_suffix("ms")
+                                .and_then(|n| n.parse::<u64>().ok())
+                                .ok_or_else(|| bad("fsync must be always, never or <N>ms"))?;
+                            fsync = Some(FsyncPolicy::Interval(std::time::Duration::from_millis(
+                                millis,
+                            )));
+                        }
+                        (other, _) => return Err(bad(&format!("unknown option {other:?}"))),
+                    }
+                }
+                Ok(LogUrl::File(path, fsync))
             }
             "iggy" => {
                 let host = url.host_str().ok_or_else(|| bad("no host"))?;
@@ -78,7 +96,13 @@ fn percent_decode(s: &str) -> String {
 pub async fn open(url: &str) -> Result<Log> {
     Ok(match url.parse::<LogUrl>()? {
         LogUrl::Memory => Arc::new(EmbeddedLog::in_memory()),
-        LogUrl::File(dir) => Arc::new(EmbeddedLog::open(dir, EmbeddedOptions::default())?),
+        LogUrl::File(dir, fsync) => {
+            let mut options = EmbeddedOptions::default();
+            if let Some(fsync) = fsync {
+                options = options.fsync(fsync);
+            }
+            Arc::new(EmbeddedLog::open(dir, options)?)
+        }
         LogUrl::Iggy {
             address,
             username,
@@ -96,7 +120,18 @@ mod tests {
         assert_eq!("memory://".parse::<LogUrl>().ok(), Some(LogUrl::Memory));
         assert_eq!(
             "file:///var/lib/agentlog".parse::<LogUrl>().ok(),
-            Some(LogUrl::File(PathBuf::from("/var/lib/agentlog")))
+            Some(LogUrl::File(PathBuf::from("/var/lib/agentlog"), None))
+        );
+        assert_eq!(
+            "file:///d?fsync=5ms".parse::<LogUrl>().ok(),
+            Some(LogUrl::File(
+                PathBuf::from("/d"),
+                Some(FsyncPolicy::Interval(std::time::Duration::from_millis(5)))
+            ))
+        );
+        assert_eq!(
+            "file:///d?fsync=never".parse::<LogUrl>().ok(),
+            Some(LogUrl::File(PathBuf::from("/d"), Some(FsyncPolicy::Never)))
         );
         assert_eq!(
             "iggy://iggy:secret@127.0.0.1:8090".parse::<LogUrl>().ok(),

@@ -273,7 +273,11 @@ impl TaskContext {
 
 fn to_json<T: serde::Serialize>(value: &T, what: &str) -> Result<String> {
     serde_json::to_string(value).map_err(|e| {
-        Error::new(ErrorKind::InvalidParams, format!("the {what} cannot be encoded")).with_source(e)
+        Error::new(
+            ErrorKind::InvalidParams,
+            format!("the {what} cannot be encoded"),
+        )
+        .with_source(e)
     })
 }
 

@@ -218,7 +218,9 @@ impl Inner {
 }
 
 impl Drop for Inner {
-    /// Write and sync what is queued, then release the directory lock.
+    /// Write and sync what is queued, then release the directory lock. Blocks the dropping
+    /// thread for the writer's last drain (one write and one sync at most); call `close`
+    /// first to do that without blocking a runtime thread.
     fn drop(&mut self) {
         if !self.closed.swap(true, Ordering::AcqRel) {
             // The thread acknowledges the close and exits; joining waits for both.

@@ -9,7 +9,7 @@
 //!   computes, and sends to that partition explicitly: keys of any length work and no topic
 //!   metadata is fetched per append (partition counts are cached per handle). The offsets of
 //!   an append come from the server's send confirmation (`base_offset`).
-//! - Consumer groups are Iggy consumer groups; see [`group`] for ownership, commits and the
+//! - Consumer groups are Iggy consumer groups; see the `group` module for ownership, commits and the
 //!   recovery from ghost members after a server restart.
 //!
 //! # Headers
@@ -17,6 +17,11 @@
 //! already carries every header (task id, context, ...), so the bytes stored are the same on
 //! every backend, a signature over a record covers its headers, and Iggy's 100 KB limit on
 //! user headers never applies. Message ids are left to the client (random); they are not used.
+//!
+//! # Limits
+//! Iggy refuses empty payloads (an append holding one fails with
+//! [`ErrorKind::InvalidParams`]); our encoded records are never empty. One payload is at most
+//! 64 MB.
 //!
 //! # Durability
 //! Topics are created with `messages_required_to_save = 1`: the server writes every batch to
@@ -32,7 +37,7 @@
 //!
 //! # Following
 //! Iggy has no long-poll or push, so [`LogBackend::watch_end`] is served by one adaptive
-//! poller per watched topic, on a connection of its own (see [`poller`]).
+//! poller per watched topic, on a connection of its own (see the `poller` module).
 //!
 //! # Reconnecting
 //! Every connection signs in by itself and reconnects after the server comes back (within a

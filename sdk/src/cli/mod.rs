@@ -1,0 +1,333 @@
+//! The `agentlog` command: serve an agent over HTTP, run workers, talk to any A2A agent, and read
+//! an agent's log.
+//!
+//! [`main`] is the whole program (the binary only calls it). Each subcommand lives in its own
+//! module; the A2A client the client subcommands share is in `client`, terminal output (colour,
+//! spinner, how tasks and records are printed) in `output`. The rules are written in
+//! `skills/cli/SKILL.md`.
+
+mod client;
+mod output;
+mod serve;
+mod tail;
+mod tasks;
+mod worker;
+
+use std::fmt;
+use std::path::Path;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// The default `--log` of `serve`, `worker` and `tail`: the embedded durable log in
+/// `./agentlog-data` (resolved against the current directory).
+pub const DEFAULT_LOG: &str = "file://./agentlog-data";
+
+/// The default `--agent`.
+pub const DEFAULT_AGENT: &str = "demo";
+
+const AFTER_HELP: &str = "\
+EXAMPLES:
+  # an agent with the built-in demo worker, its log in ./agentlog-data
+  agentlog serve --demo
+
+  # talk to it (or to any A2A 1.0 agent)
+  agentlog send http://127.0.0.1:8080 hello
+  agentlog send --stream http://127.0.0.1:8080 'sleep 3'
+  agentlog list http://127.0.0.1:8080
+
+  # read what the agent's log holds (stop the server first: the embedded log is single-process)
+  agentlog tail --log file://./agentlog-data --agent demo
+
+Run `agentlog <command> --help` for a command's options and examples.";
+
+/// agentlog: A2A agents on a durable log.
+///
+/// `serve` answers A2A JSON-RPC over HTTP and writes every call to the log; workers (the
+/// built-in demo, `agentlog worker`, or your own code with the SDK) answer from the log.
+/// `send`, `get`, `cancel` and `list` talk to any A2A 1.0 agent over HTTP.
+#[derive(Debug, Parser)]
+#[command(name = "agentlog", version, after_long_help = AFTER_HELP)]
+pub struct Cli {
+    /// When to colour the output: auto (when stdout is a terminal and NO_COLOR is unset),
+    /// always or never.
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
+    color: ColorChoice,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// When to colour the output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ColorChoice {
+    // When stdout is a terminal and `NO_COLOR` is unset. (Plain comments: doc comments would
+    // make clap print a paragraph per value in every subcommand's --help.)
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    Serve(serve::ServeArgs),
+    Worker(worker::WorkerArgs),
+    Send(tasks::SendArgs),
+    Get(tasks::GetArgs),
+    Cancel(tasks::CancelArgs),
+    List(tasks::ListArgs),
+    Tail(tail::TailArgs),
+}
+
+/// `--log` and `--agent`, shared by the commands that open the log.
+#[derive(Debug, Clone, Args)]
+struct LogArgs {
+    /// The log: file:///dir or file://./relative/dir (embedded, durable; a plain path works
+    /// too), memory:// (embedded, in memory, gone on exit) or iggy://user:pass@host:port
+    /// (Apache Iggy).
+    #[arg(long, value_name = "URL", default_value = DEFAULT_LOG)]
+    log: String,
+
+    /// The agent's name: its topics are `agentlog/<agent>.events` and `.commands`.
+    #[arg(long, value_name = "NAME", default_value = DEFAULT_AGENT)]
+    agent: String,
+}
+
+/// Why a command failed: printed as one `error: …` line on stderr, exit status 1.
+#[derive(Debug)]
+pub enum CliError {
+    /// The agent answered with a JSON-RPC error.
+    Rpc {
+        /// The JSON-RPC error code, e.g. -32001.
+        code: i64,
+        /// The error's message.
+        message: String,
+    },
+    /// Anything else.
+    Other(String),
+}
+
+impl CliError {
+    /// An error with a message.
+    pub fn msg(message: impl Into<String>) -> Self {
+        CliError::Other(message.into())
+    }
+}
+
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CliError::Rpc { code, message } => write!(f, "{message} ({code})"),
+            CliError::Other(message) => f.write_str(message),
+        }
+    }
+}
+
+impl std::error::Error for CliError {}
+
+impl From<crate::Error> for CliError {
+    fn from(err: crate::Error) -> Self {
+        CliError::Other(err.to_string())
+    }
+}
+
+/// The result of a subcommand.
+type CliResult<T = ()> = std::result::Result<T, CliError>;
+
+/// Run the `agentlog` command with the process's arguments and return its exit status:
+/// 0 on success, 1 on failure (after one `error: …` line on stderr), 2 on a usage error.
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            // --help and --version are "errors" that print to stdout and exit 0.
+            let _ = err.print();
+            return ExitCode::from(u8::try_from(err.exit_code()).unwrap_or(2));
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(err) => return fail(&CliError::msg(format!("cannot start the runtime: {err}"))),
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => fail(&err),
+    }
+}
+
+fn fail(err: &CliError) -> ExitCode {
+    let line = err.to_string().replace(['\n', '\r'], " ");
+    output::note(&format!("error: {line}"));
+    ExitCode::FAILURE
+}
+
+async fn run(cli: Cli) -> CliResult {
+    let out = output::Out::new(cli.color);
+    match cli.command {
+        Command::Serve(args) => serve::run(args, &out).await,
+        Command::Worker(args) => worker::run(args, &out).await,
+        Command::Send(args) => tasks::send(args, &out).await,
+        Command::Get(args) => tasks::get(args, &out).await,
+        Command::Cancel(args) => tasks::cancel(args, &out).await,
+        Command::List(args) => tasks::list(args, &out).await,
+        Command::Tail(args) => tail::run(args, &out).await,
+    }
+}
+
+/// A `--log` value as a URL [`crate::log::open`] accepts: a relative `file://` URL
+/// (`file://./data`, `file://data`) or a plain path is resolved against `cwd`.
+fn resolve_log_url(value: &str, cwd: &Path) -> CliResult<String> {
+    let value = value.trim();
+    let (path, query) = if let Some(rest) = value.strip_prefix("file://") {
+        if rest.starts_with('/') {
+            return Ok(value.to_owned());
+        }
+        match rest.split_once('?') {
+            Some((path, query)) => (path, Some(query)),
+            None => (rest, None),
+        }
+    } else if value.contains("://") {
+        return Ok(value.to_owned());
+    } else {
+        (value, None)
+    };
+    if path.is_empty() {
+        return Err(CliError::msg(format!(
+            "bad log URL {value:?}: no directory; try file://./agentlog-data"
+        )));
+    }
+    let absolute = cwd.join(path);
+    let mut url = url::Url::from_file_path(&absolute).map_err(|()| {
+        CliError::msg(format!(
+            "bad log URL {value:?}: {} is not a usable path",
+            absolute.display()
+        ))
+    })?;
+    url.set_query(query);
+    Ok(normalize_file_url(url))
+}
+
+/// `file:///a/./b` becomes `file:///a/b` (the `url` crate keeps `.` segments of a path).
+fn normalize_file_url(url: url::Url) -> String {
+    let segments: Vec<&str> = url
+        .path_segments()
+        .map(|s| s.filter(|s| *s != ".").collect())
+        .unwrap_or_default();
+    let mut out = format!("file:///{}", segments.join("/"));
+    if let Some(query) = url.query() {
+        out.push('?');
+        out.push_str(query);
+    }
+    out
+}
+
+/// The log URL as shown to people: an Iggy password is masked.
+fn display_log_url(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut parsed) if parsed.password().is_some() => {
+            let _ = parsed.set_password(Some("***"));
+            parsed.to_string()
+        }
+        _ => url.to_owned(),
+    }
+}
+
+/// Open the log a resolved `--log` names, with a hint when an embedded log is in use.
+async fn open_log(url: &str) -> CliResult<crate::log::Log> {
+    crate::log::open(url).await.map_err(|err| {
+        let mut line = format!("cannot open the log {}: {err}", display_log_url(url));
+        if err.kind() == crate::ErrorKind::Config && err.message().contains("in use") {
+            line.push_str(
+                " (the embedded log is single-process: stop the other process first, \
+                 or share an iggy:// log)",
+            );
+        }
+        CliError::msg(line)
+    })
+}
+
+/// Wait for Ctrl-C or (on Unix) SIGTERM.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                term.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {}
+        () = terminate => {}
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn relative_file_urls_and_plain_paths_resolve_against_the_directory() {
+        let cwd = Path::new("/home/me/work");
+        for (input, expected) in [
+            (
+                "file://./agentlog-data",
+                "file:///home/me/work/agentlog-data",
+            ),
+            ("file://data", "file:///home/me/work/data"),
+            ("data/log", "file:///home/me/work/data/log"),
+            (
+                "./data?fsync=never",
+                "file:///home/me/work/data%3Ffsync=never",
+            ),
+            (
+                "file://./data?fsync=never",
+                "file:///home/me/work/data?fsync=never",
+            ),
+            ("file:///var/lib/x", "file:///var/lib/x"),
+            ("memory://", "memory://"),
+            ("iggy://u:p@h:1", "iggy://u:p@h:1"),
+            ("/abs/dir", "file:///abs/dir"),
+        ] {
+            assert_eq!(resolve_log_url(input, cwd).unwrap(), expected, "{input}");
+        }
+        assert!(resolve_log_url("file://", cwd).is_err());
+    }
+
+    #[test]
+    fn passwords_are_masked() {
+        assert_eq!(
+            display_log_url("iggy://iggy:secret@127.0.0.1:8090"),
+            "iggy://iggy:***@127.0.0.1:8090"
+        );
+        assert_eq!(display_log_url("memory://"), "memory://");
+    }
+
+    #[test]
+    fn rpc_errors_read_as_one_line_with_the_code() {
+        let err = CliError::Rpc {
+            code: -32001,
+            message: "Task not found: abc".into(),
+        };
+        assert_eq!(err.to_string(), "Task not found: abc (-32001)");
+    }
+}

@@ -1,0 +1,297 @@
+//! `agentlog serve`: an agent's A2A JSON-RPC endpoint over HTTP, on the log.
+
+use std::net::SocketAddr;
+
+use agentlog_wire::a2a::{AgentCard, AgentInterface, AgentSkill};
+use clap::Args;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use super::output::Out;
+use super::{CliError, CliResult, LogArgs};
+use crate::bridge::{Bridge, BridgeConfig, default_card};
+use crate::http::{HttpConfig, router, serve};
+use crate::worker::{DemoHandler, Worker, WorkerConfig};
+
+const EXAMPLES: &str = "\
+EXAMPLES:
+  agentlog serve --demo
+      the demo agent on http://127.0.0.1:8080/, its log in ./agentlog-data
+  agentlog serve --demo --listen 127.0.0.1:0 --log memory://
+      a free port (printed) and a log that lives only as long as the process
+  agentlog serve --agent translator --name Translator --description 'Translates text'
+      no worker in this process: run workers with `agentlog worker` or the SDK
+  agentlog serve --listen 0.0.0.0:8080 --public-url https://agents.example.com/ \\
+      --log iggy://iggy:iggy@127.0.0.1:8090
+      behind a proxy: the card tells clients the public URL
+
+Prints one line, `agentlog serving agent \"demo\" at http://127.0.0.1:8080/ (...)`, once it
+accepts requests. The agent card is at <URL>.well-known/agent-card.json; it lists one JSONRPC
+1.0 interface (plus a 0.3 one with --with-v03-interface; the endpoint answers 0.3 method names
+either way). Stops on Ctrl-C or SIGTERM: stops accepting, lets open requests finish, stops the
+demo worker (running tasks finish first), closes the log.
+
+The embedded log (file://) is single-process: while `serve` runs, `agentlog tail` and
+`agentlog worker` cannot open the same directory. Share an iggy:// log to run them alongside.";
+
+/// Serve an agent: A2A JSON-RPC over HTTP, every call written to the log.
+#[derive(Debug, Args)]
+#[command(after_long_help = EXAMPLES)]
+pub(super) struct ServeArgs {
+    /// Where to listen; port 0 picks a free port (the printed URL shows the real one).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
+    listen: SocketAddr,
+
+    #[command(flatten)]
+    log: LogArgs,
+
+    /// Also run the built-in demo worker in this process (echo, `sleep N`, `input`, `fail`),
+    /// and describe it in the card's skills.
+    #[arg(long)]
+    demo: bool,
+
+    /// The agent's human-readable name in the card (default: the --agent name).
+    #[arg(long, value_name = "TEXT")]
+    name: Option<String>,
+
+    /// What the agent does, for the card.
+    #[arg(long, value_name = "TEXT")]
+    description: Option<String>,
+
+    /// The URL clients reach this server at, written in the card (default:
+    /// http://<listen address>/; an unspecified address such as 0.0.0.0 shows as loopback).
+    #[arg(long, value_name = "URL")]
+    public_url: Option<String>,
+
+    /// Also list a JSONRPC 0.3 interface in the card, for 0.3-only clients.
+    #[arg(long)]
+    with_v03_interface: bool,
+}
+
+/// `agentlog serve`.
+pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
+    let cwd = std::env::current_dir()
+        .map_err(|e| CliError::msg(format!("cannot read the current directory: {e}")))?;
+    let log_url = super::resolve_log_url(&args.log.log, &cwd)?;
+    let listener = TcpListener::bind(args.listen)
+        .await
+        .map_err(|e| CliError::msg(format!("cannot listen on {}: {e}", args.listen)))?;
+    let local = listener
+        .local_addr()
+        .map_err(|e| CliError::msg(format!("cannot read the listening address: {e}")))?;
+    let public_url = public_url(args.public_url.as_deref(), local)?;
+    let http = HttpConfig::default();
+    let endpoint = public_url
+        .join(http.rpc_path.trim_start_matches('/'))
+        .map_err(|e| CliError::msg(format!("bad --public-url: {e}")))?;
+    let card = card(&args, endpoint.as_str());
+    card.validate()
+        .map_err(|e| CliError::msg(format!("the agent card is not valid: {e}")))?;
+
+    let log = super::open_log(&log_url).await?;
+    let mut config = BridgeConfig::new(&args.log.agent);
+    config.card = card;
+    let bridge = Bridge::open(log.clone(), config).await?;
+    let worker = if args.demo {
+        let mut config = WorkerConfig::new(&args.log.agent);
+        config.view = Some(bridge.view().clone());
+        Some(Worker::start(log.clone(), config, DemoHandler).await?)
+    } else {
+        None
+    };
+
+    let stop = CancellationToken::new();
+    let server = tokio::spawn(serve(
+        listener,
+        router(bridge, http),
+        stop.clone().cancelled_owned(),
+    ));
+    out.line(&format!(
+        "agentlog serving agent {:?} at {public_url} (log: {}; {})",
+        args.log.agent,
+        super::display_log_url(&log_url),
+        if worker.is_some() {
+            "demo worker on"
+        } else {
+            "no worker in this process"
+        }
+    ));
+
+    let served = tokio::select! {
+        () = super::shutdown_signal() => None,
+        // The server stops by itself only on an error.
+        result = server => Some(result),
+    };
+    if served.is_none() {
+        super::output::note("agentlog: shutting down");
+    }
+    stop.cancel();
+    let stopped = match worker {
+        Some(worker) => worker.shutdown().await,
+        None => Ok(()),
+    };
+    let closed = log.close().await;
+    if let Some(result) = served {
+        match result {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Err(CliError::msg(format!("the HTTP server failed: {e}"))),
+            Err(e) => return Err(CliError::msg(format!("the HTTP server stopped: {e}"))),
+        }
+    }
+    stopped?;
+    closed?;
+    Ok(())
+}
+
+/// The base URL clients use: `--public-url`, else `http://<listen address>/` with an
+/// unspecified address shown as loopback.
+fn public_url(given: Option<&str>, local: SocketAddr) -> CliResult<url::Url> {
+    let text = match given {
+        Some(given) => given.to_owned(),
+        None => {
+            let mut shown = local;
+            if shown.ip().is_unspecified() {
+                shown.set_ip(match shown {
+                    SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+                    SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+                });
+            }
+            format!("http://{shown}/")
+        }
+    };
+    let mut url = url::Url::parse(&text)
+        .map_err(|e| CliError::msg(format!("bad --public-url {text:?}: {e}")))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(CliError::msg(format!(
+            "bad --public-url {text:?}: expected an http:// or https:// URL"
+        )));
+    }
+    if !url.path().ends_with('/') {
+        let path = format!("{}/", url.path());
+        url.set_path(&path);
+    }
+    Ok(url)
+}
+
+/// The card: the defaults for the agent, its interfaces at `endpoint`, streaming on, and the
+/// demo's skill with `--demo`.
+fn card(args: &ServeArgs, endpoint: &str) -> AgentCard {
+    let agent = &args.log.agent;
+    let mut card = default_card(agent);
+    if let Some(name) = &args.name {
+        card.name = name.clone();
+    }
+    let interface = |version: &str| AgentInterface {
+        url: endpoint.to_owned(),
+        protocol_binding: "JSONRPC".to_owned(),
+        protocol_version: version.to_owned(),
+        tenant: None,
+    };
+    card.supported_interfaces = vec![interface("1.0")];
+    if args.with_v03_interface {
+        card.supported_interfaces.push(interface("0.3"));
+    }
+    card.capabilities.streaming = Some(true);
+    if args.demo {
+        card.description = format!(
+            "The agentlog demo agent {agent:?}: echoes messages, and shows every task lifecycle"
+        );
+        card.skills = vec![demo_skill()];
+    }
+    if let Some(description) = &args.description {
+        card.description = description.clone();
+    }
+    card
+}
+
+/// The skill [`DemoHandler`] offers.
+fn demo_skill() -> AgentSkill {
+    let text = vec!["text/plain".to_owned()];
+    AgentSkill {
+        id: "echo".to_owned(),
+        name: "Echo and task lifecycles".to_owned(),
+        description: "Echoes the message back as the artifact `echo`, streamed in three \
+                      chunks. `sleep N` works N seconds reporting progress (cancel it to see \
+                      a canceled task); `input` asks for a follow-up message and echoes it; \
+                      `fail` fails the task."
+            .to_owned(),
+        tags: vec!["demo".to_owned(), "echo".to_owned(), "streaming".to_owned()],
+        examples: ["hello", "sleep 3", "input", "fail"]
+            .map(str::to_owned)
+            .to_vec(),
+        input_modes: text.clone(),
+        output_modes: text,
+        ..AgentSkill::default()
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn args(extra: &[&str]) -> ServeArgs {
+        let mut argv = vec!["agentlog", "serve"];
+        argv.extend_from_slice(extra);
+        match super::super::Cli::try_parse_from(argv).unwrap().command {
+            super::super::Command::Serve(args) => args,
+            other => panic!("not serve: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_card_lists_one_jsonrpc_1_0_interface_and_the_demo_skill() {
+        let card = card(&args(&["--demo"]), "http://127.0.0.1:8080/");
+        card.validate().unwrap();
+        assert_eq!(card.supported_interfaces.len(), 1);
+        let interface = &card.supported_interfaces[0];
+        assert_eq!(interface.url, "http://127.0.0.1:8080/");
+        assert_eq!(interface.protocol_binding, "JSONRPC");
+        assert_eq!(interface.protocol_version, "1.0");
+        assert_eq!(card.capabilities.streaming, Some(true));
+        assert_eq!(card.skills[0].id, "echo");
+        assert_eq!(
+            card.skills[0].examples,
+            ["hello", "sleep 3", "input", "fail"]
+        );
+    }
+
+    #[test]
+    fn options_shape_the_card() {
+        let card = card(
+            &args(&[
+                "--agent",
+                "x",
+                "--name",
+                "X",
+                "--description",
+                "does x",
+                "--with-v03-interface",
+            ]),
+            "http://h/",
+        );
+        assert_eq!(
+            (card.name.as_str(), card.description.as_str()),
+            ("X", "does x")
+        );
+        assert_eq!(card.supported_interfaces[1].protocol_version, "0.3");
+        assert!(card.skills.is_empty());
+    }
+
+    #[test]
+    fn the_public_url_defaults_to_the_listen_address() {
+        let local: SocketAddr = "0.0.0.0:9000".parse().unwrap();
+        assert_eq!(
+            public_url(None, local).unwrap().as_str(),
+            "http://127.0.0.1:9000/"
+        );
+        assert_eq!(
+            public_url(Some("https://a.example/x"), local)
+                .unwrap()
+                .as_str(),
+            "https://a.example/x/"
+        );
+        assert!(public_url(Some("ftp://x"), local).is_err());
+    }
+}

@@ -1,0 +1,366 @@
+//! `agentlog tail`: an agent's records, as people read them.
+
+use agentlog_wire::a2a::{Artifact, Message, SendMessageRequest};
+use agentlog_wire::timestamp::format_millis;
+use agentlog_wire::{Record, RecordBody, StateCode};
+use clap::Args;
+use tokio::sync::mpsc;
+
+use super::output::{Out, one_line, parts_text};
+use super::{CliError, CliResult, LogArgs};
+use crate::agent::AgentTopics;
+use crate::log::{Follower, Log, LogUrl, StoredRecord, TopicRef};
+
+/// Records read per call.
+const BATCH: usize = 1024;
+
+/// The widest text summary printed per record.
+const SUMMARY_CHARS: usize = 100;
+
+const EXAMPLES: &str = "\
+EXAMPLES:
+  agentlog tail --log file://./agentlog-data --agent demo
+  agentlog tail --log iggy://iggy:iggy@127.0.0.1:8090 --agent demo --follow
+  agentlog tail --agent demo --task <TASK_ID>
+
+Each line is one record of the agent's events topic (the task log of record):
+
+  P:OFFSET  TIME  KIND  TASK  SUMMARY
+
+P is the partition, OFFSET the record's offset in it; records of one partition come in offset
+order, partitions are interleaved by time. KIND is command (a new task), continue (a follow-up
+message), cancel (a cancel request), status, artifact or terminal.
+
+The embedded log (file://) is single-process: stop the server that writes it first. To watch a
+running agent live, share an iggy:// log and use --follow.";
+
+/// Print an agent's records: every task's commands, statuses, artifacts and ends.
+#[derive(Debug, Args)]
+#[command(after_long_help = EXAMPLES)]
+pub(super) struct TailArgs {
+    #[command(flatten)]
+    log: LogArgs,
+
+    /// Keep printing new records as they are written (until Ctrl-C).
+    #[arg(long, short)]
+    follow: bool,
+
+    /// Only this task's records.
+    #[arg(long, value_name = "TASK_ID")]
+    task: Option<String>,
+}
+
+/// `agentlog tail`.
+pub(super) async fn run(args: TailArgs, out: &Out) -> CliResult {
+    let cwd = std::env::current_dir()
+        .map_err(|e| CliError::msg(format!("cannot read the current directory: {e}")))?;
+    let url = super::resolve_log_url(&args.log.log, &cwd)?;
+    match url.parse::<LogUrl>() {
+        Ok(LogUrl::Memory) => {
+            return Err(CliError::msg(
+                "memory:// is private to the process that opened it; tail a file:// or iggy:// log",
+            ));
+        }
+        Ok(LogUrl::File(dir, ..)) if !dir.is_dir() => {
+            return Err(CliError::msg(format!("no log at {}", dir.display())));
+        }
+        _ => {}
+    }
+    let log = super::open_log(&url).await?;
+    let result = tail(&log, &args, out).await;
+    let closed = log.close().await;
+    result?;
+    closed?;
+    Ok(())
+}
+
+async fn tail(log: &Log, args: &TailArgs, out: &Out) -> CliResult {
+    let topic = AgentTopics::of(&args.log.agent).events;
+    let ends = log.end_offsets(&topic).await.map_err(|e| {
+        if e.kind() == crate::ErrorKind::InvalidParams {
+            CliError::msg(format!(
+                "agent {:?} has no records in this log (no topic {topic})",
+                args.log.agent
+            ))
+        } else {
+            CliError::msg(format!("cannot read {topic}: {e}"))
+        }
+    })?;
+    let mut partitions = Vec::with_capacity(ends.len());
+    for (partition, end) in (0u32..).zip(&ends) {
+        partitions.push(read_all(log, &topic, partition, *end).await?);
+    }
+    let filter = args.task.as_deref();
+    for record in merge_by_time(partitions) {
+        print_record(out, &record, filter);
+    }
+    if !args.follow {
+        return Ok(());
+    }
+    let (tx, mut rx) = mpsc::channel::<crate::Result<Vec<StoredRecord>>>(64);
+    let mut followers = tokio::task::JoinSet::new();
+    for (partition, end) in (0u32..).zip(&ends) {
+        let mut follower = Follower::new(log.clone(), topic.clone(), partition, *end).await?;
+        let tx = tx.clone();
+        followers.spawn(async move {
+            loop {
+                let batch = follower.next_batch().await;
+                let failed = batch.is_err();
+                if tx.send(batch).await.is_err() || failed {
+                    return;
+                }
+            }
+        });
+    }
+    drop(tx);
+    let signal = super::shutdown_signal();
+    tokio::pin!(signal);
+    loop {
+        tokio::select! {
+            () = &mut signal => return Ok(()),
+            batch = rx.recv() => match batch {
+                Some(Ok(records)) => {
+                    for record in &records {
+                        print_record(out, &Decoded::from(record), filter);
+                    }
+                }
+                Some(Err(e)) => return Err(e.into()),
+                None => return Ok(()),
+            },
+        }
+    }
+}
+
+/// Every record of `partition` before `end`.
+async fn read_all(
+    log: &Log,
+    topic: &TopicRef,
+    partition: u32,
+    end: u64,
+) -> CliResult<Vec<Decoded>> {
+    let mut records = Vec::new();
+    let mut next = 0;
+    while next < end {
+        let batch = log.read(topic, partition, next, BATCH).await?;
+        let Some(last) = batch.last() else { break };
+        next = last.offset + 1;
+        records.extend(batch.iter().map(Decoded::from));
+    }
+    Ok(records)
+}
+
+/// A stored record and its decoding.
+#[derive(Debug)]
+struct Decoded {
+    partition: u32,
+    offset: u64,
+    record: Result<Record, String>,
+}
+
+impl From<&StoredRecord> for Decoded {
+    fn from(stored: &StoredRecord) -> Self {
+        Self {
+            partition: stored.partition,
+            offset: stored.offset,
+            record: Record::decode(&stored.payload).map_err(|e| e.to_string()),
+        }
+    }
+}
+
+impl Decoded {
+    fn timestamp_ms(&self) -> u64 {
+        self.record.as_ref().map_or(0, |r| r.header.timestamp_ms)
+    }
+}
+
+/// All partitions' records in one sequence: each partition's in offset order, the
+/// partitions interleaved by record time (the earliest head first).
+fn merge_by_time(partitions: Vec<Vec<Decoded>>) -> Vec<Decoded> {
+    let total = partitions.iter().map(Vec::len).sum();
+    let mut heads: Vec<std::iter::Peekable<std::vec::IntoIter<Decoded>>> = partitions
+        .into_iter()
+        .map(|p| p.into_iter().peekable())
+        .collect();
+    let mut merged = Vec::with_capacity(total);
+    loop {
+        let next = heads
+            .iter_mut()
+            .enumerate()
+            .filter_map(|(i, h)| h.peek().map(|d| (d.timestamp_ms(), i)))
+            .min();
+        let Some((_, i)) = next else { break };
+        if let Some(record) = heads[i].next() {
+            merged.push(record);
+        }
+    }
+    merged
+}
+
+fn print_record(out: &Out, decoded: &Decoded, task_filter: Option<&str>) {
+    let position = format!("{}:{}", decoded.partition, decoded.offset);
+    let record = match &decoded.record {
+        Ok(record) => record,
+        Err(e) => {
+            if task_filter.is_none() {
+                out.line(&format!(
+                    "{position:<8}  {}",
+                    out.dim(&format!("<undecodable: {e}>"))
+                ));
+            }
+            return;
+        }
+    };
+    if task_filter.is_some_and(|t| t != record.header.task_id) {
+        return;
+    }
+    let (kind, summary) = summarize(out, &record.body);
+    let kind_pad = " ".repeat(8usize.saturating_sub(kind.len()));
+    out.line(&format!(
+        "{position:<8}  {}  {}{kind_pad}  {}  {summary}",
+        out.dim(&format_millis(record.header.timestamp_ms)),
+        out.cyan(kind),
+        record.header.task_id,
+    ));
+}
+
+/// The record's kind and a one-line summary of what it says.
+fn summarize(out: &Out, body: &RecordBody) -> (&'static str, String) {
+    match body {
+        RecordBody::Command { params } => ("command", request_text(params)),
+        RecordBody::Continue { params } => ("continue", request_text(params)),
+        RecordBody::CancelRequest { .. } => ("cancel", String::new()),
+        RecordBody::StatusUpdate { state, message } => ("status", state_text(out, *state, message)),
+        RecordBody::Terminal { state, message } => ("terminal", state_text(out, *state, message)),
+        RecordBody::ArtifactUpdate {
+            append,
+            last_chunk,
+            artifact,
+        } => {
+            let text = match serde_json::from_str::<Artifact>(artifact) {
+                Ok(artifact) => {
+                    let mut flags = Vec::new();
+                    if *append {
+                        flags.push("append");
+                    }
+                    if *last_chunk {
+                        flags.push("last");
+                    }
+                    let flags = if flags.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", flags.join(", "))
+                    };
+                    format!(
+                        "{}{flags}: {:?}",
+                        super::output::artifact_name(&artifact),
+                        one_line(&parts_text(&artifact.parts), SUMMARY_CHARS)
+                    )
+                }
+                Err(e) => format!("<bad artifact: {e}>"),
+            };
+            ("artifact", text)
+        }
+    }
+}
+
+fn request_text(params: &str) -> String {
+    match serde_json::from_str::<SendMessageRequest>(params) {
+        Ok(request) => format!(
+            "{:?}",
+            one_line(&parts_text(&request.message.parts), SUMMARY_CHARS)
+        ),
+        Err(e) => format!("<bad request: {e}>"),
+    }
+}
+
+fn state_text(out: &Out, state: StateCode, message: &str) -> String {
+    let mut text = match state.state() {
+        Ok(state) => out.state(state),
+        Err(_) => format!("state {}", state.0),
+    };
+    if !message.is_empty() {
+        match serde_json::from_str::<Message>(message) {
+            Ok(message) => {
+                text.push_str(&format!(
+                    ": {:?}",
+                    one_line(&parts_text(&message.parts), SUMMARY_CHARS)
+                ));
+            }
+            Err(e) => text.push_str(&format!(": <bad message: {e}>")),
+        }
+    }
+    text
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use agentlog_wire::RecordHeader;
+
+    fn decoded(partition: u32, offset: u64, timestamp_ms: u64) -> Decoded {
+        Decoded {
+            partition,
+            offset,
+            record: Ok(Record {
+                header: RecordHeader {
+                    task_id: "t".into(),
+                    timestamp_ms,
+                    ..RecordHeader::default()
+                },
+                body: RecordBody::CancelRequest {
+                    metadata: String::new(),
+                },
+            }),
+        }
+    }
+
+    #[test]
+    fn merging_keeps_each_partitions_order_and_interleaves_by_time() {
+        let merged = merge_by_time(vec![
+            vec![decoded(0, 0, 10), decoded(0, 1, 5), decoded(0, 2, 30)],
+            vec![decoded(1, 0, 7), decoded(1, 1, 20)],
+        ]);
+        let order: Vec<(u32, u64)> = merged.iter().map(|d| (d.partition, d.offset)).collect();
+        assert_eq!(order, vec![(1, 0), (0, 0), (0, 1), (1, 1), (0, 2)]);
+    }
+
+    #[test]
+    fn records_summarize_on_one_line() {
+        let out = Out::new(super::super::ColorChoice::Never);
+        let params =
+            r#"{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"hi\nthere"}]}}"#;
+        assert_eq!(
+            summarize(
+                &out,
+                &RecordBody::Command {
+                    params: params.into()
+                }
+            ),
+            ("command", "\"hi there\"".to_owned())
+        );
+        let message = r#"{"messageId":"s","role":"ROLE_AGENT","parts":[{"text":"no"}]}"#;
+        assert_eq!(
+            summarize(
+                &out,
+                &RecordBody::Terminal {
+                    state: StateCode(4),
+                    message: message.into()
+                }
+            ),
+            ("terminal", "failed: \"no\"".to_owned())
+        );
+        let artifact = r#"{"artifactId":"echo","name":"echo","parts":[{"text":"lo"}]}"#;
+        assert_eq!(
+            summarize(
+                &out,
+                &RecordBody::ArtifactUpdate {
+                    append: true,
+                    last_chunk: true,
+                    artifact: artifact.into()
+                }
+            ),
+            ("artifact", "echo (append, last): \"lo\"".to_owned())
+        );
+    }
+}

@@ -1,0 +1,364 @@
+//! `agentlog worker`: a worker process for an agent, running the demo handler or a command.
+
+use std::process::Stdio;
+
+use agentlog_wire::a2a::{Artifact, Part};
+use clap::Args;
+use tokio::io::AsyncWriteExt;
+use tokio::process::Command;
+
+use super::output::Out;
+use super::{CliError, CliResult, LogArgs};
+use crate::worker::{DemoHandler, Handler, HandlerError, TaskContext, Worker, WorkerConfig};
+
+const EXAMPLES: &str = "\
+EXAMPLES:
+  agentlog worker --log iggy://iggy:iggy@127.0.0.1:8090 --agent demo
+      the built-in demo agent (echo, `sleep N`, `input`, `fail`)
+  agentlog worker --log iggy://iggy:iggy@127.0.0.1:8090 --agent upper --exec 'tr a-z A-Z'
+      each task runs `tr a-z A-Z` with the message on stdin; its stdout is the answer
+  agentlog worker --agent wc --exec \"sh -c 'wc -w | tr -d \\\" \\\"'\"
+      use `sh -c` for pipes and redirections
+
+Workers of one agent share its tasks, so run as many as you like against a shared log
+(iggy://). The embedded log (file://) is single-process: a worker can only share it with a
+server in the same process, which is what `agentlog serve --demo` does.
+
+With --exec, the command is split into words like a shell would (quotes, backslashes) but run
+without a shell. A task completes with the command's trimmed stdout as its message and as the
+artifact `output`; a non-zero exit fails the task with the command's stderr; canceling the task
+kills the command. Stops on Ctrl-C or SIGTERM, finishing running tasks first.";
+
+/// Run a worker for an agent: take its tasks from the log and answer them.
+#[derive(Debug, Args)]
+#[command(after_long_help = EXAMPLES)]
+pub(super) struct WorkerArgs {
+    #[command(flatten)]
+    log: LogArgs,
+
+    /// Run this command for each task instead of the demo handler.
+    #[arg(long, value_name = "COMMAND")]
+    exec: Option<String>,
+
+    /// The most tasks handled at once.
+    #[arg(long, value_name = "N", default_value_t = 64)]
+    concurrency: usize,
+}
+
+/// `agentlog worker`.
+pub(super) async fn run(args: WorkerArgs, out: &Out) -> CliResult {
+    match &args.exec {
+        Some(command) => {
+            let argv = split_command(command)?;
+            let what = format!("exec {command}");
+            work(&args, out, &what, ExecHandler { argv }).await
+        }
+        None => work(&args, out, "demo", DemoHandler).await,
+    }
+}
+
+async fn work(args: &WorkerArgs, out: &Out, what: &str, handler: impl Handler) -> CliResult {
+    let cwd = std::env::current_dir()
+        .map_err(|e| CliError::msg(format!("cannot read the current directory: {e}")))?;
+    let url = super::resolve_log_url(&args.log.log, &cwd)?;
+    let log = super::open_log(&url).await?;
+    let mut config = WorkerConfig::new(&args.log.agent);
+    config.concurrency = args.concurrency.max(1);
+    let worker = Worker::start(log.clone(), config, handler).await?;
+    out.line(&format!(
+        "agentlog worker for agent {:?} (log: {}; handler: {what})",
+        args.log.agent,
+        super::display_log_url(&url)
+    ));
+    super::shutdown_signal().await;
+    super::output::note("agentlog: shutting down (finishing running tasks)");
+    let stopped = worker.shutdown().await;
+    let closed = log.close().await;
+    stopped?;
+    closed?;
+    Ok(())
+}
+
+/// Runs a command per task: the message text on stdin, stdout the answer.
+#[derive(Debug)]
+struct ExecHandler {
+    argv: Vec<String>,
+}
+
+#[async_trait::async_trait]
+impl Handler for ExecHandler {
+    async fn handle(&self, task: TaskContext) -> Result<(), HandlerError> {
+        let Some((program, args)) = self.argv.split_first() else {
+            task.fail("no command to run").await?;
+            return Ok(());
+        };
+        let mut child = match Command::new(program)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+        {
+            Ok(child) => child,
+            Err(e) => {
+                task.fail(&format!("cannot run {program}: {e}")).await?;
+                return Ok(());
+            }
+        };
+        if let Some(mut stdin) = child.stdin.take() {
+            let text = task.text();
+            // Written on the side: a command may print before it has read all its input.
+            tokio::spawn(async move {
+                // A command that exits without reading its input is not an error.
+                let _ = stdin.write_all(text.as_bytes()).await;
+                let _ = stdin.shutdown().await;
+            });
+        }
+        let output = tokio::select! {
+            output = child.wait_with_output() => output,
+            // Dropping the `wait_with_output` future drops the child, which kills it.
+            () = task.cancellation().cancelled() => return Ok(()),
+        };
+        let output = match output {
+            Ok(output) => output,
+            Err(e) => {
+                task.fail(&format!("{program} failed: {e}")).await?;
+                return Ok(());
+            }
+        };
+        if !output.status.success() {
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            let stderr = stderr.trim();
+            let text = if stderr.is_empty() {
+                format!("{program} exited with {}", output.status)
+            } else {
+                stderr.to_owned()
+            };
+            task.fail(&text).await?;
+            return Ok(());
+        }
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stdout = stdout.trim();
+        if stdout.is_empty() {
+            task.complete(None).await?;
+        } else {
+            let artifact = Artifact {
+                artifact_id: "output".to_owned(),
+                name: Some("output".to_owned()),
+                description: None,
+                parts: vec![Part::text(stdout)],
+                metadata: None,
+                extensions: Vec::new(),
+            };
+            task.artifact(artifact, false, true).await?;
+            task.complete(Some(stdout)).await?;
+        }
+        Ok(())
+    }
+}
+
+/// Split a command line into words as a POSIX shell would for a simple command: whitespace
+/// separates, single quotes keep everything, double quotes keep all but `\"` and `\\`, and a
+/// backslash outside quotes escapes the next character. No expansion of any kind.
+fn split_command(line: &str) -> CliResult<Vec<String>> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut in_word = false;
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            c if c.is_whitespace() => {
+                if in_word {
+                    words.push(std::mem::take(&mut word));
+                    in_word = false;
+                }
+            }
+            '\'' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('\'') => break,
+                        Some(c) => word.push(c),
+                        None => return Err(unclosed(line, "'")),
+                    }
+                }
+            }
+            '"' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('"') => break,
+                        Some('\\') => match chars.next() {
+                            Some(c @ ('"' | '\\' | '$' | '`')) => word.push(c),
+                            Some(c) => {
+                                word.push('\\');
+                                word.push(c);
+                            }
+                            None => return Err(unclosed(line, "\"")),
+                        },
+                        Some(c) => word.push(c),
+                        None => return Err(unclosed(line, "\"")),
+                    }
+                }
+            }
+            '\\' => {
+                in_word = true;
+                if let Some(c) = chars.next() {
+                    word.push(c);
+                }
+            }
+            c => {
+                in_word = true;
+                word.push(c);
+            }
+        }
+    }
+    if in_word {
+        words.push(word);
+    }
+    if words.is_empty() {
+        return Err(CliError::msg("--exec needs a command"));
+    }
+    Ok(words)
+}
+
+fn unclosed(line: &str, quote: &str) -> CliError {
+    CliError::msg(format!("--exec {line:?}: unclosed {quote}"))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::bridge::{Bridge, BridgeConfig};
+    use crate::{Caller, log::embedded::EmbeddedLog};
+    use agentlog_wire::TaskState;
+    use agentlog_wire::a2a::{
+        CancelTaskRequest, GetTaskRequest, Message, SendMessageConfiguration, SendMessageRequest,
+        SendMessageResponse, Task,
+    };
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    struct Setup {
+        bridge: Bridge,
+        worker: Worker,
+    }
+
+    async fn setup(command: &str) -> Setup {
+        let log: crate::log::Log = Arc::new(EmbeddedLog::in_memory());
+        let bridge = Bridge::open(log.clone(), BridgeConfig::new("exec"))
+            .await
+            .unwrap();
+        let mut config = WorkerConfig::new("exec");
+        config.view = Some(bridge.view().clone());
+        let handler = ExecHandler {
+            argv: split_command(command).unwrap(),
+        };
+        let worker = Worker::start(log, config, handler).await.unwrap();
+        Setup { bridge, worker }
+    }
+
+    async fn send(bridge: &Bridge, text: &str, immediately: bool) -> Task {
+        let request = SendMessageRequest {
+            tenant: None,
+            message: Message::user_text(uuid::Uuid::new_v4().to_string(), text),
+            configuration: Some(SendMessageConfiguration {
+                return_immediately: immediately,
+                ..SendMessageConfiguration::default()
+            }),
+            metadata: None,
+        };
+        match bridge
+            .send_message(&Caller::anonymous(), request)
+            .await
+            .unwrap()
+        {
+            SendMessageResponse::Task(task) => task,
+            SendMessageResponse::Message(m) => panic!("a message: {m:?}"),
+        }
+    }
+
+    fn status_text(task: &Task) -> String {
+        crate::cli::output::parts_text(&task.status.message.as_ref().unwrap().parts)
+    }
+
+    #[tokio::test]
+    async fn stdout_completes_the_task_and_is_its_artifact() {
+        let s = setup("tr a-z A-Z").await;
+        let task = send(&s.bridge, "hello", false).await;
+        assert_eq!(task.status.state, TaskState::Completed);
+        assert_eq!(status_text(&task), "HELLO");
+        assert_eq!(task.artifacts[0].artifact_id, "output");
+        s.worker.shutdown().await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_failing_command_fails_the_task_with_its_stderr() {
+        let s = setup("sh -c 'echo broken >&2; exit 3'").await;
+        let task = send(&s.bridge, "x", false).await;
+        assert_eq!(task.status.state, TaskState::Failed);
+        assert_eq!(status_text(&task), "broken");
+        let s2 = setup("/nonexistent/program").await;
+        let task = send(&s2.bridge, "x", false).await;
+        assert_eq!(task.status.state, TaskState::Failed);
+        assert!(status_text(&task).starts_with("cannot run /nonexistent/program"));
+        s.worker.shutdown().await.unwrap();
+        s2.worker.shutdown().await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn canceling_the_task_kills_the_command() {
+        let s = setup("sleep 600").await;
+        let task = send(&s.bridge, "x", true).await;
+        let caller = Caller::anonymous();
+        let get = GetTaskRequest {
+            tenant: None,
+            id: task.id.clone(),
+            history_length: None,
+        };
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while s
+            .bridge
+            .get_task(&caller, get.clone())
+            .await
+            .unwrap()
+            .status
+            .state
+            != TaskState::Working
+        {
+            assert!(tokio::time::Instant::now() < deadline, "never started");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let cancel = CancelTaskRequest {
+            tenant: None,
+            id: task.id.clone(),
+            metadata: None,
+        };
+        let canceled = s.bridge.cancel_task(&caller, cancel).await.unwrap();
+        assert_eq!(canceled.status.state, TaskState::Canceled);
+        // Shutdown waits for the handler: it returns only because the child was killed.
+        tokio::time::timeout(Duration::from_secs(5), s.worker.shutdown())
+            .await
+            .unwrap()
+            .unwrap();
+    }
+
+    #[test]
+    fn commands_split_like_a_shell() {
+        let split = |s: &str| split_command(s).unwrap();
+        assert_eq!(split("tr a-z A-Z"), vec!["tr", "a-z", "A-Z"]);
+        assert_eq!(
+            split(r#"sh -c 'wc -w | tr -d " "'"#),
+            vec!["sh", "-c", r#"wc -w | tr -d " ""#]
+        );
+        assert_eq!(
+            split(r#"echo "a \"b\" \n" c\ d ''"#),
+            vec!["echo", r#"a "b" \n"#, "c d", ""]
+        );
+        assert!(split_command("  ").is_err());
+        assert!(split_command("echo 'x").is_err());
+        assert!(split_command("echo \"x").is_err());
+    }
+}

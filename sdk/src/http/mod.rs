@@ -1,0 +1,252 @@
+//! The HTTP face of a [`Bridge`]: an axum router serving A2A JSON-RPC, the agent card,
+//! `/healthz` and `/metrics` (feature `http`).
+//!
+//! [`router`] returns a [`Router`] with its state applied, so a host application can
+//! `merge` or `nest` it, and tests drive it with `tower::ServiceExt::oneshot` without a port;
+//! [`serve`] runs it on a listener with `TCP_NODELAY` and graceful shutdown.
+//!
+//! # Routes
+//!
+//! | route | answer |
+//! | --- | --- |
+//! | `POST {rpc_path}` | JSON-RPC: `application/json`, or `text/event-stream` for streaming methods |
+//! | `GET /.well-known/agent-card.json`, `GET /.well-known/agent.json` (legacy 0.2) | the agent card |
+//! | the same two under `{rpc_path}` when it is not `/` | the agent card (the JS client resolves the card relative to its base URL) |
+//! | `GET /healthz` | `200 ok` |
+//! | `GET /metrics` | OpenMetrics text (see below) |
+//! | any other method on `{rpc_path}` | `405` JSON, `Allow: POST` |
+//! | anything else | `404` JSON |
+//!
+//! `rpc_path` is matched literally, with or without a trailing slash (`/a2a` and `/a2a/`
+//! both serve), never as an axum path pattern, so any string is a valid `rpc_path` and
+//! building the router cannot panic. If it equals one of the fixed paths above, the RPC
+//! endpoint wins for that path.
+//!
+//! # JSON-RPC over HTTP: the choices
+//!
+//! - **JSON-RPC errors travel with HTTP 200**, parse errors included (A2A §9, as the official
+//!   SDKs do). Only transport-level refusals use HTTP statuses, each still carrying a
+//!   JSON-RPC error body (`id: null`, code -32600) so JSON-RPC clients can read them:
+//!   - `415` when `Content-Type` is missing or is neither `application/json` nor
+//!     `application/a2a+json` (parameters such as `; charset=utf-8` are allowed);
+//!   - `413` when the body exceeds [`HttpConfig::body_limit_bytes`].
+//! - **`A2A-Version`** is handed to [`Bridge::handle_rpc`] as sent (a value that is not valid
+//!   UTF-8 is passed lossily, so it is refused with -32009 like any unsupported version); a
+//!   missing header is accepted, as documented there.
+//! - **Streaming methods always answer `200 text/event-stream`** (the A2A TCK fails on any
+//!   other content type): each event is one SSE frame `id: <log position>` +
+//!   `data: <complete JSON-RPC response>`; an error, whether before the stream started
+//!   ([`RpcReply::StreamError`]) or mid-stream, is a single frame `event: error` +
+//!   `data: <JSON-RPC error response>` (the framing of the official Python server), after
+//!   which the stream ends. A keep-alive comment is sent every 15 s of silence. The one
+//!   exception is a request refused before it reaches the bridge's dispatch (bad JSON, bad
+//!   `A2A-Version`): it is answered as plain JSON, because the method is not known yet.
+//! - **`Last-Event-ID: N`** on a streaming method resumes right after log position `N`
+//!   (`resume_after = Some(N)`), replaying what the client missed with no gap and no
+//!   duplicate. A value that is not a decimal `u64` is refused with -32602 naming the
+//!   `Last-Event-ID` field, framed as the method's other errors are (one SSE error frame):
+//!   silently ignoring it would restart the stream with a snapshot and hide a client or
+//!   proxy bug. The header is ignored on non-streaming methods.
+//! - **Caller identity** comes from one function, `authenticate`; today every request is
+//!   [`Caller::anonymous`]. Edge authentication slots in there.
+//! - Responses other than SSE and metrics are `application/json`. The agent card has a strong
+//!   `ETag` (a SHA-256 prefix of its bytes, computed once), `Cache-Control: public,
+//!   max-age=300`, and answers `If-None-Match` with `304`.
+//!
+//! # Metrics
+//!
+//! - `agentlog_rpc_requests_total{method,code}`: `method` is the JSON-RPC method name when it
+//!   is one A2A defines, else `unknown`; `code` is `0` for a success, else the JSON-RPC error
+//!   code (for a stream: `0` once it started, or the code of its only error frame).
+//! - `agentlog_rpc_request_duration_seconds{method}`: time until the reply's head (for a
+//!   stream, until it starts, not until it ends).
+//! - `agentlog_view_lag_records`: records in the log not yet applied by the task view,
+//!   measured on each scrape.
+//! - `agentlog_view_records_total`, `agentlog_view_undecodable_records_total`: records the
+//!   view has seen, and those it skipped because they could not be decoded.
+//!
+//! The method label comes from a second, borrowing [`parse_request`] of the body (a few
+//! hundred nanoseconds for a typical request); the code from the reply's prefix (a
+//! success body starts with `{"jsonrpc":"2.0","id":<id>,"result"`), so a success body is
+//! never parsed again, and only error bodies are.
+//!
+//! # Layers, outermost first
+//!
+//! The router adds no tower layers: the body limit is enforced in the RPC handler (so the
+//! 413 carries our JSON-RPC body, not axum's plain-text rejection), and requests are counted
+//! and timed in the handler (so the method label needs no second body buffer). A host that
+//! adds `TraceLayer` or auth layers puts them outside: `router(..).layer(..)`.
+//!
+//! [`parse_request`]: agentlog_wire::jsonrpc::parse_request
+//! [`RpcReply::StreamError`]: crate::bridge::RpcReply::StreamError
+
+mod card;
+mod errors;
+mod metrics;
+mod rpc;
+#[cfg(test)]
+mod tests;
+
+use std::future::{Future, IntoFuture};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::http::HeaderMap;
+use axum::response::Response;
+use axum::routing::get;
+use axum::serve::ListenerExt;
+use tokio::net::TcpListener;
+
+use crate::agent::Caller;
+use crate::bridge::Bridge;
+
+/// How long [`serve`] lets open connections (long SSE streams, mostly) finish after the
+/// shutdown signal before it closes them.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+/// How the router behaves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpConfig {
+    /// Where JSON-RPC requests are POSTed. Default `/`. Matched literally, with or without a
+    /// trailing slash; a path without a leading `/` gets one.
+    pub rpc_path: String,
+    /// The largest request body accepted; a larger one gets `413`. Default 1 MiB.
+    pub body_limit_bytes: usize,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        Self {
+            rpc_path: "/".to_owned(),
+            body_limit_bytes: 1024 * 1024,
+        }
+    }
+}
+
+/// What every handler shares.
+#[derive(Debug, Clone)]
+struct AppState {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    bridge: Bridge,
+    body_limit: usize,
+    /// The RPC path and its trailing-slash twin.
+    rpc_paths: Vec<String>,
+    /// The card paths under the RPC path's prefix (empty when `rpc_path` is `/`).
+    prefixed_card_paths: Vec<String>,
+    card: card::CardBody,
+    metrics: metrics::Metrics,
+}
+
+const CARD_PATH: &str = "/.well-known/agent-card.json";
+const LEGACY_CARD_PATH: &str = "/.well-known/agent.json";
+const HEALTH_PATH: &str = "/healthz";
+const METRICS_PATH: &str = "/metrics";
+
+/// The router serving `bridge` over HTTP, with its state applied. See the module docs for
+/// its routes and behaviour.
+pub fn router(bridge: Bridge, config: HttpConfig) -> Router {
+    let rpc_path = if config.rpc_path.starts_with('/') {
+        config.rpc_path
+    } else {
+        format!("/{}", config.rpc_path)
+    };
+    let prefix = rpc_path.trim_end_matches('/');
+    let mut rpc_paths = vec![rpc_path.clone()];
+    if prefix.is_empty() {
+        // "/" has no twin.
+    } else if rpc_path.ends_with('/') {
+        rpc_paths.push(prefix.to_owned());
+    } else {
+        rpc_paths.push(format!("{rpc_path}/"));
+    }
+    let prefixed_card_paths = if prefix.is_empty() {
+        Vec::new()
+    } else {
+        vec![
+            format!("{prefix}{CARD_PATH}"),
+            format!("{prefix}{LEGACY_CARD_PATH}"),
+        ]
+    };
+    let state = AppState {
+        inner: Arc::new(Inner {
+            card: card::CardBody::new(bridge.agent_card()),
+            metrics: metrics::Metrics::new(bridge.view().clone()),
+            bridge,
+            body_limit: config.body_limit_bytes,
+            rpc_paths,
+            prefixed_card_paths,
+        }),
+    };
+    let mut router = Router::new();
+    for (path, route) in [
+        (CARD_PATH, get(card::card)),
+        (LEGACY_CARD_PATH, get(card::card)),
+        (HEALTH_PATH, get(health)),
+        (METRICS_PATH, get(metrics::scrape)),
+    ] {
+        if !state.inner.rpc_paths.iter().any(|p| p == path) {
+            router = router.route(path, route);
+        }
+    }
+    // Everything derived from `rpc_path` is matched in the fallback (see the module docs).
+    router.fallback(rpc::dispatch).with_state(state)
+}
+
+/// Serve `router` on `listener` until `shutdown` completes, then stop accepting, let open
+/// requests finish for up to [`SHUTDOWN_GRACE`], and return.
+///
+/// Every accepted socket gets `TCP_NODELAY`: replies are small and written whole, so
+/// Nagle's algorithm would only add latency (up to the peer's delayed-ACK timer) to
+/// pipelined or streamed replies.
+pub async fn serve(
+    listener: TcpListener,
+    router: Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let listener = listener.tap_io(tune_accepted);
+    let (stopping_tx, stopping_rx) = tokio::sync::oneshot::channel::<()>();
+    let signal = async move {
+        shutdown.await;
+        let _ = stopping_tx.send(());
+    };
+    let server = axum::serve(listener, router)
+        .with_graceful_shutdown(signal)
+        .into_future();
+    let grace = async move {
+        match stopping_rx.await {
+            Ok(()) => tokio::time::sleep(SHUTDOWN_GRACE).await,
+            // The signal future was dropped: the server is gone already.
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        result = server => result,
+        () = grace => {
+            tracing::info!("connections still open {SHUTDOWN_GRACE:?} after shutdown; closing them");
+            Ok(())
+        }
+    }
+}
+
+/// What [`serve`] does to every accepted socket.
+fn tune_accepted(tcp: &mut tokio::net::TcpStream) {
+    if let Err(e) = tcp.set_nodelay(true) {
+        tracing::debug!("cannot set TCP_NODELAY on an accepted socket: {e}");
+    }
+}
+
+/// Who is calling. Every request is anonymous for now; edge authentication goes here, and
+/// its refusal (a 401/403 response) is the `Err` side.
+#[allow(clippy::result_large_err)] // the error is the response to send, built rarely
+fn authenticate(_headers: &HeaderMap) -> Result<Caller, Response> {
+    Ok(Caller::anonymous())
+}
+
+async fn health() -> &'static str {
+    "ok"
+}

@@ -1,0 +1,322 @@
+//! `POST {rpc_path}`: JSON-RPC in, JSON or SSE out. Also the fallback for every path derived
+//! from `rpc_path` (see the module docs for why it is not an axum route).
+
+use std::convert::Infallible;
+use std::time::{Duration, Instant};
+
+use agentlog_wire::ErrorCode;
+use agentlog_wire::jsonrpc::{ProtocolVersion, error_body, parse_request};
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures::{Stream, StreamExt};
+use serde::Deserialize;
+
+use super::errors::{self, json, rpc_refusal};
+use super::metrics::UNKNOWN_METHOD;
+use super::{AppState, authenticate, card};
+use crate::bridge::RpcReply;
+use crate::error::{Error, ErrorKind};
+
+const A2A_VERSION: HeaderName = HeaderName::from_static("a2a-version");
+const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
+const ACCEL_BUFFERING: HeaderName = HeaderName::from_static("x-accel-buffering");
+
+/// The request content types of the JSON-RPC binding (A2A §5: `application/json`; the
+/// HTTP+JSON binding's `application/a2a+json` is accepted too).
+const ACCEPTED_TYPES: [&str; 2] = ["application/json", "application/a2a+json"];
+
+/// How often an idle SSE stream gets a keep-alive comment.
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+/// Every request no fixed route took: the RPC endpoint, the card under the RPC prefix, or
+/// 404.
+pub(super) async fn dispatch(State(state): State<AppState>, request: Request) -> Response {
+    let path = request.uri().path();
+    let inner = &state.inner;
+    if inner.rpc_paths.iter().any(|p| p == path) {
+        if request.method() == Method::POST {
+            return rpc(state, request).await;
+        }
+        let (method, path) = (request.method().to_string(), path.to_owned());
+        return errors::method_not_allowed(&method, &path, "POST");
+    }
+    if inner.prefixed_card_paths.iter().any(|p| p == path) {
+        return match *request.method() {
+            Method::GET => card::serve_card(&inner.card, request.headers()),
+            Method::HEAD => {
+                let mut response = card::serve_card(&inner.card, request.headers());
+                *response.body_mut() = Body::empty();
+                response
+            }
+            _ => errors::method_not_allowed(request.method().as_str(), path, "GET, HEAD"),
+        };
+    }
+    errors::not_found(request.method().as_str(), path)
+}
+
+/// One JSON-RPC request.
+async fn rpc(state: AppState, request: Request) -> Response {
+    let start = Instant::now();
+    let inner = &state.inner;
+    let metrics = &inner.metrics;
+    if !accepted_content_type(request.headers()) {
+        metrics.observe(
+            UNKNOWN_METHOD,
+            i64::from(ErrorCode::InvalidRequest.code()),
+            start.elapsed(),
+        );
+        return rpc_refusal(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ErrorCode::InvalidRequest,
+            format!(
+                "Content-Type must be {} or {}",
+                ACCEPTED_TYPES[0], ACCEPTED_TYPES[1]
+            ),
+        );
+    }
+    let (parts, body) = request.into_parts();
+    let caller = match authenticate(&parts.headers) {
+        Ok(caller) => caller,
+        Err(refusal) => return refusal,
+    };
+    let body = match read_body(&parts.headers, body, inner.body_limit).await {
+        Ok(body) => body,
+        Err(refusal) => {
+            metrics.observe(
+                UNKNOWN_METHOD,
+                i64::from(ErrorCode::InvalidRequest.code()),
+                start.elapsed(),
+            );
+            return refusal;
+        }
+    };
+
+    // A light, borrowing parse for the metrics label, the id and the streaming flag; the
+    // bridge parses again (the body is small next to the work behind it).
+    let probe = Probe::of(&body);
+    let version = parts
+        .headers
+        .get(A2A_VERSION)
+        .map(|v| String::from_utf8_lossy(v.as_bytes()));
+    let resume_after = match (probe.streaming, parts.headers.get(LAST_EVENT_ID)) {
+        (true, Some(value)) => match parse_last_event_id(value) {
+            Some(position) => Some(position),
+            None => {
+                let reply = RpcReply::StreamError(bad_last_event_id(&body, value));
+                return respond(reply, &probe, &state, start);
+            }
+        },
+        _ => None,
+    };
+    let reply = inner
+        .bridge
+        .handle_rpc(&caller, version.as_deref(), &body, resume_after)
+        .await;
+    respond(reply, &probe, &state, start)
+}
+
+/// What the handler needs to know about a request before the bridge answers it.
+struct Probe<'a> {
+    /// The method name when A2A defines it, else `unknown`.
+    method: &'static str,
+    streaming: bool,
+    /// The raw id, to recognise a success reply by its prefix.
+    id: Option<&'a str>,
+}
+
+impl<'a> Probe<'a> {
+    fn of(body: &'a [u8]) -> Self {
+        match parse_request(body) {
+            Ok(request) => {
+                let method = request.method().ok();
+                Probe {
+                    method: method.map_or(UNKNOWN_METHOD, |m| m.as_str()),
+                    streaming: method.is_some_and(|m| m.operation().is_streaming()),
+                    id: Some(request.id.get()),
+                }
+            }
+            Err(_) => Probe {
+                method: UNKNOWN_METHOD,
+                streaming: false,
+                id: None,
+            },
+        }
+    }
+}
+
+fn respond(reply: RpcReply, probe: &Probe<'_>, state: &AppState, start: Instant) -> Response {
+    let metrics = &state.inner.metrics;
+    let (code, response) = match reply {
+        RpcReply::Json(body) => (reply_code(&body, probe.id), json(StatusCode::OK, body)),
+        RpcReply::StreamError(body) => {
+            let code = reply_code(&body, None);
+            let frame = Event::default().event("error").data(utf8(body));
+            let events = futures::stream::once(async move { Ok::<_, Infallible>(frame) });
+            (code, sse(events, false))
+        }
+        RpcReply::Stream(stream) => {
+            // Each event: `id: <log position>` + `data: <JSON-RPC response>`; an error (the
+            // stream's last): `event: error` + `data: <JSON-RPC error response>`.
+            // (`RpcStream` is not re-exported by `bridge`, hence the inline closure.)
+            let frames = futures::stream::unfold(stream, |mut stream| async move {
+                let event = stream.events.next().await?;
+                let data = utf8(stream.frame(&event));
+                let frame = match &event {
+                    Ok(event) => Event::default().id(event.position.to_string()).data(data),
+                    Err(_) => Event::default().event("error").data(data),
+                };
+                Some((Ok::<_, Infallible>(frame), stream))
+            });
+            (0, sse(frames, true))
+        }
+    };
+    metrics.observe(probe.method, code, start.elapsed());
+    response
+}
+
+fn sse(
+    events: impl Stream<Item = Result<Event, Infallible>> + Send + 'static,
+    keep_alive: bool,
+) -> Response {
+    let mut response = if keep_alive {
+        Sse::new(events)
+            .keep_alive(KeepAlive::new().interval(KEEP_ALIVE))
+            .into_response()
+    } else {
+        Sse::new(events).into_response()
+    };
+    // Ask buffering proxies (nginx) to pass frames through as they come.
+    response
+        .headers_mut()
+        .insert(ACCEL_BUFFERING, HeaderValue::from_static("no"));
+    response
+}
+
+/// JSON text as a `String` (serde_json writes UTF-8, so this never copies lossily).
+fn utf8(bytes: Vec<u8>) -> String {
+    String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+/// The JSON-RPC code of a reply: 0 for a success, else `error.code`.
+///
+/// A success body written by `success_body` starts with `{"jsonrpc":"2.0","id":<id>,"result"`;
+/// when it does, the body is not parsed. Anything else is parsed for `error.code` only.
+fn reply_code(body: &[u8], id: Option<&str>) -> i64 {
+    const PREFIX: &[u8] = br#"{"jsonrpc":"2.0","id":"#;
+    const RESULT: &[u8] = br#","result""#;
+    if let Some(id) = id {
+        let rest = body
+            .strip_prefix(PREFIX)
+            .and_then(|rest| rest.strip_prefix(id.as_bytes()));
+        if rest.is_some_and(|rest| rest.starts_with(RESULT)) {
+            return 0;
+        }
+    }
+    #[derive(Deserialize)]
+    struct Reply {
+        error: Option<Code>,
+    }
+    #[derive(Deserialize)]
+    struct Code {
+        code: i64,
+    }
+    match serde_json::from_slice::<Reply>(body) {
+        Ok(Reply { error: Some(e) }) => e.code,
+        Ok(Reply { error: None }) => 0,
+        Err(_) => i64::from(ErrorCode::InternalError.code()),
+    }
+}
+
+fn accepted_content_type(headers: &HeaderMap) -> bool {
+    let Some(value) = headers.get(CONTENT_TYPE) else {
+        return false;
+    };
+    let Ok(value) = value.to_str() else {
+        return false;
+    };
+    let essence = value.split(';').next().unwrap_or_default().trim();
+    ACCEPTED_TYPES
+        .iter()
+        .any(|accepted| essence.eq_ignore_ascii_case(accepted))
+}
+
+/// The body, or the 413 refusal when it is larger than `limit`.
+#[allow(clippy::result_large_err)] // the error is the response to send
+async fn read_body(headers: &HeaderMap, body: Body, limit: usize) -> Result<Bytes, Response> {
+    let too_large = || {
+        rpc_refusal(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            ErrorCode::InvalidRequest,
+            format!("request body exceeds {limit} bytes"),
+        )
+    };
+    // Refuse before reading a byte when the announced length is too large.
+    let announced = headers
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if announced.is_some_and(|n| n > limit as u64) {
+        return Err(too_large());
+    }
+    let mut chunks = body.into_data_stream();
+    // Most bodies arrive in one chunk: keep it without copying.
+    let mut first = Bytes::new();
+    let mut rest: Vec<u8> = Vec::new();
+    while let Some(chunk) = chunks.next().await {
+        let chunk = chunk.map_err(|e| {
+            rpc_refusal(
+                StatusCode::BAD_REQUEST,
+                ErrorCode::InvalidRequest,
+                format!("cannot read the request body: {e}"),
+            )
+        })?;
+        if first.len() + rest.len() + chunk.len() > limit {
+            return Err(too_large());
+        }
+        if first.is_empty() && rest.is_empty() {
+            first = chunk;
+        } else {
+            if rest.is_empty() {
+                rest.reserve(
+                    announced
+                        .map_or(0, |n| n as usize)
+                        .max(first.len() + chunk.len()),
+                );
+                rest.extend_from_slice(&first);
+            }
+            rest.extend_from_slice(&chunk);
+        }
+    }
+    Ok(if rest.is_empty() {
+        first
+    } else {
+        Bytes::from(rest)
+    })
+}
+
+fn parse_last_event_id(value: &HeaderValue) -> Option<u64> {
+    value.to_str().ok()?.trim().parse().ok()
+}
+
+/// The -32602 error body for a `Last-Event-ID` that is not a log position.
+fn bad_last_event_id(body: &[u8], value: &HeaderValue) -> Vec<u8> {
+    let shown = String::from_utf8_lossy(value.as_bytes()).into_owned();
+    let error = Error::new(
+        ErrorKind::InvalidParams,
+        format!("Last-Event-ID must be a log position (a decimal integer), got {shown:?}"),
+    )
+    .with_detail("field", "Last-Event-ID");
+    match parse_request(body) {
+        Ok(request) => {
+            let version = request
+                .method()
+                .map_or(ProtocolVersion::V1_0, |m| m.version());
+            error_body(request.id, &error.to_rpc(), version)
+        }
+        Err(bad) => error_body(&bad.id, &error.to_rpc(), ProtocolVersion::V1_0),
+    }
+}

@@ -1,0 +1,286 @@
+//! The `agentlog` command end to end: a `serve --demo` child process, and the client
+//! subcommands run against it as a person would.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, ChildStdout, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+const BIN: &str = env!("CARGO_BIN_EXE_agentlog");
+
+/// A running `agentlog serve`, killed when dropped.
+struct Server {
+    child: Child,
+    url: String,
+    /// Kept open so the server's writes to stdout never fail.
+    _stdout: BufReader<ChildStdout>,
+}
+
+impl Server {
+    /// `agentlog serve --demo --listen 127.0.0.1:0 --log <log>`, once it printed its URL.
+    fn start(log: &str, cwd: &Path) -> Server {
+        let mut child = Command::new(BIN)
+            .args(["serve", "--demo", "--listen", "127.0.0.1:0", "--log", log])
+            .current_dir(cwd)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start agentlog serve");
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let (tx, rx) = mpsc::channel();
+        let reader = std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = stdout.read_line(&mut line);
+            let _ = tx.send(line);
+            stdout
+        });
+        let line = rx.recv_timeout(Duration::from_secs(60)).unwrap_or_default();
+        let stdout = reader.join().unwrap();
+        let mut server = Server {
+            child,
+            url: String::new(),
+            _stdout: stdout,
+        };
+        assert!(
+            line.starts_with("agentlog serving agent \"demo\" at http://127.0.0.1:"),
+            "unexpected first line {line:?}; stderr: {}",
+            server.stderr()
+        );
+        assert!(line.contains("demo worker on"), "{line}");
+        server.url = line
+            .split_whitespace()
+            .find(|w| w.starts_with("http://"))
+            .unwrap()
+            .to_owned();
+        assert!(
+            !server.url.ends_with(":0/"),
+            "the real port is printed: {line}"
+        );
+        server
+    }
+
+    fn stderr(&mut self) -> String {
+        let _ = self.child.kill();
+        let mut text = String::new();
+        if let Some(stderr) = self.child.stderr.as_mut() {
+            let _ = std::io::Read::read_to_string(stderr, &mut text);
+        }
+        text
+    }
+
+    /// SIGTERM, then wait for a clean exit.
+    fn stop(mut self) {
+        let pid = self.child.id().to_string();
+        let status = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+        assert!(status.success());
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "serve did not stop on SIGTERM"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert!(status.success(), "serve exited with {status}");
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn agentlog(args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run agentlog")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Runs `args`, asserts exit 0 and a quiet stderr, returns stdout.
+fn ok(args: &[&str]) -> String {
+    let out = agentlog(args);
+    assert!(
+        out.status.success(),
+        "agentlog {args:?} failed: {}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    text(&out.stdout)
+}
+
+/// Runs `args`, asserts exit 1 with exactly one `error: …` line on stderr, returns it.
+fn fails(args: &[&str]) -> String {
+    let out = agentlog(args);
+    assert_eq!(out.status.code(), Some(1), "agentlog {args:?}: {out:?}");
+    let stderr = text(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr:?}");
+    assert!(stderr.starts_with("error: "), "{stderr:?}");
+    assert!(!stderr.contains("panicked"), "{stderr:?}");
+    stderr
+}
+
+/// The value of the `task` line.
+fn task_id(stdout: &str) -> String {
+    stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("task "))
+        .map(|id| id.trim().to_owned())
+        .unwrap_or_else(|| panic!("no task line in {stdout:?}"))
+}
+
+fn field<'a>(stdout: &'a str, label: &str) -> Vec<&'a str> {
+    stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix(label))
+        .filter(|rest| rest.starts_with(' '))
+        .map(str::trim)
+        .collect()
+}
+
+#[test]
+fn every_subcommand_teaches_by_example() {
+    for command in ["serve", "worker", "send", "get", "cancel", "list", "tail"] {
+        let help = ok(&[command, "--help"]);
+        assert!(help.contains("EXAMPLES:"), "{command} --help:\n{help}");
+        assert!(help.contains(&format!("agentlog {command}")), "{command}");
+    }
+    assert!(ok(&["--help"]).contains("EXAMPLES:"));
+    let usage = agentlog(&["send"]);
+    assert_eq!(usage.status.code(), Some(2));
+}
+
+#[test]
+fn a_demo_agent_answers_every_client_subcommand() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start("memory://", dir.path());
+    let url = server.url.as_str();
+
+    // send: waits, prints the task's state and artifact text.
+    let out = ok(&["send", url, "hello"]);
+    assert!(out.contains("echo: hello"), "{out}");
+    assert_eq!(field(&out, "state"), ["completed"]);
+    let hello = task_id(&out);
+
+    // Words are joined; --stream prints the events as they come.
+    let out = ok(&["send", "--stream", url, "hello", "world"]);
+    let states = field(&out, "state");
+    assert_eq!(states.first(), Some(&"submitted"), "{out}");
+    assert_eq!(states.last(), Some(&"completed"), "{out}");
+    assert!(out.contains("artifact echo: echo: hello world\n"), "{out}");
+
+    // input, then a follow-up on the same task.
+    let out = ok(&["send", url, "input"]);
+    assert_eq!(field(&out, "state"), ["input-required"], "{out}");
+    assert_eq!(field(&out, "message"), ["what should I echo?"]);
+    let asked = task_id(&out);
+    let out = ok(&["send", url, "--task", &asked, "parrot"]);
+    assert_eq!(task_id(&out), asked);
+    assert_eq!(field(&out, "state"), ["completed"], "{out}");
+    assert_eq!(field(&out, "message"), ["parrot"]);
+
+    // get: the task with its history; --history trims it.
+    let out = ok(&["get", url, &asked]);
+    assert_eq!(field(&out, "history").len(), 4, "{out}");
+    let out = ok(&["get", "--history", "1", url, &asked]);
+    assert_eq!(field(&out, "history"), ["agent: parrot"], "{out}");
+
+    // list: every task, filters.
+    let out = ok(&["list", url]);
+    assert!(out.contains(&hello) && out.contains(&asked), "{out}");
+    assert!(out.contains("3 of 3 tasks"), "{out}");
+    let out = ok(&["list", "--state", "input-required", url]);
+    assert!(out.contains("no tasks"), "{out}");
+
+    // cancel a long task; a second cancel is refused with -32002.
+    let out = ok(&["send", "--no-wait", url, "sleep", "30"]);
+    let sleeping = task_id(&out);
+    let out = ok(&["cancel", url, &sleeping]);
+    assert_eq!(field(&out, "state"), ["canceled"], "{out}");
+    let err = fails(&["cancel", url, &sleeping]);
+    assert!(err.contains("(-32002)"), "{err}");
+
+    // Unknown task: -32001, one line.
+    let err = fails(&["get", url, "no-such-task"]);
+    assert_eq!(err, "error: Task not found: no-such-task (-32001)\n");
+
+    // --json gives the JSON-RPC result.
+    let out = ok(&["send", "--json", url, "hi"]);
+    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(json["task"]["status"]["state"], "TASK_STATE_COMPLETED");
+
+    server.stop();
+}
+
+#[test]
+fn tail_prints_the_records_of_a_file_log_after_the_server_stops() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = format!("file://{}", dir.path().join("data").display());
+    let server = Server::start(&log, dir.path());
+    let out = ok(&["send", &server.url, "hello"]);
+    let task = task_id(&out);
+    // The embedded log is single-process: tail refuses while the server holds it.
+    let err = fails(&["tail", "--log", &log, "--agent", "demo"]);
+    assert!(err.contains("in use"), "{err}");
+    server.stop();
+
+    let out = ok(&["tail", "--log", &log, "--agent", "demo"]);
+    let kinds: Vec<&str> = out
+        .lines()
+        .map(|l| l.split_whitespace().nth(2).unwrap_or(""))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "command", "status", "artifact", "artifact", "artifact", "terminal"
+        ],
+        "{out}"
+    );
+    assert!(out.lines().all(|l| l.contains(&task)), "{out}");
+    assert!(out.contains("\"hello\""), "{out}");
+    assert!(out.contains("completed"), "{out}");
+
+    // A relative file:// URL resolves against the working directory.
+    let relative = Command::new(BIN)
+        .args([
+            "tail",
+            "--log",
+            "file://./data",
+            "--agent",
+            "demo",
+            "--task",
+            &task,
+        ])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(relative.status.success(), "{relative:?}");
+    assert_eq!(text(&relative.stdout).lines().count(), 6);
+
+    let err = fails(&["tail", "--log", &log, "--agent", "nobody"]);
+    assert!(err.contains("no records"), "{err}");
+}
+
+#[test]
+fn failures_are_one_line_and_exit_1() {
+    let err = fails(&["send", "http://127.0.0.1:1", "hi"]);
+    assert!(err.contains("cannot reach"), "{err}");
+    let err = fails(&["serve", "--log", "kafka://x", "--listen", "127.0.0.1:0"]);
+    assert!(err.contains("bad log URL"), "{err}");
+    let err = fails(&["send", "ftp://x", "hi"]);
+    assert!(err.contains("http://"), "{err}");
+}

@@ -1,0 +1,307 @@
+//! Benchmark of the A2A bridge on the embedded log: GetTask against log length, the blocking
+//! round trip through a worker, returnImmediately throughput, and the view's memory per task.
+//! Prints a table; see `benches/README.md`.
+//!
+//! `cargo bench -p agentlog-integration --bench bridge`
+#![allow(clippy::unwrap_used)]
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use agentlog::bridge::{Bridge, BridgeConfig};
+use agentlog::log::embedded::{EmbeddedLog, EmbeddedOptions, FsyncPolicy};
+use agentlog::log::{Log, partition_for_key};
+use agentlog::view::TaskView;
+use agentlog::worker::{Worker, WorkerConfig, handler_fn};
+use agentlog::{AgentTopics, Caller};
+use agentlog_integration::bridge_suite::request;
+use agentlog_wire::a2a::GetTaskRequest;
+use agentlog_wire::{Record, RecordBody, RecordHeader, TaskState, ids};
+use bytes::Bytes;
+use hdrhistogram::Histogram;
+
+/// Counts live heap bytes, to measure what the view keeps per task.
+struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+
+#[allow(unsafe_code)]
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        LIVE.fetch_add(layout.size(), Ordering::Relaxed);
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        LIVE.fetch_add(new_size, Ordering::Relaxed);
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOC: Counting = Counting;
+
+const RECORDS_PER_TASK: usize = 4;
+
+fn main() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(run());
+}
+
+async fn run() {
+    println!("## GetTask against log length (file://, fsync Never for the setup)\n");
+    println!(
+        "| records in log | tasks | view catch-up | view bytes/task | GetTask p50 µs | p99 µs |"
+    );
+    println!("|---|---|---|---|---|---|");
+    let small = get_task_case(1_000).await;
+    let large = get_task_case(1_000_000).await;
+    println!(
+        "\nGetTask p50 ratio 1M/1k: {:.2} (target ≤ 1.2)\n",
+        large as f64 / small as f64
+    );
+
+    println!("## Blocking SendMessage round trip (bridge → worker → bridge), one client\n");
+    println!("| log | samples | p50 µs | p99 µs | p99.9 µs |");
+    println!("|---|---|---|---|---|");
+    round_trip_case("memory://", Arc::new(EmbeddedLog::in_memory())).await;
+    let dir = tempfile::tempdir().unwrap();
+    round_trip_case("file:// (default fsync)", file_log(&dir, None)).await;
+
+    println!("\n## SendMessage with returnImmediately, in process\n");
+    println!("| log | concurrent senders | tasks/s |");
+    println!("|---|---|---|");
+    for senders in [1, 64] {
+        throughput_case("memory://", Arc::new(EmbeddedLog::in_memory()), senders).await;
+        let dir = tempfile::tempdir().unwrap();
+        throughput_case("file:// (default fsync)", file_log(&dir, None), senders).await;
+    }
+}
+
+fn file_log(dir: &tempfile::TempDir, fsync: Option<FsyncPolicy>) -> Log {
+    let mut options = EmbeddedOptions::default();
+    if let Some(fsync) = fsync {
+        options = options.fsync(fsync);
+    }
+    Arc::new(EmbeddedLog::open(dir.path().to_path_buf(), options).unwrap())
+}
+
+fn record(task: usize, n: usize, body: RecordBody) -> Record {
+    let task_id = ids::task_id("", "bench", &format!("m-{task}"));
+    Record {
+        header: RecordHeader {
+            context_id: format!("ctx-{task}"),
+            message_id: format!("r-{task}-{n}"),
+            source: "bench".into(),
+            principal: "bench".into(),
+            timestamp_ms: 1_700_000_000_000 + (task * 10 + n) as u64,
+            content_type: "application/json".into(),
+            task_id,
+            ..RecordHeader::default()
+        },
+        body,
+    }
+}
+
+/// The records of one finished task: command, working, one artifact, completed.
+fn task_records(task: usize) -> Vec<Record> {
+    vec![
+        record(
+            task,
+            0,
+            RecordBody::Command {
+                params: format!(
+                    r#"{{"message":{{"messageId":"m-{task}","role":"ROLE_USER","parts":[{{"text":"hello {task}"}}]}}}}"#
+                ),
+            },
+        ),
+        record(
+            task,
+            1,
+            RecordBody::StatusUpdate {
+                state: TaskState::Working.into(),
+                message: String::new(),
+            },
+        ),
+        record(
+            task,
+            2,
+            RecordBody::ArtifactUpdate {
+                append: false,
+                last_chunk: true,
+                artifact: format!(
+                    r#"{{"artifactId":"echo","parts":[{{"text":"echo: hello {task}"}}]}}"#
+                ),
+            },
+        ),
+        record(
+            task,
+            3,
+            RecordBody::Terminal {
+                state: TaskState::Completed.into(),
+                message: String::new(),
+            },
+        ),
+    ]
+}
+
+/// Fill an events topic with `records` records, open a bridge over it, time GetTask.
+async fn get_task_case(records: usize) -> u64 {
+    let dir = tempfile::tempdir().unwrap();
+    let log = file_log(&dir, Some(FsyncPolicy::Never));
+    let topics = AgentTopics::of("bench");
+    topics.ensure(&log).await.unwrap();
+    let tasks = records / RECORDS_PER_TASK;
+    let partitions = topics.partitions;
+    // Interleave tasks in each partition: write round by round, one batch per partition.
+    let mut by_partition: Vec<Vec<usize>> = vec![Vec::new(); partitions as usize];
+    for t in 0..tasks {
+        let id = ids::task_id("", "bench", &format!("m-{t}"));
+        by_partition[partition_for_key(id.as_bytes(), partitions) as usize].push(t);
+    }
+    for (p, members) in by_partition.iter().enumerate() {
+        let key = (0u64..)
+            .map(|i| format!("k{i}"))
+            .find(|k| partition_for_key(k.as_bytes(), partitions) == p as u32)
+            .unwrap();
+        for chunk in members.chunks(250) {
+            let mut batch = Vec::with_capacity(chunk.len() * RECORDS_PER_TASK);
+            for n in 0..RECORDS_PER_TASK {
+                for t in chunk {
+                    let r = &task_records(*t)[n];
+                    batch.push(Bytes::from(r.encode().unwrap()));
+                }
+            }
+            log.append(&topics.events, key.as_bytes(), batch)
+                .await
+                .unwrap();
+        }
+    }
+    let before = LIVE.load(Ordering::Relaxed);
+    let started = Instant::now();
+    let view = TaskView::start(log.clone(), topics.events.clone())
+        .await
+        .unwrap();
+    view.sync(None, Duration::from_secs(600)).await.unwrap();
+    let catch_up = started.elapsed();
+    let view_bytes = LIVE.load(Ordering::Relaxed).saturating_sub(before);
+    assert_eq!(view.task_count(), tasks);
+    drop(view);
+    let bridge = Bridge::open(log.clone(), BridgeConfig::new("bench"))
+        .await
+        .unwrap();
+    bridge
+        .view()
+        .sync(None, Duration::from_secs(600))
+        .await
+        .unwrap();
+    let caller = Caller::principal("bench");
+    let mut hist = Histogram::<u64>::new(3).unwrap();
+    let samples = 20_000;
+    for i in 0..samples {
+        let t = (i * 7919) % tasks;
+        let id = ids::task_id("", "bench", &format!("m-{t}"));
+        let started = Instant::now();
+        let task = bridge
+            .get_task(
+                &caller,
+                GetTaskRequest {
+                    tenant: None,
+                    id,
+                    history_length: None,
+                },
+            )
+            .await
+            .unwrap();
+        hist.record(started.elapsed().as_micros() as u64).unwrap();
+        assert_eq!(task.status.state, TaskState::Completed);
+    }
+    println!(
+        "| {records} | {tasks} | {:.2} s | {} | {} | {} |",
+        catch_up.as_secs_f64(),
+        view_bytes / tasks.max(1),
+        hist.value_at_quantile(0.5),
+        hist.value_at_quantile(0.99)
+    );
+    hist.value_at_quantile(0.5)
+}
+
+async fn round_trip_case(label: &str, log: Log) {
+    let bridge = Bridge::open(log.clone(), BridgeConfig::new("rt"))
+        .await
+        .unwrap();
+    let worker = Worker::start(
+        log.clone(),
+        WorkerConfig::new("rt"),
+        handler_fn(|task: agentlog::worker::TaskContext| async move {
+            let text = task.text();
+            task.complete(Some(&text)).await?;
+            Ok(())
+        }),
+    )
+    .await
+    .unwrap();
+    let caller = Caller::anonymous();
+    let mut hist = Histogram::<u64>::new(3).unwrap();
+    let samples = 3_000;
+    for i in 0..samples + 200 {
+        let started = Instant::now();
+        let response = bridge
+            .send_message(&caller, request(&format!("rt-{i}"), "ping", false))
+            .await
+            .unwrap();
+        if i >= 200 {
+            hist.record(started.elapsed().as_micros() as u64).unwrap();
+        }
+        let agentlog_wire::a2a::SendMessageResponse::Task(task) = response else {
+            panic!()
+        };
+        assert_eq!(task.status.state, TaskState::Completed);
+    }
+    println!(
+        "| {label} | {samples} | {} | {} | {} |",
+        hist.value_at_quantile(0.5),
+        hist.value_at_quantile(0.99),
+        hist.value_at_quantile(0.999)
+    );
+    worker.shutdown().await.unwrap();
+}
+
+async fn throughput_case(label: &str, log: Log, senders: usize) {
+    let bridge = Bridge::open(log.clone(), BridgeConfig::new("tp"))
+        .await
+        .unwrap();
+    let caller = Caller::anonymous();
+    let per_sender = if senders == 1 { 20_000 } else { 2_000 };
+    let started = Instant::now();
+    let runs = (0..senders).map(|s| {
+        let bridge = bridge.clone();
+        let caller = caller.clone();
+        tokio::spawn(async move {
+            for i in 0..per_sender {
+                bridge
+                    .send_message(&caller, request(&format!("tp-{s}-{i}"), "x", true))
+                    .await
+                    .unwrap();
+            }
+        })
+    });
+    for run in futures::future::join_all(runs).await {
+        run.unwrap();
+    }
+    let total = senders * per_sender;
+    println!(
+        "| {label} | {senders} | {:.0} |",
+        total as f64 / started.elapsed().as_secs_f64()
+    );
+}

@@ -1,0 +1,331 @@
+//! HTTP load benchmark of the router (`agentlog::http`) on a loopback port: JSON-RPC
+//! `SendMessage` (returnImmediately), `GetTask` and the blocking round trip through the demo
+//! worker, at 1 and 32 keep-alive connections, against a bare axum handler answering a fixed
+//! JSON-RPC body (the ceiling of the HTTP layer). Prints a table; see `benches/README.md`.
+//!
+//! `cargo bench -p agentlog-integration --bench http_load`
+//!
+//! Server and client share the machine: the server runs on a 2-worker tokio runtime, the
+//! client (hyper's bare HTTP/1.1 connections, one task per connection) on a current-thread
+//! runtime on the main thread. Every figure therefore includes the client's CPU cost; the
+//! ratio to the bare handler cancels most of it.
+#![allow(clippy::unwrap_used)]
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use agentlog::bridge::{Bridge, BridgeConfig};
+use agentlog::http::{HttpConfig, router, serve};
+use agentlog::log::Log;
+use agentlog::log::embedded::{EmbeddedLog, EmbeddedOptions, FsyncPolicy};
+use agentlog::worker::{DemoHandler, Worker, WorkerConfig};
+use axum::Router;
+use axum::routing::post;
+use bytes::Bytes;
+use hdrhistogram::Histogram;
+use http_body_util::{BodyExt, Full};
+use hyper::Request;
+use hyper_util::rt::TokioIo;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::runtime::Runtime;
+
+/// Measured time per case, after `WARM_UP`.
+const CASE_TIME: Duration = Duration::from_secs(3);
+const WARM_UP: Duration = Duration::from_millis(500);
+const CONNECTIONS: [usize; 2] = [1, 32];
+
+/// What the bare handler answers: a typical `SendMessage` reply.
+const FIXED_REPLY: &str = r#"{"jsonrpc":"2.0","id":1,"result":{"task":{"id":"0b4f2a1e-7d3c-8a55-9e10-4c2b6d8f1a3e","contextId":"5e7a9c1b-3d2f-8b44-a6e0-1f9d3c5b7a2e","status":{"state":"TASK_STATE_SUBMITTED","timestamp":"2026-11-30T08:33:02.578Z"},"history":[{"messageId":"m-0-0","contextId":"5e7a9c1b-3d2f-8b44-a6e0-1f9d3c5b7a2e","taskId":"0b4f2a1e-7d3c-8a55-9e10-4c2b6d8f1a3e","role":"ROLE_USER","parts":[{"text":"hi"}]}]}}}"#;
+
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    Bare,
+    Send,
+    Get,
+    Blocking,
+}
+
+#[derive(Clone, Copy)]
+struct Case {
+    kind: Kind,
+    fsync: FsyncPolicy,
+}
+
+impl Case {
+    fn label(self) -> String {
+        let fsync = match self.fsync {
+            FsyncPolicy::Always => "Always".to_owned(),
+            FsyncPolicy::Interval(d) => format!("Interval({}ms)", d.as_millis()),
+            FsyncPolicy::Never => "Never".to_owned(),
+        };
+        match self.kind {
+            Kind::Bare => "bare axum handler".to_owned(),
+            Kind::Send => format!("SendMessage, returnImmediately [{fsync}]"),
+            Kind::Get => format!("GetTask [{fsync}]"),
+            Kind::Blocking => format!("SendMessage, blocking, demo worker [{fsync}]"),
+        }
+    }
+}
+
+struct Server {
+    address: SocketAddr,
+    stop: tokio::sync::oneshot::Sender<()>,
+    done: tokio::task::JoinHandle<std::io::Result<()>>,
+    _worker: Option<Worker>,
+    _dir: tempfile::TempDir,
+}
+
+fn start(server_rt: &Runtime, case: Case) -> Server {
+    server_rt.block_on(async {
+        let dir = tempfile::tempdir().unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let mut worker = None;
+        let app = if case.kind == Kind::Bare {
+            Router::new().route(
+                "/",
+                post(|_body: Bytes| async {
+                    (
+                        [(axum::http::header::CONTENT_TYPE, "application/json")],
+                        FIXED_REPLY,
+                    )
+                }),
+            )
+        } else {
+            let log: Log = Arc::new(
+                EmbeddedLog::open(
+                    dir.path().to_path_buf(),
+                    EmbeddedOptions::default().fsync(case.fsync),
+                )
+                .unwrap(),
+            );
+            let bridge = Bridge::open(log.clone(), BridgeConfig::new("bench"))
+                .await
+                .unwrap();
+            if case.kind == Kind::Blocking {
+                let mut config = WorkerConfig::new("bench");
+                config.view = Some(bridge.view().clone());
+                worker = Some(Worker::start(log, config, DemoHandler).await.unwrap());
+            }
+            router(bridge, HttpConfig::default())
+        };
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let done = tokio::spawn(serve(listener, app, async move {
+            let _ = stopped.await;
+        }));
+        Server {
+            address,
+            stop,
+            done,
+            _worker: worker,
+            _dir: dir,
+        }
+    })
+}
+
+fn send_body(conn: usize, i: u64, return_immediately: bool) -> Bytes {
+    Bytes::from(format!(
+        r#"{{"jsonrpc":"2.0","id":{i},"method":"SendMessage","params":{{"message":{{"messageId":"m-{conn}-{i}","role":"ROLE_USER","parts":[{{"text":"hi"}}]}},"configuration":{{"returnImmediately":{return_immediately}}}}}}}"#
+    ))
+}
+
+fn get_body(i: u64, task_id: &str) -> Bytes {
+    Bytes::from(format!(
+        r#"{{"jsonrpc":"2.0","id":{i},"method":"GetTask","params":{{"id":"{task_id}"}}}}"#
+    ))
+}
+
+type Sender = hyper::client::conn::http1::SendRequest<Full<Bytes>>;
+
+async fn connect(address: SocketAddr) -> Sender {
+    let stream = TcpStream::connect(address).await.unwrap();
+    stream.set_nodelay(true).unwrap();
+    let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .unwrap();
+    tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    sender
+}
+
+/// One request; `Ok(true)` for a JSON-RPC success.
+async fn request(sender: &mut Sender, body: Bytes) -> bool {
+    sender.ready().await.unwrap();
+    let request = Request::post("/")
+        .header("host", "bench")
+        .header("content-type", "application/json")
+        .header("a2a-version", "1.0")
+        .body(Full::new(body))
+        .unwrap();
+    let response = sender.send_request(request).await.unwrap();
+    let ok = response.status() == 200;
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    ok && body.windows(9).any(|w| w == br#""result":"#)
+}
+
+struct Outcome {
+    requests: u64,
+    errors: u64,
+    latency_us: Histogram<u64>,
+    elapsed: Duration,
+}
+
+async fn load(address: SocketAddr, case: Case, connections: usize, task_id: Arc<str>) -> Outcome {
+    let start = Instant::now();
+    let measure_from = start + WARM_UP;
+    let end = measure_from + CASE_TIME;
+    let mut tasks = Vec::new();
+    for conn in 0..connections {
+        let task_id = task_id.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut sender = connect(address).await;
+            let mut latency = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).unwrap();
+            let (mut requests, mut errors) = (0u64, 0u64);
+            let mut i = 0u64;
+            loop {
+                let now = Instant::now();
+                if now >= end {
+                    break;
+                }
+                i += 1;
+                let body = match case.kind {
+                    Kind::Bare | Kind::Send => send_body(conn, i, true),
+                    Kind::Blocking => send_body(conn, i, false),
+                    Kind::Get => get_body(i, &task_id),
+                };
+                let ok = request(&mut sender, body).await;
+                if now >= measure_from {
+                    requests += 1;
+                    errors += u64::from(!ok);
+                    latency
+                        .record(now.elapsed().as_micros().max(1) as u64)
+                        .unwrap();
+                }
+            }
+            (requests, errors, latency)
+        }));
+    }
+    let mut outcome = Outcome {
+        requests: 0,
+        errors: 0,
+        latency_us: Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).unwrap(),
+        elapsed: Duration::ZERO,
+    };
+    for task in tasks {
+        let (requests, errors, latency) = task.await.unwrap();
+        outcome.requests += requests;
+        outcome.errors += errors;
+        outcome.latency_us.add(latency).unwrap();
+    }
+    // Requests that started before `end` finish after it; count the time they took.
+    outcome.elapsed = start.elapsed().saturating_sub(WARM_UP);
+    // Let the connection tasks see their senders dropped and close, so the server's
+    // graceful shutdown does not wait for them.
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    outcome
+}
+
+fn main() {
+    let server_rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let client_rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let default_fsync = EmbeddedOptions::default().fsync;
+    let mut policies = vec![default_fsync];
+    for other in [
+        FsyncPolicy::Always,
+        FsyncPolicy::Interval(Duration::from_millis(100)),
+        FsyncPolicy::Never,
+    ] {
+        if !policies.contains(&other) {
+            policies.push(other);
+        }
+    }
+    let mut cases = vec![Case {
+        kind: Kind::Bare,
+        fsync: default_fsync,
+    }];
+    cases.extend(policies.iter().map(|&fsync| Case {
+        kind: Kind::Send,
+        fsync,
+    }));
+    for kind in [Kind::Get, Kind::Blocking] {
+        cases.push(Case {
+            kind,
+            fsync: default_fsync,
+        });
+    }
+
+    println!(
+        "HTTP load: {CASE_TIME:?} per case after {WARM_UP:?} warm-up; embedded log in a tempdir; \
+         default fsync policy = {default_fsync:?}; cores = {}",
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
+    println!();
+    println!(
+        "| {:<48} | conns | {:>9} | {:>8} | {:>8} | {:>6} |",
+        "case", "req/s", "p50 µs", "p99 µs", "errors"
+    );
+    println!(
+        "|{:-<50}|-------|{:-<11}|{:-<10}|{:-<10}|{:-<8}|",
+        "", "", "", "", ""
+    );
+    let mut bare = [0.0f64; CONNECTIONS.len()];
+    let mut send_default = [0.0f64; CONNECTIONS.len()];
+    for case in cases {
+        for (c, &connections) in CONNECTIONS.iter().enumerate() {
+            let server = start(&server_rt, case);
+            let task_id: Arc<str> = client_rt.block_on(async {
+                let mut sender = connect(server.address).await;
+                if case.kind == Kind::Get {
+                    let request = Request::post("/")
+                        .header("host", "bench")
+                        .header("content-type", "application/json")
+                        .body(Full::new(send_body(9999, 0, true)))
+                        .unwrap();
+                    let response = sender.send_request(request).await.unwrap();
+                    let body = response.into_body().collect().await.unwrap().to_bytes();
+                    let reply: serde_json::Value = serde_json::from_slice(&body).unwrap();
+                    reply["result"]["task"]["id"].as_str().unwrap().into()
+                } else {
+                    "".into()
+                }
+            });
+            let outcome = client_rt.block_on(load(server.address, case, connections, task_id));
+            let rate = outcome.requests as f64 / outcome.elapsed.as_secs_f64();
+            println!(
+                "| {:<48} | {:>5} | {:>9.0} | {:>8} | {:>8} | {:>6} |",
+                case.label(),
+                connections,
+                rate,
+                outcome.latency_us.value_at_quantile(0.5),
+                outcome.latency_us.value_at_quantile(0.99),
+                outcome.errors,
+            );
+            if case.kind == Kind::Bare {
+                bare[c] = rate;
+            }
+            if case.kind == Kind::Send && case.fsync == default_fsync {
+                send_default[c] = rate;
+            }
+            let _ = server.stop.send(());
+            server_rt.block_on(async {
+                let _ = tokio::time::timeout(Duration::from_secs(15), server.done).await;
+            });
+        }
+    }
+    println!();
+    for (c, connections) in CONNECTIONS.iter().enumerate() {
+        println!(
+            "SendMessage [{default_fsync:?}] / bare at {connections} connection(s): {:.2}",
+            send_default[c] / bare[c]
+        );
+    }
+}

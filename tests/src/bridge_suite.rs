@@ -1,0 +1,996 @@
+//! The bridge suite: every task verb end to end (bridge → log → worker → log → bridge), run
+//! against any backend through a [`Subject`].
+//!
+//! Each case serves its own agent (fresh topics), so cases can share one broker. Waits are
+//! bounded by generous limits only; nothing asserts on speed.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use agentlog::bridge::{Bridge, BridgeConfig, StreamEvent, TaskStream};
+use agentlog::log::Log;
+use agentlog::worker::{DemoHandler, Handler, TaskContext, Worker, WorkerConfig, handler_fn};
+use agentlog::{Caller, ErrorKind};
+use agentlog_wire::TaskState;
+use agentlog_wire::a2a::{
+    CancelTaskRequest, GetTaskRequest, ListTasksRequest, Message, SendMessageConfiguration,
+    SendMessageRequest, SendMessageResponse, StreamResponse, SubscribeToTaskRequest, Task,
+};
+use futures::StreamExt;
+
+/// A backend the suite runs on.
+#[async_trait::async_trait]
+pub trait Backend: Send + Sync {
+    /// A short name for messages.
+    fn name(&self) -> &str;
+    /// A log over fresh storage.
+    async fn log(&self) -> Log;
+    /// A second handle onto the same storage, as another replica would have (for a broker, a
+    /// second connection; in process, the same handle).
+    async fn replica(&self, log: &Log) -> Log;
+    /// Close `log` and open its storage again, as after a process restart; `None` when the
+    /// storage does not outlive its handle (memory).
+    async fn restart(&self, log: &Log) -> Option<Log>;
+}
+
+/// Upper bound for anything that should happen "soon".
+const SOON: Duration = Duration::from_secs(20);
+
+/// Run every case against `subject`.
+pub async fn run_all(subject: &dyn Backend) {
+    let run = format!("{:06x}", rand::random::<u32>() & 0xff_ffff);
+    macro_rules! case {
+        ($name:ident) => {{
+            let started = std::time::Instant::now();
+            $name(
+                subject,
+                &format!("b{run}-{}", stringify!($name).replace('_', "-")),
+            )
+            .await;
+            eprintln!(
+                "[{}] {}: ok in {:?}",
+                subject.name(),
+                stringify!($name),
+                started.elapsed()
+            );
+        }};
+    }
+    case!(send_get_and_blocking);
+    case!(unknown_ids_are_not_found);
+    case!(tasks_are_visible_only_to_their_owner);
+    case!(cancel_reaches_the_worker);
+    case!(idempotent_send);
+    case!(multi_turn);
+    case!(streams_snapshot_then_events);
+    case!(list_tasks_filters_and_pages);
+    case!(handler_errors_and_panics_fail_the_task);
+    case!(protocol_03_methods);
+    case!(two_bridges_two_workers);
+    case!(restart_answers_identically);
+    case!(many_concurrent_tasks_with_cancels);
+}
+
+/// A request to send `text` as message `id`.
+pub fn request(id: &str, text: &str, return_immediately: bool) -> SendMessageRequest {
+    SendMessageRequest {
+        tenant: None,
+        message: Message::user_text(id, text),
+        configuration: Some(SendMessageConfiguration {
+            return_immediately,
+            ..Default::default()
+        }),
+        metadata: None,
+    }
+}
+
+/// A follow-up to `task_id`.
+pub fn follow_up(task_id: &str, id: &str, text: &str) -> SendMessageRequest {
+    let mut r = request(id, text, false);
+    r.message.task_id = Some(task_id.to_owned());
+    r
+}
+
+fn task(response: SendMessageResponse) -> Task {
+    match response {
+        SendMessageResponse::Task(task) => task,
+        SendMessageResponse::Message(m) => panic!("expected a task, got message {m:?}"),
+    }
+}
+
+fn config(agent: &str) -> BridgeConfig {
+    let mut config = BridgeConfig::new(agent);
+    config.blocking_timeout = SOON;
+    config
+}
+
+async fn bridge(log: &Log, agent: &str) -> Bridge {
+    Bridge::open(log.clone(), config(agent))
+        .await
+        .expect("bridge")
+}
+
+async fn worker(log: &Log, agent: &str, handler: impl Handler) -> Worker {
+    Worker::start(log.clone(), WorkerConfig::new(agent), handler)
+        .await
+        .expect("worker")
+}
+
+fn get(id: &str) -> GetTaskRequest {
+    GetTaskRequest {
+        tenant: None,
+        id: id.to_owned(),
+        history_length: None,
+    }
+}
+
+fn cancel(id: &str) -> CancelTaskRequest {
+    CancelTaskRequest {
+        tenant: None,
+        id: id.to_owned(),
+        metadata: None,
+    }
+}
+
+fn subscribe(id: &str) -> SubscribeToTaskRequest {
+    SubscribeToTaskRequest {
+        tenant: None,
+        id: id.to_owned(),
+    }
+}
+
+async fn collect(mut stream: TaskStream) -> Vec<StreamEvent> {
+    let mut events = Vec::new();
+    while let Some(event) = tokio::time::timeout(SOON, stream.next())
+        .await
+        .expect("stream event in time")
+    {
+        events.push(event.expect("stream event"));
+    }
+    events
+}
+
+/// Poll `GetTask` until `pred` holds (bounded).
+async fn wait_for(
+    bridge: &Bridge,
+    caller: &Caller,
+    id: &str,
+    pred: impl Fn(&Task) -> bool,
+) -> Task {
+    let deadline = tokio::time::Instant::now() + SOON;
+    loop {
+        let t = bridge.get_task(caller, get(id)).await.expect("get");
+        if pred(&t) {
+            return t;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "task {id} stuck in {:?}",
+            t.status.state
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The kind of the error `result` must be.
+fn kind<T>(result: agentlog::Result<T>) -> ErrorKind {
+    match result {
+        Ok(_) => panic!("expected an error"),
+        Err(e) => e.kind(),
+    }
+}
+
+fn text_of(task: &Task) -> String {
+    task.artifacts
+        .iter()
+        .flat_map(|a| a.parts.iter().filter_map(|p| p.as_text()))
+        .collect()
+}
+
+async fn send_get_and_blocking(subject: &dyn Backend, agent: &str) {
+    let log = subject.log().await;
+    let b = bridge(&log, agent).await;
+    let alice = Caller::principal("alice");
+    // Without a worker: returnImmediately answers at once with the submitted task.
+    let submitted = task(
+        b.send_message(&alice, request("m-1", "hello", true))
+            .await
+            .expect("send"),
+    );
+    assert_eq!(submitted.status.state, TaskState::Submitted);
+    assert_eq!(submitted.history.len(), 1);
+    assert_eq!(
+        submitted.history[0].task_id.as_deref(),
+        Some(submitted.id.as_str())
+    );
+    let got = b.get_task(&alice, get(&submitted.id)).await.expect("get");
+    assert_eq!(got, submitted);
+    // A worker picks it up; a blocking send waits for the end.
+    let w = worker(&log, agent, DemoHandler).await;
+    let done = wait_for(&b, &alice, &submitted.id, |t| t.status.state.is_terminal()).await;
+    assert_eq!(done.status.state, TaskState::Completed);
+    assert_eq!(text_of(&done), "echo: hello");
+    let mut blocking = request("m-2", "world", false);
+    if let Some(c) = blocking.configuration.as_mut() {
+        c.history_length = Some(0);
+    }
+    let t = task(
+        b.send_message(&alice, blocking)
+            .await
+            .expect("blocking send"),
+    );
+    assert_eq!(t.status.state, TaskState::Completed);
+    assert_eq!(text_of(&t), "echo: world");
+    assert!(t.history.is_empty(), "historyLength 0 omits history");
+    let full = b.get_task(&alice, get(&t.id)).await.expect("get");
+    assert!(!full.history.is_empty());
+    let one = b
+        .get_task(
+            &alice,
+            GetTaskRequest {
+                history_length: Some(1),
+                ..get(&t.id)
+            },
+        )
+        .await
+        .expect("get");
+    assert_eq!(one.history.len(), 1);
+    assert_eq!(one.history[0], *full.history.last().expect("history"));
+    w.shutdown().await.expect("shutdown");
+}
+
+async fn unknown_ids_are_not_found(subject: &dyn Backend, agent: &str) {
+    let log = subject.log().await;
+    let b = bridge(&log, agent).await;
+    let c = Caller::anonymous();
+    assert_eq!(
+        kind(b.get_task(&c, get("nope")).await),
+        ErrorKind::TaskNotFound
+    );
+    assert_eq!(
+        kind(b.cancel_task(&c, cancel("nope")).await),
+        ErrorKind::TaskNotFound
+    );
+    assert_eq!(
+        b.subscribe_to_task(&c, subscribe("nope"), None)
+            .await
+            .map(|_| ())
+            .expect_err("subscribe")
+            .kind(),
+        ErrorKind::TaskNotFound
+    );
+    assert_eq!(
+        kind(b.send_message(&c, follow_up("nope", "m-x", "hi")).await),
+        ErrorKind::TaskNotFound
+    );
+    assert_eq!(
+        kind(b.get_task(&c, get("")).await),
+        ErrorKind::InvalidParams
+    );
+}
+
+async fn tasks_are_visible_only_to_their_owner(subject: &dyn Backend, agent: &str) {
+    let log = subject.log().await;
+    let b = bridge(&log, agent).await;
+    let alice = Caller::principal("alice");
+    let mallory = Caller::principal("mallory");
+    let other_tenant = Caller::principal("alice").in_tenant("other");
+    let t = task(
+        b.send_message(&alice, request("m-1", "input", true))
+            .await
+            .expect("send"),
+    );
+    for caller in [&mallory, &other_tenant, &Caller::anonymous()] {
+        assert_eq!(
+            kind(b.get_task(caller, get(&t.id)).await),
+            ErrorKind::TaskNotFound
+        );
+        assert_eq!(
+            kind(b.cancel_task(caller, cancel(&t.id)).await),
+            ErrorKind::TaskNotFound
+        );
+        assert_eq!(
+            kind(b.send_message(caller, follow_up(&t.id, "m-2", "x")).await),
+            ErrorKind::TaskNotFound
+        );
+        assert_eq!(
+            b.subscribe_to_task(caller, subscribe(&t.id), None)
+                .await
+                .map(|_| ())
+                .expect_err("subscribe")
+                .kind(),
+            ErrorKind::TaskNotFound
+        );
+        let list = b
+            .list_tasks(caller, ListTasksRequest::default())
+            .await
+            .expect("list");
+        assert!(list.tasks.is_empty());
+        assert_eq!(list.total_size, 0);
+    }
+    // The same message id from another caller is another task.
+    let m = task(
+        b.send_message(&mallory, request("m-1", "input", true))
+            .await
+            .expect("send"),
+    );
+    assert_ne!(m.id, t.id);
+    let list = b
+        .list_tasks(&alice, ListTasksRequest::default())
+        .await
+        .expect("list");
+    assert_eq!(
+        list.tasks.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(),
+        vec![t.id.as_str()]
+    );
+}
+
+async fn cancel_reaches_the_worker(subject: &dyn Backend, agent: &str) {
+    let log = subject.log().await;
+    let b = bridge(&log, agent).await;
+    let fired = Arc::new(AtomicUsize::new(0));
+    let seen = fired.clone();
+    let w = worker(
+        &log,
+        agent,
+        handler_fn(move |task: TaskContext| {
+            let seen = seen.clone();
+            async move {
+                task.working(Some("started")).await?;
+                tokio::select! {
+                    () = task.cancellation().cancelled() => { seen.fetch_add(1, Ordering::SeqCst); }
+                    () = tokio::time::sleep(Duration::from_secs(60)) => {}
+                }
+                Ok(())
+            }
+        }),
+    )
+    .await;
+    let c = Caller::anonymous();
+    let t = task(
+        b.send_message(&c, request("m-1", "long", true))
+            .await
+            .expect("send"),
+    );
+    wait_for(&b, &c, &t.id, |t| t.status.state == TaskState::Working).await;
+    let canceled = b.cancel_task(&c, cancel(&t.id)).await.expect("cancel");
+    assert_eq!(canceled.status.state, TaskState::Canceled);
+    let deadline = tokio::time::Instant::now() + SOON;
+    while fired.load(Ordering::SeqCst) == 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the handler's token never fired"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let again = b
+        .cancel_task(&c, cancel(&t.id))
+        .await
+        .expect_err("second cancel");
+    assert_eq!(again.kind(), ErrorKind::TaskNotCancelable);
+    // Still canceled afterwards, whatever the worker wrote.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(
+        b.get_task(&c, get(&t.id)).await.expect("get").status.state,
+        TaskState::Canceled
+    );
+    w.shutdown().await.expect("shutdown");
+}
+
+async fn idempotent_send(subject: &dyn Backend, agent: &str) {
+    let log = subject.log().await;
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counter = calls.clone();
+    let handler = handler_fn(move |task: TaskContext| {
+        let counter = counter.clone();
+        async move {
+            counter.fetch_add(1, Ordering::SeqCst);
+            task.complete(Some("done")).await?;
+            Ok(())
+        }
+    });
+    let w = worker(&log, agent, handler).await;
+    let c = Caller::principal("alice");
+    let a = bridge(&log, agent).await;
+    let first = task(
+        a.send_message(&c, request("same", "x", false))
+            .await
+            .expect("send"),
+    );
+    assert_eq!(first.status.state, TaskState::Completed);
+    let again = task(
+        a.send_message(&c, request("same", "x", false))
+            .await
+            .expect("send again"),
+    );
+    assert_eq!(again.id, first.id);
+    // Through another replica, and through a bridge created anew.
+    let b = bridge(&log, agent).await;
+    let third = task(
+        b.send_message(&c, request("same", "x", true))
+            .await
+            .expect("send on b"),
+    );
+    assert_eq!(third.id, first.id);
+    drop(a);
+    let a2 = bridge(&log, agent).await;
+    assert_eq!(
+        a2.get_task(&c, get(&first.id)).await.expect("get"),
+        b.get_task(&c, get(&first.id)).await.expect("get")
+    );
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(calls.load(Ordering::SeqCst), 1, "the handler runs once");
+    w.shutdown().await.expect("shutdown");
+}
+
+async fn multi_turn(subject: &dyn Backend, agent: &str) {
+    let log = subject.log().await;
+    let b = bridge(&log, agent).await;
+    let w = worker(&log, agent, DemoHandler).await;
+    let c = Caller::anonymous();
+    let t = task(
+        b.send_message(&c, request("m-1", "input", false))
+            .await
+            .expect("send"),
+    );
+    assert_eq!(t.status.state, TaskState::InputRequired);
+    assert!(!t.context_id.is_empty());
+    // A contradicting context.
+    let mut wrong = follow_up(&t.id, "m-2", "paris");
+    wrong.message.context_id = Some("another-context".into());
+    assert_eq!(
+        b.send_message(&c, wrong).await.expect_err("context").kind(),
+        ErrorKind::InvalidParams
+    );
+    let mut right = follow_up(&t.id, "m-2", "paris");
+    right.message.context_id = Some(t.context_id.clone());
+    let done = task(b.send_message(&c, right).await.expect("continue"));
+    assert_eq!(done.status.state, TaskState::Completed);
+    assert_eq!(done.id, t.id);
+    assert!(done.history.len() >= 3, "history: {:?}", done.history);
+    assert!(
+        text_of(&done).contains("paris") || format!("{:?}", done.status.message).contains("paris")
+    );
+    let late = b
+        .send_message(&c, follow_up(&t.id, "m-3", "again"))
+        .await
+        .expect_err("terminal");
+    assert_eq!(late.kind(), ErrorKind::UnsupportedOperation);
+    // A second task in the same conversation shares the context.
+    let mut same_context = request("m-4", "hi", false);
+    same_context.message.context_id = Some(t.context_id.clone());
+    let t2 = task(b.send_message(&c, same_context).await.expect("send"));
+    assert_eq!(t2.context_id, t.context_id);
+    w.shutdown().await.expect("shutdown");
+}
+
+async fn streams_snapshot_then_events(subject: &dyn Backend, agent: &str) {
+    let log = subject.log().await;
+    let b = bridge(&log, agent).await;
+    let w = worker(&log, agent, DemoHandler).await;
+    let c = Caller::anonymous();
+    let t = task(
+        b.send_message(&c, request("m-0", "sleep 0.6", true))
+            .await
+            .expect("send"),
+    );
+    // Two subscribers of one task see the same sequence.
+    let s1 = b
+        .subscribe_to_task(&c, subscribe(&t.id), None)
+        .await
+        .expect("subscribe 1");
+    let s2 = b
+        .subscribe_to_task(&c, subscribe(&t.id), None)
+        .await
+        .expect("subscribe 2");
+    let (e1, e2) = tokio::join!(collect(s1), collect(s2));
+    assert!(
+        matches!(e1[0].response, StreamResponse::Task(_)),
+        "first event is the task"
+    );
+    let tail = |events: &[StreamEvent]| -> Vec<StreamEvent> {
+        let last = events.last().map(|e| e.position).unwrap_or(0);
+        events
+            .iter()
+            .filter(|e| e.position <= last)
+            .skip(1)
+            .cloned()
+            .collect()
+    };
+    let (t1, t2) = (tail(&e1), tail(&e2));
+    let common: Vec<_> = t1
+        .iter()
+        .filter(|e| t2.iter().any(|f| f.position == e.position))
+        .collect();
+    assert!(!common.is_empty());
+    for e in &common {
+        let f = t2
+            .iter()
+            .find(|f| f.position == e.position)
+            .expect("same position");
+        assert_eq!(e.response, f.response);
+    }
+    let last = e1.last().expect("events");
+    assert!(last.last);
+    match &last.response {
+        StreamResponse::StatusUpdate(u) => assert_eq!(u.status.state, TaskState::Completed),
+        other => panic!("last event {other:?}"),
+    }
+    for pair in e1.windows(2) {
+        assert!(pair[0].position < pair[1].position, "positions increase");
+    }
+    // Resume after the first event: the rest, no gap, no duplicate.
+    let resume_at = e1[1].position;
+    let resumed = collect(
+        b.subscribe_to_task(&c, subscribe(&t.id), Some(resume_at))
+            .await
+            .expect("resume"),
+    )
+    .await;
+    let expected: Vec<_> = e1
+        .iter()
+        .filter(|e| e.position > resume_at)
+        .map(|e| (e.position, e.response.clone()))
+        .collect();
+    let got: Vec<_> = resumed
+        .iter()
+        .map(|e| (e.position, e.response.clone()))
+        .collect();
+    assert_eq!(got, expected);
+    // Subscribing to a terminal task is an unsupported operation.
+    let err = b
+        .subscribe_to_task(&c, subscribe(&t.id), None)
+        .await
+        .map(|_| ())
+        .expect_err("terminal");
+    assert_eq!(err.kind(), ErrorKind::UnsupportedOperation);
+    // SendStreamingMessage: task first, artifact chunks, then completed.
+    let events = collect(
+        b.send_streaming_message(&c, request("m-1", "stream me", false), None, None)
+            .await
+            .expect("stream"),
+    )
+    .await;
+    assert!(matches!(events[0].response, StreamResponse::Task(_)));
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e.response, StreamResponse::ArtifactUpdate(_)))
+    );
+    assert!(events.last().is_some_and(|e| e.last));
+    w.shutdown().await.expect("shutdown");
+}
+
+async fn list_tasks_filters_and_pages(subject: &dyn Backend, agent: &str) {
+    let log = subject.log().await;
+    let b = bridge(&log, agent).await;
+    let w = worker(&log, agent, DemoHandler).await;
+    let c = Caller::principal("lister");
+    let mut ids = Vec::new();
+    for i in 0..7 {
+        let mut r = request(&format!("m-{i}"), &format!("task {i}"), false);
+        if i % 2 == 0 {
+            r.message.context_id = Some("even".into());
+        }
+        ids.push(task(b.send_message(&c, r).await.expect("send")).id);
+    }
+    let waiting = task(
+        b.send_message(&c, request("m-in", "input", false))
+            .await
+            .expect("send"),
+    );
+    let all = b
+        .list_tasks(&c, ListTasksRequest::default())
+        .await
+        .expect("list");
+    assert_eq!(all.total_size, 8);
+    assert_eq!(all.next_page_token, "");
+    assert!(
+        all.tasks.iter().all(|t| t.artifacts.is_empty()),
+        "no artifacts unless asked"
+    );
+    let stamps: Vec<_> = all
+        .tasks
+        .iter()
+        .map(|t| t.status.timestamp.clone().unwrap_or_default())
+        .collect();
+    let mut sorted = stamps.clone();
+    sorted.sort_by(|a, b| b.cmp(a));
+    assert_eq!(stamps, sorted, "newest status first");
+    // Pages of 3 cover everything once.
+    let mut seen = HashSet::new();
+    let mut token = None;
+    loop {
+        let page = b
+            .list_tasks(
+                &c,
+                ListTasksRequest {
+                    page_size: Some(3),
+                    page_token: token.clone(),
+                    ..Default::default()
+                },
+            )
+            .await
+            .expect("page");
+        assert!(page.tasks.len() <= 3);
+        assert_eq!(page.page_size, 3);
+        for t in &page.tasks {
+            assert!(seen.insert(t.id.clone()), "task listed twice");
+        }
+        if page.next_page_token.is_empty() {
+            break;
+        }
+        token = Some(page.next_page_token);
+    }
+    assert_eq!(seen.len(), 8);
+    let even = b
+        .list_tasks(
+            &c,
+            ListTasksRequest {
+                context_id: Some("even".into()),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("list");
+    assert_eq!(even.total_size, 4);
+    let interrupted = b
+        .list_tasks(
+            &c,
+            ListTasksRequest {
+                status: Some(TaskState::InputRequired),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("list");
+    assert_eq!(
+        interrupted
+            .tasks
+            .iter()
+            .map(|t| t.id.clone())
+            .collect::<Vec<_>>(),
+        vec![waiting.id.clone()]
+    );
+    let with = b
+        .list_tasks(
+            &c,
+            ListTasksRequest {
+                include_artifacts: Some(true),
+                history_length: Some(0),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("list");
+    assert!(with.tasks.iter().any(|t| !t.artifacts.is_empty()));
+    assert!(with.tasks.iter().all(|t| t.history.is_empty()));
+    let future = b
+        .list_tasks(
+            &c,
+            ListTasksRequest {
+                status_timestamp_after: Some("2999-01-01T00:00:00Z".into()),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("list");
+    assert_eq!(future.total_size, 0);
+    for bad in [Some(0), Some(101), Some(-1)] {
+        let err = b
+            .list_tasks(
+                &c,
+                ListTasksRequest {
+                    page_size: bad,
+                    ..Default::default()
+                },
+            )
+            .await
+            .expect_err("page size");
+        assert_eq!(err.kind(), ErrorKind::InvalidParams);
+    }
+    let err = b
+        .list_tasks(
+            &c,
+            ListTasksRequest {
+                page_token: Some("garbage!".into()),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect_err("token");
+    assert_eq!(err.kind(), ErrorKind::InvalidParams);
+    let _ = ids;
+    w.shutdown().await.expect("shutdown");
+}
+
+async fn handler_errors_and_panics_fail_the_task(subject: &dyn Backend, agent: &str) {
+    let log = subject.log().await;
+    let b = bridge(&log, agent).await;
+    let w = worker(
+        &log,
+        agent,
+        handler_fn(|task: TaskContext| async move {
+            match task.text().as_str() {
+                "error" => Err("the model is down".into()),
+                "panic" => panic!("boom"),
+                _ => {
+                    task.complete(Some("fine")).await?;
+                    Ok(())
+                }
+            }
+        }),
+    )
+    .await;
+    let c = Caller::anonymous();
+    let failed = task(
+        b.send_message(&c, request("m-1", "error", false))
+            .await
+            .expect("send"),
+    );
+    assert_eq!(failed.status.state, TaskState::Failed);
+    assert!(format!("{:?}", failed.status.message).contains("the model is down"));
+    let panicked = task(
+        b.send_message(&c, request("m-2", "panic", false))
+            .await
+            .expect("send"),
+    );
+    assert_eq!(panicked.status.state, TaskState::Failed);
+    assert!(format!("{:?}", panicked.status.message).contains("boom"));
+    let fine = task(
+        b.send_message(&c, request("m-3", "ok", false))
+            .await
+            .expect("send"),
+    );
+    assert_eq!(
+        fine.status.state,
+        TaskState::Completed,
+        "the worker kept running"
+    );
+    w.shutdown().await.expect("shutdown");
+}
+
+async fn protocol_03_methods(subject: &dyn Backend, agent: &str) {
+    use agentlog::bridge::RpcReply;
+    let log = subject.log().await;
+    let b = bridge(&log, agent).await;
+    let w = worker(&log, agent, DemoHandler).await;
+    let c = Caller::anonymous();
+    let rpc = |body: serde_json::Value| {
+        let b = b.clone();
+        let c = c.clone();
+        async move {
+            match b
+                .handle_rpc(&c, None, body.to_string().as_bytes(), None)
+                .await
+            {
+                RpcReply::Json(bytes) => {
+                    serde_json::from_slice::<serde_json::Value>(&bytes).expect("json")
+                }
+                other => panic!("expected JSON, got {other:?}"),
+            }
+        }
+    };
+    let sent = rpc(serde_json::json!({"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message","messageId":"v03-1","role":"user","parts":[{"kind":"text","text":"hi"}]}}})).await;
+    assert_eq!(sent["id"], 1);
+    assert_eq!(sent["result"]["kind"], "task");
+    assert_eq!(sent["result"]["status"]["state"], "completed");
+    let id = sent["result"]["id"].as_str().expect("task id").to_owned();
+    let got =
+        rpc(serde_json::json!({"jsonrpc":"2.0","id":"g","method":"tasks/get","params":{"id": id}}))
+            .await;
+    assert_eq!(got["result"]["artifacts"][0]["parts"][0]["kind"], "text");
+    let cancel = rpc(
+        serde_json::json!({"jsonrpc":"2.0","id":2,"method":"tasks/cancel","params":{"id": id}}),
+    )
+    .await;
+    assert_eq!(cancel["error"]["code"], -32002);
+    let missing = rpc(
+        serde_json::json!({"jsonrpc":"2.0","id":3,"method":"tasks/get","params":{"id":"nope"}}),
+    )
+    .await;
+    assert_eq!(missing["error"]["code"], -32001);
+    let v1 =
+        rpc(serde_json::json!({"jsonrpc":"2.0","id":4,"method":"GetTask","params":{"id": id}}))
+            .await;
+    assert_eq!(v1["result"]["status"]["state"], "TASK_STATE_COMPLETED");
+    // message/stream frames carry `kind` and `final`.
+    let reply = b
+        .handle_rpc(&c, Some("0.3"), serde_json::json!({"jsonrpc":"2.0","id":5,"method":"message/stream","params":{"message":{"kind":"message","messageId":"v03-2","role":"user","parts":[{"kind":"text","text":"yo"}]}}}).to_string().as_bytes(), None)
+        .await;
+    let RpcReply::Stream(mut stream) = reply else {
+        panic!("expected a stream")
+    };
+    let mut frames = Vec::new();
+    while let Some(event) = tokio::time::timeout(SOON, stream.events.next())
+        .await
+        .expect("frame")
+    {
+        let frame: serde_json::Value =
+            serde_json::from_slice(&stream.frame(&event)).expect("frame json");
+        assert_eq!(frame["id"], 5);
+        frames.push(frame["result"].clone());
+    }
+    assert_eq!(frames[0]["kind"], "task");
+    assert_eq!(frames.last().expect("frames")["final"], true);
+    w.shutdown().await.expect("shutdown");
+}
+
+async fn two_bridges_two_workers(subject: &dyn Backend, agent: &str) {
+    let log_a = subject.log().await;
+    let log_b = subject.replica(&log_a).await;
+    let a = bridge(&log_a, agent).await;
+    let b = bridge(&log_b, agent).await;
+    let w1 = worker(&log_a, agent, DemoHandler).await;
+    let w2 = worker(&log_b, agent, DemoHandler).await;
+    let c = Caller::principal("alice");
+    for i in 0..10 {
+        let t = task(
+            a.send_message(&c, request(&format!("m-{i}"), &format!("n{i}"), true))
+                .await
+                .expect("send on a"),
+        );
+        // Read-your-writes on the other replica, at once.
+        let seen = b.get_task(&c, get(&t.id)).await.expect("get on b");
+        assert_eq!(seen.id, t.id);
+    }
+    let long = task(
+        a.send_message(&c, request("m-long", "sleep 30", true))
+            .await
+            .expect("send"),
+    );
+    wait_for(&b, &c, &long.id, |t| t.status.state == TaskState::Working).await;
+    let canceled = b
+        .cancel_task(&c, cancel(&long.id))
+        .await
+        .expect("cancel on b");
+    assert_eq!(canceled.status.state, TaskState::Canceled);
+    let streamed = collect(
+        b.send_streaming_message(&c, request("m-s", "via b", false), None, None)
+            .await
+            .expect("stream on b"),
+    )
+    .await;
+    assert!(streamed.last().is_some_and(|e| e.last));
+    for i in 0..10 {
+        let id = agentlog_wire::ids::task_id("", "alice", &format!("m-{i}"));
+        let t = wait_for(&a, &c, &id, |t| t.status.state.is_terminal()).await;
+        assert_eq!(t, b.get_task(&c, get(&id)).await.expect("same on b"));
+    }
+    w1.shutdown().await.expect("shutdown");
+    w2.shutdown().await.expect("shutdown");
+}
+
+async fn many_concurrent_tasks_with_cancels(subject: &dyn Backend, agent: &str) {
+    let log = subject.log().await;
+    let b = bridge(&log, agent).await;
+    let w1 = worker(&log, agent, DemoHandler).await;
+    let w2 = worker(&log, agent, DemoHandler).await;
+    let c = Caller::anonymous();
+    let n = 1000;
+    let sends = (0..n).map(|i| {
+        let b = b.clone();
+        let c = c.clone();
+        async move {
+            let text = if i % 3 == 0 {
+                "sleep 0.3".to_owned()
+            } else {
+                format!("t{i}")
+            };
+            task(
+                b.send_message(&c, request(&format!("bulk-{i}"), &text, true))
+                    .await
+                    .expect("send"),
+            )
+            .id
+        }
+    });
+    let ids: Vec<String> = futures::future::join_all(sends).await;
+    let cancels = ids
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| rand::random::<u8>() < 64 || i % 3 == 0 && i % 2 == 0)
+        .map(|(_, id)| {
+            let b = b.clone();
+            let c = c.clone();
+            let id = id.clone();
+            async move {
+                match b.cancel_task(&c, cancel(&id)).await {
+                    Ok(t) => assert_eq!(t.status.state, TaskState::Canceled),
+                    Err(e) => assert_eq!(e.kind(), ErrorKind::TaskNotCancelable, "{e}"),
+                }
+            }
+        });
+    futures::future::join_all(cancels).await;
+    let mut terminal = 0;
+    for id in &ids {
+        let t = wait_for(&b, &c, id, |t| t.status.state.is_terminal()).await;
+        assert!(
+            matches!(t.status.state, TaskState::Completed | TaskState::Canceled),
+            "{:?}",
+            t.status.state
+        );
+        terminal += 1;
+    }
+    assert_eq!(terminal, n);
+    let list = b
+        .list_tasks(
+            &c,
+            ListTasksRequest {
+                page_size: Some(1),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("list");
+    assert_eq!(list.total_size, n, "none lost");
+    w1.shutdown().await.expect("shutdown");
+    w2.shutdown().await.expect("shutdown");
+}
+
+async fn restart_answers_identically(subject: &dyn Backend, agent: &str) {
+    let log = subject.log().await;
+    let b = bridge(&log, agent).await;
+    let w = worker(&log, agent, DemoHandler).await;
+    let c = Caller::principal("alice");
+    let mut ids = Vec::new();
+    for (i, text) in ["one", "input", "fail", "two"].iter().enumerate() {
+        ids.push(
+            task(
+                b.send_message(&c, request(&format!("r-{i}"), text, false))
+                    .await
+                    .expect("send"),
+            )
+            .id,
+        );
+    }
+    let canceled = task(
+        b.send_message(&c, request("r-c", "input", false))
+            .await
+            .expect("send"),
+    );
+    b.cancel_task(&c, cancel(&canceled.id))
+        .await
+        .expect("cancel");
+    ids.push(canceled.id);
+    let mut before = Vec::new();
+    for id in &ids {
+        before.push(b.get_task(&c, get(id)).await.expect("get"));
+    }
+    let listed = b
+        .list_tasks(
+            &c,
+            ListTasksRequest {
+                include_artifacts: Some(true),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("list");
+    w.shutdown().await.expect("shutdown");
+    drop(b);
+    // A bridge over the same log handle for memory; a reopened log otherwise.
+    let log = subject.restart(&log).await.unwrap_or(log);
+    let again = bridge(&log, agent).await;
+    for (id, expected) in ids.iter().zip(&before) {
+        assert_eq!(
+            &again
+                .get_task(&c, get(id))
+                .await
+                .expect("get after restart"),
+            expected
+        );
+    }
+    let relisted = again
+        .list_tasks(
+            &c,
+            ListTasksRequest {
+                include_artifacts: Some(true),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("list");
+    assert_eq!(relisted, listed);
+}
