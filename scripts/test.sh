@@ -4,7 +4,11 @@
 # Rust: unit tests, the fixture runner, the log conformance suite (embedded always; Apache
 # Iggy when an `iggy-server` binary is on PATH or in AGENTLOG_IGGY_SERVER, otherwise those
 # tests print SKIPPED), crash tests and the bridge tests.
+# Then the interop tests: the official A2A clients (Python a2a-sdk, JS @a2a-js/sdk) against
+# `agentlog serve --demo` (tests/interop/run.sh; needs Python >= 3.10, Node >= 20, and PyPI and
+# npm on the first run, after which the installs are cached).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 cargo test --workspace --locked
+tests/interop/run.sh

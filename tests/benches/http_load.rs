@@ -4,6 +4,7 @@
 //! JSON-RPC body (the ceiling of the HTTP layer). Prints a table; see `benches/README.md`.
 //!
 //! `cargo bench -p agentlog-integration --bench http_load`
+//! (`HTTP_LOAD_FILTER=<text>` keeps only the cases whose label contains it.)
 //!
 //! Server and client share the machine: the server runs on a 2-worker tokio runtime, the
 //! client (hyper's bare HTTP/1.1 connections, one task per connection) on a current-thread
@@ -41,6 +42,8 @@ const FIXED_REPLY: &str = r#"{"jsonrpc":"2.0","id":1,"result":{"task":{"id":"0b4
 #[derive(Clone, Copy, PartialEq)]
 enum Kind {
     Bare,
+    /// Our router and `handle_rpc` with no log work: `GetExtendedAgentCard` (answered -32004).
+    RouterOnly,
     Send,
     Get,
     Blocking,
@@ -61,6 +64,7 @@ impl Case {
         };
         match self.kind {
             Kind::Bare => "bare axum handler".to_owned(),
+            Kind::RouterOnly => "router, no log work (GetExtendedAgentCard)".to_owned(),
             Kind::Send => format!("SendMessage, returnImmediately [{fsync}]"),
             Kind::Get => format!("GetTask [{fsync}]"),
             Kind::Blocking => format!("SendMessage, blocking, demo worker [{fsync}]"),
@@ -191,11 +195,15 @@ async fn load(address: SocketAddr, case: Case, connections: usize, task_id: Arc<
                 }
                 i += 1;
                 let body = match case.kind {
+                    Kind::RouterOnly => Bytes::from(format!(
+                        r#"{{"jsonrpc":"2.0","id":{i},"method":"GetExtendedAgentCard"}}"#
+                    )),
                     Kind::Bare | Kind::Send => send_body(conn, i, true),
                     Kind::Blocking => send_body(conn, i, false),
                     Kind::Get => get_body(i, &task_id),
                 };
-                let ok = request(&mut sender, body).await;
+                // The router-only case is answered with an error by design.
+                let ok = request(&mut sender, body).await != (case.kind == Kind::RouterOnly);
                 if now >= measure_from {
                     requests += 1;
                     errors += u64::from(!ok);
@@ -248,10 +256,16 @@ fn main() {
             policies.push(other);
         }
     }
-    let mut cases = vec![Case {
-        kind: Kind::Bare,
-        fsync: default_fsync,
-    }];
+    let mut cases = vec![
+        Case {
+            kind: Kind::Bare,
+            fsync: default_fsync,
+        },
+        Case {
+            kind: Kind::RouterOnly,
+            fsync: default_fsync,
+        },
+    ];
     cases.extend(policies.iter().map(|&fsync| Case {
         kind: Kind::Send,
         fsync,
@@ -263,6 +277,10 @@ fn main() {
         });
     }
 
+    // `HTTP_LOAD_FILTER=Never` runs only the cases whose label contains it (for profiling).
+    if let Ok(filter) = std::env::var("HTTP_LOAD_FILTER") {
+        cases.retain(|case| case.label().contains(&filter));
+    }
     println!(
         "HTTP load: {CASE_TIME:?} per case after {WARM_UP:?} warm-up; embedded log in a tempdir; \
          default fsync policy = {default_fsync:?}; cores = {}",
@@ -270,11 +288,11 @@ fn main() {
     );
     println!();
     println!(
-        "| {:<48} | conns | {:>9} | {:>8} | {:>8} | {:>6} |",
+        "| {:<52} | conns | {:>9} | {:>8} | {:>8} | {:>6} |",
         "case", "req/s", "p50 µs", "p99 µs", "errors"
     );
     println!(
-        "|{:-<50}|-------|{:-<11}|{:-<10}|{:-<10}|{:-<8}|",
+        "|{:-<54}|-------|{:-<11}|{:-<10}|{:-<10}|{:-<8}|",
         "", "", "", "", ""
     );
     let mut bare = [0.0f64; CONNECTIONS.len()];
@@ -301,7 +319,7 @@ fn main() {
             let outcome = client_rt.block_on(load(server.address, case, connections, task_id));
             let rate = outcome.requests as f64 / outcome.elapsed.as_secs_f64();
             println!(
-                "| {:<48} | {:>5} | {:>9.0} | {:>8} | {:>8} | {:>6} |",
+                "| {:<52} | {:>5} | {:>9.0} | {:>8} | {:>8} | {:>6} |",
                 case.label(),
                 connections,
                 rate,
@@ -325,7 +343,7 @@ fn main() {
     for (c, connections) in CONNECTIONS.iter().enumerate() {
         println!(
             "SendMessage [{default_fsync:?}] / bare at {connections} connection(s): {:.2}",
-            send_default[c] / bare[c]
+            send_default[c] / bare[c].max(f64::MIN_POSITIVE)
         );
     }
 }

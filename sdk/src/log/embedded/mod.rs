@@ -16,8 +16,10 @@
 //!
 //! One writer thread per log takes every queued append at once, writes each touched
 //! partition with one `write`, syncs each touched file once and then acknowledges all of
-//! them (see `writer`). [`FsyncPolicy`] says when it syncs; the default is
-//! [`FsyncPolicy::Always`]: an acknowledged append survives power loss.
+//! them (see `writer`). [`FsyncPolicy`] says when it syncs; the default is an
+//! [`FsyncPolicy::Interval`] of 100 ms (an acknowledged append survives the process being
+//! killed, and a machine crash loses at most the unsynced window); [`FsyncPolicy::Always`]
+//! makes every acknowledged append survive power loss.
 //! Batches become readable (and `watch_end` moves) only once acknowledged.
 //!
 //! # Recovery policy
@@ -25,8 +27,9 @@
 //! `open` scans every segment:
 //! - A **torn tail** (the last batch of a partition's last segment is incomplete, fails its
 //!   body checksum while ending exactly at the end of the file, or is zero fill) is what a
-//!   crash during a write leaves. It was never acknowledged under `Always`, so `open` cuts
-//!   it off, logs a `tracing` warning and carries on.
+//!   crash during a write leaves. A batch is acknowledged only after its write returned (and,
+//!   under `Always`, its sync), so a torn one was never acknowledged: `open` cuts it off, logs
+//!   a `tracing` warning and carries on.
 //! - Anything else (a bad header or body followed by more data, a batch or segment out of
 //!   sequence, damage in an older segment) means acknowledged data was changed. `open`
 //!   refuses with [`ErrorKind::Corrupt`] naming the file and byte offset, unless

@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# Interop tests: the official A2A clients (Python a2a-sdk, JS @a2a-js/sdk) against one
+# `agentlog serve --demo` on a free loopback port with an in-memory log.
+#
+# Self-contained and idempotent; run from anywhere:
+#   1. builds the agentlog binary (cargo build --locked);
+#   2. creates tests/interop/python/.venv and pip-installs requirements.txt (+ constraints.txt)
+#      unless the venv is already up to date (a stamp holds the hash of both files and the
+#      Python version);
+#   3. runs `npm ci` in tests/interop/js unless node_modules matches package-lock.json;
+#   4. starts the server, exports its URL as AGENTLOG_URL, runs `pytest -q` and `node --test`,
+#      and always stops the server.
+# Exits non-zero if anything fails. Installs need PyPI and npm on the first run (or after a
+# pin changes); without them it fails loudly rather than skipping: CI must prove interop.
+#
+# Environment: PYTHON (default python3), INTEROP_SUITE_TIMEOUT (seconds per suite, default 240).
+set -euo pipefail
+
+HERE="$(cd "$(dirname "$0")" && pwd)"
+ROOT="$(cd "$HERE/../.." && pwd)"
+PY_DIR="$HERE/python"
+JS_DIR="$HERE/js"
+VENV="$PY_DIR/.venv"
+PYTHON="${PYTHON:-python3}"
+SUITE_TIMEOUT="${INTEROP_SUITE_TIMEOUT:-240}"
+START=$SECONDS
+
+step() { printf '\n==> interop: %s\n' "$*"; }
+die() { printf '\ninterop: FAILED: %s\n' "$*" >&2; exit 1; }
+
+need() { command -v "$1" >/dev/null 2>&1 || die "$1 not found on PATH ($2)"; }
+need cargo "needed to build agentlog"
+need "$PYTHON" "Python >= 3.10 is needed for a2a-sdk; set PYTHON to choose the interpreter"
+need node "Node >= 20 is needed for @a2a-js/sdk"
+need npm "npm is needed to install @a2a-js/sdk"
+"$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 10))' ||
+    die "$("$PYTHON" --version 2>&1) is too old: a2a-sdk needs Python >= 3.10"
+node -e 'process.exit(Number(process.versions.node.split(".")[0]) < 20 ? 1 : 0)' ||
+    die "node $(node --version) is too old: @a2a-js/sdk needs Node >= 20"
+
+hash_of() { cat "$@" | sha256sum | cut -d' ' -f1; }
+
+# --- 1. the binary ----------------------------------------------------------------------------
+step "cargo build -p agentlog --bin agentlog --locked"
+# The executable's path comes from cargo itself, so CARGO_TARGET_DIR and the like just work.
+BIN="$(
+    cd "$ROOT" &&
+        cargo build -p agentlog --bin agentlog --locked --message-format=json-render-diagnostics |
+        "$PYTHON" -c '
+import json, sys
+exe = None
+for line in sys.stdin:
+    msg = json.loads(line)
+    if msg.get("reason") == "compiler-artifact" and msg.get("executable") and msg["target"]["name"] == "agentlog":
+        exe = msg["executable"]
+print(exe or "")'
+)"
+[[ -n "$BIN" && -x "$BIN" ]] || die "cargo build did not produce the agentlog binary"
+echo "binary: $BIN"
+
+# --- 2. Python: venv + pinned a2a-sdk ---------------------------------------------------------
+PY_STAMP="$VENV/.interop-stamp"
+PY_WANT="$(hash_of "$PY_DIR/requirements.txt" "$PY_DIR/constraints.txt") $("$PYTHON" -c 'import sys; print(sys.version)' | head -1)"
+if [[ -f "$PY_STAMP" && "$(cat "$PY_STAMP")" == "$PY_WANT" ]] &&
+    "$VENV/bin/python" -c 'import a2a.client, pytest, pytest_asyncio' >/dev/null 2>&1; then
+    step "python venv up to date ($VENV)"
+else
+    step "creating $VENV and installing requirements.txt"
+    rm -rf "$VENV"
+    "$PYTHON" -m venv "$VENV" || die "cannot create a venv with $PYTHON (on Debian/Ubuntu: apt-get install python3-venv)"
+    if ! "$VENV/bin/pip" install --disable-pip-version-check --no-input -q \
+        -r "$PY_DIR/requirements.txt" -c "$PY_DIR/constraints.txt"; then
+        rm -rf "$VENV"
+        die "pip could not install $PY_DIR/requirements.txt: is PyPI reachable (proxy, PIP_INDEX_URL)? Interop tests cannot be skipped."
+    fi
+    echo "$PY_WANT" >"$PY_STAMP"
+fi
+"$VENV/bin/pip" --disable-pip-version-check list 2>/dev/null | grep -Ei '^(a2a-sdk|pytest|pytest-asyncio) ' || true
+
+# --- 3. JS: npm ci from the committed lockfile ------------------------------------------------
+JS_STAMP="$JS_DIR/node_modules/.interop-stamp"
+JS_WANT="$(hash_of "$JS_DIR/package.json" "$JS_DIR/package-lock.json") node-$(node --version)"
+if [[ -f "$JS_STAMP" && "$(cat "$JS_STAMP")" == "$JS_WANT" ]]; then
+    step "node_modules up to date ($JS_DIR/node_modules)"
+else
+    step "npm ci (tests/interop/js)"
+    if ! (cd "$JS_DIR" && npm ci --no-audit --no-fund --loglevel=error); then
+        die "npm ci failed in $JS_DIR: is the npm registry reachable (proxy, npm_config_registry)? Interop tests cannot be skipped."
+    fi
+    echo "$JS_WANT" >"$JS_STAMP"
+fi
+echo "@a2a-js/sdk $(node -p 'require(process.argv[1]).version' "$JS_DIR/node_modules/@a2a-js/sdk/package.json")"
+
+# --- 4. the server ----------------------------------------------------------------------------
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/agentlog-interop.XXXXXX")"
+SERVER_PID=""
+cleanup() {
+    if [[ -n "$SERVER_PID" ]] && kill -0 "$SERVER_PID" 2>/dev/null; then
+        kill -TERM "$SERVER_PID" 2>/dev/null || true
+        # Graceful shutdown first; do not wait forever on it.
+        for _ in $(seq 50); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
+        kill -KILL "$SERVER_PID" 2>/dev/null || true
+        wait "$SERVER_PID" 2>/dev/null || true
+    fi
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+step "$BIN serve --demo --listen 127.0.0.1:0 --log memory://"
+"$BIN" serve --demo --listen 127.0.0.1:0 --log memory:// --color never \
+    >"$WORK/server.out" 2>"$WORK/server.err" &
+SERVER_PID=$!
+URL=""
+for _ in $(seq 300); do # up to 30 s
+    URL="$(sed -n 's/^agentlog serving agent .* at \(http:[^ ]*\).*/\1/p' "$WORK/server.out" | head -1)"
+    [[ -n "$URL" ]] && break
+    kill -0 "$SERVER_PID" 2>/dev/null || break
+    sleep 0.1
+done
+if [[ -z "$URL" ]]; then
+    echo "--- server stdout" >&2; cat "$WORK/server.out" >&2
+    echo "--- server stderr" >&2; cat "$WORK/server.err" >&2
+    die "agentlog serve did not print its URL"
+fi
+export AGENTLOG_URL="$URL"
+echo "AGENTLOG_URL=$AGENTLOG_URL"
+
+# --- 5. the suites (both run even if the first fails) -----------------------------------------
+failed=()
+
+step "pytest -q (tests/interop/python, a2a-sdk)"
+if (cd "$PY_DIR" && timeout "$SUITE_TIMEOUT" "$VENV/bin/python" -m pytest -q); then :; else
+    failed+=("python (exit $?)")
+fi
+
+step "node --test (tests/interop/js, @a2a-js/sdk)"
+if (cd "$JS_DIR" && timeout "$SUITE_TIMEOUT" node --test --test-reporter=spec interop.test.mjs); then :; else
+    failed+=("js (exit $?)")
+fi
+
+if ! kill -0 "$SERVER_PID" 2>/dev/null; then
+    failed+=("server (exited during the run)")
+fi
+if ((${#failed[@]})); then
+    echo "--- server stderr (last 50 lines)" >&2
+    tail -n 50 "$WORK/server.err" >&2 || true
+    die "${failed[*]} ($((SECONDS - START)) s)"
+fi
+step "all interop suites passed ($((SECONDS - START)) s)"
