@@ -42,6 +42,12 @@ fn main() {
     );
     write(
         &dir,
+        "v03.json",
+        "The 0.3 codec: 0.3 params to the 1.0 model, 1.0 results to 0.3 shapes, and 0.3 input it must reject.",
+        v03_cases(),
+    );
+    write(
+        &dir,
         "ids.json",
         "Deterministic task and context ids from (tenant, principal, messageId).",
         ids(),
@@ -715,4 +721,105 @@ fn ids() -> Vec<Value> {
             )
         })
         .collect()
+}
+
+fn v03_cases() -> Vec<Value> {
+    use agentlog_wire::v03;
+    let mut cases = Vec::new();
+    let params: &[(&str, Value)] = &[
+        (
+            "a text message, blocking by default",
+            json!({"message": {"kind": "message", "messageId": "m1", "role": "user", "parts": [{"kind": "text", "text": "hi"}]}}),
+        ),
+        (
+            "blocking false is returnImmediately",
+            json!({"message": {"kind": "message", "messageId": "m2", "role": "user", "parts": [{"kind": "text", "text": "hi"}]}, "configuration": {"blocking": false, "historyLength": 3, "acceptedOutputModes": ["text/plain"]}}),
+        ),
+        (
+            "a follow-up names its task and context",
+            json!({"message": {"kind": "message", "messageId": "m3", "taskId": "t-1", "contextId": "c-1", "role": "user", "parts": [{"kind": "text", "text": "paris"}]}}),
+        ),
+        (
+            "file parts with bytes and uri, and a data part",
+            json!({"message": {"kind": "message", "messageId": "m4", "role": "user", "parts": [{"kind": "file", "file": {"name": "a.txt", "mimeType": "text/plain", "bytes": "aGk="}}, {"kind": "file", "file": {"uri": "https://example.com/doc.pdf", "mimeType": "application/pdf"}}, {"kind": "data", "data": {"k": 1}}]}}),
+        ),
+        (
+            "metadata is kept",
+            json!({"message": {"kind": "message", "messageId": "m5", "role": "user", "parts": [{"kind": "text", "text": "x", "metadata": {"a": 1}}], "metadata": {"b": 2}}, "metadata": {"c": 3}}),
+        ),
+    ];
+    for (description, input) in params {
+        let request = v03::send_params_from_v03(input).unwrap();
+        cases.push(ok(
+            *description,
+            json!({"sendParams": input}),
+            json!({"v1": request}),
+        ));
+    }
+    let bad: &[(&str, Value)] = &[
+        (
+            "a message without parts field type",
+            json!({"message": {"kind": "message", "messageId": "m1", "role": "user", "parts": "hi"}}),
+        ),
+        (
+            "an unknown role",
+            json!({"message": {"kind": "message", "messageId": "m1", "role": "robot", "parts": [{"kind": "text", "text": "hi"}]}}),
+        ),
+        (
+            "an unknown part kind",
+            json!({"message": {"kind": "message", "messageId": "m1", "role": "user", "parts": [{"kind": "video", "url": "x"}]}}),
+        ),
+        (
+            "a file part with neither bytes nor uri",
+            json!({"message": {"kind": "message", "messageId": "m1", "role": "user", "parts": [{"kind": "file", "file": {"name": "a"}}]}}),
+        ),
+        ("no message", json!({"configuration": {"blocking": true}})),
+        ("params not an object", json!(["message"])),
+    ];
+    for (description, input) in bad {
+        let kind = v03::send_params_from_v03(input).unwrap_err().kind();
+        cases.push(err(
+            *description,
+            json!({"sendParams": input}),
+            json!({"kind": kind}),
+        ));
+    }
+    let records = vec![
+        rec(
+            "task-1",
+            "m-1",
+            1_700_000_000_000,
+            RecordBody::Command {
+                params: SEND_HI.into(),
+            },
+        ),
+        status("s-1", 1_700_000_000_010, TaskState::Working, ""),
+        rec(
+            "task-1",
+            "a-1",
+            1_700_000_000_020,
+            RecordBody::ArtifactUpdate {
+                append: false,
+                last_chunk: true,
+                artifact: r#"{"artifactId":"out","name":"echo","parts":[{"text":"echo: hi"}]}"#
+                    .into(),
+            },
+        ),
+        status(
+            "t-1",
+            1_700_000_000_030,
+            TaskState::Completed,
+            r#"{"messageId":"t-1","role":"ROLE_AGENT","parts":[{"text":"done"}]}"#,
+        ),
+    ];
+    for n in 1..=records.len() {
+        let task = fold(&records[..n]).into_task().unwrap();
+        let v1 = serde_json::to_value(&task).unwrap();
+        cases.push(ok(
+            format!("a {} task in 0.3 shape", task.status.state.as_v03_str()),
+            json!({"task": v1}),
+            json!({"v03": v03::task_to_v03(&task)}),
+        ));
+    }
+    cases
 }

@@ -38,6 +38,7 @@ fn every_fixture_vector_holds() {
             "jsonrpc.json" => jsonrpc,
             "fold.json" => fold_case,
             "ids.json" => ids_case,
+            "v03.json" => v03_case,
             other => panic!("no runner for fixtures/{other}: add one here"),
         };
         for case in file["cases"].as_array().expect("a cases array") {
@@ -249,4 +250,29 @@ fn ids_case(case: &Value) -> Result<(), String> {
     check(context == case["expected"]["contextId"], || {
         format!("context id {context}")
     })
+}
+
+fn v03_case(case: &Value) -> Result<(), String> {
+    use agentlog_wire::v03;
+    let input = &case["input"];
+    if let Some(params) = input.get("sendParams") {
+        return match (v03::send_params_from_v03(params), case.get("error")) {
+            (Ok(request), None) => {
+                let got = serde_json::to_value(&request).unwrap();
+                check(got == case["expected"]["v1"], || {
+                    format!("converted to {got}")
+                })
+            }
+            (Err(e), Some(expected)) => check(e.kind() == expected["kind"], || e.kind().into()),
+            (got, _) => Err(format!("got {got:?}")),
+        };
+    }
+    let task: agentlog_wire::a2a::Task =
+        serde_json::from_value(input["task"].clone()).map_err(|e| e.to_string())?;
+    let got = v03::task_to_v03(&task);
+    check(got == case["expected"]["v03"], || {
+        format!("converted to {got}")
+    })?;
+    let back = v03::task_from_v03(&got).map_err(|e| e.to_string())?;
+    check(back == task, || format!("round trip gave {back:?}"))
 }
