@@ -8,7 +8,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use agentlog::log::{Follower, GroupConsumer, Log, StoredRecord, TopicRef, partition_for_key};
+use agentlog::log::{
+    AppendBatch, Follower, GroupConsumer, Log, StoredRecord, TopicRef, partition_for_key,
+};
 use bytes::Bytes;
 
 /// Upper bound for anything that should happen "soon" (wake-ups, deliveries).
@@ -30,11 +32,12 @@ pub trait Subject: Send + Sync {
 /// Run every case against `subject`, one after the other, each on its own streams.
 pub async fn run_all(subject: &dyn Subject) {
     let run = format!("{:08x}", rand::random::<u32>());
-    let cases: [(&str, CaseFn); 10] = [
+    let cases: [(&str, CaseFn); 11] = [
         ("ordering_and_offsets", |s, t| {
             Box::pin(ordering_and_offsets(s, t))
         }),
         ("batch_append", |s, t| Box::pin(batch_append(s, t))),
+        ("append_all", |s, t| Box::pin(append_all(s, t))),
         ("keyed_partitioning", |s, t| {
             Box::pin(keyed_partitioning(s, t))
         }),
@@ -158,6 +161,63 @@ async fn batch_append(subject: &dyn Subject, stream: String) {
     assert_eq!(
         payloads(&read),
         first.into_iter().chain(second).collect::<Vec<_>>()
+    );
+    log.close().await.expect("close");
+}
+
+/// `append_all` across two topics (and twice into one partition): each batch lands where
+/// its key says, in order, with contiguous offsets after what was there before.
+async fn append_all(subject: &dyn Subject, stream: String) {
+    let log = subject.open().await;
+    let events = TopicRef::new(stream.clone(), "events");
+    let commands = TopicRef::new(stream, "commands");
+    log.ensure_topic(&events, 4).await.expect("ensure_topic");
+    log.ensure_topic(&commands, 2).await.expect("ensure_topic");
+    log.append(&events, b"task", vec![payload("before", 0)])
+        .await
+        .expect("append before");
+    let e = partition_for_key(b"task", 4);
+    let c = partition_for_key(b"task", 2);
+    let batch = |topic, tag: &str, n: usize| AppendBatch {
+        topic,
+        key: b"task",
+        payloads: (0..n).map(|i| payload(tag, i)).collect(),
+    };
+    let appended = log
+        .append_all(vec![
+            batch(&events, "e1", 3),
+            batch(&commands, "c1", 2),
+            batch(&events, "e2", 1),
+        ])
+        .await
+        .expect("append_all");
+    let got: Vec<_> = appended
+        .iter()
+        .map(|a| (a.partition, a.first_offset, a.count))
+        .collect();
+    assert_eq!(got, vec![(e, 1, 3), (c, 0, 2), (e, 4, 1)]);
+    assert!(
+        log.append_all(Vec::new())
+            .await
+            .expect("empty append_all")
+            .is_empty()
+    );
+    let ends = log.end_offsets(&events).await.expect("end_offsets");
+    assert_eq!(ends[e as usize], 5);
+    let read = log.read(&events, e, 0, 10).await.expect("read events");
+    assert_eq!(
+        read.iter().map(|r| r.offset).collect::<Vec<_>>(),
+        (0..5).collect::<Vec<_>>()
+    );
+    let expected: Vec<Bytes> = std::iter::once(payload("before", 0))
+        .chain((0..3).map(|i| payload("e1", i)))
+        .chain(std::iter::once(payload("e2", 0)))
+        .collect();
+    assert_eq!(payloads(&read), expected);
+    let read = log.read(&commands, c, 0, 10).await.expect("read commands");
+    assert_eq!(
+        payloads(&read),
+        (0..2).map(|i| payload("c1", i)).collect::<Vec<_>>()
     );
     log.close().await.expect("close");
 }

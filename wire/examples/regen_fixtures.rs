@@ -784,7 +784,7 @@ fn v03_cases() -> Vec<Value> {
             json!({"kind": kind}),
         ));
     }
-    let records = vec![
+    let records = [
         rec(
             "task-1",
             "m-1",

@@ -21,10 +21,10 @@ use bytes::Bytes;
 
 use crate::agent::{AgentTopics, Caller};
 use crate::error::{Error, ErrorKind, Result};
-use crate::log::{Appended, Log};
+use crate::log::{AppendBatch, Appended, Log};
 use crate::view::TaskView;
 
-pub use rpc::RpcReply;
+pub use rpc::{RpcReply, RpcStream};
 pub use stream::{StreamEvent, TaskStream};
 
 /// How a bridge behaves.
@@ -159,18 +159,29 @@ impl Bridge {
         })?);
         let key = record.header.task_id.as_bytes();
         let topics = &self.inner.config.topics;
-        let appended = self
-            .inner
-            .log
-            .append(&topics.events, key, vec![bytes.clone()])
-            .await?;
-        if enqueue {
-            self.inner
-                .log
-                .append(&topics.commands, key, vec![bytes])
-                .await?;
+        let log = &self.inner.log;
+        if !enqueue {
+            return log.append(&topics.events, key, vec![bytes]).await;
         }
-        Ok(appended)
+        // One round on backends that support it; the copy is acknowledged only with the event.
+        let appended = log
+            .append_all(vec![
+                AppendBatch {
+                    topic: &topics.events,
+                    key,
+                    payloads: vec![bytes.clone()],
+                },
+                AppendBatch {
+                    topic: &topics.commands,
+                    key,
+                    payloads: vec![bytes],
+                },
+            ])
+            .await?;
+        appended
+            .first()
+            .copied()
+            .ok_or_else(|| Error::new(ErrorKind::Internal, "append_all returned no result"))
     }
 
     async fn sync_task(&self, task_id: &str) -> Result<()> {

@@ -125,18 +125,7 @@ async fn produce(
                     continue;
                 }
                 position = event.offset;
-                let last = ends_stream(event.state);
-                if let Some(response) = to_response(&event) {
-                    let out = StreamEvent {
-                        position,
-                        response,
-                        last,
-                    };
-                    if tx.send(Ok(out)).await.is_err() {
-                        return;
-                    }
-                }
-                if last {
+                if emit(&event, tx).await == Flow::Stop {
                     return;
                 }
             }
@@ -188,22 +177,34 @@ async fn replay(view: &TaskView, info: &TaskInfo, after: u64, tx: &Sink) -> Repl
             state,
             change,
         };
-        let last = ends_stream(state);
-        if let Some(response) = to_response(&event) {
-            let out = StreamEvent {
-                position,
-                response,
-                last,
-            };
-            if tx.send(Ok(out)).await.is_err() {
-                return Replay::Done;
-            }
-        }
-        if last {
+        if emit(&event, tx).await == Flow::Stop {
             return Replay::Done;
         }
     }
     Replay::At(position)
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum Flow {
+    Continue,
+    Stop,
+}
+
+/// Send the stream event for an applied change; stop after the last one or when the client
+/// is gone.
+async fn emit(event: &TaskEvent, tx: &Sink) -> Flow {
+    let last = ends_stream(event.state);
+    if let Some(response) = to_response(event) {
+        let out = StreamEvent {
+            position: event.offset,
+            response,
+            last,
+        };
+        if tx.send(Ok(out)).await.is_err() {
+            return Flow::Stop;
+        }
+    }
+    if last { Flow::Stop } else { Flow::Continue }
 }
 
 /// A stream ends when the task is terminal or interrupted (spec §3.1.2, §11.7).

@@ -21,6 +21,8 @@ EXAMPLES:
       a free port (printed) and a log that lives only as long as the process
   agentlog serve --agent translator --name Translator --description 'Translates text'
       no worker in this process: run workers with `agentlog worker` or the SDK
+  agentlog serve --agent translator --card translator-card.json
+      the card's version, provider, skills and modes from a file (A2A 1.0 AgentCard JSON)
   agentlog serve --listen 0.0.0.0:8080 --public-url https://agents.example.com/ \\
       --log iggy://iggy:iggy@127.0.0.1:8090
       behind a proxy: the card tells clients the public URL
@@ -66,6 +68,13 @@ pub(super) struct ServeArgs {
     /// Also list a JSONRPC 0.3 interface in the card, for 0.3-only clients.
     #[arg(long)]
     with_v03_interface: bool,
+
+    /// A JSON file with the agent card's contents, in the A2A 1.0 `AgentCard` shape (any
+    /// subset: name, description, version, provider, skills, defaultInputModes, ...). Fields
+    /// it leaves out keep their defaults; `supportedInterfaces` is always this server's and
+    /// `capabilities.streaming` is always true; --name and --description win over the file.
+    #[arg(long, value_name = "FILE")]
+    card: Option<std::path::PathBuf>,
 }
 
 /// `agentlog serve`.
@@ -84,7 +93,11 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
     let endpoint = public_url
         .join(http.rpc_path.trim_start_matches('/'))
         .map_err(|e| CliError::msg(format!("bad --public-url: {e}")))?;
-    let card = card(&args, endpoint.as_str());
+    let base = match &args.card {
+        Some(path) => card_file(path, &args.log.agent)?,
+        None => default_card(&args.log.agent),
+    };
+    let card = card(&args, base, endpoint.as_str());
     card.validate()
         .map_err(|e| CliError::msg(format!("the agent card is not valid: {e}")))?;
 
@@ -173,11 +186,27 @@ fn public_url(given: Option<&str>, local: SocketAddr) -> CliResult<url::Url> {
     Ok(url)
 }
 
-/// The card: the defaults for the agent, its interfaces at `endpoint`, streaming on, and the
-/// demo's skill with `--demo`.
-fn card(args: &ServeArgs, endpoint: &str) -> AgentCard {
+/// The default card for `agent` with the fields of the JSON object in `path` laid over it.
+fn card_file(path: &std::path::Path, agent: &str) -> Result<AgentCard, CliError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| CliError::msg(format!("cannot read --card {}: {e}", path.display())))?;
+    let bad = |why: String| CliError::msg(format!("bad --card {}: {why}", path.display()));
+    let overlay: serde_json::Value = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
+    let serde_json::Value::Object(overlay) = overlay else {
+        return Err(bad("not a JSON object".to_owned()));
+    };
+    let mut merged = serde_json::to_value(default_card(agent)).map_err(|e| bad(e.to_string()))?;
+    if let Some(fields) = merged.as_object_mut() {
+        fields.extend(overlay);
+    }
+    agentlog_wire::a2a::from_json("AgentCard", &merged).map_err(|e| bad(e.to_string()))
+}
+
+/// The card: `base` (the defaults or --card), its interfaces at `endpoint`, streaming on,
+/// the demo's skill with `--demo`, and --name/--description.
+fn card(args: &ServeArgs, base: AgentCard, endpoint: &str) -> AgentCard {
     let agent = &args.log.agent;
-    let mut card = default_card(agent);
+    let mut card = base;
     if let Some(name) = &args.name {
         card.name = name.clone();
     }
@@ -192,11 +221,13 @@ fn card(args: &ServeArgs, endpoint: &str) -> AgentCard {
         card.supported_interfaces.push(interface("0.3"));
     }
     card.capabilities.streaming = Some(true);
-    if args.demo {
+    if args.demo && args.card.is_none() {
         card.description = format!(
             "The agentlog demo agent {agent:?}: echoes messages, and shows every task lifecycle"
         );
-        card.skills = vec![demo_skill()];
+    }
+    if args.demo && !card.skills.iter().any(|s| s.id == "echo") {
+        card.skills.push(demo_skill());
     }
     if let Some(description) = &args.description {
         card.description = description.clone();
@@ -242,7 +273,11 @@ mod tests {
 
     #[test]
     fn the_card_lists_one_jsonrpc_1_0_interface_and_the_demo_skill() {
-        let card = card(&args(&["--demo"]), "http://127.0.0.1:8080/");
+        let card = card(
+            &args(&["--demo"]),
+            default_card("demo"),
+            "http://127.0.0.1:8080/",
+        );
         card.validate().unwrap();
         assert_eq!(card.supported_interfaces.len(), 1);
         let interface = &card.supported_interfaces[0];
@@ -269,6 +304,7 @@ mod tests {
                 "does x",
                 "--with-v03-interface",
             ]),
+            default_card("x"),
             "http://h/",
         );
         assert_eq!(
@@ -277,6 +313,39 @@ mod tests {
         );
         assert_eq!(card.supported_interfaces[1].protocol_version, "0.3");
         assert!(card.skills.is_empty());
+    }
+
+    #[test]
+    fn a_card_file_fills_the_card_and_the_server_keeps_its_interfaces() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("card.json");
+        std::fs::write(
+            &path,
+            r#"{"name":"Translator","version":"2.1.0",
+               "provider":{"organization":"Acme","url":"https://acme.example"},
+               "supportedInterfaces":[{"url":"http://elsewhere/","protocolBinding":"JSONRPC","protocolVersion":"1.0"}],
+               "skills":[{"id":"fr","name":"French","description":"To French","tags":["translate"],
+                          "examples":["bonjour"],"inputModes":["text/plain"],"outputModes":["text/plain"]}],
+               "defaultOutputModes":["text/plain","application/json"]}"#,
+        )
+        .unwrap();
+        let base = card_file(&path, "t").unwrap();
+        let card = card(&args(&["--agent", "t", "--card", "x"]), base, "http://h/");
+        card.validate().unwrap();
+        assert_eq!(card.name, "Translator");
+        assert_eq!(card.version, "2.1.0");
+        assert_eq!(
+            card.provider.as_ref().map(|p| p.organization.as_str()),
+            Some("Acme")
+        );
+        assert_eq!(card.skills[0].id, "fr");
+        assert_eq!(card.default_output_modes.len(), 2);
+        assert_eq!(card.supported_interfaces[0].url, "http://h/");
+        assert_eq!(card.capabilities.streaming, Some(true));
+        std::fs::write(&path, "[1]").unwrap();
+        assert!(card_file(&path, "t").is_err());
+        std::fs::write(&path, r#"{"skills":"none"}"#).unwrap();
+        assert!(card_file(&path, "t").is_err());
     }
 
     #[test]

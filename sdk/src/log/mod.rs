@@ -78,6 +78,18 @@ pub struct Appended {
     pub count: u32,
 }
 
+/// One batch of [`LogBackend::append_all`]: `payloads` go, in order, to the partition of
+/// `topic` that `key` chooses.
+#[derive(Debug, Clone)]
+pub struct AppendBatch<'a> {
+    /// The topic appended to.
+    pub topic: &'a TopicRef,
+    /// The partitioning key ([`partition_for_key`]).
+    pub key: &'a [u8],
+    /// The records.
+    pub payloads: Vec<Bytes>,
+}
+
 /// Records handed to one consumer-group member by [`GroupConsumer::poll`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Delivery {
@@ -104,6 +116,19 @@ pub trait LogBackend: Send + Sync + fmt::Debug + 'static {
     /// ([`partition_for_key`]), and return where they landed. Returns once the batch is
     /// acknowledged under the backend's durability setting.
     async fn append(&self, topic: &TopicRef, key: &[u8], payloads: Vec<Bytes>) -> Result<Appended>;
+
+    /// Append several batches, each to the partition its key chooses in its topic, in order:
+    /// batch i is acknowledged only if every batch before it is, and the result lists where
+    /// each landed, in the same order. On an error, batches before the failing one may have
+    /// been appended. Default: one [`append`](Self::append) after the other; a backend may
+    /// take them all in one round (the embedded log writes and acknowledges them together).
+    async fn append_all(&self, batches: Vec<AppendBatch<'_>>) -> Result<Vec<Appended>> {
+        let mut out = Vec::with_capacity(batches.len());
+        for batch in batches {
+            out.push(self.append(batch.topic, batch.key, batch.payloads).await?);
+        }
+        Ok(out)
+    }
 
     /// Up to `max` records of `partition` starting at offset `from`, in offset order.
     /// Past the end it returns an empty vector, not an error.

@@ -14,12 +14,16 @@
 //!
 //! # Durability and group commit
 //!
-//! One writer thread per log takes every queued append at once, writes each touched
-//! partition with one `write`, syncs each touched file once and then acknowledges all of
-//! them (see `writer`). [`FsyncPolicy`] says when it syncs; the default is an
+//! [`FsyncPolicy`] says when written batches are synced; the default is an
 //! [`FsyncPolicy::Interval`] of 100 ms (an acknowledged append survives the process being
 //! killed, and a machine crash loses at most the unsynced window); [`FsyncPolicy::Always`]
-//! makes every acknowledged append survive power loss.
+//! makes every acknowledged append survive power loss. Under `Interval` and `Never` the
+//! appending task writes its batch itself (one positional `write` under the partition's
+//! writer lock) and a background *syncer* thread `fdatasync`s the written files every
+//! interval, off the append path. Under `Always` one writer thread takes every queued append
+//! at once, writes each touched partition with one `write`, syncs each touched file once and
+//! then acknowledges all of them (group commit). `append_all` takes several batches (for
+//! several topics) in one round. See `writer`.
 //! Batches become readable (and `watch_end` moves) only once acknowledged.
 //!
 //! # Recovery policy
@@ -41,7 +45,9 @@
 //!
 //! The batch index lives in memory (about 64 bytes per batch). File reads and the
 //! offsets-file writes of `commit` run on the calling task (reads) or the blocking pool
-//! (commits); reads of the cached tail touch no file.
+//! (commits); reads of the cached tail touch no file. Under `Interval` and `Never`, appends
+//! `pwrite` on the calling task (page cache, microseconds); a segment roll (every
+//! `segment_bytes`) also syncs the full segment and creates the next one there.
 
 mod files;
 mod group;
@@ -69,8 +75,10 @@ use self::group::{Group, Member};
 use self::lock::DirLock;
 use self::partition::{Partition, lock as lock_mutex};
 use self::topic::Topic;
-use self::writer::Command;
-use super::{Appended, GroupConsumer, LogBackend, StoredRecord, TopicRef, partition_for_key};
+use self::writer::{Command, Shared};
+use super::{
+    AppendBatch, Appended, GroupConsumer, LogBackend, StoredRecord, TopicRef, partition_for_key,
+};
 use crate::error::{Error, ErrorKind, Result};
 
 /// The embedded log backend. Cheap to share behind an `Arc` (see [`super::Log`]).
@@ -87,8 +95,12 @@ struct Inner {
     topics: RwLock<HashMap<TopicRef, Arc<Topic>>>,
     groups: Mutex<HashMap<(TopicRef, String), Arc<Group>>>,
     closed: Arc<AtomicBool>,
-    /// The writer thread's queue (file mode).
+    /// The background thread's queue (file mode).
     writer: Option<Sender<Command>>,
+    /// How batches are written (file mode).
+    write_config: writer::Config,
+    /// Poisoning and dirty files, shared with the background thread.
+    shared: Arc<Shared>,
     thread: Mutex<Option<JoinHandle<()>>>,
     /// Released by `close` or drop.
     dir_lock: Mutex<Option<DirLock>>,
@@ -110,6 +122,11 @@ impl EmbeddedLog {
                 groups: Mutex::new(HashMap::new()),
                 closed: Arc::new(AtomicBool::new(false)),
                 writer: None,
+                write_config: writer::Config {
+                    fsync: FsyncPolicy::Never,
+                    segment_bytes: 0,
+                },
+                shared: Arc::default(),
                 thread: Mutex::new(None),
                 dir_lock: Mutex::new(None),
             }),
@@ -134,7 +151,12 @@ impl EmbeddedLog {
             .map(|t| (t.name.clone(), Arc::new(t)))
             .collect();
         let (tx, rx) = mpsc::channel();
-        let thread = writer::spawn(rx, options.fsync, options.segment_bytes)?;
+        let write_config = writer::Config {
+            fsync: options.fsync,
+            segment_bytes: options.segment_bytes,
+        };
+        let shared = Arc::new(Shared::default());
+        let thread = writer::spawn(rx, write_config, Arc::clone(&shared))?;
         Ok(Self {
             inner: Arc::new(Inner {
                 dir: Some(dir),
@@ -143,6 +165,8 @@ impl EmbeddedLog {
                 groups: Mutex::new(HashMap::new()),
                 closed: Arc::new(AtomicBool::new(false)),
                 writer: Some(tx),
+                write_config,
+                shared,
                 thread: Mutex::new(Some(thread)),
                 dir_lock: Mutex::new(Some(dir_lock)),
             }),
@@ -190,9 +214,31 @@ impl Inner {
             })
     }
 
+    /// The partition `key` chooses in `topic`, and its index.
+    fn route(&self, topic: &TopicRef, key: &[u8]) -> Result<(u32, Arc<Partition>)> {
+        let found = self.topic(topic)?;
+        let index = partition_for_key(key, found.partitions.len() as u32);
+        let partition = found
+            .partitions
+            .get(index as usize)
+            .cloned()
+            .ok_or_else(|| Error::new(ErrorKind::Internal, "partition_for_key out of range"))?;
+        Ok((index, partition))
+    }
+
     /// Stop the writer (after it wrote and synced everything queued) and wait for it.
+    /// Direct appends still running finish first; later ones fail.
     fn stop_writer(&self) -> Option<oneshot::Receiver<Result<()>>> {
         let tx = self.writer.as_ref()?;
+        if let Ok(topics) = self.topics.read() {
+            for topic in topics.values() {
+                for partition in &topic.partitions {
+                    if let Ok(mut ws) = partition.writer.lock() {
+                        ws.closed = true;
+                    }
+                }
+            }
+        }
         let (ack, done) = oneshot::channel();
         tx.send(Command::Close { ack }).ok()?;
         Some(done)
@@ -270,13 +316,8 @@ impl LogBackend for EmbeddedLog {
     }
 
     async fn append(&self, topic: &TopicRef, key: &[u8], payloads: Vec<Bytes>) -> Result<Appended> {
-        let found = self.inner.topic(topic)?;
-        let index = partition_for_key(key, found.partitions.len() as u32);
-        let partition = found
-            .partitions
-            .get(index as usize)
-            .cloned()
-            .ok_or_else(|| Error::new(ErrorKind::Internal, "partition_for_key out of range"))?;
+        let inner = &self.inner;
+        let (index, partition) = inner.route(topic, key)?;
         let count = u32::try_from(payloads.len())
             .map_err(|_| Error::new(ErrorKind::InvalidParams, "too many records in one batch"))?;
         if count == 0 {
@@ -286,17 +327,22 @@ impl LogBackend for EmbeddedLog {
                 count,
             });
         }
-        let first_offset = match &self.inner.writer {
+        let first_offset = match &inner.writer {
             None => partition.append_in_memory(payloads)?,
+            Some(_) if inner.write_config.direct() => {
+                writer::append_direct(inner.write_config, &inner.shared, &partition, payloads)?
+            }
             Some(tx) => {
                 let (ack, acked) = oneshot::channel();
                 tx.send(Command::Append {
-                    partition,
-                    records: payloads,
+                    batches: vec![(partition, payloads)],
                     ack,
                 })
                 .map_err(|_| closed_error())?;
-                acked.await.map_err(|_| closed_error())??
+                let firsts = acked.await.map_err(|_| closed_error())??;
+                firsts.first().copied().ok_or_else(|| {
+                    Error::new(ErrorKind::Internal, "the writer acknowledged no batch")
+                })?
             }
         };
         Ok(Appended {
@@ -304,6 +350,75 @@ impl LogBackend for EmbeddedLog {
             first_offset,
             count,
         })
+    }
+
+    /// One round for every batch: written in order by the calling task (direct path), or
+    /// handed to the writer thread as one request with one acknowledgement (`Always`).
+    async fn append_all(&self, batches: Vec<AppendBatch<'_>>) -> Result<Vec<Appended>> {
+        let inner = &self.inner;
+        let mut routed = Vec::with_capacity(batches.len());
+        for batch in batches {
+            let (index, partition) = inner.route(batch.topic, batch.key)?;
+            let count = u32::try_from(batch.payloads.len()).map_err(|_| {
+                Error::new(ErrorKind::InvalidParams, "too many records in one batch")
+            })?;
+            routed.push((index, count, partition, batch.payloads));
+        }
+        let tx = match &inner.writer {
+            Some(tx) if !inner.write_config.direct() => tx,
+            _ => {
+                // Memory and direct appends complete on this task: one after the other.
+                let mut out = Vec::with_capacity(routed.len());
+                for (index, count, partition, payloads) in routed {
+                    let first_offset = if count == 0 {
+                        partition.end()?
+                    } else if inner.writer.is_none() {
+                        partition.append_in_memory(payloads)?
+                    } else {
+                        writer::append_direct(
+                            inner.write_config,
+                            &inner.shared,
+                            &partition,
+                            payloads,
+                        )?
+                    };
+                    out.push(Appended {
+                        partition: index,
+                        first_offset,
+                        count,
+                    });
+                }
+                return Ok(out);
+            }
+        };
+        let mut shape = Vec::with_capacity(routed.len());
+        let mut sent = Vec::with_capacity(routed.len());
+        for (index, count, partition, payloads) in routed {
+            shape.push((index, count));
+            sent.push((partition, payloads));
+        }
+        if sent.is_empty() {
+            return Ok(Vec::new());
+        }
+        let (ack, acked) = oneshot::channel();
+        tx.send(Command::Append { batches: sent, ack })
+            .map_err(|_| closed_error())?;
+        let firsts = acked.await.map_err(|_| closed_error())??;
+        if firsts.len() != shape.len() {
+            return Err(Error::new(
+                ErrorKind::Internal,
+                "the writer acknowledged another number of batches",
+            ));
+        }
+        Ok(shape
+            .into_iter()
+            .zip(firsts)
+            .map(|((partition, count), first_offset)| Appended {
+                partition,
+                first_offset,
+                count,
+            })
+            .collect())
     }
 
     async fn read(

@@ -13,8 +13,10 @@ pub enum FsyncPolicy {
     /// Concurrent appends share one sync (group commit), so the cost is paid per drain of
     /// the writer's queue, not per append.
     Always,
-    /// Acknowledge once written; a background sync runs so that no written batch stays
-    /// unsynced for longer than this. A machine crash loses at most that window.
+    /// Acknowledge once written (the appending task writes the batch itself); a background
+    /// thread syncs the written files every interval, so no written batch stays unsynced for
+    /// much longer than this and no append waits for a sync. A machine crash loses at most
+    /// that window. A failed background sync poisons the log (later appends fail).
     Interval(Duration),
     /// Never sync explicitly (the OS writes back when it likes). For tests and benchmarks.
     Never,
@@ -24,10 +26,10 @@ impl Default for FsyncPolicy {
     /// `Interval(100 ms)`. Every acknowledged append is already written to the OS, so a
     /// crash or kill of the agentlog process loses nothing acknowledged; a crash of the
     /// machine loses at most the last 100 ms. Syncing before every acknowledgement
-    /// (`Always`, or `file:///dir?fsync=always`) costs a disk flush per round trip: on the
-    /// reference VM a blocking SendMessage goes from ~0.15 ms to ~1.2 ms p50 and ~9 ms p99
-    /// (`tests/benches/README.md`). Choose `Always` where power-loss durability of every
-    /// acknowledged message matters more than latency.
+    /// (`Always`, or `file:///dir?fsync=always`) costs a disk flush per append round: on the
+    /// reference VM it multiplies the blocking SendMessage round trip several times and its
+    /// p99 by ~10 (`tests/benches/README.md`). Choose `Always` where power-loss durability of
+    /// every acknowledged message matters more than latency.
     fn default() -> Self {
         FsyncPolicy::Interval(std::time::Duration::from_millis(100))
     }

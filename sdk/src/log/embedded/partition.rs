@@ -3,7 +3,8 @@
 //! Readers and the writer share [`PartState`] under a short mutex: the writer publishes a
 //! batch there only once it is acknowledged, so readers never see unacknowledged records.
 //! The writer's private state (the active segment, offsets assigned but not yet published)
-//! lives in [`WriterState`], which only the writer thread locks.
+//! lives in [`WriterState`], locked by whoever writes: the writer thread under `Always`, the
+//! appending task otherwise (see `writer`).
 
 use std::fs::{self, File, OpenOptions};
 use std::os::unix::fs::FileExt;
@@ -84,6 +85,8 @@ pub(crate) struct WriterState {
     pub segment_count: usize,
     /// Whether this partition is in the writer's current drain.
     pub touched: bool,
+    /// Set by `close` (direct path): later appends fail.
+    pub closed: bool,
 }
 
 /// One partition of a topic.
@@ -143,6 +146,7 @@ impl Partition {
                 pending_segments: Vec::new(),
                 segment_count,
                 touched: false,
+                closed: false,
             }),
         }
     }

@@ -233,6 +233,74 @@ async fn every_fsync_policy_keeps_concurrent_appends() {
     }
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn append_all_lands_in_order_under_every_policy_and_survives_reopen() {
+    let other = TopicRef::new("s", "other");
+    for policy in [
+        FsyncPolicy::Always,
+        FsyncPolicy::Interval(Duration::from_millis(5)),
+        FsyncPolicy::Never,
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        // Small segments, so that rolls happen inside `append_all` rounds too.
+        let options = EmbeddedOptions::default().fsync(policy).segment_bytes(256);
+        let log = EmbeddedLog::open(dir.path().to_path_buf(), options.clone()).unwrap();
+        log.ensure_topic(&topic(), 1).await.unwrap();
+        log.ensure_topic(&other, 1).await.unwrap();
+        for round in 0..20usize {
+            let appended = log
+                .append_all(vec![
+                    AppendBatch {
+                        topic: &topic(),
+                        key: b"k",
+                        payloads: vec![payload(2 * round), payload(2 * round + 1)],
+                    },
+                    AppendBatch {
+                        topic: &other,
+                        key: b"k",
+                        payloads: Vec::new(),
+                    },
+                    AppendBatch {
+                        topic: &other,
+                        key: b"k",
+                        payloads: vec![payload(round)],
+                    },
+                ])
+                .await
+                .unwrap();
+            let got: Vec<_> = appended.iter().map(|a| (a.first_offset, a.count)).collect();
+            let r = round as u64;
+            assert_eq!(got, vec![(2 * r, 2), (r, 0), (r, 1)], "{policy:?}");
+        }
+        log.close().await.unwrap();
+        let log = EmbeddedLog::open(dir.path().to_path_buf(), options).unwrap();
+        assert_eq!(
+            read_all(&log, 0).await.unwrap(),
+            (0..40).map(payload).collect::<Vec<_>>()
+        );
+        let other_read = log.read(&other, 0, 0, 100).await.unwrap();
+        assert_eq!(other_read.len(), 20, "{policy:?}");
+        log.close().await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn appends_after_close_fail_on_every_policy() {
+    for policy in [FsyncPolicy::Always, FsyncPolicy::default()] {
+        let dir = tempfile::tempdir().unwrap();
+        let options = EmbeddedOptions::default().fsync(policy);
+        let log = EmbeddedLog::open(dir.path().to_path_buf(), options).unwrap();
+        log.ensure_topic(&topic(), 1).await.unwrap();
+        log.append(&topic(), b"k", vec![payload(0)]).await.unwrap();
+        log.close().await.unwrap();
+        let err = log
+            .append(&topic(), b"k", vec![payload(1)])
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Unavailable, "{policy:?}");
+    }
+}
+
 #[tokio::test]
 async fn segments_roll_and_old_ones_are_read_back() {
     let dir = tempfile::tempdir().unwrap();

@@ -1,22 +1,36 @@
-//! The writer thread: group commit for every partition of one log.
+//! Writing batches to segment files, and syncing them.
 //!
-//! Appends queue a request and await its acknowledgement. The thread takes everything
-//! queued (one *drain*), encodes each batch into its partition's buffer, writes each
-//! touched partition with one `write`, syncs each touched file once (policy `Always`),
-//! publishes the batches to readers and only then acknowledges them all. While it syncs,
-//! new requests pile up and share the next sync, so a sync's cost is split across every
-//! append that was waiting for it.
+//! Two paths, chosen by the [`FsyncPolicy`]:
 //!
-//! A write or sync error *poisons* the log: the in-memory view may no longer match the
-//! file (and after a failed `fsync` the kernel may have dropped the dirty pages), so every
-//! later append fails until the log is reopened; recovery then keeps what is intact.
+//! - **Direct** (`Interval`, `Never`): the appending task itself encodes the batch, writes it
+//!   with one positional `write` under the partition's writer lock, publishes it to readers
+//!   and returns; no thread hand-off. The *syncer* (the log's background thread) `fdatasync`s
+//!   the files written since its last pass every interval, on its own schedule, so no
+//!   append ever waits for a disk flush.
+//! - **Group commit** (`Always`): appends queue a request to the writer thread and await its
+//!   acknowledgement. The thread takes everything queued (one *drain*), encodes each batch
+//!   into its partition's buffer, writes each touched partition with one `write`, syncs each
+//!   touched file once, publishes the batches to readers and only then acknowledges them all.
+//!   While it syncs, new requests pile up and share the next sync, so a sync's cost is split
+//!   across every append that was waiting for it.
+//!
+//! Either way a batch is published (readable, `watch_end` moves) and acknowledged only after
+//! its write returned (and, under `Always`, its sync). [`LogBackend::append_all`] batches go
+//! through one round: one request and one acknowledgement under `Always`, one lock per batch
+//! on the direct path.
+//!
+//! A write or sync error (including one of the syncer) *poisons* the log: the in-memory view
+//! may no longer match the file (and after a failed `fsync` the kernel may have dropped the
+//! dirty pages), so every later append fails until the log is reopened; recovery then keeps
+//! what is intact. `close` writes and syncs everything and reports a poisoning.
+//!
+//! [`LogBackend::append_all`]: crate::log::LogBackend::append_all
 
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
-use std::sync::Arc;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
-use std::time::Instant;
 
 use bytes::Bytes;
 use tokio::sync::oneshot;
@@ -35,62 +49,164 @@ const MAX_DRAIN_BYTES: usize = 64 * 1024 * 1024;
 /// A request to the writer thread.
 #[derive(Debug)]
 pub(crate) enum Command {
-    /// Append a batch; the acknowledgement carries the first offset.
+    /// Append batches, in order, in one round; the acknowledgement carries each batch's
+    /// first offset.
     Append {
-        partition: Arc<Partition>,
-        records: Vec<Bytes>,
-        ack: oneshot::Sender<Result<u64>>,
+        batches: Vec<(Arc<Partition>, Vec<Bytes>)>,
+        ack: oneshot::Sender<Result<Vec<u64>>>,
     },
-    /// Write and sync everything queued before, acknowledge, and stop.
+    /// Write and sync everything queued or written before, acknowledge, and stop.
     Close { ack: oneshot::Sender<Result<()>> },
 }
 
-/// Start the writer thread of a file-mode log.
+/// What the appending tasks and the background thread share.
+#[derive(Debug, Default)]
+pub(crate) struct Shared {
+    /// Why the log stopped accepting appends, once it has.
+    poisoned: OnceLock<String>,
+    /// Files written since their last sync.
+    dirty: Mutex<Vec<Arc<File>>>,
+}
+
+impl Shared {
+    /// `Err` once the log is poisoned.
+    pub fn check(&self) -> Result<()> {
+        match self.poisoned.get() {
+            Some(why) => Err(poisoned_error(why)),
+            None => Ok(()),
+        }
+    }
+
+    pub fn poison(&self, err: &Error) {
+        if self.poisoned.set(err.to_string()).is_ok() {
+            tracing::error!(error = %err, "the embedded log stops accepting appends");
+        }
+    }
+
+    fn mark_dirty(&self, file: &Arc<File>) -> Result<()> {
+        let mut dirty = lock(&self.dirty)?;
+        if !dirty.iter().any(|f| Arc::ptr_eq(f, file)) {
+            dirty.push(Arc::clone(file));
+        }
+        Ok(())
+    }
+
+    /// Sync every dirty file; poison on failure. Appends may write to the files meanwhile:
+    /// whatever they write after the file was taken off the list is marked dirty again.
+    fn sync_dirty(&self) -> Result<()> {
+        let files = std::mem::take(&mut *lock(&self.dirty)?);
+        for file in files {
+            if let Err(e) = file.sync_data() {
+                let err = Error::new(
+                    ErrorKind::Internal,
+                    format!("fsync of a segment failed: {e}"),
+                );
+                self.poison(&err);
+                return Err(err);
+            }
+        }
+        Ok(())
+    }
+
+    /// The result `close` reports after its last sync.
+    fn close_result(&self, synced: Result<()>) -> Result<()> {
+        self.check().and(synced)
+    }
+}
+
+/// How batches are laid out and synced.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Config {
+    pub fsync: FsyncPolicy,
+    pub segment_bytes: u64,
+}
+
+impl Config {
+    /// Whether appends write directly from the calling task (see the module docs).
+    pub fn direct(&self) -> bool {
+        self.fsync != FsyncPolicy::Always
+    }
+}
+
+/// Start the background thread of a file-mode log: the group-commit writer under `Always`,
+/// the syncer otherwise.
 pub(crate) fn spawn(
     rx: Receiver<Command>,
-    fsync: FsyncPolicy,
-    segment_bytes: u64,
+    config: Config,
+    shared: Arc<Shared>,
 ) -> Result<JoinHandle<()>> {
-    let mut writer = Writer {
-        fsync,
-        segment_bytes,
-        dirty: Vec::new(),
-        dirty_since: None,
-        poisoned: None,
+    let mut writer = Writer { config, shared };
+    let name = if config.direct() {
+        "agentlog-syncer"
+    } else {
+        "agentlog-writer"
     };
     std::thread::Builder::new()
-        .name("agentlog-writer".into())
+        .name(name.into())
         .spawn(move || writer.run(rx))
         .map_err(|e| {
             Error::new(ErrorKind::Internal, "cannot start the log writer thread").with_source(e)
         })
 }
 
+/// Append one batch from the calling task (direct path): write it, publish it, and return
+/// its first offset. Blocks for one positional `write` (plus, on a segment roll, a sync of
+/// the full segment and a file creation).
+pub(crate) fn append_direct(
+    config: Config,
+    shared: &Shared,
+    partition: &Partition,
+    records: Vec<Bytes>,
+) -> Result<u64> {
+    shared.check()?;
+    let mut ws = lock(&partition.writer)?;
+    if ws.closed {
+        return Err(super::closed_error());
+    }
+    shared.check()?;
+    let first = match stage(config, partition, &mut ws, records) {
+        Ok(first) => first,
+        Err(e) if e.kind() == ErrorKind::InvalidParams => return Err(e),
+        Err(e) => {
+            shared.poison(&e);
+            return Err(e);
+        }
+    };
+    let published = flush(partition, &mut ws).and_then(|()| {
+        if let Some((_, file, _)) = &ws.active {
+            shared.mark_dirty(file)?;
+        }
+        let segments = std::mem::take(&mut ws.pending_segments);
+        let entries = std::mem::take(&mut ws.pending_entries);
+        partition.publish(segments, entries, ws.next_offset)
+    });
+    match published {
+        Ok(()) => Ok(first),
+        Err(e) => {
+            shared.poison(&e);
+            Err(e)
+        }
+    }
+}
+
 struct Writer {
-    fsync: FsyncPolicy,
-    segment_bytes: u64,
-    /// Files written since their last sync.
-    dirty: Vec<Arc<File>>,
-    dirty_since: Option<Instant>,
-    /// Why the log stopped accepting appends, once it has.
-    poisoned: Option<String>,
+    config: Config,
+    shared: Arc<Shared>,
 }
 
 impl Writer {
     fn run(&mut self, rx: Receiver<Command>) {
         loop {
-            let first = match (self.fsync, self.dirty_since) {
-                (FsyncPolicy::Interval(every), Some(since)) => {
-                    let wait = (since + every).saturating_duration_since(Instant::now());
-                    match rx.recv_timeout(wait) {
-                        Ok(command) => command,
-                        Err(RecvTimeoutError::Timeout) => {
-                            self.sync_dirty();
-                            continue;
-                        }
-                        Err(RecvTimeoutError::Disconnected) => break,
+            let first = match self.config.fsync {
+                FsyncPolicy::Interval(every) => match rx.recv_timeout(every) {
+                    Ok(command) => command,
+                    Err(RecvTimeoutError::Timeout) => {
+                        // A failure poisons the log; the next append reports it.
+                        let _ = self.shared.sync_dirty();
+                        continue;
                     }
-                }
+                    Err(RecvTimeoutError::Disconnected) => break,
+                },
                 _ => match rx.recv() {
                     Ok(command) => command,
                     Err(_) => break,
@@ -101,8 +217,11 @@ impl Writer {
             while commands.len() < MAX_DRAIN_REQUESTS && bytes < MAX_DRAIN_BYTES {
                 match rx.try_recv() {
                     Ok(command) => {
-                        if let Command::Append { records, .. } = &command {
-                            bytes += records.iter().map(Bytes::len).sum::<usize>();
+                        if let Command::Append { batches, .. } = &command {
+                            bytes += batches
+                                .iter()
+                                .flat_map(|(_, records)| records.iter().map(Bytes::len))
+                                .sum::<usize>();
                         }
                         commands.push(command);
                     }
@@ -114,7 +233,7 @@ impl Writer {
             }
         }
         // Every handle is gone: leave nothing unsynced behind.
-        self.sync_dirty();
+        let _ = self.shared.sync_dirty();
     }
 
     /// Handle one drain; `true` once a close was handled.
@@ -131,220 +250,179 @@ impl Writer {
                 Command::Append { ack, .. } if close.is_some() => {
                     let _ = ack.send(Err(super::closed_error()));
                 }
-                Command::Append {
-                    partition,
-                    records,
-                    ack,
-                } => {
-                    if let Some(why) = &self.poisoned {
-                        let _ = ack.send(Err(poisoned_error(why)));
+                Command::Append { batches, ack } => {
+                    if let Err(e) = self.shared.check() {
+                        let _ = ack.send(Err(e));
                         continue;
                     }
-                    match self.stage(&partition, records, &mut touched) {
-                        Ok(first) => acks.push((ack, first)),
-                        Err(e) if e.kind() == ErrorKind::InvalidParams => {
-                            let _ = ack.send(Err(e));
+                    let mut firsts = Vec::with_capacity(batches.len());
+                    let mut failed = None;
+                    for (partition, records) in batches {
+                        match self.stage(&partition, records, &mut touched) {
+                            Ok(first) => firsts.push(first),
+                            Err(e) => {
+                                if e.kind() != ErrorKind::InvalidParams {
+                                    self.shared.poison(&e);
+                                }
+                                failed = Some(e);
+                                break;
+                            }
                         }
-                        Err(e) => {
-                            self.poison(&e);
+                    }
+                    match failed {
+                        None => acks.push((ack, firsts)),
+                        Some(e) => {
                             let _ = ack.send(Err(e));
                         }
                     }
                 }
             }
         }
-        let outcome = self.commit(&touched);
-        for (ack, first) in acks {
-            let _ = ack.send(match &outcome {
-                Ok(()) => Ok(first),
-                Err(why) => Err(poisoned_error(why)),
-            });
+        // `commit` fails only by poisoning the log, which `check` reports to every ack.
+        let _ = self.commit(&touched);
+        for (ack, firsts) in acks {
+            let _ = ack.send(self.shared.check().map(|()| firsts));
         }
         match close {
             Some(ack) => {
-                let synced = self.sync_all_dirty();
-                let result = match &self.poisoned {
-                    Some(why) => Err(poisoned_error(why)),
-                    None => synced,
-                };
-                let _ = ack.send(result);
+                let synced = self.shared.sync_dirty();
+                let _ = ack.send(self.shared.close_result(synced));
                 true
             }
             None => false,
         }
     }
 
-    /// Encode a batch into its partition's buffer and assign its offsets.
+    /// Stage a batch and note its partition as touched by this drain.
     fn stage(
         &mut self,
         partition: &Arc<Partition>,
         records: Vec<Bytes>,
         touched: &mut Vec<Arc<Partition>>,
     ) -> Result<u64> {
-        let batch_len = HEADER_LEN + records.iter().map(|r| 4 + r.len()).sum::<usize>();
-        let count = u32::try_from(records.len())
-            .ok()
-            .filter(|_| u32::try_from(batch_len).is_ok())
-            .ok_or_else(|| Error::new(ErrorKind::InvalidParams, "batch larger than 4 GiB"))?;
         let mut ws = lock(&partition.writer)?;
+        if records.is_empty() {
+            // An empty batch of `append_all`: it lands where the next record would.
+            return Ok(ws.next_offset);
+        }
+        let first = stage(self.config, partition, &mut ws, records)?;
         if !ws.touched {
             ws.touched = true;
             touched.push(Arc::clone(partition));
         }
-        let needs_roll = match &ws.active {
-            None => true,
-            Some((_, _, size)) => *size > 0 && size + batch_len as u64 > self.segment_bytes,
-        };
-        if needs_roll {
-            self.roll(partition, &mut ws)?;
-        }
-        let first = ws.next_offset;
-        let Some((segment_index, _, size)) = ws.active.clone() else {
-            return Err(Error::new(
-                ErrorKind::Internal,
-                "no active segment after a roll",
-            ));
-        };
-        let written = segment::encode_batch(&mut ws.buf, first, &records)?;
-        ws.active = ws.active.take().map(|(i, f, s)| (i, f, s + written as u64));
-        ws.next_offset += u64::from(count);
-        ws.pending_entries.push(Entry {
-            base: first,
-            count,
-            loc: Some(Loc {
-                segment: segment_index,
-                pos: size,
-                len: written as u32,
-            }),
-            records: Some(records.into()),
-        });
         Ok(first)
     }
 
-    /// Start a new segment at the partition's next offset. The full one is written and,
-    /// unless the policy is `Never`, synced first, so a torn tail can only ever be in the
-    /// last segment.
-    fn roll(&mut self, partition: &Partition, ws: &mut WriterState) -> Result<()> {
-        let dir = partition
-            .dir
-            .as_ref()
-            .ok_or_else(|| Error::new(ErrorKind::Internal, "a memory partition has no segments"))?;
-        if let Some((_, file, _)) = ws.active.clone() {
-            flush(partition, ws)?;
-            if self.fsync != FsyncPolicy::Never {
-                file.sync_data()
-                    .map_err(|e| io_error("cannot sync a segment of", dir, e))?;
-            }
-        }
-        let path = dir.join(segment::file_name(ws.next_offset));
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(&path)
-            .map_err(|e| io_error("cannot create segment", &path, e))?;
-        if self.fsync != FsyncPolicy::Never {
-            sync_dir(dir)?;
-        }
-        let file = Arc::new(file);
-        let index = ws.segment_count;
-        ws.segment_count += 1;
-        ws.pending_segments.push(Segment {
-            path,
-            file: Arc::clone(&file),
-        });
-        ws.active = Some((index, file, 0));
-        ws.buf_start = 0;
-        Ok(())
-    }
-
-    /// Write every touched partition, sync as the policy says, then publish.
-    /// `Err` carries the poison reason.
-    fn commit(&mut self, touched: &[Arc<Partition>]) -> std::result::Result<(), String> {
+    /// Write every touched partition, sync, then publish. `Err` is the poisoning.
+    fn commit(&mut self, touched: &[Arc<Partition>]) -> Result<()> {
         let mut staged = Vec::with_capacity(touched.len());
         for partition in touched {
             let written = lock(&partition.writer).and_then(|mut ws| {
                 ws.touched = false;
                 flush(partition, &mut ws)?;
-                let file = ws.active.as_ref().map(|a| Arc::clone(&a.1));
+                if let Some((_, file, _)) = &ws.active {
+                    self.shared.mark_dirty(file)?;
+                }
                 let segments = std::mem::take(&mut ws.pending_segments);
                 let entries = std::mem::take(&mut ws.pending_entries);
-                Ok((file, segments, entries, ws.next_offset))
+                Ok((segments, entries, ws.next_offset))
             });
             match written {
-                Ok((file, segments, entries, end)) => {
-                    if let Some(file) = file
-                        && !self.dirty.iter().any(|f| Arc::ptr_eq(f, &file))
-                    {
-                        self.dirty.push(file);
-                    }
-                    staged.push((partition, segments, entries, end));
-                }
-                Err(e) => self.poison(&e),
+                Ok((segments, entries, end)) => staged.push((partition, segments, entries, end)),
+                Err(e) => self.shared.poison(&e),
             }
         }
-        if let Some(why) = &self.poisoned {
-            return Err(why.clone());
-        }
-        if self.dirty_since.is_none() && !self.dirty.is_empty() {
-            self.dirty_since = Some(Instant::now());
-        }
-        match self.fsync {
-            FsyncPolicy::Always => {
-                if let Err(e) = self.sync_all_dirty() {
-                    return Err(e.message().to_string());
-                }
-            }
-            FsyncPolicy::Interval(every) => {
-                if self
-                    .dirty_since
-                    .is_some_and(|since| since.elapsed() >= every)
-                {
-                    self.sync_dirty();
-                }
-            }
-            // Synced only by `close`.
-            FsyncPolicy::Never => {}
+        self.shared.check()?;
+        if self.config.fsync == FsyncPolicy::Always {
+            self.shared.sync_dirty()?;
         }
         for (partition, segments, entries, end) in staged {
             if let Err(e) = partition.publish(segments, entries, end) {
-                self.poison(&e);
+                self.shared.poison(&e);
             }
         }
-        match &self.poisoned {
-            Some(why) => Err(why.clone()),
-            None => Ok(()),
+        self.shared.check()
+    }
+}
+
+/// Encode a batch into its partition's buffer and assign its offsets (rolling to a new
+/// segment first if the active one is full).
+fn stage(
+    config: Config,
+    partition: &Partition,
+    ws: &mut WriterState,
+    records: Vec<Bytes>,
+) -> Result<u64> {
+    let batch_len = HEADER_LEN + records.iter().map(|r| 4 + r.len()).sum::<usize>();
+    let count = u32::try_from(records.len())
+        .ok()
+        .filter(|_| u32::try_from(batch_len).is_ok())
+        .ok_or_else(|| Error::new(ErrorKind::InvalidParams, "batch larger than 4 GiB"))?;
+    let needs_roll = match &ws.active {
+        None => true,
+        Some((_, _, size)) => *size > 0 && size + batch_len as u64 > config.segment_bytes,
+    };
+    if needs_roll {
+        roll(config, partition, ws)?;
+    }
+    let first = ws.next_offset;
+    let Some((segment_index, _, size)) = ws.active.clone() else {
+        return Err(Error::new(
+            ErrorKind::Internal,
+            "no active segment after a roll",
+        ));
+    };
+    let written = segment::encode_batch(&mut ws.buf, first, &records)?;
+    ws.active = ws.active.take().map(|(i, f, s)| (i, f, s + written as u64));
+    ws.next_offset += u64::from(count);
+    ws.pending_entries.push(Entry {
+        base: first,
+        count,
+        loc: Some(Loc {
+            segment: segment_index,
+            pos: size,
+            len: written as u32,
+        }),
+        records: Some(records.into()),
+    });
+    Ok(first)
+}
+
+/// Start a new segment at the partition's next offset. The full one is written and,
+/// unless the policy is `Never`, synced first, so a torn tail can only ever be in the
+/// last segment.
+fn roll(config: Config, partition: &Partition, ws: &mut WriterState) -> Result<()> {
+    let dir = partition
+        .dir
+        .as_ref()
+        .ok_or_else(|| Error::new(ErrorKind::Internal, "a memory partition has no segments"))?;
+    if let Some((_, file, _)) = ws.active.clone() {
+        flush(partition, ws)?;
+        if config.fsync != FsyncPolicy::Never {
+            file.sync_data()
+                .map_err(|e| io_error("cannot sync a segment of", dir, e))?;
         }
     }
-
-    /// Sync every dirty file; poison on failure.
-    fn sync_all_dirty(&mut self) -> Result<()> {
-        for file in std::mem::take(&mut self.dirty) {
-            if let Err(e) = file.sync_data() {
-                let err = Error::new(
-                    ErrorKind::Internal,
-                    format!("fsync of a segment failed: {e}"),
-                );
-                self.poison(&err);
-                self.dirty_since = None;
-                return Err(err);
-            }
-        }
-        self.dirty_since = None;
-        Ok(())
+    let path = dir.join(segment::file_name(ws.next_offset));
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .map_err(|e| io_error("cannot create segment", &path, e))?;
+    if config.fsync != FsyncPolicy::Never {
+        sync_dir(dir)?;
     }
-
-    fn sync_dirty(&mut self) {
-        // A failure poisons the log; the next append reports it.
-        let _ = self.sync_all_dirty();
-    }
-
-    fn poison(&mut self, err: &Error) {
-        if self.poisoned.is_none() {
-            tracing::error!(error = %err, "the embedded log stops accepting appends");
-            self.poisoned = Some(err.to_string());
-        }
-    }
+    let file = Arc::new(file);
+    let index = ws.segment_count;
+    ws.segment_count += 1;
+    ws.pending_segments.push(Segment {
+        path,
+        file: Arc::clone(&file),
+    });
+    ws.active = Some((index, file, 0));
+    ws.buf_start = 0;
+    Ok(())
 }
 
 /// Write a partition's buffered batches to its active segment.
