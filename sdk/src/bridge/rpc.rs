@@ -148,7 +148,7 @@ impl Bridge {
                 } else {
                     let request = parse_v03(params, v03::send_params_from_v03)?;
                     let response = self.send_message_raw(caller, request, None).await?;
-                    Ok(Answer::Json(v03::send_response_to_v03(&response)))
+                    json(&v03::send_response_to_v03(&response))
                 }
             }
             Operation::SendStreamingMessage => {
@@ -176,7 +176,7 @@ impl Bridge {
                 if v1 {
                     json(&task)
                 } else {
-                    Ok(Answer::Json(v03::task_to_v03(&task)))
+                    json(&v03::task_to_v03(&task))
                 }
             }
             Operation::CancelTask => {
@@ -189,7 +189,7 @@ impl Bridge {
                 if v1 {
                     json(&task)
                 } else {
-                    Ok(Answer::Json(v03::task_to_v03(&task)))
+                    json(&v03::task_to_v03(&task))
                 }
             }
             Operation::ListTasks => {
@@ -233,12 +233,13 @@ impl Bridge {
 }
 
 enum Answer {
-    Json(Value),
+    /// The result, already encoded (so it is serialized once, straight into the body).
+    Json(Box<RawValue>),
     Stream(TaskStream),
 }
 
-fn json<T: serde::Serialize>(value: &T) -> Result<Answer> {
-    serde_json::to_value(value)
+fn json<T: serde::Serialize + ?Sized>(value: &T) -> Result<Answer> {
+    serde_json::value::to_raw_value(value)
         .map(Answer::Json)
         .map_err(|e| Error::new(ErrorKind::Internal, "cannot encode the result").with_source(e))
 }

@@ -68,18 +68,19 @@ impl Group {
         {
             let bytes =
                 fs::read(path).map_err(|e| super::files::io_error("cannot read", path, e))?;
-            let file: OffsetsFile = serde_json::from_slice(&bytes).map_err(|e| {
-                Error::new(
-                    ErrorKind::Corrupt,
-                    format!(
-                        "unreadable group offsets in {} at byte {}",
-                        path.display(),
-                        e.column()
-                    ),
-                )
-            })?;
-            for (slot, offset) in committed.iter_mut().zip(file.committed) {
-                *slot = offset;
+            // Commits are at-least-once bookkeeping: an offsets file that a machine crash left
+            // empty or torn (it is synced only under `FsyncPolicy::Always`) costs redelivery,
+            // not data, so start the group from the beginning rather than refuse to open.
+            match serde_json::from_slice::<OffsetsFile>(&bytes) {
+                Ok(file) => {
+                    for (slot, offset) in committed.iter_mut().zip(file.committed) {
+                        *slot = offset;
+                    }
+                }
+                Err(error) => tracing::warn!(
+                    file = %path.display(), %error,
+                    "unreadable group offsets: the group starts from offset 0 (records are redelivered)"
+                ),
             }
         }
         let (generation, _) = watch::channel(0);

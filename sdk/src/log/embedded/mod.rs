@@ -453,7 +453,10 @@ impl LogBackend for EmbeddedLog {
                 Some(shared) => Arc::clone(shared),
                 None => {
                     let path = found.offsets_path(group)?;
-                    let sync = self.inner.options.fsync != FsyncPolicy::Never;
+                    // Committed offsets only decide what is redelivered, so they are synced
+                    // only where every acknowledgement is (`Always`); elsewhere a commit costs
+                    // a write and a rename, not two disk flushes.
+                    let sync = self.inner.options.fsync == FsyncPolicy::Always;
                     let shared = Arc::new(Group::load(Arc::clone(&found), group, path, sync)?);
                     groups.insert(key, Arc::clone(&shared));
                     shared

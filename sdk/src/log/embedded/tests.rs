@@ -409,3 +409,47 @@ fn copy_dir(from: &Path, to: &Path) {
         }
     }
 }
+
+/// Every file below `dir` whose name ends with `suffix`.
+fn files_named(dir: &Path, suffix: &str) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(files_named(&path, suffix));
+        } else if path.to_string_lossy().ends_with(suffix) {
+            out.push(path);
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn a_torn_offsets_file_redelivers_instead_of_refusing_to_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = EmbeddedLog::open(dir.path().to_path_buf(), EmbeddedOptions::default()).unwrap();
+    log.ensure_topic(&topic(), 1).await.unwrap();
+    log.append(&topic(), b"k", vec![payload(0), payload(1)])
+        .await
+        .unwrap();
+    let mut member = log.join_group(&topic(), "g").await.unwrap();
+    let wait = Duration::from_secs(5);
+    let delivery = member.poll(10, wait).await.unwrap().unwrap();
+    member.commit(delivery.partition, 2).await.unwrap();
+    drop(member);
+    log.close().await.unwrap();
+
+    let offsets = files_named(dir.path(), ".json")
+        .into_iter()
+        .filter(|p| p.to_string_lossy().contains("groups"))
+        .collect::<Vec<_>>();
+    assert_eq!(offsets.len(), 1, "{offsets:?}");
+    // What a machine crash can leave of an unsynced rename: an empty file.
+    std::fs::write(&offsets[0], b"").unwrap();
+
+    let log = EmbeddedLog::open(dir.path().to_path_buf(), EmbeddedOptions::default()).unwrap();
+    let mut member = log.join_group(&topic(), "g").await.unwrap();
+    let again = member.poll(10, wait).await.unwrap().unwrap();
+    assert_eq!(again.records.len(), 2, "everything is delivered again");
+    assert_eq!(again.records[0].offset, 0);
+}
