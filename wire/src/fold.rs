@@ -30,7 +30,7 @@ use serde::de::DeserializeOwned;
 
 use crate::a2a::{Artifact, Message, SendMessageRequest, Task, TaskStatus};
 use crate::timestamp::format_millis;
-use crate::{Record, RecordBody, TaskState};
+use crate::{Record, RecordBody, RecordHeader, TaskState};
 
 /// What [`TaskFold::apply`] did with a record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -285,21 +285,7 @@ impl TaskFold {
         };
         let timestamp = Some(format_millis(header.timestamp_ms));
         if let Change::Created(request) = change {
-            let mut task = Task {
-                id: header.task_id.clone(),
-                context_id: header.context_id.clone(),
-                status: TaskStatus {
-                    state: TaskState::Submitted,
-                    message: None,
-                    timestamp,
-                },
-                artifacts: Vec::new(),
-                history: Vec::new(),
-                metadata: None,
-            };
-            let message = adopt(request.message, &task);
-            task.history.push(message);
-            self.task = Some(task);
+            self.task = Some(submitted_task(header, *request));
             return Outcome::Applied;
         }
         let Some(task) = self.task.as_mut() else {
@@ -370,6 +356,26 @@ impl TaskFold {
     pub fn stats(&self) -> FoldStats {
         self.stats
     }
+}
+
+/// The task a command record creates (fold rule 1), from its header and its already parsed
+/// params: what folding that one record gives, without parsing the params again.
+pub fn submitted_task(header: &RecordHeader, request: SendMessageRequest) -> Task {
+    let mut task = Task {
+        id: header.task_id.clone(),
+        context_id: header.context_id.clone(),
+        status: TaskStatus {
+            state: TaskState::Submitted,
+            message: None,
+            timestamp: Some(format_millis(header.timestamp_ms)),
+        },
+        artifacts: Vec::new(),
+        history: Vec::new(),
+        metadata: None,
+    };
+    let message = adopt(request.message, &task);
+    task.history.push(message);
+    task
 }
 
 /// Fold a task's records, in log order.

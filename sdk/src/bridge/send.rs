@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use agentlog_wire::a2a::{Message, SendMessageRequest, SendMessageResponse, Task};
-use agentlog_wire::fold::fold;
+use agentlog_wire::fold::submitted_task;
 use agentlog_wire::{Record, RecordBody, ids};
 use tokio::sync::broadcast::error::RecvError;
 
@@ -132,16 +132,17 @@ impl Bridge {
         };
         match &message.task_id {
             Some(task_id) => self.accept_continue(caller, task_id, message, params).await,
-            None => self.accept_new(caller, message, params).await,
+            None => self.accept_new(caller, request, params).await,
         }
     }
 
     async fn accept_new(
         &self,
         caller: &Caller,
-        message: &Message,
+        request: &SendMessageRequest,
         params: String,
     ) -> Result<Accepted> {
+        let message = &request.message;
         let task_id = ids::task_id(&caller.tenant, &caller.principal, &message.message_id);
         let view = &self.inner.view;
         let partition = view.partition_of(&task_id);
@@ -170,7 +171,8 @@ impl Bridge {
         }
         let appended = self.commit(&record, true).await?;
         Ok(Accepted {
-            created: fold([&record]).into_task(),
+            // Exactly what folding the new command gives, without parsing its params again.
+            created: Some(submitted_task(&record.header, request.clone())),
             task_id,
             partition,
             visible_at: appended.first_offset + 1,

@@ -28,7 +28,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::Caller;
 use crate::error::{Error, ErrorKind, Result};
-use crate::log::{Follower, Log, StoredRecord, TopicRef, partition_for_key};
+use crate::log::{Log, StoredRecord, TopicRef, partition_for_key};
 
 pub use index::ListFilter;
 use index::{OwnerId, Owners, StatusIndex};
@@ -100,6 +100,10 @@ struct Inner {
     partitions: u32,
     tasks: Mutex<Tasks>,
     applied: Vec<watch::Sender<u64>>,
+    /// Per partition, the next offset to apply. Whoever holds it applies: the background
+    /// follower, or a request that needs the view caught up (it applies the records itself
+    /// instead of waiting for the follower to be scheduled).
+    feeds: Vec<tokio::sync::Mutex<u64>>,
     records_seen: AtomicU64,
     undecodable: AtomicU64,
 }
@@ -139,12 +143,20 @@ impl TaskView {
             partitions,
             tasks: Mutex::new(Tasks::default()),
             applied: (0..partitions).map(|_| watch::channel(0).0).collect(),
+            feeds: (0..partitions)
+                .map(|_| tokio::sync::Mutex::new(0))
+                .collect(),
             records_seen: AtomicU64::new(0),
             undecodable: AtomicU64::new(0),
         });
         for partition in 0..partitions {
-            let follower = Follower::new(log.clone(), topic.clone(), partition, 0).await?;
-            tokio::spawn(follow(Arc::downgrade(&inner), follower, shutdown.clone()));
+            let end = log.watch_end(&topic, partition).await?;
+            tokio::spawn(follow(
+                Arc::downgrade(&inner),
+                partition,
+                end,
+                shutdown.clone(),
+            ));
         }
         Ok(Self {
             inner,
@@ -193,6 +205,11 @@ impl TaskView {
                 format!("no partition {partition}"),
             ));
         };
+        if *sender.borrow() >= end {
+            return Ok(());
+        }
+        self.inner.catch_up(partition, end).await?;
+        // Whatever the log could not hand out yet arrives through the follower.
         let mut rx = sender.subscribe();
         rx.wait_for(|applied| *applied >= end)
             .await
@@ -363,6 +380,27 @@ impl TaskView {
 }
 
 impl Inner {
+    /// Apply partition `partition`'s records before `end` that nobody has applied yet,
+    /// reading them from the log. Returns early if the log has fewer records than `end`.
+    async fn catch_up(&self, partition: u32, end: u64) -> Result<()> {
+        let Some(feed) = self.feeds.get(partition as usize) else {
+            return Err(Error::new(
+                ErrorKind::Internal,
+                format!("no partition {partition}"),
+            ));
+        };
+        let mut next = feed.lock().await;
+        while *next < end {
+            let batch = self.log.read(&self.topic, partition, *next, 1024).await?;
+            let Some(last) = batch.last().map(|r| r.offset) else {
+                break;
+            };
+            self.apply_batch(partition, &batch);
+            *next = last + 1;
+        }
+        Ok(())
+    }
+
     fn apply_batch(&self, partition: u32, batch: &[StoredRecord]) {
         let mut tasks = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
         for stored in batch {
@@ -442,29 +480,47 @@ impl Tasks {
     }
 }
 
+/// The background follower of one partition: whenever the log's end moves past what is
+/// applied, catch up (unless a request already did).
 async fn follow(
     inner: std::sync::Weak<Inner>,
-    mut follower: Follower,
+    partition: u32,
+    mut end: watch::Receiver<u64>,
     shutdown: CancellationToken,
 ) {
     let mut backoff = Duration::from_millis(10);
     loop {
-        let batch = tokio::select! {
-            () = shutdown.cancelled() => return,
-            batch = follower.next_batch() => batch,
-        };
-        let Some(inner) = inner.upgrade() else {
+        let Some(applied) = inner
+            .upgrade()
+            .and_then(|i| i.applied.get(partition as usize).map(|a| *a.borrow()))
+        else {
             return;
         };
-        match batch {
-            Ok(batch) => {
-                backoff = Duration::from_millis(10);
-                let partition = batch.first().map(|r| r.partition).unwrap_or(0);
-                inner.apply_batch(partition, &batch);
-            }
-            Err(error) => {
-                tracing::warn!(topic = %inner.topic, %error, "task view follower: retrying");
-                drop(inner);
+        let target = tokio::select! {
+            () = shutdown.cancelled() => return,
+            moved = end.wait_for(|end| *end > applied) => match moved {
+                Ok(target) => *target,
+                Err(_) => return, // the log is closed
+            },
+        };
+        let Some(strong) = inner.upgrade() else {
+            return;
+        };
+        let progressed = |strong: &Inner| {
+            strong
+                .applied
+                .get(partition as usize)
+                .is_some_and(|a| *a.borrow() > applied)
+        };
+        match strong.catch_up(partition, target).await {
+            Ok(()) if progressed(&strong) => backoff = Duration::from_millis(10),
+            outcome => {
+                // An error, or the log announced records it did not hand out yet: retry
+                // after a pause rather than spin.
+                if let Err(error) = outcome {
+                    tracing::warn!(topic = %strong.topic, partition, %error, "task view follower: retrying");
+                }
+                drop(strong);
                 tokio::select! {
                     () = shutdown.cancelled() => return,
                     () = tokio::time::sleep(backoff) => {}
