@@ -31,15 +31,18 @@ fn derive(domain: &str, fields: &[&str]) -> String {
     b.copy_from_slice(&digest[..16]);
     b[6] = (b[6] & 0x0f) | 0x80; // version 8: custom
     b[8] = (b[8] & 0x3f) | 0x80; // RFC 9562 variant
-    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &hex[0..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..32]
-    )
+    // 8-4-4-4-12 lowercase hex, written straight into one allocation: this runs on every
+    // SendMessage.
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(36);
+    for (i, byte) in b.iter().enumerate() {
+        if matches!(i, 4 | 6 | 8 | 10) {
+            out.push('-');
+        }
+        out.push(char::from(HEX[usize::from(byte >> 4)]));
+        out.push(char::from(HEX[usize::from(byte & 0x0f)]));
+    }
+    out
 }
 
 #[cfg(test)]
