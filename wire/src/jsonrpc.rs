@@ -247,7 +247,7 @@ struct Envelope<'a> {
 /// - `jsonrpc` other than `"2.0"`, `method` missing or not a string, `params` neither an
 ///   object nor an array → -32600, echoing the id when there is one.
 pub fn parse_request(body: &[u8]) -> Result<Request<'_>, BadRequest> {
-    let null = || null_ref().to_owned();
+    let null = || RawValue::NULL.to_owned();
     let text = std::str::from_utf8(body).map_err(|_| BadRequest {
         id: null(),
         error: RpcError::with_message(ErrorCode::ParseError, "Invalid JSON payload: not UTF-8"),
@@ -291,23 +291,10 @@ pub fn parse_request(body: &[u8]) -> Result<Request<'_>, BadRequest> {
         }
     }
     Ok(Request {
-        id: id.unwrap_or_else(|| null_ref()),
+        id: id.unwrap_or(RawValue::NULL),
         method,
         params: envelope.params,
     })
-}
-
-fn null_ref() -> &'static RawValue {
-    static NULL: std::sync::OnceLock<Box<RawValue>> = std::sync::OnceLock::new();
-    NULL.get_or_init(|| {
-        RawValue::from_string("null".to_owned()).unwrap_or_else(|_| unreachable_null())
-    })
-}
-
-#[allow(clippy::panic)]
-fn unreachable_null() -> Box<RawValue> {
-    // "null" is always valid JSON; this exists only to avoid `unwrap` in library code.
-    panic!("\"null\" failed to parse as JSON")
 }
 
 #[derive(Serialize)]
