@@ -50,12 +50,7 @@ static ALLOC: Counting = Counting;
 const RECORDS_PER_TASK: usize = 4;
 
 fn main() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(run());
+    agentlog_integration::bench::block_on(run());
 }
 
 /// `BRIDGE_BENCH=get|round-trip|throughput` runs one part; unset runs all.

@@ -50,12 +50,7 @@ impl Backend {
 }
 
 fn main() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(run());
+    agentlog_integration::bench::block_on(run());
 }
 
 async fn run() {

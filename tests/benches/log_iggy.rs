@@ -36,12 +36,7 @@ const SAMPLES: usize = 2000;
 const PACE: Duration = Duration::from_millis(1);
 
 fn main() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(run());
+    agentlog_integration::bench::block_on(run());
 }
 
 async fn run() {

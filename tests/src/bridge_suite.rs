@@ -117,6 +117,14 @@ async fn worker(log: &Log, agent: &str, handler: impl Handler) -> Worker {
         .expect("worker")
 }
 
+/// A bridge and a demo worker for `agent` over a fresh log of `subject`.
+async fn demo_agent(subject: &dyn Backend, agent: &str) -> (Bridge, Worker) {
+    let log = subject.log().await;
+    let b = bridge(&log, agent).await;
+    let w = worker(&log, agent, DemoHandler).await;
+    (b, w)
+}
+
 fn get(id: &str) -> GetTaskRequest {
     GetTaskRequest {
         tenant: None,
@@ -425,9 +433,7 @@ async fn idempotent_send(subject: &dyn Backend, agent: &str) {
 }
 
 async fn multi_turn(subject: &dyn Backend, agent: &str) {
-    let log = subject.log().await;
-    let b = bridge(&log, agent).await;
-    let w = worker(&log, agent, DemoHandler).await;
+    let (b, w) = demo_agent(subject, agent).await;
     let c = Caller::anonymous();
     let t = task(
         b.send_message(&c, request("m-1", "input", false))
@@ -466,9 +472,7 @@ async fn multi_turn(subject: &dyn Backend, agent: &str) {
 }
 
 async fn streams_snapshot_then_events(subject: &dyn Backend, agent: &str) {
-    let log = subject.log().await;
-    let b = bridge(&log, agent).await;
-    let w = worker(&log, agent, DemoHandler).await;
+    let (b, w) = demo_agent(subject, agent).await;
     let c = Caller::anonymous();
     let t = task(
         b.send_message(&c, request("m-0", "sleep 0.6", true))
@@ -563,9 +567,7 @@ async fn streams_snapshot_then_events(subject: &dyn Backend, agent: &str) {
 }
 
 async fn list_tasks_filters_and_pages(subject: &dyn Backend, agent: &str) {
-    let log = subject.log().await;
-    let b = bridge(&log, agent).await;
-    let w = worker(&log, agent, DemoHandler).await;
+    let (b, w) = demo_agent(subject, agent).await;
     let c = Caller::principal("lister");
     let mut ids = Vec::new();
     for i in 0..7 {
@@ -753,9 +755,7 @@ async fn handler_errors_and_panics_fail_the_task(subject: &dyn Backend, agent: &
 
 async fn protocol_03_methods(subject: &dyn Backend, agent: &str) {
     use agentlog::bridge::RpcReply;
-    let log = subject.log().await;
-    let b = bridge(&log, agent).await;
-    let w = worker(&log, agent, DemoHandler).await;
+    let (b, w) = demo_agent(subject, agent).await;
     let c = Caller::anonymous();
     let rpc = |body: serde_json::Value| {
         let b = b.clone();
@@ -930,9 +930,8 @@ async fn many_concurrent_tasks_with_cancels(subject: &dyn Backend, agent: &str) 
 }
 
 async fn restart_answers_identically(subject: &dyn Backend, agent: &str) {
-    let log = subject.log().await;
-    let b = bridge(&log, agent).await;
-    let w = worker(&log, agent, DemoHandler).await;
+    let (b, w) = demo_agent(subject, agent).await;
+    let log = b.log().clone();
     let c = Caller::principal("alice");
     let mut ids = Vec::new();
     for (i, text) in ["one", "input", "fail", "two"].iter().enumerate() {

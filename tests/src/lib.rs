@@ -1,4 +1,5 @@
-//! Shared support for agentlog's cross-component tests.
+//! Shared support for agentlog's cross-component tests and benchmarks.
+pub mod bench;
 pub mod bridge_suite;
 pub mod conformance;
 pub mod crash;

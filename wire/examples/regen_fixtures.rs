@@ -436,17 +436,20 @@ fn status(id: &str, ms: u64, state: TaskState, message: &str) -> Record {
     rec("task-1", id, ms, body)
 }
 
+/// Task 1's command: "hi" from message m-1.
+fn hi_command() -> Record {
+    rec(
+        "task-1",
+        "m-1",
+        1_700_000_000_000,
+        RecordBody::Command {
+            params: SEND_HI.into(),
+        },
+    )
+}
+
 fn folds() -> Vec<Value> {
-    let command = || {
-        rec(
-            "task-1",
-            "m-1",
-            1_700_000_000_000,
-            RecordBody::Command {
-                params: SEND_HI.into(),
-            },
-        )
-    };
+    let command = hi_command;
     let agent_msg = |id: &str, text: &str| {
         format!(r#"{{"messageId":"{id}","role":"ROLE_AGENT","parts":[{{"text":"{text}"}}]}}"#)
     };
@@ -785,14 +788,7 @@ fn v03_cases() -> Vec<Value> {
         ));
     }
     let records = [
-        rec(
-            "task-1",
-            "m-1",
-            1_700_000_000_000,
-            RecordBody::Command {
-                params: SEND_HI.into(),
-            },
-        ),
+        hi_command(),
         status("s-1", 1_700_000_000_010, TaskState::Working, ""),
         rec(
             "task-1",

@@ -151,17 +151,20 @@ impl Bridge {
         }
     }
 
-    /// Append a record to the events topic (the commit point), then, for work, its copy to the
-    /// commands topic. Returns where it landed in the events topic.
-    async fn commit(&self, record: &Record, enqueue: bool) -> Result<Appended> {
+    /// Append a record to the agent's topics named by `to`, keyed by its task id. With
+    /// [`Topics::Both`] the events topic (the commit point) comes first and the commands copy
+    /// is acknowledged only with it. Returns where the record landed in the first topic.
+    async fn commit(&self, record: &Record, to: Topics) -> Result<Appended> {
         let bytes = Bytes::from(record.encode().map_err(|e| {
             Error::new(ErrorKind::InvalidParams, "the record cannot be encoded").with_source(e)
         })?);
         let key = record.header.task_id.as_bytes();
         let topics = &self.inner.config.topics;
         let log = &self.inner.log;
-        if !enqueue {
-            return log.append(&topics.events, key, vec![bytes]).await;
+        match to {
+            Topics::Events => return log.append(&topics.events, key, vec![bytes]).await,
+            Topics::Commands => return log.append(&topics.commands, key, vec![bytes]).await,
+            Topics::Both => {}
         }
         // One round on backends that support it; the copy is acknowledged only with the event.
         let appended = log
@@ -192,6 +195,17 @@ impl Bridge {
         )
         .await
     }
+}
+
+/// Where [`Bridge::commit`] writes a record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Topics {
+    /// The events topic only (a cancel request: it decides, it is no work).
+    Events,
+    /// The commands topic only (queueing again a command the log of record already has).
+    Commands,
+    /// The events topic, then the commands copy (a new command or a follow-up).
+    Both,
 }
 
 /// Keep at most the `history_length` newest history messages (A2A: unset = all, 0 = none).

@@ -4,11 +4,11 @@ use std::time::Duration;
 
 use agentlog_wire::a2a::{Message, SendMessageRequest, SendMessageResponse, Task};
 use agentlog_wire::fold::submitted_task;
-use agentlog_wire::{Record, RecordBody, ids};
+use agentlog_wire::{Record, RecordBody, RecordHeader, ids};
 use tokio::sync::broadcast::error::RecvError;
 
 use super::stream::{Start, TaskStream, task_stream};
-use super::{Bridge, not_found, trim_history};
+use super::{Bridge, Topics, not_found, trim_history};
 use crate::agent::Caller;
 use crate::error::{Error, ErrorKind, Result};
 use crate::view::TaskInfo;
@@ -16,8 +16,9 @@ use crate::view::TaskInfo;
 /// A message accepted onto the log: which task, and whether this call created it.
 struct Accepted {
     task_id: String,
-    /// The task as folded from just the new command, when this call created the task.
-    created: Option<Task>,
+    /// The header of the command this call wrote, when it created the task: with the request,
+    /// all a returnImmediately answer needs.
+    created: Option<RecordHeader>,
     /// Where the view must have applied up to for the acceptance to be visible.
     partition: u32,
     visible_at: u64,
@@ -49,7 +50,9 @@ impl Bridge {
         check_history_length(history_length)?;
         let accepted = self.accept(caller, &request, raw_params).await?;
         if configuration.return_immediately {
-            if let Some(task) = accepted.created {
+            if let Some(header) = &accepted.created {
+                // Exactly what folding the new command gives, without parsing its params again.
+                let task = submitted_task(header, request);
                 return Ok(SendMessageResponse::Task(trim_history(
                     task,
                     history_length,
@@ -160,7 +163,7 @@ impl Bridge {
             if info.state == agentlog_wire::TaskState::Submitted
                 && info.last_message_id.as_deref() == Some(message.message_id.as_str())
             {
-                self.enqueue(&record).await?;
+                self.commit(&record, Topics::Commands).await?;
             }
             return Ok(Accepted {
                 task_id,
@@ -169,10 +172,9 @@ impl Bridge {
                 visible_at: 0,
             });
         }
-        let appended = self.commit(&record, true).await?;
+        let appended = self.commit(&record, Topics::Both).await?;
         Ok(Accepted {
-            // Exactly what folding the new command gives, without parsing its params again.
-            created: Some(submitted_task(&record.header, request.clone())),
+            created: Some(record.header),
             task_id,
             partition,
             visible_at: appended.first_offset + 1,
@@ -244,27 +246,11 @@ impl Bridge {
             ),
             body: RecordBody::Continue { params },
         };
-        let appended = self.commit(&record, true).await?;
+        let appended = self.commit(&record, Topics::Both).await?;
         Ok(Accepted {
             visible_at: appended.first_offset + 1,
             ..accepted
         })
-    }
-
-    async fn enqueue(&self, record: &Record) -> Result<()> {
-        let bytes = bytes::Bytes::from(record.encode().map_err(|e| {
-            Error::new(ErrorKind::InvalidParams, "the record cannot be encoded").with_source(e)
-        })?);
-        let topics = &self.inner.config.topics;
-        self.inner
-            .log
-            .append(
-                &topics.commands,
-                record.header.task_id.as_bytes(),
-                vec![bytes],
-            )
-            .await
-            .map(|_| ())
     }
 
     /// Wait until the task is terminal or interrupted (or `timeout` passes), then fold it.

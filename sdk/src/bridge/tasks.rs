@@ -11,7 +11,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
 use super::send::check_history_length;
 use super::stream::{Start, TaskStream, task_stream};
-use super::{Bridge, not_found, trim_history};
+use super::{Bridge, Topics, not_found, trim_history};
 use crate::agent::Caller;
 use crate::error::{Error, ErrorKind, Result};
 use crate::view::ListFilter;
@@ -61,7 +61,7 @@ impl Bridge {
             ),
             body: RecordBody::CancelRequest { metadata },
         };
-        let appended = self.commit(&record, false).await?;
+        let appended = self.commit(&record, Topics::Events).await?;
         view.wait_applied(appended.partition, appended.first_offset + 1)
             .await?;
         let info = view
