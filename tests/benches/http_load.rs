@@ -4,7 +4,8 @@
 //! JSON-RPC body (the ceiling of the HTTP layer). Prints a table; see `benches/README.md`.
 //!
 //! `cargo bench -p agentlog-integration --bench http_load`
-//! (`HTTP_LOAD_FILTER=<text>` keeps only the cases whose label contains it.)
+//! (`HTTP_LOAD_FILTER=<text>` keeps only the cases whose label contains it;
+//! `HTTP_LOAD_ROUNDS=<n>` sets the rounds, 3 by default.)
 //!
 //! Server and client share the machine: the server runs on a 2-worker tokio runtime, the
 //! client (hyper's bare HTTP/1.1 connections, one task per connection) on a current-thread
@@ -31,8 +32,10 @@ use hyper_util::rt::TokioIo;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::runtime::Runtime;
 
-/// Measured time per case, after `WARM_UP`.
-const CASE_TIME: Duration = Duration::from_secs(3);
+/// Measured time per run, after `WARM_UP`.
+const CASE_TIME: Duration = Duration::from_secs(2);
+/// Every case runs once per round; figures are medians over rounds (`HTTP_LOAD_ROUNDS`).
+const ROUNDS: usize = 3;
 const WARM_UP: Duration = Duration::from_millis(500);
 const CONNECTIONS: [usize; 2] = [1, 32];
 
@@ -281,69 +284,134 @@ fn main() {
     if let Ok(filter) = std::env::var("HTTP_LOAD_FILTER") {
         cases.retain(|case| case.label().contains(&filter));
     }
+    let rounds: usize = std::env::var("HTTP_LOAD_ROUNDS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(ROUNDS);
     println!(
-        "HTTP load: {CASE_TIME:?} per case after {WARM_UP:?} warm-up; embedded log in a tempdir; \
-         default fsync policy = {default_fsync:?}; cores = {}",
+        "HTTP load: {rounds} rounds of every case, {CASE_TIME:?} per run after {WARM_UP:?} warm-up; \
+         medians over rounds; embedded log in a tempdir; default fsync policy = {default_fsync:?}; \
+         cores = {}",
         std::thread::available_parallelism().map_or(0, |n| n.get())
     );
     println!();
-    println!(
-        "| {:<52} | conns | {:>9} | {:>8} | {:>8} | {:>6} |",
-        "case", "req/s", "p50 µs", "p99 µs", "errors"
-    );
-    println!(
-        "|{:-<54}|-------|{:-<11}|{:-<10}|{:-<10}|{:-<8}|",
-        "", "", "", "", ""
-    );
-    let mut bare = [0.0f64; CONNECTIONS.len()];
-    let mut send_default = [0.0f64; CONNECTIONS.len()];
-    for case in cases {
-        for (c, &connections) in CONNECTIONS.iter().enumerate() {
-            let server = start(&server_rt, case);
-            let task_id: Arc<str> = client_rt.block_on(async {
-                let mut sender = connect(server.address).await;
-                if case.kind == Kind::Get {
-                    let request = Request::post("/")
-                        .header("host", "bench")
-                        .header("content-type", "application/json")
-                        .body(Full::new(send_body(9999, 0, true)))
-                        .unwrap();
-                    let response = sender.send_request(request).await.unwrap();
-                    let body = response.into_body().collect().await.unwrap().to_bytes();
-                    let reply: serde_json::Value = serde_json::from_slice(&body).unwrap();
-                    reply["result"]["task"]["id"].as_str().unwrap().into()
-                } else {
-                    "".into()
-                }
-            });
-            let outcome = client_rt.block_on(load(server.address, case, connections, task_id));
-            let rate = outcome.requests as f64 / outcome.elapsed.as_secs_f64();
-            println!(
-                "| {:<52} | {:>5} | {:>9.0} | {:>8} | {:>8} | {:>6} |",
-                case.label(),
-                connections,
-                rate,
-                outcome.latency_us.value_at_quantile(0.5),
-                outcome.latency_us.value_at_quantile(0.99),
-                outcome.errors,
-            );
-            if case.kind == Kind::Bare {
-                bare[c] = rate;
+    // runs[case][connections]: one entry per round.
+    let mut runs: Vec<Vec<Vec<Run>>> = vec![vec![Vec::new(); CONNECTIONS.len()]; cases.len()];
+    for round in 0..rounds {
+        // Every case once per round, so a slow spell of the machine hits all cases alike.
+        for (k, &case) in cases.iter().enumerate() {
+            for (c, &connections) in CONNECTIONS.iter().enumerate() {
+                let run = run_case(&server_rt, &client_rt, case, connections);
+                eprintln!(
+                    "round {}: {} at {connections}: {:.0} req/s",
+                    round + 1,
+                    case.label(),
+                    run.rate
+                );
+                runs[k][c].push(run);
             }
-            if case.kind == Kind::Send && case.fsync == default_fsync {
-                send_default[c] = rate;
-            }
-            let _ = server.stop.send(());
-            server_rt.block_on(async {
-                let _ = tokio::time::timeout(Duration::from_secs(15), server.done).await;
-            });
         }
     }
-    println!();
-    for (c, connections) in CONNECTIONS.iter().enumerate() {
-        println!(
-            "SendMessage [{default_fsync:?}] / bare at {connections} connection(s): {:.2}",
-            send_default[c] / bare[c].max(f64::MIN_POSITIVE)
-        );
+    println!(
+        "| {:<52} | conns | {:>9} | {:>8} | {:>8} | {:>6} | {:>17} |",
+        "case", "req/s", "p50 µs", "p99 µs", "errors", "req/s min–max"
+    );
+    println!(
+        "|{:-<54}|-------|{:-<11}|{:-<10}|{:-<10}|{:-<8}|{:-<19}|",
+        "", "", "", "", "", ""
+    );
+    for (k, case) in cases.iter().enumerate() {
+        for (c, &connections) in CONNECTIONS.iter().enumerate() {
+            let rounds = &runs[k][c];
+            let rates: Vec<f64> = rounds.iter().map(|r| r.rate).collect();
+            let (min, max) = rates
+                .iter()
+                .fold((f64::MAX, 0.0f64), |(lo, hi), &r| (lo.min(r), hi.max(r)));
+            println!(
+                "| {:<52} | {:>5} | {:>9.0} | {:>8} | {:>8} | {:>6} | {:>17} |",
+                case.label(),
+                connections,
+                median(&rates),
+                median_u64(rounds.iter().map(|r| r.p50_us)),
+                median_u64(rounds.iter().map(|r| r.p99_us)),
+                rounds.iter().map(|r| r.errors).sum::<u64>(),
+                format!("{min:.0}–{max:.0}"),
+            );
+        }
     }
+    let bare = cases.iter().position(|c| c.kind == Kind::Bare);
+    let send = cases
+        .iter()
+        .position(|c| c.kind == Kind::Send && c.fsync == default_fsync);
+    if let (Some(bare), Some(send)) = (bare, send) {
+        println!();
+        for (c, connections) in CONNECTIONS.iter().enumerate() {
+            // Each round's ratio pairs runs made minutes apart at most.
+            let ratios: Vec<f64> = runs[send][c]
+                .iter()
+                .zip(&runs[bare][c])
+                .map(|(send, bare)| send.rate / bare.rate.max(f64::MIN_POSITIVE))
+                .collect();
+            let list: Vec<String> = ratios.iter().map(|r| format!("{r:.2}")).collect();
+            println!(
+                "SendMessage [{default_fsync:?}] / bare at {connections} connection(s): median {:.2} (rounds: {})",
+                median(&ratios),
+                list.join(", ")
+            );
+        }
+    }
+}
+
+/// One case at one connection count, on a fresh server.
+#[derive(Clone)]
+struct Run {
+    rate: f64,
+    p50_us: u64,
+    p99_us: u64,
+    errors: u64,
+}
+
+fn run_case(server_rt: &Runtime, client_rt: &Runtime, case: Case, connections: usize) -> Run {
+    let server = start(server_rt, case);
+    let task_id: Arc<str> = client_rt.block_on(async {
+        if case.kind != Kind::Get {
+            return "".into();
+        }
+        let mut sender = connect(server.address).await;
+        let request = Request::post("/")
+            .header("host", "bench")
+            .header("content-type", "application/json")
+            .body(Full::new(send_body(9999, 0, true)))
+            .unwrap();
+        let response = sender.send_request(request).await.unwrap();
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        let reply: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        reply["result"]["task"]["id"].as_str().unwrap().into()
+    });
+    let outcome = client_rt.block_on(load(server.address, case, connections, task_id));
+    let _ = server.stop.send(());
+    server_rt.block_on(async {
+        let _ = tokio::time::timeout(Duration::from_secs(15), server.done).await;
+    });
+    Run {
+        rate: outcome.requests as f64 / outcome.elapsed.as_secs_f64(),
+        p50_us: outcome.latency_us.value_at_quantile(0.5),
+        p99_us: outcome.latency_us.value_at_quantile(0.99),
+        errors: outcome.errors,
+    }
+}
+
+fn median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    match sorted.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => sorted[n / 2],
+        n => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
+    }
+}
+
+fn median_u64(values: impl Iterator<Item = u64>) -> u64 {
+    let values: Vec<f64> = values.map(|v| v as f64).collect();
+    median(&values) as u64
 }

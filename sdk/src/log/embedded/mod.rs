@@ -45,13 +45,15 @@
 //!
 //! The batch index lives in memory (about 64 bytes per batch). File reads and the
 //! offsets-file writes of `commit` run on the calling task (reads) or the blocking pool
-//! (commits); reads of the cached tail touch no file. Under `Interval` and `Never`, appends
+//! (commits); reads of the cached tail touch no file, older batches are read through a
+//! read-only map of their segment (see `mapped`). Under `Interval` and `Never`, appends
 //! `pwrite` on the calling task (page cache, microseconds); a segment roll (every
 //! `segment_bytes`) also syncs the full segment and creates the next one there.
 
 mod files;
 mod group;
 mod lock;
+mod mapped;
 mod options;
 mod partition;
 mod segment;

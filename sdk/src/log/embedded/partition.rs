@@ -16,15 +16,28 @@ use tokio::sync::watch;
 
 use super::EmbeddedOptions;
 use super::files::io_error;
+use super::mapped::SegmentMap;
 use super::segment::{self, Damage};
 use crate::error::{Error, ErrorKind, Result};
 use crate::log::StoredRecord;
 
 /// A segment file of the partition.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(crate) struct Segment {
     pub path: PathBuf,
     pub file: Arc<File>,
+    map: SegmentMap,
+}
+
+impl Segment {
+    /// A segment file that may grow to `max_len` bytes (the map covers that much).
+    pub fn new(path: PathBuf, file: Arc<File>, max_len: u64) -> Arc<Self> {
+        Arc::new(Self {
+            path,
+            file,
+            map: SegmentMap::new(max_len),
+        })
+    }
 }
 
 /// Where a batch sits in its segment file.
@@ -57,7 +70,7 @@ impl Entry {
 #[derive(Debug)]
 pub(crate) struct PartState {
     entries: Vec<Entry>,
-    segments: Vec<Segment>,
+    segments: Vec<Arc<Segment>>,
     end: u64,
     cached_bytes: usize,
     /// Entries before this index hold no cached records.
@@ -80,7 +93,7 @@ pub(crate) struct WriterState {
     pub buf_start: u64,
     /// Staged batches and segments, published after the write (and sync) succeed.
     pub pending_entries: Vec<Entry>,
-    pub pending_segments: Vec<Segment>,
+    pub pending_segments: Vec<Arc<Segment>>,
     /// Segments created so far (published and pending), for the next segment's index.
     pub segment_count: usize,
     /// Whether this partition is in the writer's current drain.
@@ -118,7 +131,7 @@ impl Partition {
         dir: Option<PathBuf>,
         cache_budget: usize,
         entries: Vec<Entry>,
-        segments: Vec<Segment>,
+        segments: Vec<Arc<Segment>>,
         end: u64,
         active: Option<(usize, Arc<File>, u64)>,
     ) -> Self {
@@ -174,7 +187,7 @@ impl Partition {
 
     /// Make batches visible: add new segments and index entries, move the end, wake
     /// watchers, and evict the oldest cached batches over the budget.
-    pub fn publish(&self, segments: Vec<Segment>, entries: Vec<Entry>, end: u64) -> Result<()> {
+    pub fn publish(&self, segments: Vec<Arc<Segment>>, entries: Vec<Entry>, end: u64) -> Result<()> {
         let mut state = lock(&self.state)?;
         state.segments.extend(segments);
         for entry in entries {
@@ -224,7 +237,7 @@ impl Partition {
     /// Up to `max` records from offset `from`. Cached batches are cloned out under the lock
     /// (cheap: reference-counted); evicted ones are read back from their segment after it.
     pub fn read(&self, from: u64, max: usize) -> Result<Vec<StoredRecord>> {
-        let mut plan: Vec<(Entry, Option<Segment>)> = Vec::new();
+        let mut plan: Vec<(Entry, Option<Arc<Segment>>)> = Vec::new();
         {
             let state = lock(&self.state)?;
             if from >= state.end || max == 0 {
@@ -354,7 +367,8 @@ impl Partition {
                 });
             }
             active = Some((segments.len(), Arc::clone(&file), scan.valid_len));
-            segments.push(Segment { path, file });
+            let max_len = scan.valid_len.max(options.segment_bytes);
+            segments.push(Segment::new(path, file, max_len));
             end = scan.next_offset;
             if cut && !is_last {
                 remove_segments(&dir, &bases[i + 1..])?;
@@ -382,8 +396,12 @@ fn remove_segments(dir: &Path, bases: &[u64]) -> Result<()> {
     super::files::sync_dir(dir)
 }
 
-/// Read one batch back from its segment and verify it.
+/// Read one batch back from its segment (through its map when it can) and verify it.
 fn read_batch(segment: &Segment, loc: Loc, base: u64) -> Result<Vec<Bytes>> {
+    if let Some(bytes) = segment.map.bytes(&segment.file, loc.pos, loc.len) {
+        let batch = Bytes::copy_from_slice(bytes);
+        return segment::decode_batch(batch, &segment.path, loc.pos, base);
+    }
     let mut buf = vec![0u8; loc.len as usize];
     segment
         .file

@@ -317,6 +317,42 @@ async fn segments_roll_and_old_ones_are_read_back() {
 }
 
 #[tokio::test]
+async fn evicted_batches_of_the_growing_active_segment_read_back() {
+    // No tail cache: every read goes through the segment's map, which is created at the
+    // first read and must cover what the active segment is appended later.
+    let dir = tempfile::tempdir().unwrap();
+    let log = EmbeddedLog::open(
+        dir.path().to_path_buf(),
+        never().cache_bytes_per_partition(0),
+    )
+    .unwrap();
+    log.ensure_topic(&topic(), 1).await.unwrap();
+    let mut written = Vec::new();
+    for round in 0..5 {
+        let records: Vec<Bytes> = (0..20).map(|i| payload(round * 20 + i)).collect();
+        written.extend(records.iter().cloned());
+        log.append(&topic(), b"k", records).await.unwrap();
+        assert_eq!(read_all(&log, 0).await.unwrap(), written, "round {round}");
+    }
+    assert_eq!(segments(dir.path()).len(), 1);
+}
+
+#[tokio::test]
+async fn batches_larger_than_a_segment_read_back() {
+    // Each batch overshoots the 64-byte segment size, so it lies past the segment's map
+    // and is read with `pread`; the small ones after a roll fit their maps.
+    let dir = tempfile::tempdir().unwrap();
+    let options = never().segment_bytes(64).cache_bytes_per_partition(0);
+    let mut written = fill(dir.path(), options.clone(), 3, 10).await;
+    let log = EmbeddedLog::open(dir.path().to_path_buf(), options).unwrap();
+    let small = vec![Bytes::from_static(b"s")];
+    written.extend(small.iter().cloned());
+    log.append(&topic(), b"k", small).await.unwrap();
+    assert_eq!(read_all(&log, 0).await.unwrap(), written);
+    assert_eq!(segments(dir.path()).len(), 4);
+}
+
+#[tokio::test]
 async fn groups_split_partitions_rebalance_on_drop_and_resume_from_commits() {
     let dir = tempfile::tempdir().unwrap();
     let log = EmbeddedLog::open(dir.path().to_path_buf(), never()).unwrap();

@@ -416,10 +416,9 @@ fn roll(config: Config, partition: &Partition, ws: &mut WriterState) -> Result<(
     let file = Arc::new(file);
     let index = ws.segment_count;
     ws.segment_count += 1;
-    ws.pending_segments.push(Segment {
-        path,
-        file: Arc::clone(&file),
-    });
+    let max_len = config.segment_bytes;
+    ws.pending_segments
+        .push(Segment::new(path, Arc::clone(&file), max_len));
     ws.active = Some((index, file, 0));
     ws.buf_start = 0;
     Ok(())
