@@ -91,9 +91,7 @@ async fn get_task_part() {
     let mut cases = Vec::new();
     for log in [&small, &large] {
         let bridge = open_bridge(log).await;
-        let spread: Vec<String> = (0..250)
-            .map(|i| task_id(i * log.tasks / 250))
-            .collect();
+        let spread: Vec<String> = (0..250).map(|i| task_id(i * log.tasks / 250)).collect();
         let all: Vec<String> = (0..log.tasks).map(task_id).collect();
         for (pattern, ids) in [("250 tasks", spread), ("all tasks", all)] {
             cases.push(GetCase {

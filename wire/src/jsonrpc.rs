@@ -4,6 +4,7 @@
 //! (the JS client rejects a response whose id differs in type). Dispatch never matches bare
 //! strings: [`Method`] names every 1.0 and 0.3 method.
 
+use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use strum::{Display, EnumIter, EnumString, IntoStaticStr};
@@ -252,11 +253,12 @@ pub fn parse_request(body: &[u8]) -> Result<Request<'_>, BadRequest> {
         id: null(),
         error: RpcError::with_message(ErrorCode::ParseError, "Invalid JSON payload: not UTF-8"),
     })?;
-    let value: &RawValue = serde_json::from_str(text).map_err(|e| BadRequest {
+    let not_json = |e: serde_json::Error| BadRequest {
         id: null(),
         error: RpcError::with_message(ErrorCode::ParseError, format!("Invalid JSON payload: {e}")),
-    })?;
-    if !value.get().trim_start().starts_with('{') {
+    };
+    if !text.trim_start().starts_with('{') {
+        serde_json::from_str::<IgnoredAny>(text).map_err(not_json)?;
         return Err(BadRequest {
             id: null(),
             error: RpcError::with_message(
@@ -265,10 +267,19 @@ pub fn parse_request(body: &[u8]) -> Result<Request<'_>, BadRequest> {
             ),
         });
     }
-    let envelope: Envelope<'_> = serde_json::from_str(value.get()).map_err(|e| BadRequest {
-        id: null(),
-        error: RpcError::with_message(ErrorCode::InvalidRequest, format!("Invalid request: {e}")),
-    })?;
+    // One pass in the common case: the envelope's parse checks all of the JSON (unknown
+    // members are skipped, not trusted). Only a failure reads again, to tell -32700 from -32600.
+    let envelope: Envelope<'_> =
+        serde_json::from_str(text).map_err(|e| match serde_json::from_str::<IgnoredAny>(text) {
+            Err(syntax) => not_json(syntax),
+            Ok(_) => BadRequest {
+                id: null(),
+                error: RpcError::with_message(
+                    ErrorCode::InvalidRequest,
+                    format!("Invalid request: {e}"),
+                ),
+            },
+        })?;
     let id = envelope.id;
     let invalid = |why: &str| BadRequest {
         id: id.map(RawValue::to_owned).unwrap_or_else(null),

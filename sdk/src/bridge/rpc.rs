@@ -8,7 +8,8 @@
 
 use agentlog_wire::a2a;
 use agentlog_wire::jsonrpc::{
-    Method, Operation, ProtocolVersion, error_body, parse_request, success_body,
+    BadRequest, Method, Operation, ProtocolVersion, Request, error_body, parse_request,
+    success_body,
 };
 use agentlog_wire::{ErrorCode, RpcError, WireError, v03};
 use serde::de::DeserializeOwned;
@@ -80,14 +81,28 @@ impl Bridge {
         body: &[u8],
         resume_after: Option<u64>,
     ) -> RpcReply {
+        self.handle_parsed(caller, a2a_version, parse_request(body), resume_after)
+            .await
+    }
+
+    /// [`handle_rpc`](Self::handle_rpc) for a body the transport already parsed with
+    /// [`parse_request`] (to read the method before answering), so it is parsed once.
+    pub async fn handle_parsed(
+        &self,
+        caller: &Caller,
+        a2a_version: Option<&str>,
+        parsed: std::result::Result<Request<'_>, BadRequest>,
+        resume_after: Option<u64>,
+    ) -> RpcReply {
         let header_version = match a2a_version.map(str::trim).filter(|v| !v.is_empty()) {
             None => None,
             Some(v) => match ProtocolVersion::from_header(v) {
                 Some(version) => Some(version),
                 None => {
-                    let id = parse_request(body)
-                        .map(|r| r.id.to_owned())
-                        .unwrap_or_else(|bad| bad.id);
+                    let id = match &parsed {
+                        Ok(request) => request.id.to_owned(),
+                        Err(bad) => bad.id.clone(),
+                    };
                     let error = RpcError::with_message(
                         ErrorCode::VersionNotSupported,
                         format!("A2A-Version {v} is not supported; this server speaks 1.0 and 0.3"),
@@ -97,7 +112,7 @@ impl Bridge {
                 }
             },
         };
-        let request = match parse_request(body) {
+        let request = match parsed {
             Ok(request) => request,
             Err(bad) => {
                 let version = header_version.unwrap_or(ProtocolVersion::V1_0);

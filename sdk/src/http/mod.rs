@@ -30,7 +30,7 @@
 //!   - `415` when `Content-Type` is missing or is neither `application/json` nor
 //!     `application/a2a+json` (parameters such as `; charset=utf-8` are allowed);
 //!   - `413` when the body exceeds [`HttpConfig::body_limit_bytes`].
-//! - **`A2A-Version`** is handed to [`Bridge::handle_rpc`] as sent (a value that is not valid
+//! - **`A2A-Version`** is handed to [`Bridge::handle_parsed`] as sent (a value that is not valid
 //!   UTF-8 is passed lossily, so it is refused with -32009 like any unsupported version); a
 //!   missing header is accepted, as documented there.
 //! - **Streaming methods always answer `200 text/event-stream`** (the A2A TCK fails on any

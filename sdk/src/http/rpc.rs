@@ -5,7 +5,7 @@ use std::convert::Infallible;
 use std::time::{Duration, Instant};
 
 use agentlog_wire::ErrorCode;
-use agentlog_wire::jsonrpc::{ProtocolVersion, error_body, parse_request};
+use agentlog_wire::jsonrpc::{self, BadRequest, ProtocolVersion, error_body, parse_request};
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE};
@@ -95,9 +95,10 @@ async fn rpc(state: AppState, request: Request) -> Response {
         }
     };
 
-    // A light, borrowing parse for the metrics label, the id and the streaming flag; the
-    // bridge parses again (the body is small next to the work behind it).
-    let probe = Probe::of(&body);
+    // One borrowing parse: the metrics label, the id and the streaming flag come from it, and
+    // the bridge answers from it.
+    let parsed = parse_request(&body);
+    let probe = Probe::of(&parsed);
     let version = parts
         .headers
         .get(A2A_VERSION)
@@ -114,7 +115,7 @@ async fn rpc(state: AppState, request: Request) -> Response {
     };
     let reply = inner
         .bridge
-        .handle_rpc(&caller, version.as_deref(), &body, resume_after)
+        .handle_parsed(&caller, version.as_deref(), parsed, resume_after)
         .await;
     respond(reply, &probe, &state, start)
 }
@@ -129,8 +130,8 @@ struct Probe<'a> {
 }
 
 impl<'a> Probe<'a> {
-    fn of(body: &'a [u8]) -> Self {
-        match parse_request(body) {
+    fn of(parsed: &Result<jsonrpc::Request<'a>, BadRequest>) -> Self {
+        match parsed {
             Ok(request) => {
                 let method = request.method().ok();
                 Probe {

@@ -12,27 +12,35 @@ pub(super) type OwnerId = u32;
 
 #[derive(Default)]
 pub(super) struct Owners {
-    ids: HashMap<Caller, OwnerId>,
+    /// tenant → principal → id: two levels, so that a lookup borrows the record's strings
+    /// instead of building a `Caller` for every record applied.
+    ids: HashMap<String, HashMap<String, OwnerId>>,
     callers: Vec<Caller>,
 }
 
 impl Owners {
     pub(super) fn intern(&mut self, principal: &str, tenant: &str) -> OwnerId {
-        let caller = Caller {
-            principal: principal.to_owned(),
-            tenant: tenant.to_owned(),
-        };
-        if let Some(id) = self.ids.get(&caller) {
-            return *id;
+        if let Some(id) = self.get(principal, tenant) {
+            return id;
         }
         let id = self.callers.len() as OwnerId;
-        self.callers.push(caller.clone());
-        self.ids.insert(caller, id);
+        self.callers.push(Caller {
+            principal: principal.to_owned(),
+            tenant: tenant.to_owned(),
+        });
+        self.ids
+            .entry(tenant.to_owned())
+            .or_default()
+            .insert(principal.to_owned(), id);
         id
     }
 
     pub(super) fn find(&self, caller: &Caller) -> Option<OwnerId> {
-        self.ids.get(caller).copied()
+        self.get(&caller.principal, &caller.tenant)
+    }
+
+    fn get(&self, principal: &str, tenant: &str) -> Option<OwnerId> {
+        self.ids.get(tenant)?.get(principal).copied()
     }
 
     pub(super) fn caller(&self, id: OwnerId) -> &Caller {
@@ -100,5 +108,32 @@ impl ListFilter {
             None => true,
             Some((cursor_ts, cursor_id)) => (ts, id) < (*cursor_ts, cursor_id.as_str()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn owners_are_interned_per_principal_and_tenant() {
+        let mut owners = Owners::default();
+        let alice = owners.intern("alice", "");
+        let alice_in_acme = owners.intern("alice", "acme");
+        let bob = owners.intern("bob", "");
+        assert_eq!(owners.intern("alice", ""), alice);
+        assert_ne!(alice, alice_in_acme);
+        assert_ne!(alice, bob);
+        let caller = Caller {
+            principal: "alice".into(),
+            tenant: "acme".into(),
+        };
+        assert_eq!(owners.find(&caller), Some(alice_in_acme));
+        assert_eq!(owners.caller(alice_in_acme), &caller);
+        let stranger = Caller {
+            principal: "carol".into(),
+            tenant: "acme".into(),
+        };
+        assert_eq!(owners.find(&stranger), None);
     }
 }

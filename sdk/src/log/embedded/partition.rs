@@ -187,7 +187,12 @@ impl Partition {
 
     /// Make batches visible: add new segments and index entries, move the end, wake
     /// watchers, and evict the oldest cached batches over the budget.
-    pub fn publish(&self, segments: Vec<Arc<Segment>>, entries: Vec<Entry>, end: u64) -> Result<()> {
+    pub fn publish(
+        &self,
+        segments: Vec<Arc<Segment>>,
+        entries: Vec<Entry>,
+        end: u64,
+    ) -> Result<()> {
         let mut state = lock(&self.state)?;
         state.segments.extend(segments);
         for entry in entries {
@@ -260,9 +265,13 @@ impl Partition {
         }
         let mut out = Vec::with_capacity(max.min(4096));
         for (entry, segment) in plan {
-            let records = match (entry.records, entry.loc, segment) {
+            let read_back;
+            let records: &[Bytes] = match (&entry.records, entry.loc, segment) {
                 (Some(records), _, _) => records,
-                (None, Some(loc), Some(segment)) => read_batch(&segment, loc, entry.base)?.into(),
+                (None, Some(loc), Some(segment)) => {
+                    read_back = read_batch(&segment, loc, entry.base)?;
+                    &read_back
+                }
                 _ => {
                     return Err(Error::new(
                         ErrorKind::Internal,
