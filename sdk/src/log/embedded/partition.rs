@@ -408,8 +408,7 @@ fn remove_segments(dir: &Path, bases: &[u64]) -> Result<()> {
 /// Read one batch back from its segment (through its map when it can) and verify it.
 fn read_batch(segment: &Segment, loc: Loc, base: u64) -> Result<Vec<Bytes>> {
     if let Some(bytes) = segment.map.bytes(&segment.file, loc.pos, loc.len) {
-        let batch = Bytes::copy_from_slice(bytes);
-        return segment::decode_batch(batch, &segment.path, loc.pos, base);
+        return segment::decode_batch_copied(bytes, &segment.path, loc.pos, base);
     }
     let mut buf = vec![0u8; loc.len as usize];
     segment

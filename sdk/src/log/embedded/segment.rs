@@ -16,6 +16,7 @@
 //! The header has its own checksum so a flipped length can never be mistaken for a short
 //! (torn) batch and silently cut the log there.
 
+use std::ops::Range;
 use std::path::Path;
 
 use bytes::Bytes;
@@ -94,9 +95,14 @@ pub(crate) fn decode_header(bytes: &[u8]) -> Option<Header> {
     })
 }
 
-/// Split a verified body into its records (slices of `body`, no copy). `None` if the record
-/// lengths do not add up to `count` records filling the body exactly.
-pub(crate) fn split_body(body: &Bytes, count: u32) -> Option<Vec<Bytes>> {
+/// Split a verified body into its records, each made by `record` from its byte range in
+/// `body`. `None` if the record lengths do not add up to `count` records filling the body
+/// exactly.
+pub(crate) fn split_body<T>(
+    body: &[u8],
+    count: u32,
+    mut record: impl FnMut(Range<usize>) -> T,
+) -> Option<Vec<T>> {
     let mut records = Vec::with_capacity(count as usize);
     let mut pos = 0usize;
     for _ in 0..count {
@@ -108,33 +114,55 @@ pub(crate) fn split_body(body: &Bytes, count: u32) -> Option<Vec<Bytes>> {
         if end > body.len() {
             return None;
         }
-        records.push(body.slice(pos + 4..end));
+        records.push(record(pos + 4..end));
         pos = end;
     }
     (pos == body.len()).then_some(records)
 }
 
 /// Decode a whole batch read back from `file` at byte `pos`, verifying both checksums and
-/// that it starts at `expected_base`. Any mismatch is [`ErrorKind::Corrupt`].
+/// that it starts at `expected_base`. Any mismatch is [`ErrorKind::Corrupt`]. The records
+/// are slices of `batch` (no copy).
 pub(crate) fn decode_batch(
     batch: Bytes,
     file: &Path,
     pos: u64,
     expected_base: u64,
 ) -> Result<Vec<Bytes>> {
+    let count = verify_batch(&batch, file, pos, expected_base)?;
+    let body = batch.slice(HEADER_LEN..);
+    split_body(&body, count, |range| body.slice(range))
+        .ok_or_else(|| corrupt_at(file, pos, "record lengths do not match the batch"))
+}
+
+/// [`decode_batch`] for bytes borrowed from a segment map: each record is copied out, and
+/// nothing else is allocated.
+pub(crate) fn decode_batch_copied(
+    batch: &[u8],
+    file: &Path,
+    pos: u64,
+    expected_base: u64,
+) -> Result<Vec<Bytes>> {
+    let count = verify_batch(batch, file, pos, expected_base)?;
+    let body = &batch[HEADER_LEN..];
+    split_body(body, count, |range| Bytes::copy_from_slice(&body[range]))
+        .ok_or_else(|| corrupt_at(file, pos, "record lengths do not match the batch"))
+}
+
+/// Check a batch's header checksum, length, base offset and body checksum; its record count.
+fn verify_batch(batch: &[u8], file: &Path, pos: u64, expected_base: u64) -> Result<u32> {
     let corrupt = |what: &str| corrupt_at(file, pos, what);
-    let header = decode_header(&batch).ok_or_else(|| corrupt("bad batch header checksum"))?;
+    let header = decode_header(batch).ok_or_else(|| corrupt("bad batch header checksum"))?;
     if header.batch_len() != batch.len() {
         return Err(corrupt("batch length differs from the index"));
     }
     if header.base_offset != expected_base {
         return Err(corrupt("batch base offset differs from the index"));
     }
-    let body = batch.slice(HEADER_LEN..);
-    if crc32c::crc32c(&body) != header.body_crc {
+    if crc32c::crc32c(&batch[HEADER_LEN..]) != header.body_crc {
         return Err(corrupt("bad batch body checksum"));
     }
-    split_body(&body, header.count).ok_or_else(|| corrupt("record lengths do not match the batch"))
+    Ok(header.count)
 }
 
 /// The typed error for bad stored bytes: names the file and the byte offset.
@@ -221,7 +249,7 @@ pub(crate) fn scan(bytes: &[u8], base_offset: u64) -> Scan {
             }
             break Some(Damage::Corrupt("bad batch body checksum".into()));
         }
-        if split_body(&Bytes::copy_from_slice(body), header.count).is_none() {
+        if split_body(body, header.count, |_| ()).is_none() {
             break Some(Damage::Corrupt(
                 "record lengths do not match the batch".into(),
             ));
