@@ -337,6 +337,43 @@ async fn evicted_batches_of_the_growing_active_segment_read_back() {
     assert_eq!(segments(dir.path()).len(), 1);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mapped_reads_race_appends_to_the_same_segment() {
+    // A reader on another thread keeps reading everything published (no tail cache, so
+    // through the map) while appends extend the mapped active segment and roll new ones.
+    let dir = tempfile::tempdir().unwrap();
+    let log = Arc::new(
+        EmbeddedLog::open(
+            dir.path().to_path_buf(),
+            never()
+                .segment_bytes(16 * 1024)
+                .cache_bytes_per_partition(0),
+        )
+        .unwrap(),
+    );
+    log.ensure_topic(&topic(), 1).await.unwrap();
+    let total = 2_000;
+    let reader = {
+        let log = log.clone();
+        tokio::spawn(async move {
+            let mut seen = 0;
+            while seen < total {
+                let records = log.read(&topic(), 0, seen as u64, 64).await.unwrap();
+                for r in records {
+                    assert_eq!(r.payload, payload(seen), "offset {seen}");
+                    seen += 1;
+                }
+                tokio::task::yield_now().await;
+            }
+        })
+    };
+    for i in 0..total {
+        log.append(&topic(), b"k", vec![payload(i)]).await.unwrap();
+    }
+    reader.await.unwrap();
+    assert!(segments(dir.path()).len() > 3);
+}
+
 #[tokio::test]
 async fn batches_larger_than_a_segment_read_back() {
     // Each batch overshoots the 64-byte segment size, so it lies past the segment's map
