@@ -3,6 +3,8 @@
 //! Prints a table; see `benches/README.md`.
 //!
 //! `cargo bench -p agentlog-integration --bench bridge`
+//! (`BRIDGE_BENCH=get|round-trip|throughput` runs one part; `BRIDGE_GET_REQUESTS=<n>` sets the
+//! GetTask requests per case and round, 2,000 by default, e.g. more to profile.)
 #![allow(clippy::unwrap_used)]
 
 use std::alloc::{GlobalAlloc, Layout, System};
