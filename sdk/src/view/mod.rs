@@ -14,6 +14,8 @@
 //! the same answers.
 
 mod index;
+#[cfg(test)]
+mod tests;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -269,6 +271,10 @@ impl TaskView {
             return None;
         }
         let info = self.info(id, entry);
+        if info.state.is_terminal() {
+            // Nothing follows a terminal record: a closed channel, and no entry left behind.
+            return Some((info, broadcast::channel(1).1));
+        }
         let id = id.clone();
         let rx = tasks
             .watchers
@@ -471,8 +477,9 @@ impl Tasks {
                 state,
                 change,
             });
-            if sender.send(event).is_err() {
-                // Nobody listens any more.
+            // Drop the channel once nobody listens, or once the task is terminal (nothing
+            // follows; subscribers still receive what was sent, then `Closed`).
+            if sender.send(event).is_err() || state.is_terminal() {
                 let id = id.clone();
                 self.watchers.remove(&id);
             }

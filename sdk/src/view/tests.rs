@@ -1,0 +1,107 @@
+//! Unit tests of the view's subscriptions and its follower, over the in-memory log.
+#![allow(clippy::unwrap_used)]
+
+use std::time::Duration;
+
+use agentlog_wire::{Record, RecordBody, RecordHeader, TaskState};
+use bytes::Bytes;
+use tokio::sync::broadcast::error::RecvError;
+
+use super::*;
+
+/// An upper bound for anything a test waits for.
+const PATIENCE: Duration = Duration::from_secs(30);
+
+async fn view_over_memory() -> (Log, TopicRef, TaskView) {
+    let log = crate::log::open("memory://").await.unwrap();
+    let topic = TopicRef::new("s", "events");
+    log.ensure_topic(&topic, 1).await.unwrap();
+    let view = TaskView::start(log.clone(), topic.clone()).await.unwrap();
+    (log, topic, view)
+}
+
+fn record(task: &str, message_id: &str, body: RecordBody) -> Record {
+    Record {
+        header: RecordHeader {
+            task_id: task.to_owned(),
+            context_id: format!("ctx-{task}"),
+            message_id: message_id.to_owned(),
+            principal: "p".to_owned(),
+            timestamp_ms: 1_700_000_000_000,
+            ..RecordHeader::default()
+        },
+        body,
+    }
+}
+
+fn command(task: &str) -> Record {
+    let params = format!(
+        r#"{{"message":{{"messageId":"m-{task}","role":"ROLE_USER","parts":[{{"text":"hi"}}]}}}}"#
+    );
+    record(task, &format!("m-{task}"), RecordBody::Command { params })
+}
+
+fn completed(task: &str) -> Record {
+    let body = RecordBody::Terminal {
+        state: TaskState::Completed.into(),
+        message: String::new(),
+    };
+    record(task, &format!("done-{task}"), body)
+}
+
+async fn append(log: &Log, topic: &TopicRef, record: &Record) {
+    let bytes = Bytes::from(record.encode().unwrap());
+    log.append(topic, record.header.task_id.as_bytes(), vec![bytes])
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_terminal_record_closes_the_subscribers_channel() {
+    let (log, topic, view) = view_over_memory().await;
+    append(&log, &topic, &command("t1")).await;
+    view.sync(None, PATIENCE).await.unwrap();
+    let (info, mut events) = view.subscribe(None, "t1").unwrap();
+    assert_eq!(info.state, TaskState::Submitted);
+    assert!(!view.lock().watchers.is_empty());
+
+    append(&log, &topic, &completed("t1")).await;
+    view.sync(None, PATIENCE).await.unwrap();
+    let event = tokio::time::timeout(PATIENCE, events.recv()).await.unwrap();
+    assert_eq!(event.unwrap().state, TaskState::Completed);
+    // Nothing follows a terminal record: the channel is gone, not kept for ever.
+    let next = tokio::time::timeout(PATIENCE, events.recv()).await.unwrap();
+    assert!(matches!(next, Err(RecvError::Closed)));
+    assert!(view.lock().watchers.is_empty());
+}
+
+#[tokio::test]
+async fn subscribing_to_a_terminal_task_leaves_nothing_behind() {
+    let (log, topic, view) = view_over_memory().await;
+    append(&log, &topic, &command("t1")).await;
+    append(&log, &topic, &completed("t1")).await;
+    view.sync(None, PATIENCE).await.unwrap();
+    let (info, mut events) = view.subscribe(None, "t1").unwrap();
+    assert_eq!(info.state, TaskState::Completed);
+    let next = tokio::time::timeout(PATIENCE, events.recv()).await.unwrap();
+    assert!(matches!(next, Err(RecvError::Closed)));
+    assert!(view.lock().watchers.is_empty());
+}
+
+#[tokio::test]
+async fn the_follower_applies_appends_with_nobody_asking() {
+    // No request syncs and nobody subscribes: the follower alone brings the view to the
+    // log's end.
+    let (log, topic, view) = view_over_memory().await;
+    for n in 0..200 {
+        append(&log, &topic, &command(&format!("t{n}"))).await;
+    }
+    tokio::time::timeout(PATIENCE, async {
+        while view.task_count() < 200 {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(view.lag().await.unwrap(), 0);
+}
