@@ -402,10 +402,28 @@ mod tests {
 
     #[test]
     fn bad_envelopes_get_their_codes() {
-        let cases: [(&str, i32); 9] = [
+        let cases: [(&str, i32); 15] = [
             ("{", -32700),
             ("", -32700),
             ("[]", -32600),
+            // An array serde could read as the envelope struct, field by field.
+            (r#"["2.0",1,"GetTask",{}]"#, -32600),
+            ("[1,", -32700),
+            // Valid JSON inside, garbage after it.
+            (r#"{"jsonrpc":"2.0","id":1,"method":"GetTask"} x"#, -32700),
+            // Bad JSON in a member the envelope skips.
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"GetTask","extra":[1,}"#,
+                -32700,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"GetTask"}"#,
+                -32600,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":}}"#,
+                -32700,
+            ),
             ("\"x\"", -32600),
             (r#"{"id":1,"method":"GetTask"}"#, -32600),
             (r#"{"jsonrpc":"1.0","id":1,"method":"GetTask"}"#, -32600),
