@@ -22,6 +22,7 @@ use agentlog::http::{HttpConfig, router, serve};
 use agentlog::log::Log;
 use agentlog::log::embedded::{EmbeddedLog, EmbeddedOptions, FsyncPolicy};
 use agentlog::worker::{DemoHandler, Worker, WorkerConfig};
+use agentlog_integration::bench::median;
 use axum::Router;
 use axum::routing::post;
 use bytes::Bytes;
@@ -328,12 +329,12 @@ fn main() {
                 .iter()
                 .fold((f64::MAX, 0.0f64), |(lo, hi), &r| (lo.min(r), hi.max(r)));
             println!(
-                "| {:<52} | {:>5} | {:>9.0} | {:>8} | {:>8} | {:>6} | {:>17} |",
+                "| {:<52} | {:>5} | {:>9.0} | {:>8.0} | {:>8.0} | {:>6} | {:>17} |",
                 case.label(),
                 connections,
-                median(&rates),
-                median_u64(rounds.iter().map(|r| r.p50_us)),
-                median_u64(rounds.iter().map(|r| r.p99_us)),
+                median(rates.iter().copied()),
+                median(rounds.iter().map(|r| r.p50_us as f64)),
+                median(rounds.iter().map(|r| r.p99_us as f64)),
                 rounds.iter().map(|r| r.errors).sum::<u64>(),
                 format!("{min:.0}–{max:.0}"),
             );
@@ -355,7 +356,7 @@ fn main() {
             let list: Vec<String> = ratios.iter().map(|r| format!("{r:.2}")).collect();
             println!(
                 "SendMessage [{default_fsync:?}] / bare at {connections} connection(s): median {:.2} (rounds: {})",
-                median(&ratios),
+                median(ratios.iter().copied()),
                 list.join(", ")
             );
         }
@@ -399,19 +400,4 @@ fn run_case(server_rt: &Runtime, client_rt: &Runtime, case: Case, connections: u
         p99_us: outcome.latency_us.value_at_quantile(0.99),
         errors: outcome.errors,
     }
-}
-
-fn median(values: &[f64]) -> f64 {
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    match sorted.len() {
-        0 => 0.0,
-        n if n % 2 == 1 => sorted[n / 2],
-        n => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
-    }
-}
-
-fn median_u64(values: impl Iterator<Item = u64>) -> u64 {
-    let values: Vec<f64> = values.map(|v| v as f64).collect();
-    median(&values) as u64
 }

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agentlog::log::{Follower, Log, TopicRef};
+use agentlog_integration::bench::median;
 use agentlog_integration::iggy_server::IggyServer;
 use bytes::Bytes;
 use hdrhistogram::Histogram;
@@ -211,9 +212,4 @@ async fn follow_latency(writer: &Log, reader: &Log, name: &str) -> Histogram<u64
         tokio::time::sleep(PACE).await;
     }
     collector.await.unwrap()
-}
-
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
 }

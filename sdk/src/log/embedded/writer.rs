@@ -416,9 +416,8 @@ fn roll(config: Config, partition: &Partition, ws: &mut WriterState) -> Result<(
     let file = Arc::new(file);
     let index = ws.segment_count;
     ws.segment_count += 1;
-    let max_len = config.segment_bytes;
     ws.pending_segments
-        .push(Segment::new(path, Arc::clone(&file), max_len));
+        .push(Segment::new(path, Arc::clone(&file), config.segment_bytes));
     ws.active = Some((index, file, 0));
     ws.buf_start = 0;
     Ok(())
