@@ -5,16 +5,34 @@
 /// spec recommends).
 pub fn format_millis(ms: u64) -> String {
     let secs = ms / 1000;
-    let millis = ms % 1000;
-    let days = secs / 86_400;
     let rem = secs % 86_400;
-    let (y, m, d) = civil_from_days(days as i64);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{millis:03}Z",
-        rem / 3600,
-        (rem % 3600) / 60,
-        rem % 60
-    )
+    let (year, month, day) = civil_from_days((secs / 86_400) as i64);
+    let (hour, minute, second) = (rem / 3600, (rem % 3600) / 60, rem % 60);
+    // Every task status carries one, so digits are written in place rather than through
+    // `format!`'s padding machinery (which cost ~1.5 % of a returnImmediately SendMessage).
+    let Ok(year @ 0..=9999) = u64::try_from(year) else {
+        return format!(
+            "{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}.{:03}Z",
+            ms % 1000
+        );
+    };
+    let mut text = *b"0000-00-00T00:00:00.000Z";
+    for (at, width, value) in [
+        (0, 4, year),
+        (5, 2, month as u64),
+        (8, 2, day as u64),
+        (11, 2, hour),
+        (14, 2, minute),
+        (17, 2, second),
+        (20, 3, ms % 1000),
+    ] {
+        let mut value = value;
+        for digit in text[at..at + width].iter_mut().rev() {
+            *digit = b'0' + (value % 10) as u8;
+            value /= 10;
+        }
+    }
+    text.iter().copied().map(char::from).collect()
 }
 
 /// Parse an RFC 3339 timestamp (`2025-10-28T10:30:00Z`, with optional fraction and a `Z` or
@@ -112,6 +130,14 @@ mod tests {
         assert_eq!(format_millis(0), "1970-01-01T00:00:00.000Z");
         assert_eq!(format_millis(1_700_000_000_123), "2023-11-14T22:13:20.123Z");
         assert_eq!(format_millis(951_782_400_000), "2000-02-29T00:00:00.000Z");
+        assert_eq!(
+            format_millis(253_402_300_799_999),
+            "9999-12-31T23:59:59.999Z"
+        );
+        assert_eq!(
+            format_millis(253_402_300_800_000),
+            "10000-01-01T00:00:00.000Z"
+        );
     }
 
     #[test]

@@ -43,10 +43,11 @@
 //!
 //! # Limits
 //!
-//! The batch index lives in memory (about 64 bytes per batch). File reads and the
-//! offsets-file writes of `commit` run on the calling task (reads) or the blocking pool
-//! (commits); reads of the cached tail touch no file, older batches are read through a
-//! read-only map of their segment (see `mapped`). Under `Interval` and `Never`, appends
+//! The batch index lives in memory: 24 bytes per batch (the bridge and the workers append one
+//! record per batch, so ~25 MB per million records), with the tail cache's records beside it.
+//! File reads and the offsets-file writes of `commit` run on the calling task (reads) or the
+//! blocking pool (commits); reads of the cached tail touch no file, older batches are read
+//! through a read-only map of their segment (see `mapped`). Under `Interval` and `Never`, appends
 //! `pwrite` on the calling task (page cache, microseconds); a segment roll (every
 //! `segment_bytes`) also syncs the full segment and creates the next one there.
 

@@ -6,6 +6,7 @@
 //! lives in [`WriterState`], locked by whoever writes: the writer thread under `Always`, the
 //! appending task otherwise (see `writer`).
 
+use std::collections::VecDeque;
 use std::fs::{self, File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -48,35 +49,89 @@ pub(crate) struct Loc {
     pub len: u32,
 }
 
-/// One batch in the index. `records` is the tail cache: `Some` while the batch is cached
-/// (always, in memory mode), `None` once evicted, when it is read back from `loc`.
-#[derive(Debug, Clone)]
+/// One batch in the index: 24 bytes, because a long log has one per record (the bridge and
+/// the workers append one record at a time), so 1 M records cost 24 MB of index, and a read's
+/// index probes touch as few pages as they can. A batch's record count is where the next batch
+/// (or the partition's end) starts. Its records, while cached, sit beside the index in
+/// [`PartState::cached`].
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct Entry {
     pub base: u64,
-    pub count: u32,
-    pub loc: Option<Loc>,
-    pub records: Option<Arc<[Bytes]>>,
+    pos: u64,
+    len: u32,
+    /// Index into the segment list, or [`NO_SEGMENT`] in memory mode.
+    segment: u32,
 }
 
+/// The `segment` of a batch that lives only in memory.
+const NO_SEGMENT: u32 = u32::MAX;
+
 impl Entry {
-    fn cached_bytes(&self) -> usize {
-        self.records
-            .as_ref()
-            .map_or(0, |r| r.iter().map(|b| b.len() + 16).sum())
+    /// A batch at `loc` in a segment file.
+    pub fn stored(base: u64, loc: Loc) -> Result<Self> {
+        let segment = u32::try_from(loc.segment)
+            .ok()
+            .filter(|s| *s != NO_SEGMENT)
+            .ok_or_else(|| Error::new(ErrorKind::Internal, "too many segments"))?;
+        Ok(Self {
+            base,
+            pos: loc.pos,
+            len: loc.len,
+            segment,
+        })
     }
+
+    /// A batch of a memory partition.
+    fn in_memory(base: u64) -> Self {
+        Self {
+            base,
+            pos: 0,
+            len: 0,
+            segment: NO_SEGMENT,
+        }
+    }
+
+    fn loc(&self) -> Option<Loc> {
+        (self.segment != NO_SEGMENT).then_some(Loc {
+            segment: self.segment as usize,
+            pos: self.pos,
+            len: self.len,
+        })
+    }
+}
+
+/// A batch staged by the writer: its index entry and its records, cached once published.
+#[derive(Debug)]
+pub(crate) struct Staged {
+    pub entry: Entry,
+    pub records: Arc<[Bytes]>,
+}
+
+fn cached_bytes(records: &[Bytes]) -> usize {
+    records.iter().map(|b| b.len() + 16).sum()
 }
 
 /// What readers and the writer share.
 #[derive(Debug)]
 pub(crate) struct PartState {
     entries: Vec<Entry>,
+    /// The tail cache: the records of `entries[first_cached..]`, in order (all of them in
+    /// memory mode). Older batches are read back from their segment.
+    cached: VecDeque<Arc<[Bytes]>>,
+    first_cached: usize,
+    cached_bytes: usize,
     segments: Vec<Arc<Segment>>,
     end: u64,
-    cached_bytes: usize,
-    /// Entries before this index hold no cached records.
-    first_cached: usize,
     /// `None` once the log is closed, which wakes every watcher with an error.
     end_tx: Option<watch::Sender<u64>>,
+}
+
+impl PartState {
+    /// How many records batch `i` holds.
+    fn count(&self, i: usize) -> u64 {
+        let next = self.entries.get(i + 1).map_or(self.end, |e| e.base);
+        next - self.entries[i].base
+    }
 }
 
 /// The writer thread's private view of the partition.
@@ -92,7 +147,7 @@ pub(crate) struct WriterState {
     pub buf: Vec<u8>,
     pub buf_start: u64,
     /// Staged batches and segments, published after the write (and sync) succeed.
-    pub pending_entries: Vec<Entry>,
+    pub pending_entries: Vec<Staged>,
     pub pending_segments: Vec<Arc<Segment>>,
     /// Segments created so far (published and pending), for the next segment's index.
     pub segment_count: usize,
@@ -145,9 +200,10 @@ impl Partition {
             state: Mutex::new(PartState {
                 first_cached: entries.len(),
                 entries,
+                cached: VecDeque::new(),
+                cached_bytes: 0,
                 segments,
                 end,
-                cached_bytes: 0,
                 end_tx: Some(end_tx),
             }),
             writer: Mutex::new(WriterState {
@@ -190,26 +246,23 @@ impl Partition {
     pub fn publish(
         &self,
         segments: Vec<Arc<Segment>>,
-        entries: Vec<Entry>,
+        staged: Vec<Staged>,
         end: u64,
     ) -> Result<()> {
         let mut state = lock(&self.state)?;
         state.segments.extend(segments);
-        for entry in entries {
-            state.cached_bytes += entry.cached_bytes();
+        for Staged { entry, records } in staged {
+            state.cached_bytes += cached_bytes(&records);
             state.entries.push(entry);
+            state.cached.push_back(records);
         }
         state.end = end;
         // Keep at least the newest batch cached, whatever its size: followers read it next.
-        while state.cached_bytes > self.cache_budget && state.first_cached + 1 < state.entries.len()
-        {
-            let i = state.first_cached;
-            let freed = state.entries[i].cached_bytes();
-            if state.entries[i].loc.is_some() {
-                state.entries[i].records = None;
-                state.cached_bytes -= freed;
+        while state.cached_bytes > self.cache_budget && state.cached.len() > 1 {
+            if let Some(records) = state.cached.pop_front() {
+                state.cached_bytes -= cached_bytes(&records);
+                state.first_cached += 1;
             }
-            state.first_cached += 1;
         }
         if let Some(tx) = &state.end_tx {
             tx.send_replace(end);
@@ -224,14 +277,10 @@ impl Partition {
             return Err(super::closed_error());
         }
         let base = state.end;
-        let count = records.len() as u32;
-        state.entries.push(Entry {
-            base,
-            count,
-            loc: None,
-            records: Some(records.into()),
-        });
-        state.end = base + u64::from(count);
+        let count = records.len() as u64;
+        state.entries.push(Entry::in_memory(base));
+        state.cached.push_back(records.into());
+        state.end = base + count;
         let end = state.end;
         if let Some(tx) = &state.end_tx {
             tx.send_replace(end);
@@ -242,45 +291,48 @@ impl Partition {
     /// Up to `max` records from offset `from`. Cached batches are cloned out under the lock
     /// (cheap: reference-counted); evicted ones are read back from their segment after it.
     pub fn read(&self, from: u64, max: usize) -> Result<Vec<StoredRecord>> {
-        let mut plan: Vec<(Entry, Option<Arc<Segment>>)> = Vec::new();
+        let mut plan: Vec<Planned> = Vec::new();
         {
             let state = lock(&self.state)?;
             if from >= state.end || max == 0 {
                 return Ok(Vec::new());
             }
-            let start = entry_index(&state.entries, from);
-            let mut covered = 0usize;
-            for entry in &state.entries[start..] {
-                if covered >= max {
+            let mut covered = 0u64;
+            for i in entry_index(&state.entries, from)..state.entries.len() {
+                if covered >= max as u64 {
                     break;
                 }
-                let skip = from.saturating_sub(entry.base) as usize;
-                covered += entry.count as usize - skip.min(entry.count as usize);
-                let segment = match (&entry.records, entry.loc) {
-                    (None, Some(loc)) => state.segments.get(loc.segment).cloned(),
-                    _ => None,
+                let entry = state.entries[i];
+                let skip = from.saturating_sub(entry.base);
+                covered += state.count(i).saturating_sub(skip);
+                let source = match i.checked_sub(state.first_cached) {
+                    Some(c) => state.cached.get(c).cloned().map(Source::Cached),
+                    None => entry.loc().and_then(|loc| {
+                        let segment = state.segments.get(loc.segment).cloned()?;
+                        Some(Source::Segment(segment, loc))
+                    }),
                 };
-                plan.push((entry.clone(), segment));
+                let source = source.ok_or_else(|| {
+                    Error::new(ErrorKind::Internal, "an evicted batch has no segment")
+                })?;
+                plan.push(Planned {
+                    base: entry.base,
+                    source,
+                });
             }
         }
         let mut out = Vec::with_capacity(max.min(4096));
-        for (entry, segment) in plan {
+        for Planned { base, source } in plan {
             let read_back;
-            let records: &[Bytes] = match (&entry.records, entry.loc, segment) {
-                (Some(records), _, _) => records,
-                (None, Some(loc), Some(segment)) => {
-                    read_back = read_batch(&segment, loc, entry.base)?;
+            let records: &[Bytes] = match &source {
+                Source::Cached(records) => records,
+                Source::Segment(segment, loc) => {
+                    read_back = read_batch(segment, *loc, base)?;
                     &read_back
-                }
-                _ => {
-                    return Err(Error::new(
-                        ErrorKind::Internal,
-                        "an evicted batch has no segment",
-                    ));
                 }
             };
             for (i, payload) in records.iter().enumerate() {
-                let offset = entry.base + i as u64;
+                let offset = base + i as u64;
                 if offset < from {
                     continue;
                 }
@@ -364,16 +416,12 @@ impl Partition {
             }
             let file = Arc::new(file);
             for batch in &scan.batches {
-                entries.push(Entry {
-                    base: batch.base_offset,
-                    count: batch.count,
-                    loc: Some(Loc {
-                        segment: segments.len(),
-                        pos: batch.pos,
-                        len: batch.len,
-                    }),
-                    records: None,
-                });
+                let loc = Loc {
+                    segment: segments.len(),
+                    pos: batch.pos,
+                    len: batch.len,
+                };
+                entries.push(Entry::stored(batch.base_offset, loc)?);
             }
             active = Some((segments.len(), Arc::clone(&file), scan.valid_len));
             let max_len = scan.valid_len.max(options.segment_bytes);
@@ -423,7 +471,18 @@ fn read_batch(segment: &Segment, loc: Loc, base: u64) -> Result<Vec<Bytes>> {
     segment::decode_batch(Bytes::from(buf), &segment.path, loc.pos, base)
 }
 
-/// The index of the entry holding `offset` (or of the first one after it).
+/// One batch a read returns, and where its records come from.
+struct Planned {
+    base: u64,
+    source: Source,
+}
+
+enum Source {
+    Cached(Arc<[Bytes]>),
+    Segment(Arc<Segment>, Loc),
+}
+
+/// The index of the entry holding `offset` (or 0 if `offset` precedes them all).
 ///
 /// A direct guess first: where every batch holds one record (the bridge and the workers append
 /// one record at a time) entry `i` starts at `first base + i`, so a random read costs one
@@ -434,43 +493,48 @@ fn entry_index(entries: &[Entry], offset: u64) -> usize {
         .first()
         .and_then(|first| offset.checked_sub(first.base))
         .and_then(|distance| usize::try_from(distance).ok())
-        .filter(|i| {
-            entries
-                .get(*i)
-                .is_some_and(|e| e.base <= offset && offset < e.base + u64::from(e.count))
-        });
-    guess.unwrap_or_else(|| entries.partition_point(|e| e.base + u64::from(e.count) <= offset))
+        .filter(|i| entries.get(*i).is_some_and(|e| e.base == offset));
+    guess.unwrap_or_else(|| {
+        entries
+            .partition_point(|e| e.base <= offset)
+            .saturating_sub(1)
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn entries(batches: &[(u64, u32)]) -> Vec<Entry> {
-        batches
-            .iter()
-            .map(|&(base, count)| Entry {
-                base,
-                count,
-                loc: None,
-                records: None,
-            })
-            .collect()
+    /// Entries for batches of these `(base, count)`, and the end offset after them.
+    fn entries(batches: &[(u64, u64)]) -> (Vec<Entry>, u64) {
+        let list = batches.iter().map(|&(base, _)| Entry::in_memory(base));
+        let end = batches.last().map_or(0, |&(base, count)| base + count);
+        (list.collect(), end)
     }
 
     #[test]
-    fn entry_index_agrees_with_binary_search() {
+    fn entry_index_finds_the_batch_holding_an_offset() {
         let cases = [
-            entries(&[(0, 1), (1, 1), (2, 1), (3, 1)]),
-            entries(&[(0, 1), (1, 3), (4, 1), (5, 1)]),
-            entries(&[(10, 5), (15, 1), (16, 100), (116, 1)]),
-            entries(&[]),
+            [(0, 1), (1, 1), (2, 1), (3, 1)].as_slice(),
+            &[(0, 1), (1, 3), (4, 1), (5, 1)],
+            &[(10, 5), (15, 1), (16, 100), (116, 1)],
         ];
-        for list in &cases {
-            for offset in 0..130 {
-                let expected = list.partition_point(|e| e.base + u64::from(e.count) <= offset);
-                assert_eq!(entry_index(list, offset), expected, "offset {offset}");
+        for batches in cases {
+            let (list, end) = entries(batches);
+            for offset in list[0].base..end {
+                let holding = batches
+                    .iter()
+                    .position(|&(base, count)| base <= offset && offset < base + count);
+                assert_eq!(Some(entry_index(&list, offset)), holding, "offset {offset}");
             }
+            assert_eq!(entry_index(&list, 0), 0, "before the first batch");
         }
+        assert_eq!(entry_index(&[], 7), 0);
+    }
+
+    #[test]
+    fn an_index_entry_stays_small() {
+        // One per record on a bridge's topics: its size is the index's memory per record.
+        assert_eq!(std::mem::size_of::<Entry>(), 24);
     }
 }

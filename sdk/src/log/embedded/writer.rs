@@ -37,7 +37,7 @@ use tokio::sync::oneshot;
 
 use super::files::{io_error, sync_dir};
 use super::options::FsyncPolicy;
-use super::partition::{Entry, Loc, Partition, Segment, WriterState, lock};
+use super::partition::{Entry, Loc, Partition, Segment, Staged, WriterState, lock};
 use super::segment::{self, HEADER_LEN};
 use crate::error::{Error, ErrorKind, Result};
 
@@ -375,15 +375,14 @@ fn stage(
     let written = segment::encode_batch(&mut ws.buf, first, &records)?;
     ws.active = ws.active.take().map(|(i, f, s)| (i, f, s + written as u64));
     ws.next_offset += u64::from(count);
-    ws.pending_entries.push(Entry {
-        base: first,
-        count,
-        loc: Some(Loc {
-            segment: segment_index,
-            pos: size,
-            len: written as u32,
-        }),
-        records: Some(records.into()),
+    let loc = Loc {
+        segment: segment_index,
+        pos: size,
+        len: written as u32,
+    };
+    ws.pending_entries.push(Staged {
+        entry: Entry::stored(first, loc)?,
+        records: records.into(),
     });
     Ok(first)
 }
