@@ -32,7 +32,7 @@ pub trait Subject: Send + Sync {
 /// Run every case against `subject`, one after the other, each on its own streams.
 pub async fn run_all(subject: &dyn Subject) {
     let run = format!("{:08x}", rand::random::<u32>());
-    let cases: [(&str, CaseFn); 11] = [
+    let cases: [(&str, CaseFn); 12] = [
         ("ordering_and_offsets", |s, t| {
             Box::pin(ordering_and_offsets(s, t))
         }),
@@ -42,6 +42,7 @@ pub async fn run_all(subject: &dyn Subject) {
             Box::pin(keyed_partitioning(s, t))
         }),
         ("read_past_end", |s, t| Box::pin(read_past_end(s, t))),
+        ("read_at", |s, t| Box::pin(read_at(s, t))),
         ("follow_wakeup", |s, t| Box::pin(follow_wakeup(s, t))),
         ("consumer_groups", |s, t| Box::pin(consumer_groups(s, t))),
         ("group_redelivery", |s, t| Box::pin(group_redelivery(s, t))),
@@ -293,6 +294,56 @@ async fn read_past_end(subject: &dyn Subject, stream: String) {
         log.read(&topic, 0, 1, 10).await.expect("read last").len(),
         1
     );
+    log.close().await.expect("close");
+}
+
+/// `read_at`: scattered offsets, runs, offsets inside one multi-record batch, and offsets
+/// past the end (left out).
+async fn read_at(subject: &dyn Subject, stream: String) {
+    let log = subject.open().await;
+    let topic = TopicRef::new(stream, "t");
+    log.ensure_topic(&topic, 1).await.expect("ensure_topic");
+    for i in 0..5 {
+        log.append(&topic, b"k", vec![payload("r", i)])
+            .await
+            .expect("append");
+    }
+    let batch = (5..10).map(|i| payload("r", i)).collect();
+    log.append(&topic, b"k", batch).await.expect("append batch");
+    for i in 10..12 {
+        log.append(&topic, b"k", vec![payload("r", i)])
+            .await
+            .expect("append");
+    }
+    let cases: [(&[u64], &[u64]); 7] = [
+        (&[], &[]),
+        (&[0, 2, 4], &[0, 2, 4]),
+        (&[3, 4, 5, 6], &[3, 4, 5, 6]),
+        (&[6, 8], &[6, 8]),
+        (&[9, 10, 11], &[9, 10, 11]),
+        (&[1, 11, 12, 40], &[1, 11]),
+        (
+            &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11],
+            &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11],
+        ),
+    ];
+    for (asked, found) in cases {
+        let read = log.read_at(&topic, 0, asked).await.expect("read_at");
+        assert_eq!(
+            read.iter().map(|r| r.offset).collect::<Vec<_>>(),
+            found,
+            "{}: read_at {asked:?}",
+            subject.name()
+        );
+        assert_eq!(
+            payloads(&read),
+            found
+                .iter()
+                .map(|o| payload("r", *o as usize))
+                .collect::<Vec<_>>()
+        );
+        assert!(read.iter().all(|r| r.partition == 0));
+    }
     log.close().await.expect("close");
 }
 

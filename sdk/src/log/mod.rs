@@ -140,6 +140,30 @@ pub trait LogBackend: Send + Sync + fmt::Debug + 'static {
         max: usize,
     ) -> Result<Vec<StoredRecord>>;
 
+    /// The records at `offsets` (ascending) of `partition`, in that order: how a task's
+    /// records are read back. An offset past the end is left out, so the caller compares
+    /// counts. Default: one [`read`](Self::read) per run of consecutive offsets; the embedded
+    /// log looks every offset up in one pass over its index.
+    async fn read_at(
+        &self,
+        topic: &TopicRef,
+        partition: u32,
+        offsets: &[u64],
+    ) -> Result<Vec<StoredRecord>> {
+        let mut out = Vec::with_capacity(offsets.len());
+        let mut rest = offsets;
+        while let Some(&start) = rest.first() {
+            let run = rest
+                .iter()
+                .zip(start..)
+                .take_while(|(offset, expected)| **offset == *expected)
+                .count();
+            out.extend(self.read(topic, partition, start, run).await?);
+            rest = &rest[run..];
+        }
+        Ok(out)
+    }
+
     /// The end offset (next offset to be written) of every partition, indexed by partition.
     async fn end_offsets(&self, topic: &TopicRef) -> Result<Vec<u64>>;
 

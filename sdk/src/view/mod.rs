@@ -305,31 +305,21 @@ impl TaskView {
         partition: u32,
         offsets: &[u64],
     ) -> Result<Vec<(u64, Record)>> {
-        let mut out = Vec::with_capacity(offsets.len());
-        let mut i = 0;
-        while i < offsets.len() {
-            // Read contiguous runs in one call.
-            let start = offsets[i];
-            let mut run = 1;
-            while i + run < offsets.len() && offsets[i + run] == start + run as u64 {
-                run += 1;
-            }
-            let stored = self
-                .inner
-                .log
-                .read(&self.inner.topic, partition, start, run)
-                .await?;
-            if stored.len() != run {
-                return Err(Error::new(
-                    ErrorKind::Corrupt,
-                    format!(
-                        "{}: expected {run} records at partition {partition} offset {start}, read {}",
-                        self.inner.topic,
-                        stored.len()
-                    ),
-                ));
-            }
-            for s in stored {
+        let topic = &self.inner.topic;
+        let stored = self.inner.log.read_at(topic, partition, offsets).await?;
+        if stored.len() != offsets.len() || stored.iter().zip(offsets).any(|(s, o)| s.offset != *o)
+        {
+            return Err(Error::new(
+                ErrorKind::Corrupt,
+                format!(
+                    "{topic}: expected the records at offsets {offsets:?} of partition {partition}, read {:?}",
+                    stored.iter().map(|s| s.offset).collect::<Vec<_>>()
+                ),
+            ));
+        }
+        stored
+            .into_iter()
+            .map(|s| {
                 let record = Record::decode(&s.payload).map_err(|e| {
                     Error::new(
                         ErrorKind::Corrupt,
@@ -337,11 +327,9 @@ impl TaskView {
                     )
                     .with_source(e)
                 })?;
-                out.push((s.offset, record));
-            }
-            i += run;
-        }
-        Ok(out)
+                Ok((s.offset, record))
+            })
+            .collect()
     }
 
     /// The caller's tasks matching `filter`, newest status first: one page and the total count.

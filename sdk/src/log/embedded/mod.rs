@@ -434,6 +434,15 @@ impl LogBackend for EmbeddedLog {
         self.inner.partition(topic, partition)?.read(from, max)
     }
 
+    async fn read_at(
+        &self,
+        topic: &TopicRef,
+        partition: u32,
+        offsets: &[u64],
+    ) -> Result<Vec<StoredRecord>> {
+        self.inner.partition(topic, partition)?.read_at(offsets)
+    }
+
     async fn end_offsets(&self, topic: &TopicRef) -> Result<Vec<u64>> {
         self.inner
             .topic(topic)?

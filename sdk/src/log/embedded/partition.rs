@@ -6,6 +6,7 @@
 //! lives in [`WriterState`], locked by whoever writes: the writer thread under `Always`, the
 //! appending task otherwise (see `writer`).
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::fs::{self, File, OpenOptions};
 use std::os::unix::fs::FileExt;
@@ -127,6 +128,23 @@ pub(crate) struct PartState {
 }
 
 impl PartState {
+    /// Where batch `i`'s records come from: the tail cache, or its segment.
+    fn plan(&self, i: usize) -> Result<Planned> {
+        let source = match i.checked_sub(self.first_cached) {
+            Some(c) => self.cached.get(c).cloned().map(Source::Cached),
+            None => self.entries[i].loc().and_then(|loc| {
+                let segment = self.segments.get(loc.segment).cloned()?;
+                Some(Source::Segment(segment, loc))
+            }),
+        };
+        let source = source
+            .ok_or_else(|| Error::new(ErrorKind::Internal, "an evicted batch has no segment"))?;
+        Ok(Planned {
+            base: self.entries[i].base,
+            source,
+        })
+    }
+
     /// How many records batch `i` holds.
     fn count(&self, i: usize) -> u64 {
         let next = self.entries.get(i + 1).map_or(self.end, |e| e.base);
@@ -291,7 +309,7 @@ impl Partition {
     /// Up to `max` records from offset `from`. Cached batches are cloned out under the lock
     /// (cheap: reference-counted); evicted ones are read back from their segment after it.
     pub fn read(&self, from: u64, max: usize) -> Result<Vec<StoredRecord>> {
-        let mut plan: Vec<Planned> = Vec::new();
+        let mut plan = Vec::new();
         {
             let state = lock(&self.state)?;
             if from >= state.end || max == 0 {
@@ -302,51 +320,78 @@ impl Partition {
                 if covered >= max as u64 {
                     break;
                 }
-                let entry = state.entries[i];
-                let skip = from.saturating_sub(entry.base);
+                let skip = from.saturating_sub(state.entries[i].base);
                 covered += state.count(i).saturating_sub(skip);
-                let source = match i.checked_sub(state.first_cached) {
-                    Some(c) => state.cached.get(c).cloned().map(Source::Cached),
-                    None => entry.loc().and_then(|loc| {
-                        let segment = state.segments.get(loc.segment).cloned()?;
-                        Some(Source::Segment(segment, loc))
-                    }),
-                };
-                let source = source.ok_or_else(|| {
-                    Error::new(ErrorKind::Internal, "an evicted batch has no segment")
-                })?;
-                plan.push(Planned {
-                    base: entry.base,
-                    source,
-                });
+                plan.push(state.plan(i)?);
             }
         }
         let mut out = Vec::with_capacity(max.min(4096));
-        for Planned { base, source } in plan {
-            let read_back;
-            let records: &[Bytes] = match &source {
-                Source::Cached(records) => records,
-                Source::Segment(segment, loc) => {
-                    read_back = read_batch(segment, *loc, base)?;
-                    &read_back
-                }
-            };
-            for (i, payload) in records.iter().enumerate() {
-                let offset = base + i as u64;
-                if offset < from {
-                    continue;
-                }
+        for planned in plan {
+            let records = planned.records()?;
+            let skip = from.saturating_sub(planned.base) as usize;
+            for (offset, payload) in (planned.base..).zip(&records[..]).skip(skip) {
                 if out.len() == max {
                     return Ok(out);
                 }
-                out.push(StoredRecord {
-                    partition: self.index,
-                    offset,
-                    payload: payload.clone(),
-                });
+                out.push(self.stored(offset, payload));
             }
         }
         Ok(out)
+    }
+
+    /// The records at `offsets` (ascending), in that order; offsets past the end are left
+    /// out. Every offset is looked up under one lock; the batches are read after it.
+    pub fn read_at(&self, offsets: &[u64]) -> Result<Vec<StoredRecord>> {
+        // Each planned batch with the range of `offsets` it holds.
+        let mut plan = Vec::with_capacity(offsets.len());
+        {
+            let state = lock(&self.state)?;
+            let mut i = 0;
+            while let Some(&offset) = offsets.get(i) {
+                if offset >= state.end {
+                    break;
+                }
+                let index = entry_index(&state.entries, offset);
+                let base = state.entries[index].base;
+                let batch_end = base + state.count(index);
+                let held = offsets[i..]
+                    .iter()
+                    .take_while(|o| (base..batch_end).contains(*o))
+                    .count();
+                if held == 0 {
+                    // Before the partition's first batch: nothing there.
+                    i += 1;
+                    continue;
+                }
+                plan.push((state.plan(index)?, i..i + held));
+                i += held;
+            }
+        }
+        let mut out = Vec::with_capacity(offsets.len());
+        for (planned, held) in plan {
+            let records = planned.records()?;
+            for &offset in &offsets[held] {
+                let payload = usize::try_from(offset - planned.base)
+                    .ok()
+                    .and_then(|i| records.get(i))
+                    .ok_or_else(|| {
+                        Error::new(
+                            ErrorKind::Internal,
+                            "a batch is shorter than its index entry",
+                        )
+                    })?;
+                out.push(self.stored(offset, payload));
+            }
+        }
+        Ok(out)
+    }
+
+    fn stored(&self, offset: u64, payload: &Bytes) -> StoredRecord {
+        StoredRecord {
+            partition: self.index,
+            offset,
+            payload: payload.clone(),
+        }
     }
 
     /// Rebuild a partition from its directory, truncating a torn tail (and, if
@@ -480,6 +525,16 @@ struct Planned {
 enum Source {
     Cached(Arc<[Bytes]>),
     Segment(Arc<Segment>, Loc),
+}
+
+impl Planned {
+    /// The batch's records: cloned from the cache, or read back and verified.
+    fn records(&self) -> Result<Cow<'_, [Bytes]>> {
+        Ok(match &self.source {
+            Source::Cached(records) => Cow::Borrowed(&records[..]),
+            Source::Segment(segment, loc) => Cow::Owned(read_batch(segment, *loc, self.base)?),
+        })
+    }
 }
 
 /// The index of the entry holding `offset` (or 0 if `offset` precedes them all).

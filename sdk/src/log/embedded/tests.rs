@@ -317,6 +317,46 @@ async fn segments_roll_and_old_ones_are_read_back() {
 }
 
 #[tokio::test]
+async fn read_at_finds_records_in_evicted_and_cached_batches_of_any_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = never().segment_bytes(1024).cache_bytes_per_partition(512);
+    // 50 batches of 4 over several segments, read back from files after the reopen...
+    let mut written = fill(dir.path(), options.clone(), 50, 4).await;
+    let log = EmbeddedLog::open(dir.path().to_path_buf(), options).unwrap();
+    // ...then single-record batches, the newest of them still in the tail cache.
+    for i in 0..40 {
+        let record = payload(1000 + i);
+        written.push(record.clone());
+        log.append(&topic(), b"k", vec![record]).await.unwrap();
+    }
+    let end = written.len() as u64;
+    let cases: [&[u64]; 7] = [
+        &[],
+        &[0, 3, 4, 7],
+        &[5, 6],
+        &[1, 2, 3, 4, 5, 6, 7, 8, 9],
+        &[101, 150, 199, 200, 201, 230],
+        &[0, end - 1],
+        &[2, 236, end - 2, end - 1],
+    ];
+    for offsets in cases {
+        let read = log.read_at(&topic(), 0, offsets).await.unwrap();
+        assert_eq!(read.iter().map(|r| r.offset).collect::<Vec<_>>(), offsets);
+        let expected: Vec<Bytes> = offsets
+            .iter()
+            .map(|o| written[*o as usize].clone())
+            .collect();
+        assert_eq!(
+            read.into_iter().map(|r| r.payload).collect::<Vec<_>>(),
+            expected
+        );
+    }
+    // Offsets past the end are left out.
+    let read = log.read_at(&topic(), 0, &[3, end, end + 7]).await.unwrap();
+    assert_eq!(read.iter().map(|r| r.offset).collect::<Vec<_>>(), vec![3]);
+}
+
+#[tokio::test]
 async fn evicted_batches_of_the_growing_active_segment_read_back() {
     // No tail cache: every read goes through the segment's map, which is created at the
     // first read and must cover what the active segment is appended later.
