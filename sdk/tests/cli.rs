@@ -227,17 +227,14 @@ fn a_demo_agent_answers_every_client_subcommand() {
 }
 
 #[test]
-fn tail_prints_the_records_of_a_file_log_after_the_server_stops() {
+fn tail_reads_a_file_log_while_the_server_writes_it() {
     let dir = tempfile::tempdir().unwrap();
     let log = format!("file://{}", dir.path().join("data").display());
     let server = Server::start(&log, dir.path());
     let out = ok(&["send", &server.url, "hello"]);
     let task = task_id(&out);
-    // The embedded log is single-process: tail refuses while the server holds it.
-    let err = fails(&["tail", "--log", &log, "--agent", "demo"]);
-    assert!(err.contains("in use"), "{err}");
-    server.stop();
 
+    // Beside the running server (read-only: it takes no lock).
     let out = ok(&["tail", "--log", &log, "--agent", "demo"]);
     let kinds: Vec<&str> = out
         .lines()
@@ -253,6 +250,43 @@ fn tail_prints_the_records_of_a_file_log_after_the_server_stops() {
     assert!(out.lines().all(|l| l.contains(&task)), "{out}");
     assert!(out.contains("\"hello\""), "{out}");
     assert!(out.contains("completed"), "{out}");
+
+    // --follow shows a task the server runs after tail started, as it happens.
+    let mut follow = Command::new(BIN)
+        .args(["tail", "--log", &log, "--agent", "demo", "--follow"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = BufReader::new(follow.stdout.take().unwrap());
+    let (tx, lines) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in stdout.lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    let second = task_id(&ok(&["send", &server.url, "again"]));
+    let mut seen = Vec::new();
+    while !seen
+        .iter()
+        .any(|l: &String| l.contains(&second) && l.contains("terminal"))
+    {
+        let line = lines
+            .recv_timeout(Duration::from_secs(30))
+            .unwrap_or_else(|_| panic!("tail --follow showed no terminal of {second}: {seen:?}"));
+        seen.push(line);
+    }
+    assert!(
+        seen.iter()
+            .any(|l| l.contains(&second) && l.contains("\"again\"")),
+        "{seen:?}"
+    );
+    let _ = follow.kill();
+    let _ = follow.wait();
+    server.stop();
 
     // A relative file:// URL resolves against the working directory.
     let relative = Command::new(BIN)

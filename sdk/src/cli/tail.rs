@@ -1,5 +1,7 @@
 //! `agentlog tail`: an agent's records, as people read them.
 
+use std::sync::Arc;
+
 use agentlog_wire::a2a::{Artifact, Message, SendMessageRequest};
 use agentlog_wire::timestamp::format_millis;
 use agentlog_wire::{Record, RecordBody, StateCode};
@@ -9,6 +11,7 @@ use tokio::sync::mpsc;
 use super::output::{Out, one_line, parts_text};
 use super::{CliError, CliResult, LogArgs};
 use crate::agent::AgentTopics;
+use crate::log::embedded::EmbeddedLog;
 use crate::log::{Follower, Log, LogUrl, StoredRecord, TopicRef};
 
 /// Records read per call.
@@ -19,7 +22,7 @@ const SUMMARY_CHARS: usize = 100;
 
 const EXAMPLES: &str = "\
 EXAMPLES:
-  agentlog tail --log file://./agentlog-data --agent demo
+  agentlog tail --log file://./agentlog-data --agent demo --follow
   agentlog tail --log iggy://iggy:iggy@127.0.0.1:8090 --agent demo --follow
   agentlog tail --agent demo --task <TASK_ID>
 
@@ -31,8 +34,9 @@ P is the partition, OFFSET the record's offset in it; records of one partition c
 order, partitions are interleaved by time. KIND is command (a new task), continue (a follow-up
 message), cancel (a cancel request), status, artifact or terminal.
 
-The embedded log (file://) is single-process: stop the server that writes it first. To watch a
-running agent live, share an iggy:// log and use --follow.";
+An embedded log (file://) is read beside the server or worker that writes it, read-only:
+tail takes no lock and changes nothing, and --follow looks at the files every few
+milliseconds while records arrive.";
 
 /// Print an agent's records: every task's commands, statuses, artifacts and ends.
 #[derive(Debug, Args)]
@@ -55,7 +59,7 @@ pub(super) async fn run(args: TailArgs, out: &Out) -> CliResult {
     let cwd = std::env::current_dir()
         .map_err(|e| CliError::msg(format!("cannot read the current directory: {e}")))?;
     let url = super::resolve_log_url(&args.log.log, &cwd)?;
-    match url.parse::<LogUrl>() {
+    let log: Log = match url.parse::<LogUrl>() {
         Ok(LogUrl::Memory) => {
             return Err(CliError::msg(
                 "memory:// is private to the process that opened it; tail a file:// or iggy:// log",
@@ -64,9 +68,15 @@ pub(super) async fn run(args: TailArgs, out: &Out) -> CliResult {
         Ok(LogUrl::File(dir, ..)) if !dir.is_dir() => {
             return Err(CliError::msg(format!("no log at {}", dir.display())));
         }
-        _ => {}
-    }
-    let log = super::open_log(&url).await?;
+        // Read-only, beside the server or worker that owns the directory (if any).
+        Ok(LogUrl::File(dir, ..)) => Arc::new(EmbeddedLog::open_read_only(dir).map_err(|e| {
+            CliError::msg(format!(
+                "cannot open the log {}: {e}",
+                super::display_log_url(&url)
+            ))
+        })?),
+        _ => super::open_log(&url).await?,
+    };
     let result = tail(&log, &args, out).await;
     let closed = log.close().await;
     result?;

@@ -36,6 +36,14 @@ impl SegmentMap {
         }
     }
 
+    /// A segment that is never mapped: every read of it is a `pread` (a read-only log's
+    /// segments, which another process writes; see `EmbeddedLog::open_read_only`).
+    pub fn unmapped() -> Self {
+        let map = OnceLock::new();
+        let _ = map.set(None);
+        Self { len: 0, map }
+    }
+
     /// The bytes at `pos..pos + len` of `file`, if they lie inside the map.
     ///
     /// The caller must only ask for bytes of a published batch: ones already written to the
@@ -60,7 +68,7 @@ fn map(file: &File, len: u64) -> Option<Mmap> {
     // - the log truncates a segment only while recovering it in `open`, before any map of
     //   it exists; segments are never rewritten or shrunk afterwards;
     // - the directory is held under an exclusive lock (`lock.rs`), so another agentlog
-    //   process does not write to it. Other programs editing the files of a live log are out
+    //   process does not write to it (a read-only open, which takes no lock, never maps). Other programs editing the files of a live log are out
     //   of contract, as they are for any database.
     // The map may extend past the current end of the file (the active segment grows into
     // it); pages past the end are never read, since no published batch lies there.

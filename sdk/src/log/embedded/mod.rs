@@ -4,13 +4,18 @@
 //! # On disk
 //!
 //! ```text
-//! <dir>/LOCK                                  exclusive advisory lock: one process per dir
+//! <dir>/LOCK                                  exclusive advisory lock: one writing process per dir
 //! <dir>/topics/<stream>/<topic>/meta.json     partition count (see `topic`)
 //! <dir>/topics/<stream>/<topic>/<p>/<base>.seg  append-only segments (see `segment`)
 //! <dir>/topics/<stream>/<topic>/groups/<g>.json committed offsets (see `group`)
 //! ```
 //!
 //! Every batch carries a CRC32C of its header and one of its body.
+//!
+//! Another process may read the directory beside the writer with
+//! [`EmbeddedLog::open_read_only`] (how `agentlog tail` reads a running server's log): it
+//! takes no lock, writes and repairs nothing, and follows the writer by reading the files
+//! again (see `Partition::refresh`).
 //!
 //! # Durability and group commit
 //!
@@ -61,12 +66,13 @@ mod segment;
 mod topic;
 mod writer;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Mutex, RwLock};
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -107,7 +113,16 @@ struct Inner {
     thread: Mutex<Option<JoinHandle<()>>>,
     /// Released by `close` or drop.
     dir_lock: Mutex<Option<DirLock>>,
+    /// Opened with [`EmbeddedLog::open_read_only`]: another process writes the files.
+    read_only: bool,
+    /// The read-only partitions whose files a poller follows (at most one each).
+    polled: Mutex<HashSet<(TopicRef, u32)>>,
 }
+
+/// How often a read-only log looks at a followed partition's files while records arrive...
+const POLL_BUSY: Duration = Duration::from_millis(2);
+/// ...and at most how long it waits while nothing moves.
+const POLL_IDLE: Duration = Duration::from_millis(250);
 
 /// The error every call gets once the log is closed.
 pub(crate) fn closed_error() -> Error {
@@ -132,6 +147,8 @@ impl EmbeddedLog {
                 shared: Arc::default(),
                 thread: Mutex::new(None),
                 dir_lock: Mutex::new(None),
+                read_only: false,
+                polled: Mutex::default(),
             }),
         }
     }
@@ -172,6 +189,55 @@ impl EmbeddedLog {
                 shared,
                 thread: Mutex::new(Some(thread)),
                 dir_lock: Mutex::new(Some(dir_lock)),
+                read_only: false,
+                polled: Mutex::default(),
+            }),
+        })
+    }
+
+    /// Open the durable log in `dir` to read it beside the process that owns it (an
+    /// `agentlog serve`, say; this is how `agentlog tail` reads a live log).
+    ///
+    /// It takes no lock, writes nothing and repairs nothing. It sees the topics that exist
+    /// at `open` and, in them, whole batches only (one being written shows up once it is
+    /// whole). It follows the writer by reading the files again: `end_offsets` does, and
+    /// `watch_end` starts a poller for its partition (every 2 ms while records arrive,
+    /// backing off to 250 ms when nothing moves). Segments are read with `pread`, never
+    /// mapped. Appends, `ensure_topic` and `join_group` fail with [`ErrorKind::Config`].
+    pub fn open_read_only(dir: PathBuf) -> Result<Self> {
+        if !dir.is_dir() {
+            return Err(Error::new(
+                ErrorKind::Config,
+                format!("no log directory at {}", dir.display()),
+            ));
+        }
+        let topics = Topic::open_all_read_only(&dir.join("topics"))?;
+        for topic in &topics {
+            for partition in &topic.partitions {
+                partition.refresh()?;
+            }
+        }
+        let topics = topics
+            .into_iter()
+            .map(|t| (t.name.clone(), Arc::new(t)))
+            .collect();
+        Ok(Self {
+            inner: Arc::new(Inner {
+                dir: Some(dir),
+                options: EmbeddedOptions::default(),
+                topics: RwLock::new(topics),
+                groups: Mutex::new(HashMap::new()),
+                closed: Arc::new(AtomicBool::new(false)),
+                writer: None,
+                write_config: writer::Config {
+                    fsync: FsyncPolicy::Never,
+                    segment_bytes: 0,
+                },
+                shared: Arc::default(),
+                thread: Mutex::new(None),
+                dir_lock: Mutex::new(None),
+                read_only: true,
+                polled: Mutex::default(),
             }),
         })
     }
@@ -181,6 +247,21 @@ impl Inner {
     fn check_open(&self) -> Result<()> {
         if self.closed.load(Ordering::Acquire) {
             return Err(closed_error());
+        }
+        Ok(())
+    }
+
+    /// Refuse a write to a log opened read-only.
+    fn check_writable(&self) -> Result<()> {
+        if self.read_only {
+            let dir = self.dir.as_deref().unwrap_or(std::path::Path::new("?"));
+            return Err(Error::new(
+                ErrorKind::Config,
+                format!(
+                    "the log at {} is open read-only here; the process that owns it writes",
+                    dir.display()
+                ),
+            ));
         }
         Ok(())
     }
@@ -288,6 +369,7 @@ impl LogBackend for EmbeddedLog {
     async fn ensure_topic(&self, topic: &TopicRef, partitions: u32) -> Result<()> {
         let inner = &self.inner;
         inner.check_open()?;
+        inner.check_writable()?;
         if partitions == 0 {
             return Err(Error::new(
                 ErrorKind::InvalidParams,
@@ -320,6 +402,7 @@ impl LogBackend for EmbeddedLog {
 
     async fn append(&self, topic: &TopicRef, key: &[u8], payloads: Vec<Bytes>) -> Result<Appended> {
         let inner = &self.inner;
+        inner.check_writable()?;
         let (index, partition) = inner.route(topic, key)?;
         let count = u32::try_from(payloads.len())
             .map_err(|_| Error::new(ErrorKind::InvalidParams, "too many records in one batch"))?;
@@ -359,6 +442,7 @@ impl LogBackend for EmbeddedLog {
     /// handed to the writer thread as one request with one acknowledgement (`Always`).
     async fn append_all(&self, batches: Vec<AppendBatch<'_>>) -> Result<Vec<Appended>> {
         let inner = &self.inner;
+        inner.check_writable()?;
         let mut routed = Vec::with_capacity(batches.len());
         for batch in batches {
             let (index, partition) = inner.route(batch.topic, batch.key)?;
@@ -444,19 +528,28 @@ impl LogBackend for EmbeddedLog {
     }
 
     async fn end_offsets(&self, topic: &TopicRef) -> Result<Vec<u64>> {
-        self.inner
-            .topic(topic)?
-            .partitions
-            .iter()
-            .map(|p| p.end())
-            .collect()
+        let found = self.inner.topic(topic)?;
+        if self.inner.read_only {
+            for partition in &found.partitions {
+                partition.refresh()?;
+            }
+        }
+        found.partitions.iter().map(|p| p.end()).collect()
     }
 
     async fn watch_end(&self, topic: &TopicRef, partition: u32) -> Result<watch::Receiver<u64>> {
-        self.inner.partition(topic, partition)?.watch_end()
+        let found = self.inner.partition(topic, partition)?;
+        let receiver = found.watch_end()?;
+        if self.inner.read_only
+            && lock_mutex(&self.inner.polled)?.insert((topic.clone(), partition))
+        {
+            tokio::spawn(poll_files(Arc::downgrade(&found)));
+        }
+        Ok(receiver)
     }
 
     async fn join_group(&self, topic: &TopicRef, group: &str) -> Result<Box<dyn GroupConsumer>> {
+        self.inner.check_writable()?;
         let found = self.inner.topic(topic)?;
         let shared = {
             let mut groups = lock_mutex(&self.inner.groups)?;
@@ -493,6 +586,29 @@ impl LogBackend for EmbeddedLog {
         inner.join_writer();
         inner.release();
         result
+    }
+}
+
+/// Follow a read-only partition's files: read them again every [`POLL_BUSY`] while its end
+/// moves, backing off to [`POLL_IDLE`] while it does not. Ends when the log closes.
+async fn poll_files(partition: std::sync::Weak<Partition>) {
+    let mut pause = POLL_BUSY;
+    loop {
+        tokio::time::sleep(pause).await;
+        let Some(partition) = partition.upgrade() else {
+            return;
+        };
+        if partition.is_closed() {
+            return;
+        }
+        pause = match partition.refresh() {
+            Ok(true) => POLL_BUSY,
+            Ok(false) => (pause * 2).min(POLL_IDLE),
+            Err(error) => {
+                tracing::warn!(partition = partition.index, %error, "read-only log: retrying");
+                POLL_IDLE
+            }
+        };
     }
 }
 

@@ -40,6 +40,15 @@ impl Segment {
             map: SegmentMap::new(max_len),
         })
     }
+
+    /// A segment another process writes: read with `pread`, never mapped.
+    fn unmapped(path: PathBuf, file: Arc<File>) -> Arc<Self> {
+        Arc::new(Self {
+            path,
+            file,
+            map: SegmentMap::unmapped(),
+        })
+    }
 }
 
 /// Where a batch sits in its segment file.
@@ -182,6 +191,8 @@ pub(crate) struct Partition {
     /// The partition's directory; `None` in memory mode.
     pub dir: Option<PathBuf>,
     cache_budget: usize,
+    /// Made by [`read_only`](Self::read_only): another process writes its files.
+    read_only: bool,
     state: Mutex<PartState>,
     pub writer: Mutex<WriterState>,
 }
@@ -215,6 +226,7 @@ impl Partition {
             index,
             dir,
             cache_budget,
+            read_only: false,
             state: Mutex::new(PartState {
                 first_cached: entries.len(),
                 entries,
@@ -286,6 +298,38 @@ impl Partition {
             tx.send_replace(end);
         }
         Ok(())
+    }
+
+    /// Make batches found by [`refresh`](Self::refresh) visible: like `publish`, for a
+    /// partition that caches nothing.
+    fn publish_indexed(
+        &self,
+        segments: Vec<Arc<Segment>>,
+        entries: Vec<Entry>,
+        end: u64,
+    ) -> Result<()> {
+        let mut state = lock(&self.state)?;
+        if !state.cached.is_empty() {
+            return Err(Error::new(
+                ErrorKind::Internal,
+                "a read-only partition has cached batches",
+            ));
+        }
+        state.segments.extend(segments);
+        state.entries.extend(entries);
+        state.first_cached = state.entries.len();
+        state.end = end;
+        if let Some(tx) = &state.end_tx {
+            tx.send_replace(end);
+        }
+        Ok(())
+    }
+
+    /// Whether the log was closed.
+    pub fn is_closed(&self) -> bool {
+        self.state
+            .lock()
+            .map_or(true, |state| state.end_tx.is_none())
     }
 
     /// Append a batch in memory mode (no writer thread): offsets are assigned here.
@@ -487,6 +531,159 @@ impl Partition {
             active,
         ))
     }
+}
+
+impl Partition {
+    /// A partition of a log another process writes, with nothing indexed yet: each
+    /// [`refresh`](Self::refresh) indexes what that process has written since. Its files
+    /// are opened read-only, never repaired and never mapped.
+    pub fn read_only(index: u32, dir: PathBuf) -> Result<Self> {
+        let mut first = None;
+        for item in fs::read_dir(&dir).map_err(|e| io_error("cannot list", &dir, e))? {
+            let item = item.map_err(|e| io_error("cannot list", &dir, e))?;
+            if let Some(base) = item.file_name().to_str().and_then(segment::parse_file_name) {
+                first = Some(first.map_or(base, |f: u64| f.min(base)));
+            }
+        }
+        let start = first.unwrap_or(0);
+        let mut partition =
+            Self::with_contents(index, Some(dir), 0, Vec::new(), Vec::new(), start, None);
+        partition.read_only = true;
+        Ok(partition)
+    }
+
+    /// Index the whole batches a read-only partition's writer added since the last call,
+    /// following it into new segments, and move the end. A batch still being written is
+    /// left for a later call. Returns whether the end moved.
+    ///
+    /// The writer's scan position lives in the writer state (unused otherwise): the segment
+    /// being read, its file, and how many of its bytes are indexed.
+    pub fn refresh(&self) -> Result<bool> {
+        let (Some(dir), true) = (&self.dir, self.read_only) else {
+            return Err(Error::new(
+                ErrorKind::Internal,
+                "refresh of a partition this process writes",
+            ));
+        };
+        let mut ws = lock(&self.writer)?;
+        let start = ws.next_offset;
+        let mut entries = Vec::new();
+        let mut segments = Vec::new();
+        let outcome = self.follow_writer(dir, &mut ws, &mut entries, &mut segments);
+        // Publish what was found even on an error: the scan position already counts it.
+        let end = ws.next_offset;
+        if end > start || !segments.is_empty() {
+            self.publish_indexed(segments, entries, end)?;
+        }
+        outcome.map(|()| end > start)
+    }
+
+    fn follow_writer(
+        &self,
+        dir: &Path,
+        ws: &mut WriterState,
+        entries: &mut Vec<Entry>,
+        segments: &mut Vec<Arc<Segment>>,
+    ) -> Result<()> {
+        loop {
+            if scan_new_bytes(ws, entries)?.is_some() {
+                // Bytes that are no whole batch yet: a write in progress, unless the writer
+                // has started a later segment (it does so only once the previous one is
+                // whole). Then look once more, in case its last write just landed.
+                if !later_segment_exists(dir, ws.next_offset)? {
+                    return Ok(());
+                }
+                if let Some((why, at)) = scan_new_bytes(ws, entries)? {
+                    let torn = self.segment_path(ws.active.as_ref(), segments)?;
+                    return Err(segment::corrupt_at(&torn, at, &why));
+                }
+            }
+            let path = dir.join(segment::file_name(ws.next_offset));
+            if !path.exists() {
+                return Ok(());
+            }
+            let file = File::open(&path).map_err(|e| io_error("cannot open", &path, e))?;
+            let file = Arc::new(file);
+            ws.active = Some((ws.segment_count, Arc::clone(&file), 0));
+            ws.segment_count += 1;
+            segments.push(Segment::unmapped(path, file));
+        }
+    }
+}
+
+impl Partition {
+    /// The path of the segment `active` names: published, or among `new` ones.
+    fn segment_path(
+        &self,
+        active: Option<&(usize, Arc<File>, u64)>,
+        new: &[Arc<Segment>],
+    ) -> Result<PathBuf> {
+        let state = lock(&self.state)?;
+        let index = active.map_or(0, |a| a.0);
+        let published = state.segments.len();
+        let segment = match index.checked_sub(published) {
+            Some(i) => new.get(i),
+            None => state.segments.get(index),
+        };
+        segment
+            .map(|s| s.path.clone())
+            .ok_or_else(|| Error::new(ErrorKind::Internal, "no segment for the scan position"))
+    }
+}
+
+/// Whether `dir` holds a segment starting after offset `after`.
+fn later_segment_exists(dir: &Path, after: u64) -> Result<bool> {
+    for item in fs::read_dir(dir).map_err(|e| io_error("cannot list", dir, e))? {
+        let item = item.map_err(|e| io_error("cannot list", dir, e))?;
+        let base = item.file_name().to_str().and_then(segment::parse_file_name);
+        if base.is_some_and(|base| base > after) {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// Index the bytes appended to the active segment since its last scan (whole batches only).
+/// Returns why the bytes after them do not form a whole batch yet, and where they start.
+fn scan_new_bytes(ws: &mut WriterState, entries: &mut Vec<Entry>) -> Result<Option<(String, u64)>> {
+    let Some((index, file, scanned)) = ws.active.as_mut() else {
+        return Ok(None);
+    };
+    let len = file
+        .metadata()
+        .map_err(|e| {
+            Error::new(ErrorKind::Unavailable, "cannot read a segment's size").with_source(e)
+        })?
+        .len();
+    if len <= *scanned {
+        return Ok(None);
+    }
+    let mut bytes = vec![0u8; (len - *scanned) as usize];
+    if let Err(e) = file.read_exact_at(&mut bytes, *scanned) {
+        return match e.kind() {
+            // The file shrank since its size was read: its writer is repairing a torn tail
+            // it left (bytes never indexed here). Look again later.
+            std::io::ErrorKind::UnexpectedEof => Ok(None),
+            _ => Err(Error::new(ErrorKind::Unavailable, "cannot read a segment").with_source(e)),
+        };
+    }
+    let scan = segment::scan(&bytes, ws.next_offset);
+    for batch in &scan.batches {
+        let loc = Loc {
+            segment: *index,
+            pos: *scanned + batch.pos,
+            len: batch.len,
+        };
+        entries.push(Entry::stored(batch.base_offset, loc)?);
+    }
+    *scanned += scan.valid_len;
+    ws.next_offset = scan.next_offset;
+    Ok(scan.damage.map(|damage| {
+        let why = match damage {
+            Damage::TornTail(why) | Damage::Corrupt(why) => why,
+        };
+        (why, *scanned)
+    }))
 }
 
 /// Delete the segment files with these bases (used only by `truncate_corrupt`).

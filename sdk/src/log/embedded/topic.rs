@@ -98,6 +98,19 @@ impl Topic {
 
     /// Every topic found under `root`, recovered (see [`Partition::recover`]).
     pub fn recover_all(root: &Path, options: &EmbeddedOptions) -> Result<Vec<Self>> {
+        Self::open_all(root, |p, dir| Partition::recover(p, dir, options))
+    }
+
+    /// Every topic under `root` of a log another process writes, its partitions read-only
+    /// and nothing indexed yet (see [`Partition::refresh`]).
+    pub fn open_all_read_only(root: &Path) -> Result<Vec<Self>> {
+        Self::open_all(root, Partition::read_only)
+    }
+
+    fn open_all(
+        root: &Path,
+        open_partition: impl Fn(u32, PathBuf) -> Result<Partition>,
+    ) -> Result<Vec<Self>> {
         let mut topics = Vec::new();
         for stream in read_dirs(root)? {
             for dir in read_dirs(&stream)? {
@@ -119,7 +132,7 @@ impl Topic {
                     )
                 })?;
                 let partitions = (0..meta.partitions)
-                    .map(|p| Partition::recover(p, dir.join(p.to_string()), options).map(Arc::new))
+                    .map(|p| open_partition(p, dir.join(p.to_string())).map(Arc::new))
                     .collect::<Result<Vec<_>>>()?;
                 topics.push(Self {
                     name: TopicRef::new(meta.stream, meta.topic),
