@@ -133,23 +133,7 @@ impl EmbeddedLog {
     /// A log that lives in memory only and vanishes when dropped (`memory://`).
     pub fn in_memory() -> Self {
         Self {
-            inner: Arc::new(Inner {
-                dir: None,
-                options: EmbeddedOptions::default(),
-                topics: RwLock::new(HashMap::new()),
-                groups: Mutex::new(HashMap::new()),
-                closed: Arc::new(AtomicBool::new(false)),
-                writer: None,
-                write_config: writer::Config {
-                    fsync: FsyncPolicy::Never,
-                    segment_bytes: 0,
-                },
-                shared: Arc::default(),
-                thread: Mutex::new(None),
-                dir_lock: Mutex::new(None),
-                read_only: false,
-                polled: Mutex::default(),
-            }),
+            inner: Arc::new(Inner::without_writer(None, HashMap::new(), false)),
         }
     }
 
@@ -222,28 +206,37 @@ impl EmbeddedLog {
             .map(|t| (t.name.clone(), Arc::new(t)))
             .collect();
         Ok(Self {
-            inner: Arc::new(Inner {
-                dir: Some(dir),
-                options: EmbeddedOptions::default(),
-                topics: RwLock::new(topics),
-                groups: Mutex::new(HashMap::new()),
-                closed: Arc::new(AtomicBool::new(false)),
-                writer: None,
-                write_config: writer::Config {
-                    fsync: FsyncPolicy::Never,
-                    segment_bytes: 0,
-                },
-                shared: Arc::default(),
-                thread: Mutex::new(None),
-                dir_lock: Mutex::new(None),
-                read_only: true,
-                polled: Mutex::default(),
-            }),
+            inner: Arc::new(Inner::without_writer(Some(dir), topics, true)),
         })
     }
 }
 
 impl Inner {
+    /// A log nothing in this process writes to a file: in memory, or read-only.
+    fn without_writer(
+        dir: Option<PathBuf>,
+        topics: HashMap<TopicRef, Arc<Topic>>,
+        read_only: bool,
+    ) -> Self {
+        Self {
+            dir,
+            options: EmbeddedOptions::default(),
+            topics: RwLock::new(topics),
+            groups: Mutex::new(HashMap::new()),
+            closed: Arc::new(AtomicBool::new(false)),
+            writer: None,
+            write_config: writer::Config {
+                fsync: FsyncPolicy::Never,
+                segment_bytes: 0,
+            },
+            shared: Arc::default(),
+            thread: Mutex::new(None),
+            dir_lock: Mutex::new(None),
+            read_only,
+            polled: Mutex::default(),
+        }
+    }
+
     fn check_open(&self) -> Result<()> {
         if self.closed.load(Ordering::Acquire) {
             return Err(closed_error());
