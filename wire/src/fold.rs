@@ -113,7 +113,7 @@ pub enum Change {
 ///
 /// [`TaskFold`] wraps it to build the whole [`Task`]; the bridge's view keeps one per task so
 /// that it decides exactly as the fold does while holding a few dozen bytes per task.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct TaskMachine {
     state: Option<TaskState>,
     status_timestamp_ms: u64,
@@ -136,22 +136,50 @@ impl TaskMachine {
         let ts = record.header.timestamp_ms;
         match &change {
             Change::Created(request) | Change::Continued(request) => {
-                self.last_message_id = Some(request.message.message_id.as_str().into());
-                self.set(TaskState::Submitted, ts);
+                self.submit(&request.message.message_id, ts);
             }
             Change::Canceled => self.set(TaskState::Canceled, ts),
             Change::Status { state, .. } => self.set(*state, ts),
             Change::Artifact { .. } => {}
         }
-        let id = &record.header.message_id;
-        if !id.is_empty() {
-            if let Some(seen) = self.seen.as_mut() {
-                seen.insert(id.as_str().into());
-            } else if !self.is_terminal() {
-                self.seen = Some(Box::new(HashSet::from([id.as_str().into()])));
-            }
-        }
+        self.remember(&record.header.message_id);
         Ok(change)
+    }
+
+    /// [`apply`](Self::apply) of a command record (`header`) whose params the caller has
+    /// already parsed into a [`SendMessageRequest`] whose message id is `message_id`: the same
+    /// decision and the same state, without parsing the params again (a bridge applying the
+    /// command it just wrote). The caller vouches that the parse succeeded on exactly the
+    /// record's params text; the change (the request) is not returned.
+    pub fn apply_parsed_command(
+        &mut self,
+        header: &RecordHeader,
+        message_id: &str,
+    ) -> Result<(), Outcome> {
+        if self.state.is_some() {
+            return Err(Outcome::Duplicate);
+        }
+        self.submit(message_id, header.timestamp_ms);
+        self.remember(&header.message_id);
+        Ok(())
+    }
+
+    /// A client message (command or continue) was applied: the task waits on a worker for it.
+    fn submit(&mut self, message_id: &str, timestamp_ms: u64) {
+        self.last_message_id = Some(message_id.into());
+        self.set(TaskState::Submitted, timestamp_ms);
+    }
+
+    /// Remember an applied record's `message_id`, to refuse its duplicates while live.
+    fn remember(&mut self, id: &str) {
+        if id.is_empty() {
+            return;
+        }
+        if let Some(seen) = self.seen.as_mut() {
+            seen.insert(id.into());
+        } else if !self.is_terminal() {
+            self.seen = Some(Box::new(HashSet::from([id.into()])));
+        }
     }
 
     fn set(&mut self, state: TaskState, timestamp_ms: u64) {
@@ -452,6 +480,25 @@ mod tests {
             }
         };
         record(n, id, body)
+    }
+
+    #[test]
+    fn a_parsed_command_applies_exactly_as_the_record() {
+        let record = command();
+        let mut parsed = TaskMachine::new();
+        let mut folded = TaskMachine::new();
+        assert_eq!(parsed.apply_parsed_command(&record.header, "m1"), Ok(()));
+        assert!(
+            matches!(folded.apply(&record), Ok(Change::Created(r)) if r.message.message_id == "m1")
+        );
+        assert_eq!(parsed, folded);
+        // A second command is a duplicate either way.
+        assert_eq!(
+            parsed.apply_parsed_command(&record.header, "m1"),
+            Err(Outcome::Duplicate)
+        );
+        assert_eq!(folded.apply(&record), Err(Outcome::Duplicate));
+        assert_eq!(parsed, folded);
     }
 
     #[test]

@@ -135,15 +135,21 @@ impl Bridge {
         };
         match &message.task_id {
             Some(task_id) => self.accept_continue(caller, task_id, message, params).await,
-            None => self.accept_new(caller, request, params).await,
+            None => {
+                self.accept_new(caller, request, params, raw_params.is_some())
+                    .await
+            }
         }
     }
 
+    /// `params_parsed`: `request` was parsed from exactly `params` (the text as received),
+    /// so the view may apply the new command without parsing it again.
     async fn accept_new(
         &self,
         caller: &Caller,
         request: &SendMessageRequest,
         params: String,
+        params_parsed: bool,
     ) -> Result<Accepted> {
         let message = &request.message;
         let task_id = ids::task_id(&caller.tenant, &caller.principal, &message.message_id);
@@ -173,6 +179,14 @@ impl Bridge {
             });
         }
         let appended = self.commit(&record, Topics::Both).await?;
+        if params_parsed {
+            view.apply_own_command(
+                partition,
+                appended.first_offset,
+                &record.header,
+                &message.message_id,
+            );
+        }
         Ok(Accepted {
             created: Some(record.header),
             task_id,

@@ -23,8 +23,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use agentlog_wire::a2a::Task;
-use agentlog_wire::fold::{Change, TaskFold, TaskMachine};
-use agentlog_wire::{Record, TaskState};
+use agentlog_wire::fold::{Change, Outcome, TaskFold, TaskMachine};
+use agentlog_wire::{Record, RecordHeader, TaskState};
 use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
 
@@ -217,6 +217,44 @@ impl TaskView {
             .await
             .map(|_| ())
             .map_err(|_| Error::new(ErrorKind::Unavailable, "the task view stopped"))
+    }
+
+    /// Apply the command record this process has just appended at `offset` of `partition`
+    /// (`header`, params parsed into a request whose message id is `message_id`), if the
+    /// view stands right before it and nobody else is applying that partition: the record
+    /// is then applied without being read back, decoded and parsed again. Otherwise this
+    /// does nothing, and the record is applied from the log as any other.
+    ///
+    /// The caller vouches that its parse was of exactly the record's params text (see
+    /// [`TaskMachine::apply_parsed_command`]), so every replica still folds the same.
+    pub fn apply_own_command(
+        &self,
+        partition: u32,
+        offset: u64,
+        header: &RecordHeader,
+        message_id: &str,
+    ) {
+        let inner = &self.inner;
+        let (Some(feed), Some(applied)) = (
+            inner.feeds.get(partition as usize),
+            inner.applied.get(partition as usize),
+        ) else {
+            return;
+        };
+        let Ok(mut next) = feed.try_lock() else {
+            return;
+        };
+        if *next != offset {
+            return;
+        }
+        self.lock().apply_with(offset, header, |machine| {
+            machine
+                .apply_parsed_command(header, message_id)
+                .map(|()| None)
+        });
+        inner.records_seen.fetch_add(1, Ordering::Relaxed);
+        *next = offset + 1;
+        applied.send_replace(offset + 1);
     }
 
     /// How many records the log holds that the view has not applied yet, over all partitions.
@@ -419,13 +457,26 @@ impl Inner {
 
 impl Tasks {
     fn apply(&mut self, offset: u64, record: &Record) {
-        let header = &record.header;
+        self.apply_with(offset, &record.header, |machine| {
+            machine.apply(record).map(Some)
+        });
+    }
+
+    /// Apply a record of `header`'s task at `offset`: `decide` runs the task's machine (a
+    /// fresh one for a new task) and returns the change, or `None` where the caller has no
+    /// payload to give (only for a new task, which nobody can be subscribed to yet).
+    fn apply_with(
+        &mut self,
+        offset: u64,
+        header: &RecordHeader,
+        decide: impl FnOnce(&mut TaskMachine) -> Result<Option<Change>, Outcome>,
+    ) {
         let id: &str = &header.task_id;
         let mut old_ts = None;
         let change = match self.entries.get_mut(id) {
             Some(entry) => {
                 old_ts = Some(entry.machine.status_timestamp_ms());
-                let Ok(change) = entry.machine.apply(record) else {
+                let Ok(change) = decide(&mut entry.machine) else {
                     return;
                 };
                 entry.offsets.push(offset);
@@ -433,7 +484,7 @@ impl Tasks {
             }
             None => {
                 let mut machine = TaskMachine::new();
-                let Ok(change) = machine.apply(record) else {
+                let Ok(change) = decide(&mut machine) else {
                     return;
                 };
                 let owner = self.owners.intern(&header.principal, &header.tenant);
@@ -456,21 +507,22 @@ impl Tasks {
         let state = entry.machine.state().unwrap_or(TaskState::Unspecified);
         let ts = entry.machine.status_timestamp_ms();
         self.index.update(entry.owner, id, old_ts, ts);
-        if let Some(sender) = self.watchers.get(id) {
-            let event = Arc::new(TaskEvent {
-                offset,
-                task_id: id.clone(),
-                context_id: entry.context_id.clone(),
-                timestamp_ms: header.timestamp_ms,
-                state,
-                change,
-            });
-            // Drop the channel once nobody listens, or once the task is terminal (nothing
-            // follows; subscribers still receive what was sent, then `Closed`).
-            if sender.send(event).is_err() || state.is_terminal() {
-                let id = id.clone();
-                self.watchers.remove(&id);
-            }
+        let (Some(sender), Some(change)) = (self.watchers.get(id), change) else {
+            return;
+        };
+        let event = Arc::new(TaskEvent {
+            offset,
+            task_id: id.clone(),
+            context_id: entry.context_id.clone(),
+            timestamp_ms: header.timestamp_ms,
+            state,
+            change,
+        });
+        // Drop the channel once nobody listens, or once the task is terminal (nothing
+        // follows; subscribers still receive what was sent, then `Closed`).
+        if sender.send(event).is_err() || state.is_terminal() {
+            let id = id.clone();
+            self.watchers.remove(&id);
         }
     }
 }

@@ -105,3 +105,57 @@ async fn the_follower_applies_appends_with_nobody_asking() {
     .unwrap();
     assert_eq!(view.lag().await.unwrap(), 0);
 }
+
+#[tokio::test]
+async fn an_own_command_is_applied_inline_only_right_after_what_is_applied() {
+    let (log, topic, view) = view_over_memory().await;
+    let caller = Caller::principal("p");
+    let (a, b) = (command("a"), command("b"));
+    // Appended on this (single-threaded) runtime without yielding: the follower has not run.
+    append(&log, &topic, &a).await;
+    view.apply_own_command(0, 0, &a.header, "m-a");
+    let inline = view
+        .lookup(&caller, "a")
+        .expect("applied inline, no await in between");
+    assert_eq!(inline.state, TaskState::Submitted);
+    assert_eq!(&*inline.offsets, &[0]);
+
+    // Not right after what is applied (offset 1 was not applied yet): left to the log.
+    append(&log, &topic, &b).await;
+    append(&log, &topic, &completed("a")).await;
+    view.apply_own_command(0, 2, &b.header, "m-b");
+    assert!(view.lookup(&caller, "b").is_none());
+    view.sync(None, PATIENCE).await.unwrap();
+    // Already applied: a second call changes nothing.
+    view.apply_own_command(0, 0, &a.header, "m-a");
+
+    // A view that folds everything from the log agrees on every task.
+    let fresh = TaskView::start(log.clone(), topic.clone()).await.unwrap();
+    fresh.sync(None, PATIENCE).await.unwrap();
+    for task in ["a", "b"] {
+        let (mine, theirs) = (
+            view.lookup(&caller, task).unwrap(),
+            fresh.lookup(&caller, task).unwrap(),
+        );
+        assert_eq!(
+            (
+                mine.state,
+                mine.status_timestamp_ms,
+                &mine.last_message_id,
+                &mine.offsets
+            ),
+            (
+                theirs.state,
+                theirs.status_timestamp_ms,
+                &theirs.last_message_id,
+                &theirs.offsets
+            ),
+            "task {task}"
+        );
+    }
+    assert_eq!(
+        view.lookup(&caller, "a").unwrap().state,
+        TaskState::Completed
+    );
+    assert_eq!(view.counters(), fresh.counters());
+}
