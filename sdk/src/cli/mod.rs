@@ -237,16 +237,21 @@ fn display_log_url(url: &str) -> String {
 
 /// Open the log a resolved `--log` names, with a hint when an embedded log is in use.
 async fn open_log(url: &str) -> CliResult<crate::log::Log> {
-    crate::log::open(url).await.map_err(|err| {
-        let mut line = format!("cannot open the log {}: {err}", display_log_url(url));
-        if err.kind() == crate::ErrorKind::Config && err.message().contains("in use") {
-            line.push_str(
-                " (the embedded log is single-process: stop the other process first, \
-                 or share an iggy:// log)",
-            );
-        }
-        CliError::msg(line)
-    })
+    crate::log::open(url)
+        .await
+        .map_err(|err| open_error(url, &err))
+}
+
+/// The one line for a log that cannot be opened.
+fn open_error(url: &str, err: &crate::Error) -> CliError {
+    let mut line = format!("cannot open the log {}: {err}", display_log_url(url));
+    if err.kind() == crate::ErrorKind::Config && err.message().contains("in use") {
+        line.push_str(
+            " (the embedded log is single-process: stop the other process first, \
+             or share an iggy:// log)",
+        );
+    }
+    CliError::msg(line)
 }
 
 /// Wait for Ctrl-C or (on Unix) SIGTERM.

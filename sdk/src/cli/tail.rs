@@ -69,12 +69,9 @@ pub(super) async fn run(args: TailArgs, out: &Out) -> CliResult {
             return Err(CliError::msg(format!("no log at {}", dir.display())));
         }
         // Read-only, beside the server or worker that owns the directory (if any).
-        Ok(LogUrl::File(dir, ..)) => Arc::new(EmbeddedLog::open_read_only(dir).map_err(|e| {
-            CliError::msg(format!(
-                "cannot open the log {}: {e}",
-                super::display_log_url(&url)
-            ))
-        })?),
+        Ok(LogUrl::File(dir, ..)) => {
+            Arc::new(EmbeddedLog::open_read_only(dir).map_err(|e| super::open_error(&url, &e))?)
+        }
         _ => super::open_log(&url).await?,
     };
     let result = tail(&log, &args, out).await;

@@ -66,7 +66,7 @@ mod segment;
 mod topic;
 mod writer;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Sender};
@@ -115,8 +115,6 @@ struct Inner {
     dir_lock: Mutex<Option<DirLock>>,
     /// Opened with [`EmbeddedLog::open_read_only`]: another process writes the files.
     read_only: bool,
-    /// The read-only partitions whose files a poller follows (at most one each).
-    polled: Mutex<HashSet<(TopicRef, u32)>>,
 }
 
 /// How often a read-only log looks at a followed partition's files while records arrive...
@@ -174,7 +172,6 @@ impl EmbeddedLog {
                 thread: Mutex::new(Some(thread)),
                 dir_lock: Mutex::new(Some(dir_lock)),
                 read_only: false,
-                polled: Mutex::default(),
             }),
         })
     }
@@ -233,7 +230,6 @@ impl Inner {
             thread: Mutex::new(None),
             dir_lock: Mutex::new(None),
             read_only,
-            polled: Mutex::default(),
         }
     }
 
@@ -533,9 +529,7 @@ impl LogBackend for EmbeddedLog {
     async fn watch_end(&self, topic: &TopicRef, partition: u32) -> Result<watch::Receiver<u64>> {
         let found = self.inner.partition(topic, partition)?;
         let receiver = found.watch_end()?;
-        if self.inner.read_only
-            && lock_mutex(&self.inner.polled)?.insert((topic.clone(), partition))
-        {
+        if found.start_polling() {
             tokio::spawn(poll_files(Arc::downgrade(&found)));
         }
         Ok(receiver)

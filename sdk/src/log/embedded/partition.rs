@@ -11,6 +11,7 @@ use std::collections::VecDeque;
 use std::fs::{self, File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use bytes::Bytes;
@@ -193,6 +194,8 @@ pub(crate) struct Partition {
     cache_budget: usize,
     /// Made by [`read_only`](Self::read_only): another process writes its files.
     read_only: bool,
+    /// A read-only partition's poller is running (see `EmbeddedLog::watch_end`).
+    polled: AtomicBool,
     state: Mutex<PartState>,
     pub writer: Mutex<WriterState>,
 }
@@ -227,6 +230,7 @@ impl Partition {
             dir,
             cache_budget,
             read_only: false,
+            polled: AtomicBool::new(false),
             state: Mutex::new(PartState {
                 first_cached: entries.len(),
                 entries,
@@ -323,6 +327,12 @@ impl Partition {
             tx.send_replace(end);
         }
         Ok(())
+    }
+
+    /// Whether a poller must start following this read-only partition's files: `true` once,
+    /// for the first caller.
+    pub fn start_polling(&self) -> bool {
+        self.read_only && !self.polled.swap(true, Ordering::AcqRel)
     }
 
     /// Whether the log was closed.
@@ -441,14 +451,7 @@ impl Partition {
     /// Rebuild a partition from its directory, truncating a torn tail (and, if
     /// `options.truncate_corrupt`, corruption) and refusing other damage.
     pub fn recover(index: u32, dir: PathBuf, options: &EmbeddedOptions) -> Result<Self> {
-        let mut bases = Vec::new();
-        for item in fs::read_dir(&dir).map_err(|e| io_error("cannot list", &dir, e))? {
-            let item = item.map_err(|e| io_error("cannot list", &dir, e))?;
-            if let Some(base) = item.file_name().to_str().and_then(segment::parse_file_name) {
-                bases.push(base);
-            }
-        }
-        bases.sort_unstable();
+        let bases = segment_bases(&dir)?;
 
         let mut entries = Vec::new();
         let mut segments = Vec::new();
@@ -538,14 +541,7 @@ impl Partition {
     /// [`refresh`](Self::refresh) indexes what that process has written since. Its files
     /// are opened read-only, never repaired and never mapped.
     pub fn read_only(index: u32, dir: PathBuf) -> Result<Self> {
-        let mut first = None;
-        for item in fs::read_dir(&dir).map_err(|e| io_error("cannot list", &dir, e))? {
-            let item = item.map_err(|e| io_error("cannot list", &dir, e))?;
-            if let Some(base) = item.file_name().to_str().and_then(segment::parse_file_name) {
-                first = Some(first.map_or(base, |f: u64| f.min(base)));
-            }
-        }
-        let start = first.unwrap_or(0);
+        let start = segment_bases(&dir)?.first().copied().unwrap_or(0);
         let mut partition =
             Self::with_contents(index, Some(dir), 0, Vec::new(), Vec::new(), start, None);
         partition.read_only = true;
@@ -590,7 +586,8 @@ impl Partition {
                 // Bytes that are no whole batch yet: a write in progress, unless the writer
                 // has started a later segment (it does so only once the previous one is
                 // whole). Then look once more, in case its last write just landed.
-                if !later_segment_exists(dir, ws.next_offset)? {
+                let next = ws.next_offset;
+                if !segment_bases(dir)?.iter().any(|base| *base > next) {
                     return Ok(());
                 }
                 if let Some((why, at)) = scan_new_bytes(ws, entries)? {
@@ -609,9 +606,7 @@ impl Partition {
             segments.push(Segment::unmapped(path, file));
         }
     }
-}
 
-impl Partition {
     /// The path of the segment `active` names: published, or among `new` ones.
     fn segment_path(
         &self,
@@ -631,16 +626,17 @@ impl Partition {
     }
 }
 
-/// Whether `dir` holds a segment starting after offset `after`.
-fn later_segment_exists(dir: &Path, after: u64) -> Result<bool> {
+/// The base offsets of the segment files in a partition directory, ascending.
+fn segment_bases(dir: &Path) -> Result<Vec<u64>> {
+    let mut bases = Vec::new();
     for item in fs::read_dir(dir).map_err(|e| io_error("cannot list", dir, e))? {
         let item = item.map_err(|e| io_error("cannot list", dir, e))?;
-        let base = item.file_name().to_str().and_then(segment::parse_file_name);
-        if base.is_some_and(|base| base > after) {
-            return Ok(true);
+        if let Some(base) = item.file_name().to_str().and_then(segment::parse_file_name) {
+            bases.push(base);
         }
     }
-    Ok(false)
+    bases.sort_unstable();
+    Ok(bases)
 }
 
 /// Index the bytes appended to the active segment since its last scan (whole batches only).
