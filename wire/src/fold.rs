@@ -23,6 +23,10 @@
 //! 9. A record whose JSON payload does not parse is ignored and counted as invalid.
 //!
 //! Messages in the history get the task's `taskId` and `contextId` filled in.
+//!
+//! [`fold_content`] rebuilds the same task from fewer records: only those that carry content
+//! (see [`Change::has_content`]), given the status the [`TaskMachine`] ended on. A reader
+//! that already ran the machine (the bridge's view) need not read the rest back.
 
 use std::collections::HashSet;
 
@@ -108,6 +112,31 @@ pub enum Change {
     },
 }
 
+impl Change {
+    /// Whether the change adds to the task's history or artifacts. The others (a cancel, a
+    /// status without a message) only set the status, which [`StatusMark`] carries for
+    /// [`fold_content`].
+    pub fn has_content(&self) -> bool {
+        match self {
+            Change::Created(_) | Change::Continued(_) | Change::Artifact { .. } => true,
+            Change::Canceled => false,
+            Change::Status { message, .. } => message.is_some(),
+        }
+    }
+}
+
+/// A task's status as its [`TaskMachine`] left it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StatusMark {
+    /// The state.
+    pub state: TaskState,
+    /// When it was set, Unix milliseconds.
+    pub timestamp_ms: u64,
+    /// Whether the record that set it carried a message (then `status.message` is that
+    /// message, the last status message among the task's content records).
+    pub has_message: bool,
+}
+
 /// The state-level half of the fold: which records apply, and the state they lead to, without
 /// keeping history or artifacts.
 ///
@@ -117,6 +146,8 @@ pub enum Change {
 pub struct TaskMachine {
     state: Option<TaskState>,
     status_timestamp_ms: u64,
+    /// Whether the record that set the status carried a message.
+    status_has_message: bool,
     last_message_id: Option<Box<str>>,
     /// `message_id`s applied so far; dropped once the task is terminal (nothing applies then).
     /// Boxed so a finished task pays one null pointer here instead of an inline empty set.
@@ -138,8 +169,8 @@ impl TaskMachine {
             Change::Created(request) | Change::Continued(request) => {
                 self.submit(&request.message.message_id, ts);
             }
-            Change::Canceled => self.set(TaskState::Canceled, ts),
-            Change::Status { state, .. } => self.set(*state, ts),
+            Change::Canceled => self.set(TaskState::Canceled, ts, false),
+            Change::Status { state, message } => self.set(*state, ts, message.is_some()),
             Change::Artifact { .. } => {}
         }
         self.remember(&record.header.message_id);
@@ -167,7 +198,7 @@ impl TaskMachine {
     /// A client message (command or continue) was applied: the task waits on a worker for it.
     fn submit(&mut self, message_id: &str, timestamp_ms: u64) {
         self.last_message_id = Some(message_id.into());
-        self.set(TaskState::Submitted, timestamp_ms);
+        self.set(TaskState::Submitted, timestamp_ms, false);
     }
 
     /// Remember an applied record's `message_id`, to refuse its duplicates while live.
@@ -182,9 +213,10 @@ impl TaskMachine {
         }
     }
 
-    fn set(&mut self, state: TaskState, timestamp_ms: u64) {
+    fn set(&mut self, state: TaskState, timestamp_ms: u64, has_message: bool) {
         self.state = Some(state);
         self.status_timestamp_ms = timestamp_ms;
+        self.status_has_message = has_message;
         if state.is_terminal() {
             self.seen = None;
         }
@@ -210,42 +242,29 @@ impl TaskMachine {
             return Err(Outcome::Duplicate);
         }
         match &record.body {
-            RecordBody::Command { .. } => Err(Outcome::Duplicate),
-            RecordBody::Continue { params } => {
-                if !current.is_interrupted() {
-                    return Err(Outcome::IllegalTransition);
-                }
-                parse::<SendMessageRequest>(params)
-                    .map(|r| Change::Continued(Box::new(r)))
-                    .ok_or(Outcome::Invalid)
+            RecordBody::Command { .. } => return Err(Outcome::Duplicate),
+            RecordBody::Continue { .. } if !current.is_interrupted() => {
+                return Err(Outcome::IllegalTransition);
             }
-            RecordBody::CancelRequest { .. } => Ok(Change::Canceled),
-            RecordBody::StatusUpdate { state, message }
-            | RecordBody::Terminal { state, message } => {
+            RecordBody::StatusUpdate { state, .. } | RecordBody::Terminal { state, .. } => {
                 let terminal_record = matches!(record.body, RecordBody::Terminal { .. });
                 let state = state.state().map_err(|_| Outcome::IllegalTransition)?;
                 if state.is_terminal() != terminal_record || !current.can_transition_to(state) {
                     return Err(Outcome::IllegalTransition);
                 }
-                let message = if message.is_empty() {
-                    None
-                } else {
-                    Some(Box::new(parse::<Message>(message).ok_or(Outcome::Invalid)?))
-                };
-                Ok(Change::Status { state, message })
             }
-            RecordBody::ArtifactUpdate {
-                append,
-                last_chunk,
-                artifact,
-            } => parse::<Artifact>(artifact)
-                .map(|a| Change::Artifact {
-                    artifact: Box::new(a),
-                    append: *append,
-                    last_chunk: *last_chunk,
-                })
-                .ok_or(Outcome::Invalid),
+            _ => {}
         }
+        parse_change(&record.body)
+    }
+
+    /// The status, or `None` before the command.
+    pub fn status(&self) -> Option<StatusMark> {
+        Some(StatusMark {
+            state: self.state?,
+            timestamp_ms: self.status_timestamp_ms,
+            has_message: self.status_has_message,
+        })
     }
 
     /// The current state, or `None` before the command.
@@ -311,7 +330,6 @@ impl TaskFold {
             Ok(change) => change,
             Err(outcome) => return outcome,
         };
-        let timestamp = Some(format_millis(header.timestamp_ms));
         if let Change::Created(request) = change {
             self.task = Some(submitted_task(header, *request));
             return Outcome::Applied;
@@ -319,39 +337,7 @@ impl TaskFold {
         let Some(task) = self.task.as_mut() else {
             return Outcome::Orphan;
         };
-        match change {
-            Change::Created(_) => {}
-            Change::Continued(request) => {
-                let message = adopt(request.message, task);
-                task.history.push(message);
-                task.status = TaskStatus {
-                    state: TaskState::Submitted,
-                    message: None,
-                    timestamp,
-                };
-            }
-            Change::Canceled => {
-                task.status = TaskStatus {
-                    state: TaskState::Canceled,
-                    message: None,
-                    timestamp,
-                };
-            }
-            Change::Status { state, message } => {
-                let message = message.map(|m| adopt(*m, task));
-                if let Some(message) = &message {
-                    task.history.push(message.clone());
-                }
-                task.status = TaskStatus {
-                    state,
-                    message,
-                    timestamp,
-                };
-            }
-            Change::Artifact {
-                artifact, append, ..
-            } => merge_artifact(&mut task.artifacts, *artifact, append),
-        }
+        apply_change(task, change, header.timestamp_ms);
         Outcome::Applied
     }
 
@@ -413,6 +399,108 @@ pub fn fold<'a>(records: impl IntoIterator<Item = &'a Record>) -> TaskFold {
         fold.apply(record);
     }
     fold
+}
+
+/// The task from only its content records (the records its machine applied whose change
+/// [has content](Change::has_content)), in log order, and the status its machine ended on:
+/// the same task as [`fold`] of all its records.
+///
+/// The records are trusted to be exactly those (this does not re-decide them); the first
+/// must be the command. `None` if it is not, or if a record does not parse.
+pub fn fold_content<'a>(
+    records: impl IntoIterator<Item = &'a Record>,
+    status: StatusMark,
+) -> Option<Task> {
+    let mut records = records.into_iter();
+    let command = records.next()?;
+    let Ok(Change::Created(request)) = parse_change(&command.body) else {
+        return None;
+    };
+    let mut task = submitted_task(&command.header, *request);
+    for record in records {
+        let change = parse_change(&record.body).ok()?;
+        apply_change(&mut task, change, record.header.timestamp_ms);
+    }
+    // The status records left out only set what the mark holds; a later one without a
+    // message clears the status message an earlier content record set.
+    task.status.state = status.state;
+    task.status.timestamp = Some(format_millis(status.timestamp_ms));
+    if !status.has_message {
+        task.status.message = None;
+    }
+    Some(task)
+}
+
+/// A record's change as its payload gives it, before the machine's rules decide whether it
+/// applies.
+fn parse_change(body: &RecordBody) -> Result<Change, Outcome> {
+    match body {
+        RecordBody::Command { params } => parse::<SendMessageRequest>(params)
+            .map(|r| Change::Created(Box::new(r)))
+            .ok_or(Outcome::Invalid),
+        RecordBody::Continue { params } => parse::<SendMessageRequest>(params)
+            .map(|r| Change::Continued(Box::new(r)))
+            .ok_or(Outcome::Invalid),
+        RecordBody::CancelRequest { .. } => Ok(Change::Canceled),
+        RecordBody::StatusUpdate { state, message } | RecordBody::Terminal { state, message } => {
+            let state = state.state().map_err(|_| Outcome::IllegalTransition)?;
+            let message = if message.is_empty() {
+                None
+            } else {
+                Some(Box::new(parse::<Message>(message).ok_or(Outcome::Invalid)?))
+            };
+            Ok(Change::Status { state, message })
+        }
+        RecordBody::ArtifactUpdate {
+            append,
+            last_chunk,
+            artifact,
+        } => parse::<Artifact>(artifact)
+            .map(|a| Change::Artifact {
+                artifact: Box::new(a),
+                append: *append,
+                last_chunk: *last_chunk,
+            })
+            .ok_or(Outcome::Invalid),
+    }
+}
+
+/// Apply an applied change (other than the command's) to the task (rules 3, 5, 6 and 7).
+fn apply_change(task: &mut Task, change: Change, timestamp_ms: u64) {
+    let timestamp = Some(format_millis(timestamp_ms));
+    match change {
+        Change::Created(_) => {}
+        Change::Continued(request) => {
+            let message = adopt(request.message, task);
+            task.history.push(message);
+            task.status = TaskStatus {
+                state: TaskState::Submitted,
+                message: None,
+                timestamp,
+            };
+        }
+        Change::Canceled => {
+            task.status = TaskStatus {
+                state: TaskState::Canceled,
+                message: None,
+                timestamp,
+            };
+        }
+        Change::Status { state, message } => {
+            let message = message.map(|m| adopt(*m, task));
+            if let Some(message) = &message {
+                task.history.push(message.clone());
+            }
+            task.status = TaskStatus {
+                state,
+                message,
+                timestamp,
+            };
+        }
+        Change::Artifact {
+            artifact, append, ..
+        } => merge_artifact(&mut task.artifacts, *artifact, append),
+    }
 }
 
 fn parse<T: DeserializeOwned>(json: &str) -> Option<T> {
@@ -632,5 +720,91 @@ mod tests {
         assert_eq!(task.history.len(), 2);
         assert_eq!(task.history[1].task_id.as_deref(), Some("t"));
         assert_eq!(task.history[1].context_id.as_deref(), Some("c"));
+    }
+
+    /// What the bridge's view does: run the machine over every record and keep the ones
+    /// with content, then fold those alone with the machine's status.
+    fn fold_of_content(records: &[Record]) -> Option<Task> {
+        let mut machine = TaskMachine::new();
+        let content: Vec<&Record> = records
+            .iter()
+            .filter(|r| machine.apply(r).is_ok_and(|change| change.has_content()))
+            .collect();
+        fold_content(content, machine.status()?)
+    }
+
+    #[test]
+    fn the_content_records_and_the_status_fold_to_the_same_task() {
+        // Random histories over every kind of record, legal or not, with repeated message
+        // ids and bad payloads; a fixed seed keeps the test deterministic.
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let message = |text: &str| {
+            format!(
+                r#"{{"messageId":"a-{text}","role":"ROLE_AGENT","parts":[{{"text":"{text}"}}]}}"#
+            )
+        };
+        let mut with_message_status = 0;
+        for history in 0..2_000 {
+            let mut records = Vec::new();
+            if next(8) != 0 {
+                records.push(command());
+            }
+            for n in 1..=next(12) {
+                let id = format!("r{}", next(6));
+                let text = format!("{history}-{n}");
+                let body = match next(7) {
+                    0 => RecordBody::Continue {
+                        params: format!(r#"{{"message":{}}}"#, message(&text)),
+                    },
+                    1 => RecordBody::CancelRequest {
+                        metadata: String::new(),
+                    },
+                    2 | 3 => {
+                        let state = StateCode(next(10) as u8);
+                        let message = match next(4) {
+                            0 => message(&text),
+                            1 => "{not json".into(),
+                            _ => String::new(),
+                        };
+                        if next(2) == 0 {
+                            RecordBody::StatusUpdate { state, message }
+                        } else {
+                            RecordBody::Terminal { state, message }
+                        }
+                    }
+                    4 => command().body,
+                    _ => RecordBody::ArtifactUpdate {
+                        append: next(2) == 0,
+                        last_chunk: next(2) == 0,
+                        artifact: if next(10) == 0 {
+                            "[]".into()
+                        } else {
+                            format!(
+                                r#"{{"artifactId":"a{}","parts":[{{"text":"{text}"}}]}}"#,
+                                next(2)
+                            )
+                        },
+                    },
+                };
+                records.push(record(n, &id, body));
+            }
+            let all = fold(&records);
+            if all.task().is_some_and(|task| task.status.message.is_some()) {
+                with_message_status += 1;
+            }
+            assert_eq!(
+                fold_of_content(&records).as_ref(),
+                all.task(),
+                "history {history}: {records:?}"
+            );
+        }
+        // The histories reach the interesting case: a status message kept at the end.
+        assert!(with_message_status > 20, "{with_message_status}");
     }
 }

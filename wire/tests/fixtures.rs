@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 
-use agentlog_wire::fold::fold;
+use agentlog_wire::fold::{TaskMachine, fold, fold_content};
 use agentlog_wire::jsonrpc::{ProtocolVersion, error_body, parse_request};
 use agentlog_wire::{ErrorCode, Record, RpcError, StateCode, TaskState};
 use serde_json::{Value, json};
@@ -228,6 +228,22 @@ fn fold_case(case: &Value) -> Result<(), String> {
     let f = fold(&records);
     let task = serde_json::to_value(f.task()).unwrap();
     check(task == case["expected"]["task"], || format!("task {task}"))?;
+    // The bridge's view reads back only the records with content and folds them with the
+    // status its machine ended on: the same task. (The view routes records by task id.)
+    let own = f.task().map(|t| t.id.as_str());
+    let mut machine = TaskMachine::new();
+    let content: Vec<&Record> = records
+        .iter()
+        .filter(|r| Some(r.header.task_id.as_str()) == own)
+        .filter(|r| machine.apply(r).is_ok_and(|change| change.has_content()))
+        .collect();
+    let from_content = machine
+        .status()
+        .and_then(|status| fold_content(content, status));
+    let from_content = serde_json::to_value(from_content).unwrap();
+    check(from_content == task, || {
+        format!("task from the content records {from_content}")
+    })?;
     let s = f.stats();
     let stats = json!({"applied": s.applied, "orphans": s.orphans, "duplicates": s.duplicates, "afterTerminal": s.after_terminal, "illegalTransitions": s.illegal_transitions, "invalid": s.invalid});
     check(stats == case["expected"]["stats"], || {

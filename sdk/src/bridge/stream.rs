@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use agentlog_wire::TaskState;
 use agentlog_wire::a2a::{
-    Message, StreamResponse, TaskArtifactUpdateEvent, TaskStatus, TaskStatusUpdateEvent,
+    Message, StreamResponse, Task, TaskArtifactUpdateEvent, TaskStatus, TaskStatusUpdateEvent,
 };
 use agentlog_wire::fold::{Change, TaskFold, TaskMachine};
 use agentlog_wire::timestamp::format_millis;
@@ -83,16 +83,8 @@ async fn produce(
     };
     let mut position = info.position();
     if let Some(at) = snapshot_at {
-        let offsets: Vec<u64> = info.offsets.iter().copied().filter(|o| *o <= at).collect();
-        let snapshot = match view.read_records(info.partition, &offsets).await {
-            Ok(records) => {
-                let mut fold = TaskFold::new();
-                for (_, record) in &records {
-                    fold.apply(record);
-                }
-                let state = fold.state().unwrap_or(TaskState::Unspecified);
-                (fold.into_task(), state)
-            }
+        let snapshot = match snapshot(&view, &info, at).await {
+            Ok(snapshot) => snapshot,
             Err(e) => {
                 let _ = tx.send(Err(e)).await;
                 return;
@@ -144,6 +136,23 @@ async fn produce(
     }
 }
 
+/// The task as it was at position `at`, and its state then (`None` before its command).
+async fn snapshot(view: &TaskView, info: &TaskInfo, at: u64) -> Result<(Option<Task>, TaskState)> {
+    if at >= info.position() {
+        // The task as the view holds it: only its content records are read back.
+        return Ok((Some(view.load(info).await?), info.state));
+    }
+    // An earlier state is not the view's: fold every record up to it.
+    let offsets: Vec<u64> = info.offsets().filter(|o| *o <= at).collect();
+    let records = view.read_records(info.partition, &offsets).await?;
+    let mut fold = TaskFold::new();
+    for (_, record) in &records {
+        fold.apply(record);
+    }
+    let state = fold.state().unwrap_or(TaskState::Unspecified);
+    Ok((fold.into_task(), state))
+}
+
 enum Replay {
     Done,
     At(u64),
@@ -151,7 +160,8 @@ enum Replay {
 
 /// Send the task's events after `after`, read back from the log.
 async fn replay(view: &TaskView, info: &TaskInfo, after: u64, tx: &Sink) -> Replay {
-    let records = match view.read_records(info.partition, &info.offsets).await {
+    let offsets: Vec<u64> = info.offsets().collect();
+    let records = match view.read_records(info.partition, &offsets).await {
         Ok(records) => records,
         Err(e) => {
             let _ = tx.send(Err(e)).await;

@@ -26,11 +26,12 @@ impl Bridge {
         check_history_length(request.history_length)?;
         require_id(&request.id)?;
         self.sync_task(&request.id).await?;
-        let view = &self.inner.view;
-        let info = view
-            .lookup(caller, &request.id)
+        let task = self
+            .inner
+            .view
+            .get(caller, &request.id)
+            .await?
             .ok_or_else(|| not_found(&request.id))?;
-        let task = view.load(&info).await?;
         Ok(trim_history(task, request.history_length))
     }
 

@@ -3,12 +3,15 @@
 //! The view follows every partition of an agent's events topic from offset 0 and keeps, per
 //! task, only what it needs to answer quickly: the owner, the context id, the
 //! [`TaskMachine`] (state, status time, applied message ids while the task is live), and the
-//! offsets of the task's applied records. A full [`Task`] (history, artifacts) is never kept:
-//! [`TaskView::load`] reads the task's own records back from the log by offset and folds them,
-//! so its cost depends on the task's size, not on the log's length.
+//! offsets of the task's applied records, each marked with whether it carries content. A full
+//! [`Task`] (history, artifacts) is never kept: [`TaskView::get`] and [`TaskView::load`] read
+//! back only the task's content records, by offset, and fold them with the status the machine
+//! holds ([`fold_content`]), so their cost depends on the task's size, not on the log's length.
 //!
 //! Only records that the machine applies are remembered, and the fold of exactly those
 //! records gives the same task as the fold of all of them (ignored records change nothing).
+//! Of those, the ones without content (a cancel, a status without a message) only set the
+//! status, which the machine already holds; `fold_content` is tested to give the same task.
 //!
 //! The view writes nothing anywhere: dropping it and starting again over the same log gives
 //! the same answers.
@@ -23,8 +26,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use agentlog_wire::a2a::Task;
-use agentlog_wire::fold::{Change, Outcome, TaskFold, TaskMachine};
+use agentlog_wire::fold::{Change, Outcome, StatusMark, TaskMachine, fold_content};
 use agentlog_wire::{Record, RecordHeader, TaskState};
+use smallvec::SmallVec;
 use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
 
@@ -68,24 +72,81 @@ pub struct TaskInfo {
     pub state: TaskState,
     /// When the status was set, Unix milliseconds.
     pub status_timestamp_ms: u64,
+    /// Whether the record that set the status carried a message.
+    pub status_has_message: bool,
     /// The `messageId` the task currently waits on a worker for (the latest client message).
     pub last_message_id: Option<Arc<str>>,
-    /// Offsets of the task's applied records, in order.
-    pub offsets: Arc<[u64]>,
+    /// The task's applied records, in order.
+    pub records: Arc<[Applied]>,
 }
 
 impl TaskInfo {
     /// The offset of the last applied record: the position of a snapshot taken now.
     pub fn position(&self) -> u64 {
-        self.offsets.last().copied().unwrap_or(0)
+        self.records.last().map_or(0, |r| r.offset())
+    }
+
+    /// The offsets of every applied record, in order.
+    pub fn offsets(&self) -> impl Iterator<Item = u64> + '_ {
+        self.records.iter().map(|r| r.offset())
+    }
+
+    fn status(&self) -> StatusMark {
+        StatusMark {
+            state: self.state,
+            timestamp_ms: self.status_timestamp_ms,
+            has_message: self.status_has_message,
+        }
     }
 }
+
+/// One applied record of a task: its offset in the task's partition, and whether its change
+/// [has content](Change::has_content) (then a snapshot reads it back). One word: the mark
+/// takes the offset's top bit, which no log reaches (2^63 records).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Applied(u64);
+
+impl Applied {
+    const CONTENT: u64 = 1 << 63;
+
+    fn new(offset: u64, has_content: bool) -> Self {
+        Self(if has_content {
+            offset | Self::CONTENT
+        } else {
+            offset
+        })
+    }
+
+    /// The record's offset.
+    pub fn offset(self) -> u64 {
+        self.0 & !Self::CONTENT
+    }
+
+    /// Whether the record adds to the task's history or artifacts.
+    pub fn has_content(self) -> bool {
+        self.0 & Self::CONTENT != 0
+    }
+}
+
+/// Offsets of a task's content records: a finished task's few fit inline.
+type ContentOffsets = SmallVec<[u64; 4]>;
 
 struct Entry {
     owner: OwnerId,
     context_id: Arc<str>,
     machine: TaskMachine,
-    offsets: Vec<u64>,
+    /// Inline for the usual few records: a lookup touches no other allocation for them.
+    records: SmallVec<[Applied; 4]>,
+}
+
+impl Entry {
+    fn content_offsets(&self) -> ContentOffsets {
+        self.records
+            .iter()
+            .filter(|r| r.has_content())
+            .map(|r| r.offset())
+            .collect()
+    }
 }
 
 #[derive(Default)]
@@ -322,17 +383,55 @@ impl TaskView {
         Some((info, rx))
     }
 
-    /// Fold the task from its records read back from the log.
+    /// The task if it exists and `caller` may see it, folded from its content records read
+    /// back from the log. What `GetTask` needs, and no more: it copies nothing else out of
+    /// the view (unlike [`lookup`](Self::lookup) then [`load`](Self::load)), so that it
+    /// touches as little memory as it can in a view of many tasks.
+    pub async fn get(&self, caller: &Caller, task_id: &str) -> Result<Option<Task>> {
+        let (partition, content, status) = {
+            let tasks = self.lock();
+            let Some(owner) = tasks.owners.find(caller) else {
+                return Ok(None);
+            };
+            match tasks.entries.get(task_id) {
+                Some(entry) if entry.owner == owner => {
+                    let Some(status) = entry.machine.status() else {
+                        return Ok(None);
+                    };
+                    (self.partition_of(task_id), entry.content_offsets(), status)
+                }
+                _ => return Ok(None),
+            }
+        };
+        self.fold_content(task_id, partition, &content, status)
+            .await
+            .map(Some)
+    }
+
+    /// The task `info` describes, folded from its content records read back from the log.
     pub async fn load(&self, info: &TaskInfo) -> Result<Task> {
-        let records = self.read_records(info.partition, &info.offsets).await?;
-        let mut fold = TaskFold::new();
-        for (_, record) in &records {
-            fold.apply(record);
-        }
-        fold.into_task().ok_or_else(|| {
+        let content: ContentOffsets = info
+            .records
+            .iter()
+            .filter(|r| r.has_content())
+            .map(|r| r.offset())
+            .collect();
+        self.fold_content(&info.id, info.partition, &content, info.status())
+            .await
+    }
+
+    async fn fold_content(
+        &self,
+        task_id: &str,
+        partition: u32,
+        content: &[u64],
+        status: StatusMark,
+    ) -> Result<Task> {
+        let records = self.read_records(partition, content).await?;
+        fold_content(records.iter().map(|(_, record)| record), status).ok_or_else(|| {
             Error::new(
                 ErrorKind::Corrupt,
-                format!("task {} has no readable command record", info.id),
+                format!("task {task_id}: its content records do not fold (the first must be its command)"),
             )
         })
     }
@@ -400,8 +499,9 @@ impl TaskView {
             partition: self.partition_of(id),
             state: entry.machine.state().unwrap_or(TaskState::Unspecified),
             status_timestamp_ms: entry.machine.status_timestamp_ms(),
+            status_has_message: entry.machine.status().is_some_and(|s| s.has_message),
             last_message_id: entry.machine.last_message_id().map(Arc::from),
-            offsets: entry.offsets.as_slice().into(),
+            records: entry.records.as_slice().into(),
         }
     }
 
@@ -464,7 +564,8 @@ impl Tasks {
 
     /// Apply a record of `header`'s task at `offset`: `decide` runs the task's machine (a
     /// fresh one for a new task) and returns the change, or `None` where the caller has no
-    /// payload to give (only for a new task, which nobody can be subscribed to yet).
+    /// payload to give (only for a new task's command, which nobody can be subscribed to yet
+    /// and which has content).
     fn apply_with(
         &mut self,
         offset: u64,
@@ -479,7 +580,7 @@ impl Tasks {
                 let Ok(change) = decide(&mut entry.machine) else {
                     return;
                 };
-                entry.offsets.push(offset);
+                entry.records.push(applied(offset, change.as_ref()));
                 change
             }
             None => {
@@ -495,7 +596,7 @@ impl Tasks {
                         owner,
                         context_id: Arc::from(header.context_id.as_str()),
                         machine,
-                        offsets: vec![offset],
+                        records: smallvec::smallvec![applied(offset, change.as_ref())],
                     },
                 );
                 change
@@ -525,6 +626,11 @@ impl Tasks {
             self.watchers.remove(&id);
         }
     }
+}
+
+/// An applied record at `offset`; no change given means the task's own command (content).
+fn applied(offset: u64, change: Option<&Change>) -> Applied {
+    Applied::new(offset, change.is_none_or(Change::has_content))
 }
 
 /// The background follower of one partition: whenever the log's end moves past what is

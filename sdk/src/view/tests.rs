@@ -118,7 +118,7 @@ async fn an_own_command_is_applied_inline_only_right_after_what_is_applied() {
         .lookup(&caller, "a")
         .expect("applied inline, no await in between");
     assert_eq!(inline.state, TaskState::Submitted);
-    assert_eq!(&*inline.offsets, &[0]);
+    assert_eq!(&*inline.records, &[Applied::new(0, true)]);
 
     // Not right after what is applied (offset 1 was not applied yet): left to the log.
     append(&log, &topic, &b).await;
@@ -142,13 +142,13 @@ async fn an_own_command_is_applied_inline_only_right_after_what_is_applied() {
                 mine.state,
                 mine.status_timestamp_ms,
                 &mine.last_message_id,
-                &mine.offsets
+                &mine.records
             ),
             (
                 theirs.state,
                 theirs.status_timestamp_ms,
                 &theirs.last_message_id,
-                &theirs.offsets
+                &theirs.records
             ),
             "task {task}"
         );
@@ -158,4 +158,85 @@ async fn an_own_command_is_applied_inline_only_right_after_what_is_applied() {
         TaskState::Completed
     );
     assert_eq!(view.counters(), fresh.counters());
+}
+
+#[tokio::test]
+async fn a_task_read_back_from_its_content_records_is_the_fold_of_all_of_them() {
+    let (log, topic, view) = view_over_memory().await;
+    let caller = Caller::principal("p");
+    let status = |id: &str, state: TaskState, text: Option<&str>| {
+        let message = text.map_or(String::new(), |t| {
+            format!(r#"{{"messageId":"s-{t}","role":"ROLE_AGENT","parts":[{{"text":"{t}"}}]}}"#)
+        });
+        let body = if state.is_terminal() {
+            RecordBody::Terminal {
+                state: state.into(),
+                message,
+            }
+        } else {
+            RecordBody::StatusUpdate {
+                state: state.into(),
+                message,
+            }
+        };
+        record("a", id, body)
+    };
+    let artifact = record(
+        "a",
+        "art",
+        RecordBody::ArtifactUpdate {
+            append: false,
+            last_chunk: true,
+            artifact: r#"{"artifactId":"x","parts":[{"text":"out"}]}"#.into(),
+        },
+    );
+    // Status messages, superseded by ones without; records the machine ignores in between.
+    let records = [
+        command("a"),
+        status("s1", TaskState::Working, Some("thinking")),
+        status("s1", TaskState::Working, Some("a duplicate")),
+        artifact,
+        status("s2", TaskState::Working, None),
+        status("s3", TaskState::InputRequired, Some("which one?")),
+        status("s4", TaskState::Submitted, None),
+        status("s5", TaskState::Completed, None),
+        status("s6", TaskState::Failed, Some("after the end")),
+    ];
+    let all = agentlog_wire::fold::fold(&records).into_task().unwrap();
+    for (n, record) in records.iter().enumerate() {
+        append(&log, &topic, record).await;
+        view.sync(None, PATIENCE).await.unwrap();
+        let expected = agentlog_wire::fold::fold(&records[..=n])
+            .into_task()
+            .unwrap();
+        let info = view.lookup(&caller, "a").unwrap();
+        assert_eq!(
+            view.load(&info).await.unwrap(),
+            expected,
+            "after record {n}"
+        );
+        assert_eq!(view.get(&caller, "a").await.unwrap().unwrap(), expected);
+    }
+    let info = view.lookup(&caller, "a").unwrap();
+    // Read back: the command, the two status messages, the artifact; not the duplicate, the
+    // message-less statuses or what came after the terminal.
+    let content: Vec<u64> = info
+        .records
+        .iter()
+        .filter(|r| r.has_content())
+        .map(|r| r.offset())
+        .collect();
+    assert_eq!(content, [0, 1, 3, 5]);
+    assert_eq!(info.offsets().collect::<Vec<_>>(), [0, 1, 3, 4, 5, 6, 7]);
+    assert_eq!(all.status.state, TaskState::Completed);
+    assert!(all.status.message.is_none());
+    assert_eq!(all.history.len(), 3);
+    // Another caller sees nothing, as with lookup.
+    assert!(
+        view.get(&Caller::principal("q"), "a")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(view.get(&caller, "nope").await.unwrap().is_none());
 }
