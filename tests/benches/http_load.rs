@@ -4,7 +4,7 @@
 //! JSON-RPC body (the ceiling of the HTTP layer). Prints a table; see `benches/README.md`.
 //!
 //! `cargo bench -p agentlog-integration --bench http_load`
-//! (`HTTP_LOAD_FILTER=<text>` keeps only the cases whose label contains it;
+//! (`HTTP_LOAD_FILTER=<text>[|<text>...]` keeps only the cases whose label contains one of them;
 //! `HTTP_LOAD_ROUNDS=<n>` sets the rounds, 3 by default.)
 //!
 //! Server and client share the machine: the server runs on a 2-worker tokio runtime, the
@@ -281,9 +281,10 @@ fn main() {
         });
     }
 
-    // `HTTP_LOAD_FILTER=Never` runs only the cases whose label contains it (for profiling).
+    // `HTTP_LOAD_FILTER=Never` runs only the cases whose label contains it (for profiling);
+    // `bare|returnImmediately [Interval` keeps the two cases of the ratio.
     if let Ok(filter) = std::env::var("HTTP_LOAD_FILTER") {
-        cases.retain(|case| case.label().contains(&filter));
+        cases.retain(|case| filter.split('|').any(|f| case.label().contains(f)));
     }
     let rounds: usize = std::env::var("HTTP_LOAD_ROUNDS")
         .ok()
