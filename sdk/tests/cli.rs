@@ -259,15 +259,7 @@ fn tail_reads_a_file_log_while_the_server_writes_it() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let stdout = BufReader::new(follow.stdout.take().unwrap());
-    let (tx, lines) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in stdout.lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                return;
-            }
-        }
-    });
+    let lines = line_channel(follow.stdout.take().unwrap());
     let second = task_id(&ok(&["send", &server.url, "again"]));
     let mut seen = Vec::new();
     while !seen
@@ -307,6 +299,59 @@ fn tail_reads_a_file_log_while_the_server_writes_it() {
 
     let err = fails(&["tail", "--log", &log, "--agent", "nobody"]);
     assert!(err.contains("no records"), "{err}");
+}
+
+#[test]
+fn tail_follow_started_before_the_server_waits_for_its_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = format!("file://{}", dir.path().join("data").display());
+    let mut follow = Command::new(BIN)
+        .args(["tail", "--log", &log, "--agent", "demo", "--follow"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lines = line_channel(follow.stdout.take().unwrap());
+    let notes = line_channel(follow.stderr.take().unwrap());
+    let note = notes.recv_timeout(Duration::from_secs(30)).unwrap();
+    assert!(
+        note.contains("no log at") && note.contains("waiting"),
+        "{note}"
+    );
+
+    let server = Server::start(&log, dir.path());
+    let task = task_id(&ok(&["send", &server.url, "early bird"]));
+    let mut seen = Vec::new();
+    while !seen
+        .iter()
+        .any(|l: &String| l.contains(&task) && l.contains("terminal"))
+    {
+        let line = lines
+            .recv_timeout(Duration::from_secs(30))
+            .unwrap_or_else(|_| panic!("tail --follow showed no terminal of {task}: {seen:?}"));
+        seen.push(line);
+    }
+    assert!(
+        seen[0].contains("command") && seen[0].contains("\"early bird\""),
+        "{seen:?}"
+    );
+    let _ = follow.kill();
+    let _ = follow.wait();
+    server.stop();
+}
+
+/// The lines a child writes to `pipe`, as they come.
+fn line_channel(pipe: impl std::io::Read + Send + 'static) -> mpsc::Receiver<String> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    rx
 }
 
 #[test]

@@ -8,7 +8,7 @@ use agentlog_wire::{Record, RecordBody, StateCode};
 use clap::Args;
 use tokio::sync::mpsc;
 
-use super::output::{Out, one_line, parts_text};
+use super::output::{Out, note, one_line, parts_text};
 use super::{CliError, CliResult, LogArgs};
 use crate::agent::AgentTopics;
 use crate::log::embedded::EmbeddedLog;
@@ -16,6 +16,9 @@ use crate::log::{Follower, Log, LogUrl, StoredRecord, TopicRef};
 
 /// Records read per call.
 const BATCH: usize = 1024;
+
+/// How often `--follow` looks again for a log or an agent topic that does not exist yet.
+const TOPIC_POLL: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// The widest text summary printed per record.
 const SUMMARY_CHARS: usize = 100;
@@ -36,7 +39,8 @@ message), cancel (a cancel request), status, artifact or terminal.
 
 An embedded log (file://) is read beside the server or worker that writes it, read-only:
 tail takes no lock and changes nothing, and --follow looks at the files every few
-milliseconds while records arrive.";
+milliseconds while records arrive. --follow may start before the server: it waits for the
+log and the agent's topic to appear (saying so on stderr).";
 
 /// Print an agent's records: every task's commands, statuses, artifacts and ends.
 #[derive(Debug, Args)]
@@ -65,11 +69,18 @@ pub(super) async fn run(args: TailArgs, out: &Out) -> CliResult {
                 "memory:// is private to the process that opened it; tail a file:// or iggy:// log",
             ));
         }
-        Ok(LogUrl::File(dir, ..)) if !dir.is_dir() => {
+        Ok(LogUrl::File(dir, ..)) if !dir.is_dir() && !args.follow => {
             return Err(CliError::msg(format!("no log at {}", dir.display())));
         }
         // Read-only, beside the server or worker that owns the directory (if any).
         Ok(LogUrl::File(dir, ..)) => {
+            let waiting = format!("no log at {} yet; waiting for it", dir.display());
+            if wait_for(&waiting, async || Ok(dir.is_dir().then_some(())))
+                .await?
+                .is_none()
+            {
+                return Ok(());
+            }
             Arc::new(EmbeddedLog::open_read_only(dir).map_err(|e| super::open_error(&url, &e))?)
         }
         _ => super::open_log(&url).await?,
@@ -83,16 +94,9 @@ pub(super) async fn run(args: TailArgs, out: &Out) -> CliResult {
 
 async fn tail(log: &Log, args: &TailArgs, out: &Out) -> CliResult {
     let topic = AgentTopics::of(&args.log.agent).events;
-    let ends = log.end_offsets(&topic).await.map_err(|e| {
-        if e.kind() == crate::ErrorKind::InvalidParams {
-            CliError::msg(format!(
-                "agent {:?} has no records in this log (no topic {topic})",
-                args.log.agent
-            ))
-        } else {
-            CliError::msg(format!("cannot read {topic}: {e}"))
-        }
-    })?;
+    let Some(ends) = end_offsets(log, &topic, args).await? else {
+        return Ok(()); // Ctrl-C while waiting for the topic
+    };
     let mut partitions = Vec::with_capacity(ends.len());
     for (partition, end) in (0u32..).zip(&ends) {
         partitions.push(read_all(log, &topic, partition, *end).await?);
@@ -134,6 +138,48 @@ async fn tail(log: &Log, args: &TailArgs, out: &Out) -> CliResult {
                 Some(Err(e)) => return Err(e.into()),
                 None => return Ok(()),
             },
+        }
+    }
+}
+
+/// The end offsets of the agent's events topic. If it does not exist yet: an error, or with
+/// `--follow`, wait for a server or worker to create it (`None` on Ctrl-C meanwhile).
+async fn end_offsets(log: &Log, topic: &TopicRef, args: &TailArgs) -> CliResult<Option<Vec<u64>>> {
+    let agent = &args.log.agent;
+    let waiting = format!("agent {agent:?} has no records yet; waiting for its topic {topic}");
+    wait_for(&waiting, async || match log.end_offsets(topic).await {
+        Ok(ends) => Ok(Some(ends)),
+        Err(e) if e.kind() != crate::ErrorKind::InvalidParams => {
+            Err(CliError::msg(format!("cannot read {topic}: {e}")))
+        }
+        Err(_) if !args.follow => Err(CliError::msg(format!(
+            "agent {agent:?} has no records in this log (no topic {topic})"
+        ))),
+        Err(_) => Ok(None),
+    })
+    .await
+}
+
+/// Ask `ready` every [`TOPIC_POLL`] until it gives a value, saying once on stderr what this
+/// waits for (`waiting`) if it does not at once. `None` on Ctrl-C meanwhile.
+async fn wait_for<T>(
+    waiting: &str,
+    mut ready: impl AsyncFnMut() -> CliResult<Option<T>>,
+) -> CliResult<Option<T>> {
+    let signal = super::shutdown_signal();
+    tokio::pin!(signal);
+    let mut told = false;
+    loop {
+        if let Some(value) = ready().await? {
+            return Ok(Some(value));
+        }
+        if !told {
+            note(&format!("{waiting} (Ctrl-C to stop)"));
+            told = true;
+        }
+        tokio::select! {
+            () = &mut signal => return Ok(None),
+            () = tokio::time::sleep(TOPIC_POLL) => {}
         }
     }
 }

@@ -180,8 +180,8 @@ impl EmbeddedLog {
     /// `agentlog serve`, say; this is how `agentlog tail` reads a live log).
     ///
     /// It takes no lock, writes nothing and repairs nothing. It sees the topics that exist
-    /// at `open` and, in them, whole batches only (one being written shows up once it is
-    /// whole). It follows the writer by reading the files again: `end_offsets` does, and
+    /// at `open`, and one created later once asked for it; in them, whole batches only (one
+    /// being written shows up once it is whole). It follows the writer by reading the files again: `end_offsets` does, and
     /// `watch_end` starts a poller for its partition (every 2 ms while records arrive,
     /// backing off to 250 ms when nothing moves). Segments are read with `pread`, never
     /// mapped. Appends, `ensure_topic` and `join_group` fail with [`ErrorKind::Config`].
@@ -257,16 +257,25 @@ impl Inner {
 
     fn topic(&self, name: &TopicRef) -> Result<Arc<Topic>> {
         self.check_open()?;
-        let topics = self
-            .topics
-            .read()
-            .map_err(|_| Error::new(ErrorKind::Internal, "the topic table was poisoned"))?;
-        topics.get(name).cloned().ok_or_else(|| {
-            Error::new(
-                ErrorKind::InvalidParams,
-                format!("topic {name} does not exist (call ensure_topic first)"),
-            )
-        })
+        let poisoned = || Error::new(ErrorKind::Internal, "the topic table was poisoned");
+        if let Some(topic) = self.topics.read().map_err(|_| poisoned())?.get(name) {
+            return Ok(topic.clone());
+        }
+        // Read-only: the writing process may have created it since the open.
+        if let (true, Some(dir)) = (self.read_only, &self.dir)
+            && let Some(found) = Topic::open_read_only(&dir.join("topics"), name)?
+        {
+            let mut topics = self.topics.write().map_err(|_| poisoned())?;
+            let topic = topics
+                .entry(name.clone())
+                .or_insert_with(|| Arc::new(found))
+                .clone();
+            return Ok(topic);
+        }
+        Err(Error::new(
+            ErrorKind::InvalidParams,
+            format!("topic {name} does not exist (call ensure_topic first)"),
+        ))
     }
 
     fn partition(&self, name: &TopicRef, partition: u32) -> Result<Arc<Partition>> {

@@ -678,3 +678,41 @@ async fn a_read_only_open_reports_damage_the_writer_has_moved_past() {
     let error = EmbeddedLog::open_read_only(dir.path().to_path_buf()).unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Corrupt, "{error}");
 }
+
+#[tokio::test]
+async fn a_read_only_open_finds_a_topic_created_after_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let writer = EmbeddedLog::open(dir.path().to_path_buf(), never()).unwrap();
+    let reader = EmbeddedLog::open_read_only(dir.path().to_path_buf()).unwrap();
+    let missing = reader.end_offsets(&topic()).await.unwrap_err();
+    assert_eq!(missing.kind(), ErrorKind::InvalidParams, "{missing}");
+
+    writer.ensure_topic(&topic(), 2).await.unwrap();
+    writer
+        .append(&topic(), b"k", vec![payload(0), payload(1)])
+        .await
+        .unwrap();
+    assert_eq!(reader.partitions(&topic()).await.unwrap(), 2);
+    let ends = reader.end_offsets(&topic()).await.unwrap();
+    assert_eq!(ends.iter().sum::<u64>(), 2);
+    let partition = ends.iter().position(|e| *e == 2).unwrap() as u32;
+    let read = reader.read(&topic(), partition, 0, 10).await.unwrap();
+    assert_eq!(
+        read.into_iter().map(|r| r.payload).collect::<Vec<_>>(),
+        vec![payload(0), payload(1)]
+    );
+    // A topic whose creation never finished (no metadata) is still missing.
+    let unfinished = TopicRef::new("s", "unfinished");
+    std::fs::create_dir_all(
+        dir.path()
+            .join("topics")
+            .join("s")
+            .join("unfinished")
+            .join("0"),
+    )
+    .unwrap();
+    let error = reader.end_offsets(&unfinished).await.unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::InvalidParams, "{error}");
+    writer.close().await.unwrap();
+    reader.close().await.unwrap();
+}

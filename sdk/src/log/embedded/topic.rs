@@ -107,6 +107,18 @@ impl Topic {
         Self::open_all(root, Partition::read_only)
     }
 
+    /// The topic `name` under `root` of a log another process writes, if it has been
+    /// created there since the log was opened (read-only, as [`open_all_read_only`]).
+    ///
+    /// [`open_all_read_only`]: Self::open_all_read_only
+    pub fn open_read_only(root: &Path, name: &TopicRef) -> Result<Option<Self>> {
+        let dir = root
+            .join(encode_name(&name.stream)?)
+            .join(encode_name(&name.topic)?);
+        let found = Self::open_dir(dir, &Partition::read_only)?;
+        Ok(found.filter(|topic| topic.name == *name))
+    }
+
     fn open_all(
         root: &Path,
         open_partition: impl Fn(u32, PathBuf) -> Result<Partition>,
@@ -114,34 +126,41 @@ impl Topic {
         let mut topics = Vec::new();
         for stream in read_dirs(root)? {
             for dir in read_dirs(&stream)? {
-                let meta_path = dir.join(META);
-                if !meta_path.exists() {
-                    // An interrupted `ensure_topic`: the topic was never acknowledged.
-                    continue;
-                }
-                let bytes =
-                    fs::read(&meta_path).map_err(|e| io_error("cannot read", &meta_path, e))?;
-                let meta: Meta = serde_json::from_slice(&bytes).map_err(|e| {
-                    Error::new(
-                        ErrorKind::Corrupt,
-                        format!(
-                            "unreadable topic metadata in {} at byte {}",
-                            meta_path.display(),
-                            e.column()
-                        ),
-                    )
-                })?;
-                let partitions = (0..meta.partitions)
-                    .map(|p| open_partition(p, dir.join(p.to_string())).map(Arc::new))
-                    .collect::<Result<Vec<_>>>()?;
-                topics.push(Self {
-                    name: TopicRef::new(meta.stream, meta.topic),
-                    dir: Some(dir),
-                    partitions,
-                });
+                topics.extend(Self::open_dir(dir, &open_partition)?);
             }
         }
         Ok(topics)
+    }
+
+    /// The topic in `dir`, or `None` if it has no metadata: it does not exist, or its
+    /// creation was interrupted (never acknowledged).
+    fn open_dir(
+        dir: PathBuf,
+        open_partition: &impl Fn(u32, PathBuf) -> Result<Partition>,
+    ) -> Result<Option<Self>> {
+        let meta_path = dir.join(META);
+        if !meta_path.exists() {
+            return Ok(None);
+        }
+        let bytes = fs::read(&meta_path).map_err(|e| io_error("cannot read", &meta_path, e))?;
+        let meta: Meta = serde_json::from_slice(&bytes).map_err(|e| {
+            Error::new(
+                ErrorKind::Corrupt,
+                format!(
+                    "unreadable topic metadata in {} at byte {}",
+                    meta_path.display(),
+                    e.column()
+                ),
+            )
+        })?;
+        let partitions = (0..meta.partitions)
+            .map(|p| open_partition(p, dir.join(p.to_string())).map(Arc::new))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Some(Self {
+            name: TopicRef::new(meta.stream, meta.topic),
+            dir: Some(dir),
+            partitions,
+        }))
     }
 
     /// Where group `group`'s committed offsets live, in file mode.
