@@ -22,7 +22,7 @@ use agentlog::http::{HttpConfig, router, serve};
 use agentlog::log::Log;
 use agentlog::log::embedded::{EmbeddedLog, EmbeddedOptions, FsyncPolicy};
 use agentlog::worker::{DemoHandler, Worker, WorkerConfig};
-use agentlog_integration::bench::median;
+use agentlog_integration::bench::{median, process_cpu_time};
 use axum::Router;
 use axum::routing::post;
 use bytes::Bytes;
@@ -178,12 +178,18 @@ struct Outcome {
     errors: u64,
     latency_us: Histogram<u64>,
     elapsed: Duration,
+    /// CPU time of the whole process (server and client) over the measured window.
+    cpu: Option<Duration>,
 }
 
 async fn load(address: SocketAddr, case: Case, connections: usize, task_id: Arc<str>) -> Outcome {
     let start = Instant::now();
     let measure_from = start + WARM_UP;
     let end = measure_from + CASE_TIME;
+    let cpu_at_start = tokio::spawn(async move {
+        tokio::time::sleep_until(measure_from.into()).await;
+        process_cpu_time()
+    });
     let mut tasks = Vec::new();
     for conn in 0..connections {
         let task_id = task_id.clone();
@@ -224,6 +230,7 @@ async fn load(address: SocketAddr, case: Case, connections: usize, task_id: Arc<
         errors: 0,
         latency_us: Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).unwrap(),
         elapsed: Duration::ZERO,
+        cpu: None,
     };
     for task in tasks {
         let (requests, errors, latency) = task.await.unwrap();
@@ -233,6 +240,9 @@ async fn load(address: SocketAddr, case: Case, connections: usize, task_id: Arc<
     }
     // Requests that started before `end` finish after it; count the time they took.
     outcome.elapsed = start.elapsed().saturating_sub(WARM_UP);
+    if let (Ok(Some(from)), Some(to)) = (cpu_at_start.await, process_cpu_time()) {
+        outcome.cpu = Some(to.saturating_sub(from));
+    }
     // Let the connection tasks see their senders dropped and close, so the server's
     // graceful shutdown does not wait for them.
     tokio::time::sleep(Duration::from_millis(20)).await;
@@ -315,12 +325,12 @@ fn main() {
         }
     }
     println!(
-        "| {:<52} | conns | {:>9} | {:>8} | {:>8} | {:>6} | {:>17} |",
-        "case", "req/s", "p50 µs", "p99 µs", "errors", "req/s min–max"
+        "| {:<52} | conns | {:>9} | {:>8} | {:>8} | {:>6} | {:>17} | {:>10} |",
+        "case", "req/s", "p50 µs", "p99 µs", "errors", "req/s min–max", "CPU µs/req"
     );
     println!(
-        "|{:-<54}|-------|{:-<11}|{:-<10}|{:-<10}|{:-<8}|{:-<19}|",
-        "", "", "", "", "", ""
+        "|{:-<54}|-------|{:-<11}|{:-<10}|{:-<10}|{:-<8}|{:-<19}|{:-<12}|",
+        "", "", "", "", "", "", ""
     );
     for (k, case) in cases.iter().enumerate() {
         for (c, &connections) in CONNECTIONS.iter().enumerate() {
@@ -330,7 +340,7 @@ fn main() {
                 .iter()
                 .fold((f64::MAX, 0.0f64), |(lo, hi), &r| (lo.min(r), hi.max(r)));
             println!(
-                "| {:<52} | {:>5} | {:>9.0} | {:>8.0} | {:>8.0} | {:>6} | {:>17} |",
+                "| {:<52} | {:>5} | {:>9.0} | {:>8.0} | {:>8.0} | {:>6} | {:>17} | {:>10.1} |",
                 case.label(),
                 connections,
                 median(rates.iter().copied()),
@@ -338,6 +348,7 @@ fn main() {
                 median(rounds.iter().map(|r| r.p99_us as f64)),
                 rounds.iter().map(|r| r.errors).sum::<u64>(),
                 format!("{min:.0}–{max:.0}"),
+                median(rounds.iter().map(|r| r.cpu_us)),
             );
         }
     }
@@ -360,6 +371,19 @@ fn main() {
                 median(ratios.iter().copied()),
                 list.join(", ")
             );
+            // The same ratio from CPU per request (the whole process: server and client),
+            // which a slow spell of the machine moves less than the rate.
+            let cpu_ratios: Vec<f64> = runs[send][c]
+                .iter()
+                .zip(&runs[bare][c])
+                .map(|(send, bare)| bare.cpu_us / send.cpu_us.max(f64::MIN_POSITIVE))
+                .collect();
+            let list: Vec<String> = cpu_ratios.iter().map(|r| format!("{r:.2}")).collect();
+            println!(
+                "  by CPU per request (bare / SendMessage): median {:.2} (rounds: {})",
+                median(cpu_ratios.iter().copied()),
+                list.join(", ")
+            );
         }
     }
 }
@@ -371,6 +395,8 @@ struct Run {
     p50_us: u64,
     p99_us: u64,
     errors: u64,
+    /// CPU µs of the whole process (server and client) per request; 0 where unknown.
+    cpu_us: f64,
 }
 
 fn run_case(server_rt: &Runtime, client_rt: &Runtime, case: Case, connections: usize) -> Run {
@@ -400,5 +426,8 @@ fn run_case(server_rt: &Runtime, client_rt: &Runtime, case: Case, connections: u
         p50_us: outcome.latency_us.value_at_quantile(0.5),
         p99_us: outcome.latency_us.value_at_quantile(0.99),
         errors: outcome.errors,
+        cpu_us: outcome.cpu.map_or(0.0, |cpu| {
+            cpu.as_secs_f64() * 1e6 / outcome.requests.max(1) as f64
+        }),
     }
 }
