@@ -252,25 +252,9 @@ fn tail_reads_a_file_log_while_the_server_writes_it() {
     assert!(out.contains("completed"), "{out}");
 
     // --follow shows a task the server runs after tail started, as it happens.
-    let mut follow = Command::new(BIN)
-        .args(["tail", "--log", &log, "--agent", "demo", "--follow"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let lines = line_channel(follow.stdout.take().unwrap());
+    let (mut follow, lines, _notes) = tail_follow(&log);
     let second = task_id(&ok(&["send", &server.url, "again"]));
-    let mut seen = Vec::new();
-    while !seen
-        .iter()
-        .any(|l: &String| l.contains(&second) && l.contains("terminal"))
-    {
-        let line = lines
-            .recv_timeout(Duration::from_secs(30))
-            .unwrap_or_else(|_| panic!("tail --follow showed no terminal of {second}: {seen:?}"));
-        seen.push(line);
-    }
+    let seen = lines_until_terminal(&lines, &second);
     assert!(
         seen.iter()
             .any(|l| l.contains(&second) && l.contains("\"again\"")),
@@ -305,15 +289,7 @@ fn tail_reads_a_file_log_while_the_server_writes_it() {
 fn tail_follow_started_before_the_server_waits_for_its_log() {
     let dir = tempfile::tempdir().unwrap();
     let log = format!("file://{}", dir.path().join("data").display());
-    let mut follow = Command::new(BIN)
-        .args(["tail", "--log", &log, "--agent", "demo", "--follow"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let lines = line_channel(follow.stdout.take().unwrap());
-    let notes = line_channel(follow.stderr.take().unwrap());
+    let (mut follow, lines, notes) = tail_follow(&log);
     let note = notes.recv_timeout(Duration::from_secs(30)).unwrap();
     assert!(
         note.contains("no log at") && note.contains("waiting"),
@@ -322,16 +298,7 @@ fn tail_follow_started_before_the_server_waits_for_its_log() {
 
     let server = Server::start(&log, dir.path());
     let task = task_id(&ok(&["send", &server.url, "early bird"]));
-    let mut seen = Vec::new();
-    while !seen
-        .iter()
-        .any(|l: &String| l.contains(&task) && l.contains("terminal"))
-    {
-        let line = lines
-            .recv_timeout(Duration::from_secs(30))
-            .unwrap_or_else(|_| panic!("tail --follow showed no terminal of {task}: {seen:?}"));
-        seen.push(line);
-    }
+    let seen = lines_until_terminal(&lines, &task);
     assert!(
         seen[0].contains("command") && seen[0].contains("\"early bird\""),
         "{seen:?}"
@@ -339,6 +306,35 @@ fn tail_follow_started_before_the_server_waits_for_its_log() {
     let _ = follow.kill();
     let _ = follow.wait();
     server.stop();
+}
+
+/// `agentlog tail --log <log> --agent demo --follow`, with its stdout and stderr lines.
+fn tail_follow(log: &str) -> (Child, mpsc::Receiver<String>, mpsc::Receiver<String>) {
+    let mut child = Command::new(BIN)
+        .args(["tail", "--log", log, "--agent", "demo", "--follow"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = line_channel(child.stdout.take().unwrap());
+    let stderr = line_channel(child.stderr.take().unwrap());
+    (child, stdout, stderr)
+}
+
+/// The lines up to and including the one with `task`'s terminal record.
+fn lines_until_terminal(lines: &mpsc::Receiver<String>, task: &str) -> Vec<String> {
+    let mut seen = Vec::new();
+    while !seen
+        .iter()
+        .any(|l: &String| l.contains(task) && l.contains("terminal"))
+    {
+        let line = lines
+            .recv_timeout(Duration::from_secs(30))
+            .unwrap_or_else(|_| panic!("tail --follow showed no terminal of {task}: {seen:?}"));
+        seen.push(line);
+    }
+    seen
 }
 
 /// The lines a child writes to `pipe`, as they come.

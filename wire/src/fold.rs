@@ -556,18 +556,7 @@ mod tests {
     }
 
     fn status(n: u64, id: &str, state: TaskState) -> Record {
-        let body = if state.is_terminal() {
-            RecordBody::Terminal {
-                state: state.into(),
-                message: String::new(),
-            }
-        } else {
-            RecordBody::StatusUpdate {
-                state: state.into(),
-                message: String::new(),
-            }
-        };
-        record(n, id, body)
+        record(n, id, RecordBody::status(state, String::new()))
     }
 
     #[test]

@@ -32,7 +32,7 @@
 use serde::{Deserialize, Serialize};
 use strum::{EnumIter, IntoStaticStr};
 
-use crate::{StateCode, WireError};
+use crate::{StateCode, TaskState, WireError};
 
 /// The record format version this crate writes and reads.
 pub const RECORD_FORMAT_VERSION: u8 = 1;
@@ -156,6 +156,22 @@ pub enum RecordBody {
 }
 
 impl RecordBody {
+    /// The record that sets `state` with `message` (JSON, or empty): a terminal record for a
+    /// terminal state, a status update otherwise (what fold rule 4 requires of each).
+    pub fn status(state: TaskState, message: String) -> Self {
+        if state.is_terminal() {
+            RecordBody::Terminal {
+                state: state.into(),
+                message,
+            }
+        } else {
+            RecordBody::StatusUpdate {
+                state: state.into(),
+                message,
+            }
+        }
+    }
+
     /// The kind of this body.
     pub const fn kind(&self) -> RecordKind {
         match self {
@@ -486,6 +502,20 @@ mod tests {
                 message: String::new(),
             },
         ]
+    }
+
+    #[test]
+    fn a_status_body_is_terminal_exactly_for_terminal_states() {
+        use strum::IntoEnumIterator;
+        for state in TaskState::iter() {
+            let body = RecordBody::status(state, String::new());
+            let expected = if state.is_terminal() {
+                RecordKind::Terminal
+            } else {
+                RecordKind::StatusUpdate
+            };
+            assert_eq!(body.kind(), expected, "{state:?}");
+        }
     }
 
     #[test]

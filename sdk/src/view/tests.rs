@@ -168,18 +168,7 @@ async fn a_task_read_back_from_its_content_records_is_the_fold_of_all_of_them() 
         let message = text.map_or(String::new(), |t| {
             format!(r#"{{"messageId":"s-{t}","role":"ROLE_AGENT","parts":[{{"text":"{t}"}}]}}"#)
         });
-        let body = if state.is_terminal() {
-            RecordBody::Terminal {
-                state: state.into(),
-                message,
-            }
-        } else {
-            RecordBody::StatusUpdate {
-                state: state.into(),
-                message,
-            }
-        };
-        record("a", id, body)
+        record("a", id, RecordBody::status(state, message))
     };
     let artifact = record(
         "a",

@@ -232,18 +232,8 @@ impl TaskContext {
             }
             None => (new_id(), String::new()),
         };
-        let body = if state.is_terminal() {
-            RecordBody::Terminal {
-                state: state.into(),
-                message,
-            }
-        } else {
-            RecordBody::StatusUpdate {
-                state: state.into(),
-                message,
-            }
-        };
-        self.write(message_id, body).await?;
+        self.write(message_id, RecordBody::status(state, message))
+            .await?;
         if then != Turn::Open {
             self.inner.turn.store(then as u8, Ordering::Release);
         }
