@@ -110,6 +110,7 @@ impl Applied {
     const CONTENT: u64 = 1 << 63;
 
     fn new(offset: u64, has_content: bool) -> Self {
+        debug_assert_eq!(offset & Self::CONTENT, 0, "an offset of 2^63 or more");
         Self(if has_content {
             offset | Self::CONTENT
         } else {
@@ -139,14 +140,13 @@ struct Entry {
     records: SmallVec<[Applied; 4]>,
 }
 
-impl Entry {
-    fn content_offsets(&self) -> ContentOffsets {
-        self.records
-            .iter()
-            .filter(|r| r.has_content())
-            .map(|r| r.offset())
-            .collect()
-    }
+/// The offsets of the records with content among `records`.
+fn content_offsets(records: &[Applied]) -> ContentOffsets {
+    records
+        .iter()
+        .filter(|r| r.has_content())
+        .map(|r| r.offset())
+        .collect()
 }
 
 #[derive(Default)]
@@ -404,7 +404,11 @@ impl TaskView {
                     let Some(status) = entry.machine.status() else {
                         return Ok(None);
                     };
-                    (self.partition_of(task_id), entry.content_offsets(), status)
+                    (
+                        self.partition_of(task_id),
+                        content_offsets(&entry.records),
+                        status,
+                    )
                 }
                 _ => return Ok(None),
             }
@@ -416,12 +420,7 @@ impl TaskView {
 
     /// The task `info` describes, folded from its content records read back from the log.
     pub async fn load(&self, info: &TaskInfo) -> Result<Task> {
-        let content: ContentOffsets = info
-            .records
-            .iter()
-            .filter(|r| r.has_content())
-            .map(|r| r.offset())
-            .collect();
+        let content = content_offsets(&info.records);
         self.fold_content(&info.id, info.partition, &content, info.status())
             .await
     }

@@ -209,13 +209,7 @@ async fn a_task_read_back_from_its_content_records_is_the_fold_of_all_of_them() 
     let info = view.lookup(&caller, "a").unwrap();
     // Read back: the command, the two status messages, the artifact; not the duplicate, the
     // message-less statuses or what came after the terminal.
-    let content: Vec<u64> = info
-        .records
-        .iter()
-        .filter(|r| r.has_content())
-        .map(|r| r.offset())
-        .collect();
-    assert_eq!(content, [0, 1, 3, 5]);
+    assert_eq!(content_offsets(&info.records).as_slice(), [0, 1, 3, 5]);
     assert_eq!(info.offsets().collect::<Vec<_>>(), [0, 1, 3, 4, 5, 6, 7]);
     assert_eq!(all.status.state, TaskState::Completed);
     assert!(all.status.message.is_none());
