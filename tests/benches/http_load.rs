@@ -359,33 +359,35 @@ fn main() {
     if let (Some(bare), Some(send)) = (bare, send) {
         println!();
         for (c, connections) in CONNECTIONS.iter().enumerate() {
-            // Each round's ratio pairs runs made minutes apart at most.
-            let ratios: Vec<f64> = runs[send][c]
-                .iter()
-                .zip(&runs[bare][c])
-                .map(|(send, bare)| send.rate / bare.rate.max(f64::MIN_POSITIVE))
-                .collect();
-            let list: Vec<String> = ratios.iter().map(|r| format!("{r:.2}")).collect();
-            println!(
-                "SendMessage [{default_fsync:?}] / bare at {connections} connection(s): median {:.2} (rounds: {})",
-                median(ratios.iter().copied()),
-                list.join(", ")
+            let (send, bare) = (&runs[send][c], &runs[bare][c]);
+            print_ratio(
+                &format!("SendMessage [{default_fsync:?}] / bare at {connections} connection(s)"),
+                send,
+                bare,
+                |send, bare| send.rate / bare.rate.max(f64::MIN_POSITIVE),
             );
             // The same ratio from CPU per request (the whole process: server and client),
             // which a slow spell of the machine moves less than the rate.
-            let cpu_ratios: Vec<f64> = runs[send][c]
-                .iter()
-                .zip(&runs[bare][c])
-                .map(|(send, bare)| bare.cpu_us / send.cpu_us.max(f64::MIN_POSITIVE))
-                .collect();
-            let list: Vec<String> = cpu_ratios.iter().map(|r| format!("{r:.2}")).collect();
-            println!(
-                "  by CPU per request (bare / SendMessage): median {:.2} (rounds: {})",
-                median(cpu_ratios.iter().copied()),
-                list.join(", ")
+            print_ratio(
+                "  by CPU per request (bare / SendMessage)",
+                send,
+                bare,
+                |send, bare| bare.cpu_us / send.cpu_us.max(f64::MIN_POSITIVE),
             );
         }
     }
+}
+
+/// Print `label`, the median of each round's `ratio` of the SendMessage run to the bare one
+/// (runs of one round are minutes apart at most), and the rounds' ratios.
+fn print_ratio(label: &str, send: &[Run], bare: &[Run], ratio: impl Fn(&Run, &Run) -> f64) {
+    let ratios: Vec<f64> = send.iter().zip(bare).map(|(s, b)| ratio(s, b)).collect();
+    let list: Vec<String> = ratios.iter().map(|r| format!("{r:.2}")).collect();
+    println!(
+        "{label}: median {:.2} (rounds: {})",
+        median(ratios.iter().copied()),
+        list.join(", ")
+    );
 }
 
 /// One case at one connection count, on a fresh server.

@@ -350,9 +350,8 @@ impl TaskView {
     /// The task if it exists and `caller` may see it.
     pub fn lookup(&self, caller: &Caller, task_id: &str) -> Option<TaskInfo> {
         let tasks = self.lock();
-        let owner = tasks.owners.find(caller)?;
-        let (id, entry) = tasks.entries.get_key_value(task_id)?;
-        (entry.owner == owner).then(|| self.info(id, entry))
+        let (id, entry) = tasks.owned(caller, task_id)?;
+        Some(self.info(id, entry))
     }
 
     /// The task whoever owns it (for workers, which act for every caller), with its owner.
@@ -394,25 +393,17 @@ impl TaskView {
     /// the view (unlike [`lookup`](Self::lookup) then [`load`](Self::load)), so that it
     /// touches as little memory as it can in a view of many tasks.
     pub async fn get(&self, caller: &Caller, task_id: &str) -> Result<Option<Task>> {
-        let (partition, content, status) = {
+        let found = {
             let tasks = self.lock();
-            let Some(owner) = tasks.owners.find(caller) else {
-                return Ok(None);
-            };
-            match tasks.entries.get(task_id) {
-                Some(entry) if entry.owner == owner => {
-                    let Some(status) = entry.machine.status() else {
-                        return Ok(None);
-                    };
-                    (
-                        self.partition_of(task_id),
-                        content_offsets(&entry.records),
-                        status,
-                    )
-                }
-                _ => return Ok(None),
-            }
+            tasks.owned(caller, task_id).and_then(|(_, entry)| {
+                let status = entry.machine.status()?;
+                Some((content_offsets(&entry.records), status))
+            })
         };
+        let Some((content, status)) = found else {
+            return Ok(None);
+        };
+        let partition = self.partition_of(task_id);
         self.fold_content(task_id, partition, &content, status)
             .await
             .map(Some)
@@ -561,6 +552,13 @@ impl Inner {
 }
 
 impl Tasks {
+    /// The task's entry if it exists and belongs to `caller`.
+    fn owned(&self, caller: &Caller, task_id: &str) -> Option<(&Arc<str>, &Entry)> {
+        let owner = self.owners.find(caller)?;
+        let (id, entry) = self.entries.get_key_value(task_id)?;
+        (entry.owner == owner).then_some((id, entry))
+    }
+
     fn apply(&mut self, offset: u64, record: &Record) {
         self.apply_with(offset, &record.header, |machine| {
             machine.apply(record).map(Some)
