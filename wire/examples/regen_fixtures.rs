@@ -337,6 +337,18 @@ fn jsonrpc() -> Vec<Value> {
         ),
         ("method missing", r#"{"jsonrpc":"2.0","id":1}"#),
         (
+            "an object id (JSON-RPC ids are strings, numbers or null)",
+            r#"{"jsonrpc":"2.0","id":{"a":1},"method":"GetTask","params":{"id":"t"}}"#,
+        ),
+        (
+            "an array id",
+            r#"{"jsonrpc":"2.0","id":[1],"method":"GetTask","params":{"id":"t"}}"#,
+        ),
+        (
+            "a boolean id",
+            r#"{"jsonrpc":"2.0","id":true,"method":"GetTask","params":{"id":"t"}}"#,
+        ),
+        (
             "method not a string",
             r#"{"jsonrpc":"2.0","id":1,"method":["GetTask"]}"#,
         ),

@@ -245,6 +245,8 @@ struct Envelope<'a> {
 ///
 /// - not JSON → -32700;
 /// - JSON but not an object (batches are not part of A2A) → -32600;
+/// - an `id` that is not a string, a number or `null` (JSON-RPC 2.0 §4) → -32600, answered
+///   with a `null` id (an invalid id is never echoed);
 /// - `jsonrpc` other than `"2.0"`, `method` missing or not a string, `params` neither an
 ///   object nor an array → -32600, echoing the id when there is one.
 pub fn parse_request(body: &[u8]) -> Result<Request<'_>, BadRequest> {
@@ -280,6 +282,17 @@ pub fn parse_request(body: &[u8]) -> Result<Request<'_>, BadRequest> {
                 ),
             },
         })?;
+    if let Some(id) = envelope.id
+        && !is_valid_id(id)
+    {
+        return Err(BadRequest {
+            id: null(),
+            error: RpcError::with_message(
+                ErrorCode::InvalidRequest,
+                "Invalid request: \"id\" must be a string, a number or null",
+            ),
+        });
+    }
     let id = envelope.id;
     let invalid = |why: &str| BadRequest {
         id: id.map(RawValue::to_owned).unwrap_or_else(null),
@@ -306,6 +319,15 @@ pub fn parse_request(body: &[u8]) -> Result<Request<'_>, BadRequest> {
         method,
         params: envelope.params,
     })
+}
+
+/// Whether a raw JSON value may be a JSON-RPC id: a string, a number or `null`. The value
+/// already parsed as JSON, so its first byte tells its type.
+fn is_valid_id(id: &RawValue) -> bool {
+    matches!(
+        id.get().as_bytes().first(),
+        Some(b'"' | b'-' | b'0'..=b'9' | b'n')
+    )
 }
 
 #[derive(Serialize)]
@@ -385,7 +407,7 @@ mod tests {
             r#""1""#,
             "1",
             "1.50",
-            r#"{"a":[1]}"#,
+            "-3",
             "null",
             "12345678901234567890123",
         ] {
@@ -440,6 +462,13 @@ mod tests {
         }
         let err = parse_request(br#"{"jsonrpc":"1.0","id":"abc","method":"GetTask"}"#).unwrap_err();
         assert_eq!(err.id.get(), r#""abc""#);
+        // JSON-RPC 2.0 ids are strings, numbers or null; any other id is refused, not echoed.
+        for id in [r#"{"a":[1]}"#, "[1]", "true", "false"] {
+            let body = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"GetTask","params":{{}}}}"#);
+            let err = parse_request(body.as_bytes()).unwrap_err();
+            assert_eq!(err.error.code, ErrorCode::InvalidRequest, "{id}");
+            assert_eq!(err.id.get(), "null", "{id}");
+        }
     }
 
     #[test]

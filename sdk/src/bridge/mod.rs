@@ -15,7 +15,7 @@ mod tasks;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use agentlog_wire::a2a::{AgentCapabilities, AgentCard, AgentInterface, Task};
+use agentlog_wire::a2a::{AgentCapabilities, AgentCard, AgentInterface, AgentSkill, Task};
 use agentlog_wire::{Record, RecordHeader};
 use bytes::Bytes;
 
@@ -57,9 +57,10 @@ impl BridgeConfig {
     }
 }
 
-/// A minimal valid card for `agent`; a server replaces `supportedInterfaces` with its URL.
+/// A minimal valid card for `agent`, with one skill derived from its name and description
+/// ([`default_skill`]); a server replaces `supportedInterfaces` with its URL.
 pub fn default_card(agent: &str) -> AgentCard {
-    AgentCard {
+    let mut card = AgentCard {
         name: agent.to_owned(),
         description: format!("The {agent} agent, served by agentlog"),
         version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -84,6 +85,37 @@ pub fn default_card(agent: &str) -> AgentCard {
         default_output_modes: vec!["text/plain".to_owned()],
         skills: Vec::new(),
         signatures: Vec::new(),
+    };
+    card.skills.push(default_skill(&card));
+    card
+}
+
+/// The skill a card without skills describes its agent with: the card's name and
+/// description, the agent's one capability. A2A requires at least one skill in every card
+/// (the official conformance kit checks it), and a card that says nothing more about what
+/// the agent does can say only that.
+pub fn default_skill(card: &AgentCard) -> AgentSkill {
+    let id = card
+        .name
+        .chars()
+        .map(|c| {
+            if c.is_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect::<String>();
+    AgentSkill {
+        id: if id.trim_matches('-').is_empty() {
+            "agent".to_owned()
+        } else {
+            id
+        },
+        name: card.name.clone(),
+        description: card.description.clone(),
+        tags: vec![card.name.clone()],
+        ..AgentSkill::default()
     }
 }
 

@@ -9,7 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::output::Out;
 use super::{CliError, CliResult, LogArgs};
-use crate::bridge::{Bridge, BridgeConfig, default_card};
+use crate::bridge::{Bridge, BridgeConfig, default_card, default_skill};
 use crate::http::{HttpConfig, router, serve};
 use crate::worker::{DemoHandler, Worker, WorkerConfig};
 
@@ -95,7 +95,7 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
         .map_err(|e| CliError::msg(format!("bad --public-url: {e}")))?;
     let base = match &args.card {
         Some(path) => card_file(path, &args.log.agent)?,
-        None => default_card(&args.log.agent),
+        None => bare_card(&args.log.agent),
     };
     let card = card(&args, base, endpoint.as_str());
     card.validate()
@@ -186,6 +186,14 @@ fn public_url(given: Option<&str>, local: SocketAddr) -> CliResult<url::Url> {
     Ok(url)
 }
 
+/// The default card for `agent` without its derived skill: `card` derives one at the end,
+/// from the final name and description, if nothing else gave the card a skill.
+fn bare_card(agent: &str) -> AgentCard {
+    let mut card = default_card(agent);
+    card.skills.clear();
+    card
+}
+
 /// The default card for `agent` with the fields of the JSON object in `path` laid over it.
 fn card_file(path: &std::path::Path, agent: &str) -> Result<AgentCard, CliError> {
     let text = std::fs::read_to_string(path)
@@ -195,7 +203,7 @@ fn card_file(path: &std::path::Path, agent: &str) -> Result<AgentCard, CliError>
     let serde_json::Value::Object(overlay) = overlay else {
         return Err(bad("not a JSON object".to_owned()));
     };
-    let mut merged = serde_json::to_value(default_card(agent)).map_err(|e| bad(e.to_string()))?;
+    let mut merged = serde_json::to_value(bare_card(agent)).map_err(|e| bad(e.to_string()))?;
     if let Some(fields) = merged.as_object_mut() {
         fields.extend(overlay);
     }
@@ -203,7 +211,8 @@ fn card_file(path: &std::path::Path, agent: &str) -> Result<AgentCard, CliError>
 }
 
 /// The card: `base` (the defaults or --card), its interfaces at `endpoint`, streaming on,
-/// the demo's skill with `--demo`, and --name/--description.
+/// the demo's skill with `--demo`, and --name/--description; a card left without skills
+/// gets the one [`default_skill`] derives from its name and description.
 fn card(args: &ServeArgs, base: AgentCard, endpoint: &str) -> AgentCard {
     let agent = &args.log.agent;
     let mut card = base;
@@ -231,6 +240,9 @@ fn card(args: &ServeArgs, base: AgentCard, endpoint: &str) -> AgentCard {
     }
     if let Some(description) = &args.description {
         card.description = description.clone();
+    }
+    if card.skills.is_empty() {
+        card.skills.push(default_skill(&card));
     }
     card
 }
@@ -275,7 +287,7 @@ mod tests {
     fn the_card_lists_one_jsonrpc_1_0_interface_and_the_demo_skill() {
         let card = card(
             &args(&["--demo"]),
-            default_card("demo"),
+            bare_card("demo"),
             "http://127.0.0.1:8080/",
         );
         card.validate().unwrap();
@@ -304,7 +316,7 @@ mod tests {
                 "does x",
                 "--with-v03-interface",
             ]),
-            default_card("x"),
+            bare_card("x"),
             "http://h/",
         );
         assert_eq!(
@@ -312,7 +324,18 @@ mod tests {
             ("X", "does x")
         );
         assert_eq!(card.supported_interfaces[1].protocol_version, "0.3");
-        assert!(card.skills.is_empty());
+        // No --demo and no --card: one skill, from the final name and description.
+        card.validate().unwrap();
+        assert_eq!(card.skills.len(), 1);
+        let skill = &card.skills[0];
+        assert_eq!(
+            (
+                skill.id.as_str(),
+                skill.name.as_str(),
+                skill.description.as_str()
+            ),
+            ("x", "X", "does x")
+        );
     }
 
     #[test]

@@ -228,6 +228,10 @@ impl AgentCard {
                 }
             }
         }
+        if self.skills.is_empty() {
+            // A REQUIRED array must hold at least one element (spec §5.7).
+            return fail("`skills` must hold at least one skill".to_owned());
+        }
         for (i, skill) in self.skills.iter().enumerate() {
             for (field, value) in [
                 ("id", &skill.id),
@@ -281,7 +285,8 @@ mod tests {
         let json = json!({
             "name": "a", "description": "b", "version": "1",
             "supportedInterfaces": [{"url": "u", "protocolBinding": "JSONRPC", "protocolVersion": "1.0", "tenant": "t"}],
-            "capabilities": {}, "defaultInputModes": [], "defaultOutputModes": [], "skills": [],
+            "capabilities": {}, "defaultInputModes": [], "defaultOutputModes": [],
+            "skills": [{"id": "s", "name": "S", "description": "d", "tags": []}],
             "securitySchemes": {
                 "bearer": {"httpAuthSecurityScheme": {"scheme": "Bearer", "bearerFormat": "JWT", "description": "…"}},
                 "apikey": {"apiKeySecurityScheme": {"location": "header", "name": "X-API-Key"}},
@@ -366,6 +371,10 @@ mod tests {
             "invalid AgentCard: `supportedInterfaces[0].protocolVersion` must not be empty"
         );
         card.supported_interfaces[0].protocol_version = "1.0".into();
+        assert_eq!(
+            reason(&card),
+            "invalid AgentCard: `skills` must hold at least one skill"
+        );
         card.skills.push(AgentSkill {
             id: "s".into(),
             ..AgentSkill::default()
