@@ -8,7 +8,6 @@
 #![allow(clippy::unwrap_used)]
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
@@ -208,7 +207,7 @@ async fn round_trip_part() {
     println!("## Blocking SendMessage round trip (bridge → worker → bridge), one client\n");
     println!("| log | samples | p50 µs | p99 µs | p99.9 µs |");
     println!("|---|---|---|---|---|");
-    round_trip_case("memory://", Arc::new(EmbeddedLog::in_memory())).await;
+    round_trip_case("memory://", Log::new(EmbeddedLog::in_memory())).await;
     let dir = tempfile::tempdir().unwrap();
     round_trip_case(
         "file:// (default: fsync every 100 ms)",
@@ -228,7 +227,7 @@ async fn throughput_part() {
     println!("| log | concurrent senders | tasks/s |");
     println!("|---|---|---|");
     for senders in [1, 64] {
-        throughput_case("memory://", Arc::new(EmbeddedLog::in_memory()), senders).await;
+        throughput_case("memory://", Log::new(EmbeddedLog::in_memory()), senders).await;
         let dir = tempfile::tempdir().unwrap();
         throughput_case(
             "file:// (default: fsync every 100 ms)",
@@ -251,7 +250,7 @@ fn file_log(dir: &tempfile::TempDir, fsync: Option<FsyncPolicy>) -> Log {
     if let Some(fsync) = fsync {
         options = options.fsync(fsync);
     }
-    Arc::new(EmbeddedLog::open(dir.path().to_path_buf(), options).unwrap())
+    Log::new(EmbeddedLog::open(dir.path().to_path_buf(), options).unwrap())
 }
 
 fn record(task: usize, n: usize, body: RecordBody) -> Record {
@@ -376,7 +375,7 @@ async fn filled_log(records: usize) -> FilledLog {
 
 /// A bridge over a filled log, reopened with the default options, its view caught up.
 async fn open_bridge(filled: &FilledLog) -> Bridge {
-    let log: Log = Arc::new(
+    let log = Log::new(
         EmbeddedLog::open(filled.dir.path().to_path_buf(), EmbeddedOptions::default()).unwrap(),
     );
     let bridge = Bridge::open(log, BridgeConfig::new("bench")).await.unwrap();

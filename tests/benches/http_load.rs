@@ -101,7 +101,7 @@ fn start(server_rt: &Runtime, case: Case) -> Server {
                 }),
             )
         } else {
-            let log: Log = Arc::new(
+            let log = Log::new(
                 EmbeddedLog::open(
                     dir.path().to_path_buf(),
                     EmbeddedOptions::default().fsync(case.fsync),

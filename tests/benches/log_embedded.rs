@@ -4,7 +4,6 @@
 //! `cargo bench -p agentlog-integration --bench log_embedded`
 #![allow(clippy::unwrap_used)]
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agentlog::log::embedded::{EmbeddedLog, EmbeddedOptions, FsyncPolicy};
@@ -37,8 +36,8 @@ impl Backend {
 
     fn open(self, dir: &tempfile::TempDir) -> Log {
         match self {
-            Backend::Memory => Arc::new(EmbeddedLog::in_memory()),
-            Backend::File(fsync) => Arc::new(
+            Backend::Memory => Log::new(EmbeddedLog::in_memory()),
+            Backend::File(fsync) => Log::new(
                 EmbeddedLog::open(
                     dir.path().to_path_buf(),
                     EmbeddedOptions::default().fsync(fsync),

@@ -9,7 +9,6 @@
 //! `iggy-server` binary (see `agentlog_integration::iggy_server`).
 #![allow(clippy::unwrap_used)]
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agentlog::log::{Follower, Log, TopicRef};
@@ -185,7 +184,7 @@ async fn follow_latency(writer: &Log, reader: &Log, name: &str) -> Histogram<u64
     let topic = TopicRef::new("bench-follow", name);
     writer.ensure_topic(&topic, 1).await.unwrap();
     let base = Instant::now();
-    let mut follower = Follower::new(Arc::clone(reader), topic.clone(), 0, 0)
+    let mut follower = Follower::new(reader.clone(), topic.clone(), 0, 0)
         .await
         .unwrap();
     let collector = tokio::spawn(async move {

@@ -3,7 +3,6 @@
 //! and passes with a SKIPPED line when there is no `iggy-server` binary.
 #![allow(clippy::unwrap_used)]
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use agentlog::error::ErrorKind;
@@ -218,7 +217,7 @@ async fn server_restart_everything_resumes() {
             .unwrap();
     }
 
-    let mut follower = Follower::new(Arc::clone(&log), topic.clone(), 0, 0)
+    let mut follower = Follower::new(log.clone(), topic.clone(), 0, 0)
         .await
         .unwrap();
     let mut seen = 0;

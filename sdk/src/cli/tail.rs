@@ -1,7 +1,5 @@
 //! `agentlog tail`: an agent's records, as people read them.
 
-use std::sync::Arc;
-
 use agentlog_wire::a2a::{Artifact, Message, SendMessageRequest};
 use agentlog_wire::timestamp::format_millis;
 use agentlog_wire::{Record, RecordBody, StateCode};
@@ -81,7 +79,7 @@ pub(super) async fn run(args: TailArgs, out: &Out) -> CliResult {
             {
                 return Ok(());
             }
-            Arc::new(EmbeddedLog::open_read_only(dir).map_err(|e| super::open_error(&url, &e))?)
+            Log::new(EmbeddedLog::open_read_only(dir).map_err(|e| super::open_error(&url, &e))?)
         }
         _ => super::open_log(&url).await?,
     };

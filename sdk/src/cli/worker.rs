@@ -238,7 +238,6 @@ mod tests {
         CancelTaskRequest, GetTaskRequest, Message, SendMessageConfiguration, SendMessageRequest,
         SendMessageResponse, Task,
     };
-    use std::sync::Arc;
     use std::time::Duration;
 
     struct Setup {
@@ -247,7 +246,7 @@ mod tests {
     }
 
     async fn setup(command: &str) -> Setup {
-        let log: crate::log::Log = Arc::new(EmbeddedLog::in_memory());
+        let log = crate::log::Log::new(EmbeddedLog::in_memory());
         let bridge = Bridge::open(log.clone(), BridgeConfig::new("exec"))
             .await
             .unwrap();

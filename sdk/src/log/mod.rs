@@ -198,5 +198,60 @@ pub trait GroupConsumer: Send + fmt::Debug {
     async fn leave(self: Box<Self>) -> Result<()>;
 }
 
-/// A shared handle to any backend.
-pub type Log = Arc<dyn LogBackend>;
+/// A handle to a log: one backend under the layers stacked on it, cheap to clone. It derefs
+/// to [`LogBackend`], so every operation is called on it directly (`log.append(..)`).
+///
+/// Cross-cutting concerns (retries, tracing, metrics, fault injection) are [`Layer`]s, each
+/// written once for every backend, as opendal's layers are: `Log::new(backend).layer(a).layer(b)`
+/// puts `b` outermost.
+#[derive(Clone)]
+pub struct Log {
+    backend: Arc<dyn LogBackend>,
+}
+
+impl Log {
+    /// A handle to `backend`, with no layers.
+    pub fn new(backend: impl LogBackend) -> Self {
+        Self {
+            backend: Arc::new(backend),
+        }
+    }
+
+    /// A handle to an already shared backend (or stack of layers).
+    pub fn from_arc(backend: Arc<dyn LogBackend>) -> Self {
+        Self { backend }
+    }
+
+    /// This log with `layer` wrapped around it (outermost).
+    pub fn layer(self, layer: impl Layer) -> Self {
+        Self {
+            backend: layer.layer(self.backend),
+        }
+    }
+
+    /// The stack under this handle, for a layer or a wrapper that needs it shared.
+    pub fn as_arc(&self) -> &Arc<dyn LogBackend> {
+        &self.backend
+    }
+}
+
+impl std::ops::Deref for Log {
+    type Target = dyn LogBackend;
+
+    fn deref(&self) -> &Self::Target {
+        self.backend.as_ref()
+    }
+}
+
+impl fmt::Debug for Log {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.backend, f)
+    }
+}
+
+/// A cross-cutting concern wrapped around a log's backend: it returns a backend that does
+/// its part and calls `inner` for the rest.
+pub trait Layer {
+    /// Wrap `inner`.
+    fn layer(&self, inner: Arc<dyn LogBackend>) -> Arc<dyn LogBackend>;
+}

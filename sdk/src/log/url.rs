@@ -1,7 +1,6 @@
 //! One URL picks the backend.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use super::Log;
 use super::embedded::{EmbeddedLog, EmbeddedOptions, FsyncPolicy};
@@ -95,19 +94,19 @@ fn percent_decode(s: &str) -> String {
 /// Open the backend a URL names, with default options.
 pub async fn open(url: &str) -> Result<Log> {
     Ok(match url.parse::<LogUrl>()? {
-        LogUrl::Memory => Arc::new(EmbeddedLog::in_memory()),
+        LogUrl::Memory => Log::new(EmbeddedLog::in_memory()),
         LogUrl::File(dir, fsync) => {
             let mut options = EmbeddedOptions::default();
             if let Some(fsync) = fsync {
                 options = options.fsync(fsync);
             }
-            Arc::new(EmbeddedLog::open(dir, options)?)
+            Log::new(EmbeddedLog::open(dir, options)?)
         }
         LogUrl::Iggy {
             address,
             username,
             password,
-        } => Arc::new(IggyLog::connect(IggyOptions::new(address, username, password)).await?),
+        } => Log::new(IggyLog::connect(IggyOptions::new(address, username, password)).await?),
     })
 }
 

@@ -586,7 +586,7 @@ async fn a_read_only_open_follows_a_live_writer_across_segments() {
     assert_eq!(reader.end_offsets(&topic()).await.unwrap(), vec![10]);
     assert_eq!(read_all(&reader, 0).await.unwrap(), written);
 
-    let log: crate::log::Log = Arc::new(reader);
+    let log = crate::log::Log::new(reader);
     let mut follower = crate::log::Follower::new(log.clone(), topic(), 0, 10)
         .await
         .unwrap();
