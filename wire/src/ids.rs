@@ -19,6 +19,17 @@ pub fn context_id(tenant: &str, principal: &str, message_id: &str) -> String {
     derive("agentlog/context-id/v1", &[tenant, principal, message_id])
 }
 
+/// The `message_id` of the `sequence`-th record (from 0) a worker writes under `attempt` for
+/// the turn `turn` (the client `messageId` it answers) of task `task_id`: derived like
+/// [`task_id`], so a record written again (a retried append, a redelivery) carries the same id
+/// and the fold drops the copy (fold rule 8), while two attempts never share an id.
+pub fn record_id(task_id: &str, turn: &str, attempt: u32, sequence: u32) -> String {
+    derive(
+        "agentlog/record-id/v1",
+        &[task_id, turn, &attempt.to_string(), &sequence.to_string()],
+    )
+}
+
 fn derive(domain: &str, fields: &[&str]) -> String {
     let mut hasher = Sha256::new();
     hasher.update(domain.as_bytes());
@@ -63,5 +74,9 @@ mod tests {
         assert_ne!(task_id("", "ab", "c"), task_id("", "a", "bc"));
         assert_ne!(task_id("t", "", "m"), task_id("", "t", "m"));
         assert_ne!(task_id("", "a", "m"), context_id("", "a", "m"));
+        assert_ne!(record_id("t", "m", 1, 0), record_id("t", "m", 2, 0));
+        assert_ne!(record_id("t", "m", 1, 0), record_id("t", "m", 1, 1));
+        assert_ne!(record_id("t", "m", 1, 12), record_id("t", "m", 11, 2));
+        assert_eq!(record_id("t", "m", 1, 0), record_id("t", "m", 1, 0));
     }
 }

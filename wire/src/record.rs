@@ -4,17 +4,18 @@
 //! JSON payloads (A2A params, messages, artifacts) travel as the exact text they arrived as, so
 //! a `SendMessage`'s params are carried byte-identical from the bridge to the worker.
 //!
-//! # Encoding, format version 1
+//! # Encoding, format version 2
 //!
 //! All integers little-endian. `str16` = u16 length + UTF-8 bytes, `str32` = u32 length + UTF-8.
 //!
 //! | field | type |
 //! | --- | --- |
-//! | format version | u8, = 1 |
+//! | format version | u8, = 2 |
 //! | kind | u8, [`RecordKind`] code |
 //! | timestamp | u64, milliseconds since the Unix epoch |
 //! | deadline | u64, milliseconds since the Unix epoch, 0 = none |
 //! | hops | u8, how many bridges relayed it |
+//! | attempt | u32, the claim the record was written under (0 = none) |
 //! | task id, context id, message id, source, principal, tenant, content type | 7 × str16 |
 //! | body | per kind, below |
 //!
@@ -24,6 +25,10 @@
 //! | cancel request | metadata: str32 (a JSON object, or empty) |
 //! | status update, terminal | state: u8 code, message: str32 (a `Message` as JSON, or empty) |
 //! | artifact update | flags: u8 (bit 0 append, bit 1 lastChunk, others 0), artifact: str32 (an `Artifact` as JSON) |
+//! | claim | turn: str16 (the client `messageId` claimed), lease deadline: u64 (Unix ms) |
+//!
+//! Format version 1 is the same without `attempt` (and without claims); it is still read, as
+//! attempt 0, so a log written before claims stays readable. It re-encodes as version 2.
 //!
 //! The decoder rejects an unknown version or kind, truncation, bad UTF-8, unknown flag bits, an
 //! empty task id and trailing bytes, each with its own [`WireError`]. Unknown *state* codes are
@@ -34,8 +39,12 @@ use strum::{EnumIter, IntoStaticStr};
 
 use crate::{StateCode, TaskState, WireError};
 
-/// The record format version this crate writes and reads.
-pub const RECORD_FORMAT_VERSION: u8 = 1;
+/// The record format version this crate writes. It reads this one and version 1 (records
+/// from before claims, read with attempt 0).
+pub const RECORD_FORMAT_VERSION: u8 = 2;
+
+/// The format version before claims: no `attempt` field, no claim records.
+const FORMAT_V1: u8 = 1;
 
 /// The prefix of every [`Record::signing_payload`], so a signature over a record can never be
 /// confused with a signature over anything else.
@@ -57,6 +66,8 @@ pub enum RecordKind {
     ArtifactUpdate = 5,
     /// A worker ended the task: completed, failed, canceled or rejected.
     Terminal = 6,
+    /// A worker claims a turn of the task: it runs it under a lease it renews.
+    Claim = 7,
 }
 
 impl RecordKind {
@@ -74,6 +85,7 @@ impl RecordKind {
             4 => RecordKind::StatusUpdate,
             5 => RecordKind::ArtifactUpdate,
             6 => RecordKind::Terminal,
+            7 => RecordKind::Claim,
             _ => return None,
         })
     }
@@ -99,6 +111,11 @@ pub struct RecordHeader {
     pub tenant: String,
     /// How many bridges relayed the record (loop protection). Not covered by signatures.
     pub hops: u8,
+    /// For a claim, the attempt it claims; for a worker's status, artifact and terminal
+    /// records, the attempt they were written under (the fold fences out the others). Attempts
+    /// count a task's claims from 1; 0 for records written under no claim.
+    #[serde(default)]
+    pub attempt: u32,
     /// When the work must be done by, in Unix milliseconds; 0 for no deadline.
     pub deadline_ms: u64,
     /// When the record was written, in Unix milliseconds.
@@ -153,6 +170,14 @@ pub enum RecordBody {
         /// The final status `Message` JSON, or empty.
         message: String,
     },
+    /// A worker's claim on a turn: the attempt (in the header) runs the turn until its lease
+    /// runs out, unless renewed. A lease already over when written releases the turn.
+    Claim {
+        /// The `messageId` of the client message whose turn is claimed.
+        turn: String,
+        /// Until when the claim holds, Unix milliseconds.
+        lease_until_ms: u64,
+    },
 }
 
 impl RecordBody {
@@ -181,6 +206,7 @@ impl RecordBody {
             RecordBody::StatusUpdate { .. } => RecordKind::StatusUpdate,
             RecordBody::ArtifactUpdate { .. } => RecordKind::ArtifactUpdate,
             RecordBody::Terminal { .. } => RecordKind::Terminal,
+            RecordBody::Claim { .. } => RecordKind::Claim,
         }
     }
 }
@@ -210,7 +236,9 @@ impl<'de> Deserialize<'de> for StateCode {
 
 const ARTIFACT_APPEND: u8 = 0b01;
 const ARTIFACT_LAST_CHUNK: u8 = 0b10;
-const FIXED_HEADER_LEN: usize = 1 + 1 + 8 + 8 + 1;
+/// Version, kind, timestamp, deadline and hops: the same in both format versions.
+const HOPS_AT: usize = 1 + 1 + 8 + 8;
+const FIXED_HEADER_LEN: usize = HOPS_AT + 1 + 4;
 
 impl Record {
     /// The record's encoding in the current format version.
@@ -234,6 +262,7 @@ impl Record {
         out.extend_from_slice(&h.timestamp_ms.to_le_bytes());
         out.extend_from_slice(&h.deadline_ms.to_le_bytes());
         out.push(h.hops);
+        out.extend_from_slice(&h.attempt.to_le_bytes());
         put_str16(out, "task_id", &h.task_id)?;
         put_str16(out, "context_id", &h.context_id)?;
         put_str16(out, "message_id", &h.message_id)?;
@@ -266,6 +295,14 @@ impl Record {
                 out.push(flags);
                 put_str32(out, "artifact", artifact)
             }
+            RecordBody::Claim {
+                turn,
+                lease_until_ms,
+            } => {
+                put_str16(out, "turn", turn)?;
+                out.extend_from_slice(&lease_until_ms.to_le_bytes());
+                Ok(())
+            }
         }
     }
 
@@ -273,14 +310,21 @@ impl Record {
     pub fn decode(bytes: &[u8]) -> Result<Record, WireError> {
         let mut r = Reader { bytes, pos: 0 };
         let version = r.u8("version")?;
-        if version != RECORD_FORMAT_VERSION {
+        if version != RECORD_FORMAT_VERSION && version != FORMAT_V1 {
             return Err(WireError::UnknownVersion(version));
         }
         let kind_code = r.u8("kind")?;
-        let kind = RecordKind::from_code(kind_code).ok_or(WireError::UnknownKind(kind_code))?;
+        let kind = RecordKind::from_code(kind_code)
+            .filter(|kind| version != FORMAT_V1 || *kind != RecordKind::Claim)
+            .ok_or(WireError::UnknownKind(kind_code))?;
         let timestamp_ms = r.u64("timestamp")?;
         let deadline_ms = r.u64("deadline")?;
         let hops = r.u8("hops")?;
+        let attempt = if version == FORMAT_V1 {
+            0
+        } else {
+            u32::from_le_bytes(r.array("attempt")?)
+        };
         let header = RecordHeader {
             task_id: r.str16("task_id")?,
             context_id: r.str16("context_id")?,
@@ -289,6 +333,7 @@ impl Record {
             principal: r.str16("principal")?,
             tenant: r.str16("tenant")?,
             hops,
+            attempt,
             deadline_ms,
             timestamp_ms,
             content_type: r.str16("content_type")?,
@@ -331,6 +376,10 @@ impl Record {
                     artifact: r.str32("artifact")?,
                 }
             }
+            RecordKind::Claim => RecordBody::Claim {
+                turn: r.str16("turn")?,
+                lease_until_ms: r.u64("lease_until")?,
+            },
         };
         let rest = bytes.len() - r.pos;
         if rest != 0 {
@@ -347,7 +396,7 @@ impl Record {
         let start = out.len();
         self.encode_into(&mut out)?;
         // The hops byte sits right after version, kind, timestamp and deadline.
-        out[start + FIXED_HEADER_LEN - 1] = 0;
+        out[start + HOPS_AT] = 0;
         Ok(out)
     }
 
@@ -360,6 +409,8 @@ impl Record {
                 1 + message.len()
             }
             RecordBody::ArtifactUpdate { artifact, .. } => 1 + artifact.len(),
+            // turn (str16) and lease (u64), less the str32 prefix counted below
+            RecordBody::Claim { turn, .. } => 2 + turn.len() + 8 - 4,
         };
         FIXED_HEADER_LEN
             + 7 * 2
@@ -469,6 +520,7 @@ mod tests {
             principal: "alice".into(),
             tenant: "acme".into(),
             hops: 1,
+            attempt: 3,
             deadline_ms: 0,
             timestamp_ms: 1_700_000_000_000,
             content_type: "application/json".into(),
@@ -501,6 +553,10 @@ mod tests {
                 state: StateCode(3),
                 message: String::new(),
             },
+            RecordBody::Claim {
+                turn: "m-1".into(),
+                lease_until_ms: 1_700_000_010_000,
+            },
         ]
     }
 
@@ -527,13 +583,14 @@ mod tests {
             (RecordKind::StatusUpdate, 4),
             (RecordKind::ArtifactUpdate, 5),
             (RecordKind::Terminal, 6),
+            (RecordKind::Claim, 7),
         ];
         assert_eq!(pinned.len(), RecordKind::iter().count());
         for (kind, code) in pinned {
             assert_eq!(kind.code(), code);
             assert_eq!(RecordKind::from_code(code), Some(kind));
         }
-        for code in (0..=u8::MAX).filter(|c| !(1..=6).contains(c)) {
+        for code in (0..=u8::MAX).filter(|c| !(1..=7).contains(c)) {
             assert_eq!(RecordKind::from_code(code), None);
         }
     }
@@ -585,9 +642,9 @@ mod tests {
         }
         .encode()
         .unwrap();
-        let mut v2 = bytes.clone();
-        v2[0] = 2;
-        assert_eq!(Record::decode(&v2), Err(WireError::UnknownVersion(2)));
+        let mut v3 = bytes.clone();
+        v3[0] = 3;
+        assert_eq!(Record::decode(&v3), Err(WireError::UnknownVersion(3)));
         let mut kind = bytes.clone();
         kind[1] = 0;
         assert_eq!(Record::decode(&kind), Err(WireError::UnknownKind(0)));
@@ -610,6 +667,36 @@ mod tests {
         assert_eq!(Record::decode(&bytes).unwrap().encode().unwrap(), bytes);
     }
 
+    /// The same record in format version 1: no attempt field.
+    fn v1_bytes(record: &Record) -> Vec<u8> {
+        let v2 = record.encode().unwrap();
+        let mut v1 = Vec::with_capacity(v2.len() - 4);
+        v1.push(FORMAT_V1);
+        v1.extend_from_slice(&v2[1..FIXED_HEADER_LEN - 4]);
+        v1.extend_from_slice(&v2[FIXED_HEADER_LEN..]);
+        v1
+    }
+
+    #[test]
+    fn format_1_records_read_as_attempt_0_and_claims_did_not_exist_then() {
+        for body in every_body() {
+            let mut record = Record {
+                header: header(),
+                body,
+            };
+            record.header.attempt = 0;
+            let v1 = v1_bytes(&record);
+            if record.body.kind() == RecordKind::Claim {
+                assert_eq!(Record::decode(&v1), Err(WireError::UnknownKind(7)));
+                continue;
+            }
+            assert_eq!(Record::decode(&v1).unwrap(), record);
+            for len in 0..v1.len() {
+                assert!(Record::decode(&v1[..len]).is_err(), "len {len}");
+            }
+        }
+    }
+
     #[test]
     fn signing_payload_ignores_hops_only() {
         let mut record = Record {
@@ -621,6 +708,9 @@ mod tests {
         record.header.hops = 7;
         assert_eq!(record.signing_payload().unwrap(), signed);
         record.header.principal = "mallory".into();
+        assert_ne!(record.signing_payload().unwrap(), signed);
+        record.header.principal = "alice".into();
+        record.header.attempt += 1;
         assert_ne!(record.signing_payload().unwrap(), signed);
     }
 

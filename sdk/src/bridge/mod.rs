@@ -177,6 +177,7 @@ impl Bridge {
             principal: caller.principal.clone(),
             tenant: caller.tenant.clone(),
             hops: 0,
+            attempt: 0,
             deadline_ms: 0,
             timestamp_ms: now_ms(),
             content_type: "application/json".to_owned(),

@@ -60,7 +60,11 @@ impl Bridge {
             }
             self.inner
                 .view
-                .wait_applied(accepted.partition, accepted.visible_at)
+                .sync_to(
+                    accepted.partition,
+                    accepted.visible_at,
+                    self.inner.config.sync_timeout,
+                )
                 .await?;
             let info = self
                 .inner
@@ -97,8 +101,12 @@ impl Bridge {
     ) -> Result<TaskStream> {
         let accepted = self.accept(caller, &request, raw_params).await?;
         let view = &self.inner.view;
-        view.wait_applied(accepted.partition, accepted.visible_at)
-            .await?;
+        view.sync_to(
+            accepted.partition,
+            accepted.visible_at,
+            self.inner.config.sync_timeout,
+        )
+        .await?;
         let (info, events) = view
             .subscribe(Some(caller), &accepted.task_id)
             .ok_or_else(|| not_found(&accepted.task_id))?;
@@ -275,8 +283,12 @@ impl Bridge {
         timeout: Duration,
     ) -> Result<Task> {
         let view = &self.inner.view;
-        view.wait_applied(accepted.partition, accepted.visible_at)
-            .await?;
+        view.sync_to(
+            accepted.partition,
+            accepted.visible_at,
+            self.inner.config.sync_timeout,
+        )
+        .await?;
         let (mut info, mut events) = view
             .subscribe(Some(caller), &accepted.task_id)
             .ok_or_else(|| not_found(&accepted.task_id))?;

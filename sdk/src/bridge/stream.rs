@@ -236,18 +236,31 @@ fn status_event(event: &TaskEvent, state: TaskState, message: Option<Message>) -
 }
 
 /// The A2A event for an applied change (a new task has no event: it is the snapshot).
+///
+/// A follow-up queued behind the running turn and a claim change no A2A state: no event. A
+/// status that went on at once to a waiting follow-up (fold rule 13) is reported as the
+/// `submitted` state it led to, carrying the status message the agent wrote.
 fn to_response(event: &TaskEvent) -> Option<StreamResponse> {
     Some(match &event.change {
-        Change::Created(_) => return None,
+        Change::Created(_) | Change::FollowedUp(_) | Change::Claimed(_) => return None,
         Change::Continued(_) => status_event(event, TaskState::Submitted, None),
         Change::Canceled => status_event(event, TaskState::Canceled, None),
-        Change::Status { state, message } => {
+        Change::Status {
+            state,
+            message,
+            resumed,
+        } => {
             let message = message.as_deref().cloned().map(|mut m| {
                 m.task_id = Some(event.task_id.to_string());
                 m.context_id = Some(event.context_id.to_string());
                 m
             });
-            status_event(event, *state, message)
+            let state = if *resumed {
+                TaskState::Submitted
+            } else {
+                *state
+            };
+            status_event(event, state, message)
         }
         Change::Artifact {
             artifact,

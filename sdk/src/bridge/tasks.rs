@@ -63,8 +63,12 @@ impl Bridge {
             body: RecordBody::CancelRequest { metadata },
         };
         let appended = self.commit(&record, Topics::Events).await?;
-        view.wait_applied(appended.partition, appended.first_offset + 1)
-            .await?;
+        view.sync_to(
+            appended.partition,
+            appended.first_offset + 1,
+            self.inner.config.sync_timeout,
+        )
+        .await?;
         let info = view
             .lookup(caller, task_id)
             .ok_or_else(|| not_found(task_id))?;

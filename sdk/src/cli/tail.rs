@@ -264,7 +264,7 @@ fn print_record(out: &Out, decoded: &Decoded, task_filter: Option<&str>) {
     if task_filter.is_some_and(|t| t != record.header.task_id) {
         return;
     }
-    let (kind, summary) = summarize(out, &record.body);
+    let (kind, summary) = summarize(out, record);
     let kind_pad = " ".repeat(8usize.saturating_sub(kind.len()));
     out.line(&format!(
         "{position:<8}  {}  {}{kind_pad}  {}  {summary}",
@@ -275,8 +275,20 @@ fn print_record(out: &Out, decoded: &Decoded, task_filter: Option<&str>) {
 }
 
 /// The record's kind and a one-line summary of what it says.
-fn summarize(out: &Out, body: &RecordBody) -> (&'static str, String) {
-    match body {
+fn summarize(out: &Out, record: &Record) -> (&'static str, String) {
+    match &record.body {
+        RecordBody::Claim {
+            turn,
+            lease_until_ms,
+        } => (
+            "claim",
+            format!(
+                "attempt {} by {} of turn {turn}, leased until {}",
+                record.header.attempt,
+                record.header.source,
+                format_millis(*lease_until_ms)
+            ),
+        ),
         RecordBody::Command { params } => ("command", request_text(params)),
         RecordBody::Continue { params } => ("continue", request_text(params)),
         RecordBody::CancelRequest { .. } => ("cancel", String::new()),
@@ -379,6 +391,32 @@ mod tests {
     #[test]
     fn records_summarize_on_one_line() {
         let out = Out::new(super::super::ColorChoice::Never);
+        let summarize = |out: &Out, body: &RecordBody| {
+            let record = Record {
+                header: agentlog_wire::RecordHeader {
+                    task_id: "t".into(),
+                    source: "worker-1".into(),
+                    attempt: 2,
+                    ..Default::default()
+                },
+                body: body.clone(),
+            };
+            let (kind, text) = summarize(out, &record);
+            (kind, text)
+        };
+        assert_eq!(
+            summarize(
+                &out,
+                &RecordBody::Claim {
+                    turn: "m".into(),
+                    lease_until_ms: 1_700_000_000_000
+                }
+            ),
+            (
+                "claim",
+                "attempt 2 by worker-1 of turn m, leased until 2023-11-14T22:13:20.000Z".to_owned()
+            )
+        );
         let params =
             r#"{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"hi\nthere"}]}}"#;
         assert_eq!(

@@ -194,6 +194,10 @@ pub trait GroupConsumer: Send + fmt::Debug {
     /// Record that every record of `partition` before `next_offset` is done.
     async fn commit(&mut self, partition: u32, next_offset: u64) -> Result<()>;
 
+    /// The partitions this member owned at its last poll, ascending (the group may have moved
+    /// some since): what a worker's sweeper looks after.
+    fn owned_partitions(&self) -> Vec<u32>;
+
     /// Leave the group, handing this member's partitions to the others.
     async fn leave(self: Box<Self>) -> Result<()>;
 }

@@ -81,6 +81,33 @@ impl StatusIndex {
     }
 }
 
+/// One partition's tasks whose turn no worker has claimed, by (since when, task id): what a
+/// worker's sweeper looks at to put a lost command back on the queue.
+#[derive(Default)]
+pub(super) struct AwaitingClaim {
+    tasks: BTreeSet<(u64, Arc<str>)>,
+}
+
+impl AwaitingClaim {
+    /// Move `id` from waiting since `was` (if it waited) to waiting since `now` (if it does).
+    pub(super) fn update(&mut self, id: &Arc<str>, was: Option<u64>, now: Option<u64>) {
+        if let Some(was) = was {
+            self.tasks.remove(&(was, id.clone()));
+        }
+        if let Some(now) = now {
+            self.tasks.insert((now, id.clone()));
+        }
+    }
+
+    /// The tasks that have waited since before `before_ms`, oldest first.
+    pub(super) fn since_before(&self, before_ms: u64) -> impl Iterator<Item = &Arc<str>> {
+        self.tasks
+            .iter()
+            .take_while(move |(since, _)| *since < before_ms)
+            .map(|(_, id)| id)
+    }
+}
+
 /// Which tasks a `ListTasks` wants, and which page.
 #[derive(Debug, Clone, Default)]
 pub struct ListFilter {

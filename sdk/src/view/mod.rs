@@ -17,19 +17,20 @@
 //! the same answers.
 
 mod index;
+mod tasks;
 #[cfg(test)]
 mod tests;
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use agentlog_wire::a2a::Task;
-use agentlog_wire::fold::{Change, Outcome, StatusMark, TaskMachine, fold_content};
+use agentlog_wire::fold::{Change, Claim, StatusMark, fold_content};
 use agentlog_wire::{Record, RecordHeader, TaskState};
 use smallvec::SmallVec;
 use tokio::sync::{broadcast, watch};
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::Caller;
@@ -37,7 +38,15 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::log::{Log, StoredRecord, TopicRef, partition_for_key};
 
 pub use index::ListFilter;
-use index::{OwnerId, Owners, StatusIndex};
+use tasks::{Entry, Tasks};
+
+/// The error for a view that did not catch up in time: retryable.
+fn behind(topic: &TopicRef, timeout: Duration) -> Error {
+    Error::new(
+        ErrorKind::Timeout,
+        format!("the task view of {topic} did not catch up with the log within {timeout:?}"),
+    )
+}
 
 /// How many events a slow subscriber may fall behind before it re-reads from the log.
 const SUBSCRIBER_BUFFER: usize = 256;
@@ -76,6 +85,12 @@ pub struct TaskInfo {
     pub status_has_message: bool,
     /// The `messageId` the task currently waits on a worker for (the latest client message).
     pub last_message_id: Option<Arc<str>>,
+    /// The claim on the current turn, if a worker holds it.
+    pub claim: Option<Claim>,
+    /// How many claims the task has had (the latest claim's attempt number).
+    pub attempts: u32,
+    /// Follow-up messages queued behind the current turn, oldest first.
+    pub pending: Vec<Arc<str>>,
     /// The task's applied records, in order.
     pub records: Arc<[Applied]>,
 }
@@ -89,6 +104,11 @@ impl TaskInfo {
     /// The offsets of every applied record, in order.
     pub fn offsets(&self) -> impl Iterator<Item = u64> + '_ {
         self.records.iter().map(|r| r.offset())
+    }
+
+    /// Whether the task waits for a worker to claim its turn (submitted, unclaimed).
+    pub fn awaits_claim(&self) -> bool {
+        self.state == TaskState::Submitted && self.claim.is_none()
     }
 
     fn status(&self) -> StatusMark {
@@ -132,14 +152,6 @@ impl Applied {
 /// Offsets of a task's content records: a finished task's few fit inline.
 type ContentOffsets = SmallVec<[u64; 4]>;
 
-struct Entry {
-    owner: OwnerId,
-    context_id: Arc<str>,
-    machine: TaskMachine,
-    /// Inline for the usual few records: a lookup touches no other allocation for them.
-    records: SmallVec<[Applied; 4]>,
-}
-
 /// The offsets of the records with content among `records`.
 fn content_offsets(records: &[Applied]) -> ContentOffsets {
     records
@@ -147,14 +159,6 @@ fn content_offsets(records: &[Applied]) -> ContentOffsets {
         .filter(|r| r.has_content())
         .map(|r| r.offset())
         .collect()
-}
-
-#[derive(Default)]
-struct Tasks {
-    entries: HashMap<Arc<str>, Entry>,
-    owners: Owners,
-    index: StatusIndex,
-    watchers: HashMap<Arc<str>, broadcast::Sender<Arc<TaskEvent>>>,
 }
 
 struct Inner {
@@ -204,7 +208,7 @@ impl TaskView {
             log: log.clone(),
             topic: topic.clone(),
             partitions,
-            tasks: Mutex::new(Tasks::default()),
+            tasks: Mutex::new(Tasks::new(partitions)),
             applied: (0..partitions).map(|_| watch::channel(0).0).collect(),
             feeds: (0..partitions)
                 .map(|_| tokio::sync::Mutex::new(0))
@@ -238,52 +242,98 @@ impl TaskView {
     }
 
     /// Wait until the view has applied everything the log held when this call started, on one
-    /// partition or on all of them, for at most `timeout`. This is what gives read-your-writes
+    /// partition or on all of them, for at most `timeout` in all (the end-offset probe
+    /// included): then a retryable [`ErrorKind::Timeout`]. This is what gives read-your-writes
     /// across replicas: an acknowledged append by anyone is in the log's end offsets.
     pub async fn sync(&self, partition: Option<u32>, timeout: Duration) -> Result<()> {
-        let ends = self.inner.log.end_offsets(&self.inner.topic).await?;
+        let deadline = Instant::now() + timeout;
+        let ends = self.probe_ends(deadline, timeout).await?;
         let wanted = || {
             (0u32..)
                 .zip(ends.iter().copied())
                 .filter(|(p, _)| partition.is_none_or(|only| only == *p))
         };
         // Usually the view is there already: no timer to arm then.
-        let applied = |p: u32| self.inner.applied.get(p as usize).map(|a| *a.borrow());
-        if wanted().all(|(p, end)| applied(p).is_some_and(|a| a >= end)) {
+        if wanted().all(|(p, end)| self.applied(p).is_some_and(|a| a >= end)) {
             return Ok(());
         }
-        let wait = async {
-            for (p, end) in wanted() {
-                self.wait_applied(p, end).await?;
-            }
-            Ok::<_, Error>(())
-        };
-        tokio::time::timeout(timeout, wait).await.map_err(|_| {
-            Error::new(
-                ErrorKind::Timeout,
-                format!("the task view did not catch up with the log within {timeout:?}"),
-            )
-        })?
+        for (p, end) in wanted() {
+            self.wait_applied_until(p, end, deadline, timeout).await?;
+        }
+        Ok(())
     }
 
-    /// Wait until the view has applied partition `partition` up to (not including) `end`.
-    pub async fn wait_applied(&self, partition: u32, end: u64) -> Result<()> {
+    /// Wait until the view has applied partition `partition` up to (not including) `end`, for
+    /// at most `timeout`: then a retryable [`ErrorKind::Timeout`].
+    pub async fn sync_to(&self, partition: u32, end: u64, timeout: Duration) -> Result<()> {
+        if self.applied(partition).is_some_and(|a| a >= end) {
+            return Ok(());
+        }
+        self.wait_applied_until(partition, end, Instant::now() + timeout, timeout)
+            .await
+    }
+
+    /// The next offset to apply of `partition`, or `None` for a partition the topic lacks.
+    fn applied(&self, partition: u32) -> Option<u64> {
+        self.inner
+            .applied
+            .get(partition as usize)
+            .map(|a| *a.borrow())
+    }
+
+    /// The log's end offsets, given up on at `deadline`. The probe runs in a task of its own
+    /// when it does not answer at once, so that giving up never cuts a call to the log in
+    /// the middle (an Iggy connection cut mid-call stays broken for seconds).
+    async fn probe_ends(&self, deadline: Instant, timeout: Duration) -> Result<Vec<u64>> {
+        let inner = self.inner.clone();
+        let mut probe = Box::pin(async move { inner.log.end_offsets(&inner.topic).await });
+        if let std::task::Poll::Ready(ends) = futures::poll!(probe.as_mut()) {
+            return ends;
+        }
+        let probe = tokio::spawn(probe);
+        match tokio::time::timeout_at(deadline, probe).await {
+            Ok(Ok(ends)) => ends,
+            Ok(Err(join)) => Err(
+                Error::new(ErrorKind::Internal, "the end-offset probe panicked").with_source(join),
+            ),
+            Err(_) => Err(behind(&self.inner.topic, timeout)),
+        }
+    }
+
+    /// Catch `partition` up to `end` (in a task of its own, for the reason given on
+    /// [`probe_ends`](Self::probe_ends)) and wait for it until `deadline`.
+    async fn wait_applied_until(
+        &self,
+        partition: u32,
+        end: u64,
+        deadline: Instant,
+        timeout: Duration,
+    ) -> Result<()> {
         let Some(sender) = self.inner.applied.get(partition as usize) else {
             return Err(Error::new(
                 ErrorKind::Internal,
                 format!("no partition {partition}"),
             ));
         };
-        if *sender.borrow() >= end {
+        let mut rx = sender.subscribe();
+        if *rx.borrow_and_update() >= end {
             return Ok(());
         }
-        self.inner.catch_up(partition, end).await?;
-        // Whatever the log could not hand out yet arrives through the follower.
-        let mut rx = sender.subscribe();
-        rx.wait_for(|applied| *applied >= end)
+        let inner = self.inner.clone();
+        let catch_up = tokio::spawn(async move { inner.catch_up(partition, end).await });
+        let wait = async {
+            catch_up.await.map_err(|join| {
+                Error::new(ErrorKind::Internal, "catching the view up panicked").with_source(join)
+            })??;
+            // Whatever the log could not hand out yet arrives through the follower.
+            rx.wait_for(|applied| *applied >= end)
+                .await
+                .map(|_| ())
+                .map_err(|_| Error::new(ErrorKind::Unavailable, "the task view stopped"))
+        };
+        tokio::time::timeout_at(deadline, wait)
             .await
-            .map(|_| ())
-            .map_err(|_| Error::new(ErrorKind::Unavailable, "the task view stopped"))
+            .map_err(|_| behind(&self.inner.topic, timeout))?
     }
 
     /// Apply the command record this process has just appended at `offset` of `partition`
@@ -314,11 +364,12 @@ impl TaskView {
         if *next != offset {
             return;
         }
-        self.lock().apply_with(offset, header, |machine| {
-            machine
-                .apply_parsed_command(header, message_id)
-                .map(|()| None)
-        });
+        self.lock()
+            .apply_with(partition, offset, header, |machine| {
+                machine
+                    .apply_parsed_command(header, message_id)
+                    .map(|()| None)
+            });
         inner.records_seen.fetch_add(1, Ordering::Relaxed);
         *next = offset + 1;
         applied.send_replace(offset + 1);
@@ -374,12 +425,31 @@ impl TaskView {
         if caller.is_some_and(|caller| tasks.owners.find(caller) != Some(entry.owner)) {
             return None;
         }
+        Self::subscribe_locked(self.info(id, entry), &mut tasks)
+    }
+
+    /// [`lookup_any`](Self::lookup_any) and [`subscribe`](Self::subscribe) at once, for a
+    /// worker: the task whoever owns it, its owner, and its next events.
+    pub fn watch(
+        &self,
+        task_id: &str,
+    ) -> Option<(TaskInfo, Caller, broadcast::Receiver<Arc<TaskEvent>>)> {
+        let mut tasks = self.lock();
+        let (id, entry) = tasks.entries.get_key_value(task_id)?;
+        let owner = tasks.owners.caller(entry.owner).clone();
         let info = self.info(id, entry);
+        Self::subscribe_locked(info, &mut tasks).map(|(info, rx)| (info, owner, rx))
+    }
+
+    fn subscribe_locked(
+        info: TaskInfo,
+        tasks: &mut Tasks,
+    ) -> Option<(TaskInfo, broadcast::Receiver<Arc<TaskEvent>>)> {
         if info.state.is_terminal() {
             // Nothing follows a terminal record: a closed channel, and no entry left behind.
             return Some((info, broadcast::channel(1).1));
         }
-        let id = id.clone();
+        let id = info.id.clone();
         let rx = tasks
             .watchers
             .entry(id)
@@ -497,8 +567,28 @@ impl TaskView {
             status_timestamp_ms: entry.machine.status_timestamp_ms(),
             status_has_message: entry.machine.status().is_some_and(|s| s.has_message),
             last_message_id: entry.machine.last_message_id().map(Arc::from),
+            claim: entry.machine.claim().cloned(),
+            attempts: entry.machine.attempts(),
+            pending: entry.machine.pending().map(Arc::from).collect(),
             records: entry.records.as_slice().into(),
         }
+    }
+
+    /// The tasks of `partition` whose turn has waited for a worker's claim since before
+    /// `before_ms` (Unix milliseconds), oldest first, with the turn (the `messageId`) each
+    /// waits on: what a sweeper puts back on the workers' queue.
+    pub fn awaiting_claim(&self, partition: u32, before_ms: u64) -> Vec<(Arc<str>, Arc<str>)> {
+        let tasks = self.lock();
+        let Some(awaiting) = tasks.awaiting.get(partition as usize) else {
+            return Vec::new();
+        };
+        awaiting
+            .since_before(before_ms)
+            .filter_map(|id| {
+                let turn = tasks.entries.get(id)?.machine.last_message_id()?;
+                Some((id.clone(), Arc::from(turn)))
+            })
+            .collect()
     }
 
     fn lock(&self) -> MutexGuard<'_, Tasks> {
@@ -534,7 +624,7 @@ impl Inner {
         for stored in batch {
             self.records_seen.fetch_add(1, Ordering::Relaxed);
             match Record::decode(&stored.payload) {
-                Ok(record) => tasks.apply(stored.offset, &record),
+                Ok(record) => tasks.apply(partition, stored.offset, &record),
                 Err(error) => {
                     self.undecodable.fetch_add(1, Ordering::Relaxed);
                     tracing::warn!(
@@ -549,91 +639,6 @@ impl Inner {
             sender.send_replace(last.offset + 1);
         }
     }
-}
-
-impl Tasks {
-    /// The task's entry if it exists and belongs to `caller`.
-    fn owned(&self, caller: &Caller, task_id: &str) -> Option<(&Arc<str>, &Entry)> {
-        let owner = self.owners.find(caller)?;
-        let (id, entry) = self.entries.get_key_value(task_id)?;
-        (entry.owner == owner).then_some((id, entry))
-    }
-
-    fn apply(&mut self, offset: u64, record: &Record) {
-        self.apply_with(offset, &record.header, |machine| {
-            machine.apply(record).map(Some)
-        });
-    }
-
-    /// Apply a record of `header`'s task at `offset`: `decide` runs the task's machine (a
-    /// fresh one for a new task) and returns the change, or `None` where the caller has no
-    /// payload to give (only for a new task's command, which nobody can be subscribed to yet
-    /// and which has content).
-    fn apply_with(
-        &mut self,
-        offset: u64,
-        header: &RecordHeader,
-        decide: impl FnOnce(&mut TaskMachine) -> Result<Option<Change>, Outcome>,
-    ) {
-        let id: &str = &header.task_id;
-        let mut old_ts = None;
-        let change = match self.entries.get_mut(id) {
-            Some(entry) => {
-                old_ts = Some(entry.machine.status_timestamp_ms());
-                let Ok(change) = decide(&mut entry.machine) else {
-                    return;
-                };
-                entry.records.push(applied(offset, change.as_ref()));
-                change
-            }
-            None => {
-                let mut machine = TaskMachine::new();
-                let Ok(change) = decide(&mut machine) else {
-                    return;
-                };
-                let owner = self.owners.intern(&header.principal, &header.tenant);
-                let id: Arc<str> = Arc::from(id);
-                self.entries.insert(
-                    id,
-                    Entry {
-                        owner,
-                        context_id: Arc::from(header.context_id.as_str()),
-                        machine,
-                        records: smallvec::smallvec![applied(offset, change.as_ref())],
-                    },
-                );
-                change
-            }
-        };
-        let Some((id, entry)) = self.entries.get_key_value(header.task_id.as_str()) else {
-            return;
-        };
-        let state = entry.machine.state().unwrap_or(TaskState::Unspecified);
-        let ts = entry.machine.status_timestamp_ms();
-        self.index.update(entry.owner, id, old_ts, ts);
-        let (Some(sender), Some(change)) = (self.watchers.get(id), change) else {
-            return;
-        };
-        let event = Arc::new(TaskEvent {
-            offset,
-            task_id: id.clone(),
-            context_id: entry.context_id.clone(),
-            timestamp_ms: header.timestamp_ms,
-            state,
-            change,
-        });
-        // Drop the channel once nobody listens, or once the task is terminal (nothing
-        // follows; subscribers still receive what was sent, then `Closed`).
-        if sender.send(event).is_err() || state.is_terminal() {
-            let id = id.clone();
-            self.watchers.remove(&id);
-        }
-    }
-}
-
-/// An applied record at `offset`; no change given means the task's own command (content).
-fn applied(offset: u64, change: Option<&Change>) -> Applied {
-    Applied::new(offset, change.is_none_or(Change::has_content))
 }
 
 /// The background follower of one partition: whenever the log's end moves past what is

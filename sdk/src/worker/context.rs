@@ -1,52 +1,32 @@
 //! [`TaskContext`]: what a handler knows about its task, and how it reports back.
 //!
 //! Every report is one record appended to the agent's events topic, keyed by the task id, so
-//! it lands in the task's partition after the command it answers. The fold decides what each
-//! record does; the context only skips writes that could not matter any more (after the turn
-//! ended, or once the task is canceled or the worker gave up on it).
+//! it lands in the task's partition after the command it answers. Each is written under the
+//! worker's claim on the turn (its attempt number and `source`), so the fold takes it only
+//! while this attempt holds the turn. The context skips writes that could not matter any
+//! more (after the turn ended, or once the task is canceled or the claim was lost).
 
-use std::sync::Arc;
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
+use agentlog_wire::RecordBody;
+use agentlog_wire::TaskState;
 use agentlog_wire::a2a::{Artifact, Message, Part};
-use agentlog_wire::{Record, RecordBody, RecordHeader, TaskState};
-use bytes::Bytes;
+use agentlog_wire::fold::Change;
+use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
 
+use super::attempt::Attempt;
 use crate::agent::Caller;
 use crate::error::{Error, ErrorKind, Result};
-use crate::log::{Log, TopicRef};
-
-/// Where a worker's records go, and under which name.
-#[derive(Debug)]
-pub(super) struct Writer {
-    pub(super) log: Log,
-    pub(super) events: TopicRef,
-    pub(super) source: String,
-}
-
-impl Writer {
-    /// Append one record to the events topic, keyed by its task.
-    async fn append(&self, record: &Record) -> Result<()> {
-        let bytes = record.encode().map_err(|e| {
-            Error::new(ErrorKind::InvalidParams, "the record cannot be encoded").with_source(e)
-        })?;
-        self.log
-            .append(
-                &self.events,
-                record.header.task_id.as_bytes(),
-                vec![Bytes::from(bytes)],
-            )
-            .await
-            .map(|_| ())
-    }
-}
+use crate::view::TaskView;
 
 /// How far the handler's turn has come. Stored in an `AtomicU8`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
-pub(super) enum Turn {
+pub(super) enum Progress {
     /// Still running; reports are written.
     Open = 0,
     /// The handler asked for input or authentication: the turn is over.
@@ -60,7 +40,17 @@ pub(super) enum Turn {
 /// The reporting methods append records to the task log. They return `Ok` without writing
 /// once the turn has ended (after `input_required`, `auth_required`, `complete`, `fail` or
 /// `reject`) or once [`cancellation`](Self::cancellation) has fired: the log already says how
-/// the task ended, and the fold would ignore anything more.
+/// the task ended (or another attempt holds the turn), and the fold would ignore anything
+/// more.
+///
+/// # Side effects that must happen once
+///
+/// A turn runs again, on another worker, when the worker running it stops renewing its claim
+/// (it crashed, hung, or lost the log for longer than the lease). The new run has
+/// [`attempt`](Self::attempt) > 1, and whatever the first run reported is fenced out of the
+/// task from the takeover on. A handler whose work has effects outside agentlog (a payment,
+/// an email) passes [`idempotency_key`](Self::idempotency_key) to the system it calls, so
+/// that the second run's call is recognised there as the first one's.
 #[derive(Debug, Clone)]
 pub struct TaskContext {
     inner: Arc<Inner>,
@@ -68,26 +58,28 @@ pub struct TaskContext {
 
 #[derive(Debug)]
 struct Inner {
-    task_id: String,
-    context_id: String,
+    attempt: Arc<Attempt>,
     /// `history[message_index]` is the message this turn answers.
     history: Vec<Message>,
     message_index: usize,
-    caller: Caller,
     cancellation: CancellationToken,
-    writer: Arc<Writer>,
-    turn: AtomicU8,
+    progress: AtomicU8,
+    /// Artifact ids that earlier attempts of this turn wrote to: this attempt's first write
+    /// of each starts it over, so an artifact never holds parts of two attempts.
+    restart: Mutex<HashSet<String>>,
+    view: TaskView,
+    sync_timeout: Duration,
 }
 
 /// Everything a context is made of (built by the worker's run loop).
 pub(super) struct Parts {
-    pub(super) task_id: String,
-    pub(super) context_id: String,
+    pub(super) attempt: Arc<Attempt>,
     pub(super) history: Vec<Message>,
     pub(super) message_index: usize,
-    pub(super) caller: Caller,
     pub(super) cancellation: CancellationToken,
-    pub(super) writer: Arc<Writer>,
+    pub(super) restart: HashSet<String>,
+    pub(super) view: TaskView,
+    pub(super) sync_timeout: Duration,
 }
 
 impl TaskContext {
@@ -97,26 +89,26 @@ impl TaskContext {
         parts.history.get(parts.message_index)?;
         Some(Self {
             inner: Arc::new(Inner {
-                task_id: parts.task_id,
-                context_id: parts.context_id,
+                attempt: parts.attempt,
                 history: parts.history,
                 message_index: parts.message_index,
-                caller: parts.caller,
                 cancellation: parts.cancellation,
-                writer: parts.writer,
-                turn: AtomicU8::new(Turn::Open as u8),
+                progress: AtomicU8::new(Progress::Open as u8),
+                restart: Mutex::new(parts.restart),
+                view: parts.view,
+                sync_timeout: parts.sync_timeout,
             }),
         })
     }
 
     /// The task's id.
     pub fn task_id(&self) -> &str {
-        &self.inner.task_id
+        &self.inner.attempt.task.id
     }
 
     /// The task's context (conversation) id.
     pub fn context_id(&self) -> &str {
-        &self.inner.context_id
+        &self.inner.attempt.task.context_id
     }
 
     /// The message this turn answers: the command that created the task, or the follow-up
@@ -133,7 +125,7 @@ impl TaskContext {
 
     /// The principal and tenant of the task's owner.
     pub fn caller(&self) -> &Caller {
-        &self.inner.caller
+        &self.inner.attempt.task.caller
     }
 
     /// The message's text parts joined with `"\n"`.
@@ -146,16 +138,34 @@ impl TaskContext {
             .join("\n")
     }
 
-    /// Fires when the task is canceled (or otherwise ended by someone else), or when the
-    /// worker shuts down and gives up waiting for this handler. A handler doing long work
-    /// should watch it and return promptly.
+    /// Which run of this turn this is: 1 for the first, more when a worker took the turn over
+    /// from one that stopped renewing its claim (see the type's docs).
+    pub fn attempt(&self) -> u32 {
+        self.inner.attempt.turn_attempt
+    }
+
+    /// Whether an earlier run of this turn may have done part of its work: `attempt() > 1`.
+    pub fn is_retry(&self) -> bool {
+        self.attempt() > 1
+    }
+
+    /// A key naming this turn, the same in every run of it: `<task id>/<message id>`. Pass
+    /// it to an outside system so that a side effect happens once however often the turn
+    /// runs.
+    pub fn idempotency_key(&self) -> String {
+        format!("{}/{}", self.task_id(), self.message().message_id)
+    }
+
+    /// Fires when the task is canceled (or otherwise ended by someone else), when another
+    /// worker took the turn over, or when the worker shuts down and gives up waiting for this
+    /// handler. A handler doing long work should watch it and return promptly.
     pub fn cancellation(&self) -> &CancellationToken {
         &self.inner.cancellation
     }
 
     /// Report progress: status `working`, with an optional agent message.
     pub async fn working(&self, text: Option<&str>) -> Result<()> {
-        self.status(TaskState::Working, text, Turn::Open).await
+        self.status(TaskState::Working, text, Progress::Open).await
     }
 
     /// Add an artifact, or with `append` a chunk to the artifact with the same id;
@@ -164,100 +174,171 @@ impl TaskContext {
         if self.skips() {
             return Ok(());
         }
+        // A retry starts over what an earlier run of this turn wrote to this artifact.
+        let restarted = self
+            .inner
+            .restart
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&artifact.artifact_id);
         let json = to_json(&artifact, "artifact")?;
         let body = RecordBody::ArtifactUpdate {
-            append,
+            append: append && !restarted,
             last_chunk,
             artifact: json,
         };
-        self.write(new_id(), body).await
+        self.write(self.inner.attempt.next_id(), body).await
     }
 
     /// Ask the client for more input: status `input-required` with `text`. Ends this turn;
     /// the handler runs again with the client's follow-up message.
     pub async fn input_required(&self, text: &str) -> Result<()> {
-        self.status(TaskState::InputRequired, Some(text), Turn::Interrupted)
+        self.status(TaskState::InputRequired, Some(text), Progress::Interrupted)
             .await
     }
 
     /// Ask the client to authenticate: status `auth-required` with `text`. Ends this turn.
     pub async fn auth_required(&self, text: &str) -> Result<()> {
-        self.status(TaskState::AuthRequired, Some(text), Turn::Interrupted)
+        self.status(TaskState::AuthRequired, Some(text), Progress::Interrupted)
             .await
     }
 
     /// Complete the task, with an optional final agent message.
     pub async fn complete(&self, text: Option<&str>) -> Result<()> {
-        self.status(TaskState::Completed, text, Turn::Terminal)
+        self.status(TaskState::Completed, text, Progress::Terminal)
             .await
     }
 
     /// Fail the task with `text` as the agent's final message.
     pub async fn fail(&self, text: &str) -> Result<()> {
-        self.status(TaskState::Failed, Some(text), Turn::Terminal)
+        self.status(TaskState::Failed, Some(text), Progress::Terminal)
             .await
     }
 
     /// Reject the task with `text` as the agent's final message.
     pub async fn reject(&self, text: &str) -> Result<()> {
-        self.status(TaskState::Rejected, Some(text), Turn::Terminal)
+        self.status(TaskState::Rejected, Some(text), Progress::Terminal)
             .await
     }
 
+    /// Take the oldest follow-up message the client sent while this turn runs, if one waits:
+    /// from then on the turn answers it (the claim moves to it), and it does not start a turn
+    /// of its own. `None` when none waits, or when the turn is over. A follow-up the handler
+    /// does not take starts the next turn once this one ends (if the task is still live).
+    pub async fn follow_up(&self) -> Result<Option<Message>> {
+        if self.skips() {
+            return Ok(None);
+        }
+        let attempt = &self.inner.attempt;
+        let view = &self.inner.view;
+        let partition = view.partition_of(&attempt.task.id);
+        view.sync(Some(partition), self.inner.sync_timeout).await?;
+        let Some((info, _)) = view.lookup_any(&attempt.task.id) else {
+            return Ok(None);
+        };
+        let holds = info
+            .claim
+            .as_ref()
+            .is_some_and(|c| c.attempt == attempt.number && *c.holder == attempt.writer.source);
+        let Some(next) = info.pending.first().filter(|_| holds).cloned() else {
+            return Ok(None);
+        };
+        let appended = attempt
+            .writer
+            .append(&[attempt.claim_record(&next, false)])
+            .await?;
+        view.sync_to(
+            partition,
+            appended.first_offset + 1,
+            self.inner.sync_timeout,
+        )
+        .await?;
+        let Some((info, _)) = view.lookup_any(&attempt.task.id) else {
+            return Ok(None);
+        };
+        if info.last_message_id.as_deref() != Some(&*next) {
+            // The turn ended first (canceled, or asked for input): the follow-up went on.
+            return Ok(None);
+        }
+        attempt.set_turn(next.clone());
+        let task = view.load(&info).await?;
+        let message = task
+            .history
+            .into_iter()
+            .rev()
+            .find(|m| *m.message_id == *next)
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::Corrupt,
+                    format!("task {}: follow-up {next} is not in its history", info.id),
+                )
+            })?;
+        Ok(Some(message))
+    }
+
+    /// Wait until the client sends a follow-up message while this turn runs, and take it
+    /// ([`follow_up`](Self::follow_up)). `None` once the turn is over (the task ended, the
+    /// claim moved, the cancellation token fired).
+    pub async fn wait_follow_up(&self) -> Result<Option<Message>> {
+        let task_id = &self.inner.attempt.task.id;
+        loop {
+            // Subscribe before looking, so a follow-up between the two is not missed.
+            let Some((_, _, mut events)) = self.inner.view.watch(task_id) else {
+                return Ok(None);
+            };
+            if let Some(message) = self.follow_up().await? {
+                return Ok(Some(message));
+            }
+            loop {
+                let event = tokio::select! {
+                    () = self.inner.cancellation.cancelled() => return Ok(None),
+                    event = events.recv() => event,
+                };
+                match event {
+                    Ok(event) if matches!(event.change, Change::FollowedUp(_)) => break,
+                    Ok(event) if event.state.is_terminal() => return Ok(None),
+                    Ok(_) => {}
+                    Err(RecvError::Lagged(_)) => break,
+                    Err(RecvError::Closed) => return Ok(None),
+                }
+            }
+            if self.skips() {
+                return Ok(None);
+            }
+        }
+    }
+
     /// How far the turn has come.
-    pub(super) fn turn(&self) -> Turn {
-        match self.inner.turn.load(Ordering::Acquire) {
-            0 => Turn::Open,
-            1 => Turn::Interrupted,
-            _ => Turn::Terminal,
+    pub(super) fn progress(&self) -> Progress {
+        match self.inner.progress.load(Ordering::Acquire) {
+            0 => Progress::Open,
+            1 => Progress::Interrupted,
+            _ => Progress::Terminal,
         }
     }
 
     fn skips(&self) -> bool {
-        self.inner.cancellation.is_cancelled() || self.turn() != Turn::Open
+        self.inner.cancellation.is_cancelled() || self.progress() != Progress::Open
     }
 
     /// Write a status (or terminal) record and move the turn to `then` once it is written.
-    async fn status(&self, state: TaskState, text: Option<&str>, then: Turn) -> Result<()> {
+    async fn status(&self, state: TaskState, text: Option<&str>, then: Progress) -> Result<()> {
         if self.skips() {
             return Ok(());
         }
-        let (message_id, message) = match text {
-            Some(text) => {
-                let id = new_id();
-                let mut message = Message::agent_text(id.clone(), text);
-                message.task_id = Some(self.inner.task_id.clone());
-                message.context_id = Some(self.inner.context_id.clone());
-                (id, to_json(&message, "message")?)
-            }
-            None => (new_id(), String::new()),
-        };
-        self.write(message_id, RecordBody::status(state, message))
-            .await?;
-        if then != Turn::Open {
-            self.inner.turn.store(then as u8, Ordering::Release);
+        let attempt = &self.inner.attempt;
+        let record = attempt.status_record(state, text)?;
+        attempt.writer.append(&[record]).await?;
+        if then != Progress::Open {
+            self.inner.progress.store(then as u8, Ordering::Release);
         }
         Ok(())
     }
 
     async fn write(&self, message_id: String, body: RecordBody) -> Result<()> {
-        let inner = &self.inner;
-        let record = Record {
-            header: RecordHeader {
-                task_id: inner.task_id.clone(),
-                context_id: inner.context_id.clone(),
-                message_id,
-                source: inner.writer.source.clone(),
-                principal: inner.caller.principal.clone(),
-                tenant: inner.caller.tenant.clone(),
-                hops: 0,
-                deadline_ms: 0,
-                timestamp_ms: now_ms(),
-                content_type: "application/json".to_owned(),
-            },
-            body,
-        };
-        inner.writer.append(&record).await
+        let attempt = &self.inner.attempt;
+        let record = attempt.record(message_id, body);
+        attempt.writer.append(&[record]).await.map(drop)
     }
 }
 
@@ -271,22 +352,13 @@ fn to_json<T: serde::Serialize>(value: &T, what: &str) -> Result<String> {
     })
 }
 
-/// A fresh record or message id.
-fn new_id() -> String {
-    uuid::Uuid::new_v4().to_string()
-}
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-        .unwrap_or(0)
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::log::{Log, TopicRef};
+    use crate::worker::attempt::{TaskRef, Writer};
+    use agentlog_wire::Record;
     use agentlog_wire::a2a::Role;
 
     async fn context(history: Vec<Message>, index: usize) -> (TaskContext, Log, TopicRef) {
@@ -296,16 +368,25 @@ mod tests {
         let writer = Arc::new(Writer {
             log: log.clone(),
             events: events.clone(),
+            commands: TopicRef::new("s", "a.commands"),
             source: "w".into(),
         });
-        let ctx = TaskContext::new(Parts {
-            task_id: "t".into(),
+        let task = TaskRef {
+            id: "t".into(),
             context_id: "c".into(),
+            caller: Caller::principal("alice").in_tenant("acme"),
+        };
+        let attempt = Attempt::new(task, 7, "m1".into(), writer, Duration::from_secs(10))
+            .with_turn_attempt(2);
+        let view = TaskView::start(log.clone(), events.clone()).await.unwrap();
+        let ctx = TaskContext::new(Parts {
+            attempt: Arc::new(attempt),
             history,
             message_index: index,
-            caller: Caller::principal("alice").in_tenant("acme"),
             cancellation: CancellationToken::new(),
-            writer,
+            restart: HashSet::from(["out".to_owned()]),
+            view,
+            sync_timeout: Duration::from_secs(10),
         })
         .unwrap();
         (ctx, log, events)
@@ -334,40 +415,47 @@ mod tests {
         assert_eq!(ctx.message().message_id, "m1");
         assert_eq!(ctx.history().len(), 1);
         assert_eq!(ctx.text(), "a\nb");
+        assert_eq!((ctx.attempt(), ctx.is_retry()), (2, true));
+        assert_eq!(ctx.idempotency_key(), "t/m1");
         let (ctx, _, _) = context(history.clone(), 2).await;
         assert_eq!(ctx.history().len(), 3);
         assert_eq!(ctx.text(), "c");
+        assert_eq!(ctx.idempotency_key(), "t/m2");
         assert_eq!(ctx.caller(), &Caller::principal("alice").in_tenant("acme"));
         assert!(
             TaskContext::new(Parts {
-                task_id: "t".into(),
-                context_id: "c".into(),
+                attempt: ctx.inner.attempt.clone(),
                 history,
                 message_index: 3,
-                caller: Caller::anonymous(),
                 cancellation: CancellationToken::new(),
-                writer: ctx.inner.writer.clone(),
+                restart: HashSet::new(),
+                view: ctx.inner.view.clone(),
+                sync_timeout: Duration::from_secs(1),
             })
             .is_none()
         );
     }
 
     #[tokio::test]
-    async fn records_carry_the_task_owner_and_the_message_id() {
+    async fn records_carry_the_owner_the_attempt_and_deterministic_ids() {
         let (ctx, log, events) = context(vec![Message::user_text("m1", "hi")], 0).await;
         ctx.working(None).await.unwrap();
         ctx.working(Some("busy")).await.unwrap();
         ctx.complete(Some("done")).await.unwrap();
         let records = records(&log, &events).await;
         assert_eq!(records.len(), 3);
-        for r in &records {
+        for (sequence, r) in (0..).zip(&records) {
             assert_eq!(r.header.task_id, "t");
             assert_eq!(r.header.context_id, "c");
             assert_eq!(r.header.source, "w");
             assert_eq!(r.header.principal, "alice");
             assert_eq!(r.header.tenant, "acme");
+            assert_eq!(r.header.attempt, 7);
             assert_eq!(r.header.content_type, "application/json");
-            assert!(!r.header.message_id.is_empty());
+            assert_eq!(
+                r.header.message_id,
+                agentlog_wire::ids::record_id("t", "m1", 7, sequence)
+            );
             assert!(r.header.timestamp_ms > 0);
         }
         let RecordBody::StatusUpdate { state, message } = &records[1].body else {
@@ -382,11 +470,34 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_retry_starts_over_the_artifacts_an_earlier_run_wrote() {
+        let (ctx, log, events) = context(vec![Message::user_text("m1", "hi")], 0).await;
+        let chunk = |id: &str| Artifact {
+            artifact_id: id.into(),
+            name: None,
+            description: None,
+            parts: vec![Part::text("x")],
+            metadata: None,
+            extensions: Vec::new(),
+        };
+        ctx.artifact(chunk("out"), true, false).await.unwrap();
+        ctx.artifact(chunk("out"), true, false).await.unwrap();
+        ctx.artifact(chunk("other"), true, false).await.unwrap();
+        let appends: Vec<bool> = records(&log, &events)
+            .await
+            .iter()
+            .map(|r| matches!(r.body, RecordBody::ArtifactUpdate { append: true, .. }))
+            .collect();
+        assert_eq!(appends, [false, true, true]);
+    }
+
+    #[tokio::test]
     async fn nothing_is_written_after_the_turn_ends_or_the_token_fires() {
         let (ctx, log, events) = context(vec![Message::user_text("m1", "hi")], 0).await;
         ctx.input_required("more?").await.unwrap();
-        assert_eq!(ctx.turn(), Turn::Interrupted);
+        assert_eq!(ctx.progress(), Progress::Interrupted);
         ctx.complete(None).await.unwrap();
+        assert_eq!(ctx.follow_up().await.unwrap(), None);
         assert_eq!(records(&log, &events).await.len(), 1);
 
         let (ctx, log, events) = context(vec![Message::user_text("m1", "hi")], 0).await;
@@ -394,6 +505,6 @@ mod tests {
         ctx.working(Some("x")).await.unwrap();
         ctx.fail("x").await.unwrap();
         assert!(records(&log, &events).await.is_empty());
-        assert_eq!(ctx.turn(), Turn::Open);
+        assert_eq!(ctx.progress(), Progress::Open);
     }
 }

@@ -6,28 +6,41 @@
 //! task log of record. The worker keeps no state of its own beyond what it is running now:
 //!
 //! - **What to run** is decided against the task log, not the queue ([`TaskView`]): a
-//!   command runs only while its task is live and still waits for exactly that message, so
-//!   repeated copies and redelivered commands of finished tasks are skipped.
-//! - **At least once**: a partition is committed only up to its first command still being
-//!   handled, so a crashed worker's unfinished commands are handled again by whoever takes
-//!   the partition over.
+//!   command's *turn* (the task and the client message it answers) runs only while the task
+//!   waits for exactly that message, so repeated copies and redelivered commands of finished
+//!   turns are skipped.
+//! - **Exactly one run per turn**, as long as workers keep their claims: a worker first
+//!   appends a *claim* on the turn (an attempt number and a lease) and runs the handler only
+//!   if the fold says its claim applied; it renews the lease while the handler runs. Another
+//!   worker handed the same command (a rebalance, a redelivery) waits while the lease lives,
+//!   and takes the turn over, with the next attempt, only once it has run out: the first
+//!   worker crashed or hung. From then on the fold drops everything the old attempt writes
+//!   (fencing), so a client never sees the output of two attempts mixed.
+//! - **No command is lost**: a partition is committed only up to its first command whose turn
+//!   is not settled, so a crashed worker's commands are delivered again to whoever takes the
+//!   partition over; a command that never reached the queue is put back by the sweeper.
 //! - **Cancellation** reaches a handler through the log: a bridge's cancel request ends the
 //!   task at its log position, and the worker, following the task in its view, fires the
-//!   handler's [`TaskContext::cancellation`] token.
+//!   handler's [`TaskContext::cancellation`] token (as it does when another worker takes the
+//!   turn over).
 //!
 //! The rules are written in `skills/workers/SKILL.md`.
 
+mod attempt;
 mod context;
 pub mod demo;
 mod handler;
 mod pending;
 mod run;
+mod sweep;
 #[cfg(test)]
 mod tests;
+mod turn;
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
@@ -53,8 +66,21 @@ pub struct WorkerConfig {
     /// without one the worker starts its own.
     pub view: Option<TaskView>,
     /// How long [`Worker::shutdown`] waits for running handlers before firing their
-    /// cancellation tokens and abandoning them (they run again elsewhere). Default 10 s.
+    /// cancellation tokens and releasing their turns (they run again elsewhere, at once).
+    /// Default 10 s.
     pub shutdown_timeout: Duration,
+    /// How long a claim on a turn holds without a renewal; the worker renews it every third
+    /// of it while the handler runs. A worker that dies leaves its turns to others once this
+    /// has passed since its last renewal. Shorter means faster takeovers, longer means fewer
+    /// spurious ones (a stall longer than the lease, or clocks further apart, lets another
+    /// worker run the turn too). Default 10 s.
+    pub lease: Duration,
+    /// How long a turn may wait for a claim before this worker's sweeper puts its command
+    /// back on the queue (it may never have got there). Default 3 s.
+    pub requeue_after: Duration,
+    /// How long a look at the task log may wait for the view to catch up before it is retried.
+    /// Default 10 s.
+    pub sync_timeout: Duration,
 }
 
 impl WorkerConfig {
@@ -66,6 +92,9 @@ impl WorkerConfig {
             source: format!("worker-{}", uuid::Uuid::new_v4().simple()),
             view: None,
             shutdown_timeout: Duration::from_secs(10),
+            lease: Duration::from_secs(10),
+            requeue_after: Duration::from_secs(3),
+            sync_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -95,15 +124,22 @@ impl Worker {
             .join_group(&topics.commands, &topics.worker_group())
             .await?;
         let stop = CancellationToken::new();
+        let concurrency = config.concurrency.max(1);
         let shared = Arc::new(run::Shared {
             view: view.clone(),
             handler: Arc::new(handler),
-            writer: Arc::new(context::Writer {
+            writer: Arc::new(attempt::Writer {
                 log,
                 events: topics.events,
+                commands: topics.commands,
                 source: config.source.clone(),
             }),
-            concurrency: config.concurrency.max(1),
+            permits: Arc::new(Semaphore::new(concurrency)),
+            // Turns waiting for a lease or a permit hold no handler; allow a few per slot.
+            max_supervised: concurrency.saturating_mul(4),
+            lease: config.lease.max(Duration::from_millis(30)),
+            sync_timeout: config.sync_timeout,
+            requeue_after: config.requeue_after,
             shutdown_timeout: config.shutdown_timeout,
             stop: stop.clone(),
             force: CancellationToken::new(),
@@ -130,9 +166,18 @@ impl Worker {
 
     /// Stop taking work, wait (at most [`WorkerConfig::shutdown_timeout`], then a second more
     /// after firing their tokens) for running handlers, commit what finished and leave the
-    /// group. Commands not finished are delivered again to the group's other members.
+    /// group. The turns not finished are released (another worker takes them over at once)
+    /// and their commands are delivered again to the group's other members.
     pub async fn shutdown(self) -> Result<()> {
         self.stop.cancel();
         self.task.await.map_err(run::join_error)?
+    }
+
+    /// Stop at once, as a crash would: nothing more is written, released or committed, and
+    /// running handlers are aborted. The turns this worker held are taken over by the
+    /// group's other members once their leases run out. For tests of crash recovery, and for
+    /// a host that must stop without waiting.
+    pub fn abort(self) {
+        self.task.abort();
     }
 }

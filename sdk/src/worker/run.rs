@@ -1,64 +1,66 @@
-//! The worker's run loop: poll the commands topic, decide against the task log which commands
-//! still need a handler, run the handlers, and commit what is finished.
+//! The worker's run loop: poll the commands topic, hand each command's turn to a supervisor
+//! ([`super::turn`]), commit what is finished, and sweep for lost commands.
 //!
-//! The commands topic only hands out work; the events topic decides. For each command or
-//! continue record the loop brings its view up to date with the task's partition (the bridge
-//! appended the events record before the commands copy, so it is there) and runs the handler
-//! only if the task still waits for exactly that message: not terminal, not interrupted, its
-//! `last_message_id` is the record's `message_id`, and that turn is not already running here.
-//! Repeated copies and redelivered commands of finished tasks are skipped that way.
+//! The commands topic only hands out work; the events topic decides (through the fold's
+//! claims). The loop keeps, per partition, the offsets still in flight ([`Pending`]) and
+//! commits up to the first of them, so a command whose turn this worker has not settled is
+//! delivered again to whoever owns the partition next.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentlog_wire::a2a::Role;
-use agentlog_wire::{Record, RecordBody, TaskState};
-use tokio::sync::broadcast::error::RecvError;
+use agentlog_wire::{Record, RecordBody};
+use tokio::sync::Semaphore;
 use tokio::task::{Id, JoinError, JoinSet};
 use tokio_util::sync::CancellationToken;
 
-use super::context::{Parts, TaskContext, Turn, Writer};
+use super::attempt::Writer;
 use super::handler::Handler;
 use super::pending::Pending;
-use crate::agent::Caller;
+use super::sweep::Sweeper;
+use super::turn::supervise;
 use crate::error::{Error, ErrorKind, Result};
 use crate::log::{Delivery, GroupConsumer, StoredRecord};
-use crate::view::{TaskEvent, TaskInfo, TaskView};
+use crate::view::TaskView;
 
-/// How long one poll waits for records; also how often the loop looks at the stop signal
-/// and commits finished work while idle.
+/// How long one poll waits for records; also how often the loop looks at the stop signal,
+/// commits finished work and sweeps while idle.
 const POLL_TIMEOUT: Duration = Duration::from_millis(250);
 /// The most records taken in one poll.
 const POLL_MAX: usize = 64;
-/// How long the view may take to catch up with a task's partition before the loop retries.
-const SYNC_TIMEOUT: Duration = Duration::from_secs(10);
 /// After the grace period and firing the handlers' tokens, how long to wait before aborting.
 const ABORT_AFTER: Duration = Duration::from_secs(1);
 
-/// What the loop and every handler run share.
+/// What the loop and every supervisor share.
 pub(super) struct Shared {
     pub(super) view: TaskView,
     pub(super) handler: Arc<dyn Handler>,
     pub(super) writer: Arc<Writer>,
-    pub(super) concurrency: usize,
+    /// One permit per handler allowed to run at once.
+    pub(super) permits: Arc<Semaphore>,
+    /// The most turns supervised at once (running, or waiting for a lease or a permit).
+    pub(super) max_supervised: usize,
+    pub(super) lease: Duration,
+    pub(super) sync_timeout: Duration,
+    pub(super) requeue_after: Duration,
     pub(super) shutdown_timeout: Duration,
-    /// Stop taking work (shutdown requested).
+    /// Stop taking work (shutdown requested): waiting supervisors give up at once.
     pub(super) stop: CancellationToken,
-    /// The grace period is over: handlers' tokens fire, their work is abandoned.
+    /// The grace period is over: handlers' tokens fire, their turns are released.
     pub(super) force: CancellationToken,
 }
 
-/// How a handler run ended, as far as the command's offset is concerned.
+/// How a supervisor ended, as far as its command's offset is concerned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Outcome {
-    /// The turn is settled in the log (or never needed a handler): commit past it.
+pub(super) enum Outcome {
+    /// The turn is settled in the log (or never needed this worker): commit past it.
     Done,
     /// The worker gave up on it (shutdown): leave it uncommitted so it is delivered again.
     Abandoned,
 }
 
-/// A handler run in flight.
+/// A supervisor in flight.
 struct Running {
     partition: u32,
     offset: u64,
@@ -66,34 +68,23 @@ struct Running {
 }
 
 /// A turn of a task: its id and the client message it answers.
-type TurnKey = (String, String);
-
-/// A command that needs its handler run.
-struct Job {
-    info: TaskInfo,
-    caller: Caller,
-    message_id: String,
-}
-
-enum Decision {
-    Run(Job),
-    Skip,
-    /// The worker is stopping before it could decide: leave the record uncommitted.
-    Stopped,
-}
+pub(super) type TurnKey = (String, String);
 
 /// The loop's own state; only the loop touches it.
 struct Loop {
     shared: Arc<Shared>,
     pending: Pending,
     running: HashMap<Id, Running>,
+    /// The turns supervised here: one supervisor per turn, whatever copies arrive.
     turns: HashSet<TurnKey>,
     set: JoinSet<Outcome>,
+    sweeper: Sweeper,
 }
 
 /// Run until [`Shared::stop`] fires, then drain (bounded) and leave the group.
 pub(super) async fn run(shared: Arc<Shared>, mut consumer: Box<dyn GroupConsumer>) -> Result<()> {
     let mut state = Loop {
+        sweeper: Sweeper::new(shared.requeue_after),
         shared: shared.clone(),
         pending: Pending::default(),
         running: HashMap::new(),
@@ -104,6 +95,10 @@ pub(super) async fn run(shared: Arc<Shared>, mut consumer: Box<dyn GroupConsumer
     while !shared.stop.is_cancelled() {
         state.reap_ready();
         state.commit(consumer.as_mut()).await;
+        state
+            .sweeper
+            .sweep(&shared, &consumer.owned_partitions(), &state.turns)
+            .await;
         match consumer.poll(POLL_MAX, POLL_TIMEOUT).await {
             Ok(None) => backoff.reset(),
             Ok(Some(delivery)) => {
@@ -122,84 +117,33 @@ pub(super) async fn run(shared: Arc<Shared>, mut consumer: Box<dyn GroupConsumer
 }
 
 impl Loop {
-    /// Decide and start every record of a delivery, in order.
+    /// Hand every record of a delivery to a supervisor, in order.
     async fn dispatch(&mut self, delivery: Delivery) {
         let partition = delivery.partition;
         for stored in &delivery.records {
             self.pending.start(partition, stored.offset);
         }
         for stored in &delivery.records {
-            match self.decide(stored).await {
-                Decision::Skip => self.pending.finish(partition, stored.offset),
-                // The rest stay in flight, so they are not committed and come again.
-                Decision::Stopped => return,
-                Decision::Run(job) => {
-                    if !self.wait_for_slot().await {
-                        return;
-                    }
-                    self.spawn(partition, stored.offset, job);
-                }
+            let Some(turn) = turn_of(stored) else {
+                self.pending.finish(partition, stored.offset);
+                continue;
+            };
+            if self.turns.contains(&turn) {
+                // Another copy of a turn supervised here already: this one adds nothing.
+                self.pending.finish(partition, stored.offset);
+                continue;
             }
+            if !self.wait_for_slot().await {
+                // Stopping: the rest stay in flight, so they are not committed and come again.
+                return;
+            }
+            self.spawn(partition, stored.offset, turn);
         }
     }
 
-    async fn decide(&mut self, stored: &StoredRecord) -> Decision {
-        let record = match Record::decode(&stored.payload) {
-            Ok(record) => record,
-            Err(error) => {
-                tracing::warn!(
-                    partition = stored.partition, offset = stored.offset, %error,
-                    "worker: skipping a command that does not decode"
-                );
-                return Decision::Skip;
-            }
-        };
-        if !matches!(
-            record.body,
-            RecordBody::Command { .. } | RecordBody::Continue { .. }
-        ) {
-            return Decision::Skip;
-        }
-        let task_id = record.header.task_id;
-        let message_id = record.header.message_id;
-        let turn = (task_id, message_id);
-        if self.turns.contains(&turn) {
-            return Decision::Skip;
-        }
-        let (task_id, message_id) = turn;
-        let view = &self.shared.view;
-        let partition = view.partition_of(&task_id);
-        let mut backoff = Backoff::default();
-        while let Err(error) = view.sync(Some(partition), SYNC_TIMEOUT).await {
-            tracing::warn!(task_id, %error, "worker: the task view is not catching up; retrying");
-            if !backoff.sleep(&self.shared.stop).await {
-                return Decision::Stopped;
-            }
-        }
-        let Some((info, caller)) = view.lookup_any(&task_id) else {
-            tracing::debug!(
-                task_id,
-                "worker: no such task in the log; skipping its command"
-            );
-            return Decision::Skip;
-        };
-        if info.state.is_terminal()
-            || info.state.is_interrupted()
-            || info.last_message_id.as_deref() != Some(message_id.as_str())
-        {
-            tracing::debug!(task_id, message_id, state = %info.state, "worker: command already handled");
-            return Decision::Skip;
-        }
-        Decision::Run(Job {
-            info,
-            caller,
-            message_id,
-        })
-    }
-
-    /// Wait until fewer than `concurrency` handlers run; `false` if the worker is stopping.
+    /// Wait until fewer than the most turns allowed are supervised; `false` if stopping.
     async fn wait_for_slot(&mut self) -> bool {
-        while self.set.len() >= self.shared.concurrency.max(1) {
+        while self.set.len() >= self.shared.max_supervised {
             tokio::select! {
                 () = self.shared.stop.cancelled() => return false,
                 Some(joined) = self.set.join_next_with_id() => self.reap(joined),
@@ -208,10 +152,12 @@ impl Loop {
         true
     }
 
-    fn spawn(&mut self, partition: u32, offset: u64, job: Job) {
-        let turn = (job.info.id.to_string(), job.message_id.clone());
+    fn spawn(&mut self, partition: u32, offset: u64, turn: TurnKey) {
         self.turns.insert(turn.clone());
-        let handle = self.set.spawn(supervise(self.shared.clone(), job));
+        let (task_id, message_id) = turn.clone();
+        let handle = self
+            .set
+            .spawn(supervise(self.shared.clone(), task_id, message_id));
         self.running.insert(
             handle.id(),
             Running {
@@ -233,7 +179,7 @@ impl Loop {
             Ok((id, outcome)) => (id, outcome),
             Err(error) => {
                 if error.is_panic() {
-                    tracing::error!(%error, "worker: a handler supervisor panicked; its command stays uncommitted");
+                    tracing::error!(%error, "worker: a turn's supervisor panicked; its command stays uncommitted");
                 }
                 (error.id(), Outcome::Abandoned)
             }
@@ -259,7 +205,8 @@ impl Loop {
         }
     }
 
-    /// Wait for running handlers for the grace period, then fire their tokens, then abort.
+    /// Waiting supervisors stop at once; running handlers get the grace period, then their
+    /// tokens fire (their turns are released for a takeover), then they are aborted.
     async fn drain(&mut self) {
         let grace = tokio::time::sleep(self.shared.shutdown_timeout);
         tokio::pin!(grace);
@@ -295,170 +242,28 @@ impl Loop {
     }
 }
 
-/// Run one turn: load the task, write WORKING if it was submitted, run the handler in its own
-/// task (so a panic is caught) while watching the log for the task ending, then settle it.
-async fn supervise(shared: Arc<Shared>, job: Job) -> Outcome {
-    let view = &shared.view;
-    let task_id = job.info.id.to_string();
-    let token = shared.force.child_token();
-    let Some((info, events)) = view.subscribe(None, &task_id) else {
-        return Outcome::Done;
-    };
-    if info.state.is_terminal() {
-        return Outcome::Done;
-    }
-    let mut backoff = Backoff::default();
-    let task = loop {
-        match view.load(&info).await {
-            Ok(task) => break task,
-            Err(error) => {
-                tracing::warn!(task_id, %error, "worker: cannot load the task; retrying");
-                if !backoff.sleep(&shared.force).await {
-                    return Outcome::Abandoned;
-                }
-            }
-        }
-    };
-    let Some(message_index) = task
-        .history
-        .iter()
-        .rposition(|m| m.message_id == job.message_id && m.role == Role::User)
-    else {
-        tracing::warn!(
-            task_id,
-            message_id = job.message_id,
-            "worker: the task's history lacks its message"
-        );
-        return Outcome::Done;
-    };
-    let Some(ctx) = TaskContext::new(Parts {
-        task_id: task_id.clone(),
-        context_id: task.context_id,
-        history: task.history,
-        message_index,
-        caller: job.caller,
-        cancellation: token.clone(),
-        writer: shared.writer.clone(),
-    }) else {
-        return Outcome::Done;
-    };
-    if info.state == TaskState::Submitted
-        && let Err(error) = ctx.working(None).await
-    {
-        tracing::warn!(task_id, %error, "worker: cannot mark the task working");
-    }
-
-    let handler = shared.handler.clone();
-    let run_ctx = ctx.clone();
-    let mut handle = tokio::spawn(async move { handler.handle(run_ctx).await });
-    // If this supervisor is aborted (shutdown), the handler goes with it.
-    let _abort = AbortOnDrop(handle.abort_handle());
-    let watch = watch_for_end(view, &task_id, events, &token);
-    tokio::pin!(watch);
-    let mut watching = true;
-    let result = loop {
-        tokio::select! {
-            result = &mut handle => break result,
-            () = &mut watch, if watching => watching = false,
-        }
-    };
-
-    if shared.force.is_cancelled() {
-        return Outcome::Abandoned;
-    }
-    if token.is_cancelled() {
-        // The log says the task ended (canceled, or by this handler): nothing more to write.
-        return Outcome::Done;
-    }
-    let failure = match result {
-        Ok(Ok(())) => None,
-        Ok(Err(error)) => Some(error.to_string()),
-        Err(error) if error.is_panic() => {
-            let payload = error.into_panic();
-            let text = payload
-                .downcast_ref::<&str>()
-                .map(|s| (*s).to_owned())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".to_owned());
-            Some(format!("handler panicked: {text}"))
-        }
-        Err(_) => return Outcome::Abandoned,
-    };
-    if ctx.turn() != Turn::Open {
-        if let Some(failure) = failure {
+/// The turn a commands record names, if it is a command or a continue that decodes.
+fn turn_of(stored: &StoredRecord) -> Option<TurnKey> {
+    let record = match Record::decode(&stored.payload) {
+        Ok(record) => record,
+        Err(error) => {
             tracing::warn!(
-                task_id,
-                failure,
-                "worker: handler failed after ending its turn; the reported outcome stands"
+                partition = stored.partition, offset = stored.offset, %error,
+                "worker: skipping a command that does not decode"
             );
+            return None;
         }
-        return Outcome::Done;
-    }
-    settle(&shared, &ctx, failure.as_deref()).await
-}
-
-/// Complete (or fail with `failure`) a turn the handler left open, retrying while the log is
-/// unavailable.
-async fn settle(shared: &Shared, ctx: &TaskContext, failure: Option<&str>) -> Outcome {
-    let mut backoff = Backoff::default();
-    loop {
-        let written = match failure {
-            None => ctx.complete(None).await,
-            Some(text) => ctx.fail(text).await,
-        };
-        match written {
-            Ok(()) => return Outcome::Done,
-            Err(error) if error.is_retryable() => {
-                tracing::warn!(task_id = ctx.task_id(), %error, "worker: cannot settle the task; retrying");
-                if !backoff.sleep(&shared.force).await {
-                    return Outcome::Abandoned;
-                }
-            }
-            Err(error) => {
-                tracing::error!(task_id = ctx.task_id(), %error, "worker: cannot settle the task; giving up");
-                return Outcome::Done;
-            }
-        }
-    }
-}
-
-/// Return once the log shows the task terminal, after firing `token`. Never returns if the
-/// view stops.
-async fn watch_for_end(
-    view: &TaskView,
-    task_id: &str,
-    mut events: tokio::sync::broadcast::Receiver<Arc<TaskEvent>>,
-    token: &CancellationToken,
-) {
-    loop {
-        match events.recv().await {
-            Ok(event) if event.state.is_terminal() => break,
-            Ok(_) => {}
-            Err(RecvError::Lagged(_)) => {
-                if view
-                    .lookup_any(task_id)
-                    .is_some_and(|(info, _)| info.state.is_terminal())
-                {
-                    break;
-                }
-            }
-            Err(RecvError::Closed) => std::future::pending::<()>().await,
-        }
-    }
-    token.cancel();
-}
-
-struct AbortOnDrop(tokio::task::AbortHandle);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
+    };
+    matches!(
+        record.body,
+        RecordBody::Command { .. } | RecordBody::Continue { .. }
+    )
+    .then_some((record.header.task_id, record.header.message_id))
 }
 
 /// Exponential backoff from 10 ms to 1 s.
 #[derive(Debug)]
-struct Backoff(Duration);
+pub(super) struct Backoff(Duration);
 
 impl Default for Backoff {
     fn default() -> Self {
@@ -467,12 +272,12 @@ impl Default for Backoff {
 }
 
 impl Backoff {
-    fn reset(&mut self) {
+    pub(super) fn reset(&mut self) {
         *self = Self::default();
     }
 
     /// Sleep the current delay and double it; `false` (at once) if `stop` fires.
-    async fn sleep(&mut self, stop: &CancellationToken) -> bool {
+    pub(super) async fn sleep(&mut self, stop: &CancellationToken) -> bool {
         let delay = self.0;
         self.0 = (self.0 * 2).min(Duration::from_secs(1));
         tokio::select! {

@@ -223,8 +223,13 @@ async fn a_task_runs_working_first_and_completes_when_the_handler_returns() {
     let states: Vec<_> = records.iter().filter_map(state_of).collect();
     assert_eq!(states, vec![TaskState::Working, TaskState::Completed]);
     assert!(matches!(records[0].body, RecordBody::Command { .. }));
-    assert_eq!(state_of(&records[1]), Some(TaskState::Working));
+    // The claim first, in one batch with WORKING; everything after under attempt 1.
+    assert!(
+        matches!(&records[1].body, RecordBody::Claim { turn, .. } if *turn == task.history[0].message_id)
+    );
+    assert_eq!(state_of(&records[2]), Some(TaskState::Working));
     assert!(records[1..].iter().all(|r| r.header.source == source));
+    assert!(records[1..].iter().all(|r| r.header.attempt == 1));
     h.shutdown().await;
 }
 

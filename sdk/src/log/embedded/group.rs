@@ -1,10 +1,13 @@
 //! Consumer groups: in-process members sharing a topic's partitions.
 //!
-//! Partition `p` belongs to the member at position `p % members` in join order; every
-//! join, leave or drop bumps the group's generation, and members pick up the new assignment
-//! on their next `poll` (waiting members are woken through a watch). A member starts a
-//! partition it newly owns at the group's committed offset, so whatever the previous owner
-//! polled but did not commit is delivered again.
+//! Assignment is sticky: every partition has one owner, members own as even a share as the
+//! count allows (the shares differ by at most one), and a join or leave moves only the
+//! partitions that must move to even the shares out (a leaver's partitions, and from the
+//! most loaded members the excess a joiner takes). Every join, leave or drop bumps the group's
+//! generation, and members pick up the new assignment on their next `poll` (waiting members
+//! are woken through a watch). A member starts a partition it newly owns at the group's
+//! committed offset, so whatever the previous owner polled but did not commit is delivered
+//! again; a member keeps its place in the partitions it keeps.
 //!
 //! Committed offsets are durable in file mode: `groups/<group>.json` in the topic's
 //! directory, replaced atomically (write temporary, sync, rename, sync directory) on every
@@ -46,9 +49,68 @@ pub(crate) struct Group {
 struct GroupState {
     /// Member ids in join order.
     members: Vec<u64>,
+    /// Each partition's owner, once the group has members.
+    owners: Vec<Option<u64>>,
     next_member: u64,
     generation: u64,
     committed: Vec<u64>,
+}
+
+impl GroupState {
+    /// Give every partition a live owner, evening the shares out while moving as few
+    /// partitions as possible.
+    fn rebalance(&mut self) {
+        let members = &self.members;
+        for owner in &mut self.owners {
+            if owner.is_some_and(|o| !members.contains(&o)) {
+                *owner = None;
+            }
+        }
+        if members.is_empty() {
+            return;
+        }
+        let load =
+            |owners: &[Option<u64>], m: u64| owners.iter().filter(|o| **o == Some(m)).count();
+        // The members holding the most keep the larger shares: fewer partitions move.
+        let mut by_load: Vec<u64> = members.clone();
+        by_load.sort_by_key(|m| std::cmp::Reverse(load(&self.owners, *m)));
+        let (base, extra) = (
+            self.owners.len() / members.len(),
+            self.owners.len() % members.len(),
+        );
+        let target = |m: u64| {
+            base + usize::from(
+                by_load
+                    .iter()
+                    .position(|x| *x == m)
+                    .is_some_and(|i| i < extra),
+            )
+        };
+        for &member in members {
+            let mut excess = load(&self.owners, member).saturating_sub(target(member));
+            for owner in self.owners.iter_mut().rev() {
+                if excess == 0 {
+                    break;
+                }
+                if *owner == Some(member) {
+                    *owner = None;
+                    excess -= 1;
+                }
+            }
+        }
+        for &member in members {
+            let mut missing = target(member).saturating_sub(load(&self.owners, member));
+            for owner in self.owners.iter_mut() {
+                if missing == 0 {
+                    break;
+                }
+                if owner.is_none() {
+                    *owner = Some(member);
+                    missing -= 1;
+                }
+            }
+        }
+    }
 }
 
 /// The offsets file's contents.
@@ -91,6 +153,7 @@ impl Group {
             sync,
             state: Mutex::new(GroupState {
                 members: Vec::new(),
+                owners: vec![None; partitions],
                 next_member: 0,
                 generation: 0,
                 committed,
@@ -117,6 +180,7 @@ impl Group {
     }
 
     fn bump(&self, state: &mut GroupState) {
+        state.rebalance();
         state.generation += 1;
         self.generation.send_replace(state.generation);
     }
@@ -124,16 +188,13 @@ impl Group {
     /// The partitions `id` owns now, each with the group's committed offset.
     fn assignment(&self, id: u64) -> Result<Vec<(u32, u64)>> {
         let state = lock(&self.state)?;
-        let Some(position) = state.members.iter().position(|m| *m == id) else {
-            return Ok(Vec::new());
-        };
-        let members = state.members.len();
         Ok(state
-            .committed
+            .owners
             .iter()
+            .zip(&state.committed)
             .enumerate()
-            .filter(|(p, _)| p % members == position)
-            .map(|(p, offset)| (p as u32, *offset))
+            .filter(|(_, (owner, _))| **owner == Some(id))
+            .map(|(p, (_, offset))| (p as u32, *offset))
             .collect())
     }
 
@@ -324,6 +385,12 @@ impl GroupConsumer for Member {
         self.group.commit(partition, next_offset).await
     }
 
+    fn owned_partitions(&self) -> Vec<u32> {
+        let mut owned: Vec<u32> = self.owned.iter().map(|o| o.partition).collect();
+        owned.sort_unstable();
+        owned
+    }
+
     async fn leave(mut self: Box<Self>) -> Result<()> {
         self.left = true;
         self.group.leave(self.id);
@@ -337,5 +404,72 @@ impl Drop for Member {
         if !self.left {
             self.group.leave(self.id);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(partitions: usize) -> GroupState {
+        GroupState {
+            members: Vec::new(),
+            owners: vec![None; partitions],
+            next_member: 0,
+            generation: 0,
+            committed: vec![0; partitions],
+        }
+    }
+
+    /// Rebalance after the membership change, and count the partitions that changed owner
+    /// (a partition of a departed member counts).
+    fn moves(state: &mut GroupState, change: impl FnOnce(&mut Vec<u64>)) -> usize {
+        let before = state.owners.clone();
+        change(&mut state.members);
+        state.rebalance();
+        before
+            .iter()
+            .zip(&state.owners)
+            .filter(|(b, a)| b.is_some() && b != a)
+            .count()
+    }
+
+    fn loads(state: &GroupState) -> Vec<usize> {
+        state
+            .members
+            .iter()
+            .map(|m| state.owners.iter().filter(|o| **o == Some(*m)).count())
+            .collect()
+    }
+
+    #[test]
+    fn joins_and_leaves_move_only_the_partitions_that_must_move() {
+        let mut s = state(8);
+        assert_eq!(moves(&mut s, |m| m.push(1)), 0);
+        assert_eq!(loads(&s), [8]);
+        // A joiner takes its share from the others, nothing else moves.
+        assert_eq!(moves(&mut s, |m| m.push(2)), 4);
+        assert_eq!(loads(&s), [4, 4]);
+        assert_eq!(moves(&mut s, |m| m.push(3)), 2);
+        assert_eq!(loads(&s).iter().sum::<usize>(), 8);
+        assert!(loads(&s).iter().all(|l| (2..=3).contains(l)));
+        // A leaver's partitions go to the others; theirs stay.
+        let kept: Vec<_> = s.owners.iter().map(|o| o.filter(|m| *m != 2)).collect();
+        let leaver = loads(&s)[1];
+        assert_eq!(moves(&mut s, |m| m.retain(|x| *x != 2)), leaver);
+        for (before, now) in kept.iter().zip(&s.owners) {
+            if before.is_some() {
+                assert_eq!(before, now);
+            }
+        }
+        assert_eq!(loads(&s), [4, 4]);
+        // More members than partitions: some own nothing, every partition has an owner.
+        let mut s = state(2);
+        moves(&mut s, |m| m.extend([1, 2, 3]));
+        assert!(s.owners.iter().all(Option::is_some));
+        assert_eq!(loads(&s).iter().sum::<usize>(), 2);
+        assert_eq!(moves(&mut s, |m| m.push(4)), 0);
+        moves(&mut s, |m| m.clear());
+        assert!(s.owners.iter().all(Option::is_none));
     }
 }

@@ -453,6 +453,10 @@ impl GroupConsumer for IggyGroupConsumer {
         }
     }
 
+    fn owned_partitions(&self) -> Vec<u32> {
+        self.owned.clone()
+    }
+
     async fn leave(mut self: Box<Self>) -> Result<()> {
         self.left = true;
         let left = self

@@ -6,11 +6,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod claims;
+mod folds;
+
 use std::path::PathBuf;
 
 use agentlog_wire::fold::fold;
 use agentlog_wire::jsonrpc::{ProtocolVersion, error_body, parse_request};
 use agentlog_wire::{ErrorCode, Record, RecordBody, RecordHeader, RpcError, StateCode, TaskState};
+use folds::{hi_command, rec, status};
 use serde_json::{Value, json};
 use strum::IntoEnumIterator;
 
@@ -38,7 +42,7 @@ fn main() {
         &dir,
         "fold.json",
         "Fold scenarios: a task's records in log order, the Task they fold to, and what was ignored.",
-        folds(),
+        folds::folds().into_iter().chain(claims::claims()).collect(),
     );
     write(
         &dir,
@@ -49,7 +53,7 @@ fn main() {
     write(
         &dir,
         "ids.json",
-        "Deterministic task and context ids from (tenant, principal, messageId).",
+        "Deterministic ids: task and context ids from (tenant, principal, messageId), worker record ids from (task, turn, attempt, sequence).",
         ids(),
     );
 }
@@ -61,7 +65,7 @@ fn write(dir: &std::path::Path, name: &str, description: &str, cases: Vec<Value>
     println!("wrote {name}: {} cases", cases.len());
 }
 
-fn ok(description: impl Into<String>, input: Value, expected: Value) -> Value {
+pub(crate) fn ok(description: impl Into<String>, input: Value, expected: Value) -> Value {
     json!({"description": description.into(), "input": input, "expected": expected})
 }
 
@@ -128,7 +132,7 @@ fn task_states() -> Vec<Value> {
     cases
 }
 
-fn header(task: &str, message_id: &str, ms: u64) -> RecordHeader {
+pub(crate) fn header(task: &str, message_id: &str, ms: u64) -> RecordHeader {
     RecordHeader {
         task_id: task.into(),
         context_id: "ctx-1".into(),
@@ -137,13 +141,14 @@ fn header(task: &str, message_id: &str, ms: u64) -> RecordHeader {
         principal: "alice".into(),
         tenant: String::new(),
         hops: 0,
+        attempt: 0,
         deadline_ms: 0,
         timestamp_ms: ms,
         content_type: "application/json".into(),
     }
 }
 
-const SEND_HI: &str =
+pub(crate) const SEND_HI: &str =
     r#"{"message":{"messageId":"m-1","role":"ROLE_USER","parts":[{"text":"hi"}]}}"#;
 
 fn sample_records() -> Vec<(&'static str, Record)> {
@@ -167,7 +172,28 @@ fn sample_records() -> Vec<(&'static str, Record)> {
         ("a completed terminal", Record { header: header("task-1", "t-1", 1_700_000_000_900), body: RecordBody::Terminal { state: TaskState::Completed.into(), message: String::new() } }),
         ("a failed terminal with a message", Record { header: header("task-1", "t-2", 1_700_000_000_900), body: RecordBody::Terminal { state: TaskState::Failed.into(), message: r#"{"messageId":"t-2","role":"ROLE_AGENT","parts":[{"text":"handler panicked"}]}"#.into() } }),
         ("a record with every header empty but the task id", Record { header: RecordHeader { task_id: "t".into(), ..RecordHeader::default() }, body: RecordBody::CancelRequest { metadata: String::new() } }),
+        ("a worker's claim of a turn, attempt 1", Record { header: worker_header("c-1", 1, 1_700_000_000_050), body: RecordBody::Claim { turn: "m-1".into(), lease_until_ms: 1_700_000_010_050 } }),
+        ("a claim's renewal, attempt 300", Record { header: worker_header("c-2", 300, 1_700_000_003_050), body: RecordBody::Claim { turn: "m-1".into(), lease_until_ms: 1_700_000_013_050 } }),
+        ("an artifact written under attempt 2", Record { header: worker_header("a-9", 2, 1_700_000_000_060), body: RecordBody::ArtifactUpdate { append: false, last_chunk: true, artifact: r#"{"artifactId":"out","parts":[{"text":"done"}]}"#.into() } }),
     ]
+}
+
+/// A header written by worker `worker-1` under `attempt`.
+fn worker_header(message_id: &str, attempt: u32, ms: u64) -> RecordHeader {
+    RecordHeader {
+        source: "worker-1".into(),
+        attempt,
+        ..header("task-1", message_id, ms)
+    }
+}
+
+/// A record's bytes in format version 1 (before claims): no attempt field.
+fn v1_bytes(record: &Record) -> Vec<u8> {
+    let v2 = record.encode().unwrap();
+    let mut v1 = vec![1];
+    v1.extend_from_slice(&v2[1..19]);
+    v1.extend_from_slice(&v2[23..]);
+    v1
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -184,6 +210,17 @@ fn records() -> Vec<Value> {
             json!({"hex": hex(&bytes)}),
         ));
     }
+    for (description, mut record) in sample_records() {
+        if record.body.kind() == agentlog_wire::RecordKind::Claim {
+            continue;
+        }
+        record.header.attempt = 0;
+        cases.push(ok(
+            format!("format 1 (before claims): {description}, read as attempt 0"),
+            json!({"hex": hex(&v1_bytes(&record))}),
+            json!({"record": record}),
+        ));
+    }
     let base = sample_records().remove(0).1.encode().unwrap();
     let decode_err = |description: &str, bytes: Vec<u8>| {
         let kind = Record::decode(&bytes).unwrap_err().kind();
@@ -194,22 +231,50 @@ fn records() -> Vec<Value> {
         )
     };
     cases.push(decode_err("empty input", Vec::new()));
-    for cut in [1, 2, 10, 18, 19, 20, 25, base.len() - 5, base.len() - 1] {
+    for cut in [
+        1,
+        2,
+        10,
+        18,
+        19,
+        20,
+        22,
+        23,
+        25,
+        base.len() - 5,
+        base.len() - 1,
+    ] {
         cases.push(decode_err(
             &format!("truncated to {cut} bytes"),
             base[..cut].to_vec(),
         ));
     }
-    for version in [0u8, 2, 255] {
+    for version in [0u8, 3, 255] {
         let mut b = base.clone();
         b[0] = version;
         cases.push(decode_err(&format!("format version {version}"), b));
     }
-    for kind in [0u8, 7, 200] {
+    for kind in [0u8, 8, 200] {
         let mut b = base.clone();
         b[1] = kind;
         cases.push(decode_err(&format!("kind code {kind}"), b));
     }
+    let claim = sample_records()
+        .into_iter()
+        .find(|(_, r)| r.body.kind() == agentlog_wire::RecordKind::Claim)
+        .unwrap()
+        .1;
+    let mut v1_claim = v1_bytes(&claim);
+    v1_claim[1] = 7;
+    cases.push(decode_err(
+        "a claim in format 1 (claims came with format 2)",
+        v1_claim,
+    ));
+    let claim_bytes = claim.encode().unwrap();
+    cases.push(decode_err(
+        "a claim cut inside its lease",
+        claim_bytes[..claim_bytes.len() - 3].to_vec(),
+    ));
     let mut trailing = base.clone();
     trailing.push(0);
     cases.push(decode_err("one trailing byte", trailing));
@@ -217,12 +282,12 @@ fn records() -> Vec<Value> {
     two.extend_from_slice(&base);
     cases.push(decode_err("two records back to back", two));
     let mut utf8 = base.clone();
-    utf8[21] = 0xff; // first byte of the task id
+    utf8[25] = 0xff; // first byte of the task id
     cases.push(decode_err("task id is not UTF-8", utf8));
     let empty_task = {
-        let mut b = Vec::from(&base[..19]);
+        let mut b = Vec::from(&base[..23]);
         b.extend_from_slice(&[0, 0]);
-        b.extend_from_slice(&base[19 + 2 + 6..]);
+        b.extend_from_slice(&base[23 + 2 + 6..]);
         b
     };
     cases.push(decode_err("empty task id", empty_task));
@@ -426,291 +491,6 @@ fn jsonrpc() -> Vec<Value> {
     cases
 }
 
-fn rec(task: &str, message_id: &str, ms: u64, body: RecordBody) -> Record {
-    Record {
-        header: header(task, message_id, ms),
-        body,
-    }
-}
-
-fn status(id: &str, ms: u64, state: TaskState, message: &str) -> Record {
-    let body = if state.is_terminal() {
-        RecordBody::Terminal {
-            state: state.into(),
-            message: message.into(),
-        }
-    } else {
-        RecordBody::StatusUpdate {
-            state: state.into(),
-            message: message.into(),
-        }
-    };
-    rec("task-1", id, ms, body)
-}
-
-/// Task 1's command: "hi" from message m-1.
-fn hi_command() -> Record {
-    rec(
-        "task-1",
-        "m-1",
-        1_700_000_000_000,
-        RecordBody::Command {
-            params: SEND_HI.into(),
-        },
-    )
-}
-
-fn folds() -> Vec<Value> {
-    let command = hi_command;
-    let agent_msg = |id: &str, text: &str| {
-        format!(r#"{{"messageId":"{id}","role":"ROLE_AGENT","parts":[{{"text":"{text}"}}]}}"#)
-    };
-    let artifact = |id: &str, ms, append, last, text: &str| {
-        rec(
-            "task-1",
-            id,
-            ms,
-            RecordBody::ArtifactUpdate {
-                append,
-                last_chunk: last,
-                artifact: format!(
-                    r#"{{"artifactId":"out","name":"echo","parts":[{{"text":"{text}"}}]}}"#
-                ),
-            },
-        )
-    };
-    let cancel = |ms| {
-        rec(
-            "task-1",
-            "cancel-1",
-            ms,
-            RecordBody::CancelRequest {
-                metadata: String::new(),
-            },
-        )
-    };
-    let cont = |id: &str, ms| {
-        rec(
-            "task-1",
-            id,
-            ms,
-            RecordBody::Continue {
-                params: format!(
-                    r#"{{"message":{{"messageId":"{id}","role":"ROLE_USER","parts":[{{"text":"paris"}}]}}}}"#
-                ),
-            },
-        )
-    };
-    let scenarios: Vec<(&str, Vec<Record>)> = vec![
-        ("a command alone is submitted", vec![command()]),
-        (
-            "working then completed with an artifact",
-            vec![
-                command(),
-                status("s-1", 1_700_000_000_010, TaskState::Working, ""),
-                artifact("a-1", 1_700_000_000_020, false, true, "echo: hi"),
-                status("t-1", 1_700_000_000_030, TaskState::Completed, ""),
-            ],
-        ),
-        (
-            "artifact chunks append in log order",
-            vec![
-                command(),
-                artifact("a-1", 1_700_000_000_010, false, false, "ec"),
-                artifact("a-2", 1_700_000_000_011, true, false, "ho"),
-                artifact("a-3", 1_700_000_000_012, true, true, ": hi"),
-                status("t-1", 1_700_000_000_013, TaskState::Completed, ""),
-            ],
-        ),
-        (
-            "a non-append artifact replaces the earlier one",
-            vec![
-                command(),
-                artifact("a-1", 1_700_000_000_010, false, false, "draft"),
-                artifact("a-2", 1_700_000_000_011, false, true, "final"),
-            ],
-        ),
-        (
-            "the first terminal wins",
-            vec![
-                command(),
-                status("t-1", 1_700_000_000_010, TaskState::Completed, ""),
-                status("t-2", 1_700_000_000_020, TaskState::Failed, ""),
-            ],
-        ),
-        (
-            "a cancel request before the completion cancels",
-            vec![
-                command(),
-                status("s-1", 1_700_000_000_010, TaskState::Working, ""),
-                cancel(1_700_000_000_020),
-                status("t-1", 1_700_000_000_030, TaskState::Completed, ""),
-            ],
-        ),
-        (
-            "a completion before the cancel request completes",
-            vec![
-                command(),
-                status("s-1", 1_700_000_000_010, TaskState::Working, ""),
-                status("t-1", 1_700_000_000_020, TaskState::Completed, ""),
-                cancel(1_700_000_000_030),
-            ],
-        ),
-        (
-            "input-required, continue, completed",
-            vec![
-                command(),
-                status(
-                    "s-1",
-                    1_700_000_000_010,
-                    TaskState::InputRequired,
-                    &agent_msg("s-1", "which city?"),
-                ),
-                cont("m-2", 1_700_000_000_020),
-                status("s-2", 1_700_000_000_030, TaskState::Working, ""),
-                status(
-                    "t-1",
-                    1_700_000_000_040,
-                    TaskState::Completed,
-                    &agent_msg("t-1", "sunny in paris"),
-                ),
-            ],
-        ),
-        (
-            "a continue to a working task is illegal",
-            vec![
-                command(),
-                status("s-1", 1_700_000_000_010, TaskState::Working, ""),
-                cont("m-2", 1_700_000_000_020),
-            ],
-        ),
-        (
-            "records before the command are orphans",
-            vec![
-                status("s-0", 1_699_999_999_000, TaskState::Working, ""),
-                command(),
-                status("s-1", 1_700_000_000_010, TaskState::Working, ""),
-            ],
-        ),
-        (
-            "a repeated command and a repeated message id are duplicates",
-            vec![
-                command(),
-                command(),
-                status("s-1", 1_700_000_000_010, TaskState::Working, ""),
-                status("s-1", 1_700_000_000_011, TaskState::AuthRequired, ""),
-            ],
-        ),
-        (
-            "illegal transitions are ignored and counted",
-            vec![
-                command(),
-                status("s-1", 1_700_000_000_010, TaskState::Submitted, ""),
-                rec(
-                    "task-1",
-                    "s-2",
-                    1_700_000_000_020,
-                    RecordBody::StatusUpdate {
-                        state: StateCode(42),
-                        message: String::new(),
-                    },
-                ),
-                rec(
-                    "task-1",
-                    "s-3",
-                    1_700_000_000_030,
-                    RecordBody::StatusUpdate {
-                        state: TaskState::Completed.into(),
-                        message: String::new(),
-                    },
-                ),
-                rec(
-                    "task-1",
-                    "s-4",
-                    1_700_000_000_040,
-                    RecordBody::Terminal {
-                        state: TaskState::Working.into(),
-                        message: String::new(),
-                    },
-                ),
-            ],
-        ),
-        (
-            "records of another task are ignored",
-            vec![
-                command(),
-                rec(
-                    "task-2",
-                    "s-1",
-                    1_700_000_000_010,
-                    RecordBody::StatusUpdate {
-                        state: TaskState::Working.into(),
-                        message: String::new(),
-                    },
-                ),
-            ],
-        ),
-        (
-            "an unparsable payload is ignored",
-            vec![
-                command(),
-                rec(
-                    "task-1",
-                    "a-1",
-                    1_700_000_000_010,
-                    RecordBody::ArtifactUpdate {
-                        append: false,
-                        last_chunk: false,
-                        artifact: "{not json".into(),
-                    },
-                ),
-                status(
-                    "t-1",
-                    1_700_000_000_020,
-                    TaskState::Rejected,
-                    &agent_msg("t-1", "not my job"),
-                ),
-            ],
-        ),
-        (
-            "a command with unparsable params creates no task",
-            vec![rec(
-                "task-1",
-                "m-1",
-                1_700_000_000_000,
-                RecordBody::Command {
-                    params: r#"{"message":{"role":"ROLE_USER"}}"#.into(),
-                },
-            )],
-        ),
-        (
-            "auth-required then canceled",
-            vec![
-                command(),
-                status(
-                    "s-1",
-                    1_700_000_000_010,
-                    TaskState::AuthRequired,
-                    &agent_msg("s-1", "sign in please"),
-                ),
-                cancel(1_700_000_000_020),
-            ],
-        ),
-    ];
-    scenarios
-        .into_iter()
-        .map(|(description, records)| {
-            let f = fold(&records);
-            let stats = f.stats();
-            ok(
-                description,
-                json!({"records": records}),
-                json!({"task": f.task(), "stats": {"applied": stats.applied, "orphans": stats.orphans, "duplicates": stats.duplicates, "afterTerminal": stats.after_terminal, "illegalTransitions": stats.illegal_transitions, "invalid": stats.invalid}}),
-            )
-        })
-        .collect()
-}
-
 fn ids() -> Vec<Value> {
     let inputs = [
         ("", "", "m-1"),
@@ -726,7 +506,7 @@ fn ids() -> Vec<Value> {
             "0196f1e2-7c1a-7000-8000-000000000000",
         ),
     ];
-    inputs
+    let mut cases: Vec<Value> = inputs
         .iter()
         .map(|(tenant, principal, message_id)| {
             ok(
@@ -735,7 +515,22 @@ fn ids() -> Vec<Value> {
                 json!({"taskId": agentlog_wire::ids::task_id(tenant, principal, message_id), "contextId": agentlog_wire::ids::context_id(tenant, principal, message_id)}),
             )
         })
-        .collect()
+        .collect();
+    for (task, turn, attempt, sequence) in [
+        ("task-1", "m-1", 1u32, 0u32),
+        ("task-1", "m-1", 1, 1),
+        ("task-1", "m-1", 2, 0),
+        ("task-1", "m-2", 1, 0),
+        ("task-1", "m-1", 1, 12),
+        ("task-1", "m-1", 11, 2),
+    ] {
+        cases.push(ok(
+            format!("the record id of ({task}, {turn}, attempt {attempt}, sequence {sequence})"),
+            json!({"taskId": task, "turn": turn, "attempt": attempt, "sequence": sequence}),
+            json!({"recordId": agentlog_wire::ids::record_id(task, turn, attempt, sequence)}),
+        ));
+    }
+    cases
 }
 
 fn v03_cases() -> Vec<Value> {

@@ -1,0 +1,209 @@
+//! An attempt: one worker's claim on a turn of a task, and every record written under it.
+//!
+//! A *turn* is the work a task waits on for one client message (its command, or a
+//! continue); an *attempt* is one worker's run of it. The worker claims the turn on the
+//! task's events (fold rule 10), renews the lease while the handler runs, and writes every
+//! record of the run with the attempt's number and its own `source`, so the fold takes them
+//! from the holder only (rule 11). Record ids are [`ids::record_id`] of (task, turn, attempt,
+//! sequence): a record written again is the same record, and the fold drops the copy.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use agentlog_wire::a2a::Message;
+use agentlog_wire::{Record, RecordBody, RecordHeader, TaskState, ids};
+use bytes::Bytes;
+
+use crate::agent::Caller;
+use crate::error::{Error, ErrorKind, Result};
+use crate::log::{Appended, Log, TopicRef};
+
+/// Where a worker's records go, and under which name.
+#[derive(Debug)]
+pub(super) struct Writer {
+    pub(super) log: Log,
+    pub(super) events: TopicRef,
+    pub(super) commands: TopicRef,
+    pub(super) source: String,
+}
+
+impl Writer {
+    /// Append `records` (of one task) to the events topic in one batch, keyed by their task.
+    pub(super) async fn append(&self, records: &[Record]) -> Result<Appended> {
+        let Some(first) = records.first() else {
+            return Err(Error::new(ErrorKind::Internal, "an empty batch of records"));
+        };
+        let payloads = records.iter().map(encode).collect::<Result<Vec<_>>>()?;
+        self.log
+            .append(&self.events, first.header.task_id.as_bytes(), payloads)
+            .await
+    }
+}
+
+/// A record's bytes.
+pub(super) fn encode(record: &Record) -> Result<Bytes> {
+    record.encode().map(Bytes::from).map_err(|e| {
+        Error::new(ErrorKind::InvalidParams, "the record cannot be encoded").with_source(e)
+    })
+}
+
+/// The task an attempt works for.
+#[derive(Debug, Clone)]
+pub(super) struct TaskRef {
+    pub(super) id: String,
+    pub(super) context_id: String,
+    /// The task's owner: every record carries them.
+    pub(super) caller: Caller,
+}
+
+/// One worker's claim on a turn. Shared by the turn's supervisor (claims, renewals) and the
+/// handler's [`TaskContext`](super::TaskContext) (its reports).
+#[derive(Debug)]
+pub(super) struct Attempt {
+    pub(super) task: TaskRef,
+    /// The attempt number: the task's claims count from 1.
+    pub(super) number: u32,
+    /// Which try of the turn this is: 1 for the turn's first claim.
+    pub(super) turn_attempt: u32,
+    /// The turn claimed first; with the attempt and a sequence number it names every record.
+    first_turn: Arc<str>,
+    /// The turn claimed now: the first one, or a follow-up the holder took since.
+    turn: Mutex<Arc<str>>,
+    /// The next record's sequence number.
+    sequence: AtomicU32,
+    pub(super) writer: Arc<Writer>,
+    pub(super) lease: Duration,
+}
+
+impl Attempt {
+    pub(super) fn new(
+        task: TaskRef,
+        number: u32,
+        turn: Arc<str>,
+        writer: Arc<Writer>,
+        lease: Duration,
+    ) -> Self {
+        Self {
+            task,
+            number,
+            turn_attempt: 1,
+            first_turn: turn.clone(),
+            turn: Mutex::new(turn),
+            sequence: AtomicU32::new(0),
+            writer,
+            lease,
+        }
+    }
+
+    /// The same attempt, now known to be the turn's `turn_attempt`-th try.
+    pub(super) fn with_turn_attempt(mut self, turn_attempt: u32) -> Self {
+        self.turn_attempt = turn_attempt;
+        self
+    }
+
+    /// The turn the attempt answers now.
+    pub(super) fn turn(&self) -> Arc<str> {
+        self.turn.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The attempt took the follow-up `turn` (its claim of it applied).
+    pub(super) fn set_turn(&self, turn: Arc<str>) {
+        *self.turn.lock().unwrap_or_else(|e| e.into_inner()) = turn;
+    }
+
+    /// The id of the next record written under this attempt.
+    pub(super) fn next_id(&self) -> String {
+        let sequence = self.sequence.fetch_add(1, Ordering::Relaxed);
+        ids::record_id(&self.task.id, &self.first_turn, self.number, sequence)
+    }
+
+    /// A record of this attempt with `body`, its id `message_id`.
+    pub(super) fn record(&self, message_id: String, body: RecordBody) -> Record {
+        let task = &self.task;
+        Record {
+            header: RecordHeader {
+                task_id: task.id.clone(),
+                context_id: task.context_id.clone(),
+                message_id,
+                source: self.writer.source.clone(),
+                principal: task.caller.principal.clone(),
+                tenant: task.caller.tenant.clone(),
+                hops: 0,
+                attempt: self.number,
+                deadline_ms: 0,
+                timestamp_ms: now_ms(),
+                content_type: "application/json".to_owned(),
+            },
+            body,
+        }
+    }
+
+    /// A status (or terminal) record of this attempt setting `state`, with `text` as the
+    /// agent's status message.
+    pub(super) fn status_record(&self, state: TaskState, text: Option<&str>) -> Result<Record> {
+        let id = self.next_id();
+        let message = match text {
+            Some(text) => {
+                let mut message = Message::agent_text(id.clone(), text);
+                message.task_id = Some(self.task.id.clone());
+                message.context_id = Some(self.task.context_id.clone());
+                serde_json::to_string(&message).map_err(|e| {
+                    Error::new(ErrorKind::InvalidParams, "the message cannot be encoded")
+                        .with_source(e)
+                })?
+            }
+            None => String::new(),
+        };
+        Ok(self.record(id, RecordBody::status(state, message)))
+    }
+
+    /// A claim of `turn` under this attempt, leased for [`Attempt::lease`] from now (or, with
+    /// `release`, over at once: the turn is free for a takeover).
+    pub(super) fn claim_record(&self, turn: &str, release: bool) -> Record {
+        let now = now_ms();
+        let lease_until_ms = if release {
+            now
+        } else {
+            now.saturating_add(millis(self.lease))
+        };
+        let mut record = self.record(
+            self.next_id(),
+            RecordBody::Claim {
+                turn: turn.to_owned(),
+                lease_until_ms,
+            },
+        );
+        record.header.timestamp_ms = now;
+        record
+    }
+
+    /// Renew the claim of the current turn: the lease runs [`Attempt::lease`] from now.
+    /// Returns the new lease's end.
+    pub(super) async fn renew(&self) -> Result<u64> {
+        let record = self.claim_record(&self.turn(), false);
+        let until = match &record.body {
+            RecordBody::Claim { lease_until_ms, .. } => *lease_until_ms,
+            _ => 0,
+        };
+        self.writer.append(&[record]).await?;
+        Ok(until)
+    }
+
+    /// Release the claim: another worker may take the turn over at once.
+    pub(super) async fn release(&self) -> Result<()> {
+        let record = self.claim_record(&self.turn(), true);
+        self.writer.append(&[record]).await.map(drop)
+    }
+}
+
+pub(super) fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+pub(super) fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}

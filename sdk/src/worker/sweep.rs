@@ -1,0 +1,134 @@
+//! The sweeper: puts back on the workers' queue a turn whose command never reached it.
+//!
+//! A bridge appends a command to the events topic (the log of record) and then its copy to
+//! the commands topic. A crash between the two appends, or a failed second append, leaves a
+//! task `submitted` that no worker will ever be handed. So each worker looks, about once a
+//! second, at the partitions it owns in the worker group: a task there whose turn has waited
+//! for a claim for [`WorkerConfig::requeue_after`](super::WorkerConfig) (default 3 s) and that
+//! this worker is not already supervising gets a copy of its turn's record (the command or
+//! continue itself, read back from the events topic) on the commands topic. The worker that
+//! owns the partition receives it and claims the turn as usual.
+//!
+//! Any number of workers sweep at once without doing work twice: each sweeps only the
+//! partitions it owns, each turn at most once per worker, and the claim decides who runs a
+//! turn, so a copy that was not needed after all (the first one was still queued, or two
+//! owners swept during a rebalance) is skipped by whoever receives it. Bridges run no
+//! sweeper: a task only needs one once a worker is there to run it, and then the worker that
+//! would run it sweeps it.
+//!
+//! The bound: a lost command is back on the queue within `requeue_after` plus one sweep
+//! period (1 s) plus an append, so at most 5 s with the defaults, while the owning worker has
+//! a free supervisor slot to receive it.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use agentlog_wire::{Record, RecordBody};
+use tokio::time::Instant;
+
+use super::attempt::{millis, now_ms};
+use super::run::{Shared, TurnKey};
+use crate::error::Result;
+
+/// How often a worker sweeps.
+const SWEEP_EVERY: Duration = Duration::from_secs(1);
+/// How long a turn this worker put back is remembered (so it is put back once).
+const REMEMBER: Duration = Duration::from_secs(600);
+
+/// One worker's sweeper state.
+#[derive(Debug)]
+pub(super) struct Sweeper {
+    requeue_after: Duration,
+    next: Instant,
+    /// Turns this worker put back on the queue, and when.
+    requeued: HashMap<TurnKey, Instant>,
+}
+
+impl Sweeper {
+    pub(super) fn new(requeue_after: Duration) -> Self {
+        Self {
+            requeue_after,
+            next: Instant::now() + SWEEP_EVERY,
+            requeued: HashMap::new(),
+        }
+    }
+
+    /// Sweep `owned` partitions if a sweep is due, skipping the turns in `supervised`.
+    pub(super) async fn sweep(
+        &mut self,
+        shared: &Shared,
+        owned: &[u32],
+        supervised: &HashSet<TurnKey>,
+    ) {
+        let now = Instant::now();
+        if now < self.next {
+            return;
+        }
+        self.next = now + SWEEP_EVERY;
+        self.requeued
+            .retain(|_, at| now.duration_since(*at) < REMEMBER);
+        let before = now_ms().saturating_sub(millis(self.requeue_after));
+        for &partition in owned {
+            for (task_id, turn) in shared.view.awaiting_claim(partition, before) {
+                let key = (task_id.to_string(), turn.to_string());
+                if supervised.contains(&key) || self.requeued.contains_key(&key) {
+                    continue;
+                }
+                match requeue(shared, &task_id, &turn).await {
+                    Ok(true) => {
+                        tracing::info!(task_id = %task_id, turn = %turn, "worker: put a turn whose command never reached the queue back on it");
+                        self.requeued.insert(key, now);
+                    }
+                    Ok(false) => {}
+                    Err(error) => {
+                        tracing::warn!(task_id = %task_id, %error, "worker: cannot put a lost command back on the queue; trying again next sweep");
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Append a copy of the record that started `turn` of `task_id` to the commands topic;
+/// `false` if the task no longer waits for it.
+async fn requeue(shared: &Shared, task_id: &Arc<str>, turn: &str) -> Result<bool> {
+    let view = &shared.view;
+    let Some((info, _)) = view.lookup_any(task_id) else {
+        return Ok(false);
+    };
+    if !info.awaits_claim() || info.last_message_id.as_deref() != Some(turn) {
+        return Ok(false);
+    }
+    let content: Vec<u64> = info
+        .records
+        .iter()
+        .filter(|r| r.has_content())
+        .map(|r| r.offset())
+        .collect();
+    let records = view.read_records(info.partition, &content).await?;
+    let Some(record) = records
+        .into_iter()
+        .map(|(_, record)| record)
+        .rev()
+        .find(|r| is_turn_start(r, turn))
+    else {
+        return Ok(false);
+    };
+    let bytes = super::attempt::encode(&record)?;
+    let writer = &shared.writer;
+    writer
+        .log
+        .append(&writer.commands, task_id.as_bytes(), vec![bytes])
+        .await?;
+    Ok(true)
+}
+
+/// Whether `record` is the client record that started `turn`.
+fn is_turn_start(record: &Record, turn: &str) -> bool {
+    record.header.message_id == turn
+        && matches!(
+            record.body,
+            RecordBody::Command { .. } | RecordBody::Continue { .. }
+        )
+}

@@ -1,0 +1,546 @@
+//! One command record's supervision: wait for its turn, claim it, run the handler under a
+//! renewed lease, and settle the turn.
+//!
+//! A command or continue record on the workers' queue names a turn: (task, client message).
+//! The events topic decides what happens to it (the fold's claims, rules 10 to 13):
+//!
+//! - the task is over, or the turn is past (answered, or asked for input): nothing to do;
+//! - the turn is queued behind the current one (a follow-up): wait until it is the turn;
+//! - the turn is unclaimed, or its claim's lease ran out: claim it, with the task's next
+//!   attempt number, and run it if the claim applied (another worker may have won);
+//! - another attempt holds it under a live lease: wait until the lease ends or the task moves.
+//!
+//! While the handler runs, the supervisor renews the lease every third of it, and watches the
+//! task: a terminal record (a cancel) or another worker's takeover fires the handler's token.
+//! If the handler returns with the turn still open while follow-ups wait, the supervisor
+//! takes the first one and runs the handler again for it instead of completing the task.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::attempt::{Attempt, TaskRef, millis, now_ms};
+use super::context::{Parts, Progress, TaskContext};
+use super::run::{Backoff, Outcome, Shared};
+use crate::agent::Caller;
+use crate::error::Result;
+use crate::view::{TaskEvent, TaskInfo};
+use agentlog_wire::a2a::Role;
+use agentlog_wire::fold::{Change, ClaimKind};
+use agentlog_wire::{RecordBody, TaskState};
+use tokio::sync::OwnedSemaphorePermit;
+use tokio::sync::broadcast::error::RecvError;
+
+/// What a command record's turn needs now, as the task log says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stance {
+    /// The task is over or the turn is past: nothing to do.
+    Over,
+    /// Wait for the task to change, or until this time (a lease's end, Unix ms).
+    Wait(Option<u64>),
+    /// Claim the turn with this attempt number.
+    Claim(u32),
+}
+
+fn stance(info: &TaskInfo, turn: &str, now: u64) -> Stance {
+    if info.state.is_terminal() {
+        return Stance::Over;
+    }
+    if info.last_message_id.as_deref() != Some(turn) {
+        return if info.pending.iter().any(|p| **p == *turn) {
+            Stance::Wait(None)
+        } else {
+            Stance::Over
+        };
+    }
+    if info.state.is_interrupted() {
+        return Stance::Over;
+    }
+    let next = info.attempts.saturating_add(1);
+    match &info.claim {
+        None => Stance::Claim(next),
+        Some(claim) if claim.lease_until_ms <= now => Stance::Claim(next),
+        Some(claim) => Stance::Wait(Some(claim.lease_until_ms)),
+    }
+}
+
+/// How a run of the handler ended.
+enum Ran {
+    /// The turn is settled in the log (or belongs to another attempt now).
+    Done,
+    /// The worker is shutting down; the turn was released for a takeover.
+    Abandoned,
+    /// This attempt lost its claim without anyone taking the turn over (its renewals
+    /// failed for longer than the lease): decide again, and claim it anew.
+    Lost,
+}
+
+/// Supervise the turn `(task_id, turn)` a command record names, until it needs nothing more
+/// from this worker.
+pub(super) async fn supervise(shared: Arc<Shared>, task_id: String, turn: String) -> Outcome {
+    let view = &shared.view;
+    let partition = view.partition_of(&task_id);
+    let mut backoff = Backoff::default();
+    loop {
+        if let Err(error) = view.sync(Some(partition), shared.sync_timeout).await {
+            tracing::warn!(task_id, %error, "worker: the task view is not catching up; retrying");
+            if !backoff.sleep(&shared.stop).await {
+                return Outcome::Abandoned;
+            }
+            continue;
+        }
+        let Some((info, caller, mut events)) = view.watch(&task_id) else {
+            tracing::debug!(
+                task_id,
+                "worker: no such task in the log; skipping its command"
+            );
+            return Outcome::Done;
+        };
+        match stance(&info, &turn, now_ms()) {
+            Stance::Over => return Outcome::Done,
+            Stance::Wait(until) => {
+                let wake = async {
+                    match until {
+                        Some(until) => {
+                            let wait = until.saturating_sub(now_ms());
+                            tokio::time::sleep(Duration::from_millis(wait)).await;
+                        }
+                        None => std::future::pending().await,
+                    }
+                };
+                tokio::select! {
+                    () = shared.stop.cancelled() => return Outcome::Abandoned,
+                    () = wake => {}
+                    _ = events.recv() => {}
+                }
+            }
+            Stance::Claim(number) => {
+                drop(events);
+                let permit = tokio::select! {
+                    () = shared.stop.cancelled() => return Outcome::Abandoned,
+                    permit = shared.permits.clone().acquire_owned() => match permit {
+                        Ok(permit) => permit,
+                        Err(_) => return Outcome::Abandoned,
+                    },
+                };
+                match claim(&shared, &info, caller, number).await {
+                    Ok(Some(attempt)) => match run(&shared, attempt, permit).await {
+                        Ran::Done => return Outcome::Done,
+                        Ran::Abandoned => return Outcome::Abandoned,
+                        Ran::Lost => backoff.reset(),
+                    },
+                    // Another worker's claim came first: look again.
+                    Ok(None) => {}
+                    Err(error) => {
+                        tracing::warn!(task_id, %error, "worker: cannot claim the turn; retrying");
+                        if !backoff.sleep(&shared.stop).await {
+                            return Outcome::Abandoned;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Claim `info`'s turn under attempt `number` (with the `working` status when the task is
+/// still submitted, in the same batch), and tell whether the claim applied.
+async fn claim(
+    shared: &Shared,
+    info: &TaskInfo,
+    caller: Caller,
+    number: u32,
+) -> Result<Option<Arc<Attempt>>> {
+    let Some(turn) = info.last_message_id.clone() else {
+        return Ok(None);
+    };
+    let task = TaskRef {
+        id: info.id.to_string(),
+        context_id: info.context_id.to_string(),
+        caller,
+    };
+    let attempt = Attempt::new(
+        task,
+        number,
+        turn.clone(),
+        shared.writer.clone(),
+        shared.lease,
+    );
+    let mut records = vec![attempt.claim_record(&turn, false)];
+    if info.state == TaskState::Submitted {
+        records.push(attempt.record(
+            attempt.next_id(),
+            RecordBody::status(TaskState::Working, String::new()),
+        ));
+    }
+    let appended = shared.writer.append(&records).await?;
+    let view = &shared.view;
+    view.sync_to(
+        info.partition,
+        appended.first_offset + 1,
+        shared.sync_timeout,
+    )
+    .await?;
+    let held = view.lookup_any(&info.id).and_then(|(now, _)| {
+        now.claim
+            .filter(|c| c.attempt == number && *c.holder == shared.writer.source)
+            .map(|c| c.turn_attempt)
+    });
+    Ok(held.map(|turn_attempt| Arc::new(attempt.with_turn_attempt(turn_attempt))))
+}
+
+/// Run the handler for `attempt`'s turn, and again for each follow-up it moves on to.
+async fn run(shared: &Shared, attempt: Arc<Attempt>, _permit: OwnedSemaphorePermit) -> Ran {
+    loop {
+        match run_turn(shared, &attempt).await {
+            Turn::Over(ran) => return ran,
+            Turn::NextFollowUp(next) => {
+                if !advance(shared, &attempt, next).await {
+                    return Ran::Done;
+                }
+            }
+        }
+    }
+}
+
+enum Turn {
+    Over(Ran),
+    /// The handler returned with the turn open and this follow-up waits: run it next.
+    NextFollowUp(Arc<str>),
+}
+
+/// One run of the handler for the attempt's current turn.
+async fn run_turn(shared: &Shared, attempt: &Arc<Attempt>) -> Turn {
+    let view = &shared.view;
+    let task_id = attempt.task.id.as_str();
+    let turn = attempt.turn();
+    let Some((info, _, mut events)) = view.watch(task_id) else {
+        return Turn::Over(Ran::Done);
+    };
+    if !holds(&info, attempt, &shared.writer.source) {
+        return Turn::Over(Ran::Done);
+    }
+    let token = shared.force.child_token();
+    let mut backoff = Backoff::default();
+    let task = loop {
+        match view.load(&info).await {
+            Ok(task) => break task,
+            Err(error) => {
+                tracing::warn!(task_id, %error, "worker: cannot load the task; retrying");
+                if !backoff.sleep(&shared.force).await {
+                    return Turn::Over(release(attempt).await);
+                }
+            }
+        }
+    };
+    let restart = if attempt.turn_attempt > 1 {
+        earlier_artifacts(shared, &info, attempt).await
+    } else {
+        HashSet::new()
+    };
+    let found = task.history.iter().rposition(|m| *m.message_id == *turn);
+    let role = found.map(|i| task.history[i].role);
+    let ctx = TaskContext::new(Parts {
+        attempt: attempt.clone(),
+        message_index: found.unwrap_or(0),
+        history: task.history,
+        cancellation: token.clone(),
+        restart,
+        view: view.clone(),
+        sync_timeout: shared.sync_timeout,
+    });
+    let Some(ctx) = ctx.filter(|_| role == Some(Role::User)) else {
+        // No handler can answer a turn whose message is missing or not the user's.
+        let why = match role {
+            None => format!("the task's history lacks message {turn}, which this turn answers"),
+            Some(_) => format!("message {turn} is not a user message (role ROLE_USER)"),
+        };
+        tracing::warn!(task_id, why, "worker: failing a task it cannot run");
+        return Turn::Over(fail_unrunnable(shared, attempt, &why).await);
+    };
+
+    let handler = shared.handler.clone();
+    let run_ctx = ctx.clone();
+    let mut handle = tokio::spawn(async move { handler.handle(run_ctx).await });
+    // If this supervisor is aborted (shutdown, or a crash-like abort), the handler goes too.
+    let _abort = AbortOnDrop(handle.abort_handle());
+    let renew_every = (attempt.lease / 3).max(Duration::from_millis(10));
+    let mut renewal =
+        tokio::time::interval_at(tokio::time::Instant::now() + renew_every, renew_every);
+    let mut lease_until = now_ms().saturating_add(millis(attempt.lease));
+    let mut lost = false;
+    let mut watching = true;
+    let result = loop {
+        tokio::select! {
+            result = &mut handle => break result,
+            event = events.recv(), if watching => match event {
+                Ok(event) => {
+                    if ends_attempt(&event, attempt, &shared.writer.source) {
+                        token.cancel();
+                    }
+                }
+                Err(RecvError::Lagged(_)) => {
+                    if view.lookup_any(task_id).is_none_or(|(now, _)| {
+                        now.state.is_terminal() || !holds(&now, attempt, &shared.writer.source)
+                    }) {
+                        token.cancel();
+                    }
+                }
+                Err(RecvError::Closed) => watching = false,
+            },
+            _ = renewal.tick(), if !lost && !token.is_cancelled() => match attempt.renew().await {
+                Ok(until) => lease_until = until,
+                Err(error) if now_ms() < lease_until => {
+                    tracing::warn!(task_id, %error, "worker: cannot renew the claim; retrying");
+                }
+                Err(error) => {
+                    tracing::warn!(task_id, %error, "worker: the claim's lease ran out before a renewal; stopping the handler");
+                    lost = true;
+                    token.cancel();
+                }
+            },
+        }
+    };
+
+    if shared.force.is_cancelled() {
+        return Turn::Over(release(attempt).await);
+    }
+    if lost {
+        return Turn::Over(Ran::Lost);
+    }
+    if token.is_cancelled() {
+        // The log says the task ended, or another attempt took the turn: nothing to write.
+        return Turn::Over(Ran::Done);
+    }
+    let failure = match result {
+        Ok(Ok(())) => None,
+        Ok(Err(error)) => Some(error.to_string()),
+        Err(error) if error.is_panic() => {
+            let payload = error.into_panic();
+            let text = payload
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".to_owned());
+            Some(format!("handler panicked: {text}"))
+        }
+        Err(_) => return Turn::Over(release(attempt).await),
+    };
+    if ctx.progress() != Progress::Open {
+        if let Some(failure) = failure {
+            tracing::warn!(
+                task_id,
+                failure,
+                "worker: handler failed after ending its turn; the reported outcome stands"
+            );
+        }
+        return Turn::Over(Ran::Done);
+    }
+    if failure.is_none()
+        && let Some(next) = view
+            .lookup_any(task_id)
+            .and_then(|(now, _)| now.pending.first().cloned())
+    {
+        return Turn::NextFollowUp(next);
+    }
+    Turn::Over(settle(shared, &ctx, failure.as_deref()).await)
+}
+
+/// Whether `attempt` holds `info`'s current turn.
+fn holds(info: &TaskInfo, attempt: &Attempt, source: &str) -> bool {
+    info.claim
+        .as_ref()
+        .is_some_and(|c| c.attempt == attempt.number && *c.holder == *source)
+}
+
+/// Whether an event ends the handler's run: the task ended, or another attempt took over.
+fn ends_attempt(event: &TaskEvent, attempt: &Attempt, source: &str) -> bool {
+    if event.state.is_terminal() {
+        return true;
+    }
+    match &event.change {
+        Change::Claimed(claimed) => {
+            claimed.kind == ClaimKind::Takeover
+                && (claimed.claim.attempt != attempt.number || *claimed.claim.holder != *source)
+        }
+        _ => false,
+    }
+}
+
+/// The artifact ids earlier attempts of this turn wrote to, which this attempt starts over.
+async fn earlier_artifacts(shared: &Shared, info: &TaskInfo, attempt: &Attempt) -> HashSet<String> {
+    let first_of_turn = attempt.number.saturating_sub(attempt.turn_attempt - 1);
+    let offsets: Vec<u64> = info.offsets().collect();
+    let records = match shared.view.read_records(info.partition, &offsets).await {
+        Ok(records) => records,
+        Err(error) => {
+            tracing::warn!(task_id = %info.id, %error, "worker: cannot read what earlier attempts wrote");
+            return HashSet::new();
+        }
+    };
+    records
+        .iter()
+        .filter(|(_, r)| (first_of_turn..attempt.number).contains(&r.header.attempt))
+        .filter_map(|(_, r)| match &r.body {
+            RecordBody::ArtifactUpdate { artifact, .. } => {
+                serde_json::from_str::<agentlog_wire::a2a::Artifact>(artifact)
+                    .ok()
+                    .map(|a| a.artifact_id)
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// Take the follow-up `next` (the handler returned with the turn open); `false` if the claim
+/// did not move to it (the task moved on first).
+async fn advance(shared: &Shared, attempt: &Attempt, next: Arc<str>) -> bool {
+    let view = &shared.view;
+    let appended = match attempt
+        .writer
+        .append(&[attempt.claim_record(&next, false)])
+        .await
+    {
+        Ok(appended) => appended,
+        Err(error) => {
+            tracing::warn!(task_id = attempt.task.id, %error, "worker: cannot take the next follow-up; leaving it to a takeover");
+            return false;
+        }
+    };
+    let partition = view.partition_of(&attempt.task.id);
+    if view
+        .sync_to(partition, appended.first_offset + 1, shared.sync_timeout)
+        .await
+        .is_err()
+    {
+        return false;
+    }
+    let moved = view.lookup_any(&attempt.task.id).is_some_and(|(info, _)| {
+        info.last_message_id.as_deref() == Some(&*next)
+            && holds(&info, attempt, &shared.writer.source)
+    });
+    if moved {
+        attempt.set_turn(next);
+    }
+    moved
+}
+
+/// Release the claim so that another worker takes the turn over at once (shutdown).
+async fn release(attempt: &Attempt) -> Ran {
+    if let Err(error) = attempt.release().await {
+        tracing::warn!(task_id = attempt.task.id, %error, "worker: cannot release the claim; the turn waits for its lease to end");
+    }
+    Ran::Abandoned
+}
+
+/// Fail a turn no handler can run (its message is missing, or not the user's), retrying
+/// while the log is unavailable.
+async fn fail_unrunnable(shared: &Shared, attempt: &Attempt, why: &str) -> Ran {
+    let record = match attempt.status_record(TaskState::Failed, Some(why)) {
+        Ok(record) => record,
+        Err(error) => {
+            tracing::error!(task_id = attempt.task.id, %error, "worker: cannot fail the task");
+            return Ran::Done;
+        }
+    };
+    let mut backoff = Backoff::default();
+    loop {
+        match attempt.writer.append(std::slice::from_ref(&record)).await {
+            Ok(_) => return Ran::Done,
+            Err(error) if error.is_retryable() => {
+                tracing::warn!(task_id = attempt.task.id, %error, "worker: cannot fail the task; retrying");
+                if !backoff.sleep(&shared.force).await {
+                    return Ran::Abandoned;
+                }
+            }
+            Err(error) => {
+                tracing::error!(task_id = attempt.task.id, %error, "worker: cannot fail the task; giving up");
+                return Ran::Done;
+            }
+        }
+    }
+}
+
+/// Complete (or fail with `failure`) a turn the handler left open, retrying while the log is
+/// unavailable.
+async fn settle(shared: &Shared, ctx: &TaskContext, failure: Option<&str>) -> Ran {
+    let mut backoff = Backoff::default();
+    loop {
+        let written = match failure {
+            None => ctx.complete(None).await,
+            Some(text) => ctx.fail(text).await,
+        };
+        match written {
+            Ok(()) => return Ran::Done,
+            Err(error) if error.is_retryable() => {
+                tracing::warn!(task_id = ctx.task_id(), %error, "worker: cannot settle the task; retrying");
+                if !backoff.sleep(&shared.force).await {
+                    return Ran::Abandoned;
+                }
+            }
+            Err(error) => {
+                tracing::error!(task_id = ctx.task_id(), %error, "worker: cannot settle the task; giving up");
+                return Ran::Done;
+            }
+        }
+    }
+}
+
+struct AbortOnDrop(tokio::task::AbortHandle);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agentlog_wire::fold::Claim;
+
+    fn info(state: TaskState, claim: Option<(u32, &str, u64)>) -> TaskInfo {
+        TaskInfo {
+            id: "t".into(),
+            context_id: "c".into(),
+            partition: 0,
+            state,
+            status_timestamp_ms: 0,
+            status_has_message: false,
+            last_message_id: Some("m1".into()),
+            claim: claim.map(|(attempt, holder, lease_until_ms)| Claim {
+                attempt,
+                turn_attempt: 1,
+                holder: holder.into(),
+                lease_until_ms,
+            }),
+            attempts: claim.map_or(0, |c| c.0),
+            pending: vec!["m2".into()],
+            records: Arc::from(Vec::new()),
+        }
+    }
+
+    #[test]
+    fn the_stance_follows_the_task_and_the_lease() {
+        use TaskState::*;
+        assert_eq!(stance(&info(Submitted, None), "m1", 100), Stance::Claim(1));
+        assert_eq!(
+            stance(&info(Working, Some((3, "w", 200))), "m1", 100),
+            Stance::Wait(Some(200))
+        );
+        assert_eq!(
+            stance(&info(Working, Some((3, "w", 200))), "m1", 200),
+            Stance::Claim(4)
+        );
+        assert_eq!(
+            stance(&info(Working, Some((3, "w", 200))), "m2", 100),
+            Stance::Wait(None)
+        );
+        assert_eq!(
+            stance(&info(Working, Some((3, "w", 200))), "m0", 100),
+            Stance::Over
+        );
+        assert_eq!(stance(&info(InputRequired, None), "m1", 100), Stance::Over);
+        assert_eq!(stance(&info(Completed, None), "m1", 100), Stance::Over);
+    }
+}

@@ -1,0 +1,359 @@
+//! [`TaskMachine`]: the state-level half of the fold, which decides every record.
+
+use std::collections::{HashSet, VecDeque};
+
+use super::{Change, Outcome, parse, parse_change};
+use crate::a2a::SendMessageRequest;
+use crate::{Record, RecordBody, RecordHeader, TaskState};
+
+/// How a claim applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ClaimKind {
+    /// The turn's first claim.
+    First,
+    /// The holder renewed (or, with a lease already over, released) its claim.
+    Renewal,
+    /// Another attempt took the turn over after the lease ran out.
+    Takeover,
+    /// The holder took the first queued follow-up: that message is now the turn.
+    Advance,
+}
+
+/// A claim as applied: who holds which turn, under which attempt, until when.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Claimed {
+    /// How it applied.
+    pub kind: ClaimKind,
+    /// The turn: the `messageId` of the client message the holder answers.
+    pub turn: Box<str>,
+    /// The claim's current state.
+    pub claim: Claim,
+}
+
+/// The claim on a task's current turn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Claim {
+    /// The attempt (the task's claims count from 1); the holder's records carry it.
+    pub attempt: u32,
+    /// Which try of this turn the attempt is: 1 for the turn's first claim, one more per
+    /// takeover. A handler reads it to tell a retry.
+    pub turn_attempt: u32,
+    /// The `source` of the worker holding the claim.
+    pub holder: Box<str>,
+    /// Until when the claim holds, Unix milliseconds.
+    pub lease_until_ms: u64,
+}
+
+/// A task's status as its [`TaskMachine`] left it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StatusMark {
+    /// The state.
+    pub state: TaskState,
+    /// When it was set, Unix milliseconds.
+    pub timestamp_ms: u64,
+    /// Whether the record that set it carried a message (then `status.message` is that
+    /// message, the last status message among the task's content records).
+    pub has_message: bool,
+}
+
+/// The state-level half of the fold: which records apply, and the state they lead to, without
+/// keeping history or artifacts.
+///
+/// [`TaskFold`] wraps it to build the whole [`Task`]; the bridge's view keeps one per task so
+/// that it decides exactly as the fold does while holding a few dozen bytes per task.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TaskMachine {
+    state: Option<TaskState>,
+    status_timestamp_ms: u64,
+    /// Whether the record that set the status carried a message.
+    status_has_message: bool,
+    last_message_id: Option<Box<str>>,
+    /// `message_id`s applied so far; dropped once the task is terminal (nothing applies then).
+    /// Boxed so a finished task pays one null pointer here instead of an inline empty set.
+    #[allow(clippy::box_collection)]
+    seen: Option<Box<HashSet<Box<str>>>>,
+    /// The task's claims so far: the last attempt number given out.
+    attempts: u32,
+    /// The claim on the current turn, if any (none before the turn's first claim, after an
+    /// interruption and once terminal).
+    claim: Option<Box<Claim>>,
+    /// Follow-ups queued behind the current turn, oldest first (rule 12); usually none.
+    #[allow(clippy::box_collection)]
+    pending: Option<Box<VecDeque<Box<str>>>>,
+}
+
+impl TaskMachine {
+    /// A machine waiting for its task's command.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Decide the next record of the task, in log order. The caller routes records by task id.
+    pub fn apply(&mut self, record: &Record) -> Result<Change, Outcome> {
+        let change = self.decide(record)?;
+        let ts = record.header.timestamp_ms;
+        match &change {
+            Change::Created(request) | Change::Continued(request) => {
+                self.submit(&request.message.message_id, ts);
+            }
+            Change::FollowedUp(request) => self
+                .pending
+                .get_or_insert_default()
+                .push_back(request.message.message_id.as_str().into()),
+            Change::Canceled => self.set(TaskState::Canceled, ts, false),
+            Change::Status {
+                state,
+                message,
+                resumed,
+            } => {
+                self.set(*state, ts, message.is_some());
+                if state.is_interrupted() {
+                    // The turn is over: nobody holds the task until its next turn's claim.
+                    self.claim = None;
+                }
+                if *resumed && let Some(next) = self.pop_pending() {
+                    self.submit(&next, ts);
+                }
+            }
+            Change::Artifact { .. } => {}
+            Change::Claimed(claimed) => {
+                self.attempts = self.attempts.max(claimed.claim.attempt);
+                if claimed.kind == ClaimKind::Advance {
+                    self.pop_pending();
+                    self.last_message_id = Some(claimed.turn.clone());
+                }
+                self.claim = Some(Box::new(claimed.claim.clone()));
+            }
+        }
+        self.remember(&record.header.message_id);
+        Ok(change)
+    }
+
+    fn pop_pending(&mut self) -> Option<Box<str>> {
+        let pending = self.pending.as_mut()?;
+        let next = pending.pop_front();
+        if pending.is_empty() {
+            self.pending = None;
+        }
+        next
+    }
+
+    /// [`apply`](Self::apply) of a command record (`header`) whose params the caller has
+    /// already parsed into a [`SendMessageRequest`] whose message id is `message_id`: the same
+    /// decision and the same state, without parsing the params again (a bridge applying the
+    /// command it just wrote). The caller vouches that the parse succeeded on exactly the
+    /// record's params text; the change (the request) is not returned.
+    pub fn apply_parsed_command(
+        &mut self,
+        header: &RecordHeader,
+        message_id: &str,
+    ) -> Result<(), Outcome> {
+        if self.state.is_some() {
+            return Err(Outcome::Duplicate);
+        }
+        self.submit(message_id, header.timestamp_ms);
+        self.remember(&header.message_id);
+        Ok(())
+    }
+
+    /// A client message (command or continue) was applied: the task waits on a worker for it.
+    fn submit(&mut self, message_id: &str, timestamp_ms: u64) {
+        self.last_message_id = Some(message_id.into());
+        self.claim = None;
+        self.set(TaskState::Submitted, timestamp_ms, false);
+    }
+
+    /// Remember an applied record's `message_id`, to refuse its duplicates while live.
+    fn remember(&mut self, id: &str) {
+        if id.is_empty() {
+            return;
+        }
+        if let Some(seen) = self.seen.as_mut() {
+            seen.insert(id.into());
+        } else if !self.is_terminal() {
+            self.seen = Some(Box::new(HashSet::from([id.into()])));
+        }
+    }
+
+    fn set(&mut self, state: TaskState, timestamp_ms: u64, has_message: bool) {
+        self.state = Some(state);
+        self.status_timestamp_ms = timestamp_ms;
+        self.status_has_message = has_message;
+        if state.is_terminal() {
+            self.seen = None;
+            self.claim = None;
+            self.pending = None;
+        }
+    }
+
+    fn decide(&self, record: &Record) -> Result<Change, Outcome> {
+        let Some(current) = self.state else {
+            return match &record.body {
+                RecordBody::Command { params } => parse::<SendMessageRequest>(params)
+                    .map(|r| Change::Created(Box::new(r)))
+                    .ok_or(Outcome::Invalid),
+                _ => Err(Outcome::Orphan),
+            };
+        };
+        if matches!(record.body, RecordBody::Command { .. }) {
+            return Err(Outcome::Duplicate);
+        }
+        if current.is_terminal() {
+            return Err(Outcome::AfterTerminal);
+        }
+        let id = record.header.message_id.as_str();
+        if !id.is_empty() && self.seen.as_ref().is_some_and(|seen| seen.contains(id)) {
+            return Err(Outcome::Duplicate);
+        }
+        match &record.body {
+            RecordBody::Command { .. } => Err(Outcome::Duplicate),
+            RecordBody::Continue { params } => {
+                let request = parse::<SendMessageRequest>(params).ok_or(Outcome::Invalid)?;
+                if current.is_interrupted() {
+                    Ok(Change::Continued(Box::new(request)))
+                } else if matches!(current, TaskState::Submitted | TaskState::Working) {
+                    Ok(Change::FollowedUp(Box::new(request)))
+                } else {
+                    Err(Outcome::IllegalTransition)
+                }
+            }
+            RecordBody::Claim {
+                turn,
+                lease_until_ms,
+            } => self
+                .decide_claim(&record.header, turn, *lease_until_ms)
+                .map(|claimed| Change::Claimed(Box::new(claimed))),
+            RecordBody::StatusUpdate { state, .. } | RecordBody::Terminal { state, .. } => {
+                self.fence(&record.header)?;
+                let terminal_record = matches!(record.body, RecordBody::Terminal { .. });
+                let state = state.state().map_err(|_| Outcome::IllegalTransition)?;
+                if state.is_terminal() != terminal_record || !current.can_transition_to(state) {
+                    return Err(Outcome::IllegalTransition);
+                }
+                let mut change = parse_change(&record.body)?;
+                if let Change::Status { resumed, .. } = &mut change {
+                    *resumed = state.is_interrupted() && self.pending.is_some();
+                }
+                Ok(change)
+            }
+            RecordBody::ArtifactUpdate { .. } => {
+                self.fence(&record.header)?;
+                parse_change(&record.body)
+            }
+            RecordBody::CancelRequest { .. } => parse_change(&record.body),
+        }
+    }
+
+    /// Rule 11: whether a worker record was written by the current claim.
+    fn fence(&self, header: &RecordHeader) -> Result<(), Outcome> {
+        let holds = match &self.claim {
+            None => self.attempts == 0 && header.attempt == 0,
+            Some(claim) => claim.attempt == header.attempt && *claim.holder == *header.source,
+        };
+        if holds { Ok(()) } else { Err(Outcome::Fenced) }
+    }
+
+    /// Rules 10 and 13: how a claim on `turn` applies, if it does. The task is live.
+    fn decide_claim(
+        &self,
+        header: &RecordHeader,
+        turn: &str,
+        lease_until_ms: u64,
+    ) -> Result<Claimed, Outcome> {
+        let live = matches!(self.state, Some(TaskState::Submitted | TaskState::Working));
+        if header.attempt == 0 || !live {
+            return Err(Outcome::Fenced);
+        }
+        let next = self.attempts.checked_add(1);
+        let by_holder =
+            |claim: &Claim| claim.attempt == header.attempt && *claim.holder == *header.source;
+        let (kind, turn_attempt) = if self.last_message_id.as_deref() == Some(turn) {
+            match self.claim.as_deref() {
+                None if Some(header.attempt) == next => (ClaimKind::First, 1),
+                Some(claim) if by_holder(claim) => (ClaimKind::Renewal, claim.turn_attempt),
+                Some(claim)
+                    if Some(header.attempt) == next
+                        && header.timestamp_ms >= claim.lease_until_ms =>
+                {
+                    (ClaimKind::Takeover, claim.turn_attempt.saturating_add(1))
+                }
+                _ => return Err(Outcome::Fenced),
+            }
+        } else {
+            let first_pending = self.pending.as_ref().and_then(|p| p.front());
+            match self.claim.as_deref() {
+                Some(claim) if by_holder(claim) && first_pending.is_some_and(|p| **p == *turn) => {
+                    (ClaimKind::Advance, 1)
+                }
+                _ => return Err(Outcome::Fenced),
+            }
+        };
+        Ok(Claimed {
+            kind,
+            turn: turn.into(),
+            claim: Claim {
+                attempt: header.attempt,
+                turn_attempt,
+                holder: header.source.as_str().into(),
+                lease_until_ms,
+            },
+        })
+    }
+
+    /// The status, or `None` before the command.
+    pub fn status(&self) -> Option<StatusMark> {
+        Some(StatusMark {
+            state: self.state?,
+            timestamp_ms: self.status_timestamp_ms,
+            has_message: self.status_has_message,
+        })
+    }
+
+    /// The current state, or `None` before the command.
+    pub fn state(&self) -> Option<TaskState> {
+        self.state
+    }
+
+    /// Whether the task is terminal.
+    pub fn is_terminal(&self) -> bool {
+        self.state.is_some_and(TaskState::is_terminal)
+    }
+
+    /// When the current status was set, in Unix milliseconds (0 before the command).
+    pub fn status_timestamp_ms(&self) -> u64 {
+        self.status_timestamp_ms
+    }
+
+    /// The `messageId` of the latest client message applied (command or continue): the
+    /// message the task currently waits on a worker for.
+    pub fn last_message_id(&self) -> Option<&str> {
+        self.last_message_id.as_deref()
+    }
+
+    /// Whether a record with this `message_id` was applied (always `false` once terminal).
+    pub fn has_applied(&self, message_id: &str) -> bool {
+        self.seen
+            .as_ref()
+            .is_some_and(|seen| seen.contains(message_id))
+    }
+
+    /// The claim on the current turn, if any.
+    pub fn claim(&self) -> Option<&Claim> {
+        self.claim.as_deref()
+    }
+
+    /// How many claims the task has had: the attempt number of its latest.
+    pub fn attempts(&self) -> u32 {
+        self.attempts
+    }
+
+    /// The follow-ups queued behind the current turn, oldest first (rule 12).
+    pub fn pending(&self) -> impl Iterator<Item = &str> + '_ {
+        self.pending.iter().flat_map(|p| p.iter().map(|id| &**id))
+    }
+
+    /// Whether the task waits for a worker to claim its turn: submitted, and unclaimed.
+    pub fn awaits_claim(&self) -> bool {
+        self.state == Some(TaskState::Submitted) && self.claim.is_none()
+    }
+}
