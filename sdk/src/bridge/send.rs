@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use agentlog_wire::a2a::{Message, SendMessageRequest, SendMessageResponse, Task};
+use agentlog_wire::a2a::{Message, Role, SendMessageRequest, SendMessageResponse, Task};
 use agentlog_wire::fold::submitted_task;
 use agentlog_wire::{Record, RecordBody, RecordHeader, ids};
 use tokio::sync::broadcast::error::RecvError;
@@ -25,10 +25,15 @@ struct Accepted {
 }
 
 impl Bridge {
-    /// `SendMessage`: start a task, or continue an input- or auth-required one (when the
-    /// message names a `taskId`). Blocking by default: waits for a terminal or interrupted
-    /// state, at most [`BridgeConfig::blocking_timeout`](super::BridgeConfig), then answers
-    /// with the task as it is; with `returnImmediately` it answers with the submitted task.
+    /// `SendMessage`: start a task, or send a message to an existing one (when the message
+    /// names a `taskId`): it resumes an input- or auth-required task, or joins a running one
+    /// as a follow-up. Blocking by default: waits for a terminal or interrupted state, at most
+    /// [`BridgeConfig::blocking_timeout`](super::BridgeConfig), then answers with the task as
+    /// it is; with `returnImmediately` it answers with the task as the log holds it then.
+    ///
+    /// Idempotent: the same message again (same caller and `messageId`, same content),
+    /// sequential or concurrent, through any bridge, answers the same task and runs nothing
+    /// again; another message under a used `messageId` is refused (-32602).
     pub async fn send_message(
         &self,
         caller: &Caller,
@@ -135,6 +140,13 @@ impl Bridge {
             Error::new(ErrorKind::InvalidParams, format!("invalid message: {e}"))
                 .with_detail("field", "message")
         })?;
+        if message.role != Role::User {
+            return Err(Error::new(
+                ErrorKind::InvalidParams,
+                "invalid message: a client's message must have role ROLE_USER",
+            )
+            .with_detail("field", "message.role"));
+        }
         let params = match raw_params {
             Some(raw) => raw.to_owned(),
             None => serde_json::to_string(request).map_err(|e| {
@@ -164,6 +176,9 @@ impl Bridge {
         let view = &self.inner.view;
         let partition = view.partition_of(&task_id);
         self.sync_task(&task_id).await?;
+        if let Some(info) = view.lookup(caller, &task_id) {
+            return self.accept_retry(&info, message).await;
+        }
         let context_id = message.context_id.clone().unwrap_or_else(|| {
             ids::context_id(&caller.tenant, &caller.principal, &message.message_id)
         });
@@ -171,38 +186,82 @@ impl Bridge {
             header: self.header(caller, &task_id, &context_id, message.message_id.clone()),
             body: RecordBody::Command { params },
         };
-        if let Some(info) = view.lookup(caller, &task_id) {
-            // A retry of a message already accepted: same task, handler not run again. If no
-            // worker has taken it yet, queue it again in case the first queueing was lost.
-            if info.state == agentlog_wire::TaskState::Submitted
-                && info.last_message_id.as_deref() == Some(message.message_id.as_str())
-            {
-                self.commit(&record, Topics::Commands).await?;
-            }
-            return Ok(Accepted {
-                task_id,
-                created: None,
-                partition,
-                visible_at: 0,
-            });
-        }
         let appended = self.commit(&record, Topics::Both).await?;
-        if params_parsed {
-            view.apply_own_command(
-                partition,
-                appended.first_offset,
-                &record.header,
-                &message.message_id,
-            );
+        let offset = appended.first_offset;
+        let inline = params_parsed
+            && view.apply_own_command(partition, offset, &record.header, &message.message_id);
+        if !inline {
+            view.sync_to(partition, offset + 1, self.inner.config.sync_timeout)
+                .await?;
+        }
+        if view.command_offset(&task_id) != Some(offset) {
+            // The same message was sent at the same time through another call, and its
+            // command came first: the log holds that one's task, and this command is a
+            // duplicate the fold ignores. Answer as for a retry.
+            let info = view
+                .lookup(caller, &task_id)
+                .ok_or_else(|| not_found(&task_id))?;
+            return self.accept_retry(&info, message).await;
         }
         Ok(Accepted {
             created: Some(record.header),
             task_id,
             partition,
-            visible_at: appended.first_offset + 1,
+            visible_at: offset + 1,
         })
     }
 
+    /// A message whose `messageId` the task already has: the same message again (a retry,
+    /// answered from what the log holds, the handler not run again) or another one under a
+    /// used id (-32602, nothing written). A retry of a turn no worker has claimed yet is
+    /// queued again, in case the first queueing was lost.
+    async fn accept_retry(&self, info: &TaskInfo, message: &Message) -> Result<Accepted> {
+        let first = self
+            .inner
+            .view
+            .client_message(info, &message.message_id)
+            .await?;
+        if first.as_ref() != Some(message) {
+            return Err(Error::new(
+                ErrorKind::InvalidParams,
+                format!(
+                    "messageId {} was already used for another message; a new message needs a new messageId",
+                    message.message_id
+                ),
+            )
+            .with_detail("field", "message.messageId"));
+        }
+        if info.awaits_claim() && info.last_message_id.as_deref() == Some(&*message.message_id) {
+            if let Some(record) = self.turn_record(info, &message.message_id).await? {
+                self.commit(&record, Topics::Commands).await?;
+            }
+        }
+        Ok(Accepted {
+            task_id: info.id.to_string(),
+            created: None,
+            partition: info.partition,
+            visible_at: 0,
+        })
+    }
+
+    /// The command or continue record that brought `message_id` to the task, read back.
+    async fn turn_record(&self, info: &TaskInfo, message_id: &str) -> Result<Option<Record>> {
+        let content: Vec<u64> = info
+            .records
+            .iter()
+            .filter(|r| r.has_content())
+            .map(|r| r.offset())
+            .collect();
+        let records = self.inner.view.read_records(info.partition, &content).await?;
+        Ok(records.into_iter().map(|(_, r)| r).find(|r| {
+            r.header.message_id == message_id
+                && matches!(r.body, RecordBody::Command { .. } | RecordBody::Continue { .. })
+        }))
+    }
+
+    /// A message to an existing task: it resumes an input- or auth-required task, or, sent
+    /// while the task is submitted or working, joins its history and waits behind the turn
+    /// that runs (the handler may take it, else it starts the next turn).
     async fn accept_continue(
         &self,
         caller: &Caller,
@@ -229,15 +288,9 @@ impl Bridge {
             )
             .with_detail("field", "message.contextId"));
         }
-        let accepted = Accepted {
-            task_id: task_id.to_owned(),
-            created: None,
-            partition: info.partition,
-            visible_at: 0,
-        };
-        if info.last_message_id.as_deref() == Some(message.message_id.as_str()) {
-            // A retry of the follow-up already applied.
-            return Ok(accepted);
+        let id = message.message_id.as_str();
+        if info.last_message_id.as_deref() == Some(id) || view.has_applied(task_id, id) {
+            return self.accept_retry(&info, message).await;
         }
         if info.state.is_terminal() {
             return Err(Error::new(
@@ -249,29 +302,16 @@ impl Bridge {
             )
             .with_detail("taskId", task_id));
         }
-        if !info.state.is_interrupted() {
-            return Err(Error::new(
-                ErrorKind::UnsupportedOperation,
-                format!(
-                    "task {task_id} is {}; it takes a follow-up message only while input-required or auth-required",
-                    info.state
-                ),
-            )
-            .with_detail("taskId", task_id));
-        }
         let record = Record {
-            header: self.header(
-                caller,
-                task_id,
-                &info.context_id,
-                message.message_id.clone(),
-            ),
+            header: self.header(caller, task_id, &info.context_id, message.message_id.clone()),
             body: RecordBody::Continue { params },
         };
         let appended = self.commit(&record, Topics::Both).await?;
         Ok(Accepted {
+            task_id: task_id.to_owned(),
+            created: None,
+            partition: info.partition,
             visible_at: appended.first_offset + 1,
-            ..accepted
         })
     }
 

@@ -344,25 +344,27 @@ impl TaskView {
     ///
     /// The caller vouches that its parse was of exactly the record's params text (see
     /// [`TaskMachine::apply_parsed_command`]), so every replica still folds the same.
+    ///
+    /// Returns whether it applied the record here.
     pub fn apply_own_command(
         &self,
         partition: u32,
         offset: u64,
         header: &RecordHeader,
         message_id: &str,
-    ) {
+    ) -> bool {
         let inner = &self.inner;
         let (Some(feed), Some(applied)) = (
             inner.feeds.get(partition as usize),
             inner.applied.get(partition as usize),
         ) else {
-            return;
+            return false;
         };
         let Ok(mut next) = feed.try_lock() else {
-            return;
+            return false;
         };
         if *next != offset {
-            return;
+            return false;
         }
         self.lock()
             .apply_with(partition, offset, header, |machine| {
@@ -373,6 +375,48 @@ impl TaskView {
         inner.records_seen.fetch_add(1, Ordering::Relaxed);
         *next = offset + 1;
         applied.send_replace(offset + 1);
+        true
+    }
+
+    /// The offset of the command that created the task, if the view has it: which of several
+    /// commands for one task id the fold took (the first in log order).
+    pub fn command_offset(&self, task_id: &str) -> Option<u64> {
+        let tasks = self.lock();
+        tasks.entries.get(task_id)?.records.first().map(|r| r.offset())
+    }
+
+    /// Whether the live task `task_id` applied a record with `message_id` (a client message
+    /// or a worker's record; always `false` once the task is terminal).
+    pub fn has_applied(&self, task_id: &str, message_id: &str) -> bool {
+        let tasks = self.lock();
+        tasks
+            .entries
+            .get(task_id)
+            .is_some_and(|entry| entry.machine.has_applied(message_id))
+    }
+
+    /// The client message `message_id` of the task `info` describes, read back from its
+    /// command or continue record: what a retried send is compared with.
+    pub async fn client_message(
+        &self,
+        info: &TaskInfo,
+        message_id: &str,
+    ) -> Result<Option<agentlog_wire::a2a::Message>> {
+        let content = content_offsets(&info.records);
+        let records = self.read_records(info.partition, &content).await?;
+        Ok(records.into_iter().find_map(|(_, record)| {
+            let (agentlog_wire::RecordBody::Command { params }
+            | agentlog_wire::RecordBody::Continue { params }) = &record.body
+            else {
+                return None;
+            };
+            if record.header.message_id != message_id {
+                return None;
+            }
+            serde_json::from_str::<agentlog_wire::a2a::SendMessageRequest>(params)
+                .ok()
+                .map(|request| request.message)
+        }))
     }
 
     /// How many records the log holds that the view has not applied yet, over all partitions.
