@@ -36,7 +36,7 @@ pub trait Backend: Send + Sync {
 }
 
 /// Upper bound for anything that should happen "soon".
-const SOON: Duration = Duration::from_secs(20);
+pub const SOON: Duration = Duration::from_secs(20);
 
 /// Run every case against `subject`.
 pub async fn run_all(subject: &dyn Backend) {
@@ -92,20 +92,20 @@ pub fn follow_up(task_id: &str, id: &str, text: &str) -> SendMessageRequest {
     r
 }
 
-fn task(response: SendMessageResponse) -> Task {
+pub fn task(response: SendMessageResponse) -> Task {
     match response {
         SendMessageResponse::Task(task) => task,
         SendMessageResponse::Message(m) => panic!("expected a task, got message {m:?}"),
     }
 }
 
-fn config(agent: &str) -> BridgeConfig {
+pub fn config(agent: &str) -> BridgeConfig {
     let mut config = BridgeConfig::new(agent);
     config.blocking_timeout = SOON;
     config
 }
 
-async fn bridge(log: &Log, agent: &str) -> Bridge {
+pub async fn bridge(log: &Log, agent: &str) -> Bridge {
     Bridge::open(log.clone(), config(agent))
         .await
         .expect("bridge")
@@ -125,7 +125,7 @@ async fn demo_agent(subject: &dyn Backend, agent: &str) -> (Bridge, Worker) {
     (b, w)
 }
 
-fn get(id: &str) -> GetTaskRequest {
+pub fn get(id: &str) -> GetTaskRequest {
     GetTaskRequest {
         tenant: None,
         id: id.to_owned(),
@@ -148,7 +148,7 @@ fn subscribe(id: &str) -> SubscribeToTaskRequest {
     }
 }
 
-async fn collect(mut stream: TaskStream) -> Vec<StreamEvent> {
+pub async fn collect(mut stream: TaskStream) -> Vec<StreamEvent> {
     let mut events = Vec::new();
     while let Some(event) = tokio::time::timeout(SOON, stream.next())
         .await
@@ -160,7 +160,7 @@ async fn collect(mut stream: TaskStream) -> Vec<StreamEvent> {
 }
 
 /// Poll `GetTask` until `pred` holds (bounded).
-async fn wait_for(
+pub async fn wait_for(
     bridge: &Bridge,
     caller: &Caller,
     id: &str,
@@ -182,7 +182,7 @@ async fn wait_for(
 }
 
 /// The kind of the error `result` must be.
-fn kind<T>(result: agentlog::Result<T>) -> ErrorKind {
+pub fn kind<T>(result: agentlog::Result<T>) -> ErrorKind {
     match result {
         Ok(_) => panic!("expected an error"),
         Err(e) => e.kind(),

@@ -252,10 +252,17 @@ impl Bridge {
             .filter(|r| r.has_content())
             .map(|r| r.offset())
             .collect();
-        let records = self.inner.view.read_records(info.partition, &content).await?;
+        let records = self
+            .inner
+            .view
+            .read_records(info.partition, &content)
+            .await?;
         Ok(records.into_iter().map(|(_, r)| r).find(|r| {
             r.header.message_id == message_id
-                && matches!(r.body, RecordBody::Command { .. } | RecordBody::Continue { .. })
+                && matches!(
+                    r.body,
+                    RecordBody::Command { .. } | RecordBody::Continue { .. }
+                )
         }))
     }
 
@@ -303,7 +310,12 @@ impl Bridge {
             .with_detail("taskId", task_id));
         }
         let record = Record {
-            header: self.header(caller, task_id, &info.context_id, message.message_id.clone()),
+            header: self.header(
+                caller,
+                task_id,
+                &info.context_id,
+                message.message_id.clone(),
+            ),
             body: RecordBody::Continue { params },
         };
         let appended = self.commit(&record, Topics::Both).await?;

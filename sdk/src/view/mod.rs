@@ -382,7 +382,12 @@ impl TaskView {
     /// commands for one task id the fold took (the first in log order).
     pub fn command_offset(&self, task_id: &str) -> Option<u64> {
         let tasks = self.lock();
-        tasks.entries.get(task_id)?.records.first().map(|r| r.offset())
+        tasks
+            .entries
+            .get(task_id)?
+            .records
+            .first()
+            .map(|r| r.offset())
     }
 
     /// Whether the live task `task_id` applied a record with `message_id` (a client message

@@ -265,6 +265,9 @@ pub(crate) struct Member {
     closed: Arc<AtomicBool>,
     id: u64,
     generation: watch::Receiver<u64>,
+    /// The generation whose assignment `owned` is; `None` before the first poll. Kept apart
+    /// from the watch's "seen" mark, which waiting for a change consumes.
+    adopted: Option<u64>,
     owned: Vec<Owned>,
     /// Where the next poll starts looking, so partitions are served in turn.
     cursor: usize,
@@ -274,15 +277,14 @@ pub(crate) struct Member {
 impl Member {
     /// Join `group` as a new member.
     pub fn join(group: Arc<Group>, closed: Arc<AtomicBool>) -> Result<Self> {
-        let mut generation = group.generation.subscribe();
-        // Mark the current generation changed so the first poll fetches an assignment.
-        generation.mark_changed();
+        let generation = group.generation.subscribe();
         let id = group.join()?;
         Ok(Self {
             group,
             closed,
             id,
             generation,
+            adopted: None,
             owned: Vec::new(),
             cursor: 0,
             left: false,
@@ -296,12 +298,13 @@ impl Member {
         Ok(())
     }
 
-    /// Adopt the current assignment if the group changed since the last look.
+    /// Adopt the current assignment if the group changed since the last one adopted.
     fn refresh(&mut self) -> Result<()> {
-        if !self.generation.has_changed().unwrap_or(true) {
+        let current = *self.generation.borrow_and_update();
+        if self.adopted == Some(current) {
             return Ok(());
         }
-        self.generation.borrow_and_update();
+        self.adopted = Some(current);
         let assignment = self.group.assignment(self.id)?;
         let mut owned = Vec::with_capacity(assignment.len());
         for (partition, committed) in assignment {

@@ -476,6 +476,46 @@ async fn groups_split_partitions_rebalance_on_drop_and_resume_from_commits() {
 }
 
 #[tokio::test]
+async fn a_member_waiting_in_poll_adopts_the_partitions_a_leaver_hands_it() {
+    let log = Arc::new(EmbeddedLog::in_memory());
+    log.ensure_topic(&topic(), 2).await.unwrap();
+    let mut a = log.join_group(&topic(), "g").await.unwrap();
+    let b = log.join_group(&topic(), "g").await.unwrap();
+    // `a` waits on its own empty partition; the leave wakes it (a group change), and the
+    // record on the leaver's partition must reach it: waiting must not lose the change.
+    let waiting = tokio::spawn(async move {
+        let delivery = a.poll(10, Duration::from_secs(30)).await;
+        (a, delivery)
+    });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let b_partition = b.owned_partitions();
+    assert_eq!(b_partition.len(), 0, "b has not polled yet");
+    drop(b);
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let keys = keys_per_partition(2);
+    for key in &keys {
+        log.append(&topic(), key.as_bytes(), vec![Bytes::from(key.clone())])
+            .await
+            .unwrap();
+    }
+    let (mut a, first) = tokio::time::timeout(Duration::from_secs(10), waiting)
+        .await
+        .unwrap()
+        .unwrap();
+    let mut partitions = vec![first.unwrap().unwrap().partition];
+    partitions.push(
+        a.poll(10, Duration::from_secs(10))
+            .await
+            .unwrap()
+            .unwrap()
+            .partition,
+    );
+    partitions.sort_unstable();
+    assert_eq!(partitions, [0, 1]);
+    assert_eq!(a.owned_partitions(), [0, 1]);
+}
+
+#[tokio::test]
 async fn close_fails_later_calls_and_wakes_waiters() {
     let dir = tempfile::tempdir().unwrap();
     let log = Arc::new(EmbeddedLog::open(dir.path().to_path_buf(), never()).unwrap());

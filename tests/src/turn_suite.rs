@@ -1,0 +1,674 @@
+//! The turn suite: the core's promises at its seams, on any backend. Exactly one run per
+//! turn when a worker joins mid-turn, a takeover after a crash with nothing of the dead
+//! attempt in the answer, no task left behind when a command never reached the workers'
+//! queue, exact idempotency of sends (sequential, concurrent, reused ids), follow-ups to a
+//! running task, and a thousand tasks while workers come and go.
+//!
+//! Each case serves its own agent; waits are bounded by generous limits, nothing asserts on
+//! speed.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use agentlog::log::Log;
+use agentlog::worker::{Handler, HandlerError, TaskContext, Worker, WorkerConfig, handler_fn};
+use agentlog::{AgentTopics, Caller, ErrorKind};
+use agentlog_wire::a2a::{Artifact, Message, Part, Role, SendMessageRequest, Task};
+use agentlog_wire::fold::{Outcome, TaskFold, fold};
+use agentlog_wire::{Record, RecordBody, TaskState};
+use bytes::Bytes;
+
+use crate::bridge_suite::{Backend, SOON, bridge, follow_up, request, task, wait_for};
+
+/// Run every case against `subject`.
+pub async fn run_all(subject: &dyn Backend) {
+    let run = format!("{:06x}", rand::random::<u32>() & 0xff_ffff);
+    macro_rules! case {
+        ($name:ident) => {{
+            let started = std::time::Instant::now();
+            $name(
+                subject,
+                &format!("t{run}-{}", stringify!($name).replace('_', "-")),
+            )
+            .await;
+            eprintln!(
+                "[{}] {}: ok in {:?}",
+                subject.name(),
+                stringify!($name),
+                started.elapsed()
+            );
+        }};
+    }
+    case!(a_client_message_must_be_the_users);
+    case!(a_reused_message_id_is_refused_and_writes_nothing);
+    case!(concurrent_identical_sends_answer_one_task);
+    case!(a_second_worker_joining_mid_turn_runs_nothing_twice);
+    case!(a_crashed_workers_turns_are_taken_over_after_the_lease);
+    case!(a_command_that_never_reached_the_queue_is_put_back);
+    case!(a_turn_whose_message_is_missing_fails_the_task);
+    case!(a_follow_up_reaches_the_running_handler);
+    case!(an_untaken_follow_up_starts_the_next_turn);
+    case!(a_thousand_tasks_while_workers_join_and_leave);
+}
+
+/// A handler that streams `chunks` chunks `a<attempt>:<i>` into the artifact `out`, one every
+/// `delay`, then completes; on attempt 1 it stops after `hang_after` chunks and waits for its
+/// cancellation (a worker that hangs, or dies, mid-turn). Counts its runs.
+#[derive(Debug, Clone)]
+pub struct Streamer {
+    pub chunks: usize,
+    pub delay: Duration,
+    pub hang_after: Option<usize>,
+    pub runs: Arc<AtomicUsize>,
+    pub retries: Arc<AtomicUsize>,
+}
+
+impl Streamer {
+    pub fn new(chunks: usize, delay: Duration) -> Self {
+        Self {
+            chunks,
+            delay,
+            hang_after: None,
+            runs: Arc::new(AtomicUsize::new(0)),
+            retries: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+}
+
+/// Chunk `i` of attempt `attempt`.
+fn chunk(attempt: u32, i: usize) -> Artifact {
+    Artifact {
+        artifact_id: "out".into(),
+        name: None,
+        description: None,
+        parts: vec![Part::text(format!("a{attempt}:{i}"))],
+        metadata: None,
+        extensions: Vec::new(),
+    }
+}
+
+#[async_trait::async_trait]
+impl Handler for Streamer {
+    async fn handle(&self, task: TaskContext) -> Result<(), HandlerError> {
+        self.runs.fetch_add(1, Ordering::SeqCst);
+        if task.is_retry() {
+            self.retries.fetch_add(1, Ordering::SeqCst);
+        }
+        for i in 0..self.chunks {
+            if self.hang_after == Some(i) && task.attempt() == 1 {
+                task.cancellation().cancelled().await;
+                return Ok(());
+            }
+            // Every chunk appends: a retry's first one starts the artifact over by itself.
+            task.artifact(chunk(task.attempt(), i), true, i + 1 == self.chunks)
+                .await?;
+            tokio::select! {
+                () = task.cancellation().cancelled() => return Ok(()),
+                () = tokio::time::sleep(self.delay) => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The artifact holds exactly the `chunks` chunks of one attempt, in order; which attempt.
+pub fn one_attempt(task: &Task, chunks: usize) -> u32 {
+    assert_eq!(task.artifacts.len(), 1, "{task:?}");
+    let texts: Vec<&str> = task.artifacts[0]
+        .parts
+        .iter()
+        .filter_map(Part::as_text)
+        .collect();
+    assert_eq!(texts.len(), chunks, "task {}: {texts:?}", task.id);
+    let attempt = texts[0]
+        .strip_prefix('a')
+        .and_then(|t| t.split(':').next())
+        .and_then(|n| n.parse().ok())
+        .expect("an attempt number");
+    for (i, text) in texts.iter().enumerate() {
+        assert_eq!(
+            *text,
+            format!("a{attempt}:{i}"),
+            "task {}: {texts:?}",
+            task.id
+        );
+    }
+    attempt
+}
+
+/// Every record of `task_id` on the agent's events topic, in log order.
+pub async fn task_records(log: &Log, agent: &str, task_id: &str) -> Vec<Record> {
+    let topic = AgentTopics::of(agent).events;
+    let partitions = log.partitions(&topic).await.expect("partitions");
+    let partition = agentlog::log::partition_for_key(task_id.as_bytes(), partitions);
+    let mut out = Vec::new();
+    let mut from = 0;
+    loop {
+        let batch = log.read(&topic, partition, from, 1024).await.expect("read");
+        let Some(last) = batch.last() else { break };
+        from = last.offset + 1;
+        out.extend(
+            batch
+                .iter()
+                .map(|s| Record::decode(&s.payload).expect("a record"))
+                .filter(|r| r.header.task_id == task_id),
+        );
+    }
+    out
+}
+
+/// The fold of `task_id`'s records as they are on the log.
+pub async fn fold_log(log: &Log, agent: &str, task_id: &str) -> TaskFold {
+    fold(&task_records(log, agent, task_id).await)
+}
+
+fn worker_config(agent: &str) -> WorkerConfig {
+    let mut config = WorkerConfig::new(agent);
+    config.lease = Duration::from_secs(1);
+    config.requeue_after = Duration::from_millis(500);
+    config.shutdown_timeout = Duration::from_millis(300);
+    config
+}
+
+async fn start(log: &Log, config: WorkerConfig, handler: impl Handler) -> Worker {
+    Worker::start(log.clone(), config, handler)
+        .await
+        .expect("worker")
+}
+
+fn message_with(id: &str, text: &str, role: Role) -> SendMessageRequest {
+    let mut r = request(id, text, true);
+    r.message.role = role;
+    r
+}
+
+async fn a_client_message_must_be_the_users(subject: &dyn Backend, agent: &str) {
+    let log = subject.log().await;
+    let b = bridge(&log, agent).await;
+    let c = Caller::principal("alice");
+    let err = b
+        .send_message(&c, message_with("m-agent", "hi", Role::Agent))
+        .await
+        .expect_err("an agent's message from a client");
+    assert_eq!(err.kind(), ErrorKind::InvalidParams);
+    assert!(
+        err.details()
+            .iter()
+            .any(|(k, v)| *k == "field" && v == "message.role"),
+        "{:?}",
+        err.details()
+    );
+    let id = agentlog_wire::ids::task_id("", "alice", "m-agent");
+    assert!(
+        task_records(&log, agent, &id).await.is_empty(),
+        "nothing written"
+    );
+}
+
+async fn a_reused_message_id_is_refused_and_writes_nothing(subject: &dyn Backend, agent: &str) {
+    let log = subject.log().await;
+    let b = bridge(&log, agent).await;
+    let c = Caller::principal("alice");
+    let first = task(
+        b.send_message(&c, request("m-1", "first", true))
+            .await
+            .expect("send"),
+    );
+    // The same message again: the same task, nothing more on the log.
+    let again = task(
+        b.send_message(&c, request("m-1", "first", true))
+            .await
+            .expect("retry"),
+    );
+    assert_eq!(again.id, first.id);
+    let written = task_records(&log, agent, &first.id).await.len();
+    // Another message under the same id: refused, nothing written.
+    let err = b
+        .send_message(&c, request("m-1", "second", true))
+        .await
+        .expect_err("a reused id");
+    assert_eq!(err.kind(), ErrorKind::InvalidParams);
+    assert!(err.to_string().contains("already used"), "{err}");
+    assert_eq!(task_records(&log, agent, &first.id).await.len(), written);
+    // The same for a follow-up's id, and for the task's first message sent as a follow-up.
+    let err = b
+        .send_message(&c, follow_up(&first.id, "m-1", "other"))
+        .await
+        .expect_err("the command's id as a follow-up");
+    assert_eq!(err.kind(), ErrorKind::InvalidParams);
+    // Another caller's same id is another task.
+    let bob = task(
+        b.send_message(&Caller::principal("bob"), request("m-1", "second", true))
+            .await
+            .expect("bob"),
+    );
+    assert_ne!(bob.id, first.id);
+}
+
+async fn concurrent_identical_sends_answer_one_task(subject: &dyn Backend, agent: &str) {
+    let log_a = subject.log().await;
+    let log_b = subject.replica(&log_a).await;
+    let a = bridge(&log_a, agent).await;
+    let b = bridge(&log_b, agent).await;
+    let c = Caller::principal("alice");
+    // No worker yet: every answer is the task the log holds, submitted.
+    let sends = (0..16).map(|i| {
+        let bridge = if i % 2 == 0 { a.clone() } else { b.clone() };
+        let c = c.clone();
+        tokio::spawn(async move {
+            bridge
+                .send_message(&c, request("m-same", "once", true))
+                .await
+        })
+    });
+    let answers: Vec<Task> = futures::future::join_all(sends)
+        .await
+        .into_iter()
+        .map(|joined| task(joined.expect("join").expect("send")))
+        .collect();
+    for answer in &answers {
+        assert_eq!(
+            answer, &answers[0],
+            "every concurrent send answers the same task"
+        );
+    }
+    let streamer = Streamer::new(2, Duration::from_millis(1));
+    let w = start(&log_a, worker_config(agent), streamer.clone()).await;
+    let done = wait_for(&b, &c, &answers[0].id, |t| t.status.state.is_terminal()).await;
+    assert_eq!(done.status.state, TaskState::Completed);
+    // Blocking retries, concurrent, through both bridges: the finished task, nothing rerun.
+    let retries = (0..4).map(|i| {
+        let bridge = if i % 2 == 0 { a.clone() } else { b.clone() };
+        let c = c.clone();
+        tokio::spawn(async move {
+            bridge
+                .send_message(&c, request("m-same", "once", false))
+                .await
+        })
+    });
+    for joined in futures::future::join_all(retries).await {
+        assert_eq!(task(joined.expect("join").expect("retry")), done);
+    }
+    assert_eq!(streamer.runs.load(Ordering::SeqCst), 1);
+    let commands = task_records(&log_a, agent, &done.id)
+        .await
+        .iter()
+        .filter(|r| matches!(r.body, RecordBody::Command { .. }))
+        .count();
+    assert!(commands >= 1, "at least one command");
+    assert_eq!(
+        fold_log(&log_a, agent, &done.id).await.stats().duplicates as usize,
+        commands - 1
+    );
+    w.shutdown().await.expect("shutdown");
+}
+
+async fn a_second_worker_joining_mid_turn_runs_nothing_twice(subject: &dyn Backend, agent: &str) {
+    let log = subject.log().await;
+    let b = bridge(&log, agent).await;
+    let c = Caller::principal("alice");
+    let streamer = Streamer::new(20, Duration::from_millis(50));
+    let first = start(&log, worker_config(agent), streamer.clone()).await;
+    let mut ids = Vec::new();
+    for i in 0..16 {
+        let t = task(
+            b.send_message(&c, request(&format!("m-{i}"), "go", true))
+                .await
+                .expect("send"),
+        );
+        ids.push(t.id);
+    }
+    for id in &ids {
+        wait_for(&b, &c, id, |t| t.status.state == TaskState::Working).await;
+    }
+    // A member joins while all 16 turns run: it receives their commands again and must
+    // leave them to the live claims.
+    let second = start(&log, worker_config(agent), streamer.clone()).await;
+    for id in &ids {
+        let t = wait_for(&b, &c, id, |t| t.status.state.is_terminal()).await;
+        assert_eq!(t.status.state, TaskState::Completed);
+        assert_eq!(one_attempt(&t, 20), 1);
+        let f = fold_log(&log, agent, id).await;
+        assert_eq!(
+            f.stats().fenced,
+            0,
+            "task {id}: nothing was written by a second run"
+        );
+    }
+    assert_eq!(
+        streamer.runs.load(Ordering::SeqCst),
+        ids.len(),
+        "one run per turn"
+    );
+    first.shutdown().await.expect("shutdown");
+    second.shutdown().await.expect("shutdown");
+}
+
+async fn a_crashed_workers_turns_are_taken_over_after_the_lease(
+    subject: &dyn Backend,
+    agent: &str,
+) {
+    let log = subject.log().await;
+    let b = bridge(&log, agent).await;
+    let c = Caller::principal("alice");
+    let mut streamer = Streamer::new(5, Duration::from_millis(5));
+    streamer.hang_after = Some(2);
+    let doomed = start(&log, worker_config(agent), streamer.clone()).await;
+    let mut ids = Vec::new();
+    for i in 0..12 {
+        let t = task(
+            b.send_message(&c, request(&format!("m-{i}"), "go", true))
+                .await
+                .expect("send"),
+        );
+        ids.push(t.id);
+    }
+    // Each first run wrote two chunks and hangs.
+    for id in &ids {
+        wait_for(&b, &c, id, |t| {
+            t.artifacts.first().is_some_and(|a| a.parts.len() == 2)
+        })
+        .await;
+    }
+    doomed.abort();
+    let rescuer = start(&log, worker_config(agent), streamer.clone()).await;
+    for id in &ids {
+        let t = wait_for(&b, &c, id, |t| t.status.state.is_terminal()).await;
+        assert_eq!(t.status.state, TaskState::Completed);
+        // The artifact is the takeover's alone: nothing of the dead attempt's two chunks.
+        assert_eq!(one_attempt(&t, 5), 2, "task {id}");
+        let records = task_records(&log, agent, id).await;
+        let claims: Vec<u32> = records
+            .iter()
+            .filter(|r| matches!(r.body, RecordBody::Claim { .. }))
+            .map(|r| r.header.attempt)
+            .collect();
+        assert!(claims.contains(&1) && claims.contains(&2), "{claims:?}");
+        let terminals = records
+            .iter()
+            .filter(|r| matches!(r.body, RecordBody::Terminal { .. }))
+            .count();
+        assert_eq!(terminals, 1, "task {id}: exactly one terminal");
+    }
+    assert_eq!(
+        streamer.retries.load(Ordering::SeqCst),
+        ids.len(),
+        "each takeover knew it retried"
+    );
+    rescuer.shutdown().await.expect("shutdown");
+}
+
+/// Append `request`'s command to the events topic alone, as a bridge that died between its
+/// two appends would have.
+async fn half_send(
+    log: &Log,
+    agent: &str,
+    caller: &Caller,
+    request: &SendMessageRequest,
+) -> String {
+    let message = &request.message;
+    let task_id =
+        agentlog_wire::ids::task_id(&caller.tenant, &caller.principal, &message.message_id);
+    let record = Record {
+        header: agentlog_wire::RecordHeader {
+            task_id: task_id.clone(),
+            context_id: agentlog_wire::ids::context_id(
+                &caller.tenant,
+                &caller.principal,
+                &message.message_id,
+            ),
+            message_id: message.message_id.clone(),
+            source: "a-bridge-that-died".into(),
+            principal: caller.principal.clone(),
+            tenant: caller.tenant.clone(),
+            timestamp_ms: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_millis() as u64)
+                .unwrap_or(0),
+            content_type: "application/json".into(),
+            ..Default::default()
+        },
+        body: RecordBody::Command {
+            params: serde_json::to_string(request).expect("params"),
+        },
+    };
+    let topics = AgentTopics::of(agent);
+    log.append(
+        &topics.events,
+        task_id.as_bytes(),
+        vec![Bytes::from(record.encode().expect("encode"))],
+    )
+    .await
+    .expect("append");
+    task_id
+}
+
+async fn a_command_that_never_reached_the_queue_is_put_back(subject: &dyn Backend, agent: &str) {
+    let log = subject.log().await;
+    let b = bridge(&log, agent).await;
+    let c = Caller::principal("alice");
+    let streamer = Streamer::new(1, Duration::from_millis(1));
+    let w = start(&log, worker_config(agent), streamer.clone()).await;
+    let id = half_send(&log, agent, &c, &request("m-lost", "lost", false)).await;
+    // No retry from the client: the sweeper puts it back on the queue.
+    let t = wait_for(&b, &c, &id, |t| t.status.state.is_terminal()).await;
+    assert_eq!(t.status.state, TaskState::Completed);
+    assert_eq!(streamer.runs.load(Ordering::SeqCst), 1);
+    w.shutdown().await.expect("shutdown");
+}
+
+async fn a_turn_whose_message_is_missing_fails_the_task(subject: &dyn Backend, agent: &str) {
+    let log = subject.log().await;
+    let b = bridge(&log, agent).await;
+    let c = Caller::principal("alice");
+    let runs = Arc::new(AtomicUsize::new(0));
+    let counted = runs.clone();
+    let w = start(
+        &log,
+        worker_config(agent),
+        handler_fn(move |_task: TaskContext| {
+            counted.fetch_add(1, Ordering::SeqCst);
+            async { Ok(()) }
+        }),
+    )
+    .await;
+    // Written by something other than a bridge (a bridge refuses it): an agent's message.
+    let id = half_send(&log, agent, &c, &message_with("m-agent", "hi", Role::Agent)).await;
+    let t = wait_for(&b, &c, &id, |t| t.status.state.is_terminal()).await;
+    assert_eq!(t.status.state, TaskState::Failed);
+    let why: String = t
+        .status
+        .message
+        .iter()
+        .flat_map(|m| m.parts.iter().filter_map(Part::as_text))
+        .collect();
+    assert!(why.contains("ROLE_USER"), "{why}");
+    assert_eq!(runs.load(Ordering::SeqCst), 0, "the handler never saw it");
+    w.shutdown().await.expect("shutdown");
+}
+
+async fn a_follow_up_reaches_the_running_handler(subject: &dyn Backend, agent: &str) {
+    let log = subject.log().await;
+    let b = bridge(&log, agent).await;
+    let c = Caller::principal("alice");
+    let w = start(
+        &log,
+        worker_config(agent),
+        handler_fn(|task: TaskContext| async move {
+            task.working(Some("tell me more")).await?;
+            let Some(more) = task.wait_follow_up().await? else {
+                return Ok(());
+            };
+            let text = text_of(&more);
+            task.complete(Some(&format!("{} and {text}", task.text())))
+                .await?;
+            Ok(())
+        }),
+    )
+    .await;
+    let first = task(
+        b.send_message(&c, request("m-1", "this", true))
+            .await
+            .expect("send"),
+    );
+    wait_for(&b, &c, &first.id, |t| t.history.len() == 2).await;
+    // A message to the working task: accepted, and it is the running handler's.
+    let done = task(
+        b.send_message(&c, follow_up(&first.id, "m-2", "that"))
+            .await
+            .expect("follow-up"),
+    );
+    assert_eq!(done.status.state, TaskState::Completed);
+    assert_eq!(
+        done.status.message.as_ref().map(text_of).as_deref(),
+        Some("this and that")
+    );
+    let users: Vec<&str> = done
+        .history
+        .iter()
+        .filter(|m| m.role == Role::User)
+        .map(|m| m.message_id.as_str())
+        .collect();
+    assert_eq!(users, ["m-1", "m-2"]);
+    w.shutdown().await.expect("shutdown");
+}
+
+async fn an_untaken_follow_up_starts_the_next_turn(subject: &dyn Backend, agent: &str) {
+    let log = subject.log().await;
+    let b = bridge(&log, agent).await;
+    let c = Caller::principal("alice");
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let saw = seen.clone();
+    let w = start(
+        &log,
+        worker_config(agent),
+        handler_fn(move |task: TaskContext| {
+            let saw = saw.clone();
+            async move {
+                saw.lock().expect("lock").push(task.text());
+                task.working(None).await?;
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                let artifact = Artifact {
+                    artifact_id: format!("re-{}", task.message().message_id),
+                    name: None,
+                    description: None,
+                    parts: vec![Part::text(format!("done: {}", task.text()))],
+                    metadata: None,
+                    extensions: Vec::new(),
+                };
+                task.artifact(artifact, false, true).await?;
+                Ok(())
+            }
+        }),
+    )
+    .await;
+    let first = task(
+        b.send_message(&c, request("m-1", "one", true))
+            .await
+            .expect("send"),
+    );
+    wait_for(&b, &c, &first.id, |t| t.status.state == TaskState::Working).await;
+    let done = task(
+        b.send_message(&c, follow_up(&first.id, "m-2", "two"))
+            .await
+            .expect("follow-up"),
+    );
+    assert_eq!(done.status.state, TaskState::Completed);
+    assert_eq!(*seen.lock().expect("lock"), ["one", "two"]);
+    assert_eq!(done.artifacts.len(), 2, "{:?}", done.artifacts);
+    w.shutdown().await.expect("shutdown");
+}
+
+async fn a_thousand_tasks_while_workers_join_and_leave(subject: &dyn Backend, agent: &str) {
+    const TASKS: usize = 1000;
+    const CHUNKS: usize = 6;
+    let log = subject.log().await;
+    let b = bridge(&log, agent).await;
+    let c = Caller::principal("alice");
+    // Turns outlast a leaver's grace period: leaving releases them mid-turn, and another
+    // worker takes them over.
+    let streamer = Streamer::new(CHUNKS, Duration::from_millis(100));
+    let config = || {
+        let mut config = worker_config(agent);
+        config.shutdown_timeout = Duration::from_millis(100);
+        config
+    };
+    let mut workers = vec![start(&log, config(), streamer.clone()).await];
+    let sends = (0..TASKS).map(|i| {
+        let b = b.clone();
+        let c = c.clone();
+        tokio::spawn(async move {
+            b.send_message(&c, request(&format!("m-{i}"), "go", true))
+                .await
+        })
+    });
+    let ids: Vec<String> = futures::future::join_all(sends)
+        .await
+        .into_iter()
+        .map(|joined| task(joined.expect("join").expect("send")).id)
+        .collect();
+    // Churn: every 200 ms a worker joins or one leaves (its running turns are released),
+    // with one to four alive, until every task is over.
+    let deadline = tokio::time::Instant::now() + SOON * 9;
+    let mut round = 0usize;
+    loop {
+        let mut open = 0;
+        for id in &ids {
+            if b.view()
+                .lookup(&c, id)
+                .is_none_or(|info| !info.state.is_terminal())
+            {
+                open += 1;
+            }
+        }
+        if open == 0 {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{open} tasks still open"
+        );
+        round += 1;
+        if workers.len() < 2 || (workers.len() < 4 && round % 3 != 0) {
+            workers.push(start(&log, config(), streamer.clone()).await);
+        } else {
+            let leaving = workers.remove(round % workers.len());
+            leaving.shutdown().await.expect("shutdown");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    for id in &ids {
+        let t = wait_for(&b, &c, id, |t| t.status.state.is_terminal()).await;
+        assert_eq!(t.status.state, TaskState::Completed, "task {id}");
+        one_attempt(&t, CHUNKS);
+        // Exactly one terminal record applies; any other was fenced or came after it.
+        let mut fold = TaskFold::new();
+        let mut terminals = 0;
+        for record in task_records(&log, agent, id).await {
+            let applied = fold.apply(&record) == Outcome::Applied;
+            if applied && matches!(record.body, RecordBody::Terminal { .. }) {
+                terminals += 1;
+            }
+        }
+        assert_eq!(terminals, 1, "task {id}");
+        assert_eq!(fold.state(), Some(TaskState::Completed));
+    }
+    for w in workers {
+        w.shutdown().await.expect("shutdown");
+    }
+    let retries = streamer.retries.load(Ordering::SeqCst);
+    eprintln!(
+        "[{}] churn: {round} membership changes, {} runs for {TASKS} tasks, {retries} of them takeovers",
+        subject.name(),
+        streamer.runs.load(Ordering::SeqCst),
+    );
+    assert!(
+        retries > 0,
+        "the churn released turns mid-run and they were taken over"
+    );
+}
+
+fn text_of(message: &Message) -> String {
+    message.parts.iter().filter_map(Part::as_text).collect()
+}
