@@ -231,10 +231,11 @@ impl Bridge {
             )
             .with_detail("field", "message.messageId"));
         }
-        if info.awaits_claim() && info.last_message_id.as_deref() == Some(&*message.message_id) {
-            if let Some(record) = self.turn_record(info, &message.message_id).await? {
-                self.commit(&record, Topics::Commands).await?;
-            }
+        if info.awaits_claim()
+            && info.last_message_id.as_deref() == Some(&*message.message_id)
+            && let Some(record) = self.turn_record(info, &message.message_id).await?
+        {
+            self.commit(&record, Topics::Commands).await?;
         }
         Ok(Accepted {
             task_id: info.id.to_string(),
