@@ -630,7 +630,7 @@ async fn a_thousand_tasks_while_workers_join_and_leave(subject: &dyn Backend, ag
             "{open} tasks still open"
         );
         round += 1;
-        if workers.len() < 2 || (workers.len() < 4 && round % 3 != 0) {
+        if workers.len() < 2 || (workers.len() < 4 && !round.is_multiple_of(3)) {
             workers.push(start(&log, config(), streamer.clone()).await);
         } else {
             let leaving = workers.remove(round % workers.len());
