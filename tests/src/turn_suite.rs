@@ -52,19 +52,28 @@ pub async fn run_all(subject: &dyn Backend) {
     case!(a_thousand_tasks_while_workers_join_and_leave);
 }
 
+/// How many chunks the SIGKILL test's child streams per task (`src/bin/turn_child.rs`).
+pub const CHILD_CHUNKS: usize = 30;
+
 /// A handler that streams `chunks` chunks `a<attempt>:<i>` into the artifact `out`, one every
 /// `delay`, then completes; on attempt 1 it stops after `hang_after` chunks and waits for its
 /// cancellation (a worker that hangs, or dies, mid-turn). Counts its runs.
 #[derive(Debug, Clone)]
 pub struct Streamer {
+    /// Chunks per run.
     pub chunks: usize,
+    /// The pause after each chunk.
     pub delay: Duration,
+    /// On attempt 1, stop after this many chunks and wait for the cancellation.
     pub hang_after: Option<usize>,
+    /// Runs of the handler.
     pub runs: Arc<AtomicUsize>,
+    /// Runs that were retries (attempt > 1).
     pub retries: Arc<AtomicUsize>,
 }
 
 impl Streamer {
+    /// `chunks` chunks, `delay` apart, no hang.
     pub fn new(chunks: usize, delay: Duration) -> Self {
         Self {
             chunks,
