@@ -11,6 +11,12 @@
 //!
 //! Offsets are per partition, start at 0 and grow by one per record. An "end offset" is the
 //! offset the next record appended to that partition will get (so an empty partition has end 0).
+//!
+//! # Closing
+//!
+//! After [`LogBackend::close`], every call (and every call of a group member of the log)
+//! fails with [`ErrorKind::Internal`] "the log was closed", on every backend: not
+//! `Unavailable`, because a closed handle never comes back, so no retry may wait for it.
 
 use std::fmt;
 use std::sync::Arc;
@@ -19,7 +25,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use tokio::sync::watch;
 
-use crate::error::Result;
+use crate::error::{Error, ErrorKind, Result};
 
 pub mod embedded;
 mod follower;
@@ -180,6 +186,15 @@ pub trait LogBackend: Send + Sync + fmt::Debug + 'static {
 
     /// Flush and release resources. Further calls fail.
     async fn close(&self) -> Result<()>;
+}
+
+/// The error every call on a closed log (or a consumer of one) gets, on every backend.
+///
+/// It is [`ErrorKind::Internal`], not `Unavailable`: a closed handle never opens again, so
+/// the same call retried cannot succeed, and a retry loop (a worker's, a retrying layer's)
+/// must give up at once instead of waiting for it.
+pub(crate) fn closed_error() -> Error {
+    Error::new(ErrorKind::Internal, "the log was closed")
 }
 
 /// One member of a consumer group.
