@@ -12,6 +12,13 @@
 //! Offsets are per partition, start at 0 and grow by one per record. An "end offset" is the
 //! offset the next record appended to that partition will get (so an empty partition has end 0).
 //!
+//! # Layers
+//!
+//! A [`Log`] is a handle over a backend with [`Layer`]s stacked on it:
+//! `log::open(url).await?.layer(a).layer(b)`. What is the same for every backend lives in a
+//! layer, written once ([`layers`]): metrics ([`layers::MetricsLayer`], read through
+//! [`layers::LogMetrics`]). [`open`] stacks none.
+//!
 //! # Closing
 //!
 //! After [`LogBackend::close`], every call (and every call of a group member of the log)
@@ -30,6 +37,7 @@ use crate::error::{Error, ErrorKind, Result};
 pub mod embedded;
 mod follower;
 pub mod iggy;
+pub mod layers;
 mod partitioner;
 mod url;
 

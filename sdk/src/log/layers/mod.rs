@@ -1,0 +1,146 @@
+//! Layers: cross-cutting concerns written once for every backend, stacked on a [`Log`].
+//!
+//! Each layer wraps the backend (or the stack) under it and implements [`LogBackend`] by doing
+//! its part and calling the layer below; the [`GroupConsumer`]s that `join_group` returns are
+//! wrapped the same way, so a layer sees polls and commits too. A layer forwards `append_all`
+//! and `read_at` to the layer below rather than leaving them to the trait's defaults, so a
+//! backend's native forms (the embedded log's one-round `append_all`, its one-pass `read_at`)
+//! survive any stack.
+//!
+//! | layer | what | handle |
+//! | --- | --- | --- |
+//! | [`MetricsLayer`] | calls, outcomes by [`ErrorKind`], records and bytes, a latency histogram per operation | [`LogMetrics`] |
+//!
+//! # Order
+//!
+//! `Log::new(backend).layer(a).layer(b)` puts `b` outermost: a call goes through `b`, then
+//! `a`, then the backend.
+//!
+//! [`log::open`](super::open) returns the bare backend; callers stack what they need.
+//!
+//! # The rule
+//!
+//! A concern that is the same for every backend (retrying, timing, counting, tracing, injecting
+//! faults) is a layer, never code repeated in each backend. A backend keeps only what needs
+//! its internals: how it reconnects, how it maps its own errors, how it waits.
+//!
+//! [`ErrorKind`]: crate::error::ErrorKind
+
+use std::fmt;
+
+mod metrics;
+
+pub use metrics::{LatencySnapshot, LogMetrics, MetricsLayer};
+
+#[cfg(doc)]
+use super::{GroupConsumer, Log, LogBackend};
+
+/// One operation of [`LogBackend`] or [`GroupConsumer`], as layers name it (the metrics' `op`
+/// label).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum LogOp {
+    /// [`LogBackend::ensure_topic`].
+    EnsureTopic,
+    /// [`LogBackend::partitions`].
+    Partitions,
+    /// [`LogBackend::append`].
+    Append,
+    /// [`LogBackend::append_all`].
+    AppendAll,
+    /// [`LogBackend::read`].
+    Read,
+    /// [`LogBackend::read_at`].
+    ReadAt,
+    /// [`LogBackend::end_offsets`].
+    EndOffsets,
+    /// [`LogBackend::watch_end`].
+    WatchEnd,
+    /// [`LogBackend::join_group`].
+    JoinGroup,
+    /// [`GroupConsumer::poll`].
+    Poll,
+    /// [`GroupConsumer::commit`].
+    Commit,
+    /// [`GroupConsumer::leave`].
+    Leave,
+    /// [`LogBackend::close`].
+    Close,
+}
+
+impl LogOp {
+    /// Every operation, in declaration order.
+    pub const ALL: [LogOp; 13] = [
+        LogOp::EnsureTopic,
+        LogOp::Partitions,
+        LogOp::Append,
+        LogOp::AppendAll,
+        LogOp::Read,
+        LogOp::ReadAt,
+        LogOp::EndOffsets,
+        LogOp::WatchEnd,
+        LogOp::JoinGroup,
+        LogOp::Poll,
+        LogOp::Commit,
+        LogOp::Leave,
+        LogOp::Close,
+    ];
+
+    /// The method's name (`append_all`, `poll`, ...).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            LogOp::EnsureTopic => "ensure_topic",
+            LogOp::Partitions => "partitions",
+            LogOp::Append => "append",
+            LogOp::AppendAll => "append_all",
+            LogOp::Read => "read",
+            LogOp::ReadAt => "read_at",
+            LogOp::EndOffsets => "end_offsets",
+            LogOp::WatchEnd => "watch_end",
+            LogOp::JoinGroup => "join_group",
+            LogOp::Poll => "poll",
+            LogOp::Commit => "commit",
+            LogOp::Leave => "leave",
+            LogOp::Close => "close",
+        }
+    }
+
+    /// The position of this operation in [`LogOp::ALL`], for per-operation tables.
+    const fn index(self) -> usize {
+        self as usize
+    }
+}
+
+impl fmt::Display for LogOp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How many records and payload bytes a list of records holds (what a read returned).
+fn records_and_bytes(records: &[super::StoredRecord]) -> (u64, u64) {
+    let bytes = records.iter().map(|r| r.payload.len() as u64).sum();
+    (records.len() as u64, bytes)
+}
+
+/// How many records and payload bytes a list of payloads holds (what an append carries).
+fn payloads_and_bytes(payloads: &[bytes::Bytes]) -> (u64, u64) {
+    let bytes = payloads.iter().map(|p| p.len() as u64).sum();
+    (payloads.len() as u64, bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_op_has_its_index_and_a_unique_name() {
+        for (i, op) in LogOp::ALL.iter().enumerate() {
+            assert_eq!(op.index(), i);
+        }
+        let mut names: Vec<_> = LogOp::ALL.iter().map(|op| op.as_str()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), LogOp::ALL.len());
+    }
+}
