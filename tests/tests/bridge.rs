@@ -1,9 +1,10 @@
 //! The bridge suite on every backend: `memory://`, `file://` and, when an `iggy-server`
-//! binary is found, Apache Iggy.
+//! binary is found, Apache Iggy; and on `memory://` whose reads return one record at a time.
 
 use std::path::PathBuf;
 use std::sync::Mutex;
 
+use agentlog::log::layers::{FaultLayer, Faults};
 use agentlog::log::{Log, open};
 use agentlog_integration::bridge_suite::{Backend, run_all};
 use agentlog_integration::iggy_server::IggyServer;
@@ -17,6 +18,29 @@ impl Backend for Memory {
     }
     async fn log(&self) -> Log {
         open("memory://").await.expect("open memory://")
+    }
+    async fn replica(&self, log: &Log) -> Log {
+        log.clone()
+    }
+    async fn restart(&self, _log: &Log) -> Option<Log> {
+        None
+    }
+}
+
+/// `memory://` under a fault layer whose reads return one record at most (the trait allows
+/// it; Iggy's polls are capped), so the view's follower and `read_at` must read on.
+struct ShortReads;
+
+#[async_trait::async_trait]
+impl Backend for ShortReads {
+    fn name(&self) -> &str {
+        "memory, short reads"
+    }
+    async fn log(&self) -> Log {
+        let faults = Faults::new();
+        faults.short_reads(1);
+        let log = open("memory://").await.expect("open memory://");
+        log.layer(FaultLayer::new(faults))
     }
     async fn replica(&self, log: &Log) -> Log {
         log.clone()
@@ -86,6 +110,11 @@ impl Backend for Iggy {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bridge_on_memory() {
     run_all(&Memory).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bridge_on_memory_with_short_reads() {
+    run_all(&ShortReads).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -10,11 +10,13 @@
 //! | layer | what | handle |
 //! | --- | --- | --- |
 //! | [`MetricsLayer`] | calls, outcomes by [`ErrorKind`], records and bytes, a latency histogram per operation | [`LogMetrics`] |
+//! | [`FaultLayer`] | for tests: failures, crashes, short reads, delays and dropped connections armed at runtime | [`Faults`] |
 //!
 //! # Order
 //!
 //! `Log::new(backend).layer(a).layer(b)` puts `b` outermost: a call goes through `b`, then
-//! `a`, then the backend.
+//! `a`, then the backend. Put `FaultLayer` innermost: every other layer sees an injected
+//! fault exactly as it would see the backend failing.
 //!
 //! [`log::open`](super::open) returns the bare backend; callers stack what they need.
 //!
@@ -28,15 +30,17 @@
 
 use std::fmt;
 
+mod fault;
 mod metrics;
 
+pub use fault::{FaultCounts, FaultLayer, Faults};
 pub use metrics::{LatencySnapshot, LogMetrics, MetricsLayer};
 
 #[cfg(doc)]
 use super::{GroupConsumer, Log, LogBackend};
 
 /// One operation of [`LogBackend`] or [`GroupConsumer`], as layers name it (the metrics' `op`
-/// label).
+/// label, the fault layer's delays).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum LogOp {
