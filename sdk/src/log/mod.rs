@@ -16,7 +16,8 @@
 //!
 //! A [`Log`] is a handle over a backend with [`Layer`]s stacked on it:
 //! `log::open(url).await?.layer(a).layer(b)`. What is the same for every backend lives in a
-//! layer, written once ([`layers`]): metrics ([`layers::MetricsLayer`], read through
+//! layer, written once ([`layers`]): retries ([`layers::RetryLayer`]), metrics
+//! ([`layers::MetricsLayer`], read through
 //! [`layers::LogMetrics`]) and, for tests, injected faults ([`layers::FaultLayer`], armed
 //! through [`layers::Faults`]). [`open`] stacks none.
 //!
@@ -249,8 +250,8 @@ where
 /// The error every call on a closed log (or a consumer of one) gets, on every backend.
 ///
 /// It is [`ErrorKind::Internal`], not `Unavailable`: a closed handle never opens again, so
-/// the same call retried cannot succeed, and a retry loop (a worker's, a retrying layer's)
-/// must give up at once instead of waiting for it.
+/// the same call retried cannot succeed, and a retry loop (the [`layers::RetryLayer`], a
+/// worker's) must give up at once instead of waiting for it.
 pub(crate) fn closed_error() -> Error {
     Error::new(ErrorKind::Internal, "the log was closed")
 }

@@ -9,14 +9,24 @@
 //!
 //! | layer | what | handle |
 //! | --- | --- | --- |
+//! | [`RetryLayer`] | retries calls that fail with a retryable error ([`Error::is_retryable`]), backing off exponentially with jitter | |
 //! | [`MetricsLayer`] | calls, outcomes by [`ErrorKind`], records and bytes, a latency histogram per operation | [`LogMetrics`] |
 //! | [`FaultLayer`] | for tests: failures, crashes, short reads, delays and dropped connections armed at runtime | [`Faults`] |
 //!
 //! # Order
 //!
 //! `Log::new(backend).layer(a).layer(b)` puts `b` outermost: a call goes through `b`, then
-//! `a`, then the backend. Put `FaultLayer` innermost: every other layer sees an injected
-//! fault exactly as it would see the backend failing.
+//! `a`, then the backend. The recommended order, innermost first:
+//!
+//! ```text
+//! backend  <-  FaultLayer (tests only)  <-  MetricsLayer  <-  RetryLayer
+//! ```
+//!
+//! - `FaultLayer` innermost: every other layer sees an injected fault exactly as it would see
+//!   the backend failing.
+//! - `MetricsLayer` inside `RetryLayer`: each attempt is counted, so a backend that needs
+//!   retries shows up (`outcome="unavailable"`) even when the retry hides it from the caller.
+//!   Put it outside instead to count what callers saw.
 //!
 //! [`log::open`](super::open) returns the bare backend; callers stack what they need.
 //!
@@ -26,15 +36,18 @@
 //! faults) is a layer, never code repeated in each backend. A backend keeps only what needs
 //! its internals: how it reconnects, how it maps its own errors, how it waits.
 //!
+//! [`Error::is_retryable`]: crate::error::Error::is_retryable
 //! [`ErrorKind`]: crate::error::ErrorKind
 
 use std::fmt;
 
 mod fault;
 mod metrics;
+mod retry;
 
 pub use fault::{FaultCounts, FaultLayer, Faults};
 pub use metrics::{LatencySnapshot, LogMetrics, MetricsLayer};
+pub use retry::RetryLayer;
 
 #[cfg(doc)]
 use super::{GroupConsumer, Log, LogBackend};
