@@ -16,8 +16,8 @@
 //!
 //! A [`Log`] is a handle over a backend with [`Layer`]s stacked on it:
 //! `log::open(url).await?.layer(a).layer(b)`. What is the same for every backend lives in a
-//! layer, written once ([`layers`]): retries ([`layers::RetryLayer`]), metrics
-//! ([`layers::MetricsLayer`], read through
+//! layer, written once ([`layers`]): retries ([`layers::RetryLayer`]), tracing
+//! ([`layers::TracingLayer`]), metrics ([`layers::MetricsLayer`], read through
 //! [`layers::LogMetrics`]) and, for tests, injected faults ([`layers::FaultLayer`], armed
 //! through [`layers::Faults`]). [`open`] stacks none.
 //!

@@ -10,6 +10,7 @@
 //! | layer | what | handle |
 //! | --- | --- | --- |
 //! | [`RetryLayer`] | retries calls that fail with a retryable error ([`Error::is_retryable`]), backing off exponentially with jitter | |
+//! | [`TracingLayer`] | one `tracing` span and event per call (debug), a warning per failed one | |
 //! | [`MetricsLayer`] | calls, outcomes by [`ErrorKind`], records and bytes, a latency histogram per operation | [`LogMetrics`] |
 //! | [`FaultLayer`] | for tests: failures, crashes, short reads, delays and dropped connections armed at runtime | [`Faults`] |
 //!
@@ -19,14 +20,26 @@
 //! `a`, then the backend. The recommended order, innermost first:
 //!
 //! ```text
-//! backend  <-  FaultLayer (tests only)  <-  MetricsLayer  <-  RetryLayer
+//! backend  <-  FaultLayer (tests only)  <-  TracingLayer  <-  MetricsLayer  <-  RetryLayer
+//! ```
+//!
+//! ```
+//! # async fn demo() -> agentlog::Result<()> {
+//! use agentlog::log::{self, layers::{LogMetrics, MetricsLayer, RetryLayer, TracingLayer}};
+//! let metrics = LogMetrics::new();
+//! let log = log::open("memory://")
+//!     .await?
+//!     .layer(TracingLayer::new())
+//!     .layer(MetricsLayer::new(metrics.clone()))
+//!     .layer(RetryLayer::new());
+//! # Ok(()) }
 //! ```
 //!
 //! - `FaultLayer` innermost: every other layer sees an injected fault exactly as it would see
 //!   the backend failing.
-//! - `MetricsLayer` inside `RetryLayer`: each attempt is counted, so a backend that needs
-//!   retries shows up (`outcome="unavailable"`) even when the retry hides it from the caller.
-//!   Put it outside instead to count what callers saw.
+//! - `TracingLayer` and `MetricsLayer` inside `RetryLayer`: each attempt is traced and counted,
+//!   so a backend that needs retries shows up (`outcome="unavailable"`) even when the retry
+//!   hides it from the caller. Put them outside instead to count what callers saw.
 //!
 //! [`log::open`](super::open) returns the bare backend; callers stack what they need.
 //!
@@ -44,16 +57,18 @@ use std::fmt;
 mod fault;
 mod metrics;
 mod retry;
+mod trace;
 
 pub use fault::{FaultCounts, FaultLayer, Faults};
 pub use metrics::{LatencySnapshot, LogMetrics, MetricsLayer};
 pub use retry::RetryLayer;
+pub use trace::TracingLayer;
 
 #[cfg(doc)]
 use super::{GroupConsumer, Log, LogBackend};
 
 /// One operation of [`LogBackend`] or [`GroupConsumer`], as layers name it (the metrics' `op`
-/// label, the fault layer's delays).
+/// label, the tracing `op` field, the fault layer's delays).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum LogOp {
