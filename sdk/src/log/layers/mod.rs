@@ -41,7 +41,8 @@
 //!   so a backend that needs retries shows up (`outcome="unavailable"`) even when the retry
 //!   hides it from the caller. Put them outside instead to count what callers saw.
 //!
-//! [`log::open`](super::open) returns the bare backend; callers stack what they need.
+//! [`log::open`](super::open) returns the bare backend; callers stack what they need
+//! (`agentlog serve` and `agentlog worker` add a `MetricsLayer` for `/metrics`).
 //!
 //! # The rule
 //!
