@@ -22,29 +22,8 @@ struct Server {
 impl Server {
     /// `agentlog serve --demo --listen 127.0.0.1:0 --log <log>`, once it printed its URL.
     fn start(log: &str, cwd: &Path) -> Server {
-        let mut child = Command::new(BIN)
-            .args(["serve", "--demo", "--listen", "127.0.0.1:0", "--log", log])
-            .current_dir(cwd)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start agentlog serve");
-        let mut stdout = BufReader::new(child.stdout.take().unwrap());
-        let (tx, rx) = mpsc::channel();
-        let reader = std::thread::spawn(move || {
-            let mut line = String::new();
-            let _ = stdout.read_line(&mut line);
-            let _ = tx.send(line);
-            stdout
-        });
-        let line = rx.recv_timeout(Duration::from_secs(60)).unwrap_or_default();
-        let stdout = reader.join().unwrap();
-        let mut server = Server {
-            child,
-            url: String::new(),
-            _stdout: stdout,
-        };
+        let args = ["serve", "--demo", "--listen", "127.0.0.1:0", "--log", log];
+        let (mut server, line) = Server::spawn(&args, cwd);
         assert!(
             line.starts_with("agentlog serving agent \"demo\" at http://127.0.0.1:"),
             "unexpected first line {line:?}; stderr: {}",
@@ -61,6 +40,34 @@ impl Server {
             "the real port is printed: {line}"
         );
         server
+    }
+
+    /// `agentlog <args>`, once it printed its first line (returned; `url` is left empty).
+    fn spawn(args: &[&str], cwd: &Path) -> (Server, String) {
+        let mut child = Command::new(BIN)
+            .args(args)
+            .current_dir(cwd)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start agentlog serve");
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let (tx, rx) = mpsc::channel();
+        let reader = std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = stdout.read_line(&mut line);
+            let _ = tx.send(line);
+            stdout
+        });
+        let line = rx.recv_timeout(Duration::from_secs(60)).unwrap_or_default();
+        let stdout = reader.join().unwrap();
+        let server = Server {
+            child,
+            url: String::new(),
+            _stdout: stdout,
+        };
+        (server, line)
     }
 
     fn stderr(&mut self) -> String {
@@ -223,7 +230,67 @@ fn a_demo_agent_answers_every_client_subcommand() {
     let json: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(json["task"]["status"]["state"], "TASK_STATE_COMPLETED");
 
+    // /metrics counts the log's operations: the bridge's appends, the demo worker's polls.
+    let metrics = http_get(&format!("{url}metrics"));
+    for line in [
+        r#"agentlog_log_operations_total{op="append_all",outcome="ok"} "#,
+        r#"agentlog_log_operations_total{op="poll",outcome="ok"} "#,
+        r#"agentlog_log_records_total{op="append_all"} "#,
+    ] {
+        assert!(metrics.contains(line), "missing {line:?} in\n{metrics}");
+    }
+
     server.stop();
+}
+
+/// The body of `GET url` (plain `http://host:port/path`), over a bare connection.
+fn http_get(url: &str) -> String {
+    use std::io::{Read, Write};
+    let rest = url.strip_prefix("http://").unwrap();
+    let (host, path) = rest.split_at(rest.find('/').unwrap());
+    let mut stream = std::net::TcpStream::connect(host).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut reply = String::new();
+    stream.read_to_string(&mut reply).unwrap();
+    assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+    reply
+}
+
+#[test]
+fn a_worker_serves_its_logs_metrics_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "worker",
+        "--log",
+        "memory://",
+        "--metrics-listen",
+        "127.0.0.1:0",
+    ];
+    let (mut worker, line) = Server::spawn(&args, dir.path());
+    let Some(metrics_url) = line
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("http://"))
+        .map(|w| format!("http://{}", w.trim_end_matches(')')))
+    else {
+        panic!("no metrics URL in {line:?}; stderr: {}", worker.stderr());
+    };
+    assert!(
+        metrics_url.ends_with("/metrics") && !metrics_url.contains(":0/"),
+        "{line}"
+    );
+    let metrics = http_get(&metrics_url);
+    assert!(
+        metrics.contains(r#"agentlog_log_operations_total{op="join_group",outcome="ok"} 1"#),
+        "{metrics}"
+    );
+    worker.stop();
 }
 
 #[test]

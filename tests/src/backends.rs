@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use std::sync::Mutex;
 
+use agentlog::log::layers::{FaultLayer, Faults};
 use agentlog::log::{Log, open};
 
 use crate::bridge_suite::Backend;
@@ -20,6 +21,30 @@ impl Backend for Memory {
     }
     async fn log(&self) -> Log {
         open("memory://").await.expect("open memory://")
+    }
+    async fn replica(&self, log: &Log) -> Log {
+        log.clone()
+    }
+    async fn restart(&self, _log: &Log) -> Option<Log> {
+        None
+    }
+}
+
+/// `memory://` under a fault layer whose reads return one record at most (the trait allows
+/// it; Iggy's polls are capped), so the view's follower and `read_at` must read on.
+#[derive(Debug)]
+pub struct ShortReads;
+
+#[async_trait::async_trait]
+impl Backend for ShortReads {
+    fn name(&self) -> &str {
+        "memory, short reads"
+    }
+    async fn log(&self) -> Log {
+        let faults = Faults::new();
+        faults.short_reads(1);
+        let log = open("memory://").await.expect("open memory://");
+        log.layer(FaultLayer::new(faults))
     }
     async fn replica(&self, log: &Log) -> Log {
         log.clone()

@@ -1,5 +1,9 @@
-//! The log conformance suite on the embedded backend: `memory://` and `file://` (tempdir).
+//! The log conformance suite on the embedded backend: `memory://` and `file://` (tempdir),
+//! bare and under every layer (nothing armed: a layer must not change what the log does).
 
+use agentlog::log::layers::{
+    FaultLayer, Faults, LogMetrics, LogOp, MetricsLayer, RetryLayer, TracingLayer,
+};
 use agentlog::log::{Log, open};
 use agentlog_integration::conformance::{Subject, run_all};
 
@@ -45,4 +49,56 @@ async fn embedded_memory_conforms() {
 async fn embedded_file_conforms() {
     let dir = tempfile::tempdir().expect("tempdir");
     run_all(&Dir { dir }).await;
+}
+
+/// A subject under the whole stack of layers, innermost first: faults, tracing, metrics,
+/// retries.
+struct Layered<S> {
+    under: S,
+    metrics: LogMetrics,
+}
+
+impl<S> Layered<S> {
+    fn new(under: S) -> Self {
+        Self {
+            under,
+            metrics: LogMetrics::new(),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl<S: Subject> Subject for Layered<S> {
+    fn name(&self) -> &str {
+        self.under.name()
+    }
+    async fn open(&self) -> Log {
+        self.under
+            .open()
+            .await
+            .layer(FaultLayer::new(Faults::new()))
+            .layer(TracingLayer::new())
+            .layer(MetricsLayer::new(self.metrics.clone()))
+            .layer(RetryLayer::new())
+    }
+    fn can_reopen(&self) -> bool {
+        self.under.can_reopen()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn embedded_memory_under_every_layer_conforms() {
+    let layered = Layered::new(Memory);
+    run_all(&layered).await;
+    // The suite went through the stack.
+    assert!(layered.metrics.successes(LogOp::AppendAll) > 0);
+    assert!(layered.metrics.successes(LogOp::Poll) > 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn embedded_file_under_every_layer_conforms() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let layered = Layered::new(Dir { dir });
+    run_all(&layered).await;
+    assert!(layered.metrics.successes(LogOp::ReadAt) > 0);
 }

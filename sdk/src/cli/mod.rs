@@ -242,6 +242,19 @@ async fn open_log(url: &str) -> CliResult<crate::log::Log> {
         .map_err(|err| open_error(url, &err))
 }
 
+/// [`open_log`] under a `MetricsLayer`, and the counters it fills: how `serve` and `worker`
+/// open the log they write, so `/metrics` can show its operations.
+async fn open_counted_log(
+    url: &str,
+) -> CliResult<(crate::log::Log, crate::log::layers::LogMetrics)> {
+    use crate::log::layers::{LogMetrics, MetricsLayer};
+    let metrics = LogMetrics::new();
+    let log = open_log(url)
+        .await?
+        .layer(MetricsLayer::new(metrics.clone()));
+    Ok((log, metrics))
+}
+
 /// The one line for a log that cannot be opened.
 fn open_error(url: &str, err: &crate::Error) -> CliError {
     let mut line = format!("cannot open the log {}: {err}", display_log_url(url));

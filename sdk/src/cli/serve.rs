@@ -89,7 +89,7 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
         .local_addr()
         .map_err(|e| CliError::msg(format!("cannot read the listening address: {e}")))?;
     let public_url = public_url(args.public_url.as_deref(), local)?;
-    let http = HttpConfig::default();
+    let mut http = HttpConfig::default();
     let endpoint = public_url
         .join(http.rpc_path.trim_start_matches('/'))
         .map_err(|e| CliError::msg(format!("bad --public-url: {e}")))?;
@@ -101,7 +101,8 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
     card.validate()
         .map_err(|e| CliError::msg(format!("the agent card is not valid: {e}")))?;
 
-    let log = super::open_log(&log_url).await?;
+    let (log, log_metrics) = super::open_counted_log(&log_url).await?;
+    http.log_metrics = Some(log_metrics);
     let mut config = BridgeConfig::new(&args.log.agent);
     config.card = card;
     let bridge = Bridge::open(log.clone(), config).await?;

@@ -1,14 +1,18 @@
 //! `agentlog worker`: a worker process for an agent, running the demo handler or a command.
 
+use std::net::SocketAddr;
 use std::process::Stdio;
 
 use agentlog_wire::a2a::{Artifact, Part};
 use clap::Args;
 use tokio::io::AsyncWriteExt;
+use tokio::net::TcpListener;
 use tokio::process::Command;
+use tokio_util::sync::CancellationToken;
 
 use super::output::Out;
 use super::{CliError, CliResult, LogArgs};
+use crate::http::{log_metrics_router, serve};
 use crate::worker::{DemoHandler, Handler, HandlerError, TaskContext, Worker, WorkerConfig};
 
 const EXAMPLES: &str = "\
@@ -19,6 +23,8 @@ EXAMPLES:
       each task runs `tr a-z A-Z` with the message on stdin; its stdout is the answer
   agentlog worker --agent wc --exec \"sh -c 'wc -w | tr -d \\\" \\\"'\"
       use `sh -c` for pipes and redirections
+  agentlog worker --log iggy://iggy:iggy@127.0.0.1:8090 --metrics-listen 127.0.0.1:9464
+      also serve the log's metrics (agentlog_log_*) on http://127.0.0.1:9464/metrics
 
 Workers of one agent share its tasks, so run as many as you like against a shared log
 (iggy://). The embedded log (file://) is single-process: a worker can only share it with a
@@ -43,6 +49,12 @@ pub(super) struct WorkerArgs {
     /// The most tasks handled at once.
     #[arg(long, value_name = "N", default_value_t = 64)]
     concurrency: usize,
+
+    /// Serve the log's metrics (OpenMetrics: operations by outcome, durations, records and
+    /// bytes; `agentlog_log_*`) on GET http://ADDR/metrics; port 0 picks a free port (the
+    /// printed line shows it). Default: no metrics endpoint.
+    #[arg(long, value_name = "ADDR")]
+    metrics_listen: Option<SocketAddr>,
 }
 
 /// `agentlog worker`.
@@ -61,12 +73,34 @@ async fn work(args: &WorkerArgs, out: &Out, what: &str, handler: impl Handler) -
     let cwd = std::env::current_dir()
         .map_err(|e| CliError::msg(format!("cannot read the current directory: {e}")))?;
     let url = super::resolve_log_url(&args.log.log, &cwd)?;
-    let log = super::open_log(&url).await?;
+    let metrics_listener = match args.metrics_listen {
+        Some(addr) => Some(TcpListener::bind(addr).await.map_err(|e| {
+            CliError::msg(format!("cannot listen on {addr} (--metrics-listen): {e}"))
+        })?),
+        None => None,
+    };
+    let (log, log_metrics) = super::open_counted_log(&url).await?;
     let mut config = WorkerConfig::new(&args.log.agent);
     config.concurrency = args.concurrency.max(1);
     let worker = Worker::start(log.clone(), config, handler).await?;
+    let stop = CancellationToken::new();
+    let mut metrics_at = String::new();
+    let metrics_server = match metrics_listener {
+        Some(listener) => {
+            let local = listener.local_addr().map_err(|e| {
+                CliError::msg(format!("cannot read the metrics listening address: {e}"))
+            })?;
+            metrics_at = format!("; metrics: http://{local}/metrics");
+            Some(tokio::spawn(serve(
+                listener,
+                log_metrics_router(log_metrics),
+                stop.clone().cancelled_owned(),
+            )))
+        }
+        None => None,
+    };
     out.line(&format!(
-        "agentlog worker for agent {:?} (log: {}; handler: {what})",
+        "agentlog worker for agent {:?} (log: {}; handler: {what}{metrics_at})",
         args.log.agent,
         super::display_log_url(&url)
     ));
@@ -74,6 +108,13 @@ async fn work(args: &WorkerArgs, out: &Out, what: &str, handler: impl Handler) -
     super::output::note("agentlog: shutting down (finishing running tasks)");
     let stopped = worker.shutdown().await;
     let closed = log.close().await;
+    // The metrics endpoint stays up until the log is closed, so a last scrape sees it all.
+    stop.cancel();
+    if let Some(server) = metrics_server
+        && let Ok(Err(e)) = server.await
+    {
+        super::output::note(&format!("agentlog: the metrics endpoint failed: {e}"));
+    }
     stopped?;
     closed?;
     Ok(())

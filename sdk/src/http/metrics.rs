@@ -1,5 +1,6 @@
 //! Prometheus metrics (OpenMetrics text): requests by method and code, request durations,
-//! and the task view's lag and counters, read on each scrape.
+//! the task view's lag and counters, and the log's operations when a [`LogMetrics`] is
+//! given, read on each scrape.
 
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
@@ -9,7 +10,8 @@ use axum::http::StatusCode;
 use axum::http::header::CONTENT_TYPE;
 use axum::response::{IntoResponse, Response};
 use prometheus_client::collector::Collector;
-use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric, NoLabelSet};
+use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::{ConstCounter, Counter};
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -17,6 +19,8 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
 use super::AppState;
+use crate::error::ErrorKind;
+use crate::log::layers::{LogMetrics, LogOp};
 use crate::view::TaskView;
 
 const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -53,7 +57,7 @@ fn duration_histogram() -> Histogram {
 }
 
 impl Metrics {
-    pub(super) fn new(view: TaskView) -> Self {
+    pub(super) fn new(view: TaskView, log: Option<LogMetrics>) -> Self {
         let mut registry = Registry::default();
         let requests = Family::<RequestLabels, Counter>::default();
         registry.register(
@@ -74,6 +78,9 @@ impl Metrics {
             lag.clone(),
         );
         registry.register_collector(Box::new(ViewCounters(view.clone())));
+        if let Some(log) = log {
+            registry.register_collector(Box::new(LogCounters(log)));
+        }
         Self {
             registry,
             requests,
@@ -121,6 +128,107 @@ impl Collector for ViewCounters {
     }
 }
 
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OpLabels {
+    op: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OutcomeLabels {
+    op: &'static str,
+    outcome: &'static str,
+}
+
+/// The operations that move records, for the records and bytes counters.
+const MOVING_OPS: [LogOp; 5] = [
+    LogOp::Append,
+    LogOp::AppendAll,
+    LogOp::Read,
+    LogOp::ReadAt,
+    LogOp::Poll,
+];
+
+/// The log's operation counters ([`LogMetrics`], filled by a `MetricsLayer`), read at scrape
+/// time. An operation's series appear once it has been called; an error kind's once it
+/// occurred (so a scrape stays short: 13 operations × 15 kinds would be 195 series).
+#[derive(Debug)]
+pub(super) struct LogCounters(pub(super) LogMetrics);
+
+impl Collector for LogCounters {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let metrics = &self.0;
+        let called: Vec<LogOp> = LogOp::ALL
+            .into_iter()
+            .filter(|op| metrics.calls(*op) > 0)
+            .collect();
+
+        let mut family = encoder.encode_descriptor(
+            "agentlog_log_operations",
+            "Log operations by outcome: ok, or the error kind (unavailable, timeout, ...)",
+            None,
+            MetricType::Counter,
+        )?;
+        for &op in &called {
+            let outcomes = std::iter::once(("ok", metrics.successes(op))).chain(
+                ErrorKind::ALL
+                    .into_iter()
+                    .map(|kind| (kind.as_str(), metrics.errors(op, kind)))
+                    .filter(|(_, n)| *n > 0),
+            );
+            for (outcome, n) in outcomes {
+                let labels = OutcomeLabels {
+                    op: op.as_str(),
+                    outcome,
+                };
+                ConstCounter::new(n).encode(family.encode_family(&labels)?)?;
+            }
+        }
+
+        let mut family = encoder.encode_descriptor(
+            "agentlog_log_operation_duration_seconds",
+            "Time a log operation took, every outcome (a poll includes its wait for records)",
+            None,
+            MetricType::Histogram,
+        )?;
+        for &op in &called {
+            let latency = metrics.latency(op);
+            let buckets: Vec<(f64, u64)> = latency
+                .buckets
+                .iter()
+                .map(|(bound, n)| (bound.map_or(f64::INFINITY, |b| b.as_secs_f64()), *n))
+                .collect();
+            family
+                .encode_family(&OpLabels { op: op.as_str() })?
+                .encode_histogram::<NoLabelSet>(
+                    latency.sum.as_secs_f64(),
+                    latency.count,
+                    &buckets,
+                    None,
+                )?;
+        }
+
+        for (name, help, value) in [
+            (
+                "agentlog_log_records",
+                "Records appended (append, append_all) or returned (read, read_at, poll) by the log",
+                LogMetrics::records as fn(&LogMetrics, LogOp) -> u64,
+            ),
+            (
+                "agentlog_log_bytes",
+                "Payload bytes of the records counted by agentlog_log_records",
+                LogMetrics::bytes,
+            ),
+        ] {
+            let mut family = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
+            for op in MOVING_OPS.into_iter().filter(|op| called.contains(op)) {
+                let counter = ConstCounter::new(value(metrics, op));
+                counter.encode(family.encode_family(&OpLabels { op: op.as_str() })?)?;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// `GET /metrics`.
 pub(super) async fn scrape(State(state): State<AppState>) -> Response {
     let metrics = &state.inner.metrics;
@@ -130,8 +238,13 @@ pub(super) async fn scrape(State(state): State<AppState>) -> Response {
         }
         Err(e) => tracing::debug!("cannot measure the view's lag: {e}"),
     }
+    encode(&metrics.registry)
+}
+
+/// The registry as an OpenMetrics response.
+pub(super) fn encode(registry: &Registry) -> Response {
     let mut text = String::with_capacity(4096);
-    match prometheus_client::encoding::text::encode(&mut text, &metrics.registry) {
+    match prometheus_client::encoding::text::encode(&mut text, registry) {
         Ok(()) => ([(CONTENT_TYPE, OPENMETRICS)], text).into_response(),
         Err(_) => (
             StatusCode::INTERNAL_SERVER_ERROR,

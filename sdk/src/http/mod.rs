@@ -65,6 +65,21 @@
 //! - `agentlog_view_records_total`, `agentlog_view_undecodable_records_total`: records the
 //!   view has seen, and those it skipped because they could not be decoded.
 //!
+//! With [`HttpConfig::log_metrics`] set (the [`LogMetrics`] of a [`MetricsLayer`] on the
+//! bridge's log; `agentlog serve` sets it), the log's operations too, labelled with `op`, the
+//! operation's name (`append`, `append_all`, `read`, `read_at`, `poll`, `commit`, ... see
+//! [`LogOp`]); an operation's series appear once it was called:
+//! - `agentlog_log_operations_total{op,outcome}`: calls by `outcome`, `ok` or the error's
+//!   kind (`unavailable`, `timeout`, `corrupt`, ... as in `ErrorKind::as_str`; a kind's series
+//!   appears once it occurred). Under a `RetryLayer` every attempt counts.
+//! - `agentlog_log_operation_duration_seconds{op}`: a histogram of call durations, 10 µs
+//!   doubling to ~21 s (a `poll` includes its wait for records).
+//! - `agentlog_log_records_total{op}`, `agentlog_log_bytes_total{op}`: records and payload
+//!   bytes appended (`append`, `append_all`) or returned (`read`, `read_at`, `poll`).
+//!
+//! [`log_metrics_router`] serves the log's metrics alone, for a process without a bridge
+//! (`agentlog worker --metrics-listen`).
+//!
 //! The method label comes from a second, borrowing [`parse_request`] of the body (small next
 //! to the work behind any request; see the router-only case of the HTTP benchmark); the code
 //! from the reply's prefix (a success body starts with `{"jsonrpc":"2.0","id":<id>,"result"`),
@@ -79,6 +94,8 @@
 //!
 //! [`parse_request`]: agentlog_wire::jsonrpc::parse_request
 //! [`RpcReply::StreamError`]: crate::bridge::RpcReply::StreamError
+//! [`MetricsLayer`]: crate::log::layers::MetricsLayer
+//! [`LogOp`]: crate::log::layers::LogOp
 
 mod card;
 mod errors;
@@ -100,6 +117,7 @@ use tokio::net::TcpListener;
 
 use crate::agent::Caller;
 use crate::bridge::Bridge;
+use crate::log::layers::LogMetrics;
 
 /// How long [`serve`] lets open connections (long SSE streams, mostly) finish after the
 /// shutdown signal before it closes them.
@@ -113,6 +131,10 @@ pub struct HttpConfig {
     pub rpc_path: String,
     /// The largest request body accepted; a larger one gets `413`. Default 1 MiB.
     pub body_limit_bytes: usize,
+    /// The log's counters, served on `/metrics` as `agentlog_log_*` (see the module docs):
+    /// the handle of the [`MetricsLayer`](crate::log::layers::MetricsLayer) on the bridge's
+    /// log. Default `None`: no log metrics.
+    pub log_metrics: Option<LogMetrics>,
 }
 
 impl Default for HttpConfig {
@@ -120,6 +142,7 @@ impl Default for HttpConfig {
         Self {
             rpc_path: "/".to_owned(),
             body_limit_bytes: 1024 * 1024,
+            log_metrics: None,
         }
     }
 }
@@ -175,7 +198,7 @@ pub fn router(bridge: Bridge, config: HttpConfig) -> Router {
     let state = AppState {
         inner: Arc::new(Inner {
             card: card::CardBody::new(bridge.agent_card()),
-            metrics: metrics::Metrics::new(bridge.view().clone()),
+            metrics: metrics::Metrics::new(bridge.view().clone(), config.log_metrics),
             bridge,
             body_limit: config.body_limit_bytes,
             rpc_paths,
@@ -195,6 +218,28 @@ pub fn router(bridge: Bridge, config: HttpConfig) -> Router {
     }
     // Everything derived from `rpc_path` is matched in the fallback (see the module docs).
     router.fallback(rpc::dispatch).with_state(state)
+}
+
+/// A router serving only `GET /metrics` with the log's counters (`agentlog_log_*`, see the
+/// module docs), for a process that has a log but no bridge, such as a worker. Anything
+/// else gets `404`.
+pub fn log_metrics_router(metrics: LogMetrics) -> Router {
+    let mut registry = prometheus_client::registry::Registry::default();
+    registry.register_collector(Box::new(metrics::LogCounters(metrics)));
+    let registry = Arc::new(registry);
+    Router::new()
+        .route(
+            METRICS_PATH,
+            get(move || {
+                let registry = Arc::clone(&registry);
+                async move { metrics::encode(&registry) }
+            }),
+        )
+        .fallback(
+            |method: axum::http::Method, uri: axum::http::Uri| async move {
+                errors::not_found(method.as_str(), uri.path())
+            },
+        )
 }
 
 /// Serve `router` on `listener` until `shutdown` completes, then stop accepting, let open

@@ -867,6 +867,97 @@ async fn metrics_count_requests_by_method_and_code() {
     }
 }
 
+#[tokio::test]
+async fn metrics_count_log_operations_when_given_the_logs_metrics() {
+    use crate::log::layers::{FaultLayer, Faults, LogMetrics, MetricsLayer};
+    let faults = Faults::new();
+    let metrics = LogMetrics::new();
+    let log = crate::log::open("memory://")
+        .await
+        .unwrap()
+        .layer(FaultLayer::new(faults.clone()))
+        .layer(MetricsLayer::new(metrics.clone()));
+    let bridge = Bridge::open(log.clone(), BridgeConfig::new("t"))
+        .await
+        .unwrap();
+    let config = HttpConfig {
+        log_metrics: Some(metrics.clone()),
+        ..HttpConfig::default()
+    };
+    let counted = router(bridge, config);
+    rpc(
+        &counted,
+        envelope(json!(1), "SendMessage", send_params("a", true)),
+    )
+    .await;
+    faults.drop_connection(1);
+    let topic = crate::log::TopicRef::new("agentlog", "t.events");
+    assert!(log.end_offsets(&topic).await.is_err());
+    let text = call(
+        &counted,
+        Request::get("/metrics").body(Body::empty()).unwrap(),
+    )
+    .await
+    .text();
+    for line in [
+        r#"agentlog_log_operations_total{op="append_all",outcome="ok"} 1"#,
+        r#"agentlog_log_operations_total{op="end_offsets",outcome="unavailable"} 1"#,
+        r#"agentlog_log_operation_duration_seconds_count{op="append_all"} 1"#,
+        r#"agentlog_log_operation_duration_seconds_bucket{le="+Inf",op="append_all"} 1"#,
+        // The command goes to the events topic and its copy to the commands topic.
+        r#"agentlog_log_records_total{op="append_all"} 2"#,
+        r#"agentlog_log_bytes_total{op="append_all"} "#,
+    ] {
+        assert!(text.contains(line), "missing {line:?} in\n{text}");
+    }
+    // Kinds that did not occur, and operations never called, have no series.
+    assert!(!text.contains(r#"outcome="corrupt""#), "{text}");
+    assert!(!text.contains(r#"op="leave""#), "{text}");
+    // Without the field, no log metrics.
+    let plain = call(
+        &app().await,
+        Request::get("/metrics").body(Body::empty()).unwrap(),
+    )
+    .await
+    .text();
+    assert!(!plain.contains("agentlog_log_operations_total{"), "{plain}");
+}
+
+#[tokio::test]
+async fn the_log_metrics_router_serves_only_the_logs_metrics() {
+    use crate::log::layers::{LogMetrics, MetricsLayer};
+    let metrics = LogMetrics::new();
+    let log = crate::log::open("memory://")
+        .await
+        .unwrap()
+        .layer(MetricsLayer::new(metrics.clone()));
+    let topic = crate::log::TopicRef::new("s", "t");
+    log.ensure_topic(&topic, 1).await.unwrap();
+    log.append(&topic, b"k", vec![Bytes::from_static(b"abcd")])
+        .await
+        .unwrap();
+    let app = log_metrics_router(metrics);
+    let reply = call(&app, Request::get("/metrics").body(Body::empty()).unwrap()).await;
+    assert_eq!(reply.status, StatusCode::OK);
+    assert!(
+        reply
+            .content_type()
+            .starts_with("application/openmetrics-text")
+    );
+    let text = reply.text();
+    for line in [
+        r#"agentlog_log_operations_total{op="ensure_topic",outcome="ok"} 1"#,
+        r#"agentlog_log_records_total{op="append"} 1"#,
+        r#"agentlog_log_bytes_total{op="append"} 4"#,
+        "# EOF",
+    ] {
+        assert!(text.contains(line), "missing {line:?} in\n{text}");
+    }
+    assert!(!text.contains("agentlog_rpc_"), "{text}");
+    let reply = call(&app, Request::get("/healthz").body(Body::empty()).unwrap()).await;
+    assert_eq!(reply.status, StatusCode::NOT_FOUND);
+}
+
 // ---------------------------------------------------------------------------------------
 // A real port.
 

@@ -3,7 +3,7 @@
 use tokio::sync::watch;
 
 use super::{Log, StoredRecord, TopicRef};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::Result;
 
 /// Reads one partition from an offset and then waits for new records, without spinning.
 #[derive(Debug)]
@@ -52,7 +52,7 @@ impl Follower {
             self.end
                 .wait_for(|end| *end > next)
                 .await
-                .map_err(|_| Error::new(ErrorKind::Unavailable, "the log was closed"))?;
+                .map_err(|_| super::closed_error())?;
         }
     }
 }

@@ -11,6 +11,21 @@
 //!
 //! Offsets are per partition, start at 0 and grow by one per record. An "end offset" is the
 //! offset the next record appended to that partition will get (so an empty partition has end 0).
+//!
+//! # Layers
+//!
+//! A [`Log`] is a handle over a backend with [`Layer`]s stacked on it:
+//! `log::open(url).await?.layer(a).layer(b)`. What is the same for every backend lives in a
+//! layer, written once ([`layers`]): retries ([`layers::RetryLayer`]), tracing
+//! ([`layers::TracingLayer`]), metrics ([`layers::MetricsLayer`], read through
+//! [`layers::LogMetrics`]) and, for tests, injected faults ([`layers::FaultLayer`], armed
+//! through [`layers::Faults`]). [`open`] stacks none.
+//!
+//! # Closing
+//!
+//! After [`LogBackend::close`], every call (and every call of a group member of the log)
+//! fails with [`ErrorKind::Internal`] "the log was closed", on every backend: not
+//! `Unavailable`, because a closed handle never comes back, so no retry may wait for it.
 
 use std::fmt;
 use std::sync::Arc;
@@ -19,11 +34,12 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use tokio::sync::watch;
 
-use crate::error::Result;
+use crate::error::{Error, ErrorKind, Result};
 
 pub mod embedded;
 mod follower;
 pub mod iggy;
+pub mod layers;
 mod partitioner;
 mod url;
 
@@ -131,7 +147,9 @@ pub trait LogBackend: Send + Sync + fmt::Debug + 'static {
     }
 
     /// Up to `max` records of `partition` starting at offset `from`, in offset order.
-    /// Past the end it returns an empty vector, not an error.
+    /// Past the end it returns an empty vector, not an error. It may return fewer than `max`
+    /// before the end (a backend caps what one call returns), so a caller that needs a whole
+    /// range reads on from the last offset returned.
     async fn read(
         &self,
         topic: &TopicRef,
@@ -142,26 +160,19 @@ pub trait LogBackend: Send + Sync + fmt::Debug + 'static {
 
     /// The records at `offsets` (ascending) of `partition`, in that order: how a task's
     /// records are read back. An offset past the end is left out, so the caller compares
-    /// counts. Default: one [`read`](Self::read) per run of consecutive offsets; the embedded
-    /// log looks every offset up in one pass over its index.
+    /// counts. Default: [`read`](Self::read)s over each run of consecutive offsets, reading
+    /// on from where a short read stopped, until the run is whole or a read returns nothing
+    /// (past the end); the embedded log looks every offset up in one pass over its index.
     async fn read_at(
         &self,
         topic: &TopicRef,
         partition: u32,
         offsets: &[u64],
     ) -> Result<Vec<StoredRecord>> {
-        let mut out = Vec::with_capacity(offsets.len());
-        let mut rest = offsets;
-        while let Some(&start) = rest.first() {
-            let run = rest
-                .iter()
-                .zip(start..)
-                .take_while(|(offset, expected)| **offset == *expected)
-                .count();
-            out.extend(self.read(topic, partition, start, run).await?);
-            rest = &rest[run..];
-        }
-        Ok(out)
+        read_runs(topic, partition, offsets, |from, max| {
+            self.read(topic, partition, from, max)
+        })
+        .await
     }
 
     /// The end offset (next offset to be written) of every partition, indexed by partition.
@@ -180,6 +191,69 @@ pub trait LogBackend: Send + Sync + fmt::Debug + 'static {
 
     /// Flush and release resources. Further calls fail.
     async fn close(&self) -> Result<()>;
+}
+
+/// The body of the default [`LogBackend::read_at`], with `read(from, max)` standing for the
+/// backend's `read` (so a layer overriding `read_at` can go through reads of its own, as the
+/// fault layer's short reads do).
+///
+/// A `read` may return fewer records than asked (the trait allows it; Iggy caps a poll), so
+/// each run of consecutive offsets is read on from the record after the last one returned;
+/// leaving the rest out would make the caller's count check report corruption.
+pub(crate) async fn read_runs<F, Fut>(
+    topic: &TopicRef,
+    partition: u32,
+    offsets: &[u64],
+    mut read: F,
+) -> Result<Vec<StoredRecord>>
+where
+    F: FnMut(u64, usize) -> Fut,
+    Fut: std::future::Future<Output = Result<Vec<StoredRecord>>>,
+{
+    let mut out = Vec::with_capacity(offsets.len());
+    let mut rest = offsets;
+    while let Some(&start) = rest.first() {
+        let run = rest
+            .iter()
+            .zip(start..)
+            .take_while(|(offset, expected)| **offset == *expected)
+            .count();
+        let end = start + run as u64;
+        let mut next = start;
+        while next < end {
+            let records = read(next, (end - next) as usize).await?;
+            let Some(last) = records.last().map(|r| r.offset) else {
+                // Past the end; the offsets are ascending, so every later one is too.
+                return Ok(out);
+            };
+            if last < next {
+                return Err(Error::new(
+                    ErrorKind::Internal,
+                    format!(
+                        "{topic} partition {partition}: a read from offset {next} returned offset {last}"
+                    ),
+                ));
+            }
+            let from = next;
+            next = last + 1;
+            out.extend(
+                records
+                    .into_iter()
+                    .filter(|r| (from..end).contains(&r.offset)),
+            );
+        }
+        rest = &rest[run..];
+    }
+    Ok(out)
+}
+
+/// The error every call on a closed log (or a consumer of one) gets, on every backend.
+///
+/// It is [`ErrorKind::Internal`], not `Unavailable`: a closed handle never opens again, so
+/// the same call retried cannot succeed, and a retry loop (the [`layers::RetryLayer`], a
+/// worker's) must give up at once instead of waiting for it.
+pub(crate) fn closed_error() -> Error {
+    Error::new(ErrorKind::Internal, "the log was closed")
 }
 
 /// One member of a consumer group.

@@ -85,6 +85,8 @@ use self::lock::DirLock;
 use self::partition::{Partition, lock as lock_mutex};
 use self::topic::Topic;
 use self::writer::{Command, Shared};
+// The submodules name it `super::closed_error`.
+use super::closed_error;
 use super::{
     AppendBatch, Appended, GroupConsumer, LogBackend, StoredRecord, TopicRef, partition_for_key,
 };
@@ -121,11 +123,6 @@ struct Inner {
 const POLL_BUSY: Duration = Duration::from_millis(2);
 /// ...and at most how long it waits while nothing moves.
 const POLL_IDLE: Duration = Duration::from_millis(250);
-
-/// The error every call gets once the log is closed.
-pub(crate) fn closed_error() -> Error {
-    Error::new(ErrorKind::Unavailable, "the embedded log is closed")
-}
 
 impl EmbeddedLog {
     /// A log that lives in memory only and vanishes when dropped (`memory://`).

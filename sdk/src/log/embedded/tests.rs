@@ -297,7 +297,9 @@ async fn appends_after_close_fail_on_every_policy() {
             .append(&topic(), b"k", vec![payload(1)])
             .await
             .unwrap_err();
-        assert_eq!(err.kind(), ErrorKind::Unavailable, "{policy:?}");
+        // Not retryable: a closed handle never opens again.
+        assert_eq!(err.kind(), ErrorKind::Internal, "{policy:?}");
+        assert!(!err.is_retryable());
     }
 }
 
@@ -530,13 +532,21 @@ async fn close_fails_later_calls_and_wakes_waiters() {
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(polled.unwrap_err().kind(), ErrorKind::Unavailable);
+    assert_eq!(polled.unwrap_err().kind(), ErrorKind::Internal);
     let err = log
         .append(&topic(), b"k", vec![payload(0)])
         .await
         .unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::Unavailable);
-    assert!(log.read(&topic(), 0, 0, 1).await.is_err());
+    assert_eq!(err.kind(), ErrorKind::Internal);
+    assert!(!err.is_retryable());
+    for err in [
+        log.read(&topic(), 0, 0, 1).await.unwrap_err(),
+        log.end_offsets(&topic()).await.unwrap_err(),
+        log.watch_end(&topic(), 0).await.unwrap_err(),
+        log.join_group(&topic(), "g").await.unwrap_err(),
+    ] {
+        assert_eq!(err.kind(), ErrorKind::Internal);
+    }
 }
 
 fn keys_per_partition(partitions: u32) -> Vec<String> {

@@ -27,6 +27,8 @@ pub(super) const RESOURCE_NOT_FOUND: u32 = 20;
 ///
 /// - connection trouble (disconnected, cannot connect, session lost mid-reconnect) is
 ///   [`ErrorKind::Unavailable`], so callers retry;
+/// - a client that was shut down (the log closed) is the closed-log error,
+///   [`ErrorKind::Internal`], which is not retried;
 /// - bad credentials, missing permissions and malformed addresses are [`ErrorKind::Config`]:
 ///   retrying will not help until someone fixes the URL;
 /// - names, counts and payloads the server refuses are [`ErrorKind::InvalidParams`];
@@ -43,8 +45,10 @@ pub(super) fn map_err(err: IggyError, doing: impl fmt::Display) -> Error {
         | IggyError::Unauthenticated
         | IggyError::TransientNotCommitted
         | IggyError::TransientNotAccepted
-        | IggyError::ClientShutdown
         | IggyError::CannotSendMessagesDueToClientDisconnection => ErrorKind::Unavailable,
+        // Our own `close` (or a member's `leave`) shut the client down: it never reconnects,
+        // so this is the closed-log error, which no retry may wait out.
+        IggyError::ClientShutdown => return crate::log::closed_error().with_source(err),
         IggyError::InvalidCredentials
         | IggyError::InvalidUsername
         | IggyError::InvalidPassword
@@ -89,6 +93,13 @@ mod tests {
             assert_eq!(mapped.kind(), ErrorKind::Unavailable);
             assert!(mapped.is_retryable());
         }
+    }
+
+    #[test]
+    fn a_client_shut_down_is_a_closed_log_and_not_retried() {
+        let mapped = map_err(IggyError::ClientShutdown, "appending");
+        assert_eq!(mapped.kind(), ErrorKind::Internal);
+        assert!(!mapped.is_retryable());
     }
 
     #[test]

@@ -103,10 +103,7 @@ impl IggyLog {
 
     fn check_open(&self) -> Result<()> {
         if self.closed.is_cancelled() {
-            return Err(Error::new(
-                ErrorKind::Unavailable,
-                "the Iggy log was closed",
-            ));
+            return Err(crate::log::closed_error());
         }
         Ok(())
     }

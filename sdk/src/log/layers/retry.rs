@@ -1,0 +1,546 @@
+//! [`RetryLayer`]: calls that fail with a retryable error are tried again, with backoff.
+
+use std::future::Future;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use super::LogOp;
+use crate::error::Result;
+use crate::log::{
+    AppendBatch, Appended, Delivery, GroupConsumer, Layer, LogBackend, StoredRecord, TopicRef,
+};
+
+/// Retries a call that fails with a retryable error ([`Error::is_retryable`]: `Timeout` or
+/// `Unavailable`), sleeping an exponentially growing, jittered delay between attempts.
+///
+/// Defaults: 4 attempts in all, the first delay 10 ms, doubling up to 200 ms, each delay
+/// drawn between half and all of its nominal value (so retries of many callers spread out).
+/// Any other error, and the last attempt's error, is returned as it is. A closed log fails
+/// with a non-retryable error, so it is never retried.
+///
+/// Every operation is retried except `close` (a retried close would report success for a
+/// close that failed) and [`GroupConsumer::leave`] (it consumes the member). A retried
+/// [`poll`](GroupConsumer::poll) keeps the caller's deadline: each attempt waits only for
+/// what is left of the timeout.
+///
+/// # Retried appends may store a record twice
+///
+/// An append that failed with `Timeout` or `Unavailable` may still have landed (the server
+/// stored it, the acknowledgement was lost), and a failed `append_all` may have appended the
+/// batches before the failing one; the retry appends them again. For agentlog's own records
+/// that is safe: the fold drops a record whose message id it already applied to the task, a
+/// second copy of a command is ignored, and workers skip a command whose task the events
+/// topic already shows handled, so a duplicate changes nothing anyone sees. A user appending
+/// their own payloads through this layer needs readers that deduplicate the same way (give
+/// each record an id); where a duplicate would matter, do not retry appends.
+///
+/// [`Error::is_retryable`]: crate::error::Error::is_retryable
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryLayer {
+    attempts: u32,
+    initial_delay: Duration,
+    max_delay: Duration,
+    jitter: bool,
+}
+
+impl Default for RetryLayer {
+    fn default() -> Self {
+        Self {
+            attempts: 4,
+            initial_delay: Duration::from_millis(10),
+            max_delay: Duration::from_millis(200),
+            jitter: true,
+        }
+    }
+}
+
+impl RetryLayer {
+    /// The default policy: 4 attempts, 10 ms doubling to 200 ms, with jitter.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// How many times a call is tried in all, the first included (default 4; 1 turns
+    /// retrying off; 0 counts as 1).
+    pub fn attempts(mut self, attempts: u32) -> Self {
+        self.attempts = attempts.max(1);
+        self
+    }
+
+    /// The delay before the first retry (default 10 ms); each later one doubles it.
+    pub fn initial_delay(mut self, delay: Duration) -> Self {
+        self.initial_delay = delay;
+        self
+    }
+
+    /// The longest delay between two attempts (default 200 ms).
+    pub fn max_delay(mut self, delay: Duration) -> Self {
+        self.max_delay = delay;
+        self
+    }
+
+    /// Whether each delay is drawn at random between half and all of its nominal value
+    /// (default `true`). Without jitter, callers that failed together retry together.
+    pub fn jitter(mut self, jitter: bool) -> Self {
+        self.jitter = jitter;
+        self
+    }
+
+    /// The delays between attempts of one call, in order.
+    fn backoff(&self) -> Backoff {
+        Backoff {
+            policy: *self,
+            retries_left: self.attempts.saturating_sub(1),
+            next: self.initial_delay.min(self.max_delay),
+        }
+    }
+
+    /// Run `call` until it succeeds, fails for good, or the attempts are used up.
+    async fn run<T, F, Fut>(&self, op: LogOp, mut call: F) -> Result<T>
+    where
+        F: FnMut() -> Fut + Send,
+        Fut: Future<Output = Result<T>> + Send,
+        T: Send,
+    {
+        let mut backoff = self.backoff();
+        loop {
+            match call().await {
+                Err(error) if error.is_retryable() => match backoff.next() {
+                    Some(delay) => {
+                        tracing::debug!(op = op.as_str(), kind = %error.kind(), %error, ?delay, "log: retrying");
+                        tokio::time::sleep(delay).await;
+                    }
+                    None => return Err(error),
+                },
+                result => return result,
+            }
+        }
+    }
+}
+
+impl Layer for RetryLayer {
+    fn layer(&self, inner: Arc<dyn LogBackend>) -> Arc<dyn LogBackend> {
+        Arc::new(RetryLog {
+            inner,
+            policy: *self,
+        })
+    }
+}
+
+/// The delays of one call's retries: `initial_delay`, doubling, capped at `max_delay`,
+/// each jittered down to at most half.
+#[derive(Debug)]
+struct Backoff {
+    policy: RetryLayer,
+    retries_left: u32,
+    next: Duration,
+}
+
+impl Iterator for Backoff {
+    type Item = Duration;
+
+    fn next(&mut self) -> Option<Duration> {
+        self.retries_left = self.retries_left.checked_sub(1)?;
+        let nominal = self.next;
+        self.next = (nominal * 2).min(self.policy.max_delay);
+        if !self.policy.jitter {
+            return Some(nominal);
+        }
+        let half = nominal / 2;
+        let spread = (nominal - half).as_nanos() as u64;
+        Some(half + Duration::from_nanos(random_below(spread + 1)))
+    }
+}
+
+/// A random number in `0..bound` (`0` for a bound of 0), good enough to spread retries.
+fn random_below(bound: u64) -> u64 {
+    if bound == 0 {
+        return 0;
+    }
+    // Each `RandomState` is seeded afresh, so hashing nothing gives a new number per call
+    // without a dependency on a random-number crate.
+    std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish()
+        % bound
+}
+
+/// The backend under a [`RetryLayer`].
+#[derive(Debug)]
+struct RetryLog {
+    inner: Arc<dyn LogBackend>,
+    policy: RetryLayer,
+}
+
+#[async_trait]
+impl LogBackend for RetryLog {
+    async fn ensure_topic(&self, topic: &TopicRef, partitions: u32) -> Result<()> {
+        self.policy
+            .run(LogOp::EnsureTopic, || {
+                self.inner.ensure_topic(topic, partitions)
+            })
+            .await
+    }
+
+    async fn partitions(&self, topic: &TopicRef) -> Result<u32> {
+        self.policy
+            .run(LogOp::Partitions, || self.inner.partitions(topic))
+            .await
+    }
+
+    async fn append(&self, topic: &TopicRef, key: &[u8], payloads: Vec<Bytes>) -> Result<Appended> {
+        // Each attempt takes its own copy of the list (the payloads' bytes are shared).
+        self.policy
+            .run(LogOp::Append, || {
+                self.inner.append(topic, key, payloads.clone())
+            })
+            .await
+    }
+
+    async fn append_all(&self, batches: Vec<AppendBatch<'_>>) -> Result<Vec<Appended>> {
+        self.policy
+            .run(LogOp::AppendAll, || self.inner.append_all(batches.clone()))
+            .await
+    }
+
+    async fn read(
+        &self,
+        topic: &TopicRef,
+        partition: u32,
+        from: u64,
+        max: usize,
+    ) -> Result<Vec<StoredRecord>> {
+        self.policy
+            .run(LogOp::Read, || self.inner.read(topic, partition, from, max))
+            .await
+    }
+
+    async fn read_at(
+        &self,
+        topic: &TopicRef,
+        partition: u32,
+        offsets: &[u64],
+    ) -> Result<Vec<StoredRecord>> {
+        self.policy
+            .run(LogOp::ReadAt, || {
+                self.inner.read_at(topic, partition, offsets)
+            })
+            .await
+    }
+
+    async fn end_offsets(&self, topic: &TopicRef) -> Result<Vec<u64>> {
+        self.policy
+            .run(LogOp::EndOffsets, || self.inner.end_offsets(topic))
+            .await
+    }
+
+    async fn watch_end(&self, topic: &TopicRef, partition: u32) -> Result<watch::Receiver<u64>> {
+        self.policy
+            .run(LogOp::WatchEnd, || self.inner.watch_end(topic, partition))
+            .await
+    }
+
+    async fn join_group(&self, topic: &TopicRef, group: &str) -> Result<Box<dyn GroupConsumer>> {
+        let inner = self
+            .policy
+            .run(LogOp::JoinGroup, || self.inner.join_group(topic, group))
+            .await?;
+        Ok(Box::new(RetryConsumer {
+            inner,
+            policy: self.policy,
+        }))
+    }
+
+    async fn close(&self) -> Result<()> {
+        self.inner.close().await
+    }
+}
+
+/// A group member under a [`RetryLayer`].
+#[derive(Debug)]
+struct RetryConsumer {
+    inner: Box<dyn GroupConsumer>,
+    policy: RetryLayer,
+}
+
+#[async_trait]
+impl GroupConsumer for RetryConsumer {
+    fn owned_partitions(&self) -> Vec<u32> {
+        self.inner.owned_partitions()
+    }
+
+    async fn poll(&mut self, max: usize, timeout: Duration) -> Result<Option<Delivery>> {
+        let deadline = Instant::now() + timeout;
+        let mut backoff = self.policy.backoff();
+        let mut wait = timeout;
+        loop {
+            // Written out rather than through `run`: each attempt borrows the member mutably.
+            let error = match self.inner.poll(max, wait).await {
+                Err(error) if error.is_retryable() => error,
+                result => return result,
+            };
+            let Some(delay) = backoff.next() else {
+                return Err(error);
+            };
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left <= delay {
+                // No time left to try again within the caller's deadline.
+                return Err(error);
+            }
+            tracing::debug!(op = "poll", kind = %error.kind(), %error, ?delay, "log: retrying");
+            tokio::time::sleep(delay).await;
+            wait = left - delay;
+        }
+    }
+
+    async fn commit(&mut self, partition: u32, next_offset: u64) -> Result<()> {
+        let mut backoff = self.policy.backoff();
+        loop {
+            // Commits are monotonic, so one that landed before its error is harmless to repeat.
+            let error = match self.inner.commit(partition, next_offset).await {
+                Err(error) if error.is_retryable() => error,
+                result => return result,
+            };
+            let Some(delay) = backoff.next() else {
+                return Err(error);
+            };
+            tracing::debug!(op = "commit", kind = %error.kind(), %error, ?delay, "log: retrying");
+            tokio::time::sleep(delay).await;
+        }
+    }
+
+    async fn leave(self: Box<Self>) -> Result<()> {
+        self.inner.leave().await
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorKind;
+    use crate::log::embedded::EmbeddedLog;
+    use crate::log::layers::{FaultLayer, Faults, LogMetrics, MetricsLayer};
+    use crate::log::{Log, TopicRef};
+
+    fn topic() -> TopicRef {
+        TopicRef::new("s", "t")
+    }
+
+    /// Memory, then faults, then metrics (to count the attempts), then retries (fast).
+    async fn stack(policy: RetryLayer) -> (Log, Faults, LogMetrics) {
+        let faults = Faults::new();
+        let metrics = LogMetrics::new();
+        let log = Log::new(EmbeddedLog::in_memory())
+            .layer(FaultLayer::new(faults.clone()))
+            .layer(MetricsLayer::new(metrics.clone()))
+            .layer(policy);
+        log.ensure_topic(&topic(), 1).await.unwrap();
+        (log, faults, metrics)
+    }
+
+    fn fast() -> RetryLayer {
+        RetryLayer::new().initial_delay(Duration::from_millis(1))
+    }
+
+    fn payload(i: u8) -> Vec<Bytes> {
+        vec![Bytes::from(vec![i])]
+    }
+
+    #[test]
+    fn backoff_doubles_up_to_the_cap_for_the_attempts_after_the_first() {
+        let policy = RetryLayer::new()
+            .attempts(7)
+            .initial_delay(Duration::from_millis(10))
+            .max_delay(Duration::from_millis(50))
+            .jitter(false);
+        let delays: Vec<_> = policy.backoff().map(|d| d.as_millis()).collect();
+        assert_eq!(delays, [10, 20, 40, 50, 50, 50]);
+        let defaults: Vec<_> = RetryLayer::new()
+            .jitter(false)
+            .backoff()
+            .map(|d| d.as_millis())
+            .collect();
+        assert_eq!(defaults, [10, 20, 40]);
+        assert_eq!(RetryLayer::new().attempts(1).backoff().count(), 0);
+        assert_eq!(RetryLayer::new().attempts(0).backoff().count(), 0);
+    }
+
+    #[test]
+    fn jitter_stays_between_half_and_all_of_each_delay() {
+        let policy = RetryLayer::new().attempts(30);
+        let nominal: Vec<_> = policy.jitter(false).backoff().collect();
+        for _ in 0..20 {
+            for (jittered, nominal) in policy.backoff().zip(&nominal) {
+                assert!(
+                    jittered <= *nominal && jittered >= *nominal / 2,
+                    "{jittered:?}"
+                );
+            }
+        }
+        // Not every draw is the same (20 × 29 draws between 5 and 200 ms).
+        let draws: std::collections::HashSet<_> = (0..20).flat_map(|_| policy.backoff()).collect();
+        assert!(draws.len() > 10);
+    }
+
+    #[tokio::test]
+    async fn a_retryable_failure_is_retried_until_it_succeeds() {
+        let (log, faults, metrics) = stack(fast()).await;
+        faults.drop_connection(3);
+        let appended = log.append(&topic(), b"k", payload(0)).await.unwrap();
+        assert_eq!(appended.first_offset, 0);
+        assert_eq!(metrics.calls(LogOp::Append), 4);
+        assert_eq!(metrics.errors(LogOp::Append, ErrorKind::Unavailable), 3);
+        assert_eq!(faults.counts().dropped, 3);
+        // Nothing was stored twice: the failed attempts never reached the backend.
+        assert_eq!(log.end_offsets(&topic()).await.unwrap(), [1]);
+    }
+
+    #[tokio::test]
+    async fn the_last_attempts_error_is_returned() {
+        let (log, faults, metrics) = stack(fast().attempts(3)).await;
+        faults.drop_connection(10);
+        let err = log.read(&topic(), 0, 0, 10).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Unavailable);
+        assert_eq!(metrics.calls(LogOp::Read), 3);
+    }
+
+    #[tokio::test]
+    async fn an_error_that_is_not_retryable_is_returned_at_once() {
+        let (log, faults, metrics) = stack(fast()).await;
+        faults.fail_append_with(1, ErrorKind::InvalidParams);
+        let err = log.append(&topic(), b"k", payload(0)).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidParams);
+        assert_eq!(metrics.calls(LogOp::Append), 1);
+        // A missing topic is not retried either.
+        let missing = TopicRef::new("s", "missing");
+        let err = log.partitions(&missing).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidParams);
+        assert_eq!(metrics.calls(LogOp::Partitions), 1);
+    }
+
+    #[tokio::test]
+    async fn a_closed_log_is_not_retried() {
+        let (log, _faults, metrics) = stack(fast()).await;
+        log.close().await.unwrap();
+        let err = log.append(&topic(), b"k", payload(0)).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Internal);
+        assert_eq!(metrics.calls(LogOp::Append), 1);
+    }
+
+    #[tokio::test]
+    async fn every_backend_operation_is_retried() {
+        let (log, faults, metrics) = stack(fast().attempts(2)).await;
+        let t = topic();
+        let before = LogOp::ALL.map(|op| metrics.calls(op));
+        let ops: [(LogOp, bool); 9] = [
+            (LogOp::EnsureTopic, {
+                faults.drop_connection(1);
+                log.ensure_topic(&t, 1).await.is_ok()
+            }),
+            (LogOp::Partitions, {
+                faults.drop_connection(1);
+                log.partitions(&t).await.is_ok()
+            }),
+            (LogOp::Append, {
+                faults.drop_connection(1);
+                log.append(&t, b"k", payload(0)).await.is_ok()
+            }),
+            (LogOp::AppendAll, {
+                faults.drop_connection(1);
+                let batch = AppendBatch {
+                    topic: &t,
+                    key: b"k",
+                    payloads: payload(1),
+                };
+                log.append_all(vec![batch]).await.is_ok()
+            }),
+            (LogOp::Read, {
+                faults.drop_connection(1);
+                log.read(&t, 0, 0, 10).await.is_ok()
+            }),
+            (LogOp::ReadAt, {
+                faults.drop_connection(1);
+                log.read_at(&t, 0, &[0, 1]).await.is_ok()
+            }),
+            (LogOp::EndOffsets, {
+                faults.drop_connection(1);
+                log.end_offsets(&t).await.is_ok()
+            }),
+            (LogOp::WatchEnd, {
+                faults.drop_connection(1);
+                log.watch_end(&t, 0).await.is_ok()
+            }),
+            (LogOp::JoinGroup, {
+                faults.drop_connection(1);
+                log.join_group(&t, "g").await.is_ok()
+            }),
+        ];
+        for (op, ok) in ops {
+            assert!(ok, "{op}");
+            assert_eq!(metrics.calls(op) - before[op.index()], 2, "{op}");
+            assert_eq!(metrics.errors(op, ErrorKind::Unavailable), 1, "{op}");
+        }
+        assert_eq!(log.read_at(&t, 0, &[0, 1]).await.unwrap().len(), 2);
+    }
+
+    #[tokio::test]
+    async fn close_is_not_retried() {
+        let (log, faults, metrics) = stack(fast()).await;
+        faults.drop_connection(1);
+        let err = log.close().await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Unavailable);
+        assert_eq!(metrics.calls(LogOp::Close), 1);
+    }
+
+    #[tokio::test]
+    async fn polls_and_commits_are_retried() {
+        let (log, faults, metrics) = stack(fast()).await;
+        log.append(&topic(), b"k", payload(7)).await.unwrap();
+        let mut member = log.join_group(&topic(), "g").await.unwrap();
+        faults.fail_poll_with(ErrorKind::Timeout);
+        faults.fail_poll();
+        let delivery = member
+            .poll(10, Duration::from_secs(5))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(delivery.records.len(), 1);
+        assert_eq!(metrics.calls(LogOp::Poll), 3);
+        faults.fail_commit();
+        member.commit(0, 1).await.unwrap();
+        assert_eq!(metrics.calls(LogOp::Commit), 2);
+        assert_eq!(faults.counts().poll, 2);
+        assert_eq!(faults.counts().commit, 1);
+        // A commit that cannot succeed is not retried.
+        faults.fail_commit_with(ErrorKind::InvalidParams);
+        let err = member.commit(0, 1).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidParams);
+        assert_eq!(metrics.calls(LogOp::Commit), 3);
+    }
+
+    #[tokio::test]
+    async fn a_retried_poll_keeps_the_callers_deadline() {
+        // Delays far longer than the poll's timeout: no retry fits, the first error returns.
+        let policy = RetryLayer::new()
+            .initial_delay(Duration::from_secs(30))
+            .max_delay(Duration::from_secs(30));
+        let (log, faults, metrics) = stack(policy).await;
+        let mut member = log.join_group(&topic(), "g").await.unwrap();
+        faults.fail_poll();
+        let polled = tokio::time::timeout(
+            Duration::from_secs(10),
+            member.poll(10, Duration::from_millis(50)),
+        )
+        .await
+        .unwrap();
+        assert_eq!(polled.unwrap_err().kind(), ErrorKind::Unavailable);
+        assert_eq!(metrics.calls(LogOp::Poll), 1);
+    }
+}
