@@ -133,7 +133,7 @@ pub fn get(id: &str) -> GetTaskRequest {
     }
 }
 
-fn cancel(id: &str) -> CancelTaskRequest {
+pub fn cancel(id: &str) -> CancelTaskRequest {
     CancelTaskRequest {
         tenant: None,
         id: id.to_owned(),

@@ -4,5 +4,6 @@ pub mod bench;
 pub mod bridge_suite;
 pub mod conformance;
 pub mod crash;
+pub mod fault_suite;
 pub mod iggy_server;
 pub mod turn_suite;

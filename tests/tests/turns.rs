@@ -56,15 +56,25 @@ async fn a_worker_killed_with_sigkill_is_taken_over_on_iggy() {
     let c = Caller::principal("alice");
     let mut ids = Vec::new();
     for i in 0..12 {
-        let t = task(b.send_message(&c, request(&format!("m-{i}"), "go", true)).await.expect("send"));
+        let t = task(
+            b.send_message(&c, request(&format!("m-{i}"), "go", true))
+                .await
+                .expect("send"),
+        );
         ids.push(t.id);
     }
     for id in &ids {
-        wait_for(&b, &c, id, |t| t.artifacts.first().is_some_and(|a| a.parts.len() >= 2)).await;
+        wait_for(&b, &c, id, |t| {
+            t.artifacts.first().is_some_and(|a| a.parts.len() >= 2)
+        })
+        .await;
     }
     // SIGKILL: nothing is released, nothing committed.
     child.kill().expect("SIGKILL");
-    let killed_at = SystemTime::now().duration_since(UNIX_EPOCH).expect("clock").as_millis() as u64;
+    let killed_at = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("clock")
+        .as_millis() as u64;
     child.wait().expect("reap");
 
     let mut config = WorkerConfig::new(agent);
@@ -84,7 +94,11 @@ async fn a_worker_killed_with_sigkill_is_taken_over_on_iggy() {
             tokio::time::sleep(Duration::from_millis(50)).await;
         };
         assert_eq!(t.status.state, TaskState::Completed, "task {id}");
-        assert_eq!(one_attempt(&t, CHILD_CHUNKS), 2, "task {id}: the takeover's chunks only");
+        assert_eq!(
+            one_attempt(&t, CHILD_CHUNKS),
+            2,
+            "task {id}: the takeover's chunks only"
+        );
         let records = task_records(&log, agent, id).await;
         let terminals = records
             .iter()
@@ -97,7 +111,10 @@ async fn a_worker_killed_with_sigkill_is_taken_over_on_iggy() {
             .expect("the takeover's claim");
         takeovers.push(claim.header.timestamp_ms.saturating_sub(killed_at));
     }
-    assert_eq!(streamer.retries.load(std::sync::atomic::Ordering::SeqCst), ids.len());
+    assert_eq!(
+        streamer.retries.load(std::sync::atomic::Ordering::SeqCst),
+        ids.len()
+    );
     takeovers.sort_unstable();
     eprintln!(
         "[iggy] SIGKILL to takeover claim, lease {lease_ms} ms: min {} ms, median {} ms, max {} ms",
