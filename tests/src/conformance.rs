@@ -538,9 +538,12 @@ async fn close_and_reopen(subject: &dyn Subject, stream: String) {
     let mut member = log.join_group(&topic, "g").await.expect("join");
     member.commit(1, 3).await.expect("commit");
     member.leave().await.expect("leave");
+    log.ready().await.expect("an open log takes appends");
     log.close().await.expect("close");
     let after = log.append(&topic, b"k", vec![payload("late", 0)]).await;
     assert!(after.is_err(), "append after close must fail");
+    let ready = log.ready().await.expect_err("a closed log is not ready");
+    assert!(!ready.is_retryable(), "{ready}");
     if !subject.can_reopen() {
         return;
     }

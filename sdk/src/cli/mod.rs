@@ -7,6 +7,7 @@
 //! `skills/cli/SKILL.md`.
 
 mod client;
+mod diagnostics;
 mod output;
 mod serve;
 mod tail;
@@ -53,6 +54,11 @@ pub struct Cli {
     /// always or never.
     #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
     color: ColorChoice,
+
+    /// How diagnostics (warnings, and what `RUST_LOG` asks for; default `warn,agentlog=info`)
+    /// are written to stderr: text for people, or one JSON object per line for machines.
+    #[arg(long, global = true, value_enum, default_value_t = diagnostics::LogFormat::Text)]
+    log_format: diagnostics::LogFormat,
 
     #[command(subcommand)]
     command: Command,
@@ -145,6 +151,7 @@ pub fn main() -> ExitCode {
             return ExitCode::from(u8::try_from(err.exit_code()).unwrap_or(2));
         }
     };
+    diagnostics::install(cli.log_format, cli.color);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -160,7 +167,11 @@ pub fn main() -> ExitCode {
 
 fn fail(err: &CliError) -> ExitCode {
     let line = err.to_string().replace(['\n', '\r'], " ");
-    output::note(&format!("error: {line}"));
+    if diagnostics::json() {
+        tracing::error!(target: "agentlog::cli", "{line}");
+    } else {
+        output::note(&format!("error: {line}"));
+    }
     ExitCode::FAILURE
 }
 
@@ -242,15 +253,17 @@ async fn open_log(url: &str) -> CliResult<crate::log::Log> {
         .map_err(|err| open_error(url, &err))
 }
 
-/// [`open_log`] under a `MetricsLayer`, and the counters it fills: how `serve` and `worker`
-/// open the log they write, so `/metrics` can show its operations.
+/// [`open_log`] under a `TracingLayer` (each call a debug event: `RUST_LOG=agentlog::log=debug`)
+/// and a `MetricsLayer`, and the counters it fills: how `serve` and `worker` open the log they
+/// write, so `/metrics` can show its operations.
 async fn open_counted_log(
     url: &str,
 ) -> CliResult<(crate::log::Log, crate::log::layers::LogMetrics)> {
-    use crate::log::layers::{LogMetrics, MetricsLayer};
+    use crate::log::layers::{LogMetrics, MetricsLayer, TracingLayer};
     let metrics = LogMetrics::new();
     let log = open_log(url)
         .await?
+        .layer(TracingLayer::new())
         .layer(MetricsLayer::new(metrics.clone()));
     Ok((log, metrics))
 }
@@ -264,7 +277,32 @@ fn open_error(url: &str, err: &crate::Error) -> CliError {
              or share an iggy:// log)",
         );
     }
+    if err.kind() == crate::ErrorKind::Corrupt && url.starts_with("file://") {
+        line.push_str(
+            " (damage a power loss can leave: `agentlog serve --truncate-corrupt`, or \
+             ?truncate_corrupt=true in the URL, cuts each partition at it and loses what follows)",
+        );
+    }
     CliError::msg(line)
+}
+
+/// A duration flag: `<N>ms`, `<N>s` or `<N>m` (`500ms`, `10s`, `2m`).
+fn parse_duration(value: &str) -> Result<std::time::Duration, String> {
+    let value = value.trim();
+    let (number, unit) = value
+        .find(|c: char| !c.is_ascii_digit())
+        .map_or((value, ""), |at| value.split_at(at));
+    let n: u64 = number
+        .parse()
+        .map_err(|_| format!("{value:?} is not a duration such as 500ms, 10s or 2m"))?;
+    match unit {
+        "ms" => Ok(std::time::Duration::from_millis(n)),
+        "s" => Ok(std::time::Duration::from_secs(n)),
+        "m" => Ok(std::time::Duration::from_secs(n.saturating_mul(60))),
+        _ => Err(format!(
+            "{value:?} is not a duration such as 500ms, 10s or 2m"
+        )),
+    }
 }
 
 /// Wait for Ctrl-C or (on Unix) SIGTERM.
@@ -297,6 +335,17 @@ async fn shutdown_signal() {
 mod tests {
     use super::*;
     use clap::CommandFactory;
+
+    #[test]
+    fn durations_take_a_unit() {
+        use std::time::Duration;
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        for bad in ["", "10", "s", "1h", "-1s", "1.5s"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn the_command_definition_is_consistent() {

@@ -165,7 +165,13 @@ impl Out {
 }
 
 /// One line on stderr. Unlike `eprintln!`, a closed stderr is ignored rather than a panic.
+/// Under `--log-format json` it is an `info` event like the other diagnostics, so stderr stays
+/// one JSON object per line.
 pub(super) fn note(text: &str) {
+    if super::diagnostics::json() {
+        tracing::info!(target: "agentlog::cli", "{text}");
+        return;
+    }
     let mut stderr = std::io::stderr().lock();
     let _ = writeln!(stderr, "{text}");
 }

@@ -28,10 +28,15 @@ EXAMPLES:
       behind a proxy: the card tells clients the public URL
 
 Prints one line, `agentlog serving agent \"demo\" at http://127.0.0.1:8080/ (...)`, once it
-accepts requests. The agent card is at <URL>.well-known/agent-card.json; it lists one JSONRPC
-1.0 interface (plus a 0.3 one with --with-v03-interface; the endpoint answers 0.3 method names
-either way). Stops on Ctrl-C or SIGTERM: stops accepting, lets open requests finish, stops the
-demo worker (running tasks finish first), closes the log.
+is ready: it has replayed the log (until then /readyz answers 503, and so does JSON-RPC, with a
+retryable error). /healthz is liveness. The agent card is at <URL>.well-known/agent-card.json;
+it lists one JSONRPC 1.0 interface (plus a 0.3 one with --with-v03-interface; the endpoint
+answers 0.3 method names either way). Stops on Ctrl-C or SIGTERM: stops accepting, lets open
+requests finish (up to 10 s) while the demo worker lets running tasks finish (up to 10 s, then
+releases them to another worker), then closes the log.
+
+Diagnostics go to stderr: RUST_LOG picks them (default warn,agentlog=info), --log-format json
+writes one JSON object per line.
 
 The embedded log (file://) is single-process: while `serve` runs, `agentlog tail` and
 `agentlog worker` cannot open the same directory. Share an iggy:// log to run them alongside.";
@@ -75,13 +80,22 @@ pub(super) struct ServeArgs {
     /// `capabilities.streaming` is always true; --name and --description win over the file.
     #[arg(long, value_name = "FILE")]
     card: Option<std::path::PathBuf>,
+
+    /// Open a damaged embedded log (file://) by cutting each partition at its first damaged
+    /// batch, as after a power loss, instead of refusing to start; what was after the damage
+    /// is lost (a warning names each cut). The same as `?truncate_corrupt=true` in the URL.
+    #[arg(long)]
+    truncate_corrupt: bool,
 }
 
 /// `agentlog serve`.
 pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
     let cwd = std::env::current_dir()
         .map_err(|e| CliError::msg(format!("cannot read the current directory: {e}")))?;
-    let log_url = super::resolve_log_url(&args.log.log, &cwd)?;
+    let mut log_url = super::resolve_log_url(&args.log.log, &cwd)?;
+    if args.truncate_corrupt {
+        log_url = with_truncate_corrupt(&log_url)?;
+    }
     let listener = TcpListener::bind(args.listen)
         .await
         .map_err(|e| CliError::msg(format!("cannot listen on {}: {e}", args.listen)))?;
@@ -115,11 +129,21 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
     };
 
     let stop = CancellationToken::new();
-    let server = tokio::spawn(serve(
+    let view = bridge.view().clone();
+    let mut server = tokio::spawn(serve(
         listener,
         router(bridge, http),
         stop.clone().cancelled_owned(),
     ));
+    // The server answers at once (liveness; JSON-RPC refused with 503 while the view
+    // replays); the banner waits for the replay, so that "serving" means ready.
+    if tokio::time::timeout(std::time::Duration::from_secs(1), view.wait_caught_up())
+        .await
+        .is_err()
+    {
+        super::output::note("agentlog: replaying the log before serving requests");
+        view.wait_caught_up().await;
+    }
     out.line(&format!(
         "agentlog serving agent {:?} at {public_url} (log: {}; {})",
         args.log.agent,
@@ -131,30 +155,53 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
         }
     ));
 
-    let served = tokio::select! {
+    let stopped_early = tokio::select! {
         () = super::shutdown_signal() => None,
         // The server stops by itself only on an error.
-        result = server => Some(result),
+        result = &mut server => Some(result),
     };
-    if served.is_none() {
+    if stopped_early.is_none() {
         super::output::note("agentlog: shutting down");
     }
+    // Drain: the server stops accepting and lets open requests finish (for up to
+    // `http::SHUTDOWN_GRACE`) while the worker lets running turns finish (for up to its
+    // shutdown timeout) and then releases the rest for another worker to take over; both
+    // need the log, which closes last.
     stop.cancel();
-    let stopped = match worker {
-        Some(worker) => worker.shutdown().await,
-        None => Ok(()),
-    };
-    let closed = log.close().await;
-    if let Some(result) = served {
-        match result {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => return Err(CliError::msg(format!("the HTTP server failed: {e}"))),
-            Err(e) => return Err(CliError::msg(format!("the HTTP server stopped: {e}"))),
+    let drain_server = async {
+        match stopped_early {
+            Some(result) => result,
+            None => server.await,
         }
+    };
+    let drain_worker = async {
+        match worker {
+            Some(worker) => worker.shutdown().await,
+            None => Ok(()),
+        }
+    };
+    let (served, stopped) = tokio::join!(drain_server, drain_worker);
+    let closed = log.close().await;
+    match served {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => return Err(CliError::msg(format!("the HTTP server failed: {e}"))),
+        Err(e) => return Err(CliError::msg(format!("the HTTP server stopped: {e}"))),
     }
     stopped?;
     closed?;
     Ok(())
+}
+
+/// A `file://` log URL with `truncate_corrupt=true` added (`--truncate-corrupt`).
+fn with_truncate_corrupt(url: &str) -> CliResult<String> {
+    if !url.starts_with("file://") {
+        return Err(CliError::msg(format!(
+            "--truncate-corrupt repairs an embedded log (file://), not {}",
+            super::display_log_url(url)
+        )));
+    }
+    let separator = if url.contains('?') { '&' } else { '?' };
+    Ok(format!("{url}{separator}truncate_corrupt=true"))
 }
 
 /// The base URL clients use: `--public-url`, else `http://<listen address>/` with an

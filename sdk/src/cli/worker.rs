@@ -33,7 +33,11 @@ server in the same process, which is what `agentlog serve --demo` does.
 With --exec, the command is split into words like a shell would (quotes, backslashes) but run
 without a shell. A task completes with the command's trimmed stdout as its message and as the
 artifact `output`; a non-zero exit fails the task with the command's stderr; canceling the task
-kills the command. Stops on Ctrl-C or SIGTERM, finishing running tasks first.";
+kills the command. The command's environment has AGENTLOG_TASK_ID, AGENTLOG_ATTEMPT (1, or more
+when the task's turn is run again after a worker died mid-run) and AGENTLOG_IDEMPOTENCY_KEY (the
+same in every run of the turn): pass the key to whatever the command changes, so it happens once.
+Stops on Ctrl-C or SIGTERM, finishing running tasks first (up to 10 s; the rest are released to
+the other workers).";
 
 /// Run a worker for an agent: take its tasks from the log and answer them.
 #[derive(Debug, Args)]
@@ -49,6 +53,12 @@ pub(super) struct WorkerArgs {
     /// The most tasks handled at once.
     #[arg(long, value_name = "N", default_value_t = 64)]
     concurrency: usize,
+
+    /// How long this worker's claim on a running task holds without a renewal (it renews
+    /// every third of it): if the worker dies, another takes its tasks over this long after
+    /// its last renewal. Shorter means faster takeovers; longer tolerates longer stalls.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = super::parse_duration)]
+    lease: std::time::Duration,
 
     /// Serve the log's metrics (OpenMetrics: operations by outcome, durations, records and
     /// bytes; `agentlog_log_*`) on GET http://ADDR/metrics; port 0 picks a free port (the
@@ -82,6 +92,7 @@ async fn work(args: &WorkerArgs, out: &Out, what: &str, handler: impl Handler) -
     let (log, log_metrics) = super::open_counted_log(&url).await?;
     let mut config = WorkerConfig::new(&args.log.agent);
     config.concurrency = args.concurrency.max(1);
+    config.lease = args.lease;
     let worker = Worker::start(log.clone(), config, handler).await?;
     let stop = CancellationToken::new();
     let mut metrics_at = String::new();
@@ -133,8 +144,13 @@ impl Handler for ExecHandler {
             task.fail("no command to run").await?;
             return Ok(());
         };
+        // What the command needs for its side effects to happen once: a retried turn (its
+        // worker died mid-run) has an attempt above 1 and the same idempotency key.
         let mut child = match Command::new(program)
             .args(args)
+            .env("AGENTLOG_TASK_ID", task.task_id())
+            .env("AGENTLOG_ATTEMPT", task.attempt().to_string())
+            .env("AGENTLOG_IDEMPOTENCY_KEY", task.idempotency_key())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

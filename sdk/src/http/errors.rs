@@ -18,9 +18,13 @@ pub(super) fn json(status: StatusCode, body: Vec<u8>) -> Response {
 /// A JSON-RPC error response with `id: null` (the body was not read or not parsed), sent
 /// with an HTTP status because the refusal is the transport's.
 pub(super) fn rpc_refusal(status: StatusCode, code: ErrorCode, message: String) -> Response {
-    let error = RpcError::with_message(code, message);
+    rpc_error_refusal(status, &RpcError::with_message(code, message))
+}
+
+/// [`rpc_refusal`] of a whole JSON-RPC error (with its metadata).
+pub(super) fn rpc_error_refusal(status: StatusCode, error: &RpcError) -> Response {
     let body = match null_id() {
-        Some(null) => error_body(&null, &error, ProtocolVersion::V1_0),
+        Some(null) => error_body(&null, error, ProtocolVersion::V1_0),
         None => Vec::new(), // `null` always serializes
     };
     json(status, body)
@@ -65,6 +69,7 @@ fn status_name(status: StatusCode) -> &'static str {
         StatusCode::METHOD_NOT_ALLOWED => "METHOD_NOT_ALLOWED",
         StatusCode::PAYLOAD_TOO_LARGE => "PAYLOAD_TOO_LARGE",
         StatusCode::UNSUPPORTED_MEDIA_TYPE => "UNSUPPORTED_MEDIA_TYPE",
+        StatusCode::SERVICE_UNAVAILABLE => "UNAVAILABLE",
         _ => "UNKNOWN",
     }
 }

@@ -12,7 +12,8 @@
 //! | `POST {rpc_path}` | JSON-RPC: `application/json`, or `text/event-stream` for streaming methods |
 //! | `GET /.well-known/agent-card.json`, `GET /.well-known/agent.json` (legacy 0.2) | the agent card |
 //! | the same two under `{rpc_path}` when it is not `/` | the agent card (the JS client resolves the card relative to its base URL) |
-//! | `GET /healthz` | `200 ok` |
+//! | `GET /healthz` | `200 ok`: liveness |
+//! | `GET /readyz` | `200 {"ready":true}` once the task view has replayed the log and the log takes appends; else `503`, `Retry-After: 1`, `{"ready":false,"reason":...,"error":{"kind":...,"retryable":true}}` |
 //! | `GET /metrics` | OpenMetrics text (see below) |
 //! | any other method on `{rpc_path}` | `405` JSON, `Allow: POST` |
 //! | anything else | `404` JSON |
@@ -47,6 +48,10 @@
 //!   `Last-Event-ID` field, framed as the method's other errors are (one SSE error frame):
 //!   silently ignoring it would restart the stream with a snapshot and hide a client or
 //!   proxy bug. The header is ignored on non-streaming methods.
+//! - **Not ready yet**: while the bridge's task view replays the log (after a start or a
+//!   restart over a long log), every JSON-RPC request is refused at once with `503`,
+//!   `Retry-After: 1` and a JSON-RPC error body (-32603, kind `unavailable`, retryable), as
+//!   the other transport-level refusals; see the `health` module.
 //! - **Caller identity** comes from one function, `authenticate`; today every request is
 //!   [`Caller::anonymous`]. Edge authentication slots in there.
 //! - Responses other than SSE and metrics are `application/json`. The agent card has a strong
@@ -99,6 +104,7 @@
 
 mod card;
 mod errors;
+mod health;
 mod metrics;
 mod rpc;
 #[cfg(test)]
@@ -168,6 +174,7 @@ struct Inner {
 const CARD_PATH: &str = "/.well-known/agent-card.json";
 const LEGACY_CARD_PATH: &str = "/.well-known/agent.json";
 const HEALTH_PATH: &str = "/healthz";
+const READY_PATH: &str = "/readyz";
 const METRICS_PATH: &str = "/metrics";
 
 /// The router serving `bridge` over HTTP, with its state applied. See the module docs for
@@ -209,7 +216,8 @@ pub fn router(bridge: Bridge, config: HttpConfig) -> Router {
     for (path, route) in [
         (CARD_PATH, get(card::card)),
         (LEGACY_CARD_PATH, get(card::card)),
-        (HEALTH_PATH, get(health)),
+        (HEALTH_PATH, get(health::health)),
+        (READY_PATH, get(health::ready)),
         (METRICS_PATH, get(metrics::scrape)),
     ] {
         if !state.inner.rpc_paths.iter().any(|p| p == path) {
@@ -290,8 +298,4 @@ fn tune_accepted(tcp: &mut tokio::net::TcpStream) {
 #[allow(clippy::result_large_err)] // the error is the response to send, built rarely
 fn authenticate(_headers: &HeaderMap) -> Result<Caller, Response> {
     Ok(Caller::anonymous())
-}
-
-async fn health() -> &'static str {
-    "ok"
 }

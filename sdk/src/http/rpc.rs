@@ -63,6 +63,14 @@ async fn rpc(state: AppState, request: Request) -> Response {
     let start = Instant::now();
     let inner = &state.inner;
     let metrics = &inner.metrics;
+    if let Some(refusal) = super::health::gate(&state) {
+        metrics.observe(
+            UNKNOWN_METHOD,
+            i64::from(ErrorCode::InternalError.code()),
+            start.elapsed(),
+        );
+        return refusal;
+    }
     if !accepted_content_type(request.headers()) {
         metrics.observe(
             UNKNOWN_METHOD,

@@ -45,7 +45,7 @@ mod url;
 
 pub use follower::Follower;
 pub use partitioner::partition_for_key;
-pub use url::{LogUrl, open};
+pub use url::{FileOptions, LogUrl, open};
 
 /// A topic inside a stream. Streams and topics are created on demand by [`LogBackend::ensure_topic`].
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -188,6 +188,11 @@ pub trait LogBackend: Send + Sync + fmt::Debug + 'static {
     /// member, so a restarted member resumes after its last commit and anything polled but not
     /// committed is delivered again.
     async fn join_group(&self, topic: &TopicRef, group: &str) -> Result<Box<dyn GroupConsumer>>;
+
+    /// Whether the log takes appends now: `Ok`, or why not (closed, open read-only, stopped
+    /// by a write error, its server unreachable). What a readiness probe asks; it writes
+    /// nothing.
+    async fn ready(&self) -> Result<()>;
 
     /// Flush and release resources. Further calls fail.
     async fn close(&self) -> Result<()>;

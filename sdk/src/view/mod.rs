@@ -173,6 +173,9 @@ struct Inner {
     feeds: Vec<tokio::sync::Mutex<u64>>,
     records_seen: AtomicU64,
     undecodable: AtomicU64,
+    /// Becomes `true` once the view has applied everything the log held when it started: it
+    /// has replayed the log and answers from its present.
+    caught_up: watch::Sender<bool>,
 }
 
 /// A live view of an events topic. Cheap to clone; followers stop when the last clone drops.
@@ -203,6 +206,7 @@ impl TaskView {
     /// Start following `topic` (which must exist) from offset 0 on every partition.
     pub async fn start(log: Log, topic: TopicRef) -> Result<Self> {
         let partitions = log.partitions(&topic).await?;
+        let start_ends = log.end_offsets(&topic).await?;
         let shutdown = CancellationToken::new();
         let inner = Arc::new(Inner {
             log: log.clone(),
@@ -215,7 +219,9 @@ impl TaskView {
                 .collect(),
             records_seen: AtomicU64::new(0),
             undecodable: AtomicU64::new(0),
+            caught_up: watch::channel(false).0,
         });
+        tokio::spawn(mark_caught_up(Arc::downgrade(&inner), start_ends));
         for partition in 0..partitions {
             let end = log.watch_end(&topic, partition).await?;
             tokio::spawn(follow(
@@ -229,6 +235,20 @@ impl TaskView {
             inner,
             _guard: Arc::new(ShutdownOnDrop(shutdown)),
         })
+    }
+
+    /// Whether the view has replayed the log it started on: it has applied every record the
+    /// log held when [`start`](Self::start) ran. Until then a read waits for the replay (up
+    /// to its sync timeout), and a readiness probe should say "not ready".
+    pub fn caught_up(&self) -> bool {
+        *self.inner.caught_up.borrow()
+    }
+
+    /// Wait until [`caught_up`](Self::caught_up).
+    pub async fn wait_caught_up(&self) {
+        let mut rx = self.inner.caught_up.subscribe();
+        // The sender lives as long as `self`: an error cannot happen while we hold it.
+        let _ = rx.wait_for(|caught_up| *caught_up).await;
     }
 
     /// The partition a task's records live in.
@@ -687,6 +707,25 @@ impl Inner {
         if let (Some(last), Some(sender)) = (batch.last(), self.applied.get(partition as usize)) {
             sender.send_replace(last.offset + 1);
         }
+    }
+}
+
+/// Mark the view caught up once every partition has applied up to `ends`, where the log
+/// ended when the view started.
+async fn mark_caught_up(inner: std::sync::Weak<Inner>, ends: Vec<u64>) {
+    for (partition, end) in ends.into_iter().enumerate() {
+        let Some(mut applied) = inner
+            .upgrade()
+            .and_then(|i| i.applied.get(partition).map(watch::Sender::subscribe))
+        else {
+            return;
+        };
+        if applied.wait_for(|a| *a >= end).await.is_err() {
+            return;
+        }
+    }
+    if let Some(inner) = inner.upgrade() {
+        inner.caught_up.send_replace(true);
     }
 }
 

@@ -567,6 +567,13 @@ impl LogBackend for EmbeddedLog {
         )?))
     }
 
+    async fn ready(&self) -> Result<()> {
+        let inner = &self.inner;
+        inner.check_open()?;
+        inner.check_writable()?;
+        inner.shared.check()
+    }
+
     async fn close(&self) -> Result<()> {
         let inner = &self.inner;
         if inner.closed.swap(true, Ordering::AcqRel) {

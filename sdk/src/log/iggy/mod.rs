@@ -56,8 +56,8 @@ use std::sync::{Arc, RwLock};
 use async_trait::async_trait;
 use bytes::Bytes;
 use iggy::prelude::{
-    Client, Consumer, IggyClient, MessageClient, PollingStrategy, StreamClient, TopicClient,
-    TopicCreateOptions, TopicDetails,
+    Client, Consumer, IggyClient, MessageClient, PollingStrategy, StreamClient, SystemClient,
+    TopicClient, TopicCreateOptions, TopicDetails,
 };
 use tokio::sync::{OnceCell, watch};
 use tokio_util::sync::CancellationToken;
@@ -314,6 +314,14 @@ impl LogBackend for IggyLog {
         Ok(Box::new(
             IggyGroupConsumer::join(&self.options, &handle, group).await?,
         ))
+    }
+
+    async fn ready(&self) -> Result<()> {
+        self.check_open()?;
+        self.client
+            .ping()
+            .await
+            .map_err(|e| map_err(e, "pinging the server"))
     }
 
     async fn close(&self) -> Result<()> {

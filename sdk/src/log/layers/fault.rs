@@ -422,6 +422,11 @@ impl LogBackend for FaultLog {
         }))
     }
 
+    async fn ready(&self) -> Result<()> {
+        self.faults.before(LogOp::Ready).await?;
+        self.inner.ready().await
+    }
+
     async fn close(&self) -> Result<()> {
         self.faults.before(LogOp::Close).await?;
         self.inner.close().await

@@ -322,6 +322,11 @@ impl LogBackend for MetricsLog {
         }))
     }
 
+    async fn ready(&self) -> Result<()> {
+        let call = self.inner.ready();
+        self.metrics.timed(LogOp::Ready, call, nothing).await
+    }
+
     async fn close(&self) -> Result<()> {
         let call = self.inner.close();
         self.metrics.timed(LogOp::Close, call, nothing).await

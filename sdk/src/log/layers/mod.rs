@@ -97,13 +97,15 @@ pub enum LogOp {
     Commit,
     /// [`GroupConsumer::leave`].
     Leave,
+    /// [`LogBackend::ready`].
+    Ready,
     /// [`LogBackend::close`].
     Close,
 }
 
 impl LogOp {
     /// Every operation, in declaration order.
-    pub const ALL: [LogOp; 13] = [
+    pub const ALL: [LogOp; 14] = [
         LogOp::EnsureTopic,
         LogOp::Partitions,
         LogOp::Append,
@@ -116,6 +118,7 @@ impl LogOp {
         LogOp::Poll,
         LogOp::Commit,
         LogOp::Leave,
+        LogOp::Ready,
         LogOp::Close,
     ];
 
@@ -134,6 +137,7 @@ impl LogOp {
             LogOp::Poll => "poll",
             LogOp::Commit => "commit",
             LogOp::Leave => "leave",
+            LogOp::Ready => "ready",
             LogOp::Close => "close",
         }
     }

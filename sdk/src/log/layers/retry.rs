@@ -257,6 +257,11 @@ impl LogBackend for RetryLog {
         }))
     }
 
+    async fn ready(&self) -> Result<()> {
+        // A probe asks about now: retrying would hide what it is asked.
+        self.inner.ready().await
+    }
+
     async fn close(&self) -> Result<()> {
         self.inner.close().await
     }

@@ -203,6 +203,11 @@ impl LogBackend for TracingLog {
         }))
     }
 
+    async fn ready(&self) -> Result<()> {
+        let span = tracing::debug_span!("log", op = "ready");
+        traced(span, None, self.inner.ready()).await
+    }
+
     async fn close(&self) -> Result<()> {
         let span = tracing::debug_span!("log", op = "close");
         traced(span, None, self.inner.close()).await

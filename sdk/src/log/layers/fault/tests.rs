@@ -336,6 +336,10 @@ impl LogBackend for OneAtATime {
     async fn join_group(&self, topic: &TopicRef, group: &str) -> Result<Box<dyn GroupConsumer>> {
         self.0.join_group(topic, group).await
     }
+    async fn ready(&self) -> Result<()> {
+        self.0.ready().await
+    }
+
     async fn close(&self) -> Result<()> {
         self.0.close().await
     }
