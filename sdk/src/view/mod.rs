@@ -219,7 +219,8 @@ impl TaskView {
                 .collect(),
             records_seen: AtomicU64::new(0),
             undecodable: AtomicU64::new(0),
-            caught_up: watch::channel(false).0,
+            // An empty log has nothing to replay.
+            caught_up: watch::channel(start_ends.iter().all(|end| *end == 0)).0,
         });
         tokio::spawn(mark_caught_up(Arc::downgrade(&inner), start_ends));
         for partition in 0..partitions {
