@@ -14,7 +14,7 @@ use agentlog_wire::TaskState;
 use agentlog_wire::a2a::Task;
 
 use crate::bridge_suite::{Backend, SOON, bridge, get, request, task, wait_for};
-use crate::turn_suite::{Streamer, one_attempt, task_records};
+use crate::streamer::{Streamer, one_attempt, task_records};
 
 /// Run every case against `subject`.
 pub async fn run_all(subject: &dyn Backend) {

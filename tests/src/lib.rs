@@ -6,4 +6,5 @@ pub mod conformance;
 pub mod crash;
 pub mod fault_suite;
 pub mod iggy_server;
+pub mod streamer;
 pub mod turn_suite;

@@ -33,7 +33,7 @@ async fn a_worker_killed_with_sigkill_is_taken_over_on_iggy() {
     use agentlog::Caller;
     use agentlog::worker::{Worker, WorkerConfig};
     use agentlog_integration::bridge_suite::{SOON, bridge, request, task, wait_for};
-    use agentlog_integration::turn_suite::{CHILD_CHUNKS, Streamer, one_attempt, task_records};
+    use agentlog_integration::streamer::{CHILD_CHUNKS, Streamer, one_attempt, task_records};
     use agentlog_wire::{RecordBody, TaskState};
 
     let Some(server) = IggyServer::start().await else {

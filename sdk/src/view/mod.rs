@@ -16,6 +16,7 @@
 //! The view writes nothing anywhere: dropping it and starting again over the same log gives
 //! the same answers.
 
+mod follow;
 mod index;
 mod tasks;
 #[cfg(test)]
@@ -23,30 +24,20 @@ mod tests;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
 
 use agentlog_wire::a2a::Task;
 use agentlog_wire::fold::{Change, Claim, StatusMark, fold_content};
 use agentlog_wire::{Record, RecordHeader, TaskState};
 use smallvec::SmallVec;
 use tokio::sync::{broadcast, watch};
-use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::Caller;
 use crate::error::{Error, ErrorKind, Result};
-use crate::log::{Log, StoredRecord, TopicRef, partition_for_key};
+use crate::log::{Log, TopicRef, partition_for_key};
 
 pub use index::ListFilter;
 use tasks::{Entry, Tasks};
-
-/// The error for a view that did not catch up in time: retryable.
-fn behind(topic: &TopicRef, timeout: Duration) -> Error {
-    Error::new(
-        ErrorKind::Timeout,
-        format!("the task view of {topic} did not catch up with the log within {timeout:?}"),
-    )
-}
 
 /// How many events a slow subscriber may fall behind before it re-reads from the log.
 const SUBSCRIBER_BUFFER: usize = 256;
@@ -222,10 +213,10 @@ impl TaskView {
             // An empty log has nothing to replay.
             caught_up: watch::channel(start_ends.iter().all(|end| *end == 0)).0,
         });
-        tokio::spawn(mark_caught_up(Arc::downgrade(&inner), start_ends));
+        tokio::spawn(follow::mark_caught_up(Arc::downgrade(&inner), start_ends));
         for partition in 0..partitions {
             let end = log.watch_end(&topic, partition).await?;
-            tokio::spawn(follow(
+            tokio::spawn(follow::follow(
                 Arc::downgrade(&inner),
                 partition,
                 end,
@@ -260,101 +251,6 @@ impl TaskView {
     /// The number of partitions followed.
     pub fn partitions(&self) -> u32 {
         self.inner.partitions
-    }
-
-    /// Wait until the view has applied everything the log held when this call started, on one
-    /// partition or on all of them, for at most `timeout` in all (the end-offset probe
-    /// included): then a retryable [`ErrorKind::Timeout`]. This is what gives read-your-writes
-    /// across replicas: an acknowledged append by anyone is in the log's end offsets.
-    pub async fn sync(&self, partition: Option<u32>, timeout: Duration) -> Result<()> {
-        let deadline = Instant::now() + timeout;
-        let ends = self.probe_ends(deadline, timeout).await?;
-        let wanted = || {
-            (0u32..)
-                .zip(ends.iter().copied())
-                .filter(|(p, _)| partition.is_none_or(|only| only == *p))
-        };
-        // Usually the view is there already: no timer to arm then.
-        if wanted().all(|(p, end)| self.applied(p).is_some_and(|a| a >= end)) {
-            return Ok(());
-        }
-        for (p, end) in wanted() {
-            self.wait_applied_until(p, end, deadline, timeout).await?;
-        }
-        Ok(())
-    }
-
-    /// Wait until the view has applied partition `partition` up to (not including) `end`, for
-    /// at most `timeout`: then a retryable [`ErrorKind::Timeout`].
-    pub async fn sync_to(&self, partition: u32, end: u64, timeout: Duration) -> Result<()> {
-        if self.applied(partition).is_some_and(|a| a >= end) {
-            return Ok(());
-        }
-        self.wait_applied_until(partition, end, Instant::now() + timeout, timeout)
-            .await
-    }
-
-    /// The next offset to apply of `partition`, or `None` for a partition the topic lacks.
-    fn applied(&self, partition: u32) -> Option<u64> {
-        self.inner
-            .applied
-            .get(partition as usize)
-            .map(|a| *a.borrow())
-    }
-
-    /// The log's end offsets, given up on at `deadline`. The probe runs in a task of its own
-    /// when it does not answer at once, so that giving up never cuts a call to the log in
-    /// the middle (an Iggy connection cut mid-call stays broken for seconds).
-    async fn probe_ends(&self, deadline: Instant, timeout: Duration) -> Result<Vec<u64>> {
-        let inner = self.inner.clone();
-        let mut probe = Box::pin(async move { inner.log.end_offsets(&inner.topic).await });
-        if let std::task::Poll::Ready(ends) = futures::poll!(probe.as_mut()) {
-            return ends;
-        }
-        let probe = tokio::spawn(probe);
-        match tokio::time::timeout_at(deadline, probe).await {
-            Ok(Ok(ends)) => ends,
-            Ok(Err(join)) => Err(
-                Error::new(ErrorKind::Internal, "the end-offset probe panicked").with_source(join),
-            ),
-            Err(_) => Err(behind(&self.inner.topic, timeout)),
-        }
-    }
-
-    /// Catch `partition` up to `end` (in a task of its own, for the reason given on
-    /// [`probe_ends`](Self::probe_ends)) and wait for it until `deadline`.
-    async fn wait_applied_until(
-        &self,
-        partition: u32,
-        end: u64,
-        deadline: Instant,
-        timeout: Duration,
-    ) -> Result<()> {
-        let Some(sender) = self.inner.applied.get(partition as usize) else {
-            return Err(Error::new(
-                ErrorKind::Internal,
-                format!("no partition {partition}"),
-            ));
-        };
-        let mut rx = sender.subscribe();
-        if *rx.borrow_and_update() >= end {
-            return Ok(());
-        }
-        let inner = self.inner.clone();
-        let catch_up = tokio::spawn(async move { inner.catch_up(partition, end).await });
-        let wait = async {
-            catch_up.await.map_err(|join| {
-                Error::new(ErrorKind::Internal, "catching the view up panicked").with_source(join)
-            })??;
-            // Whatever the log could not hand out yet arrives through the follower.
-            rx.wait_for(|applied| *applied >= end)
-                .await
-                .map(|_| ())
-                .map_err(|_| Error::new(ErrorKind::Unavailable, "the task view stopped"))
-        };
-        tokio::time::timeout_at(deadline, wait)
-            .await
-            .map_err(|_| behind(&self.inner.topic, timeout))?
     }
 
     /// Apply the command record this process has just appended at `offset` of `partition`
@@ -664,119 +560,5 @@ impl TaskView {
     fn lock(&self) -> MutexGuard<'_, Tasks> {
         // A panic while holding the lock leaves plain data behind; keep serving it.
         self.inner.tasks.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
-impl Inner {
-    /// Apply partition `partition`'s records before `end` that nobody has applied yet,
-    /// reading them from the log. Returns early if the log has fewer records than `end`.
-    async fn catch_up(&self, partition: u32, end: u64) -> Result<()> {
-        let Some(feed) = self.feeds.get(partition as usize) else {
-            return Err(Error::new(
-                ErrorKind::Internal,
-                format!("no partition {partition}"),
-            ));
-        };
-        let mut next = feed.lock().await;
-        while *next < end {
-            let batch = self.log.read(&self.topic, partition, *next, 1024).await?;
-            let Some(last) = batch.last().map(|r| r.offset) else {
-                break;
-            };
-            self.apply_batch(partition, &batch);
-            *next = last + 1;
-        }
-        Ok(())
-    }
-
-    fn apply_batch(&self, partition: u32, batch: &[StoredRecord]) {
-        let mut tasks = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
-        for stored in batch {
-            self.records_seen.fetch_add(1, Ordering::Relaxed);
-            match Record::decode(&stored.payload) {
-                Ok(record) => tasks.apply(partition, stored.offset, &record),
-                Err(error) => {
-                    self.undecodable.fetch_add(1, Ordering::Relaxed);
-                    tracing::warn!(
-                        topic = %self.topic, partition, offset = stored.offset, %error,
-                        "skipping a record that does not decode"
-                    );
-                }
-            }
-        }
-        drop(tasks);
-        if let (Some(last), Some(sender)) = (batch.last(), self.applied.get(partition as usize)) {
-            sender.send_replace(last.offset + 1);
-        }
-    }
-}
-
-/// Mark the view caught up once every partition has applied up to `ends`, where the log
-/// ended when the view started.
-async fn mark_caught_up(inner: std::sync::Weak<Inner>, ends: Vec<u64>) {
-    for (partition, end) in ends.into_iter().enumerate() {
-        let Some(mut applied) = inner
-            .upgrade()
-            .and_then(|i| i.applied.get(partition).map(watch::Sender::subscribe))
-        else {
-            return;
-        };
-        if applied.wait_for(|a| *a >= end).await.is_err() {
-            return;
-        }
-    }
-    if let Some(inner) = inner.upgrade() {
-        inner.caught_up.send_replace(true);
-    }
-}
-
-/// The background follower of one partition: whenever the log's end moves past what is
-/// applied, catch up (unless a request already did).
-async fn follow(
-    inner: std::sync::Weak<Inner>,
-    partition: u32,
-    mut end: watch::Receiver<u64>,
-    shutdown: CancellationToken,
-) {
-    let mut backoff = Duration::from_millis(10);
-    loop {
-        let Some(applied) = inner
-            .upgrade()
-            .and_then(|i| i.applied.get(partition as usize).map(|a| *a.borrow()))
-        else {
-            return;
-        };
-        let target = tokio::select! {
-            () = shutdown.cancelled() => return,
-            moved = end.wait_for(|end| *end > applied) => match moved {
-                Ok(target) => *target,
-                Err(_) => return, // the log is closed
-            },
-        };
-        let Some(strong) = inner.upgrade() else {
-            return;
-        };
-        let progressed = |strong: &Inner| {
-            strong
-                .applied
-                .get(partition as usize)
-                .is_some_and(|a| *a.borrow() > applied)
-        };
-        match strong.catch_up(partition, target).await {
-            Ok(()) if progressed(&strong) => backoff = Duration::from_millis(10),
-            outcome => {
-                // An error, or the log announced records it did not hand out yet: retry
-                // after a pause rather than spin.
-                if let Err(error) = outcome {
-                    tracing::warn!(topic = %strong.topic, partition, %error, "task view follower: retrying");
-                }
-                drop(strong);
-                tokio::select! {
-                    () = shutdown.cancelled() => return,
-                    () = tokio::time::sleep(backoff) => {}
-                }
-                backoff = (backoff * 2).min(Duration::from_secs(1));
-            }
-        }
     }
 }

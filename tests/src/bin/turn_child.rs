@@ -2,14 +2,14 @@
 //! parent kills mid-turn.
 //!
 //! `turn_child <log url> <agent> <lease ms>` runs a worker whose handler streams
-//! [`CHILD_CHUNKS`](agentlog_integration::turn_suite::CHILD_CHUNKS) chunks slowly, prints
+//! [`CHILD_CHUNKS`](agentlog_integration::streamer::CHILD_CHUNKS) chunks slowly, prints
 //! `READY` once it has joined the worker group, and runs until killed.
 
 use std::io::Write;
 use std::time::Duration;
 
 use agentlog::worker::{Worker, WorkerConfig};
-use agentlog_integration::turn_suite::{CHILD_CHUNKS, Streamer};
+use agentlog_integration::streamer::{CHILD_CHUNKS, Streamer};
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
