@@ -1,10 +1,13 @@
 //! What a turn costs end to end: blocking `SendMessage` (latency, and throughput with many
-//! clients) and `returnImmediately` throughput, through a bridge and a worker in one process.
+//! clients) through a bridge and a worker in one process, and `returnImmediately` throughput
+//! of a bridge alone (no worker taking the machine's other core).
 //!
 //! Only the public API that every release has (`log::open`, `Bridge`, `Worker`, `handler_fn`),
 //! so the same file builds against an earlier commit and the two binaries can run side by side
 //! (see `benches/README.md`, "Claims"). `TURNS_BENCH_ROUNDS` (default 1) repeats every case;
-//! each result is one tab-separated line: `case  tasks/s  p50 µs  p99 µs`.
+//! `TURNS_BENCH_FILTER=<text>` runs only the cases whose name holds it (to profile one); each
+//! result is one tab-separated line: `case  tasks/s  p50 µs  p99 µs  CPU µs per task` (the
+//! whole process's CPU, every thread: steadier than the rate on a shared machine).
 //!
 //! `cargo bench -p agentlog-integration --bench turns`
 #![allow(clippy::unwrap_used)]
@@ -35,6 +38,15 @@ async fn run() {
             };
             let agent = format!("b{round}");
             let log_handle = agentlog::log::open(&url).await.unwrap();
+            let alone = Bridge::open(log_handle.clone(), BridgeConfig::new(&format!("i{round}")))
+                .await
+                .unwrap();
+            for (case, clients, each) in [
+                ("returnImmediately, 1 client", 1, 10_000),
+                ("returnImmediately, 64 clients", 64, 500),
+            ] {
+                sends(&alone, &format!("{log} {case}"), clients, each, true).await;
+            }
             let bridge = Bridge::open(log_handle.clone(), BridgeConfig::new(&agent))
                 .await
                 .unwrap();
@@ -49,20 +61,11 @@ async fn run() {
             )
             .await
             .unwrap();
-            for (case, clients, each, immediately) in [
-                ("blocking, 1 client", 1, 2_000, false),
-                ("blocking, 32 clients", 32, 200, false),
-                ("returnImmediately, 1 client", 1, 10_000, true),
-                ("returnImmediately, 64 clients", 64, 500, true),
+            for (case, clients, each) in [
+                ("blocking, 1 client", 1, 2_000),
+                ("blocking, 32 clients", 32, 200),
             ] {
-                sends(
-                    &bridge,
-                    &format!("{log} {case}"),
-                    clients,
-                    each,
-                    immediately,
-                )
-                .await;
+                sends(&bridge, &format!("{log} {case}"), clients, each, false).await;
             }
             worker.shutdown().await.unwrap();
             log_handle.close().await.unwrap();
@@ -73,7 +76,11 @@ async fn run() {
 /// `clients` concurrent clients, each sending `each` messages one after the other, blocking
 /// (answered once the worker completed the task) or with `returnImmediately`.
 async fn sends(bridge: &Bridge, case: &str, clients: usize, each: usize, immediately: bool) {
+    if std::env::var("TURNS_BENCH_FILTER").is_ok_and(|only| !case.contains(&only)) {
+        return;
+    }
     let started = Instant::now();
+    let cpu = agentlog_integration::bench::process_cpu_time();
     let runs = (0..clients).map(|c| {
         let bridge = bridge.clone();
         let case = case.to_owned();
@@ -95,13 +102,24 @@ async fn sends(bridge: &Bridge, case: &str, clients: usize, each: usize, immedia
     for run in futures::future::join_all(runs).await {
         hist.add(run.unwrap()).unwrap();
     }
-    report(case, clients * each, started, &hist);
+    report(case, clients * each, started, cpu, &hist);
 }
 
-fn report(case: &str, tasks: usize, started: Instant, hist: &Histogram<u64>) {
+fn report(
+    case: &str,
+    tasks: usize,
+    started: Instant,
+    cpu: Option<std::time::Duration>,
+    hist: &Histogram<u64>,
+) {
+    let elapsed = started.elapsed();
+    let cpu_per_task = match (cpu, agentlog_integration::bench::process_cpu_time()) {
+        (Some(before), Some(after)) => (after - before).as_secs_f64() * 1e6 / tasks as f64,
+        _ => f64::NAN,
+    };
     println!(
-        "{case}\t{:.0}\t{}\t{}",
-        tasks as f64 / started.elapsed().as_secs_f64(),
+        "{case}\t{:.0}\t{}\t{}\t{cpu_per_task:.1}",
+        tasks as f64 / elapsed.as_secs_f64(),
         hist.value_at_quantile(0.5),
         hist.value_at_quantile(0.99)
     );

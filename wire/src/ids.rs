@@ -20,14 +20,26 @@ pub fn context_id(tenant: &str, principal: &str, message_id: &str) -> String {
 }
 
 /// The `message_id` of the `sequence`-th record (from 0) a worker writes under `attempt` for
-/// the turn `turn` (the client `messageId` it answers) of task `task_id`: derived like
-/// [`task_id`], so a record written again (a retried append, a redelivery) carries the same id
-/// and the fold drops the copy (fold rule 8), while two attempts never share an id.
+/// the turn `turn` (the client `messageId` it answers) of task `task_id`:
+/// `<attempt_id(task_id, turn, attempt)>.<sequence>`. A record written again (a retried
+/// append, a redelivery) carries the same id and the fold drops the copy (fold rule 8), while
+/// two attempts never share one.
 pub fn record_id(task_id: &str, turn: &str, attempt: u32, sequence: u32) -> String {
+    sequenced(&attempt_id(task_id, turn, attempt), sequence)
+}
+
+/// What every [`record_id`] of one attempt starts with: derived like [`task_id`] from
+/// (task, turn, attempt), so a writer hashes once per attempt and numbers its records after it.
+pub fn attempt_id(task_id: &str, turn: &str, attempt: u32) -> String {
     derive(
-        "agentlog/record-id/v1",
-        &[task_id, turn, &attempt.to_string(), &sequence.to_string()],
+        "agentlog/attempt-id/v1",
+        &[task_id, turn, &attempt.to_string()],
     )
+}
+
+/// The [`record_id`] of the `sequence`-th record of the attempt whose [`attempt_id`] is given.
+pub fn sequenced(attempt_id: &str, sequence: u32) -> String {
+    format!("{attempt_id}.{sequence}")
 }
 
 fn derive(domain: &str, fields: &[&str]) -> String {

@@ -11,7 +11,7 @@ use super::stream::{Start, TaskStream, task_stream};
 use super::{Bridge, Topics, not_found, trim_history};
 use crate::agent::Caller;
 use crate::error::{Error, ErrorKind, Result};
-use crate::view::TaskInfo;
+use crate::view::{OwnCommand, TaskInfo};
 
 /// A message accepted onto the log: which task, and whether this call created it.
 struct Accepted {
@@ -188,13 +188,21 @@ impl Bridge {
         };
         let appended = self.commit(&record, Topics::Both).await?;
         let offset = appended.first_offset;
-        let inline = params_parsed
-            && view.apply_own_command(partition, offset, &record.header, &message.message_id);
-        if !inline {
-            view.sync_to(partition, offset + 1, self.inner.config.sync_timeout)
-                .await?;
-        }
-        if view.command_offset(&task_id) != Some(offset) {
+        let own = if params_parsed {
+            view.apply_own_command(partition, offset, &record.header, &message.message_id)
+        } else {
+            OwnCommand::NotApplied
+        };
+        let first = match own {
+            OwnCommand::Created => true,
+            OwnCommand::Duplicate => false,
+            OwnCommand::NotApplied => {
+                view.sync_to(partition, offset + 1, self.inner.config.sync_timeout)
+                    .await?;
+                view.command_offset(&task_id) == Some(offset)
+            }
+        };
+        if !first {
             // The same message was sent at the same time through another call, and its
             // command came first: the log holds that one's task, and this command is a
             // duplicate the fold ignores. Answer as for a retry.

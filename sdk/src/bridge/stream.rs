@@ -237,12 +237,17 @@ fn status_event(event: &TaskEvent, state: TaskState, message: Option<Message>) -
 
 /// The A2A event for an applied change (a new task has no event: it is the snapshot).
 ///
-/// A follow-up queued behind the running turn and a claim change no A2A state: no event. A
+/// A follow-up queued behind the running turn changes no A2A state, nor does a claim except
+/// the one that starts a submitted turn (reported as `working`): no event for them. A
 /// status that went on at once to a waiting follow-up (fold rule 13) is reported as the
 /// `submitted` state it led to, carrying the status message the agent wrote.
 fn to_response(event: &TaskEvent) -> Option<StreamResponse> {
     Some(match &event.change {
-        Change::Created(_) | Change::FollowedUp(_) | Change::Claimed(_) => return None,
+        Change::Created(_) | Change::FollowedUp(_) => return None,
+        Change::Claimed(claimed) if claimed.started => {
+            status_event(event, TaskState::Working, None)
+        }
+        Change::Claimed(_) => return None,
         Change::Continued(_) => status_event(event, TaskState::Submitted, None),
         Change::Canceled => status_event(event, TaskState::Canceled, None),
         Change::Status {

@@ -2,9 +2,9 @@
 //! bounded waits of `sync` and `sync_to`.
 //!
 //! Every wait here ends: within the caller's timeout it answers, or fails with a retryable
-//! [`ErrorKind::Timeout`]. The calls to the log a wait depends on (the end-offset probe, a
-//! catch-up's reads) run in tasks of their own, so that giving up never cuts one in the middle
-//! (an Iggy connection cut mid-call stays broken for seconds).
+//! [`ErrorKind::Timeout`]. The end-offset probe that does not answer at once runs in a task of
+//! its own, so that giving up on a slow one never cuts it in the middle (an Iggy connection
+//! cut mid-call stays broken for seconds).
 
 use std::sync::Weak;
 use std::sync::atomic::Ordering;
@@ -79,8 +79,10 @@ impl TaskView {
         }
     }
 
-    /// Catch `partition` up to `end` (in a task of its own, for the reason given on
-    /// [`probe_ends`](Self::probe_ends)) and wait for it until `deadline`.
+    /// Catch `partition` up to `end` and wait for it until `deadline`. The catch-up runs here,
+    /// not in a task of its own (a spawn per request would cost more than the common case's
+    /// whole wait); it is cut only when the deadline passes, when the log has been failing
+    /// for the whole timeout already.
     async fn wait_applied_until(
         &self,
         partition: u32,
@@ -98,17 +100,33 @@ impl TaskView {
         if *rx.borrow_and_update() >= end {
             return Ok(());
         }
-        let inner = self.inner.clone();
-        let catch_up = tokio::spawn(async move { inner.catch_up(partition, end).await });
+        let stopped = || Error::new(ErrorKind::Unavailable, "the task view stopped");
         let wait = async {
-            catch_up.await.map_err(|join| {
-                Error::new(ErrorKind::Internal, "catching the view up panicked").with_source(join)
-            })??;
+            let Some(feed) = self.inner.feeds.get(partition as usize) else {
+                return Err(stopped());
+            };
+            // Whoever holds the feed is applying the records now: wait for what they publish
+            // rather than queue for the lock (many requests after their own appends would
+            // otherwise take it in turn); apply them ourselves when nobody is at it.
+            while *rx.borrow_and_update() < end {
+                match feed.try_lock() {
+                    Ok(mut next) => {
+                        self.inner
+                            .catch_up_locked(partition, &mut next, end)
+                            .await?;
+                        break;
+                    }
+                    // A holder that stops without publishing (the log had nothing more to hand
+                    // out yet) leaves the records to the background follower, which publishes
+                    // them once they can be read.
+                    Err(_) => rx.changed().await.map_err(|_| stopped())?,
+                }
+            }
             // Whatever the log could not hand out yet arrives through the follower.
             rx.wait_for(|applied| *applied >= end)
                 .await
                 .map(|_| ())
-                .map_err(|_| Error::new(ErrorKind::Unavailable, "the task view stopped"))
+                .map_err(|_| stopped())
         };
         tokio::time::timeout_at(deadline, wait)
             .await
@@ -135,6 +153,11 @@ impl Inner {
             ));
         };
         let mut next = feed.lock().await;
+        self.catch_up_locked(partition, &mut next, end).await
+    }
+
+    /// [`catch_up`](Self::catch_up) with the partition's feed held: `next` is its next offset.
+    async fn catch_up_locked(&self, partition: u32, next: &mut u64, end: u64) -> Result<()> {
         while *next < end {
             let batch = self.log.read(&self.topic, partition, *next, 1024).await?;
             let Some(last) = batch.last().map(|r| r.offset) else {

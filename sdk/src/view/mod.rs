@@ -40,7 +40,18 @@ pub use index::ListFilter;
 use tasks::{Entry, Tasks};
 
 /// How many events a slow subscriber may fall behind before it re-reads from the log.
-const SUBSCRIBER_BUFFER: usize = 256;
+const SUBSCRIBER_BUFFER: usize = 64;
+
+/// What [`TaskView::apply_own_command`] did with a command record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OwnCommand {
+    /// Not applied here: the view was elsewhere or busy; it applies it from the log.
+    NotApplied,
+    /// Applied: the command created its task.
+    Created,
+    /// Applied as a duplicate: a command for the task came first.
+    Duplicate,
+}
 
 /// One applied record of a task, as subscribers receive it.
 #[derive(Debug, Clone)]
@@ -203,7 +214,7 @@ impl TaskView {
             log: log.clone(),
             topic: topic.clone(),
             partitions,
-            tasks: Mutex::new(Tasks::new(partitions)),
+            tasks: Mutex::new(Tasks::new()),
             applied: (0..partitions).map(|_| watch::channel(0).0).collect(),
             feeds: (0..partitions)
                 .map(|_| tokio::sync::Mutex::new(0))
@@ -262,37 +273,99 @@ impl TaskView {
     /// The caller vouches that its parse was of exactly the record's params text (see
     /// [`TaskMachine::apply_parsed_command`]), so every replica still folds the same.
     ///
-    /// Returns whether it applied the record here.
+    /// Returns what became of the record here: not applied (the caller looks at the view once
+    /// it has applied the record), or applied as the task's command, or found a duplicate (a
+    /// command for the task came first).
     pub fn apply_own_command(
         &self,
         partition: u32,
         offset: u64,
         header: &RecordHeader,
         message_id: &str,
-    ) -> bool {
+    ) -> OwnCommand {
         let inner = &self.inner;
         let (Some(feed), Some(applied)) = (
             inner.feeds.get(partition as usize),
             inner.applied.get(partition as usize),
         ) else {
-            return false;
+            return OwnCommand::NotApplied;
         };
         let Ok(mut next) = feed.try_lock() else {
-            return false;
+            return OwnCommand::NotApplied;
         };
         if *next != offset {
-            return false;
+            return OwnCommand::NotApplied;
         }
+        let mut created = false;
         self.lock()
             .apply_with(partition, offset, header, |machine| {
-                machine
-                    .apply_parsed_command(header, message_id)
-                    .map(|()| None)
+                let applied = machine.apply_parsed_command(header, message_id);
+                created = applied.is_ok();
+                applied.map(|()| None)
             });
         inner.records_seen.fetch_add(1, Ordering::Relaxed);
         *next = offset + 1;
         applied.send_replace(offset + 1);
-        true
+        if created {
+            OwnCommand::Created
+        } else {
+            OwnCommand::Duplicate
+        }
+    }
+
+    /// Apply `records` (of one task), which this process has just appended at `first_offset`
+    /// onward in `partition`, if the view stands right before them and nobody else is applying
+    /// that partition: they are then applied as the decoded records they are, without being
+    /// read back (the same as reading them: a record decodes to what was encoded). Otherwise
+    /// this does nothing, and they are applied from the log as any other.
+    ///
+    /// Returns `None` when it did nothing, else the claim on the task's turn after them (what
+    /// a worker confirming its claim wants: no wait for its follower, no second look).
+    pub fn apply_own(
+        &self,
+        partition: u32,
+        first_offset: u64,
+        records: &[Record],
+    ) -> Option<Option<Claim>> {
+        let inner = &self.inner;
+        let feed = inner.feeds.get(partition as usize)?;
+        let applied = inner.applied.get(partition as usize)?;
+        let mut next = feed.try_lock().ok()?;
+        if *next != first_offset {
+            return None;
+        }
+        let mut tasks = self.lock();
+        for (offset, record) in (first_offset..).zip(records) {
+            tasks.apply(partition, offset, record);
+        }
+        let claim = records
+            .first()
+            .and_then(|r| tasks.entries.get(r.header.task_id.as_str()))
+            .and_then(|entry| entry.machine.claim().cloned());
+        drop(tasks);
+        let count = records.len() as u64;
+        inner.records_seen.fetch_add(count, Ordering::Relaxed);
+        *next = first_offset + count;
+        applied.send_replace(*next);
+        Some(claim)
+    }
+
+    /// The claim on the task's current turn, if any: what a worker checks after writing one.
+    pub fn claim_of(&self, task_id: &str) -> Option<Claim> {
+        let tasks = self.lock();
+        tasks.entries.get(task_id)?.machine.claim().cloned()
+    }
+
+    /// The oldest follow-up queued behind the task's current turn, if any.
+    pub fn first_pending(&self, task_id: &str) -> Option<Arc<str>> {
+        let tasks = self.lock();
+        tasks
+            .entries
+            .get(task_id)?
+            .machine
+            .pending()
+            .next()
+            .map(Arc::from)
     }
 
     /// The offset of the command that created the task, if the view has it: which of several
@@ -543,9 +616,19 @@ impl TaskView {
     /// The tasks of `partition` whose turn has waited for a worker's claim since before
     /// `before_ms` (Unix milliseconds), oldest first, with the turn (the `messageId`) each
     /// waits on: what a sweeper puts back on the workers' queue.
+    ///
+    /// The first call starts the index (a view nobody sweeps keeps none).
     pub fn awaiting_claim(&self, partition: u32, before_ms: u64) -> Vec<(Arc<str>, Arc<str>)> {
-        let tasks = self.lock();
-        let Some(awaiting) = tasks.awaiting.get(partition as usize) else {
+        let mut tasks = self.lock();
+        let partitions = self.inner.partitions;
+        tasks.track_awaiting(partitions, |id| {
+            partition_for_key(id.as_bytes(), partitions)
+        });
+        let Some(awaiting) = tasks
+            .awaiting
+            .as_ref()
+            .and_then(|a| a.get(partition as usize))
+        else {
             return Vec::new();
         };
         awaiting

@@ -28,20 +28,40 @@ pub(super) struct Tasks {
     pub(super) entries: HashMap<Arc<str>, Entry>,
     pub(super) owners: Owners,
     pub(super) index: StatusIndex,
-    /// Per partition, the tasks whose turn no worker has claimed yet.
-    pub(super) awaiting: Vec<AwaitingClaim>,
+    /// Per partition, the tasks whose turn no worker has claimed yet; kept only once a worker
+    /// asked for it ([`Tasks::track_awaiting`]): a bridge's view does not pay for it.
+    pub(super) awaiting: Option<Vec<AwaitingClaim>>,
     pub(super) watchers: HashMap<Arc<str>, broadcast::Sender<Arc<TaskEvent>>>,
 }
 
 impl Tasks {
-    pub(super) fn new(partitions: u32) -> Self {
+    pub(super) fn new() -> Self {
         Self {
             entries: HashMap::new(),
             owners: Owners::default(),
             index: StatusIndex::default(),
-            awaiting: (0..partitions).map(|_| AwaitingClaim::default()).collect(),
+            awaiting: None,
             watchers: HashMap::new(),
         }
+    }
+
+    /// Keep the awaiting-claim index from now on, built from the tasks known so far
+    /// (`partition_of` places a task).
+    pub(super) fn track_awaiting(&mut self, partitions: u32, partition_of: impl Fn(&str) -> u32) {
+        if self.awaiting.is_some() {
+            return;
+        }
+        let mut awaiting: Vec<AwaitingClaim> =
+            (0..partitions).map(|_| AwaitingClaim::default()).collect();
+        for (id, entry) in &self.entries {
+            let machine = &entry.machine;
+            if machine.awaits_claim()
+                && let Some(index) = awaiting.get_mut(partition_of(id) as usize)
+            {
+                index.update(id, None, Some(machine.status_timestamp_ms()));
+            }
+        }
+        self.awaiting = Some(awaiting);
     }
 
     /// The task's entry if it exists and belongs to `caller`.
@@ -112,7 +132,11 @@ impl Tasks {
         let ts = machine.status_timestamp_ms();
         self.index
             .update(entry.owner, id, before.as_ref().map(|b| b.status_ms), ts);
-        if let Some(awaiting) = self.awaiting.get_mut(partition as usize) {
+        if let Some(awaiting) = self
+            .awaiting
+            .as_mut()
+            .and_then(|a| a.get_mut(partition as usize))
+        {
             let was = before.and_then(|b| b.awaiting);
             let now = machine.awaits_claim().then_some(ts);
             if was != now {
@@ -122,7 +146,7 @@ impl Tasks {
         let (Some(sender), Some(change)) = (self.watchers.get(id), change) else {
             return;
         };
-        if quiet {
+        if quiet || is_first_claim(&change) {
             return;
         }
         let event = Arc::new(TaskEvent {
@@ -169,6 +193,15 @@ fn is_extension(change: Option<&Change>, lease: Option<u64>) -> bool {
     matches!(change, Some(Change::Claimed(claimed))
         if claimed.kind == ClaimKind::Renewal
             && lease.is_some_and(|old| claimed.claim.lease_until_ms >= old))
+}
+
+/// Whether `change` is a turn's first claim that changed no state: kept (a replay needs it to
+/// accept the holder's records) but not told. Nobody waits for one: a waiting worker waits on
+/// a claim that exists (its takeover, release or advance), a client on the states a turn
+/// reaches (a first claim that starts a submitted turn is told: it is `working`).
+fn is_first_claim(change: &Change) -> bool {
+    matches!(change, Change::Claimed(claimed)
+        if claimed.kind == ClaimKind::First && !claimed.started)
 }
 
 /// An applied record at `offset`; no change given means the task's own command (content).

@@ -5,7 +5,8 @@
 //! task's events (fold rule 10), renews the lease while the handler runs, and writes every
 //! record of the run with the attempt's number and its own `source`, so the fold takes them
 //! from the holder only (rule 11). Record ids are [`ids::record_id`] of (task, turn, attempt,
-//! sequence): a record written again is the same record, and the fold drops the copy.
+//! sequence) (hashed once per attempt): a record written again is the same record, and the
+//! fold drops the copy.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -66,8 +67,9 @@ pub(super) struct Attempt {
     pub(super) number: u32,
     /// Which try of the turn this is: 1 for the turn's first claim.
     pub(super) turn_attempt: u32,
-    /// The turn claimed first; with the attempt and a sequence number it names every record.
-    first_turn: Arc<str>,
+    /// `ids::attempt_id` of the task, the turn claimed first and the attempt: with a sequence
+    /// number it names every record.
+    id_prefix: String,
     /// The turn claimed now: the first one, or a follow-up the holder took since.
     turn: Mutex<Arc<str>>,
     /// The next record's sequence number.
@@ -85,10 +87,10 @@ impl Attempt {
         lease: Duration,
     ) -> Self {
         Self {
+            id_prefix: ids::attempt_id(&task.id, &turn, number),
             task,
             number,
             turn_attempt: 1,
-            first_turn: turn.clone(),
             turn: Mutex::new(turn),
             sequence: AtomicU32::new(0),
             writer,
@@ -115,7 +117,7 @@ impl Attempt {
     /// The id of the next record written under this attempt.
     pub(super) fn next_id(&self) -> String {
         let sequence = self.sequence.fetch_add(1, Ordering::Relaxed);
-        ids::record_id(&self.task.id, &self.first_turn, self.number, sequence)
+        ids::sequenced(&self.id_prefix, sequence)
     }
 
     /// A record of this attempt with `body`, its id `message_id`.

@@ -243,16 +243,19 @@ impl TaskContext {
         let Some(next) = info.pending.first().filter(|_| holds).cloned() else {
             return Ok(None);
         };
-        let appended = attempt
-            .writer
-            .append(&[attempt.claim_record(&next, false)])
+        let claim = [attempt.claim_record(&next, false)];
+        let appended = attempt.writer.append(&claim).await?;
+        if view
+            .apply_own(partition, appended.first_offset, &claim)
+            .is_none()
+        {
+            view.sync_to(
+                partition,
+                appended.first_offset + 1,
+                self.inner.sync_timeout,
+            )
             .await?;
-        view.sync_to(
-            partition,
-            appended.first_offset + 1,
-            self.inner.sync_timeout,
-        )
-        .await?;
+        }
         let Some((info, _)) = view.lookup_any(&attempt.task.id) else {
             return Ok(None);
         };

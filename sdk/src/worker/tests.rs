@@ -220,14 +220,16 @@ async fn a_task_runs_working_first_and_completes_when_the_handler_returns() {
     let events = h.events().await;
     let records = &events[&task.id];
     let source = h.worker.source().to_owned();
-    let states: Vec<_> = records.iter().filter_map(state_of).collect();
-    assert_eq!(states, vec![TaskState::Working, TaskState::Completed]);
     assert!(matches!(records[0].body, RecordBody::Command { .. }));
-    // The claim first, in one batch with WORKING; everything after under attempt 1.
+    // The claim first: it is the task's WORKING (fold rule 10); everything after it under
+    // attempt 1.
     assert!(
         matches!(&records[1].body, RecordBody::Claim { turn, .. } if *turn == task.history[0].message_id)
     );
-    assert_eq!(state_of(&records[2]), Some(TaskState::Working));
+    let folded = agentlog_wire::fold::fold(&records[..2]);
+    assert_eq!(folded.state(), Some(TaskState::Working));
+    let states: Vec<_> = records.iter().filter_map(state_of).collect();
+    assert_eq!(states, vec![TaskState::Completed]);
     assert!(records[1..].iter().all(|r| r.header.source == source));
     assert!(records[1..].iter().all(|r| r.header.attempt == 1));
     h.shutdown().await;

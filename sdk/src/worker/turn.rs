@@ -115,7 +115,6 @@ pub(super) async fn supervise(shared: Arc<Shared>, task_id: String, turn: String
                 }
             }
             Stance::Claim(number) => {
-                drop(events);
                 let permit = tokio::select! {
                     () = shared.stop.cancelled() => return Outcome::Abandoned,
                     permit = shared.permits.clone().acquire_owned() => match permit {
@@ -124,7 +123,9 @@ pub(super) async fn supervise(shared: Arc<Shared>, task_id: String, turn: String
                     },
                 };
                 match claim(&shared, &info, caller, number).await {
-                    Ok(Some(attempt)) => match run(&shared, attempt, permit).await {
+                    // The events subscribed to before the claim go to the run: nothing between
+                    // the two is missed, and the task's channel is not made twice.
+                    Ok(Some(attempt)) => match run(&shared, attempt, permit, events, info).await {
                         Ran::Done => return Outcome::Done,
                         Ran::Abandoned => return Outcome::Abandoned,
                         Ran::Lost => backoff.reset(),
@@ -143,8 +144,8 @@ pub(super) async fn supervise(shared: Arc<Shared>, task_id: String, turn: String
     }
 }
 
-/// Claim `info`'s turn under attempt `number` (with the `working` status when the task is
-/// still submitted, in the same batch), and tell whether the claim applied.
+/// Claim `info`'s turn under attempt `number` (the claim moves a submitted task to `working`),
+/// and tell whether the claim applied.
 async fn claim(
     shared: &Shared,
     info: &TaskInfo,
@@ -166,33 +167,38 @@ async fn claim(
         shared.writer.clone(),
         shared.lease,
     );
-    let mut records = vec![attempt.claim_record(&turn, false)];
-    if info.state == TaskState::Submitted {
-        records.push(attempt.record(
-            attempt.next_id(),
-            RecordBody::status(TaskState::Working, String::new()),
-        ));
-    }
+    // On a submitted task the claim is also its WORKING status (fold rule 10).
+    let records = [attempt.claim_record(&turn, false)];
     let appended = shared.writer.append(&records).await?;
     let view = &shared.view;
-    view.sync_to(
-        info.partition,
-        appended.first_offset + 1,
-        shared.sync_timeout,
-    )
-    .await?;
-    let held = view.lookup_any(&info.id).and_then(|(now, _)| {
-        now.claim
-            .filter(|c| c.attempt == number && *c.holder == shared.writer.source)
-            .map(|c| c.turn_attempt)
-    });
+    let claim = match view.apply_own(info.partition, appended.first_offset, &records) {
+        Some(claim) => claim,
+        None => {
+            let end = appended.first_offset + records.len() as u64;
+            view.sync_to(info.partition, end, shared.sync_timeout)
+                .await?;
+            view.claim_of(&info.id)
+        }
+    };
+    let held = claim
+        .filter(|c| c.attempt == number && *c.holder == shared.writer.source)
+        .map(|c| c.turn_attempt);
     Ok(held.map(|turn_attempt| Arc::new(attempt.with_turn_attempt(turn_attempt))))
 }
 
-/// Run the handler for `attempt`'s turn, and again for each follow-up it moves on to.
-async fn run(shared: &Shared, attempt: Arc<Attempt>, _permit: OwnedSemaphorePermit) -> Ran {
+/// Run the handler for `attempt`'s turn, and again for each follow-up it moves on to;
+/// `events` are the task's, subscribed to before the claim.
+async fn run(
+    shared: &Shared,
+    attempt: Arc<Attempt>,
+    _permit: OwnedSemaphorePermit,
+    mut events: Events,
+    claimed: TaskInfo,
+) -> Ran {
+    // The first turn's task is the one just claimed; a follow-up's is looked up anew.
+    let mut known = Some(claimed);
     loop {
-        match run_turn(shared, &attempt).await {
+        match run_turn(shared, &attempt, &mut events, known.take()).await {
             Turn::Over(ran) => return ran,
             Turn::NextFollowUp(next) => {
                 if !advance(shared, &attempt, next).await {
@@ -203,23 +209,35 @@ async fn run(shared: &Shared, attempt: Arc<Attempt>, _permit: OwnedSemaphorePerm
     }
 }
 
+/// A task's events, as [`TaskView::watch`](crate::view::TaskView::watch) gives them.
+type Events = tokio::sync::broadcast::Receiver<Arc<TaskEvent>>;
+
 enum Turn {
     Over(Ran),
     /// The handler returned with the turn open and this follow-up waits: run it next.
     NextFollowUp(Arc<str>),
 }
 
-/// One run of the handler for the attempt's current turn.
-async fn run_turn(shared: &Shared, attempt: &Arc<Attempt>) -> Turn {
+/// One run of the handler for the attempt's current turn: `claimed` is the task as seen when
+/// the attempt claimed this turn (its history is the handler's), `None` to look it up.
+async fn run_turn(
+    shared: &Shared,
+    attempt: &Arc<Attempt>,
+    events: &mut Events,
+    claimed: Option<TaskInfo>,
+) -> Turn {
     let view = &shared.view;
     let task_id = attempt.task.id.as_str();
     let turn = attempt.turn();
-    let Some((info, _, mut events)) = view.watch(task_id) else {
-        return Turn::Over(Ran::Done);
+    let info = match claimed {
+        Some(info) => info,
+        None => match view.lookup_any(task_id) {
+            Some((info, _)) if holds(&info, attempt, &shared.writer.source) => info,
+            _ => return Turn::Over(Ran::Done),
+        },
     };
-    if !holds(&info, attempt, &shared.writer.source) {
-        return Turn::Over(Ran::Done);
-    }
+    // A follow-up that was queued already, or arrives while the handler runs.
+    let mut followed_up = !info.pending.is_empty();
     let token = shared.force.child_token();
     let mut backoff = Backoff::default();
     let task = loop {
@@ -275,11 +293,13 @@ async fn run_turn(shared: &Shared, attempt: &Arc<Attempt>) -> Turn {
             result = &mut handle => break result,
             event = events.recv(), if watching => match event {
                 Ok(event) => {
+                    followed_up |= matches!(event.change, Change::FollowedUp(_));
                     if ends_attempt(&event, attempt, &shared.writer.source) {
                         token.cancel();
                     }
                 }
                 Err(RecvError::Lagged(_)) => {
+                    followed_up = true;
                     if view.lookup_any(task_id).is_none_or(|(now, _)| {
                         now.state.is_terminal() || !holds(&now, attempt, &shared.writer.source)
                     }) {
@@ -337,9 +357,8 @@ async fn run_turn(shared: &Shared, attempt: &Arc<Attempt>) -> Turn {
         return Turn::Over(Ran::Done);
     }
     if failure.is_none()
-        && let Some(next) = view
-            .lookup_any(task_id)
-            .and_then(|(now, _)| now.pending.first().cloned())
+        && followed_up
+        && let Some(next) = view.first_pending(task_id)
     {
         return Turn::NextFollowUp(next);
     }

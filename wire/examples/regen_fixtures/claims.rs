@@ -97,11 +97,10 @@ pub(crate) fn claims() -> Vec<Value> {
     let command = hi_command;
     let scenarios: Vec<(&str, Vec<Record>)> = vec![
         (
-            "claims: a worker claims the turn, works, streams and completes",
+            "claims: a worker's claim starts the turn (working); it streams and completes",
             vec![
                 command(),
                 claim("w1", 1, "m-1", 10, 10_010),
-                working("w1", 1, "s-1", 10),
                 chunk("w1", 1, "a-1", 20, "echo: "),
                 chunk("w1", 1, "a-2", 30, "hi"),
                 completed("w1", 1, "t-1", 40),

@@ -24,6 +24,9 @@ pub enum ClaimKind {
 pub struct Claimed {
     /// How it applied.
     pub kind: ClaimKind,
+    /// The claim found the task submitted and moved it to `working`: a worker started on the
+    /// turn (rule 10).
+    pub started: bool,
     /// The turn: the `messageId` of the client message the holder answers.
     pub turn: Box<str>,
     /// The claim's current state.
@@ -118,6 +121,9 @@ impl TaskMachine {
             Change::Artifact { .. } => {}
             Change::Claimed(claimed) => {
                 self.attempts = self.attempts.max(claimed.claim.attempt);
+                if claimed.started {
+                    self.set(TaskState::Working, ts, false);
+                }
                 if claimed.kind == ClaimKind::Advance {
                     self.pop_pending();
                     self.last_message_id = Some(claimed.turn.clone());
@@ -290,6 +296,7 @@ impl TaskMachine {
         };
         Ok(Claimed {
             kind,
+            started: self.state == Some(TaskState::Submitted),
             turn: turn.into(),
             claim: Claim {
                 attempt: header.attempt,

@@ -27,7 +27,8 @@
 //!     count from 1 over the task's life), as a renewal if it comes from the current holder
 //!     (same attempt and `source`; its lease replaces the old one, so a lease already over
 //!     releases the turn), or as a takeover if its attempt is the next one and its timestamp
-//!     is at or after the current lease's end. Anything else is fenced. A claim changes no
+//!     is at or after the current lease's end. Anything else is fenced. A claim that applies
+//!     to a submitted task moves it to `working` (a worker started); otherwise it changes no
 //!     A2A state.
 //! 11. **Fencing**: once a task has had a claim, a status, artifact or terminal record applies
 //!     only if it was written by the current claim (its `attempt` and `source`); a task whose
@@ -398,7 +399,15 @@ fn apply_change(task: &mut Task, change: Change, timestamp_ms: u64) {
         Change::Artifact {
             artifact, append, ..
         } => merge_artifact(&mut task.artifacts, *artifact, append),
-        Change::Claimed(_) => {}
+        Change::Claimed(claimed) => {
+            if claimed.started {
+                task.status = TaskStatus {
+                    state: TaskState::Working,
+                    message: None,
+                    timestamp,
+                };
+            }
+        }
     }
 }
 

@@ -309,9 +309,29 @@ fn an_interruption_ends_the_turn_and_the_next_turn_needs_a_new_attempt() {
         &claim(7, "w1", 2, "m2", 100),
     ]);
     assert_eq!(f.stats().fenced, 3);
-    assert_eq!(f.state(), Some(TaskState::Submitted));
+    // The claim started the new turn: working, at the claim's time.
+    assert_eq!(f.state(), Some(TaskState::Working));
+    assert_eq!(f.status_timestamp_ms(), 1_700_000_000_007);
     assert_eq!(claimed(&f), Some((2, 1, "w1")));
     assert_eq!(f.machine().last_message_id(), Some("m2"));
+}
+
+#[test]
+fn a_claim_starts_a_submitted_turn_and_leaves_a_working_one_as_it_is() {
+    let f = fold([&command(), &claim(5, "w1", 1, "m1", 100)]);
+    assert_eq!(f.state(), Some(TaskState::Working));
+    assert_eq!(f.task().unwrap().status.state, TaskState::Working);
+    assert_eq!(f.status_timestamp_ms(), 1_700_000_000_005);
+    // A takeover of a working turn, and a renewal, change no state or time.
+    let f = fold([
+        &command(),
+        &claim(5, "w1", 1, "m1", 100),
+        &claim(50, "w1", 1, "m1", 200),
+        &claim(200, "w2", 2, "m1", 300),
+    ]);
+    assert_eq!(f.state(), Some(TaskState::Working));
+    assert_eq!(f.status_timestamp_ms(), 1_700_000_000_005);
+    assert_eq!(claimed(&f), Some((2, 2, "w2")));
 }
 
 #[test]
