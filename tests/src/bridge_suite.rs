@@ -40,36 +40,25 @@ pub const SOON: Duration = Duration::from_secs(20);
 
 /// Run every case against `subject`.
 pub async fn run_all(subject: &dyn Backend) {
-    let run = format!("{:06x}", rand::random::<u32>() & 0xff_ffff);
-    macro_rules! case {
-        ($name:ident) => {{
-            let started = std::time::Instant::now();
-            $name(
-                subject,
-                &format!("b{run}-{}", stringify!($name).replace('_', "-")),
-            )
-            .await;
-            eprintln!(
-                "[{}] {}: ok in {:?}",
-                subject.name(),
-                stringify!($name),
-                started.elapsed()
-            );
-        }};
-    }
-    case!(send_get_and_blocking);
-    case!(unknown_ids_are_not_found);
-    case!(tasks_are_visible_only_to_their_owner);
-    case!(cancel_reaches_the_worker);
-    case!(idempotent_send);
-    case!(multi_turn);
-    case!(streams_snapshot_then_events);
-    case!(list_tasks_filters_and_pages);
-    case!(handler_errors_and_panics_fail_the_task);
-    case!(protocol_03_methods);
-    case!(two_bridges_two_workers);
-    case!(restart_answers_identically);
-    case!(many_concurrent_tasks_with_cancels);
+    crate::run_cases!(
+        subject,
+        "b",
+        [
+            send_get_and_blocking,
+            unknown_ids_are_not_found,
+            tasks_are_visible_only_to_their_owner,
+            cancel_reaches_the_worker,
+            idempotent_send,
+            multi_turn,
+            streams_snapshot_then_events,
+            list_tasks_filters_and_pages,
+            handler_errors_and_panics_fail_the_task,
+            protocol_03_methods,
+            two_bridges_two_workers,
+            restart_answers_identically,
+            many_concurrent_tasks_with_cancels,
+        ]
+    );
 }
 
 /// A request to send `text` as message `id`.

@@ -18,31 +18,20 @@ use crate::streamer::{Streamer, one_attempt, task_records};
 
 /// Run every case against `subject`.
 pub async fn run_all(subject: &dyn Backend) {
-    let run = format!("{:06x}", rand::random::<u32>() & 0xff_ffff);
-    macro_rules! case {
-        ($name:ident) => {{
-            let started = std::time::Instant::now();
-            $name(
-                subject,
-                &format!("f{run}-{}", stringify!($name).replace('_', "-")),
-            )
-            .await;
-            eprintln!(
-                "[{}] {}: ok in {:?}",
-                subject.name(),
-                stringify!($name),
-                started.elapsed()
-            );
-        }};
-    }
-    case!(a_crash_between_the_two_appends_leaves_no_task_behind);
-    case!(a_failed_commands_append_leaves_no_task_behind);
-    case!(a_failed_append_is_an_error_the_client_retries);
-    case!(the_retry_layer_hides_transient_faults_from_the_worker);
-    case!(a_worker_whose_connection_drops_carries_on);
-    case!(failed_polls_and_commits_are_retried);
-    case!(short_reads_answer_the_same);
-    case!(a_log_too_slow_to_answer_gives_a_retryable_timeout);
+    crate::run_cases!(
+        subject,
+        "f",
+        [
+            a_crash_between_the_two_appends_leaves_no_task_behind,
+            a_failed_commands_append_leaves_no_task_behind,
+            a_failed_append_is_an_error_the_client_retries,
+            the_retry_layer_hides_transient_faults_from_the_worker,
+            a_worker_whose_connection_drops_carries_on,
+            failed_polls_and_commits_are_retried,
+            short_reads_answer_the_same,
+            a_log_too_slow_to_answer_gives_a_retryable_timeout,
+        ]
+    );
 }
 
 /// A second handle on `log`'s storage with a fault layer: for memory:// and file:// the

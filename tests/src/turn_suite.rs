@@ -24,33 +24,22 @@ use crate::streamer::{Streamer, fold_log, one_attempt, task_records};
 
 /// Run every case against `subject`.
 pub async fn run_all(subject: &dyn Backend) {
-    let run = format!("{:06x}", rand::random::<u32>() & 0xff_ffff);
-    macro_rules! case {
-        ($name:ident) => {{
-            let started = std::time::Instant::now();
-            $name(
-                subject,
-                &format!("t{run}-{}", stringify!($name).replace('_', "-")),
-            )
-            .await;
-            eprintln!(
-                "[{}] {}: ok in {:?}",
-                subject.name(),
-                stringify!($name),
-                started.elapsed()
-            );
-        }};
-    }
-    case!(a_client_message_must_be_the_users);
-    case!(a_reused_message_id_is_refused_and_writes_nothing);
-    case!(concurrent_identical_sends_answer_one_task);
-    case!(a_second_worker_joining_mid_turn_runs_nothing_twice);
-    case!(a_crashed_workers_turns_are_taken_over_after_the_lease);
-    case!(a_command_that_never_reached_the_queue_is_put_back);
-    case!(a_turn_whose_message_is_missing_fails_the_task);
-    case!(a_follow_up_reaches_the_running_handler);
-    case!(an_untaken_follow_up_starts_the_next_turn);
-    case!(a_thousand_tasks_while_workers_join_and_leave);
+    crate::run_cases!(
+        subject,
+        "t",
+        [
+            a_client_message_must_be_the_users,
+            a_reused_message_id_is_refused_and_writes_nothing,
+            concurrent_identical_sends_answer_one_task,
+            a_second_worker_joining_mid_turn_runs_nothing_twice,
+            a_crashed_workers_turns_are_taken_over_after_the_lease,
+            a_command_that_never_reached_the_queue_is_put_back,
+            a_turn_whose_message_is_missing_fails_the_task,
+            a_follow_up_reaches_the_running_handler,
+            an_untaken_follow_up_starts_the_next_turn,
+            a_thousand_tasks_while_workers_join_and_leave,
+        ]
+    );
 }
 
 fn worker_config(agent: &str) -> WorkerConfig {
