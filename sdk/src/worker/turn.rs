@@ -81,6 +81,9 @@ pub(super) async fn supervise(shared: Arc<Shared>, task_id: String, turn: String
     let view = &shared.view;
     let partition = view.partition_of(&task_id);
     let mut backoff = Backoff::default();
+    // A handler permit taken after waiting for one: the task is looked at again before it is
+    // claimed (it may have moved on meanwhile), and the permit kept for that claim.
+    let mut waited: Option<OwnedSemaphorePermit> = None;
     loop {
         if let Err(error) = view.sync(Some(partition), shared.sync_timeout).await {
             tracing::warn!(task_id, %error, "worker: the task view is not catching up; retrying");
@@ -99,6 +102,8 @@ pub(super) async fn supervise(shared: Arc<Shared>, task_id: String, turn: String
         match stance(&info, &turn, now_ms()) {
             Stance::Over => return Outcome::Done,
             Stance::Wait(until) => {
+                // No handler slot is held while waiting on another attempt's lease.
+                waited = None;
                 let wake = async {
                     match until {
                         Some(until) => {
@@ -115,11 +120,20 @@ pub(super) async fn supervise(shared: Arc<Shared>, task_id: String, turn: String
                 }
             }
             Stance::Claim(number) => {
-                let permit = tokio::select! {
-                    () = shared.stop.cancelled() => return Outcome::Abandoned,
-                    permit = shared.permits.clone().acquire_owned() => match permit {
+                let permit = match waited.take() {
+                    Some(permit) => permit,
+                    None => match shared.permits.clone().try_acquire_owned() {
                         Ok(permit) => permit,
-                        Err(_) => return Outcome::Abandoned,
+                        Err(_) => {
+                            waited = Some(tokio::select! {
+                                () = shared.stop.cancelled() => return Outcome::Abandoned,
+                                permit = shared.permits.clone().acquire_owned() => match permit {
+                                    Ok(permit) => permit,
+                                    Err(_) => return Outcome::Abandoned,
+                                },
+                            });
+                            continue;
+                        }
                     },
                 };
                 match claim(&shared, &info, caller, number).await {
