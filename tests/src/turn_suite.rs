@@ -504,10 +504,26 @@ async fn a_thousand_tasks_while_workers_join_and_leave(subject: &dyn Backend, ag
         if open == 0 {
             break;
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{open} tasks still open"
-        );
+        if tokio::time::Instant::now() >= deadline {
+            let stuck: Vec<String> = ids
+                .iter()
+                .filter_map(|id| b.view().lookup(&c, id))
+                .filter(|info| !info.state.is_terminal())
+                .take(5)
+                .map(|info| {
+                    format!(
+                        "{} in partition {}: {} claim {:?} attempts {} pending {:?}",
+                        info.id,
+                        info.partition,
+                        info.state,
+                        info.claim,
+                        info.attempts,
+                        info.pending
+                    )
+                })
+                .collect();
+            panic!("{open} tasks still open, e.g. {stuck:#?}");
+        }
         round += 1;
         if workers.len() < 2 || (workers.len() < 4 && !round.is_multiple_of(3)) {
             workers.push(start(&log, config(), streamer.clone()).await);

@@ -356,6 +356,18 @@ impl TaskView {
         tasks.entries.get(task_id)?.machine.claim().cloned()
     }
 
+    /// Whether the turn answering `turn` of the task is over ([`TaskMachine::turn_is_over`];
+    /// a task the view does not know counts as over).
+    ///
+    /// [`TaskMachine::turn_is_over`]: agentlog_wire::fold::TaskMachine::turn_is_over
+    pub fn turn_is_over(&self, task_id: &str, turn: &str) -> bool {
+        let tasks = self.lock();
+        tasks
+            .entries
+            .get(task_id)
+            .is_none_or(|entry| entry.machine.turn_is_over(turn))
+    }
+
     /// The oldest follow-up queued behind the task's current turn, if any.
     pub fn first_pending(&self, task_id: &str) -> Option<Arc<str>> {
         let tasks = self.lock();

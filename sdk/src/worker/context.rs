@@ -7,7 +7,7 @@
 //! more (after the turn ended, or once the task is canceled or the claim was lost).
 
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -64,6 +64,9 @@ struct Inner {
     message_index: usize,
     cancellation: CancellationToken,
     progress: AtomicU8,
+    /// The offset of the last record this context wrote (`u64::MAX` for none yet): what the
+    /// worker waits for the view to apply before it calls the turn settled.
+    last_written: AtomicU64,
     /// Artifact ids that earlier attempts of this turn wrote to: this attempt's first write
     /// of each starts it over, so an artifact never holds parts of two attempts.
     restart: Mutex<HashSet<String>>,
@@ -94,6 +97,7 @@ impl TaskContext {
                 message_index: parts.message_index,
                 cancellation: parts.cancellation,
                 progress: AtomicU8::new(Progress::Open as u8),
+                last_written: AtomicU64::new(u64::MAX),
                 restart: Mutex::new(parts.restart),
                 view: parts.view,
                 sync_timeout: parts.sync_timeout,
@@ -311,6 +315,12 @@ impl TaskContext {
         }
     }
 
+    /// The offset (in the task's partition) of the last record this context wrote, if any.
+    pub(super) fn last_written(&self) -> Option<u64> {
+        let offset = self.inner.last_written.load(Ordering::Acquire);
+        (offset != u64::MAX).then_some(offset)
+    }
+
     /// How far the turn has come.
     pub(super) fn progress(&self) -> Progress {
         match self.inner.progress.load(Ordering::Acquire) {
@@ -331,7 +341,10 @@ impl TaskContext {
         }
         let attempt = &self.inner.attempt;
         let record = attempt.status_record(state, text)?;
-        attempt.writer.append(&[record]).await?;
+        let appended = attempt.writer.append(&[record]).await?;
+        self.inner
+            .last_written
+            .fetch_max(appended.first_offset, Ordering::AcqRel);
         if then != Progress::Open {
             self.inner.progress.store(then as u8, Ordering::Release);
         }
@@ -341,7 +354,11 @@ impl TaskContext {
     async fn write(&self, message_id: String, body: RecordBody) -> Result<()> {
         let attempt = &self.inner.attempt;
         let record = attempt.record(message_id, body);
-        attempt.writer.append(&[record]).await.map(drop)
+        let appended = attempt.writer.append(&[record]).await?;
+        self.inner
+            .last_written
+            .fetch_max(appended.first_offset, Ordering::AcqRel);
+        Ok(())
     }
 }
 

@@ -65,13 +65,19 @@ fn stance(info: &TaskInfo, turn: &str, now: u64) -> Stance {
 }
 
 /// How a run of the handler ended.
+///
+/// Only a settled turn lets its command's offset be committed: the group's committed offset is
+/// one per partition, so a member that committed past a turn another attempt still runs would
+/// lose that turn's command if that attempt's worker then stopped. A supervisor whose attempt
+/// lost the turn therefore keeps watching it (and takes it over again if its holder goes).
 enum Ran {
-    /// The turn is settled in the log (or belongs to another attempt now).
+    /// The turn is settled in the log: the task ended, or the turn did (asked for input).
     Done,
     /// The worker is shutting down; the turn was released for a takeover.
     Abandoned,
-    /// This attempt lost its claim without anyone taking the turn over (its renewals
-    /// failed for longer than the lease): decide again, and claim it anew.
+    /// This attempt no longer holds the turn, which is not settled: another attempt took it
+    /// over, or renewals failed for longer than the lease. Decide again: wait on the holder's
+    /// lease, or claim anew.
     Lost,
 }
 
@@ -216,7 +222,8 @@ async fn run(
             Turn::Over(ran) => return ran,
             Turn::NextFollowUp(next) => {
                 if !advance(shared, &attempt, next).await {
-                    return Ran::Done;
+                    // The follow-up did not become this attempt's turn: look again.
+                    return Ran::Lost;
                 }
             }
         }
@@ -247,7 +254,7 @@ async fn run_turn(
         Some(info) => info,
         None => match view.lookup_any(task_id) {
             Some((info, _)) if holds(&info, attempt, &shared.writer.source) => info,
-            _ => return Turn::Over(Ran::Done),
+            _ => return Turn::Over(Ran::Lost),
         },
     };
     // A follow-up that was queued already, or arrives while the handler runs.
@@ -339,11 +346,12 @@ async fn run_turn(
     if shared.force.is_cancelled() {
         return Turn::Over(release(attempt).await);
     }
-    if lost {
+    if lost || (token.is_cancelled() && !ended(view, task_id)) {
+        // Another attempt took the turn (or the lease ran out): not settled, look again.
         return Turn::Over(Ran::Lost);
     }
     if token.is_cancelled() {
-        // The log says the task ended, or another attempt took the turn: nothing to write.
+        // The log says the task ended: nothing to write.
         return Turn::Over(Ran::Done);
     }
     let failure = match result {
@@ -368,7 +376,7 @@ async fn run_turn(
                 "worker: handler failed after ending its turn; the reported outcome stands"
             );
         }
-        return Turn::Over(Ran::Done);
+        return Turn::Over(confirm(shared, &ctx, &turn).await);
     }
     if failure.is_none()
         && followed_up
@@ -376,7 +384,39 @@ async fn run_turn(
     {
         return Turn::NextFollowUp(next);
     }
-    Turn::Over(settle(shared, &ctx, failure.as_deref()).await)
+    Turn::Over(match settle(shared, &ctx, failure.as_deref()).await {
+        Ran::Done => confirm(shared, &ctx, &turn).await,
+        other => other,
+    })
+}
+
+/// A run that ended its turn (with the handler's or the worker's own record): `Done` once the
+/// view shows the turn settled, `Lost` if it is not (the record came after another attempt's
+/// takeover and was fenced). Only a settled turn may be committed (see [`Ran`]).
+async fn confirm(shared: &Shared, ctx: &TaskContext, turn: &str) -> Ran {
+    let view = &shared.view;
+    let task_id = ctx.task_id();
+    if let Some(offset) = ctx.last_written() {
+        let partition = view.partition_of(task_id);
+        if let Err(error) = view
+            .sync_to(partition, offset + 1, shared.sync_timeout)
+            .await
+        {
+            tracing::warn!(task_id, %error, "worker: cannot see the turn's end; looking again");
+            return Ran::Lost;
+        }
+    }
+    if view.turn_is_over(task_id, turn) {
+        Ran::Done
+    } else {
+        Ran::Lost
+    }
+}
+
+/// Whether the task is over (or gone from the view).
+fn ended(view: &crate::view::TaskView, task_id: &str) -> bool {
+    view.lookup_any(task_id)
+        .is_none_or(|(info, _)| info.state.is_terminal())
 }
 
 /// Whether `attempt` holds `info`'s current turn.

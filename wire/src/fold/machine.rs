@@ -359,6 +359,22 @@ impl TaskMachine {
         self.pending.iter().flat_map(|p| p.iter().map(|id| &**id))
     }
 
+    /// Whether the turn answering client message `turn` is over: the task ended, the turn
+    /// ended (the task asked for input or auth), or the task moved past it (it is neither the
+    /// turn the task waits on nor queued behind it). `false` before the command.
+    pub fn turn_is_over(&self, turn: &str) -> bool {
+        let Some(state) = self.state else {
+            return false;
+        };
+        if state.is_terminal() {
+            return true;
+        }
+        if self.last_message_id.as_deref() == Some(turn) {
+            return state.is_interrupted();
+        }
+        !self.pending().any(|p| p == turn)
+    }
+
     /// Whether the task waits for a worker to claim its turn: submitted, and unclaimed.
     pub fn awaits_claim(&self) -> bool {
         self.state == Some(TaskState::Submitted) && self.claim.is_none()

@@ -317,6 +317,24 @@ fn an_interruption_ends_the_turn_and_the_next_turn_needs_a_new_attempt() {
 }
 
 #[test]
+fn a_turn_is_over_once_the_task_ends_asks_for_input_or_moves_past_it() {
+    let machine = |records: &[Record]| fold(records).machine().clone();
+    assert!(!TaskMachine::new().turn_is_over("m1"));
+    let running = [command(), claim(1, "w1", 1, "m1", 100)];
+    assert!(!machine(&running).turn_is_over("m1"));
+    let with_follow_up = [running[0].clone(), running[1].clone(), follow_up(2, "m2")];
+    assert!(!machine(&with_follow_up).turn_is_over("m2"), "queued");
+    assert!(
+        machine(&with_follow_up).turn_is_over("m9"),
+        "never this task's"
+    );
+    let asked = [command(), status(3, "s1", TaskState::InputRequired)];
+    assert!(machine(&asked).turn_is_over("m1"));
+    let done = [command(), status(3, "s1", TaskState::Completed)];
+    assert!(machine(&done).turn_is_over("m1"));
+}
+
+#[test]
 fn a_claim_starts_a_submitted_turn_and_leaves_a_working_one_as_it_is() {
     let f = fold([&command(), &claim(5, "w1", 1, "m1", 100)]);
     assert_eq!(f.state(), Some(TaskState::Working));
