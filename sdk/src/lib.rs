@@ -3,6 +3,7 @@
 //! - [`log`]: the log layer, an embedded durable log or Apache Iggy behind one interface.
 //! - [`agent`]: callers and an agent's topics.
 //! - [`view`]: the task view, rebuilt from the log by following it.
+//! - [`retention`]: how long finished tasks are kept; the duration syntax.
 //! - [`bridge`]: the stateless A2A bridge: calls become records, answers are folds.
 //! - `http` (feature `http`): the axum router serving the bridge over HTTP.
 //! - `cli` (feature `cli`): the `agentlog` command.
@@ -15,6 +16,7 @@ pub mod error;
 #[cfg(feature = "http")]
 pub mod http;
 pub mod log;
+pub mod retention;
 pub mod view;
 pub mod worker;
 

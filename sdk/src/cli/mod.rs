@@ -286,24 +286,7 @@ fn open_error(url: &str, err: &crate::Error) -> CliError {
     CliError::msg(line)
 }
 
-/// A duration flag: `<N>ms`, `<N>s` or `<N>m` (`500ms`, `10s`, `2m`).
-fn parse_duration(value: &str) -> Result<std::time::Duration, String> {
-    let value = value.trim();
-    let (number, unit) = value
-        .find(|c: char| !c.is_ascii_digit())
-        .map_or((value, ""), |at| value.split_at(at));
-    let n: u64 = number
-        .parse()
-        .map_err(|_| format!("{value:?} is not a duration such as 500ms, 10s or 2m"))?;
-    match unit {
-        "ms" => Ok(std::time::Duration::from_millis(n)),
-        "s" => Ok(std::time::Duration::from_secs(n)),
-        "m" => Ok(std::time::Duration::from_secs(n.saturating_mul(60))),
-        _ => Err(format!(
-            "{value:?} is not a duration such as 500ms, 10s or 2m"
-        )),
-    }
-}
+use crate::retention::parse_duration;
 
 /// Wait for Ctrl-C or (on Unix) SIGTERM.
 async fn shutdown_signal() {
@@ -335,17 +318,6 @@ async fn shutdown_signal() {
 mod tests {
     use super::*;
     use clap::CommandFactory;
-
-    #[test]
-    fn durations_take_a_unit() {
-        use std::time::Duration;
-        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
-        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
-        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
-        for bad in ["", "10", "s", "1h", "-1s", "1.5s"] {
-            assert!(parse_duration(bad).is_err(), "{bad}");
-        }
-    }
 
     #[test]
     fn the_command_definition_is_consistent() {
