@@ -13,6 +13,8 @@ use agentlog::log::{
 };
 use bytes::Bytes;
 
+mod delete_segments;
+
 /// Upper bound for anything that should happen "soon" (wake-ups, deliveries).
 const SOON: Duration = Duration::from_secs(5);
 
@@ -32,7 +34,7 @@ pub trait Subject: Send + Sync {
 /// Run every case against `subject`, one after the other, each on its own streams.
 pub async fn run_all(subject: &dyn Subject) {
     let run = format!("{:08x}", rand::random::<u32>());
-    let cases: [(&str, CaseFn); 12] = [
+    let cases: [(&str, CaseFn); 13] = [
         ("ordering_and_offsets", |s, t| {
             Box::pin(ordering_and_offsets(s, t))
         }),
@@ -49,6 +51,9 @@ pub async fn run_all(subject: &dyn Subject) {
         ("close_and_reopen", |s, t| Box::pin(close_and_reopen(s, t))),
         ("large_records", |s, t| Box::pin(large_records(s, t))),
         ("many_topics", |s, t| Box::pin(many_topics(s, t))),
+        ("delete_segments", |s, t| {
+            Box::pin(delete_segments::delete_segments(s, t))
+        }),
     ];
     for (name, case) in cases {
         let started = std::time::Instant::now();

@@ -22,17 +22,33 @@ impl Subject for Memory {
     }
 }
 
+/// A temporary directory; `query` adds URL options (`?segment_bytes=4096`: segments small
+/// enough for the suite to roll and delete some).
 struct Dir {
     dir: tempfile::TempDir,
+    query: &'static str,
+}
+
+impl Dir {
+    fn new(query: &'static str) -> Self {
+        Self {
+            dir: tempfile::tempdir().expect("tempdir"),
+            query,
+        }
+    }
 }
 
 #[async_trait::async_trait]
 impl Subject for Dir {
     fn name(&self) -> &str {
-        "file"
+        if self.query.is_empty() {
+            "file"
+        } else {
+            "file, small segments"
+        }
     }
     async fn open(&self) -> Log {
-        let url = format!("file://{}", self.dir.path().display());
+        let url = format!("file://{}{}", self.dir.path().display(), self.query);
         open(&url).await.expect("open file://")
     }
     fn can_reopen(&self) -> bool {
@@ -47,8 +63,12 @@ async fn embedded_memory_conforms() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn embedded_file_conforms() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    run_all(&Dir { dir }).await;
+    run_all(&Dir::new("")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn embedded_file_with_small_segments_conforms() {
+    run_all(&Dir::new("?segment_bytes=4096")).await;
 }
 
 /// A subject under the whole stack of layers, innermost first: faults, tracing, metrics,
@@ -97,8 +117,10 @@ async fn embedded_memory_under_every_layer_conforms() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn embedded_file_under_every_layer_conforms() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let layered = Layered::new(Dir { dir });
+    let layered = Layered::new(Dir::new("?segment_bytes=4096"));
     run_all(&layered).await;
     assert!(layered.metrics.successes(LogOp::ReadAt) > 0);
+    // The deletions went through every layer too.
+    assert!(layered.metrics.successes(LogOp::Segments) > 0);
+    assert!(layered.metrics.successes(LogOp::DeleteSegments) > 0);
 }

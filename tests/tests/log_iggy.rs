@@ -11,7 +11,10 @@ use agentlog::log::{Follower, Log, TopicRef, partition_for_key};
 use agentlog_integration::conformance::{Subject, run_all};
 use agentlog_integration::iggy_server::IggyServer;
 use bytes::Bytes;
-use iggy::prelude::{Client, Identifier, IggyClient, IggyMessage, MessageClient, Partitioning};
+use iggy::prelude::{
+    Client, Identifier, IggyClient, IggyDuration, IggyExpiry, IggyMessage, MessageClient,
+    Partitioning, TopicClient, TopicCreateOptions,
+};
 
 async fn open(server: &IggyServer) -> Log {
     agentlog::log::open(&server.url()).await.unwrap()
@@ -370,4 +373,66 @@ async fn bad_credentials_are_config_errors() {
     let options = IggyOptions::new(server.address(), "iggy".into(), "wrong".into());
     let err = IggyLog::connect(options).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Config, "{err}");
+}
+
+/// `retention=` in the URL sets the message expiry of the topics the log creates (twice the
+/// retention; never for 0; twice the default without one), and a reopen with another one
+/// updates an existing topic's, leaving its other settings as they were.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retention_sets_and_updates_the_topics_message_expiry() {
+    let Some(server) = IggyServer::start().await else {
+        return;
+    };
+    let raw = IggyClient::from_connection_string(&format!("iggy://iggy:iggy@{}", server.address()))
+        .unwrap();
+    raw.connect().await.unwrap();
+    let (stream_id, topic_id) = (
+        Identifier::named("expiry").unwrap(),
+        Identifier::named("t").unwrap(),
+    );
+    let topic = TopicRef::new("expiry", "t");
+    let hours =
+        |h: u64| IggyExpiry::ExpireDuration(IggyDuration::new(Duration::from_secs(h * 3600)));
+    let opened = |query: &str| {
+        let url = format!("{}{query}", server.url());
+        async move { agentlog::log::open(&url).await.unwrap() }
+    };
+    let cases = [
+        ("?retention=1h", Some(Duration::from_secs(3600)), hours(2)),
+        (
+            "?retention=12h",
+            Some(Duration::from_secs(12 * 3600)),
+            hours(24),
+        ),
+        (
+            "?retention=0",
+            Some(Duration::ZERO),
+            IggyExpiry::NeverExpire,
+        ),
+        ("", None, hours(2 * 7 * 24)),
+    ];
+    for (i, (query, retention, expiry)) in cases.into_iter().enumerate() {
+        let log = opened(query).await;
+        assert_eq!(log.retention(), retention, "{query}");
+        log.ensure_topic(&topic, 3).await.unwrap();
+        if i == 0 {
+            log.append(&topic, b"k", vec![payload("kept", 0)])
+                .await
+                .unwrap();
+        }
+        let details = raw.get_topic(&stream_id, &topic_id).await.unwrap().unwrap();
+        assert_eq!(details.message_expiry, expiry, "{query}");
+        // Created once, updated after: every other setting is the one it was created with.
+        assert_eq!(details.partitions_count, 3);
+        let settings = TopicCreateOptions::from_resource_options(&details.options);
+        assert_eq!(settings.messages_required_to_save, Some(1), "{query}");
+        assert_eq!(
+            log.end_offsets(&topic).await.unwrap().iter().sum::<u64>(),
+            1
+        );
+        // The server expires segments itself: none to list or delete.
+        assert!(log.segments(&topic, 0).await.unwrap().is_empty());
+        assert_eq!(log.delete_segments(&topic, 0, &[0]).await.unwrap(), 0);
+        log.close().await.unwrap();
+    }
 }

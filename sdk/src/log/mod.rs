@@ -21,6 +21,17 @@
 //! [`layers::LogMetrics`]) and, for tests, injected faults ([`layers::FaultLayer`], armed
 //! through [`layers::Faults`]). [`open`] stacks none.
 //!
+//! # Deleting segments
+//!
+//! A backend that keeps its records in segments (the embedded log's files) lists its sealed
+//! ones ([`LogBackend::segments`]) and deletes whole segments when asked
+//! ([`LogBackend::delete_segments`]): the task view decides which ones no retained task needs
+//! (the log never decodes a record). Afterwards a partition may have holes: a `read` from a
+//! deleted offset returns the records from the next offset that exists, `read_at` leaves
+//! deleted offsets out, and end offsets do not move. Iggy expires segments itself (the
+//! topic's message expiry, see [`iggy`]), and `memory://` keeps everything; both list no
+//! segments.
+//!
 //! # Closing
 //!
 //! After [`LogBackend::close`], every call (and every call of a group member of the log)
@@ -29,6 +40,7 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -45,7 +57,7 @@ mod url;
 
 pub use follower::Follower;
 pub use partitioner::partition_for_key;
-pub use url::{FileOptions, LogUrl, open};
+pub use url::{FileOptions, LogSpec, LogUrl, open};
 
 /// A topic inside a stream. Streams and topics are created on demand by [`LogBackend::ensure_topic`].
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -115,6 +127,20 @@ pub struct Delivery {
     pub records: Vec<StoredRecord>,
 }
 
+/// A sealed segment of a partition (never the one being appended to).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SegmentInfo {
+    /// Offset of its first record.
+    pub base: u64,
+    /// One past its last record's offset.
+    pub end: u64,
+    /// Bytes it takes on disk.
+    pub bytes: u64,
+    /// When its last record was written, Unix milliseconds (the embedded log: the file's
+    /// modification time).
+    pub last_write_ms: u64,
+}
+
 /// What the bridge and the workers need from a broker.
 ///
 /// Every method is safe to call concurrently from many tasks. Appends to one partition are
@@ -149,7 +175,9 @@ pub trait LogBackend: Send + Sync + fmt::Debug + 'static {
     /// Up to `max` records of `partition` starting at offset `from`, in offset order.
     /// Past the end it returns an empty vector, not an error. It may return fewer than `max`
     /// before the end (a backend caps what one call returns), so a caller that needs a whole
-    /// range reads on from the last offset returned.
+    /// range reads on from the last offset returned. Where `from` was deleted (see
+    /// [`delete_segments`](Self::delete_segments)) it returns the records from the next
+    /// offset that exists: the records' offsets say where they are.
     async fn read(
         &self,
         topic: &TopicRef,
@@ -159,10 +187,11 @@ pub trait LogBackend: Send + Sync + fmt::Debug + 'static {
     ) -> Result<Vec<StoredRecord>>;
 
     /// The records at `offsets` (ascending) of `partition`, in that order: how a task's
-    /// records are read back. An offset past the end is left out, so the caller compares
-    /// counts. Default: [`read`](Self::read)s over each run of consecutive offsets, reading
-    /// on from where a short read stopped, until the run is whole or a read returns nothing
-    /// (past the end); the embedded log looks every offset up in one pass over its index.
+    /// records are read back. An offset past the end, or deleted, is left out, so the caller
+    /// compares counts. Default: [`read`](Self::read)s over each run of consecutive offsets,
+    /// reading on from where a short read stopped, until the run is whole or a read returns
+    /// nothing (past the end); the embedded log looks every offset up in one pass over its
+    /// index.
     async fn read_at(
         &self,
         topic: &TopicRef,
@@ -176,6 +205,7 @@ pub trait LogBackend: Send + Sync + fmt::Debug + 'static {
     }
 
     /// The end offset (next offset to be written) of every partition, indexed by partition.
+    /// Deleting segments does not move it.
     async fn end_offsets(&self, topic: &TopicRef) -> Result<Vec<u64>>;
 
     /// A watch of `partition`'s end offset. It changes when records are appended, by this
@@ -188,6 +218,23 @@ pub trait LogBackend: Send + Sync + fmt::Debug + 'static {
     /// member, so a restarted member resumes after its last commit and anything polled but not
     /// committed is delivered again.
     async fn join_group(&self, topic: &TopicRef, group: &str) -> Result<Box<dyn GroupConsumer>>;
+
+    /// The partition's sealed segments, oldest first. Empty for a backend that manages its
+    /// own retention (Iggy: the topic's message expiry) or keeps no segments (`memory://`).
+    async fn segments(&self, topic: &TopicRef, partition: u32) -> Result<Vec<SegmentInfo>>;
+
+    /// Delete the sealed segments of `partition` starting at `bases` (bases that are not a
+    /// sealed segment's, or the active segment's, are ignored). Returns how many were
+    /// deleted. A reader racing the deletion gets the records or skips them cleanly, never
+    /// an error or a corrupt read. Afterwards a `read` from a deleted offset returns the
+    /// records from the next offset that exists, `read_at` leaves deleted offsets out, and
+    /// [`end_offsets`](Self::end_offsets) is unchanged.
+    async fn delete_segments(
+        &self,
+        topic: &TopicRef,
+        partition: u32,
+        bases: &[u64],
+    ) -> Result<usize>;
 
     /// Whether the log takes appends now: `Ok`, or why not (closed, open read-only, stopped
     /// by a write error, its server unreachable). What a readiness probe asks; it writes
@@ -287,29 +334,51 @@ pub trait GroupConsumer: Send + fmt::Debug {
 /// Cross-cutting concerns (retries, tracing, metrics, fault injection) are [`Layer`]s, each
 /// written once for every backend, as opendal's layers are: `Log::new(backend).layer(a).layer(b)`
 /// puts `b` outermost.
+///
+/// The handle also carries the log's [`retention`](Self::retention) (`retention=` in its URL):
+/// what the bridges over it give the tasks they create unless told otherwise. It is a setting
+/// of the handle, not of the backend: the log itself never decodes records, so it cannot
+/// expire tasks.
 #[derive(Clone)]
 pub struct Log {
     backend: Arc<dyn LogBackend>,
+    retention: Option<Duration>,
 }
 
 impl Log {
-    /// A handle to `backend`, with no layers.
+    /// A handle to `backend`, with no layers and no retention.
     pub fn new(backend: impl LogBackend) -> Self {
+        Self::from_arc(Arc::new(backend))
+    }
+
+    /// A handle to an already shared backend (or stack of layers), with no retention.
+    pub fn from_arc(backend: Arc<dyn LogBackend>) -> Self {
         Self {
-            backend: Arc::new(backend),
+            backend,
+            retention: None,
         }
     }
 
-    /// A handle to an already shared backend (or stack of layers).
-    pub fn from_arc(backend: Arc<dyn LogBackend>) -> Self {
-        Self { backend }
-    }
-
-    /// This log with `layer` wrapped around it (outermost).
+    /// This log with `layer` wrapped around it (outermost); the retention is kept.
     pub fn layer(self, layer: impl Layer) -> Self {
         Self {
             backend: layer.layer(self.backend),
+            retention: self.retention,
         }
+    }
+
+    /// This handle with a retention (`Duration::ZERO`: keep finished tasks forever), as
+    /// `retention=` in the URL sets it.
+    pub fn with_retention(mut self, retention: Duration) -> Self {
+        self.retention = Some(retention);
+        self
+    }
+
+    /// How long finished tasks created through this log are kept: `retention=` of its URL,
+    /// or [`with_retention`](Self::with_retention); `None` when neither said (the bridge then
+    /// uses [`DEFAULT_RETENTION`](crate::retention::DEFAULT_RETENTION)).
+    pub fn retention(&self) -> Option<Duration> {
+        self.retention
     }
 
     /// The stack under this handle, for a layer or a wrapper that needs it shared.
@@ -328,7 +397,11 @@ impl std::ops::Deref for Log {
 
 impl fmt::Debug for Log {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&self.backend, f)
+        fmt::Debug::fmt(&self.backend, f)?;
+        if let Some(retention) = self.retention {
+            write!(f, " (retention {retention:?})")?;
+        }
+        Ok(())
     }
 }
 

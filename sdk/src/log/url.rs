@@ -1,20 +1,26 @@
-//! One URL picks the backend.
+//! One URL picks the backend, its options and the handle's retention.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use super::Log;
 use super::embedded::{EmbeddedLog, EmbeddedOptions, FsyncPolicy};
 use super::iggy::{IggyLog, IggyOptions};
 use crate::error::{Error, ErrorKind, Result};
+use crate::retention::parse_duration;
 
-const ACCEPTED: &str = "accepted: file:///path/to/dir[?fsync=always|never|<N>ms][&truncate_corrupt=true] \
-     (embedded, durable), memory:// (embedded, in memory), iggy://user:pass@host:port (Apache Iggy)";
+const ACCEPTED: &str = "accepted: \
+     file:///path/to/dir[?fsync=always|never|<N>ms][&truncate_corrupt=true][&segment_bytes=<N>]\
+     [&retention=<duration>] (embedded, durable), memory://[?retention=<duration>] (embedded, \
+     in memory), iggy://user:pass@host:port[?retention=<duration>] (Apache Iggy); a duration \
+     is <N>ms, <N>s, <N>m, <N>h or <N>d, or 0 (keep forever)";
 
-/// A parsed log URL.
+/// A parsed log URL: which backend, with which options. The handle's own options (its
+/// retention) are in [`LogSpec`]; parsing a `LogUrl` accepts and drops them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LogUrl {
-    /// `file:///path[?fsync=always|never|<N>ms][&truncate_corrupt=true]`: the embedded log,
-    /// durable in a directory.
+    /// `file:///path[?fsync=always|never|<N>ms][&truncate_corrupt=true][&segment_bytes=<N>]`:
+    /// the embedded log, durable in a directory.
     File(PathBuf, FileOptions),
     /// `memory://`: the embedded log, in memory only.
     Memory,
@@ -38,9 +44,31 @@ pub struct FileOptions {
     /// a power loss can leave behind) instead of refusing to open; what was after it is lost.
     /// See [`EmbeddedOptions::truncate_corrupt`].
     pub truncate_corrupt: bool,
+    /// `segment_bytes=<N>`: roll segments at N bytes instead of 64 MiB
+    /// ([`EmbeddedOptions::segment_bytes`]); small segments let tests and soaks delete them.
+    pub segment_bytes: Option<u64>,
+}
+
+/// Everything a log URL says: the backend ([`LogUrl`]) and `retention=<duration>`, which
+/// every scheme takes (see [`Log::retention`]; for Iggy it also sets the topics' message
+/// expiry, see [`IggyOptions::retention`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogSpec {
+    /// The backend and its options.
+    pub backend: LogUrl,
+    /// `retention=<duration>`, parsed by [`parse_duration`]; `None` when absent.
+    pub retention: Option<Duration>,
 }
 
 impl std::str::FromStr for LogUrl {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        s.parse::<LogSpec>().map(|spec| spec.backend)
+    }
+}
+
+impl std::str::FromStr for LogSpec {
     type Err = Error;
 
     fn from_str(s: &str) -> Result<Self> {
@@ -51,35 +79,32 @@ impl std::str::FromStr for LogUrl {
             )
         };
         let url = ::url::Url::parse(s).map_err(|e| bad(&e.to_string()))?;
-        match url.scheme() {
-            "memory" => Ok(LogUrl::Memory),
+        if !matches!(url.scheme(), "memory" | "file" | "iggy") {
+            return Err(bad(&format!("unknown scheme {:?}", url.scheme())));
+        }
+        let mut retention = None;
+        let mut file = FileOptions::default();
+        let is_file = url.scheme() == "file";
+        for (key, value) in url.query_pairs() {
+            match (key.as_ref(), value.as_ref()) {
+                ("retention", value) => {
+                    retention = Some(
+                        parse_duration(value).map_err(|why| bad(&format!("retention: {why}")))?,
+                    );
+                }
+                (key, value) if is_file => {
+                    parse_file_option(&mut file, key, value).map_err(|why| bad(&why))?;
+                }
+                (other, _) => return Err(bad(&format!("unknown option {other:?}"))),
+            }
+        }
+        let backend = match url.scheme() {
+            "memory" => LogUrl::Memory,
             "file" => {
                 let path = url
                     .to_file_path()
                     .map_err(|()| bad("not an absolute local path"))?;
-                let mut options = FileOptions::default();
-                for (key, value) in url.query_pairs() {
-                    match (key.as_ref(), value.as_ref()) {
-                        ("fsync", "always") => options.fsync = Some(FsyncPolicy::Always),
-                        ("fsync", "never") => options.fsync = Some(FsyncPolicy::Never),
-                        ("fsync", ms) => {
-                            let millis = ms
-                                .strip_suffix("ms")
-                                .and_then(|n| n.parse::<u64>().ok())
-                                .ok_or_else(|| bad("fsync must be always, never or <N>ms"))?;
-                            options.fsync = Some(FsyncPolicy::Interval(
-                                std::time::Duration::from_millis(millis),
-                            ));
-                        }
-                        ("truncate_corrupt", "true") => options.truncate_corrupt = true,
-                        ("truncate_corrupt", "false") => options.truncate_corrupt = false,
-                        ("truncate_corrupt", _) => {
-                            return Err(bad("truncate_corrupt must be true or false"));
-                        }
-                        (other, _) => return Err(bad(&format!("unknown option {other:?}"))),
-                    }
-                }
-                Ok(LogUrl::File(path, options))
+                LogUrl::File(path, file)
             }
             "iggy" => {
                 let host = url.host_str().ok_or_else(|| bad("no host"))?;
@@ -89,15 +114,48 @@ impl std::str::FromStr for LogUrl {
                 if username.is_empty() {
                     return Err(bad("no user name (iggy://user:pass@host:port)"));
                 }
-                Ok(LogUrl::Iggy {
+                LogUrl::Iggy {
                     address: format!("{host}:{port}"),
                     username,
                     password,
-                })
+                }
             }
-            other => Err(bad(&format!("unknown scheme {other:?}"))),
-        }
+            other => return Err(bad(&format!("unknown scheme {other:?}"))),
+        };
+        Ok(LogSpec { backend, retention })
     }
+}
+
+/// Take one `key=value` of a `file://` URL into `options`; `Err` says what is wrong.
+fn parse_file_option(
+    options: &mut FileOptions,
+    key: &str,
+    value: &str,
+) -> std::result::Result<(), String> {
+    match (key, value) {
+        ("fsync", "always") => options.fsync = Some(FsyncPolicy::Always),
+        ("fsync", "never") => options.fsync = Some(FsyncPolicy::Never),
+        ("fsync", ms) => {
+            let millis = ms
+                .strip_suffix("ms")
+                .and_then(|n| n.parse::<u64>().ok())
+                .ok_or("fsync must be always, never or <N>ms")?;
+            options.fsync = Some(FsyncPolicy::Interval(Duration::from_millis(millis)));
+        }
+        ("truncate_corrupt", "true") => options.truncate_corrupt = true,
+        ("truncate_corrupt", "false") => options.truncate_corrupt = false,
+        ("truncate_corrupt", _) => return Err("truncate_corrupt must be true or false".into()),
+        ("segment_bytes", n) => {
+            let bytes = n
+                .parse::<u64>()
+                .ok()
+                .filter(|n| *n > 0)
+                .ok_or("segment_bytes must be a number of bytes above 0")?;
+            options.segment_bytes = Some(bytes);
+        }
+        (other, _) => return Err(format!("unknown option {other:?}")),
+    }
+    Ok(())
 }
 
 fn percent_decode(s: &str) -> String {
@@ -107,14 +165,18 @@ fn percent_decode(s: &str) -> String {
         .unwrap_or_default()
 }
 
-/// Open the backend a URL names, with default options.
+/// Open the backend a URL names, with its options and retention.
 pub async fn open(url: &str) -> Result<Log> {
-    Ok(match url.parse::<LogUrl>()? {
+    let LogSpec { backend, retention } = url.parse::<LogSpec>()?;
+    let log = match backend {
         LogUrl::Memory => Log::new(EmbeddedLog::in_memory()),
         LogUrl::File(dir, file) => {
             let mut options = EmbeddedOptions::default().truncate_corrupt(file.truncate_corrupt);
             if let Some(fsync) = file.fsync {
                 options = options.fsync(fsync);
+            }
+            if let Some(bytes) = file.segment_bytes {
+                options = options.segment_bytes(bytes);
             }
             Log::new(EmbeddedLog::open(dir, options)?)
         }
@@ -122,7 +184,17 @@ pub async fn open(url: &str) -> Result<Log> {
             address,
             username,
             password,
-        } => Log::new(IggyLog::connect(IggyOptions::new(address, username, password)).await?),
+        } => {
+            let mut options = IggyOptions::new(address, username, password);
+            if let Some(retention) = retention {
+                options = options.retention(retention);
+            }
+            Log::new(IggyLog::connect(options).await?)
+        }
+    };
+    Ok(match retention {
+        Some(retention) => log.with_retention(retention),
+        None => log,
     })
 }
 
@@ -136,6 +208,7 @@ mod tests {
         let file = |fsync, truncate_corrupt| FileOptions {
             fsync,
             truncate_corrupt,
+            segment_bytes: None,
         };
         assert_eq!(
             "file:///var/lib/agentlog".parse::<LogUrl>().ok(),
@@ -174,6 +247,56 @@ mod tests {
     }
 
     #[test]
+    fn segment_bytes_and_retention_are_options() {
+        let spec = |url: &str| url.parse::<LogSpec>().ok();
+        assert_eq!(
+            spec("file:///d?segment_bytes=4096&retention=10s"),
+            Some(LogSpec {
+                backend: LogUrl::File(
+                    PathBuf::from("/d"),
+                    FileOptions {
+                        segment_bytes: Some(4096),
+                        ..FileOptions::default()
+                    }
+                ),
+                retention: Some(Duration::from_secs(10)),
+            })
+        );
+        assert_eq!(
+            spec("memory://?retention=0"),
+            Some(LogSpec {
+                backend: LogUrl::Memory,
+                retention: Some(Duration::ZERO),
+            })
+        );
+        assert_eq!(
+            spec("iggy://u:p@h:1?retention=12h").map(|s| s.retention),
+            Some(Some(Duration::from_secs(12 * 3600)))
+        );
+        assert_eq!(spec("memory://").map(|s| s.retention), Some(None));
+        // A `LogUrl` is the backend alone: the retention is parsed and dropped.
+        assert_eq!(
+            "memory://?retention=7d".parse::<LogUrl>().ok(),
+            Some(LogUrl::Memory)
+        );
+    }
+
+    #[tokio::test]
+    async fn open_puts_the_retention_on_the_handle() {
+        let log = open("memory://?retention=2m")
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(log.retention(), Some(Duration::from_secs(120)));
+        // Layers keep it.
+        let layered = log.layer(crate::log::layers::TracingLayer::new());
+        assert_eq!(layered.retention(), Some(Duration::from_secs(120)));
+        let plain = open("memory://").await.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(plain.retention(), None);
+        let set = plain.with_retention(Duration::ZERO);
+        assert_eq!(set.retention(), Some(Duration::ZERO));
+    }
+
+    #[test]
     fn bad_urls_say_what_is_accepted() {
         for bad in [
             "kafka://x",
@@ -182,6 +305,13 @@ mod tests {
             "file://host/x",
             "file:///d?truncate_corrupt=yes",
             "file:///d?repair=true",
+            "file:///d?segment_bytes=0",
+            "file:///d?segment_bytes=1k",
+            "file:///d?retention=1w",
+            "memory://?retention=",
+            "memory://?fsync=always",
+            "iggy://u:p@h:1?segment_bytes=10",
+            "iggy://u:p@h:1?retention=10",
         ] {
             let err = bad.parse::<LogUrl>().expect_err(bad);
             assert_eq!(err.kind(), ErrorKind::Config);
@@ -235,5 +365,37 @@ mod repair_tests {
         repaired.close().await.unwrap();
         // Repaired for good: a plain open works now.
         open(&url).await.unwrap().close().await.unwrap();
+    }
+
+    /// `segment_bytes=` reaches the embedded log: small segments roll, and can be deleted.
+    #[tokio::test]
+    async fn segment_bytes_in_the_url_rolls_small_segments() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!(
+            "file://{}?segment_bytes=256&fsync=never",
+            dir.path().display()
+        );
+        let topic = TopicRef::new("s", "t");
+        let log = open(&url).await.unwrap();
+        log.ensure_topic(&topic, 1).await.unwrap();
+        for i in 0..40u8 {
+            log.append(&topic, b"k", vec![Bytes::from(vec![i; 40])])
+                .await
+                .unwrap();
+        }
+        let files = std::fs::read_dir(dir.path().join("topics/s/t/0"))
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .path()
+                    .extension()
+                    .is_some_and(|x| x == "seg")
+            })
+            .count();
+        assert!(files > 5, "{files} segment files");
+        let sealed = log.segments(&topic, 0).await.unwrap();
+        assert_eq!(sealed.len(), files - 1);
+        log.close().await.unwrap();
     }
 }

@@ -66,7 +66,9 @@ fn map(file: &File, len: u64) -> Option<Mmap> {
     // - readers only ask for published batches, and the log publishes a batch only after
     //   its bytes were written, and never writes at a position below its segment's end;
     // - the log truncates a segment only while recovering it in `open`, before any map of
-    //   it exists; segments are never rewritten or shrunk afterwards;
+    //   it exists; segments are never rewritten or shrunk afterwards. Deleting a segment
+    //   (`delete_segments`) unlinks its file without truncating it: the inode and its pages
+    //   live on while a map or an open file of it does, so a read that holds it finishes;
     // - the directory is held under an exclusive lock (`lock.rs`), so another agentlog
     //   process does not write to it (a read-only open, which takes no lock, never maps). Other programs editing the files of a live log are out
     //   of contract, as they are for any database.

@@ -6,7 +6,8 @@
 //! ```text
 //! <dir>/LOCK                                  exclusive advisory lock: one writing process per dir
 //! <dir>/topics/<stream>/<topic>/meta.json     partition count (see `topic`)
-//! <dir>/topics/<stream>/<topic>/<p>/<base>.seg  append-only segments (see `segment`)
+//! <dir>/topics/<stream>/<topic>/<p>/<base>.seg  append-only segments (see `segment`), named
+//!                                             after their first offset
 //! <dir>/topics/<stream>/<topic>/groups/<g>.json committed offsets (see `group`)
 //! ```
 //!
@@ -45,6 +46,22 @@
 //!   [`EmbeddedOptions::truncate_corrupt`] is set, which cuts the partition there instead.
 //! - Reads verify checksums again whenever they go to the file; damage that appears after
 //!   `open` is reported as [`ErrorKind::Corrupt`], never returned as data.
+//! - A gap between two segment files (the next one starts after the previous one ends) is
+//!   what [`LogBackend::delete_segments`] leaves: a hole, read over (a segment starting
+//!   before the previous one ends is corruption).
+//!
+//! # Deleting segments
+//!
+//! [`LogBackend::segments`] lists a partition's sealed segments: every one but the newest
+//! (appended to) and the one holding the newest record (so a partition never loses its last
+//! record, and a read before the end always returns something).
+//! [`LogBackend::delete_segments`] takes them out of the index (its memory shrinks with it)
+//! and unlinks their files; a read that planned before finishes from the unlinked file (see
+//! `partition::delete`). Afterwards `read(from)` in a hole returns the records from the next
+//! offset that exists, `read_at` leaves deleted offsets out, and end offsets stay. Holes may
+//! be anywhere: the first segment may start after 0, and there may be gaps between segments.
+//! A read-only open drops from its index the segments whose files the writer deleted and
+//! follows the writer over the holes. `memory://` keeps everything and lists no segments.
 //!
 //! # Limits
 //!
@@ -58,6 +75,7 @@
 
 mod files;
 mod group;
+mod inner;
 mod lock;
 mod mapped;
 mod options;
@@ -69,9 +87,8 @@ mod writer;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, Sender};
+use std::sync::mpsc;
 use std::sync::{Arc, Mutex, RwLock};
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -81,6 +98,7 @@ use tokio::sync::{oneshot, watch};
 pub use options::{EmbeddedOptions, FsyncPolicy};
 
 use self::group::{Group, Member};
+use self::inner::Inner;
 use self::lock::DirLock;
 use self::partition::{Partition, lock as lock_mutex};
 use self::topic::Topic;
@@ -88,7 +106,7 @@ use self::writer::{Command, Shared};
 // The submodules name it `super::closed_error`.
 use super::closed_error;
 use super::{
-    AppendBatch, Appended, GroupConsumer, LogBackend, StoredRecord, TopicRef, partition_for_key,
+    AppendBatch, Appended, GroupConsumer, LogBackend, SegmentInfo, StoredRecord, TopicRef,
 };
 use crate::error::{Error, ErrorKind, Result};
 
@@ -96,27 +114,6 @@ use crate::error::{Error, ErrorKind, Result};
 #[derive(Debug)]
 pub struct EmbeddedLog {
     inner: Arc<Inner>,
-}
-
-#[derive(Debug)]
-struct Inner {
-    /// The data directory; `None` in memory mode.
-    dir: Option<PathBuf>,
-    options: EmbeddedOptions,
-    topics: RwLock<HashMap<TopicRef, Arc<Topic>>>,
-    groups: Mutex<HashMap<(TopicRef, String), Arc<Group>>>,
-    closed: Arc<AtomicBool>,
-    /// The background thread's queue (file mode).
-    writer: Option<Sender<Command>>,
-    /// How batches are written (file mode).
-    write_config: writer::Config,
-    /// Poisoning and dirty files, shared with the background thread.
-    shared: Arc<Shared>,
-    thread: Mutex<Option<JoinHandle<()>>>,
-    /// Released by `close` or drop.
-    dir_lock: Mutex<Option<DirLock>>,
-    /// Opened with [`EmbeddedLog::open_read_only`]: another process writes the files.
-    read_only: bool,
 }
 
 /// How often a read-only log looks at a followed partition's files while records arrive...
@@ -202,160 +199,6 @@ impl EmbeddedLog {
         Ok(Self {
             inner: Arc::new(Inner::without_writer(Some(dir), topics, true)),
         })
-    }
-}
-
-impl Inner {
-    /// A log nothing in this process writes to a file: in memory, or read-only.
-    fn without_writer(
-        dir: Option<PathBuf>,
-        topics: HashMap<TopicRef, Arc<Topic>>,
-        read_only: bool,
-    ) -> Self {
-        Self {
-            dir,
-            options: EmbeddedOptions::default(),
-            topics: RwLock::new(topics),
-            groups: Mutex::new(HashMap::new()),
-            closed: Arc::new(AtomicBool::new(false)),
-            writer: None,
-            write_config: writer::Config {
-                fsync: FsyncPolicy::Never,
-                segment_bytes: 0,
-            },
-            shared: Arc::default(),
-            thread: Mutex::new(None),
-            dir_lock: Mutex::new(None),
-            read_only,
-        }
-    }
-
-    fn check_open(&self) -> Result<()> {
-        if self.closed.load(Ordering::Acquire) {
-            return Err(closed_error());
-        }
-        Ok(())
-    }
-
-    /// Refuse a write to a log opened read-only.
-    fn check_writable(&self) -> Result<()> {
-        if self.read_only {
-            let dir = self.dir.as_deref().unwrap_or(std::path::Path::new("?"));
-            return Err(Error::new(
-                ErrorKind::Config,
-                format!(
-                    "the log at {} is open read-only here; the process that owns it writes",
-                    dir.display()
-                ),
-            ));
-        }
-        Ok(())
-    }
-
-    fn topic(&self, name: &TopicRef) -> Result<Arc<Topic>> {
-        self.check_open()?;
-        let poisoned = || Error::new(ErrorKind::Internal, "the topic table was poisoned");
-        if let Some(topic) = self.topics.read().map_err(|_| poisoned())?.get(name) {
-            return Ok(topic.clone());
-        }
-        // Read-only: the writing process may have created it since the open.
-        if let (true, Some(dir)) = (self.read_only, &self.dir)
-            && let Some(found) = Topic::open_read_only(&dir.join("topics"), name)?
-        {
-            let mut topics = self.topics.write().map_err(|_| poisoned())?;
-            let topic = topics
-                .entry(name.clone())
-                .or_insert_with(|| Arc::new(found))
-                .clone();
-            return Ok(topic);
-        }
-        Err(Error::new(
-            ErrorKind::InvalidParams,
-            format!("topic {name} does not exist (call ensure_topic first)"),
-        ))
-    }
-
-    fn partition(&self, name: &TopicRef, partition: u32) -> Result<Arc<Partition>> {
-        let topic = self.topic(name)?;
-        topic
-            .partitions
-            .get(partition as usize)
-            .cloned()
-            .ok_or_else(|| {
-                Error::new(
-                    ErrorKind::InvalidParams,
-                    format!(
-                        "topic {name} has {} partitions, not {}",
-                        topic.partitions.len(),
-                        partition + 1
-                    ),
-                )
-            })
-    }
-
-    /// The partition `key` chooses in `topic`, and its index.
-    fn route(&self, topic: &TopicRef, key: &[u8]) -> Result<(u32, Arc<Partition>)> {
-        let found = self.topic(topic)?;
-        let index = partition_for_key(key, found.partitions.len() as u32);
-        let partition = found
-            .partitions
-            .get(index as usize)
-            .cloned()
-            .ok_or_else(|| Error::new(ErrorKind::Internal, "partition_for_key out of range"))?;
-        Ok((index, partition))
-    }
-
-    /// Stop the writer (after it wrote and synced everything queued) and wait for it.
-    /// Direct appends still running finish first; later ones fail.
-    fn stop_writer(&self) -> Option<oneshot::Receiver<Result<()>>> {
-        let tx = self.writer.as_ref()?;
-        if let Ok(topics) = self.topics.read() {
-            for topic in topics.values() {
-                for partition in &topic.partitions {
-                    if let Ok(mut ws) = partition.writer.lock() {
-                        ws.closed = true;
-                    }
-                }
-            }
-        }
-        let (ack, done) = oneshot::channel();
-        tx.send(Command::Close { ack }).ok()?;
-        Some(done)
-    }
-
-    fn join_writer(&self) {
-        if let Ok(mut thread) = self.thread.lock()
-            && let Some(thread) = thread.take()
-        {
-            let _ = thread.join();
-        }
-    }
-
-    fn release(&self) {
-        if let Ok(topics) = self.topics.read() {
-            for topic in topics.values() {
-                for partition in &topic.partitions {
-                    partition.close();
-                }
-            }
-        }
-        if let Ok(mut dir_lock) = self.dir_lock.lock() {
-            dir_lock.take();
-        }
-    }
-}
-
-impl Drop for Inner {
-    /// Write and sync what is queued, then release the directory lock. Blocks the dropping
-    /// thread for the writer's last drain (one write and one sync at most); call `close`
-    /// first to do that without blocking a runtime thread.
-    fn drop(&mut self) {
-        if !self.closed.swap(true, Ordering::AcqRel) {
-            // The thread acknowledges the close and exits; joining waits for both.
-            drop(self.stop_writer());
-            self.join_writer();
-            self.release();
-        }
     }
 }
 
@@ -532,6 +375,40 @@ impl LogBackend for EmbeddedLog {
         found.partitions.iter().map(|p| p.end()).collect()
     }
 
+    /// The sealed segments (see [`LogBackend::segments`]); none in memory mode, which keeps
+    /// every record. Read-only, the files are looked at again first.
+    async fn segments(&self, topic: &TopicRef, partition: u32) -> Result<Vec<SegmentInfo>> {
+        let found = self.inner.partition(topic, partition)?;
+        if self.inner.read_only {
+            found.refresh()?;
+        }
+        found.segments()
+    }
+
+    /// Deletes sealed segments and their files on the blocking pool; the directory is synced
+    /// unless the policy is `Never` (a deletion a machine crash undoes brings records back,
+    /// which is harmless, but is not left to chance). Memory mode deletes nothing.
+    async fn delete_segments(
+        &self,
+        topic: &TopicRef,
+        partition: u32,
+        bases: &[u64],
+    ) -> Result<usize> {
+        let inner = &self.inner;
+        inner.check_writable()?;
+        let found = inner.partition(topic, partition)?;
+        if inner.dir.is_none() || bases.is_empty() {
+            return Ok(0);
+        }
+        let sync = inner.options.fsync != FsyncPolicy::Never;
+        let bases = bases.to_vec();
+        tokio::task::spawn_blocking(move || found.delete_segments(&bases, sync))
+            .await
+            .map_err(|e| {
+                Error::new(ErrorKind::Internal, "deleting segments panicked").with_source(e)
+            })?
+    }
+
     async fn watch_end(&self, topic: &TopicRef, partition: u32) -> Result<watch::Receiver<u64>> {
         let found = self.inner.partition(topic, partition)?;
         let receiver = found.watch_end()?;
@@ -612,5 +489,7 @@ async fn poll_files(partition: std::sync::Weak<Partition>) {
     }
 }
 
+#[cfg(test)]
+mod delete_tests;
 #[cfg(test)]
 mod tests;

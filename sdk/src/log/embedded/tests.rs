@@ -7,6 +7,7 @@ use std::time::Duration;
 use rand::{Rng, SeedableRng};
 
 use super::*;
+use crate::log::partition_for_key;
 
 fn topic() -> TopicRef {
     TopicRef::new("s", "t")

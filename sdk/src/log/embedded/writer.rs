@@ -415,8 +415,12 @@ fn roll(config: Config, partition: &Partition, ws: &mut WriterState) -> Result<(
     let file = Arc::new(file);
     let index = ws.segment_count;
     ws.segment_count += 1;
-    ws.pending_segments
-        .push(Segment::new(path, Arc::clone(&file), config.segment_bytes));
+    ws.pending_segments.push(Segment::new(
+        path,
+        Arc::clone(&file),
+        ws.next_offset,
+        config.segment_bytes,
+    ));
     ws.active = Some((index, file, 0));
     ws.buf_start = 0;
     Ok(())

@@ -28,7 +28,30 @@
 //! its files before acknowledging it, so an acknowledged append survives a crash or SIGKILL of
 //! the server (with the server's default, acknowledged messages were lost). Power loss is only
 //! covered with [`IggyOptions::fsync`], which costs an fsync per batch. Both are fixed when the
-//! topic is created; an existing topic keeps its settings.
+//! topic is created; an existing topic keeps them.
+//!
+//! # Retention: the server's message expiry
+//! Iggy deletes old records itself, so [`LogBackend::segments`] lists none and
+//! [`LogBackend::delete_segments`] deletes none. Topics are created with a message expiry of
+//! twice the log's retention ([`IggyOptions::retention`], `retention=` in the URL; 7 days
+//! unless set, so 14 days), so a task's earlier records outlive its finished state by the
+//! retention; a retention of 0 means `NeverExpire`. `ensure_topic` updates an existing topic
+//! whose expiry differs (that setting alone: partitions, `messages_required_to_save` and the
+//! rest stay) and says so at info level.
+//!
+//! What the server does with it (apache/iggy `core/server/src/segment_cleaner.rs` and
+//! `core/partitions`, the build these notes were checked against): a cleaner on each shard
+//! wakes every `data_maintenance.messages.interval` (1 minute by default; `cleaner_enabled`
+//! defaults to true) and, per partition of a topic with a finite expiry, deletes the leading
+//! run of *sealed* segments whose newest message is at least the expiry old
+//! (`max_timestamp + expiry <= now`), oldest first, stopping at the first one that is not,
+//! and never the active segment; at most 16 segments per pass, and never a segment holding
+//! offsets past the lowest offset any consumer or consumer group has stored (a group that
+//! stopped committing holds every later segment). Expiry is per segment, not per message: a
+//! record lives at least the expiry, and longer until its segment is sealed (segments are
+//! 1 GiB per topic unless created otherwise, so a quiet partition may expire nothing for a
+//! long time). A read from an offset the server has deleted starts at the first segment
+//! left: the records from the next offset that exists, as on the embedded log.
 //!
 //! # No deduplication
 //! Iggy stores a message as often as it is sent, and the client resends a request whose
@@ -57,7 +80,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use iggy::prelude::{
     Client, Consumer, IggyClient, MessageClient, PollingStrategy, StreamClient, SystemClient,
-    TopicClient, TopicCreateOptions, TopicDetails,
+    TopicClient, TopicCreateOptions, TopicDetails, TopicUpdateOptions,
 };
 use tokio::sync::{OnceCell, watch};
 use tokio_util::sync::CancellationToken;
@@ -67,7 +90,9 @@ use self::group::IggyGroupConsumer;
 pub use self::options::IggyOptions;
 use self::topic::{TopicHandle, end_offsets, identifiers, message, record};
 use crate::error::{Error, ErrorKind, Result};
-use crate::log::{Appended, GroupConsumer, LogBackend, StoredRecord, TopicRef, partition_for_key};
+use crate::log::{
+    Appended, GroupConsumer, LogBackend, SegmentInfo, StoredRecord, TopicRef, partition_for_key,
+};
 
 /// A log on an Apache Iggy server.
 ///
@@ -150,6 +175,68 @@ impl IggyLog {
             .map_err(|e| map_err(e, format_args!("describing {topic}")))
     }
 
+    /// Create `topic` (and its stream) with this handle's settings, and describe it. Another
+    /// process (or task) may create either one between our look and our create: "already
+    /// exists" is success, and the description is of what exists.
+    async fn create(&self, topic: &TopicRef, partitions: u32) -> Result<TopicDetails> {
+        let (stream_id, _) = identifiers(topic)?;
+        if let Err(e) = self.client.create_stream(&topic.stream).await
+            && e.as_code() != STREAM_EXISTS
+        {
+            return Err(map_err(
+                e,
+                format_args!("creating stream {:?}", topic.stream),
+            ));
+        }
+        let settings = TopicCreateOptions {
+            partitions_count: Some(partitions),
+            messages_required_to_save: Some(1),
+            enforce_fsync: Some(self.options.fsync),
+            message_expiry: Some(self.options.message_expiry()),
+            ..TopicCreateOptions::default()
+        };
+        if let Err(e) = self
+            .client
+            .create_topic(&stream_id, &topic.topic, &settings)
+            .await
+            && e.as_code() != TOPIC_EXISTS
+        {
+            return Err(map_err(e, format_args!("creating topic {topic}")));
+        }
+        self.describe(topic).await?.ok_or_else(|| {
+            Error::new(
+                ErrorKind::Unavailable,
+                format!("topic {topic} was created but is not there (deleted meanwhile?)"),
+            )
+        })
+    }
+
+    /// Give an existing topic this handle's message expiry if it has another one (created
+    /// with another retention, or before topics had one). The update patches that one
+    /// setting; partitions, `messages_required_to_save` and the rest stay.
+    async fn settle_expiry(&self, topic: &TopicRef, details: &TopicDetails) -> Result<()> {
+        let wanted = self.options.message_expiry();
+        if details.message_expiry == wanted {
+            return Ok(());
+        }
+        let (stream_id, topic_id) = identifiers(topic)?;
+        let update = TopicUpdateOptions {
+            message_expiry: Some(wanted),
+            ..TopicUpdateOptions::default()
+        };
+        self.client
+            .update_topic(&stream_id, &topic_id, &topic.topic, &update)
+            .await
+            .map_err(|e| map_err(e, format_args!("setting the message expiry of {topic}")))?;
+        tracing::info!(
+            %topic,
+            from = %details.message_expiry,
+            to = %wanted,
+            "iggy: updated the topic's message expiry to twice the log's retention"
+        );
+        Ok(())
+    }
+
     async fn watch_client(&self) -> Result<&Arc<IggyClient>> {
         self.watch_client
             .get_or_try_init(|| async { self.options.connect().await.map(Arc::new) })
@@ -167,39 +254,16 @@ impl LogBackend for IggyLog {
                 format!("{topic}: a topic needs at least one partition"),
             ));
         }
-        if self.cached(topic).is_some() {
+        if self.cached(topic).is_some_and(|handle| handle.is_ensured()) {
             return Ok(());
         }
-        if let Some(details) = self.describe(topic).await? {
-            self.remember(topic, &details)?;
-            return Ok(());
-        }
-        let (stream_id, _) = identifiers(topic)?;
-        // Another process (or task) may create either one between our look and our create:
-        // "already exists" is success.
-        if let Err(e) = self.client.create_stream(&topic.stream).await
-            && e.as_code() != STREAM_EXISTS
-        {
-            return Err(map_err(
-                e,
-                format_args!("creating stream {:?}", topic.stream),
-            ));
-        }
-        let settings = TopicCreateOptions {
-            partitions_count: Some(partitions),
-            messages_required_to_save: Some(1),
-            enforce_fsync: Some(self.options.fsync),
-            ..TopicCreateOptions::default()
+        let details = match self.describe(topic).await? {
+            Some(details) => details,
+            None => self.create(topic, partitions).await?,
         };
-        if let Err(e) = self
-            .client
-            .create_topic(&stream_id, &topic.topic, &settings)
-            .await
-            && e.as_code() != TOPIC_EXISTS
-        {
-            return Err(map_err(e, format_args!("creating topic {topic}")));
-        }
-        self.handle(topic).await.map(drop)
+        self.settle_expiry(topic, &details).await?;
+        self.remember(topic, &details)?.mark_ensured();
+        Ok(())
     }
 
     async fn partitions(&self, topic: &TopicRef) -> Result<u32> {
@@ -297,6 +361,24 @@ impl LogBackend for IggyLog {
         let mut ends = end_offsets(&details);
         ends.truncate(handle.partitions() as usize);
         Ok(ends)
+    }
+
+    /// None: the server expires segments itself (the topic's message expiry, see the
+    /// module docs), and lists none to delete.
+    async fn segments(&self, topic: &TopicRef, partition: u32) -> Result<Vec<SegmentInfo>> {
+        self.handle(topic).await?.route(partition)?;
+        Ok(Vec::new())
+    }
+
+    /// Deletes nothing (see [`segments`](Self::segments)).
+    async fn delete_segments(
+        &self,
+        topic: &TopicRef,
+        partition: u32,
+        _bases: &[u64],
+    ) -> Result<usize> {
+        self.handle(topic).await?.route(partition)?;
+        Ok(0)
     }
 
     async fn watch_end(&self, topic: &TopicRef, partition: u32) -> Result<watch::Receiver<u64>> {

@@ -3,10 +3,17 @@
 use std::fmt;
 use std::time::Duration;
 
-use iggy::prelude::{AutoLogin, Client, Credentials, IggyClient, IggyClientBuilder, IggyDuration};
+use iggy::prelude::{
+    AutoLogin, Client, Credentials, IggyClient, IggyClientBuilder, IggyDuration, IggyExpiry,
+};
 
 use super::errors::map_err;
 use crate::error::Result;
+use crate::retention::DEFAULT_RETENTION;
+
+/// The longest message expiry given to a topic: what the `iggy` crate parses at most
+/// (`u32::MAX` seconds, ~136 years), far from `u64::MAX` microseconds, which means "never".
+const MAX_EXPIRY: Duration = Duration::from_secs(u32::MAX as u64);
 
 /// Options of the Iggy backend.
 ///
@@ -18,6 +25,7 @@ pub struct IggyOptions {
     pub(super) username: String,
     password: String,
     pub(super) fsync: bool,
+    pub(super) retention: Duration,
     pub(super) reconnect_interval: Duration,
     pub(super) reconnect_for: Duration,
 }
@@ -31,6 +39,7 @@ impl IggyOptions {
             username,
             password,
             fsync: false,
+            retention: DEFAULT_RETENTION,
             reconnect_interval: Duration::from_millis(200),
             reconnect_for: Duration::from_secs(10),
         }
@@ -41,11 +50,34 @@ impl IggyOptions {
     /// Topics are always created with `messages_required_to_save = 1`, so an acknowledged
     /// append is in the server's files before the acknowledgement and survives a crash or
     /// SIGKILL of the server. With `fsync` it also survives a power loss of the server's
-    /// machine, at the price of one fsync per batch. Like every Iggy topic setting, it only
-    /// applies when the topic is created.
+    /// machine, at the price of one fsync per batch. Like `messages_required_to_save`, it
+    /// only applies when the topic is created (the server takes no update of either).
     pub fn fsync(mut self, fsync: bool) -> Self {
         self.fsync = fsync;
         self
+    }
+
+    /// The retention of finished tasks on this log (default
+    /// [`DEFAULT_RETENTION`](crate::retention::DEFAULT_RETENTION); `Duration::ZERO`: keep
+    /// forever), which sets the message expiry of its topics: twice the retention, so a
+    /// task's earlier records outlive its finished state by the retention, or never with
+    /// `ZERO`. [`ensure_topic`](crate::log::LogBackend::ensure_topic) creates topics with
+    /// it and updates an existing topic whose expiry differs (every other setting stays).
+    /// `retention=` in an `iggy://` URL sets it.
+    pub fn retention(mut self, retention: Duration) -> Self {
+        self.retention = retention;
+        self
+    }
+
+    /// The message expiry topics get (see [`retention`](Self::retention)), in whole
+    /// microseconds as the server keeps it, so it compares equal to what the server reports.
+    pub(super) fn message_expiry(&self) -> IggyExpiry {
+        if self.retention.is_zero() {
+            return IggyExpiry::NeverExpire;
+        }
+        let expiry = self.retention.saturating_mul(2).min(MAX_EXPIRY);
+        let micros = u64::try_from(expiry.as_micros()).unwrap_or(u64::MAX).max(1);
+        IggyExpiry::ExpireDuration(IggyDuration::from(micros))
     }
 
     /// How long to wait between attempts to reconnect to a server that went away (default
@@ -101,6 +133,7 @@ impl fmt::Debug for IggyOptions {
             .field("address", &self.address)
             .field("username", &self.username)
             .field("fsync", &self.fsync)
+            .field("retention", &self.retention)
             .field("reconnect_interval", &self.reconnect_interval)
             .field("reconnect_for", &self.reconnect_for)
             .finish_non_exhaustive()
@@ -117,5 +150,30 @@ mod tests {
         let shown = format!("{options:?}");
         assert!(shown.contains("127.0.0.1:8090"));
         assert!(!shown.contains("s3cret"));
+    }
+
+    #[test]
+    fn topics_expire_messages_after_twice_the_retention() {
+        let options = || IggyOptions::new("h:1".into(), "u".into(), "p".into());
+        let hours =
+            |h: u64| IggyExpiry::ExpireDuration(IggyDuration::new(Duration::from_secs(h * 3600)));
+        assert_eq!(options().message_expiry(), hours(2 * 7 * 24));
+        assert_eq!(
+            options()
+                .retention(Duration::from_secs(3600))
+                .message_expiry(),
+            hours(2)
+        );
+        assert_eq!(
+            options().retention(Duration::ZERO).message_expiry(),
+            IggyExpiry::NeverExpire
+        );
+        // Below a microsecond's precision, and beyond what the server takes: still an expiry.
+        let nanos = options()
+            .retention(Duration::from_nanos(1))
+            .message_expiry();
+        assert_eq!(u64::from(nanos), 1);
+        let huge = options().retention(Duration::MAX).message_expiry();
+        assert_eq!(u64::from(huge), MAX_EXPIRY.as_secs() * 1_000_000);
     }
 }

@@ -2,6 +2,7 @@
 //! partition, and the last end offset seen per partition.
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use bytes::Bytes;
 use iggy::prelude::{Identifier, IggyMessage, Partition, Partitioning, TopicDetails};
@@ -27,6 +28,9 @@ pub(super) struct TopicHandle {
     ends: Vec<watch::Sender<u64>>,
     /// Whether an end-offset poller is running for this topic (see `poller`).
     pub(super) polling: Mutex<bool>,
+    /// Whether `ensure_topic` has given the topic this handle's settings (its message
+    /// expiry); a handle cached by another call (an append) has not.
+    ensured: AtomicBool,
 }
 
 impl TopicHandle {
@@ -43,9 +47,20 @@ impl TopicHandle {
             routes,
             ends,
             polling: Mutex::new(false),
+            ensured: AtomicBool::new(false),
         };
         handle.observe(details);
         Ok(handle)
+    }
+
+    /// Whether `ensure_topic` settled this topic's settings already.
+    pub(super) fn is_ensured(&self) -> bool {
+        self.ensured.load(Ordering::Acquire)
+    }
+
+    /// Note that `ensure_topic` settled this topic's settings.
+    pub(super) fn mark_ensured(&self) {
+        self.ensured.store(true, Ordering::Release);
     }
 
     /// The number of partitions.

@@ -11,8 +11,8 @@ use tokio::sync::watch;
 use super::LogOp;
 use crate::error::{Error, ErrorKind, Result};
 use crate::log::{
-    AppendBatch, Appended, Delivery, GroupConsumer, Layer, LogBackend, StoredRecord, TopicRef,
-    read_runs,
+    AppendBatch, Appended, Delivery, GroupConsumer, Layer, LogBackend, SegmentInfo, StoredRecord,
+    TopicRef, read_runs,
 };
 
 /// A testing tool: makes the log under it fail the way real ones do, when a test says so.
@@ -411,6 +411,21 @@ impl LogBackend for FaultLog {
     async fn watch_end(&self, topic: &TopicRef, partition: u32) -> Result<watch::Receiver<u64>> {
         self.faults.before(LogOp::WatchEnd).await?;
         self.inner.watch_end(topic, partition).await
+    }
+
+    async fn segments(&self, topic: &TopicRef, partition: u32) -> Result<Vec<SegmentInfo>> {
+        self.faults.before(LogOp::Segments).await?;
+        self.inner.segments(topic, partition).await
+    }
+
+    async fn delete_segments(
+        &self,
+        topic: &TopicRef,
+        partition: u32,
+        bases: &[u64],
+    ) -> Result<usize> {
+        self.faults.before(LogOp::DeleteSegments).await?;
+        self.inner.delete_segments(topic, partition, bases).await
     }
 
     async fn join_group(&self, topic: &TopicRef, group: &str) -> Result<Box<dyn GroupConsumer>> {

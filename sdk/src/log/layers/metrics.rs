@@ -13,7 +13,8 @@ use tokio::sync::watch;
 use super::{LogOp, payloads_and_bytes, records_and_bytes};
 use crate::error::{ErrorKind, Result};
 use crate::log::{
-    AppendBatch, Appended, Delivery, GroupConsumer, Layer, LogBackend, StoredRecord, TopicRef,
+    AppendBatch, Appended, Delivery, GroupConsumer, Layer, LogBackend, SegmentInfo, StoredRecord,
+    TopicRef,
 };
 
 /// How many latency buckets have an upper bound; one more holds the slower calls.
@@ -311,6 +312,23 @@ impl LogBackend for MetricsLog {
     async fn watch_end(&self, topic: &TopicRef, partition: u32) -> Result<watch::Receiver<u64>> {
         let call = self.inner.watch_end(topic, partition);
         self.metrics.timed(LogOp::WatchEnd, call, nothing).await
+    }
+
+    async fn segments(&self, topic: &TopicRef, partition: u32) -> Result<Vec<SegmentInfo>> {
+        let call = self.inner.segments(topic, partition);
+        self.metrics.timed(LogOp::Segments, call, nothing).await
+    }
+
+    async fn delete_segments(
+        &self,
+        topic: &TopicRef,
+        partition: u32,
+        bases: &[u64],
+    ) -> Result<usize> {
+        let call = self.inner.delete_segments(topic, partition, bases);
+        self.metrics
+            .timed(LogOp::DeleteSegments, call, nothing)
+            .await
     }
 
     async fn join_group(&self, topic: &TopicRef, group: &str) -> Result<Box<dyn GroupConsumer>> {

@@ -5,7 +5,8 @@
 //! wrapped the same way, so a layer sees polls and commits too. A layer forwards `append_all`
 //! and `read_at` to the layer below rather than leaving them to the trait's defaults, so a
 //! backend's native forms (the embedded log's one-round `append_all`, its one-pass `read_at`)
-//! survive any stack.
+//! survive any stack. Every other operation (`segments` and `delete_segments` included) is
+//! forwarded explicitly too: the trait gives them no default, so a layer cannot drop one.
 //!
 //! | layer | what | handle |
 //! | --- | --- | --- |
@@ -89,6 +90,10 @@ pub enum LogOp {
     EndOffsets,
     /// [`LogBackend::watch_end`].
     WatchEnd,
+    /// [`LogBackend::segments`].
+    Segments,
+    /// [`LogBackend::delete_segments`].
+    DeleteSegments,
     /// [`LogBackend::join_group`].
     JoinGroup,
     /// [`GroupConsumer::poll`].
@@ -105,7 +110,7 @@ pub enum LogOp {
 
 impl LogOp {
     /// Every operation, in declaration order.
-    pub const ALL: [LogOp; 14] = [
+    pub const ALL: [LogOp; 16] = [
         LogOp::EnsureTopic,
         LogOp::Partitions,
         LogOp::Append,
@@ -114,6 +119,8 @@ impl LogOp {
         LogOp::ReadAt,
         LogOp::EndOffsets,
         LogOp::WatchEnd,
+        LogOp::Segments,
+        LogOp::DeleteSegments,
         LogOp::JoinGroup,
         LogOp::Poll,
         LogOp::Commit,
@@ -133,6 +140,8 @@ impl LogOp {
             LogOp::ReadAt => "read_at",
             LogOp::EndOffsets => "end_offsets",
             LogOp::WatchEnd => "watch_end",
+            LogOp::Segments => "segments",
+            LogOp::DeleteSegments => "delete_segments",
             LogOp::JoinGroup => "join_group",
             LogOp::Poll => "poll",
             LogOp::Commit => "commit",

@@ -13,7 +13,8 @@ use tokio::time::Instant;
 use super::LogOp;
 use crate::error::Result;
 use crate::log::{
-    AppendBatch, Appended, Delivery, GroupConsumer, Layer, LogBackend, StoredRecord, TopicRef,
+    AppendBatch, Appended, Delivery, GroupConsumer, Layer, LogBackend, SegmentInfo, StoredRecord,
+    TopicRef,
 };
 
 /// Retries a call that fails with a retryable error ([`Error::is_retryable`]: `Timeout` or
@@ -243,6 +244,27 @@ impl LogBackend for RetryLog {
     async fn watch_end(&self, topic: &TopicRef, partition: u32) -> Result<watch::Receiver<u64>> {
         self.policy
             .run(LogOp::WatchEnd, || self.inner.watch_end(topic, partition))
+            .await
+    }
+
+    async fn segments(&self, topic: &TopicRef, partition: u32) -> Result<Vec<SegmentInfo>> {
+        self.policy
+            .run(LogOp::Segments, || self.inner.segments(topic, partition))
+            .await
+    }
+
+    async fn delete_segments(
+        &self,
+        topic: &TopicRef,
+        partition: u32,
+        bases: &[u64],
+    ) -> Result<usize> {
+        // Safe to repeat: a segment deleted by a failed attempt is no longer sealed, so the
+        // retry ignores its base (the count then leaves it out).
+        self.policy
+            .run(LogOp::DeleteSegments, || {
+                self.inner.delete_segments(topic, partition, bases)
+            })
             .await
     }
 

@@ -12,7 +12,8 @@ use tracing::Instrument;
 use super::{LogOp, payloads_and_bytes, records_and_bytes};
 use crate::error::Result;
 use crate::log::{
-    AppendBatch, Appended, Delivery, GroupConsumer, Layer, LogBackend, StoredRecord, TopicRef,
+    AppendBatch, Appended, Delivery, GroupConsumer, Layer, LogBackend, SegmentInfo, StoredRecord,
+    TopicRef,
 };
 
 /// Traces every operation: a `log` span (debug level) with the operation's `op`, `topic`
@@ -60,6 +61,8 @@ impl Moved for u32 {}
 impl Moved for Vec<u64> {}
 impl Moved for watch::Receiver<u64> {}
 impl Moved for Box<dyn GroupConsumer> {}
+impl Moved for Vec<SegmentInfo> {}
+impl Moved for usize {}
 
 impl Moved for Appended {
     fn moved(&self) -> Option<(u64, u64)> {
@@ -191,6 +194,26 @@ impl LogBackend for TracingLog {
     async fn watch_end(&self, topic: &TopicRef, partition: u32) -> Result<watch::Receiver<u64>> {
         let span = span(LogOp::WatchEnd, topic, Some(partition));
         traced(span, None, self.inner.watch_end(topic, partition)).await
+    }
+
+    async fn segments(&self, topic: &TopicRef, partition: u32) -> Result<Vec<SegmentInfo>> {
+        let span = span(LogOp::Segments, topic, Some(partition));
+        traced(span, None, self.inner.segments(topic, partition)).await
+    }
+
+    async fn delete_segments(
+        &self,
+        topic: &TopicRef,
+        partition: u32,
+        bases: &[u64],
+    ) -> Result<usize> {
+        let span = tracing::debug_span!("log", op = "delete_segments", topic = %topic, partition, bases = bases.len(), deleted = tracing::field::Empty);
+        let result = traced(span.clone(), None, async {
+            let deleted = self.inner.delete_segments(topic, partition, bases).await?;
+            span.record("deleted", deleted);
+            Ok(deleted)
+        });
+        result.await
     }
 
     async fn join_group(&self, topic: &TopicRef, group: &str) -> Result<Box<dyn GroupConsumer>> {

@@ -333,6 +333,17 @@ impl LogBackend for OneAtATime {
     async fn watch_end(&self, topic: &TopicRef, partition: u32) -> Result<watch::Receiver<u64>> {
         self.0.watch_end(topic, partition).await
     }
+    async fn segments(&self, topic: &TopicRef, partition: u32) -> Result<Vec<SegmentInfo>> {
+        self.0.segments(topic, partition).await
+    }
+    async fn delete_segments(
+        &self,
+        topic: &TopicRef,
+        partition: u32,
+        bases: &[u64],
+    ) -> Result<usize> {
+        self.0.delete_segments(topic, partition, bases).await
+    }
     async fn join_group(&self, topic: &TopicRef, group: &str) -> Result<Box<dyn GroupConsumer>> {
         self.0.join_group(topic, group).await
     }

@@ -5,22 +5,30 @@
 //! The writer's private state (the active segment, offsets assigned but not yet published)
 //! lives in [`WriterState`], locked by whoever writes: the writer thread under `Always`, the
 //! appending task otherwise (see `writer`).
+//!
+//! Segments are numbered in the order they were created (ids never change while the log is
+//! open); a deleted segment leaves a hole in the list, so the ids of the others, which index
+//! entries and the writer hold, stay valid (see `delete`). Opening a directory (`recover`)
+//! and following another process's files (`read_only`) build the same list.
+
+mod delete;
+mod read_only;
+mod recover;
 
 use std::borrow::Cow;
 use std::collections::VecDeque;
-use std::fs::{self, File, OpenOptions};
+use std::fs::File;
 use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use bytes::Bytes;
 use tokio::sync::watch;
 
-use super::EmbeddedOptions;
 use super::files::io_error;
 use super::mapped::SegmentMap;
-use super::segment::{self, Damage};
+use super::segment;
 use crate::error::{Error, ErrorKind, Result};
 use crate::log::StoredRecord;
 
@@ -29,26 +37,57 @@ use crate::log::StoredRecord;
 pub(crate) struct Segment {
     pub path: PathBuf,
     pub file: Arc<File>,
+    /// The offset of its first record (the one its file is named after).
+    pub base: u64,
     map: SegmentMap,
 }
 
 impl Segment {
-    /// A segment file that may grow to `max_len` bytes (the map covers that much).
-    pub fn new(path: PathBuf, file: Arc<File>, max_len: u64) -> Arc<Self> {
+    /// The segment starting at offset `base`, a file that may grow to `max_len` bytes (the
+    /// map covers that much).
+    pub fn new(path: PathBuf, file: Arc<File>, base: u64, max_len: u64) -> Arc<Self> {
         Arc::new(Self {
             path,
             file,
+            base,
             map: SegmentMap::new(max_len),
         })
     }
 
     /// A segment another process writes: read with `pread`, never mapped.
-    fn unmapped(path: PathBuf, file: Arc<File>) -> Arc<Self> {
+    fn unmapped(path: PathBuf, file: Arc<File>, base: u64) -> Arc<Self> {
         Arc::new(Self {
             path,
             file,
+            base,
             map: SegmentMap::unmapped(),
         })
+    }
+}
+
+/// One place in a partition's list of segments: a segment, or the offsets of deleted ones (a
+/// hole). A slot covers the offsets from its `base` to the next slot's (the last slot: to the
+/// partition's end), so a hole keeps the batch before it from reaching into it.
+#[derive(Debug)]
+struct Slot {
+    base: u64,
+    /// `None` for a hole.
+    segment: Option<Arc<Segment>>,
+}
+
+impl Slot {
+    fn of(segment: Arc<Segment>) -> Self {
+        Self {
+            base: segment.base,
+            segment: Some(segment),
+        }
+    }
+
+    fn hole(base: u64) -> Self {
+        Self {
+            base,
+            segment: None,
+        }
     }
 }
 
@@ -63,14 +102,14 @@ pub(crate) struct Loc {
 /// One batch in the index: 24 bytes, because a long log has one per record (the bridge and
 /// the workers append one record at a time), so 1 M records cost 24 MB of index, and a read's
 /// index probes touch as few pages as they can. A batch's record count is where the next batch
-/// (or the partition's end) starts. Its records, while cached, sit beside the index in
-/// [`PartState::cached`].
+/// of its segment (or the next slot, or the partition's end) starts: see [`PartState::count`].
+/// Its records, while cached, sit beside the index in [`PartState::cached`].
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Entry {
     pub base: u64,
     pos: u64,
     len: u32,
-    /// Index into the segment list, or [`NO_SEGMENT`] in memory mode.
+    /// The id of its segment ([`PartState::slots`]), or [`NO_SEGMENT`] in memory mode.
     segment: u32,
 }
 
@@ -131,7 +170,10 @@ pub(crate) struct PartState {
     cached: VecDeque<Arc<[Bytes]>>,
     first_cached: usize,
     cached_bytes: usize,
-    segments: Vec<Arc<Segment>>,
+    /// The segment list, oldest first: slot `i` is segment id `first_slot + i`, the id that
+    /// [`Entry`] and [`WriterState::active`] hold. Leading holes are dropped.
+    slots: VecDeque<Slot>,
+    first_slot: usize,
     end: u64,
     /// `None` once the log is closed, which wakes every watcher with an error.
     end_tx: Option<watch::Sender<u64>>,
@@ -143,7 +185,7 @@ impl PartState {
         let source = match i.checked_sub(self.first_cached) {
             Some(c) => self.cached.get(c).cloned().map(Source::Cached),
             None => self.entries[i].loc().and_then(|loc| {
-                let segment = self.segments.get(loc.segment).cloned()?;
+                let segment = self.slot(loc.segment)?.segment.clone()?;
                 Some(Source::Segment(segment, loc))
             }),
         };
@@ -155,10 +197,34 @@ impl PartState {
         })
     }
 
-    /// How many records batch `i` holds.
+    /// How many records batch `i` holds: up to the next batch of its segment, else to the
+    /// end of its segment (where the next slot, a segment or a hole, starts), else to the
+    /// partition's end.
     fn count(&self, i: usize) -> u64 {
-        let next = self.entries.get(i + 1).map_or(self.end, |e| e.base);
-        next - self.entries[i].base
+        let entry = &self.entries[i];
+        let next = match self.entries.get(i + 1) {
+            Some(next) if next.segment == entry.segment => next.base,
+            _ => entry
+                .loc()
+                .and_then(|loc| self.slot(loc.segment + 1))
+                .map_or(self.end, |slot| slot.base),
+        };
+        next.saturating_sub(entry.base)
+    }
+
+    /// The slot of segment id `id`, unless it was dropped.
+    fn slot(&self, id: usize) -> Option<&Slot> {
+        self.slots.get(id.checked_sub(self.first_slot)?)
+    }
+
+    /// The index of the first batch holding an offset at or after `from`.
+    fn first_batch_from(&self, from: u64) -> usize {
+        let i = entry_index(&self.entries, from);
+        match self.entries.get(i) {
+            // `from` lies after batch i: in a hole a deletion left (or past the end).
+            Some(entry) if from >= entry.base + self.count(i) => i + 1,
+            _ => i,
+        }
     }
 }
 
@@ -168,7 +234,7 @@ pub(crate) struct WriterState {
     /// The offset the next staged record gets (ahead of the published end while a batch
     /// is in flight).
     pub next_offset: u64,
-    /// The segment being appended to: index into the segment list, and its size in bytes
+    /// The segment being appended to: its id in the segment list, and its size in bytes
     /// including anything staged in `buf`.
     pub active: Option<(usize, Arc<File>, u64)>,
     /// Encoded batches not yet written, and the file position where they go.
@@ -177,7 +243,8 @@ pub(crate) struct WriterState {
     /// Staged batches and segments, published after the write (and sync) succeed.
     pub pending_entries: Vec<Staged>,
     pub pending_segments: Vec<Arc<Segment>>,
-    /// Segments created so far (published and pending), for the next segment's index.
+    /// Segment ids given so far (published and pending, holes included): the next
+    /// segment's id.
     pub segment_count: usize,
     /// Whether this partition is in the writer's current drain.
     pub touched: bool,
@@ -218,12 +285,12 @@ impl Partition {
         dir: Option<PathBuf>,
         cache_budget: usize,
         entries: Vec<Entry>,
-        segments: Vec<Arc<Segment>>,
+        slots: Vec<Slot>,
         end: u64,
         active: Option<(usize, Arc<File>, u64)>,
     ) -> Self {
         let (end_tx, _) = watch::channel(end);
-        let segment_count = segments.len();
+        let segment_count = slots.len();
         let buf_start = active.as_ref().map_or(0, |a| a.2);
         Self {
             index,
@@ -236,7 +303,8 @@ impl Partition {
                 entries,
                 cached: VecDeque::new(),
                 cached_bytes: 0,
-                segments,
+                slots: slots.into(),
+                first_slot: 0,
                 end,
                 end_tx: Some(end_tx),
             }),
@@ -284,7 +352,9 @@ impl Partition {
         end: u64,
     ) -> Result<()> {
         let mut state = lock(&self.state)?;
-        state.segments.extend(segments);
+        // The writer numbered them `segment_count`, `segment_count + 1`, ...: the ids that
+        // follow the last slot, since a deletion drops slots only from the front.
+        state.slots.extend(segments.into_iter().map(Slot::of));
         for Staged { entry, records } in staged {
             state.cached_bytes += cached_bytes(&records);
             state.entries.push(entry);
@@ -298,31 +368,6 @@ impl Partition {
                 state.first_cached += 1;
             }
         }
-        if let Some(tx) = &state.end_tx {
-            tx.send_replace(end);
-        }
-        Ok(())
-    }
-
-    /// Make batches found by [`refresh`](Self::refresh) visible: like `publish`, for a
-    /// partition that caches nothing.
-    fn publish_indexed(
-        &self,
-        segments: Vec<Arc<Segment>>,
-        entries: Vec<Entry>,
-        end: u64,
-    ) -> Result<()> {
-        let mut state = lock(&self.state)?;
-        if !state.cached.is_empty() {
-            return Err(Error::new(
-                ErrorKind::Internal,
-                "a read-only partition has cached batches",
-            ));
-        }
-        state.segments.extend(segments);
-        state.entries.extend(entries);
-        state.first_cached = state.entries.len();
-        state.end = end;
         if let Some(tx) = &state.end_tx {
             tx.send_replace(end);
         }
@@ -360,8 +405,9 @@ impl Partition {
         Ok(base)
     }
 
-    /// Up to `max` records from offset `from`. Cached batches are cloned out under the lock
-    /// (cheap: reference-counted); evicted ones are read back from their segment after it.
+    /// Up to `max` records from offset `from` (from the next offset that exists, where
+    /// `from` was deleted). Cached batches are cloned out under the lock (cheap:
+    /// reference-counted); evicted ones are read back from their segment after it.
     pub fn read(&self, from: u64, max: usize) -> Result<Vec<StoredRecord>> {
         let mut plan = Vec::new();
         {
@@ -370,7 +416,7 @@ impl Partition {
                 return Ok(Vec::new());
             }
             let mut covered = 0u64;
-            for i in entry_index(&state.entries, from)..state.entries.len() {
+            for i in state.first_batch_from(from)..state.entries.len() {
                 if covered >= max as u64 {
                     break;
                 }
@@ -393,8 +439,8 @@ impl Partition {
         Ok(out)
     }
 
-    /// The records at `offsets` (ascending), in that order; offsets past the end are left
-    /// out. Every offset is looked up under one lock; the batches are read after it.
+    /// The records at `offsets` (ascending), in that order; offsets past the end or deleted
+    /// are left out. Every offset is looked up under one lock; the batches are read after it.
     pub fn read_at(&self, offsets: &[u64]) -> Result<Vec<StoredRecord>> {
         // Each planned batch with the range of `offsets` it holds.
         let mut plan = Vec::with_capacity(offsets.len());
@@ -413,7 +459,7 @@ impl Partition {
                     .take_while(|o| (base..batch_end).contains(*o))
                     .count();
                 if held == 0 {
-                    // Before the partition's first batch: nothing there.
+                    // Before the partition's first batch, or in a hole: nothing there.
                     i += 1;
                     continue;
                 }
@@ -447,248 +493,6 @@ impl Partition {
             payload: payload.clone(),
         }
     }
-
-    /// Rebuild a partition from its directory, truncating a torn tail (and, if
-    /// `options.truncate_corrupt`, corruption) and refusing other damage.
-    pub fn recover(index: u32, dir: PathBuf, options: &EmbeddedOptions) -> Result<Self> {
-        let bases = segment_bases(&dir)?;
-
-        let mut entries = Vec::new();
-        let mut segments = Vec::new();
-        let mut end = bases.first().copied().unwrap_or(0);
-        let mut active = None;
-        let count = bases.len();
-        for (i, base) in bases.iter().copied().enumerate() {
-            let path = dir.join(segment::file_name(base));
-            if base != end {
-                let err = segment::corrupt_at(
-                    &path,
-                    0,
-                    &format!("segment starts at offset {base} where {end} was expected"),
-                );
-                if !options.truncate_corrupt {
-                    return Err(err);
-                }
-                tracing::warn!(error = %err, "removing segments after a gap (truncate_corrupt)");
-                remove_segments(&dir, &bases[i..])?;
-                break;
-            }
-            let bytes = fs::read(&path).map_err(|e| io_error("cannot read", &path, e))?;
-            let scan = segment::scan(&bytes, base);
-            let is_last = i + 1 == count;
-            let mut cut = false;
-            match scan.damage {
-                None => {}
-                Some(Damage::TornTail(why)) if is_last => {
-                    tracing::warn!(
-                        file = %path.display(),
-                        at = scan.valid_len,
-                        "truncating a torn tail ({why}) left by an interrupted write"
-                    );
-                    cut = true;
-                }
-                Some(Damage::TornTail(why) | Damage::Corrupt(why)) => {
-                    let err = segment::corrupt_at(&path, scan.valid_len, &why);
-                    if !options.truncate_corrupt {
-                        return Err(err);
-                    }
-                    tracing::warn!(error = %err, "cutting the partition at corrupt data (truncate_corrupt)");
-                    cut = true;
-                }
-            }
-            let file = OpenOptions::new()
-                .read(true)
-                .write(true)
-                .open(&path)
-                .map_err(|e| io_error("cannot open", &path, e))?;
-            if cut {
-                file.set_len(scan.valid_len)
-                    .and_then(|()| file.sync_all())
-                    .map_err(|e| io_error("cannot truncate", &path, e))?;
-            }
-            let file = Arc::new(file);
-            for batch in &scan.batches {
-                let loc = Loc {
-                    segment: segments.len(),
-                    pos: batch.pos,
-                    len: batch.len,
-                };
-                entries.push(Entry::stored(batch.base_offset, loc)?);
-            }
-            active = Some((segments.len(), Arc::clone(&file), scan.valid_len));
-            let max_len = scan.valid_len.max(options.segment_bytes);
-            segments.push(Segment::new(path, file, max_len));
-            end = scan.next_offset;
-            if cut && !is_last {
-                remove_segments(&dir, &bases[i + 1..])?;
-                break;
-            }
-        }
-        Ok(Self::with_contents(
-            index,
-            Some(dir),
-            options.cache_bytes_per_partition,
-            entries,
-            segments,
-            end,
-            active,
-        ))
-    }
-}
-
-impl Partition {
-    /// A partition of a log another process writes, with nothing indexed yet: each
-    /// [`refresh`](Self::refresh) indexes what that process has written since. Its files
-    /// are opened read-only, never repaired and never mapped.
-    pub fn read_only(index: u32, dir: PathBuf) -> Result<Self> {
-        let start = segment_bases(&dir)?.first().copied().unwrap_or(0);
-        let mut partition =
-            Self::with_contents(index, Some(dir), 0, Vec::new(), Vec::new(), start, None);
-        partition.read_only = true;
-        Ok(partition)
-    }
-
-    /// Index the whole batches a read-only partition's writer added since the last call,
-    /// following it into new segments, and move the end. A batch still being written is
-    /// left for a later call. Returns whether the end moved.
-    ///
-    /// The writer's scan position lives in the writer state (unused otherwise): the segment
-    /// being read, its file, and how many of its bytes are indexed.
-    pub fn refresh(&self) -> Result<bool> {
-        let (Some(dir), true) = (&self.dir, self.read_only) else {
-            return Err(Error::new(
-                ErrorKind::Internal,
-                "refresh of a partition this process writes",
-            ));
-        };
-        let mut ws = lock(&self.writer)?;
-        let start = ws.next_offset;
-        let mut entries = Vec::new();
-        let mut segments = Vec::new();
-        let outcome = self.follow_writer(dir, &mut ws, &mut entries, &mut segments);
-        // Publish what was found even on an error: the scan position already counts it.
-        let end = ws.next_offset;
-        if end > start || !segments.is_empty() {
-            self.publish_indexed(segments, entries, end)?;
-        }
-        outcome.map(|()| end > start)
-    }
-
-    fn follow_writer(
-        &self,
-        dir: &Path,
-        ws: &mut WriterState,
-        entries: &mut Vec<Entry>,
-        segments: &mut Vec<Arc<Segment>>,
-    ) -> Result<()> {
-        loop {
-            if scan_new_bytes(ws, entries)?.is_some() {
-                // Bytes that are no whole batch yet: a write in progress, unless the writer
-                // has started a later segment (it does so only once the previous one is
-                // whole). Then look once more, in case its last write just landed.
-                let next = ws.next_offset;
-                if !segment_bases(dir)?.iter().any(|base| *base > next) {
-                    return Ok(());
-                }
-                if let Some((why, at)) = scan_new_bytes(ws, entries)? {
-                    let torn = self.segment_path(ws.active.as_ref(), segments)?;
-                    return Err(segment::corrupt_at(&torn, at, &why));
-                }
-            }
-            let path = dir.join(segment::file_name(ws.next_offset));
-            if !path.exists() {
-                return Ok(());
-            }
-            let file = File::open(&path).map_err(|e| io_error("cannot open", &path, e))?;
-            let file = Arc::new(file);
-            ws.active = Some((ws.segment_count, Arc::clone(&file), 0));
-            ws.segment_count += 1;
-            segments.push(Segment::unmapped(path, file));
-        }
-    }
-
-    /// The path of the segment `active` names: published, or among `new` ones.
-    fn segment_path(
-        &self,
-        active: Option<&(usize, Arc<File>, u64)>,
-        new: &[Arc<Segment>],
-    ) -> Result<PathBuf> {
-        let state = lock(&self.state)?;
-        let index = active.map_or(0, |a| a.0);
-        let published = state.segments.len();
-        let segment = match index.checked_sub(published) {
-            Some(i) => new.get(i),
-            None => state.segments.get(index),
-        };
-        segment
-            .map(|s| s.path.clone())
-            .ok_or_else(|| Error::new(ErrorKind::Internal, "no segment for the scan position"))
-    }
-}
-
-/// The base offsets of the segment files in a partition directory, ascending.
-fn segment_bases(dir: &Path) -> Result<Vec<u64>> {
-    let mut bases = Vec::new();
-    for item in fs::read_dir(dir).map_err(|e| io_error("cannot list", dir, e))? {
-        let item = item.map_err(|e| io_error("cannot list", dir, e))?;
-        if let Some(base) = item.file_name().to_str().and_then(segment::parse_file_name) {
-            bases.push(base);
-        }
-    }
-    bases.sort_unstable();
-    Ok(bases)
-}
-
-/// Index the bytes appended to the active segment since its last scan (whole batches only).
-/// Returns why the bytes after them do not form a whole batch yet, and where they start.
-fn scan_new_bytes(ws: &mut WriterState, entries: &mut Vec<Entry>) -> Result<Option<(String, u64)>> {
-    let Some((index, file, scanned)) = ws.active.as_mut() else {
-        return Ok(None);
-    };
-    let len = file
-        .metadata()
-        .map_err(|e| {
-            Error::new(ErrorKind::Unavailable, "cannot read a segment's size").with_source(e)
-        })?
-        .len();
-    if len <= *scanned {
-        return Ok(None);
-    }
-    let mut bytes = vec![0u8; (len - *scanned) as usize];
-    if let Err(e) = file.read_exact_at(&mut bytes, *scanned) {
-        return match e.kind() {
-            // The file shrank since its size was read: its writer is repairing a torn tail
-            // it left (bytes never indexed here). Look again later.
-            std::io::ErrorKind::UnexpectedEof => Ok(None),
-            _ => Err(Error::new(ErrorKind::Unavailable, "cannot read a segment").with_source(e)),
-        };
-    }
-    let scan = segment::scan(&bytes, ws.next_offset);
-    for batch in &scan.batches {
-        let loc = Loc {
-            segment: *index,
-            pos: *scanned + batch.pos,
-            len: batch.len,
-        };
-        entries.push(Entry::stored(batch.base_offset, loc)?);
-    }
-    *scanned += scan.valid_len;
-    ws.next_offset = scan.next_offset;
-    Ok(scan.damage.map(|damage| {
-        let why = match damage {
-            Damage::TornTail(why) | Damage::Corrupt(why) => why,
-        };
-        (why, *scanned)
-    }))
-}
-
-/// Delete the segment files with these bases (used only by `truncate_corrupt`).
-fn remove_segments(dir: &Path, bases: &[u64]) -> Result<()> {
-    for base in bases {
-        let path = dir.join(segment::file_name(*base));
-        fs::remove_file(&path).map_err(|e| io_error("cannot remove", &path, e))?;
-    }
-    super::files::sync_dir(dir)
 }
 
 /// Read one batch back from its segment (through its map when it can) and verify it.
@@ -730,19 +534,27 @@ impl Planned {
     }
 }
 
-/// The index of the entry holding `offset` (or 0 if `offset` precedes them all).
+/// The index of the last entry starting at or before `offset` (the one holding it, unless
+/// `offset` lies in a hole after it), or 0 if `offset` precedes them all.
 ///
-/// A direct guess first: where every batch holds one record (the bridge and the workers append
+/// Direct guesses first: where every batch holds one record (the bridge and the workers append
 /// one record at a time) entry `i` starts at `first base + i`, so a random read costs one
-/// probe instead of a binary search's ~20 cache misses over a large index. Otherwise, binary
-/// search.
+/// probe instead of a binary search's ~20 cache misses over a large index. Counting back from
+/// the last entry finds recent offsets the same way after a deletion left a hole. Otherwise,
+/// binary search.
 fn entry_index(entries: &[Entry], offset: u64) -> usize {
-    let guess = entries
+    let at = |i: usize| entries.get(i).is_some_and(|e| e.base == offset);
+    let from_first = entries
         .first()
         .and_then(|first| offset.checked_sub(first.base))
         .and_then(|distance| usize::try_from(distance).ok())
-        .filter(|i| entries.get(*i).is_some_and(|e| e.base == offset));
-    guess.unwrap_or_else(|| {
+        .filter(|i| at(*i));
+    let from_last = || {
+        let last = entries.last()?;
+        let distance = usize::try_from(last.base.checked_sub(offset)?).ok()?;
+        (entries.len() - 1).checked_sub(distance).filter(|i| at(*i))
+    };
+    from_first.or_else(from_last).unwrap_or_else(|| {
         entries
             .partition_point(|e| e.base <= offset)
             .saturating_sub(1)
