@@ -41,13 +41,16 @@ impl Caller {
     }
 }
 
-/// An agent's two topics, both keyed (and so partitioned) by task id:
+/// An agent's topics: two keyed (and so partitioned) by task id, and one for checkpoints:
 ///
 /// - `<agent>.events`, the task log of record: every record that changes a task, written by
 ///   bridges (command, continue, cancel request) and by workers (status, artifact, terminal),
 ///   in one order per task. A task's state is the fold of its records here.
 /// - `<agent>.commands`, the workers' queue: a copy of each command and continue, consumed by
 ///   the agent's worker group. It decides nothing; it only hands out work.
+/// - `<agent>.checkpoints` (one partition): snapshots of the task view at known positions of
+///   `events`, so that a restarting bridge or worker replays only what came after one. Only
+///   an accelerator: a view without it replays `events` from its start.
 ///
 /// A bridge appends to `events` first (the commit point) and to `commands` second, so a
 /// worker never receives work for a task that the log of record does not have.
@@ -59,6 +62,8 @@ pub struct AgentTopics {
     pub events: TopicRef,
     /// The workers' queue.
     pub commands: TopicRef,
+    /// The view checkpoints.
+    pub checkpoints: TopicRef,
     /// Partitions of each topic (used when the topics are created).
     pub partitions: u32,
 }
@@ -70,6 +75,7 @@ impl AgentTopics {
             agent: agent.to_owned(),
             events: TopicRef::new(stream, format!("{agent}.events")),
             commands: TopicRef::new(stream, format!("{agent}.commands")),
+            checkpoints: TopicRef::new(stream, format!("{agent}.checkpoints")),
             partitions: partitions.max(1),
         }
     }
@@ -84,10 +90,11 @@ impl AgentTopics {
         format!("{}.workers", self.agent)
     }
 
-    /// Create both topics if they do not exist.
+    /// Create the topics that do not exist.
     pub async fn ensure(&self, log: &Log) -> Result<()> {
         log.ensure_topic(&self.events, self.partitions).await?;
-        log.ensure_topic(&self.commands, self.partitions).await
+        log.ensure_topic(&self.commands, self.partitions).await?;
+        log.ensure_topic(&self.checkpoints, 1).await
     }
 }
 
@@ -100,6 +107,7 @@ mod tests {
         let topics = AgentTopics::of("echo");
         assert_eq!(topics.events.to_string(), "agentlog/echo.events");
         assert_eq!(topics.commands.to_string(), "agentlog/echo.commands");
+        assert_eq!(topics.checkpoints.to_string(), "agentlog/echo.checkpoints");
         assert_eq!(topics.worker_group(), "echo.workers");
     }
 }

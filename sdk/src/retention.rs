@@ -32,9 +32,17 @@ pub fn parse_duration(value: &str) -> Result<Duration, String> {
     }
 }
 
-/// A retention in whole milliseconds, as records carry it (0 = keep forever).
-pub fn retention_ms(retention: Duration) -> u64 {
-    u64::try_from(retention.as_millis()).unwrap_or(u64::MAX)
+/// A duration in whole milliseconds, as records carry it (for a retention, 0 = keep forever).
+pub fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The wall clock in Unix milliseconds: what record timestamps, leases and expiry are judged
+/// by.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, millis)
 }
 
 #[cfg(test)]

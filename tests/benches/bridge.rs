@@ -12,15 +12,15 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use agentlog::bridge::{Bridge, BridgeConfig};
+use agentlog::log::Log;
 use agentlog::log::embedded::{EmbeddedLog, EmbeddedOptions, FsyncPolicy};
-use agentlog::log::{Log, partition_for_key};
 use agentlog::view::TaskView;
 use agentlog::worker::{Worker, WorkerConfig, handler_fn};
 use agentlog::{AgentTopics, Caller};
+use agentlog_integration::bench::{RECORDS_PER_TASK, task_id, write_finished_tasks};
 use agentlog_integration::bridge_suite::request;
+use agentlog_wire::TaskState;
 use agentlog_wire::a2a::GetTaskRequest;
-use agentlog_wire::{Record, RecordBody, RecordHeader, TaskState, ids};
-use bytes::Bytes;
 use hdrhistogram::Histogram;
 
 /// Counts live heap bytes, to measure what the view keeps per task.
@@ -47,8 +47,6 @@ unsafe impl GlobalAlloc for Counting {
 
 #[global_allocator]
 static ALLOC: Counting = Counting;
-
-const RECORDS_PER_TASK: usize = 4;
 
 fn main() {
     agentlog_integration::bench::block_on(run());
@@ -199,10 +197,6 @@ impl GetCase {
     }
 }
 
-fn task_id(task: usize) -> String {
-    ids::task_id("", "bench", &format!("m-{task}"))
-}
-
 async fn round_trip_part() {
     println!("## Blocking SendMessage round trip (bridge → worker → bridge), one client\n");
     println!("| log | samples | p50 µs | p99 µs | p99.9 µs |");
@@ -253,65 +247,6 @@ fn file_log(dir: &tempfile::TempDir, fsync: Option<FsyncPolicy>) -> Log {
     Log::new(EmbeddedLog::open(dir.path().to_path_buf(), options).unwrap())
 }
 
-fn record(task: usize, n: usize, body: RecordBody) -> Record {
-    let task_id = task_id(task);
-    Record {
-        header: RecordHeader {
-            context_id: format!("ctx-{task}"),
-            message_id: format!("r-{task}-{n}"),
-            source: "bench".into(),
-            principal: "bench".into(),
-            timestamp_ms: 1_700_000_000_000 + (task * 10 + n) as u64,
-            content_type: "application/json".into(),
-            task_id,
-            ..RecordHeader::default()
-        },
-        body,
-    }
-}
-
-/// The records of one finished task: command, working, one artifact, completed.
-fn task_records(task: usize) -> Vec<Record> {
-    vec![
-        record(
-            task,
-            0,
-            RecordBody::Command {
-                params: format!(
-                    r#"{{"message":{{"messageId":"m-{task}","role":"ROLE_USER","parts":[{{"text":"hello {task}"}}]}}}}"#
-                ),
-            },
-        ),
-        record(
-            task,
-            1,
-            RecordBody::StatusUpdate {
-                state: TaskState::Working.into(),
-                message: String::new(),
-            },
-        ),
-        record(
-            task,
-            2,
-            RecordBody::ArtifactUpdate {
-                append: false,
-                last_chunk: true,
-                artifact: format!(
-                    r#"{{"artifactId":"echo","parts":[{{"text":"echo: hello {task}"}}]}}"#
-                ),
-            },
-        ),
-        record(
-            task,
-            3,
-            RecordBody::Terminal {
-                state: TaskState::Completed.into(),
-                message: String::new(),
-            },
-        ),
-    ]
-}
-
 /// Fill an events topic with `records` records the way a bridge and workers write them (one
 /// record per append, tasks interleaved), and measure a view's catch-up over it.
 async fn filled_log(records: usize) -> FilledLog {
@@ -320,33 +255,7 @@ async fn filled_log(records: usize) -> FilledLog {
     let topics = AgentTopics::of("bench");
     topics.ensure(&log).await.unwrap();
     let tasks = records / RECORDS_PER_TASK;
-    let partitions = topics.partitions;
-    let mut by_partition: Vec<Vec<usize>> = vec![Vec::new(); partitions as usize];
-    for t in 0..tasks {
-        by_partition[partition_for_key(task_id(t).as_bytes(), partitions) as usize].push(t);
-    }
-    let writers = by_partition.into_iter().map(|members| {
-        let log = log.clone();
-        let topic = topics.events.clone();
-        tokio::spawn(async move {
-            // Round by round over groups of 64 tasks: records of a task are interleaved with
-            // other tasks' records, as concurrent tasks write them.
-            for group in members.chunks(64) {
-                for n in 0..RECORDS_PER_TASK {
-                    for t in group {
-                        let r = &task_records(*t)[n];
-                        let bytes = Bytes::from(r.encode().unwrap());
-                        log.append(&topic, r.header.task_id.as_bytes(), vec![bytes])
-                            .await
-                            .unwrap();
-                    }
-                }
-            }
-        })
-    });
-    for w in futures::future::join_all(writers).await {
-        w.unwrap();
-    }
+    write_finished_tasks(&log, &topics, tasks, 0).await;
     let before = LIVE.load(Ordering::Relaxed);
     let started = Instant::now();
     let view = TaskView::start(log.clone(), topics.events.clone())
@@ -378,7 +287,10 @@ async fn open_bridge(filled: &FilledLog) -> Bridge {
     let log = Log::new(
         EmbeddedLog::open(filled.dir.path().to_path_buf(), EmbeddedOptions::default()).unwrap(),
     );
-    let bridge = Bridge::open(log, BridgeConfig::new("bench")).await.unwrap();
+    let mut config = BridgeConfig::new("bench");
+    // No checkpoint written in the middle of a measurement.
+    config.checkpoint_every = None;
+    let bridge = Bridge::open(log, config).await.unwrap();
     bridge
         .view()
         .sync(None, Duration::from_secs(600))

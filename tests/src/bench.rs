@@ -2,6 +2,11 @@
 
 use std::future::Future;
 
+use agentlog::AgentTopics;
+use agentlog::log::{Log, partition_for_key};
+use agentlog_wire::{Record, RecordBody, RecordHeader, TaskState};
+use bytes::Bytes;
+
 /// Run a benchmark's `main` on the runtime every benchmark uses: tokio multi-thread with
 /// 2 workers (the reference machine has 2 cores).
 #[allow(clippy::expect_used)]
@@ -38,6 +43,128 @@ pub fn process_cpu_time() -> Option<std::time::Duration> {
     Some(std::time::Duration::from_millis(
         (ticks(11)? + ticks(12)?) * 10,
     ))
+}
+
+/// Records of each task [`write_finished_tasks`] writes.
+pub const RECORDS_PER_TASK: usize = 4;
+
+/// The id of the `task`-th benchmark task (principal `bench`, messageId `m-<task>`).
+pub fn task_id(task: usize) -> String {
+    agentlog_wire::ids::task_id("", "bench", &format!("m-{task}"))
+}
+
+fn record(task: usize, n: usize, at_ms: u64, body: RecordBody) -> Record {
+    Record {
+        header: RecordHeader {
+            context_id: format!("ctx-{task}"),
+            message_id: format!("r-{task}-{n}"),
+            source: "bench".into(),
+            principal: "bench".into(),
+            timestamp_ms: at_ms + (task * 10 + n) as u64,
+            content_type: "application/json".into(),
+            task_id: task_id(task),
+            ..RecordHeader::default()
+        },
+        body,
+    }
+}
+
+/// The records of one finished task, timestamped from `at_ms` on (0: long ago, and then
+/// kept forever): command, working, one artifact, completed.
+pub fn task_records(task: usize, at_ms: u64) -> Vec<Record> {
+    let (at_ms, retention_ms) = if at_ms == 0 {
+        (1_700_000_000_000, 0)
+    } else {
+        (at_ms, 7 * 86_400_000)
+    };
+    vec![
+        record(
+            task,
+            0,
+            at_ms,
+            RecordBody::Command {
+                params: format!(
+                    r#"{{"message":{{"messageId":"m-{task}","role":"ROLE_USER","parts":[{{"text":"hello {task}"}}]}}}}"#
+                ),
+                retention_ms,
+            },
+        ),
+        record(
+            task,
+            1,
+            at_ms,
+            RecordBody::StatusUpdate {
+                state: TaskState::Working.into(),
+                message: String::new(),
+            },
+        ),
+        record(
+            task,
+            2,
+            at_ms,
+            RecordBody::ArtifactUpdate {
+                append: false,
+                last_chunk: true,
+                artifact: format!(
+                    r#"{{"artifactId":"echo","parts":[{{"text":"echo: hello {task}"}}]}}"#
+                ),
+            },
+        ),
+        record(
+            task,
+            3,
+            at_ms,
+            RecordBody::Terminal {
+                state: TaskState::Completed.into(),
+                message: String::new(),
+            },
+        ),
+    ]
+}
+
+/// Write `tasks` finished tasks ([`task_records`] from `at_ms`) to the agent's events topic
+/// the way a bridge and workers write them: one record per append, in parallel per
+/// partition, each task's records interleaved with 63 other tasks'.
+pub async fn write_finished_tasks(log: &Log, topics: &AgentTopics, tasks: usize, at_ms: u64) {
+    write_tasks_from(log, topics, 0, tasks, at_ms).await;
+}
+
+/// [`write_finished_tasks`] of the `count` tasks numbered from `first`.
+#[allow(clippy::expect_used)]
+pub async fn write_tasks_from(
+    log: &Log,
+    topics: &AgentTopics,
+    first: usize,
+    count: usize,
+    at_ms: u64,
+) {
+    let partitions = topics.partitions;
+    let mut by_partition: Vec<Vec<usize>> = vec![Vec::new(); partitions as usize];
+    for t in first..first + count {
+        by_partition[partition_for_key(task_id(t).as_bytes(), partitions) as usize].push(t);
+    }
+    let writers = by_partition.into_iter().map(|members| {
+        let log = log.clone();
+        let topic = topics.events.clone();
+        tokio::spawn(async move {
+            for group in members.chunks(64) {
+                let records: Vec<Vec<Record>> =
+                    group.iter().map(|t| task_records(*t, at_ms)).collect();
+                for n in 0..RECORDS_PER_TASK {
+                    for task in &records {
+                        let r = &task[n];
+                        let bytes = Bytes::from(r.encode().expect("encode"));
+                        log.append(&topic, r.header.task_id.as_bytes(), vec![bytes])
+                            .await
+                            .expect("append");
+                    }
+                }
+            }
+        })
+    });
+    for writer in futures::future::join_all(writers).await {
+        writer.expect("writer");
+    }
 }
 
 #[cfg(test)]

@@ -31,5 +31,6 @@ pub mod conformance;
 pub mod crash;
 pub mod fault_suite;
 pub mod iggy_server;
+pub mod retention_suite;
 pub mod streamer;
 pub mod turn_suite;

@@ -310,6 +310,7 @@ async fn half_send(
         },
         body: RecordBody::Command {
             params: serde_json::to_string(request).expect("params"),
+            retention_ms: 0,
         },
     };
     let topics = AgentTopics::of(agent);

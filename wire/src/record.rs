@@ -4,13 +4,13 @@
 //! JSON payloads (A2A params, messages, artifacts) travel as the exact text they arrived as, so
 //! a `SendMessage`'s params are carried byte-identical from the bridge to the worker.
 //!
-//! # Encoding, format version 2
+//! # Encoding, format version 3
 //!
 //! All integers little-endian. `str16` = u16 length + UTF-8 bytes, `str32` = u32 length + UTF-8.
 //!
 //! | field | type |
 //! | --- | --- |
-//! | format version | u8, = 2 |
+//! | format version | u8, = 3 |
 //! | kind | u8, [`RecordKind`] code |
 //! | timestamp | u64, milliseconds since the Unix epoch |
 //! | deadline | u64, milliseconds since the Unix epoch, 0 = none |
@@ -21,14 +21,17 @@
 //!
 //! | kind | body |
 //! | --- | --- |
-//! | command, continue | params: str32 (a `SendMessageRequest` as JSON) |
+//! | command | retention: u64 (ms a finished task is kept, 0 = forever), params: str32 (a `SendMessageRequest` as JSON) |
+//! | continue | params: str32 (a `SendMessageRequest` as JSON) |
 //! | cancel request | metadata: str32 (a JSON object, or empty) |
 //! | status update, terminal | state: u8 code, message: str32 (a `Message` as JSON, or empty) |
 //! | artifact update | flags: u8 (bit 0 append, bit 1 lastChunk, others 0), artifact: str32 (an `Artifact` as JSON) |
 //! | claim | turn: str16 (the client `messageId` claimed), lease deadline: u64 (Unix ms) |
 //!
-//! Format version 1 is the same without `attempt` (and without claims); it is still read, as
-//! attempt 0, so a log written before claims stays readable. It re-encodes as version 2.
+//! Format version 2 is the same without a command's `retention`; version 1 is version 2 without
+//! `attempt` (and without claims). Both are still read, a command as retention 0 (kept forever)
+//! and a version-1 record as attempt 0, so a log written by an older release stays readable.
+//! They re-encode as version 3.
 //!
 //! The decoder rejects an unknown version or kind, truncation, bad UTF-8, unknown flag bits, an
 //! empty task id and trailing bytes, each with its own [`WireError`]. Unknown *state* codes are
@@ -39,9 +42,13 @@ use strum::{EnumIter, IntoStaticStr};
 
 use crate::{StateCode, TaskState, WireError};
 
-/// The record format version this crate writes. It reads this one and version 1 (records
-/// from before claims, read with attempt 0).
-pub const RECORD_FORMAT_VERSION: u8 = 2;
+/// The record format version this crate writes. It reads this one, version 2 (commands from
+/// before retention, read as kept forever) and version 1 (records from before claims, read
+/// with attempt 0).
+pub const RECORD_FORMAT_VERSION: u8 = 3;
+
+/// The format version before retention: commands carry no `retention`.
+const FORMAT_V2: u8 = 2;
 
 /// The format version before claims: no `attempt` field, no claim records.
 const FORMAT_V1: u8 = 1;
@@ -136,6 +143,10 @@ pub enum RecordBody {
     Command {
         /// `SendMessageRequest` JSON.
         params: String,
+        /// How long the task stays answerable once finished, in milliseconds; 0 = forever
+        /// (fold rule 14). Fixed at creation, so every reader expires the task alike.
+        #[serde(default)]
+        retention_ms: u64,
     },
     /// A follow-up message; `params` is the `SendMessageRequest` JSON exactly as received.
     Continue {
@@ -271,9 +282,14 @@ impl Record {
         put_str16(out, "tenant", &h.tenant)?;
         put_str16(out, "content_type", &h.content_type)?;
         match &self.body {
-            RecordBody::Command { params } | RecordBody::Continue { params } => {
+            RecordBody::Command {
+                params,
+                retention_ms,
+            } => {
+                out.extend_from_slice(&retention_ms.to_le_bytes());
                 put_str32(out, "params", params)
             }
+            RecordBody::Continue { params } => put_str32(out, "params", params),
             RecordBody::CancelRequest { metadata } => put_str32(out, "metadata", metadata),
             RecordBody::StatusUpdate { state, message }
             | RecordBody::Terminal { state, message } => {
@@ -310,7 +326,7 @@ impl Record {
     pub fn decode(bytes: &[u8]) -> Result<Record, WireError> {
         let mut r = Reader { bytes, pos: 0 };
         let version = r.u8("version")?;
-        if version != RECORD_FORMAT_VERSION && version != FORMAT_V1 {
+        if !matches!(version, RECORD_FORMAT_VERSION | FORMAT_V2 | FORMAT_V1) {
             return Err(WireError::UnknownVersion(version));
         }
         let kind_code = r.u8("kind")?;
@@ -345,9 +361,17 @@ impl Record {
             });
         }
         let body = match kind {
-            RecordKind::Command => RecordBody::Command {
-                params: r.str32("params")?,
-            },
+            RecordKind::Command => {
+                let retention_ms = if version == RECORD_FORMAT_VERSION {
+                    r.u64("retention")?
+                } else {
+                    0
+                };
+                RecordBody::Command {
+                    params: r.str32("params")?,
+                    retention_ms,
+                }
+            }
             RecordKind::Continue => RecordBody::Continue {
                 params: r.str32("params")?,
             },
@@ -403,7 +427,8 @@ impl Record {
     fn encoded_len_hint(&self) -> usize {
         let h = &self.header;
         let body = match &self.body {
-            RecordBody::Command { params } | RecordBody::Continue { params } => params.len(),
+            RecordBody::Command { params, .. } => 8 + params.len(),
+            RecordBody::Continue { params } => params.len(),
             RecordBody::CancelRequest { metadata } => metadata.len(),
             RecordBody::StatusUpdate { message, .. } | RecordBody::Terminal { message, .. } => {
                 1 + message.len()
@@ -533,6 +558,7 @@ mod tests {
                 params:
                     r#"{"message":{"messageId":"m-1","role":"ROLE_USER","parts":[{"text":"hi"}]}}"#
                         .into(),
+                retention_ms: 604_800_000,
             },
             RecordBody::Continue {
                 params: r#"{ "message" : {"messageId":"m-2"} }"#.into(),
@@ -642,9 +668,9 @@ mod tests {
         }
         .encode()
         .unwrap();
-        let mut v3 = bytes.clone();
-        v3[0] = 3;
-        assert_eq!(Record::decode(&v3), Err(WireError::UnknownVersion(3)));
+        let mut v4 = bytes.clone();
+        v4[0] = 4;
+        assert_eq!(Record::decode(&v4), Err(WireError::UnknownVersion(4)));
         let mut kind = bytes.clone();
         kind[1] = 0;
         assert_eq!(Record::decode(&kind), Err(WireError::UnknownKind(0)));
@@ -667,9 +693,38 @@ mod tests {
         assert_eq!(Record::decode(&bytes).unwrap().encode().unwrap(), bytes);
     }
 
-    /// The same record in format version 1: no attempt field.
+    /// The same record in format version 2: no retention in a command.
+    fn v2_bytes(record: &Record) -> Vec<u8> {
+        let mut bytes = record.encode().unwrap();
+        bytes[0] = FORMAT_V2;
+        if let RecordBody::Command { params, .. } = &record.body {
+            let at = bytes.len() - params.len() - 4 - 8;
+            bytes.drain(at..at + 8);
+        }
+        bytes
+    }
+
+    #[test]
+    fn format_2_commands_read_as_kept_forever() {
+        for body in every_body() {
+            let mut record = Record {
+                header: header(),
+                body,
+            };
+            let v2 = v2_bytes(&record);
+            if let RecordBody::Command { retention_ms, .. } = &mut record.body {
+                *retention_ms = 0;
+            }
+            assert_eq!(Record::decode(&v2).unwrap(), record);
+            for len in 0..v2.len() {
+                assert!(Record::decode(&v2[..len]).is_err(), "len {len}");
+            }
+        }
+    }
+
+    /// The same record in format version 1: no attempt field (and no retention).
     fn v1_bytes(record: &Record) -> Vec<u8> {
-        let v2 = record.encode().unwrap();
+        let v2 = v2_bytes(record);
         let mut v1 = Vec::with_capacity(v2.len() - 4);
         v1.push(FORMAT_V1);
         v1.extend_from_slice(&v2[1..FIXED_HEADER_LEN - 4]);
@@ -686,6 +741,9 @@ mod tests {
             };
             record.header.attempt = 0;
             let v1 = v1_bytes(&record);
+            if let RecordBody::Command { retention_ms, .. } = &mut record.body {
+                *retention_ms = 0;
+            }
             if record.body.kind() == RecordKind::Claim {
                 assert_eq!(Record::decode(&v1), Err(WireError::UnknownKind(7)));
                 continue;

@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 
-use agentlog_wire::fold::{TaskMachine, fold, fold_content};
+use agentlog_wire::fold::{Change, TaskMachine, fold, fold_content};
 use agentlog_wire::jsonrpc::{ProtocolVersion, error_body, parse_request};
 use agentlog_wire::{ErrorCode, Record, RpcError, StateCode, TaskState};
 use serde_json::{Value, json};
@@ -242,17 +242,28 @@ fn fold_case(case: &Value) -> Result<(), String> {
     // status its machine ended on: the same task. (The view routes records by task id.)
     let own = f.task().map(|t| t.id.as_str());
     let mut machine = TaskMachine::new();
-    let content: Vec<&Record> = records
+    let mut content: Vec<&Record> = Vec::new();
+    for record in records
         .iter()
         .filter(|r| Some(r.header.task_id.as_str()) == own)
-        .filter(|r| machine.apply(r).is_ok_and(|change| change.has_content()))
-        .collect();
+    {
+        match machine.apply(record) {
+            // A new incarnation (rule 14): what the reader kept of the old one goes.
+            Ok(Change::Created(_)) => content = vec![record],
+            Ok(change) if change.has_content() => content.push(record),
+            _ => {}
+        }
+    }
     let from_content = machine
         .status()
         .and_then(|status| fold_content(content, status));
     let from_content = serde_json::to_value(from_content).unwrap();
     check(from_content == task, || {
         format!("task from the content records {from_content}")
+    })?;
+    let expires = json!(f.machine().expires_at_ms());
+    check(expires == case["expected"]["expiresAtMs"], || {
+        format!("expires at {expires}")
     })?;
     let s = f.stats();
     let stats = json!({"applied": s.applied, "orphans": s.orphans, "duplicates": s.duplicates, "afterTerminal": s.after_terminal, "illegalTransitions": s.illegal_transitions, "invalid": s.invalid, "fenced": s.fenced});

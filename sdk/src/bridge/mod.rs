@@ -13,7 +13,7 @@ mod stream;
 mod tasks;
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use agentlog_wire::a2a::{AgentCapabilities, AgentCard, AgentInterface, AgentSkill, Task};
 use agentlog_wire::{Record, RecordHeader};
@@ -22,7 +22,7 @@ use bytes::Bytes;
 use crate::agent::{AgentTopics, Caller};
 use crate::error::{Error, ErrorKind, Result};
 use crate::log::{AppendBatch, Appended, Log};
-use crate::view::TaskView;
+use crate::view::{CompactTopics, TaskView, ViewOptions};
 
 pub use rpc::{RpcReply, RpcStream};
 pub use stream::{StreamEvent, TaskStream};
@@ -42,6 +42,15 @@ pub struct BridgeConfig {
     pub sync_timeout: Duration,
     /// The `source` written in this bridge's records.
     pub source: String,
+    /// How long the tasks this bridge creates stay answerable once finished (written into
+    /// each command: every replica expires a task alike, and tasks already on the log keep
+    /// theirs). `Duration::ZERO` keeps them forever. `None`: the log URL's `retention`, else
+    /// [`DEFAULT_RETENTION`] (7 days).
+    pub retention: Option<Duration>,
+    /// How often the bridge's view writes a checkpoint to the agent's checkpoint topic (when
+    /// 10,000 records or more came since the last), so that a restart replays only what came
+    /// after it. Default 60 s; `None` writes none (the view still starts from one it finds).
+    pub checkpoint_every: Option<Duration>,
 }
 
 impl BridgeConfig {
@@ -53,6 +62,8 @@ impl BridgeConfig {
             blocking_timeout: Duration::from_secs(60),
             sync_timeout: Duration::from_secs(10),
             source: format!("bridge-{}", uuid::Uuid::new_v4().simple()),
+            retention: None,
+            checkpoint_every: Some(Duration::from_secs(60)),
         }
     }
 }
@@ -134,9 +145,23 @@ struct BridgeInner {
 
 impl Bridge {
     /// Create the agent's topics if needed and start following its events topic.
-    pub async fn open(log: Log, config: BridgeConfig) -> Result<Self> {
+    pub async fn open(log: Log, mut config: BridgeConfig) -> Result<Self> {
+        config.retention = Some(
+            config
+                .retention
+                .or_else(|| log.retention())
+                .unwrap_or(DEFAULT_RETENTION),
+        );
         config.topics.ensure(&log).await?;
-        let view = TaskView::start(log.clone(), config.topics.events.clone()).await?;
+        let options = ViewOptions {
+            checkpoint_every: config.checkpoint_every,
+            compact: Some(CompactTopics {
+                commands: config.topics.commands.clone(),
+                commands_retention_ms: millis(config.retention.unwrap_or(DEFAULT_RETENTION)),
+            }),
+            ..ViewOptions::checkpointed(config.topics.checkpoints.clone())
+        };
+        let view = TaskView::start_with(log.clone(), config.topics.events.clone(), options).await?;
         Ok(Self {
             inner: Arc::new(BridgeInner { log, config, view }),
         })
@@ -147,7 +172,13 @@ impl Bridge {
         &self.inner.config.card
     }
 
-    /// The bridge's configuration.
+    /// The retention written into the commands of the tasks this bridge creates, in
+    /// milliseconds (0 = forever).
+    pub(crate) fn retention_ms(&self) -> u64 {
+        millis(self.inner.config.retention.unwrap_or(DEFAULT_RETENTION))
+    }
+
+    /// The bridge's configuration (its `retention` resolved).
     pub fn config(&self) -> &BridgeConfig {
         &self.inner.config
     }
@@ -252,12 +283,8 @@ pub(crate) fn trim_history(mut task: Task, history_length: Option<i32>) -> Task 
     task
 }
 
-pub(crate) fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
+pub(crate) use crate::retention::now_ms;
+use crate::retention::{DEFAULT_RETENTION, millis};
 
 pub(crate) fn not_found(task_id: &str) -> Error {
     Error::new(

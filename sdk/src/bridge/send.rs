@@ -184,12 +184,15 @@ impl Bridge {
         });
         let record = Record {
             header: self.header(caller, &task_id, &context_id, message.message_id.clone()),
-            body: RecordBody::Command { params },
+            body: RecordBody::Command {
+                params,
+                retention_ms: self.retention_ms(),
+            },
         };
         let appended = self.commit(&record, Topics::Both).await?;
         let offset = appended.first_offset;
         let own = if params_parsed {
-            view.apply_own_command(partition, offset, &record.header, &message.message_id)
+            view.apply_own_command(partition, offset, &record)
         } else {
             OwnCommand::NotApplied
         };

@@ -20,6 +20,8 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::retention::parse_duration;
+
 /// The default `--log` of `serve`, `worker` and `tail`: the embedded durable log in
 /// `./agentlog-data` (resolved against the current directory).
 pub const DEFAULT_LOG: &str = "file://./agentlog-data";
@@ -97,6 +99,47 @@ struct LogArgs {
     /// The agent's name: its topics are `agentlog/<agent>.events` and `.commands`.
     #[arg(long, value_name = "NAME", default_value = DEFAULT_AGENT)]
     agent: String,
+}
+
+/// `--retention`, shared by the commands that create topics or tasks (`serve`, `worker`).
+#[derive(Debug, Clone, Args)]
+struct RetentionArgs {
+    /// How long a finished task stays answerable (GetTask, ListTasks, a retried send): 7d
+    /// unless the log URL says (`?retention=`); `0` keeps tasks forever. Running and
+    /// input-required tasks are never expired. The log deletes what only expired tasks
+    /// needed, and Iggy topics expire messages after twice this. A task keeps the retention
+    /// it was created with.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    retention: Option<std::time::Duration>,
+}
+
+impl RetentionArgs {
+    /// `url` with the retention in it (`retention=<ms>ms`), if one was given and the URL has
+    /// none; a URL whose own retention differs is refused.
+    fn apply(&self, url: &str) -> CliResult<String> {
+        let Some(retention) = self.retention else {
+            return Ok(url.to_owned());
+        };
+        let ms = crate::retention::millis(retention);
+        let given = url::Url::parse(url).ok().and_then(|parsed| {
+            parsed
+                .query_pairs()
+                .find(|(key, _)| key == "retention")
+                .map(|(_, value)| value.into_owned())
+        });
+        match given {
+            None => {
+                let separator = if url.contains('?') { '&' } else { '?' };
+                Ok(format!("{url}{separator}retention={ms}ms"))
+            }
+            Some(value) if parse_duration(&value).is_ok_and(|d| d == retention) => {
+                Ok(url.to_owned())
+            }
+            Some(value) => Err(CliError::msg(format!(
+                "--retention {ms}ms contradicts the log URL's retention={value}; give one of them"
+            ))),
+        }
+    }
 }
 
 /// Why a command failed: printed as one `error: …` line on stderr, exit status 1.
@@ -286,30 +329,38 @@ fn open_error(url: &str, err: &crate::Error) -> CliError {
     CliError::msg(line)
 }
 
-use crate::retention::parse_duration;
-
-/// Wait for Ctrl-C or (on Unix) SIGTERM.
-async fn shutdown_signal() {
-    let ctrl_c = async {
+/// Ctrl-C or (on Unix) SIGTERM. The handlers are installed when this is called, not when the
+/// future is first polled: call it before saying "ready", so that a signal sent right after
+/// that line is never the default one that kills the process.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
+    #[cfg(unix)]
+    let (interrupt, terminate) = {
+        use tokio::signal::unix::{SignalKind, signal};
+        (
+            signal(SignalKind::interrupt()).ok(),
+            signal(SignalKind::terminate()).ok(),
+        )
+    };
+    async move {
+        #[cfg(unix)]
+        {
+            let wait = |signal: Option<tokio::signal::unix::Signal>| async move {
+                match signal {
+                    Some(mut signal) => {
+                        signal.recv().await;
+                    }
+                    None => std::future::pending::<()>().await,
+                }
+            };
+            tokio::select! {
+                () = wait(interrupt) => {}
+                () = wait(terminate) => {}
+            }
+        }
+        #[cfg(not(unix))]
         if tokio::signal::ctrl_c().await.is_err() {
             std::future::pending::<()>().await;
         }
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                term.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {}
-        () = terminate => {}
     }
 }
 
@@ -318,6 +369,28 @@ async fn shutdown_signal() {
 mod tests {
     use super::*;
     use clap::CommandFactory;
+
+    #[test]
+    fn retention_goes_into_the_log_url_once() {
+        let week = RetentionArgs {
+            retention: Some(std::time::Duration::from_secs(7 * 86_400)),
+        };
+        assert_eq!(
+            week.apply("file:///d").unwrap(),
+            "file:///d?retention=604800000ms"
+        );
+        assert_eq!(
+            week.apply("iggy://u:p@h:1?x=1").unwrap(),
+            "iggy://u:p@h:1?x=1&retention=604800000ms"
+        );
+        assert_eq!(
+            week.apply("file:///d?retention=7d").unwrap(),
+            "file:///d?retention=7d"
+        );
+        assert!(week.apply("file:///d?retention=1d").is_err());
+        let none = RetentionArgs { retention: None };
+        assert_eq!(none.apply("memory://").unwrap(), "memory://");
+    }
 
     #[test]
     fn the_command_definition_is_consistent() {

@@ -8,7 +8,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use super::output::Out;
-use super::{CliError, CliResult, LogArgs};
+use super::{CliError, CliResult, LogArgs, RetentionArgs};
 use crate::bridge::{Bridge, BridgeConfig, default_card, default_skill};
 use crate::http::{HttpConfig, router, serve};
 use crate::worker::{DemoHandler, Worker, WorkerConfig};
@@ -52,6 +52,9 @@ pub(super) struct ServeArgs {
     #[command(flatten)]
     log: LogArgs,
 
+    #[command(flatten)]
+    retention: RetentionArgs,
+
     /// Also run the built-in demo worker in this process (echo, `sleep N`, `input`, `fail`),
     /// and describe it in the card's skills.
     #[arg(long)]
@@ -92,7 +95,9 @@ pub(super) struct ServeArgs {
 pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
     let cwd = std::env::current_dir()
         .map_err(|e| CliError::msg(format!("cannot read the current directory: {e}")))?;
-    let mut log_url = super::resolve_log_url(&args.log.log, &cwd)?;
+    let mut log_url = args
+        .retention
+        .apply(&super::resolve_log_url(&args.log.log, &cwd)?)?;
     if args.truncate_corrupt {
         log_url = with_truncate_corrupt(&log_url)?;
     }
@@ -144,6 +149,7 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
         super::output::note("agentlog: replaying the log before serving requests");
         view.wait_caught_up().await;
     }
+    let signal = super::shutdown_signal();
     out.line(&format!(
         "agentlog serving agent {:?} at {public_url} (log: {}; {})",
         args.log.agent,
@@ -156,7 +162,7 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
     ));
 
     let stopped_early = tokio::select! {
-        () = super::shutdown_signal() => None,
+        () = signal => None,
         // The server stops by itself only on an error.
         result = &mut server => Some(result),
     };
@@ -181,6 +187,10 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
         }
     };
     let (served, stopped) = tokio::join!(drain_server, drain_worker);
+    // A checkpoint of where the view stands, so that the next start replays nothing.
+    if let Err(error) = view.checkpoint().await {
+        tracing::warn!(%error, "could not write a checkpoint at shutdown; the next start replays more");
+    }
     let closed = log.close().await;
     match served {
         Ok(Ok(())) => {}

@@ -289,7 +289,7 @@ fn summarize(out: &Out, record: &Record) -> (&'static str, String) {
                 format_millis(*lease_until_ms)
             ),
         ),
-        RecordBody::Command { params } => ("command", request_text(params)),
+        RecordBody::Command { params, .. } => ("command", request_text(params)),
         RecordBody::Continue { params } => ("continue", request_text(params)),
         RecordBody::CancelRequest { .. } => ("cancel", String::new()),
         RecordBody::StatusUpdate { state, message } => ("status", state_text(out, *state, message)),
@@ -423,7 +423,8 @@ mod tests {
             summarize(
                 &out,
                 &RecordBody::Command {
-                    params: params.into()
+                    params: params.into(),
+                    retention_ms: 0,
                 }
             ),
             ("command", "\"hi there\"".to_owned())

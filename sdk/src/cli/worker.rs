@@ -11,7 +11,7 @@ use tokio::process::Command;
 use tokio_util::sync::CancellationToken;
 
 use super::output::Out;
-use super::{CliError, CliResult, LogArgs};
+use super::{CliError, CliResult, LogArgs, RetentionArgs};
 use crate::http::{log_metrics_router, serve};
 use crate::worker::{DemoHandler, Handler, HandlerError, TaskContext, Worker, WorkerConfig};
 
@@ -45,6 +45,9 @@ the other workers).";
 pub(super) struct WorkerArgs {
     #[command(flatten)]
     log: LogArgs,
+
+    #[command(flatten)]
+    retention: RetentionArgs,
 
     /// Run this command for each task instead of the demo handler.
     #[arg(long, value_name = "COMMAND")]
@@ -82,7 +85,9 @@ pub(super) async fn run(args: WorkerArgs, out: &Out) -> CliResult {
 async fn work(args: &WorkerArgs, out: &Out, what: &str, handler: impl Handler) -> CliResult {
     let cwd = std::env::current_dir()
         .map_err(|e| CliError::msg(format!("cannot read the current directory: {e}")))?;
-    let url = super::resolve_log_url(&args.log.log, &cwd)?;
+    let url = args
+        .retention
+        .apply(&super::resolve_log_url(&args.log.log, &cwd)?)?;
     let metrics_listener = match args.metrics_listen {
         Some(addr) => Some(TcpListener::bind(addr).await.map_err(|e| {
             CliError::msg(format!("cannot listen on {addr} (--metrics-listen): {e}"))
@@ -110,12 +115,13 @@ async fn work(args: &WorkerArgs, out: &Out, what: &str, handler: impl Handler) -
         }
         None => None,
     };
+    let signal = super::shutdown_signal();
     out.line(&format!(
         "agentlog worker for agent {:?} (log: {}; handler: {what}{metrics_at})",
         args.log.agent,
         super::display_log_url(&url)
     ));
-    super::shutdown_signal().await;
+    signal.await;
     super::output::note("agentlog: shutting down (finishing running tasks)");
     let stopped = worker.shutdown().await;
     let closed = log.close().await;

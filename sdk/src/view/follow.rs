@@ -184,10 +184,46 @@ impl Inner {
                 }
             }
         }
-        drop(tasks);
+        // Under the tasks lock: a checkpoint reads the positions with the tasks.
         if let (Some(last), Some(sender)) = (batch.last(), self.applied.get(partition as usize)) {
             sender.send_replace(last.offset + 1);
         }
+        self.expire_locked(&mut tasks);
+        drop(tasks);
+    }
+}
+
+impl Inner {
+    /// Drop the tasks expired by now, once the view has replayed the log: a replay keeps
+    /// every task until it is done, so that a command after a task's terminal record folds
+    /// as rule 14 says (a duplicate, or a new incarnation, by its timestamp) and not as the
+    /// first command of a task dropped a moment before. Readers never see an expired task
+    /// either way. How many went.
+    pub(super) fn expire_locked(&self, tasks: &mut super::Tasks) -> usize {
+        if !*self.caught_up.borrow() {
+            return 0;
+        }
+        let partitions = self.partitions;
+        tasks.expire(crate::retention::now_ms(), |id| {
+            crate::log::partition_for_key(id.as_bytes(), partitions)
+        })
+    }
+}
+
+/// Drop expired tasks every second, so that an idle view frees them too.
+pub(super) async fn expire_periodically(inner: Weak<Inner>, shutdown: CancellationToken) {
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            () = shutdown.cancelled() => return,
+            _ = tick.tick() => {}
+        }
+        let Some(inner) = inner.upgrade() else {
+            return;
+        };
+        let mut tasks = inner.tasks.lock().unwrap_or_else(|e| e.into_inner());
+        inner.expire_locked(&mut tasks);
     }
 }
 

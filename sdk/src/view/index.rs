@@ -46,6 +46,11 @@ impl Owners {
     pub(super) fn caller(&self, id: OwnerId) -> &Caller {
         &self.callers[id as usize]
     }
+
+    /// Every owner, by id.
+    pub(super) fn all(&self) -> &[Caller] {
+        &self.callers
+    }
 }
 
 /// Each owner's tasks ordered by (status timestamp, task id).
@@ -55,21 +60,34 @@ pub(super) struct StatusIndex {
 }
 
 impl StatusIndex {
+    /// Move `id` from (owner, status time) `was`, if it was indexed, to `owner` at `new_ts`.
     pub(super) fn update(
         &mut self,
         owner: OwnerId,
         id: &Arc<str>,
-        old_ts: Option<u64>,
+        was: Option<(OwnerId, u64)>,
         new_ts: u64,
     ) {
-        if old_ts == Some(new_ts) {
+        if was == Some((owner, new_ts)) {
             return;
         }
-        let set = self.by_owner.entry(owner).or_default();
-        if let Some(old) = old_ts {
-            set.remove(&(old, id.clone()));
+        if let Some((old_owner, old_ts)) = was {
+            self.remove(old_owner, id, old_ts);
         }
-        set.insert((new_ts, id.clone()));
+        self.by_owner
+            .entry(owner)
+            .or_default()
+            .insert((new_ts, id.clone()));
+    }
+
+    /// Take `id` (of `owner`, at status time `ts`) out of the index.
+    pub(super) fn remove(&mut self, owner: OwnerId, id: &Arc<str>, ts: u64) {
+        if let Some(set) = self.by_owner.get_mut(&owner) {
+            set.remove(&(ts, id.clone()));
+            if set.is_empty() {
+                self.by_owner.remove(&owner);
+            }
+        }
     }
 
     /// The owner's tasks, newest status first (ties: larger id first).

@@ -16,8 +16,15 @@
 //! The view writes nothing anywhere: dropping it and starting again over the same log gives
 //! the same answers.
 
+mod checkpoint;
+mod compact;
+mod expiry;
 mod follow;
 mod index;
+mod persist;
+#[cfg(test)]
+mod retention_tests;
+mod snapshot;
 mod tasks;
 #[cfg(test)]
 mod tests;
@@ -27,7 +34,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use agentlog_wire::a2a::Task;
 use agentlog_wire::fold::{Change, Claim, StatusMark, fold_content};
-use agentlog_wire::{Record, RecordHeader, TaskState};
+use agentlog_wire::{Record, RecordBody, TaskState};
 use smallvec::SmallVec;
 use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
@@ -35,8 +42,11 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::Caller;
 use crate::error::{Error, ErrorKind, Result};
 use crate::log::{Log, TopicRef, partition_for_key};
+use crate::retention::now_ms;
 
+pub use compact::{CompactTopics, Compacted};
 pub use index::ListFilter;
+pub use persist::CheckpointInfo;
 use tasks::{Entry, Tasks};
 
 /// How many events a slow subscriber may fall behind before it re-reads from the log.
@@ -178,6 +188,49 @@ struct Inner {
     /// Becomes `true` once the view has applied everything the log held when it started: it
     /// has replayed the log and answers from its present.
     caught_up: watch::Sender<bool>,
+    options: ViewOptions,
+    /// The positions of the checkpoint the view started from, if it did.
+    restored: Option<Vec<u64>>,
+    /// The newest checkpoints this view wrote or started from.
+    checkpoints_known: Mutex<persist::KnownCheckpoints>,
+}
+
+/// How a view starts and what it keeps beside the log.
+#[derive(Debug, Clone, Default)]
+pub struct ViewOptions {
+    /// The topic of checkpoints (`AgentTopics::checkpoints`): the view starts from the newest
+    /// usable one there (else it replays the log from its start).
+    pub checkpoints: Option<TopicRef>,
+    /// Write a checkpoint there this often once caught up, when at least
+    /// `checkpoint_records` records were applied since the last one. `None`: only read them.
+    pub checkpoint_every: Option<std::time::Duration>,
+    /// See `checkpoint_every`.
+    pub checkpoint_records: u64,
+    /// Also delete, every `checkpoint_every`, the log's segments only expired tasks needed
+    /// ([`TaskView::compact`]), and those of these topics. For the one view per log that
+    /// writes (a bridge's); a backend that manages its own retention (Iggy) has none.
+    pub compact: Option<CompactTopics>,
+}
+
+impl ViewOptions {
+    /// Start from the checkpoints on `topic`, and write one every minute when 10,000 records
+    /// or more came since the last.
+    pub fn checkpointed(topic: TopicRef) -> Self {
+        Self {
+            checkpoints: Some(topic),
+            checkpoint_every: Some(std::time::Duration::from_secs(60)),
+            checkpoint_records: 10_000,
+            compact: None,
+        }
+    }
+
+    /// Start from the checkpoints on `topic`, and write none.
+    pub fn restore_only(topic: TopicRef) -> Self {
+        Self {
+            checkpoints: Some(topic),
+            ..Self::default()
+        }
+    }
 }
 
 /// A live view of an events topic. Cheap to clone; followers stop when the last clone drops.
@@ -207,24 +260,55 @@ impl Drop for ShutdownOnDrop {
 impl TaskView {
     /// Start following `topic` (which must exist) from offset 0 on every partition.
     pub async fn start(log: Log, topic: TopicRef) -> Result<Self> {
+        Self::start_with(log, topic, ViewOptions::default()).await
+    }
+
+    /// Start following `topic` (which must exist): from the newest usable checkpoint if
+    /// `options` names their topic, else from offset 0 on every partition.
+    pub async fn start_with(log: Log, topic: TopicRef, options: ViewOptions) -> Result<Self> {
         let partitions = log.partitions(&topic).await?;
         let start_ends = log.end_offsets(&topic).await?;
+        let restored = match &options.checkpoints {
+            Some(checkpoints) => persist::restore(&log, &topic, checkpoints, partitions).await,
+            None => None,
+        };
+        let (tasks, positions, mark) = match restored {
+            Some((tasks, mark)) => (tasks, mark.positions.clone(), Some(mark)),
+            None => (Tasks::new(partitions), vec![0; partitions as usize], None),
+        };
         let shutdown = CancellationToken::new();
         let inner = Arc::new(Inner {
             log: log.clone(),
             topic: topic.clone(),
             partitions,
-            tasks: Mutex::new(Tasks::new()),
-            applied: (0..partitions).map(|_| watch::channel(0).0).collect(),
-            feeds: (0..partitions)
-                .map(|_| tokio::sync::Mutex::new(0))
+            tasks: Mutex::new(tasks),
+            applied: positions.iter().map(|p| watch::channel(*p).0).collect(),
+            feeds: positions
+                .iter()
+                .map(|p| tokio::sync::Mutex::new(*p))
                 .collect(),
             records_seen: AtomicU64::new(0),
             undecodable: AtomicU64::new(0),
-            // An empty log has nothing to replay.
-            caught_up: watch::channel(start_ends.iter().all(|end| *end == 0)).0,
+            // Nothing to replay past the start (an empty log, or a checkpoint at its end).
+            caught_up: watch::channel(positions.iter().zip(&start_ends).all(|(p, end)| p >= end)).0,
+            restored: mark.as_ref().map(|m| m.positions.clone()),
+            checkpoints_known: Mutex::new(persist::KnownCheckpoints {
+                previous: None,
+                last: mark,
+            }),
+            options,
         });
+        if inner.options.checkpoint_every.is_some() {
+            tokio::spawn(persist::checkpoint_periodically(
+                Arc::downgrade(&inner),
+                shutdown.clone(),
+            ));
+        }
         tokio::spawn(follow::mark_caught_up(Arc::downgrade(&inner), start_ends));
+        tokio::spawn(follow::expire_periodically(
+            Arc::downgrade(&inner),
+            shutdown.clone(),
+        ));
         for partition in 0..partitions {
             let end = log.watch_end(&topic, partition).await?;
             tokio::spawn(follow::follow(
@@ -265,7 +349,7 @@ impl TaskView {
     }
 
     /// Apply the command record this process has just appended at `offset` of `partition`
-    /// (`header`, params parsed into a request whose message id is `message_id`), if the
+    /// (`record`, whose params it parsed into a request with the header's message id), if the
     /// view stands right before it and nobody else is applying that partition: the record
     /// is then applied without being read back, decoded and parsed again. Otherwise this
     /// does nothing, and the record is applied from the log as any other.
@@ -276,13 +360,11 @@ impl TaskView {
     /// Returns what became of the record here: not applied (the caller looks at the view once
     /// it has applied the record), or applied as the task's command, or found a duplicate (a
     /// command for the task came first).
-    pub fn apply_own_command(
-        &self,
-        partition: u32,
-        offset: u64,
-        header: &RecordHeader,
-        message_id: &str,
-    ) -> OwnCommand {
+    pub fn apply_own_command(&self, partition: u32, offset: u64, record: &Record) -> OwnCommand {
+        let RecordBody::Command { retention_ms, .. } = record.body else {
+            return OwnCommand::NotApplied;
+        };
+        let header = &record.header;
         let inner = &self.inner;
         let (Some(feed), Some(applied)) = (
             inner.feeds.get(partition as usize),
@@ -297,15 +379,18 @@ impl TaskView {
             return OwnCommand::NotApplied;
         }
         let mut created = false;
-        self.lock()
-            .apply_with(partition, offset, header, |machine| {
-                let applied = machine.apply_parsed_command(header, message_id);
-                created = applied.is_ok();
-                applied.map(|()| None)
-            });
+        let mut tasks = self.lock();
+        tasks.apply_with(partition, offset, header, |machine| {
+            let applied = machine.apply_parsed_command(header, &header.message_id, retention_ms);
+            created = applied.is_ok();
+            applied.map(|()| None)
+        });
         inner.records_seen.fetch_add(1, Ordering::Relaxed);
         *next = offset + 1;
+        // Under the tasks lock: a checkpoint reads the positions with the tasks.
         applied.send_replace(offset + 1);
+        inner.expire_locked(&mut tasks);
+        drop(tasks);
         if created {
             OwnCommand::Created
         } else {
@@ -342,11 +427,13 @@ impl TaskView {
             .first()
             .and_then(|r| tasks.entries.get(r.header.task_id.as_str()))
             .and_then(|entry| entry.machine.claim().cloned());
-        drop(tasks);
         let count = records.len() as u64;
         inner.records_seen.fetch_add(count, Ordering::Relaxed);
         *next = first_offset + count;
+        // Under the tasks lock: a checkpoint reads the positions with the tasks.
         applied.send_replace(*next);
+        inner.expire_locked(&mut tasks);
+        drop(tasks);
         Some(claim)
     }
 
@@ -354,6 +441,18 @@ impl TaskView {
     pub fn claim_of(&self, task_id: &str) -> Option<Claim> {
         let tasks = self.lock();
         tasks.entries.get(task_id)?.machine.claim().cloned()
+    }
+
+    /// How many finished tasks wait to expire (they have a retention), for metrics and tests.
+    pub fn expiring_count(&self) -> usize {
+        self.lock().expiring.len()
+    }
+
+    /// Drop the tasks expired by now (a view does this on its own as records arrive and
+    /// every second; readers never see an expired task either way). How many went.
+    pub fn expire_now(&self) -> usize {
+        let mut tasks = self.lock();
+        self.inner.expire_locked(&mut tasks)
     }
 
     /// Whether the turn answering `turn` of the task is over ([`TaskMachine::turn_is_over`];
@@ -412,8 +511,8 @@ impl TaskView {
         let content = content_offsets(&info.records);
         let records = self.read_records(info.partition, &content).await?;
         Ok(records.into_iter().find_map(|(_, record)| {
-            let (agentlog_wire::RecordBody::Command { params }
-            | agentlog_wire::RecordBody::Continue { params }) = &record.body
+            let (RecordBody::Command { params, .. } | RecordBody::Continue { params }) =
+                &record.body
             else {
                 return None;
             };
@@ -452,14 +551,14 @@ impl TaskView {
     /// The task if it exists and `caller` may see it.
     pub fn lookup(&self, caller: &Caller, task_id: &str) -> Option<TaskInfo> {
         let tasks = self.lock();
-        let (id, entry) = tasks.owned(caller, task_id)?;
+        let (id, entry) = tasks.owned(caller, task_id, now_ms())?;
         Some(self.info(id, entry))
     }
 
     /// The task whoever owns it (for workers, which act for every caller), with its owner.
     pub fn lookup_any(&self, task_id: &str) -> Option<(TaskInfo, Caller)> {
         let tasks = self.lock();
-        let (id, entry) = tasks.entries.get_key_value(task_id)?;
+        let (id, entry) = tasks.live_entry(task_id, now_ms())?;
         let owner = tasks.owners.caller(entry.owner).clone();
         Some((self.info(id, entry), owner))
     }
@@ -472,7 +571,7 @@ impl TaskView {
         task_id: &str,
     ) -> Option<(TaskInfo, broadcast::Receiver<Arc<TaskEvent>>)> {
         let mut tasks = self.lock();
-        let (id, entry) = tasks.entries.get_key_value(task_id)?;
+        let (id, entry) = tasks.live_entry(task_id, now_ms())?;
         if caller.is_some_and(|caller| tasks.owners.find(caller) != Some(entry.owner)) {
             return None;
         }
@@ -486,7 +585,7 @@ impl TaskView {
         task_id: &str,
     ) -> Option<(TaskInfo, Caller, broadcast::Receiver<Arc<TaskEvent>>)> {
         let mut tasks = self.lock();
-        let (id, entry) = tasks.entries.get_key_value(task_id)?;
+        let (id, entry) = tasks.live_entry(task_id, now_ms())?;
         let owner = tasks.owners.caller(entry.owner).clone();
         let info = self.info(id, entry);
         Self::subscribe_locked(info, &mut tasks).map(|(info, rx)| (info, owner, rx))
@@ -516,18 +615,24 @@ impl TaskView {
     pub async fn get(&self, caller: &Caller, task_id: &str) -> Result<Option<Task>> {
         let found = {
             let tasks = self.lock();
-            tasks.owned(caller, task_id).and_then(|(_, entry)| {
-                let status = entry.machine.status()?;
-                Some((content_offsets(&entry.records), status))
-            })
+            tasks
+                .owned(caller, task_id, now_ms())
+                .and_then(|(_, entry)| {
+                    let status = entry.machine.status()?;
+                    Some((content_offsets(&entry.records), status))
+                })
         };
         let Some((content, status)) = found else {
             return Ok(None);
         };
         let partition = self.partition_of(task_id);
-        self.fold_content(task_id, partition, &content, status)
+        match self
+            .fold_content(task_id, partition, &content, status)
             .await
-            .map(Some)
+        {
+            Err(error) if error.kind() == ErrorKind::TaskNotFound => Ok(None),
+            folded => folded.map(Some),
+        }
     }
 
     /// The task `info` describes, folded from its content records read back from the log.
@@ -544,13 +649,25 @@ impl TaskView {
         content: &[u64],
         status: StatusMark,
     ) -> Result<Task> {
-        let records = self.read_records(partition, content).await?;
+        let records = match self.read_records(partition, content).await {
+            // The task expired while it was being read, and the log deleted its records:
+            // a clean not-found, as a moment later.
+            Err(error) if error.kind() == ErrorKind::Corrupt && !self.is_retained(task_id) => {
+                return Err(crate::bridge::not_found(task_id));
+            }
+            read => read?,
+        };
         fold_content(records.iter().map(|(_, record)| record), status).ok_or_else(|| {
             Error::new(
                 ErrorKind::Corrupt,
                 format!("task {task_id}: its content records do not fold (the first must be its command)"),
             )
         })
+    }
+
+    /// Whether the view holds `task_id` and it has not expired.
+    fn is_retained(&self, task_id: &str) -> bool {
+        self.lock().live_entry(task_id, now_ms()).is_some()
     }
 
     /// Read and decode the records at `offsets` (ascending) of `partition`.
@@ -594,8 +711,9 @@ impl TaskView {
         };
         let mut page = Vec::new();
         let mut total = 0;
+        let now = now_ms();
         for (ts, id) in tasks.index.newest_first(owner) {
-            let Some(entry) = tasks.entries.get(id) else {
+            let Some((_, entry)) = tasks.live_entry(id, now) else {
                 continue;
             };
             if !filter.matches(ts, &entry.context_id, entry.machine.state()) {

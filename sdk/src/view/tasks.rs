@@ -1,6 +1,6 @@
 //! What the view holds per task, and how a record changes it: the task's machine, its
-//! applied records, the owner and status indexes, the tasks waiting for a worker's claim, and
-//! the live subscribers.
+//! applied records, the owner and status indexes, the tasks waiting for a worker's claim, the
+//! finished tasks by expiry, the offsets retained tasks need, and the live subscribers.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -10,6 +10,7 @@ use agentlog_wire::{Record, RecordHeader, TaskState};
 use smallvec::SmallVec;
 use tokio::sync::broadcast;
 
+use super::expiry::{Expiring, LiveRecords};
 use super::index::{AwaitingClaim, OwnerId, Owners, StatusIndex};
 use super::{Applied, TaskEvent};
 use crate::agent::Caller;
@@ -32,17 +33,58 @@ pub(super) struct Tasks {
     /// asked for it ([`Tasks::track_awaiting`]): a bridge's view does not pay for it.
     pub(super) awaiting: Option<Vec<AwaitingClaim>>,
     pub(super) watchers: HashMap<Arc<str>, broadcast::Sender<Arc<TaskEvent>>>,
+    /// Finished tasks by when they expire (fold rule 14): what [`Tasks::expire`] drops.
+    pub(super) expiring: Expiring,
+    /// Per partition, the offsets of the records retained tasks need.
+    pub(super) live: Vec<LiveRecords>,
 }
 
 impl Tasks {
-    pub(super) fn new() -> Self {
+    pub(super) fn new(partitions: u32) -> Self {
         Self {
             entries: HashMap::new(),
             owners: Owners::default(),
             index: StatusIndex::default(),
             awaiting: None,
             watchers: HashMap::new(),
+            expiring: Expiring::default(),
+            live: (0..partitions).map(|_| LiveRecords::default()).collect(),
         }
+    }
+
+    /// Add a task restored from a checkpoint, with its place in every index.
+    pub(super) fn insert_restored(&mut self, partition: u32, id: Arc<str>, entry: Entry) {
+        if let Some(live) = self.live.get_mut(partition as usize) {
+            for record in &entry.records {
+                live.add(record.offset());
+            }
+        }
+        let machine = &entry.machine;
+        self.index
+            .update(entry.owner, &id, None, machine.status_timestamp_ms());
+        self.expiring.update(&id, None, machine.expires_at_ms());
+        self.entries.insert(id, entry);
+    }
+
+    /// Drop every task expired at `now_ms` (its records are no longer needed either); how
+    /// many went. `partition_of` places a task.
+    pub(super) fn expire(&mut self, now_ms: u64, partition_of: impl Fn(&str) -> u32) -> usize {
+        let mut dropped = 0;
+        while let Some(id) = self.expiring.pop_expired(now_ms) {
+            let Some(entry) = self.entries.remove(&id) else {
+                continue;
+            };
+            self.index
+                .remove(entry.owner, &id, entry.machine.status_timestamp_ms());
+            if let Some(live) = self.live.get_mut(partition_of(&id) as usize) {
+                for record in &entry.records {
+                    live.remove(record.offset());
+                }
+            }
+            self.watchers.remove(&id);
+            dropped += 1;
+        }
+        dropped
     }
 
     /// Keep the awaiting-claim index from now on, built from the tasks known so far
@@ -64,11 +106,24 @@ impl Tasks {
         self.awaiting = Some(awaiting);
     }
 
-    /// The task's entry if it exists and belongs to `caller`.
-    pub(super) fn owned(&self, caller: &Caller, task_id: &str) -> Option<(&Arc<str>, &Entry)> {
+    /// The task's entry if it exists, belongs to `caller` and has not expired at `now_ms`.
+    pub(super) fn owned(
+        &self,
+        caller: &Caller,
+        task_id: &str,
+        now_ms: u64,
+    ) -> Option<(&Arc<str>, &Entry)> {
         let owner = self.owners.find(caller)?;
-        let (id, entry) = self.entries.get_key_value(task_id)?;
+        let (id, entry) = self.live_entry(task_id, now_ms)?;
         (entry.owner == owner).then_some((id, entry))
+    }
+
+    /// The task's entry if it exists and has not expired at `now_ms`: an expired task is
+    /// answered as one that never existed, whether or not it was dropped yet.
+    pub(super) fn live_entry(&self, task_id: &str, now_ms: u64) -> Option<(&Arc<str>, &Entry)> {
+        self.entries
+            .get_key_value(task_id)
+            .filter(|(_, entry)| !entry.machine.is_expired(now_ms))
     }
 
     pub(super) fn apply(&mut self, partition: u32, offset: u64, record: &Record) {
@@ -92,16 +147,32 @@ impl Tasks {
         let mut before = None;
         // A renewal that only extends the lease: neither kept nor told (see `is_extension`).
         let mut quiet = false;
+        let live = self.live.get_mut(partition as usize);
         let change = match self.entries.get_mut(id) {
             Some(entry) => {
                 let lease = entry.machine.claim().map(|c| c.lease_until_ms);
-                before = Some(Before::of(&entry.machine));
+                before = Some(Before::of(entry));
                 let Ok(change) = decide(&mut entry.machine) else {
                     return;
                 };
                 quiet = is_extension(change.as_ref(), lease);
-                if !quiet {
+                if matches!(change, None | Some(Change::Created(_))) {
+                    // A new incarnation of an expired task (fold rule 14): nothing of the
+                    // old one is needed any more.
+                    if let Some(live) = live {
+                        for record in &entry.records {
+                            live.remove(record.offset());
+                        }
+                        live.add(offset);
+                    }
+                    entry.owner = self.owners.intern(&header.principal, &header.tenant);
+                    entry.context_id = Arc::from(header.context_id.as_str());
+                    entry.records = smallvec::smallvec![applied(offset, change.as_ref())];
+                } else if !quiet {
                     entry.records.push(applied(offset, change.as_ref()));
+                    if let Some(live) = live {
+                        live.add(offset);
+                    }
                 }
                 change
             }
@@ -110,6 +181,9 @@ impl Tasks {
                 let Ok(change) = decide(&mut machine) else {
                     return;
                 };
+                if let Some(live) = live {
+                    live.add(offset);
+                }
                 let owner = self.owners.intern(&header.principal, &header.tenant);
                 let id: Arc<str> = Arc::from(id);
                 self.entries.insert(
@@ -130,8 +204,13 @@ impl Tasks {
         let machine = &entry.machine;
         let state = machine.state().unwrap_or(TaskState::Unspecified);
         let ts = machine.status_timestamp_ms();
-        self.index
-            .update(entry.owner, id, before.as_ref().map(|b| b.status_ms), ts);
+        let was = before.as_ref().map(|b| (b.owner, b.status_ms));
+        self.index.update(entry.owner, id, was, ts);
+        self.expiring.update(
+            id,
+            before.as_ref().and_then(|b| b.expires_at),
+            machine.expires_at_ms(),
+        );
         if let Some(awaiting) = self
             .awaiting
             .as_mut()
@@ -169,17 +248,23 @@ impl Tasks {
 /// What an index needs to know of a task before a record changes it.
 #[derive(Clone, Copy)]
 struct Before {
+    owner: OwnerId,
     status_ms: u64,
     /// Since when the task has waited for a claim, if it does.
     awaiting: Option<u64>,
+    /// When it expires, if it is finished and not kept forever.
+    expires_at: Option<u64>,
 }
 
 impl Before {
-    fn of(machine: &TaskMachine) -> Self {
+    fn of(entry: &Entry) -> Self {
+        let machine = &entry.machine;
         let status_ms = machine.status_timestamp_ms();
         Self {
+            owner: entry.owner,
             status_ms,
             awaiting: machine.awaits_claim().then_some(status_ms),
+            expires_at: machine.expires_at_ms(),
         }
     }
 }

@@ -47,7 +47,7 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use crate::agent::AgentTopics;
 use crate::error::Result;
 use crate::log::Log;
-use crate::view::TaskView;
+use crate::view::{TaskView, ViewOptions};
 
 pub use context::TaskContext;
 pub use demo::DemoHandler;
@@ -118,7 +118,10 @@ impl Worker {
         topics.ensure(&log).await?;
         let view = match config.view {
             Some(view) => view,
-            None => TaskView::start(log.clone(), topics.events.clone()).await?,
+            None => {
+                let options = ViewOptions::restore_only(topics.checkpoints.clone());
+                TaskView::start_with(log.clone(), topics.events.clone(), options).await?
+            }
         };
         let consumer = log
             .join_group(&topics.commands, &topics.worker_group())

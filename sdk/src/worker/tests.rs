@@ -459,6 +459,7 @@ async fn records_that_are_not_commands_are_skipped() {
         body: RecordBody::Command {
             params: r#"{"message":{"messageId":"x","role":"ROLE_USER","parts":[{"text":"hi"}]}}"#
                 .into(),
+            retention_ms: 0,
         },
         ..cancel.clone()
     };

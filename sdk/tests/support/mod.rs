@@ -95,7 +95,10 @@ impl Server {
             );
             std::thread::sleep(Duration::from_millis(20));
         };
-        assert!(status.success(), "serve exited with {status}");
+        if !status.success() {
+            let stderr = self.stderr();
+            panic!("serve exited with {status}; stderr:\n{stderr}");
+        }
     }
 }
 

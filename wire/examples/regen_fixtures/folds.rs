@@ -28,7 +28,10 @@ pub(crate) fn status(id: &str, ms: u64, state: TaskState, message: &str) -> Reco
     rec("task-1", id, ms, body)
 }
 
-/// Task 1's command: "hi" from message m-1.
+/// The retention of the scenarios' commands: one minute.
+pub(crate) const RETENTION_MS: u64 = 60_000;
+
+/// Task 1's command: "hi" from message m-1, kept one minute once finished.
 pub(crate) fn hi_command() -> Record {
     rec(
         "task-1",
@@ -36,6 +39,7 @@ pub(crate) fn hi_command() -> Record {
         1_700_000_000_000,
         RecordBody::Command {
             params: SEND_HI.into(),
+            retention_ms: RETENTION_MS,
         },
     )
 }
@@ -260,6 +264,7 @@ pub(crate) fn folds() -> Vec<Value> {
                 1_700_000_000_000,
                 RecordBody::Command {
                     params: r#"{"message":{"role":"ROLE_USER"}}"#.into(),
+                    retention_ms: RETENTION_MS,
                 },
             )],
         ),
@@ -283,13 +288,14 @@ pub(crate) fn folds() -> Vec<Value> {
         .collect()
 }
 
-/// The fold vector of a scenario: its records, the task they fold to and the stats.
+/// The fold vector of a scenario: its records, the task they fold to, when it expires and
+/// the stats.
 pub(crate) fn case(description: &str, records: Vec<Record>) -> Value {
     let f = fold(&records);
     let stats = f.stats();
     ok(
         description,
         json!({"records": records}),
-        json!({"task": f.task(), "stats": {"applied": stats.applied, "orphans": stats.orphans, "duplicates": stats.duplicates, "afterTerminal": stats.after_terminal, "illegalTransitions": stats.illegal_transitions, "invalid": stats.invalid, "fenced": stats.fenced}}),
+        json!({"task": f.task(), "expiresAtMs": f.machine().expires_at_ms(), "stats": {"applied": stats.applied, "orphans": stats.orphans, "duplicates": stats.duplicates, "afterTerminal": stats.after_terminal, "illegalTransitions": stats.illegal_transitions, "invalid": stats.invalid, "fenced": stats.fenced}}),
     )
 }

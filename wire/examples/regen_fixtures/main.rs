@@ -7,6 +7,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod claims;
+mod expiry;
 mod folds;
 
 use std::path::PathBuf;
@@ -42,7 +43,11 @@ fn main() {
         &dir,
         "fold.json",
         "Fold scenarios: a task's records in log order, the Task they fold to, and what was ignored.",
-        folds::folds().into_iter().chain(claims::claims()).collect(),
+        folds::folds()
+            .into_iter()
+            .chain(claims::claims())
+            .chain(expiry::expiry())
+            .collect(),
     );
     write(
         &dir,
@@ -157,9 +162,9 @@ fn sample_records() -> Vec<(&'static str, Record)> {
     deadline.hops = 2;
     deadline.tenant = "acme".into();
     vec![
-        ("a command carries its params byte-identical", Record { header: header("task-1", "m-1", 1_700_000_000_000), body: RecordBody::Command { params: SEND_HI.into() } }),
-        ("a command with deadline, hops and tenant", Record { header: deadline, body: RecordBody::Command { params: SEND_HI.into() } }),
-        ("a command whose params keep their whitespace", Record { header: header("task-1", "m-1", 1), body: RecordBody::Command { params: "{ \"message\" : { \"messageId\" : \"m-1\" , \"role\":\"ROLE_USER\", \"parts\":[{\"text\":\"héllo ✓\"}] } }".into() } }),
+        ("a command carries its params byte-identical and its retention", Record { header: header("task-1", "m-1", 1_700_000_000_000), body: RecordBody::Command { params: SEND_HI.into(), retention_ms: 604_800_000 } }),
+        ("a command with deadline, hops and tenant, kept forever (retention 0)", Record { header: deadline, body: RecordBody::Command { params: SEND_HI.into(), retention_ms: 0 } }),
+        ("a command whose params keep their whitespace", Record { header: header("task-1", "m-1", 1), body: RecordBody::Command { params: "{ \"message\" : { \"messageId\" : \"m-1\" , \"role\":\"ROLE_USER\", \"parts\":[{\"text\":\"héllo ✓\"}] } }".into(), retention_ms: 60_000 } }),
         ("a continue", Record { header: header("task-1", "m-2", 1_700_000_000_500), body: RecordBody::Continue { params: r#"{"message":{"messageId":"m-2","taskId":"task-1","role":"ROLE_USER","parts":[{"text":"more"}]}}"#.into() } }),
         ("a cancel request without metadata", Record { header: header("task-1", "cancel-1", 1_700_000_001_000), body: RecordBody::CancelRequest { metadata: String::new() } }),
         ("a cancel request with metadata", Record { header: header("task-1", "cancel-2", 1_700_000_001_000), body: RecordBody::CancelRequest { metadata: r#"{"reason":"user"}"#.into() } }),
@@ -187,9 +192,21 @@ fn worker_header(message_id: &str, attempt: u32, ms: u64) -> RecordHeader {
     }
 }
 
+/// A record's bytes in format version 2 (before retention): no retention in a command.
+fn v2_bytes(record: &Record) -> Vec<u8> {
+    let mut bytes = record.encode().unwrap();
+    bytes[0] = 2;
+    if let RecordBody::Command { params, .. } = &record.body {
+        // The retention sits right before the params' length and text.
+        let at = bytes.len() - params.len() - 4 - 8;
+        bytes.drain(at..at + 8);
+    }
+    bytes
+}
+
 /// A record's bytes in format version 1 (before claims): no attempt field.
 fn v1_bytes(record: &Record) -> Vec<u8> {
-    let v2 = record.encode().unwrap();
+    let v2 = v2_bytes(record);
     let mut v1 = vec![1];
     v1.extend_from_slice(&v2[1..19]);
     v1.extend_from_slice(&v2[23..]);
@@ -211,8 +228,21 @@ fn records() -> Vec<Value> {
         ));
     }
     for (description, mut record) in sample_records() {
+        if let RecordBody::Command { retention_ms, .. } = &mut record.body {
+            *retention_ms = 0;
+        }
+        cases.push(ok(
+            format!("format 2 (before retention): {description}, a command read as kept forever"),
+            json!({"hex": hex(&v2_bytes(&record))}),
+            json!({"record": record}),
+        ));
+    }
+    for (description, mut record) in sample_records() {
         if record.body.kind() == agentlog_wire::RecordKind::Claim {
             continue;
+        }
+        if let RecordBody::Command { retention_ms, .. } = &mut record.body {
+            *retention_ms = 0;
         }
         record.header.attempt = 0;
         cases.push(ok(
@@ -249,7 +279,7 @@ fn records() -> Vec<Value> {
             base[..cut].to_vec(),
         ));
     }
-    for version in [0u8, 3, 255] {
+    for version in [0u8, 4, 255] {
         let mut b = base.clone();
         b[0] = version;
         cases.push(decode_err(&format!("format version {version}"), b));
@@ -271,6 +301,10 @@ fn records() -> Vec<Value> {
         v1_claim,
     ));
     let claim_bytes = claim.encode().unwrap();
+    cases.push(decode_err(
+        "a command cut inside its retention",
+        base[..base.len() - SEND_HI.len() - 4 - 3].to_vec(),
+    ));
     cases.push(decode_err(
         "a claim cut inside its lease",
         claim_bytes[..claim_bytes.len() - 3].to_vec(),

@@ -83,6 +83,9 @@ pub struct TaskMachine {
     /// Follow-ups queued behind the current turn, oldest first (rule 12); usually none.
     #[allow(clippy::box_collection)]
     pending: Option<Box<VecDeque<Box<str>>>>,
+    /// How long the task stays answerable once terminal, in milliseconds (its command's; 0 =
+    /// forever, rule 14).
+    retention_ms: u64,
 }
 
 impl TaskMachine {
@@ -96,7 +99,15 @@ impl TaskMachine {
         let change = self.decide(record)?;
         let ts = record.header.timestamp_ms;
         match &change {
-            Change::Created(request) | Change::Continued(request) => {
+            Change::Created(request) => {
+                // A new task, or a new incarnation of an expired one (rule 14).
+                *self = Self {
+                    retention_ms: command_retention(record),
+                    ..Self::default()
+                };
+                self.submit(&request.message.message_id, ts);
+            }
+            Change::Continued(request) => {
                 self.submit(&request.message.message_id, ts);
             }
             Change::FollowedUp(request) => self
@@ -147,16 +158,22 @@ impl TaskMachine {
     /// [`apply`](Self::apply) of a command record (`header`) whose params the caller has
     /// already parsed into a [`SendMessageRequest`] whose message id is `message_id`: the same
     /// decision and the same state, without parsing the params again (a bridge applying the
-    /// command it just wrote). The caller vouches that the parse succeeded on exactly the
-    /// record's params text; the change (the request) is not returned.
+    /// command it just wrote, with retention `retention_ms`). The caller vouches that the
+    /// parse succeeded on exactly the record's params text; the change (the request) is not
+    /// returned.
     pub fn apply_parsed_command(
         &mut self,
         header: &RecordHeader,
         message_id: &str,
+        retention_ms: u64,
     ) -> Result<(), Outcome> {
-        if self.state.is_some() {
+        if self.state.is_some() && !self.is_expired(header.timestamp_ms) {
             return Err(Outcome::Duplicate);
         }
+        *self = Self {
+            retention_ms,
+            ..Self::default()
+        };
         self.submit(message_id, header.timestamp_ms);
         self.remember(&header.message_id);
         Ok(())
@@ -195,13 +212,19 @@ impl TaskMachine {
     fn decide(&self, record: &Record) -> Result<Change, Outcome> {
         let Some(current) = self.state else {
             return match &record.body {
-                RecordBody::Command { params } => parse::<SendMessageRequest>(params)
+                RecordBody::Command { params, .. } => parse::<SendMessageRequest>(params)
                     .map(|r| Change::Created(Box::new(r)))
                     .ok_or(Outcome::Invalid),
                 _ => Err(Outcome::Orphan),
             };
         };
-        if matches!(record.body, RecordBody::Command { .. }) {
+        if let RecordBody::Command { params, .. } = &record.body {
+            // Rule 14: a command written once the task has expired starts it afresh.
+            if self.is_expired(record.header.timestamp_ms) {
+                return parse::<SendMessageRequest>(params)
+                    .map(|r| Change::Created(Box::new(r)))
+                    .ok_or(Outcome::Invalid);
+            }
             return Err(Outcome::Duplicate);
         }
         if current.is_terminal() {
@@ -378,5 +401,100 @@ impl TaskMachine {
     /// Whether the task waits for a worker to claim its turn: submitted, and unclaimed.
     pub fn awaits_claim(&self) -> bool {
         self.state == Some(TaskState::Submitted) && self.claim.is_none()
+    }
+
+    /// How long the task stays answerable once terminal, in milliseconds (0 = forever).
+    pub fn retention_ms(&self) -> u64 {
+        self.retention_ms
+    }
+
+    /// When the task expires (rule 14), Unix milliseconds: its terminal status time plus its
+    /// retention. `None` while it is not terminal (a live or interrupted task never expires)
+    /// or when it is kept forever.
+    pub fn expires_at_ms(&self) -> Option<u64> {
+        (self.is_terminal() && self.retention_ms > 0)
+            .then(|| self.status_timestamp_ms.saturating_add(self.retention_ms))
+    }
+
+    /// Whether the task has expired at `now_ms`: a reader answers it as a task that never
+    /// existed.
+    pub fn is_expired(&self, now_ms: u64) -> bool {
+        self.expires_at_ms().is_some_and(|at| now_ms >= at)
+    }
+}
+
+/// Everything a [`TaskMachine`] holds, field by field: what a checkpoint of a reader's view
+/// stores, so that a machine restored from it decides every later record as the original
+/// would ([`TaskMachine::snapshot`], [`TaskMachine::from_snapshot`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MachineSnapshot {
+    /// The state, `None` before the command.
+    pub state: Option<TaskState>,
+    /// When the status was set, Unix milliseconds.
+    pub status_timestamp_ms: u64,
+    /// Whether the record that set the status carried a message.
+    pub status_has_message: bool,
+    /// The latest client message id applied.
+    pub last_message_id: Option<String>,
+    /// The `message_id`s applied while live (`None` once terminal).
+    pub seen: Option<Vec<String>>,
+    /// The task's claims so far.
+    pub attempts: u32,
+    /// The claim on the current turn.
+    pub claim: Option<Claim>,
+    /// Follow-ups queued behind the current turn, oldest first.
+    pub pending: Vec<String>,
+    /// The task's retention, milliseconds (0 = forever).
+    pub retention_ms: u64,
+}
+
+impl TaskMachine {
+    /// The machine's whole state, to store.
+    pub fn snapshot(&self) -> MachineSnapshot {
+        let mut seen = self
+            .seen
+            .as_ref()
+            .map(|seen| seen.iter().map(|id| id.to_string()).collect::<Vec<_>>());
+        // A stable order, so that equal machines give equal snapshots.
+        if let Some(seen) = seen.as_mut() {
+            seen.sort_unstable();
+        }
+        MachineSnapshot {
+            state: self.state,
+            status_timestamp_ms: self.status_timestamp_ms,
+            status_has_message: self.status_has_message,
+            last_message_id: self.last_message_id.as_deref().map(str::to_owned),
+            seen,
+            attempts: self.attempts,
+            claim: self.claim.as_deref().cloned(),
+            pending: self.pending().map(str::to_owned).collect(),
+            retention_ms: self.retention_ms,
+        }
+    }
+
+    /// The machine a [`snapshot`](Self::snapshot) was taken of.
+    pub fn from_snapshot(snapshot: MachineSnapshot) -> Self {
+        let pending: VecDeque<Box<str>> = snapshot.pending.into_iter().map(Box::from).collect();
+        Self {
+            state: snapshot.state,
+            status_timestamp_ms: snapshot.status_timestamp_ms,
+            status_has_message: snapshot.status_has_message,
+            last_message_id: snapshot.last_message_id.map(Box::from),
+            seen: snapshot
+                .seen
+                .map(|seen| Box::new(seen.into_iter().map(Box::from).collect())),
+            attempts: snapshot.attempts,
+            claim: snapshot.claim.map(Box::new),
+            pending: (!pending.is_empty()).then(|| Box::new(pending)),
+            retention_ms: snapshot.retention_ms,
+        }
+    }
+}
+
+/// The retention a command record gives its task (0 for any other record).
+fn command_retention(record: &Record) -> u64 {
+    match record.body {
+        RecordBody::Command { retention_ms, .. } => retention_ms,
+        _ => 0,
     }
 }

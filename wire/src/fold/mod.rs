@@ -42,6 +42,13 @@
 //!     or auth while follow-ups wait goes on to the first one at once: the status record
 //!     applies (its message joins the history) and the task is `submitted` for that message.
 //!
+//! 14. **Expiry.** A command carries its task's retention. A terminal task expires its
+//!     retention after its terminal status time (never if the retention is 0; a live or
+//!     interrupted task never expires). Readers answer an expired task as one that never
+//!     existed, and a command written (by its timestamp) at or after that moment starts the
+//!     task afresh: a new incarnation, everything before it forgotten. An earlier command is a
+//!     duplicate (rule 8).
+//!
 //! Messages in the history get the task's `taskId` and `contextId` filled in.
 //!
 //! [`fold_content`] rebuilds the same task from fewer records: only those that carry content
@@ -56,7 +63,7 @@ use crate::a2a::{Artifact, Message, SendMessageRequest, Task, TaskStatus};
 use crate::timestamp::format_millis;
 use crate::{Record, RecordBody, RecordHeader, TaskState};
 
-pub use machine::{Claim, ClaimKind, Claimed, StatusMark, TaskMachine};
+pub use machine::{Claim, ClaimKind, Claimed, MachineSnapshot, StatusMark, TaskMachine};
 
 /// What [`TaskFold::apply`] did with a record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -311,7 +318,7 @@ pub fn fold_content<'a>(
 /// applies.
 fn parse_change(body: &RecordBody) -> Result<Change, Outcome> {
     match body {
-        RecordBody::Command { params } => parse::<SendMessageRequest>(params)
+        RecordBody::Command { params, .. } => parse::<SendMessageRequest>(params)
             .map(|r| Change::Created(Box::new(r)))
             .ok_or(Outcome::Invalid),
         RecordBody::Continue { params } => parse::<SendMessageRequest>(params)

@@ -25,6 +25,7 @@ fn command() -> Record {
         RecordBody::Command {
             params: r#"{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hi"}]}}"#
                 .into(),
+            retention_ms: 60_000,
         },
     )
 }
@@ -38,14 +39,17 @@ fn a_parsed_command_applies_exactly_as_the_record() {
     let record = command();
     let mut parsed = TaskMachine::new();
     let mut folded = TaskMachine::new();
-    assert_eq!(parsed.apply_parsed_command(&record.header, "m1"), Ok(()));
+    assert_eq!(
+        parsed.apply_parsed_command(&record.header, "m1", 60_000),
+        Ok(())
+    );
     assert!(
         matches!(folded.apply(&record), Ok(Change::Created(r)) if r.message.message_id == "m1")
     );
     assert_eq!(parsed, folded);
     // A second command is a duplicate either way.
     assert_eq!(
-        parsed.apply_parsed_command(&record.header, "m1"),
+        parsed.apply_parsed_command(&record.header, "m1", 60_000),
         Err(Outcome::Duplicate)
     );
     assert_eq!(folded.apply(&record), Err(Outcome::Duplicate));
@@ -438,10 +442,15 @@ fn continue_resumes_an_interrupted_task_and_follows_up_a_running_one() {
 /// with content, then fold those alone with the machine's status.
 fn fold_of_content(records: &[Record]) -> Option<Task> {
     let mut machine = TaskMachine::new();
-    let content: Vec<&Record> = records
-        .iter()
-        .filter(|r| machine.apply(r).is_ok_and(|change| change.has_content()))
-        .collect();
+    let mut content: Vec<&Record> = Vec::new();
+    for record in records {
+        match machine.apply(record) {
+            // A new incarnation (rule 14) starts the content over.
+            Ok(Change::Created(_)) => content = vec![record],
+            Ok(change) if change.has_content() => content.push(record),
+            _ => {}
+        }
+    }
     fold_content(content, machine.status()?)
 }
 
@@ -461,6 +470,7 @@ fn the_content_records_and_the_status_fold_to_the_same_task() {
     };
     let mut with_message_status = 0;
     let mut with_claims = 0;
+    let mut reincarnations = 0;
     for history in 0..3_000 {
         let mut records = Vec::new();
         if next(8) != 0 {
@@ -512,9 +522,38 @@ fn the_content_records_and_the_status_fold_to_the_same_task() {
                 },
             };
             let writer = ["", "w1", "w2"][next(3) as usize];
-            records.push(by(writer, next(3) as u32, record(n, &id, body)));
+            let mut written = by(writer, next(3) as u32, record(n, &id, body));
+            if matches!(written.body, RecordBody::Command { .. }) && next(2) == 0 {
+                // Written long after: past the expiry if the task had finished (rule 14).
+                written.header.timestamp_ms += 61_000;
+            }
+            records.push(written);
         }
         let all = fold(&records);
+        let mut counter = TaskMachine::new();
+        let created = records
+            .iter()
+            .filter(|r| matches!(counter.apply(r), Ok(Change::Created(_))))
+            .count();
+        if created > 1 {
+            reincarnations += 1;
+        }
+        // A machine restored from a snapshot at any point decides the rest alike.
+        let cut = next(records.len() as u64 + 1) as usize;
+        let mut head = TaskMachine::new();
+        for record in &records[..cut] {
+            let _ = head.apply(record);
+        }
+        let mut restored = TaskMachine::from_snapshot(head.snapshot());
+        assert_eq!(restored, head, "history {history}: snapshot at {cut}");
+        for record in &records[cut..] {
+            let _ = restored.apply(record);
+        }
+        assert_eq!(
+            &restored,
+            all.machine(),
+            "history {history}: restored at {cut}"
+        );
         if all.task().is_some_and(|task| task.status.message.is_some()) {
             with_message_status += 1;
         }
@@ -531,4 +570,5 @@ fn the_content_records_and_the_status_fold_to_the_same_task() {
     // claimed tasks that went on past their claim.
     assert!(with_message_status > 20, "{with_message_status}");
     assert!(with_claims > 100, "{with_claims}");
+    assert!(reincarnations > 20, "{reincarnations}");
 }

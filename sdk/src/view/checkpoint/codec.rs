@@ -1,0 +1,449 @@
+//! The bytes of a checkpoint: the view's tasks at known log positions, checksummed.
+//!
+//! ```text
+//! magic "agentlog/view-checkpoint\0", u8 version (= 1)
+//! u64 created_ms, str16 stream, str16 topic, u32 partitions
+//! per partition: u64 position (the next offset to apply), u32 anchor length, u32 anchor crc
+//!   (of the record at position - 1: a checkpoint of another log does not match; 0, 0 at 0)
+//! u32 owners; per owner: str16 principal, str16 tenant
+//! u64 tasks; per task: str16 id, u32 owner, str16 context id, machine, u32 records, u64 each
+//!   machine: u8 state (255 = none), u64 status ms, u8 flags (1 has message, 2 last message
+//!   id, 4 seen, 8 claim), [str16 last message id], u32 attempts, u64 retention ms,
+//!   [u32 n, str16 × n seen], [u32 attempt, u32 turn attempt, str16 holder, u64 lease],
+//!   u32 n, str16 × n pending
+//! u32 crc32c of every byte before it
+//! ```
+//!
+//! Little-endian throughout. The positions and anchors come first so that a reader can check
+//! them before it decodes the tasks.
+
+use agentlog_wire::StateCode;
+use agentlog_wire::fold::{Claim, MachineSnapshot};
+
+use crate::agent::Caller;
+
+const MAGIC: &[u8] = b"agentlog/view-checkpoint\0";
+const VERSION: u8 = 1;
+const NO_STATE: u8 = 255;
+const HAS_MESSAGE: u8 = 1;
+const HAS_LAST_MESSAGE: u8 = 2;
+const HAS_SEEN: u8 = 4;
+const HAS_CLAIM: u8 = 8;
+
+/// Where a checkpoint stands in one partition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct Position {
+    /// The next offset to apply: the checkpoint holds every record before it.
+    pub next: u64,
+    /// The length and crc32c of the record at `next - 1`'s payload (0, 0 when `next` is 0).
+    pub anchor: (u32, u32),
+}
+
+impl Position {
+    /// The anchor of a record payload.
+    pub(crate) fn anchor_of(payload: &[u8]) -> (u32, u32) {
+        (
+            u32::try_from(payload.len()).unwrap_or(u32::MAX),
+            crc32c::crc32c(payload),
+        )
+    }
+}
+
+/// One task as a checkpoint holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TaskRecord {
+    pub id: String,
+    pub owner: u32,
+    pub context_id: String,
+    pub machine: MachineSnapshot,
+    /// The view's applied records (`Applied` words: offset and content mark).
+    pub records: Vec<u64>,
+}
+
+/// A decoded checkpoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Checkpoint {
+    pub created_ms: u64,
+    pub stream: String,
+    pub topic: String,
+    pub positions: Vec<Position>,
+    pub owners: Vec<Caller>,
+    pub tasks: Vec<TaskRecord>,
+}
+
+/// Why a checkpoint's bytes were refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum CodecError {
+    #[error("not a view checkpoint")]
+    Magic,
+    #[error("checkpoint format version {0} is not known")]
+    Version(u8),
+    #[error("the checksum does not match (the checkpoint is damaged)")]
+    Checksum,
+    #[error("the checkpoint ends early or has a bad field: {0}")]
+    Malformed(&'static str),
+}
+
+/// Encode the header (up to the positions) of a checkpoint; [`encode_tasks`] appends the rest
+/// and [`seal`] the checksum.
+pub(crate) fn encode_header(
+    out: &mut Vec<u8>,
+    created_ms: u64,
+    stream: &str,
+    topic: &str,
+    positions: &[Position],
+) {
+    out.extend_from_slice(MAGIC);
+    out.push(VERSION);
+    put_u64(out, created_ms);
+    put_str(out, stream);
+    put_str(out, topic);
+    put_u32(out, positions.len() as u32);
+    for position in positions {
+        put_u64(out, position.next);
+        put_u32(out, position.anchor.0);
+        put_u32(out, position.anchor.1);
+    }
+}
+
+/// Append the owners and `count` tasks (given by `tasks`) to a checkpoint.
+pub(crate) fn encode_tasks<'a>(
+    out: &mut Vec<u8>,
+    owners: &[Caller],
+    count: usize,
+    tasks: impl Iterator<Item = (&'a str, u32, &'a str, MachineSnapshot, Vec<u64>)>,
+) {
+    put_u32(out, owners.len() as u32);
+    for owner in owners {
+        put_str(out, &owner.principal);
+        put_str(out, &owner.tenant);
+    }
+    put_u64(out, count as u64);
+    for (id, owner, context_id, machine, records) in tasks {
+        put_str(out, id);
+        put_u32(out, owner);
+        put_str(out, context_id);
+        put_machine(out, &machine);
+        put_u32(out, records.len() as u32);
+        for record in records {
+            put_u64(out, record);
+        }
+    }
+}
+
+/// Append the checksum of everything before it.
+pub(crate) fn seal(out: &mut Vec<u8>) {
+    let crc = crc32c::crc32c(out);
+    put_u32(out, crc);
+}
+
+fn put_machine(out: &mut Vec<u8>, m: &MachineSnapshot) {
+    out.push(m.state.map_or(NO_STATE, |s| s.code()));
+    put_u64(out, m.status_timestamp_ms);
+    let mut flags = 0;
+    if m.status_has_message {
+        flags |= HAS_MESSAGE;
+    }
+    if m.last_message_id.is_some() {
+        flags |= HAS_LAST_MESSAGE;
+    }
+    if m.seen.is_some() {
+        flags |= HAS_SEEN;
+    }
+    if m.claim.is_some() {
+        flags |= HAS_CLAIM;
+    }
+    out.push(flags);
+    if let Some(last) = &m.last_message_id {
+        put_str(out, last);
+    }
+    put_u32(out, m.attempts);
+    put_u64(out, m.retention_ms);
+    if let Some(seen) = &m.seen {
+        put_u32(out, seen.len() as u32);
+        for id in seen {
+            put_str(out, id);
+        }
+    }
+    if let Some(claim) = &m.claim {
+        put_u32(out, claim.attempt);
+        put_u32(out, claim.turn_attempt);
+        put_str(out, &claim.holder);
+        put_u64(out, claim.lease_until_ms);
+    }
+    put_u32(out, m.pending.len() as u32);
+    for id in &m.pending {
+        put_str(out, id);
+    }
+}
+
+/// Decode a whole checkpoint, checksum first.
+pub(crate) fn decode(bytes: &[u8]) -> Result<Checkpoint, CodecError> {
+    let mut r = decode_start(bytes)?;
+    let (created_ms, stream, topic, positions) = header(&mut r)?;
+    let owners = (0..r.u32()?)
+        .map(|_| {
+            Ok(Caller {
+                principal: r.str()?,
+                tenant: r.str()?,
+            })
+        })
+        .collect::<Result<Vec<_>, CodecError>>()?;
+    let count = r.u64()?;
+    // Each task takes at least 40 bytes: a count past that is damage, not a huge allocation.
+    let mut tasks = Vec::with_capacity(usize::try_from(count.min(r.left() / 40)).unwrap_or(0));
+    for _ in 0..count {
+        let id = r.str()?;
+        let owner = r.u32()?;
+        if owner as usize >= owners.len() {
+            return Err(CodecError::Malformed("owner"));
+        }
+        let context_id = r.str()?;
+        let machine = machine(&mut r)?;
+        let records = (0..r.u32()?).map(|_| r.u64()).collect::<Result<_, _>>()?;
+        tasks.push(TaskRecord {
+            id,
+            owner,
+            context_id,
+            machine,
+            records,
+        });
+    }
+    if r.left() != 4 {
+        return Err(CodecError::Malformed("trailing bytes"));
+    }
+    Ok(Checkpoint {
+        created_ms,
+        stream,
+        topic,
+        positions,
+        owners,
+        tasks,
+    })
+}
+
+fn decode_start(bytes: &[u8]) -> Result<Reader<'_>, CodecError> {
+    if !bytes.starts_with(MAGIC) {
+        return Err(CodecError::Magic);
+    }
+    let version = *bytes.get(MAGIC.len()).ok_or(CodecError::Magic)?;
+    if version != VERSION {
+        return Err(CodecError::Version(version));
+    }
+    let body_len = bytes.len().checked_sub(4).ok_or(CodecError::Checksum)?;
+    let (body, crc) = bytes.split_at(body_len);
+    let crc = u32::from_le_bytes(crc.try_into().map_err(|_| CodecError::Checksum)?);
+    if crc32c::crc32c(body) != crc {
+        return Err(CodecError::Checksum);
+    }
+    Ok(Reader {
+        bytes,
+        pos: MAGIC.len() + 1,
+    })
+}
+
+type Header = (u64, String, String, Vec<Position>);
+
+fn header(r: &mut Reader<'_>) -> Result<Header, CodecError> {
+    let created_ms = r.u64()?;
+    let stream = r.str()?;
+    let topic = r.str()?;
+    let partitions = r.u32()?;
+    let positions = (0..partitions)
+        .map(|_| {
+            Ok(Position {
+                next: r.u64()?,
+                anchor: (r.u32()?, r.u32()?),
+            })
+        })
+        .collect::<Result<_, CodecError>>()?;
+    Ok((created_ms, stream, topic, positions))
+}
+
+fn machine(r: &mut Reader<'_>) -> Result<MachineSnapshot, CodecError> {
+    let code = r.u8()?;
+    let state = if code == NO_STATE {
+        None
+    } else {
+        Some(
+            StateCode(code)
+                .state()
+                .map_err(|_| CodecError::Malformed("state"))?,
+        )
+    };
+    let status_timestamp_ms = r.u64()?;
+    let flags = r.u8()?;
+    if flags & !(HAS_MESSAGE | HAS_LAST_MESSAGE | HAS_SEEN | HAS_CLAIM) != 0 {
+        return Err(CodecError::Malformed("machine flags"));
+    }
+    let last_message_id = (flags & HAS_LAST_MESSAGE != 0)
+        .then(|| r.str())
+        .transpose()?;
+    let attempts = r.u32()?;
+    let retention_ms = r.u64()?;
+    let seen = (flags & HAS_SEEN != 0)
+        .then(|| {
+            (0..r.u32()?)
+                .map(|_| r.str())
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .transpose()?;
+    let claim = (flags & HAS_CLAIM != 0)
+        .then(|| {
+            Ok::<_, CodecError>(Claim {
+                attempt: r.u32()?,
+                turn_attempt: r.u32()?,
+                holder: r.str()?.into(),
+                lease_until_ms: r.u64()?,
+            })
+        })
+        .transpose()?;
+    let pending = (0..r.u32()?).map(|_| r.str()).collect::<Result<_, _>>()?;
+    Ok(MachineSnapshot {
+        state,
+        status_timestamp_ms,
+        status_has_message: flags & HAS_MESSAGE != 0,
+        last_message_id,
+        seen,
+        attempts,
+        claim,
+        pending,
+        retention_ms,
+    })
+}
+
+fn put_u32(out: &mut Vec<u8>, v: u32) {
+    out.extend_from_slice(&v.to_le_bytes());
+}
+
+fn put_u64(out: &mut Vec<u8>, v: u64) {
+    out.extend_from_slice(&v.to_le_bytes());
+}
+
+/// A str16; ids and names are short (the wire caps them at u16 lengths too).
+fn put_str(out: &mut Vec<u8>, s: &str) {
+    let bytes = &s.as_bytes()[..s.len().min(usize::from(u16::MAX))];
+    out.extend_from_slice(&(bytes.len() as u16).to_le_bytes());
+    out.extend_from_slice(bytes);
+}
+
+struct Reader<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+impl Reader<'_> {
+    fn take(&mut self, n: usize) -> Result<&[u8], CodecError> {
+        let end = self
+            .pos
+            .checked_add(n)
+            .filter(|end| *end <= self.bytes.len().saturating_sub(4))
+            .ok_or(CodecError::Malformed("truncated"))?;
+        let out = &self.bytes[self.pos..end];
+        self.pos = end;
+        Ok(out)
+    }
+
+    fn left(&self) -> u64 {
+        (self.bytes.len() - self.pos) as u64
+    }
+
+    fn u8(&mut self) -> Result<u8, CodecError> {
+        Ok(self.take(1)?[0])
+    }
+
+    fn u32(&mut self) -> Result<u32, CodecError> {
+        let mut b = [0; 4];
+        b.copy_from_slice(self.take(4)?);
+        Ok(u32::from_le_bytes(b))
+    }
+
+    fn u64(&mut self) -> Result<u64, CodecError> {
+        let mut b = [0; 8];
+        b.copy_from_slice(self.take(8)?);
+        Ok(u64::from_le_bytes(b))
+    }
+
+    fn str(&mut self) -> Result<String, CodecError> {
+        let mut b = [0; 2];
+        b.copy_from_slice(self.take(2)?);
+        let len = usize::from(u16::from_le_bytes(b));
+        String::from_utf8(self.take(len)?.to_vec()).map_err(|_| CodecError::Malformed("utf-8"))
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use agentlog_wire::TaskState;
+
+    fn sample() -> Vec<u8> {
+        let mut out = Vec::new();
+        let positions = [
+            Position {
+                next: 3,
+                anchor: (10, 0xdead_beef),
+            },
+            Position::default(),
+        ];
+        encode_header(&mut out, 42, "agentlog", "echo.events", &positions);
+        let owners = [Caller::anonymous()];
+        let machine = MachineSnapshot {
+            state: Some(TaskState::Working),
+            status_timestamp_ms: 7,
+            status_has_message: true,
+            last_message_id: Some("m-1".into()),
+            seen: Some(vec!["m-1".into(), "c-1".into()]),
+            attempts: 1,
+            claim: Some(Claim {
+                attempt: 1,
+                turn_attempt: 1,
+                holder: "w".into(),
+                lease_until_ms: 99,
+            }),
+            pending: vec!["m-2".into()],
+            retention_ms: 60_000,
+        };
+        let records = [0u64, 1 | 1 << 63, 2];
+        encode_tasks(
+            &mut out,
+            &owners,
+            2,
+            [
+                ("t-1", 0, "ctx", machine, records.to_vec()),
+                ("t-2", 0, "ctx", MachineSnapshot::default(), Vec::new()),
+            ]
+            .into_iter(),
+        );
+        seal(&mut out);
+        out
+    }
+
+    #[test]
+    fn a_checkpoint_round_trips() {
+        let bytes = sample();
+        let checkpoint = decode(&bytes).unwrap();
+        assert_eq!(checkpoint.created_ms, 42);
+        assert_eq!(checkpoint.topic, "echo.events");
+        assert_eq!(checkpoint.positions[0].next, 3);
+        assert_eq!(checkpoint.tasks.len(), 2);
+        assert_eq!(checkpoint.tasks[0].machine.pending, vec!["m-2".to_owned()]);
+        assert_eq!(checkpoint.tasks[0].records, vec![0, 1 | 1 << 63, 2]);
+        assert_eq!(checkpoint.tasks[1].machine, MachineSnapshot::default());
+    }
+
+    #[test]
+    fn every_damage_is_refused() {
+        let bytes = sample();
+        for at in 0..bytes.len() {
+            let mut damaged = bytes.clone();
+            damaged[at] ^= 0x10;
+            assert!(decode(&damaged).is_err(), "a flipped bit at {at} decoded");
+        }
+        for len in 0..bytes.len() {
+            assert!(decode(&bytes[..len]).is_err(), "cut to {len} decoded");
+        }
+        assert_eq!(decode(b"not a checkpoint"), Err(CodecError::Magic));
+    }
+}

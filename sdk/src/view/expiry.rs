@@ -1,0 +1,122 @@
+//! What retention asks of the view: which finished tasks expire when (so that memory is
+//! bounded by the tasks inside retention), and which log offsets still hold a record some
+//! retained task needs (so that the log can delete the segments that hold none).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Range;
+use std::sync::Arc;
+
+/// Finished tasks with a retention, by (expiry, task id): the soonest first.
+#[derive(Default)]
+pub(super) struct Expiring {
+    tasks: BTreeSet<(u64, Arc<str>)>,
+}
+
+impl Expiring {
+    /// Move `id` from expiring at `was` (if it did) to expiring at `now` (if it does).
+    pub(super) fn update(&mut self, id: &Arc<str>, was: Option<u64>, now: Option<u64>) {
+        if was == now {
+            return;
+        }
+        if let Some(was) = was {
+            self.tasks.remove(&(was, id.clone()));
+        }
+        if let Some(now) = now {
+            self.tasks.insert((now, id.clone()));
+        }
+    }
+
+    /// Take out the next task expired at `now_ms`, if any.
+    pub(super) fn pop_expired(&mut self, now_ms: u64) -> Option<Arc<str>> {
+        let first = self.tasks.first()?;
+        if first.0 > now_ms {
+            return None;
+        }
+        self.tasks.pop_first().map(|(_, id)| id)
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.tasks.len()
+    }
+}
+
+/// One partition's offsets that hold a record a retained task needs (its applied records),
+/// counted per chunk of [`LiveRecords::CHUNK`] offsets: a segment none of whose chunks is
+/// counted holds no such record. A chunk is small against a segment (thousands of records),
+/// so a segment is kept for a neighbour's record at most at its two ends.
+#[derive(Default, Clone, PartialEq, Eq, Debug)]
+pub(super) struct LiveRecords {
+    chunks: BTreeMap<u64, u32>,
+}
+
+impl LiveRecords {
+    /// Offsets per chunk.
+    pub(super) const CHUNK: u64 = 64;
+
+    pub(super) fn add(&mut self, offset: u64) {
+        *self.chunks.entry(offset / Self::CHUNK).or_default() += 1;
+    }
+
+    pub(super) fn remove(&mut self, offset: u64) {
+        let chunk = offset / Self::CHUNK;
+        if let Some(count) = self.chunks.get_mut(&chunk) {
+            *count -= 1;
+            if *count == 0 {
+                self.chunks.remove(&chunk);
+            }
+        }
+    }
+
+    /// Whether any offset in `range` may hold a needed record.
+    pub(super) fn any_in(&self, range: Range<u64>) -> bool {
+        if range.is_empty() {
+            return false;
+        }
+        let first = range.start / Self::CHUNK;
+        let last = (range.end - 1) / Self::CHUNK;
+        self.chunks.range(first..=last).next().is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expiring_tasks_come_out_soonest_first_once_due() {
+        let mut expiring = Expiring::default();
+        let (a, b): (Arc<str>, Arc<str>) = ("a".into(), "b".into());
+        expiring.update(&a, None, Some(20));
+        expiring.update(&b, None, Some(10));
+        assert_eq!(expiring.pop_expired(9), None);
+        assert_eq!(expiring.pop_expired(10), Some(b.clone()));
+        // Moved (a new incarnation finished later), then due.
+        expiring.update(&a, Some(20), Some(30));
+        assert_eq!(expiring.pop_expired(29), None);
+        assert_eq!(expiring.pop_expired(30), Some(a.clone()));
+        assert_eq!(expiring.len(), 0);
+        expiring.update(&b, None, Some(5));
+        expiring.update(&b, Some(5), None);
+        assert_eq!(expiring.pop_expired(u64::MAX), None);
+    }
+
+    #[test]
+    fn live_records_answer_per_range() {
+        let mut live = LiveRecords::default();
+        let chunk = LiveRecords::CHUNK;
+        live.add(5);
+        live.add(6);
+        live.add(3 * chunk);
+        assert!(live.any_in(0..1));
+        assert!(!live.any_in(chunk..3 * chunk));
+        assert!(live.any_in(chunk..3 * chunk + 1));
+        assert!(!live.any_in(7..7));
+        live.remove(5);
+        assert!(live.any_in(0..chunk));
+        live.remove(6);
+        assert!(!live.any_in(0..3 * chunk));
+        live.remove(3 * chunk);
+        live.remove(3 * chunk); // an offset never added changes nothing
+        assert!(!live.any_in(0..u64::MAX));
+    }
+}

@@ -1,0 +1,65 @@
+//! The view's tasks to and from a checkpoint ([`checkpoint::codec`]).
+
+use std::sync::Arc;
+
+use super::Applied;
+use super::checkpoint::{Checkpoint, codec};
+use super::tasks::{Entry, Tasks};
+use agentlog_wire::fold::TaskMachine;
+
+impl Tasks {
+    /// Append the owners and tasks to a checkpoint being encoded.
+    pub(super) fn encode_checkpoint(&self, out: &mut Vec<u8>) {
+        let owners = self.owners.all();
+        let tasks = self.entries.iter().map(|(id, entry)| {
+            (
+                &**id,
+                entry.owner,
+                &*entry.context_id,
+                entry.machine.snapshot(),
+                applied_words(&entry.records),
+            )
+        });
+        codec::encode_tasks(out, owners, self.entries.len(), tasks);
+    }
+
+    /// The tasks a checkpoint holds, with every index rebuilt (`partition_of` places a task).
+    pub(super) fn from_checkpoint(
+        checkpoint: Checkpoint,
+        partitions: u32,
+        partition_of: impl Fn(&str) -> u32,
+    ) -> Self {
+        let mut tasks = Tasks::new(partitions);
+        let owners: Vec<_> = checkpoint
+            .owners
+            .iter()
+            .map(|c| tasks.owners.intern(&c.principal, &c.tenant))
+            .collect();
+        tasks.entries.reserve(checkpoint.tasks.len());
+        for task in checkpoint.tasks {
+            let Some(owner) = owners.get(task.owner as usize).copied() else {
+                continue;
+            };
+            let id: Arc<str> = Arc::from(task.id);
+            let machine = TaskMachine::from_snapshot(task.machine);
+            let records = task.records.into_iter().map(Applied).collect();
+            let partition = partition_of(&id);
+            tasks.insert_restored(
+                partition,
+                id,
+                Entry {
+                    owner,
+                    context_id: Arc::from(task.context_id),
+                    machine,
+                    records,
+                },
+            );
+        }
+        tasks
+    }
+}
+
+/// The raw words of applied records, as a checkpoint stores them.
+fn applied_words(records: &[Applied]) -> Vec<u64> {
+    records.iter().map(|r| r.0).collect()
+}
