@@ -26,6 +26,14 @@ impl Expiring {
         }
     }
 
+    /// The tasks `keys` (expiry, id) at once, for a view restored from a checkpoint.
+    pub(super) fn build(mut keys: Vec<(u64, Arc<str>)>) -> Self {
+        keys.sort_unstable();
+        Self {
+            tasks: keys.into_iter().collect(),
+        }
+    }
+
     /// Take out the next task expired at `now_ms`, if any.
     pub(super) fn pop_expired(&mut self, now_ms: u64) -> Option<Arc<str>> {
         let first = self.tasks.first()?;
@@ -65,6 +73,19 @@ impl LiveRecords {
                 self.chunks.remove(&chunk);
             }
         }
+    }
+
+    /// The counts of `offsets` at once, for a view restored from a checkpoint.
+    pub(super) fn build(mut offsets: Vec<u64>) -> Self {
+        for offset in &mut offsets {
+            *offset /= Self::CHUNK;
+        }
+        offsets.sort_unstable();
+        let mut chunks = BTreeMap::new();
+        for run in offsets.chunk_by(|a, b| a == b) {
+            chunks.insert(run[0], run.len() as u32);
+        }
+        Self { chunks }
     }
 
     /// Whether any offset in `range` may hold a needed record.
@@ -118,5 +139,10 @@ mod tests {
         live.remove(3 * chunk);
         live.remove(3 * chunk); // an offset never added changes nothing
         assert!(!live.any_in(0..u64::MAX));
+        let mut one_by_one = LiveRecords::default();
+        for offset in [9, 1, 700, 65, 64, 3] {
+            one_by_one.add(offset);
+        }
+        assert_eq!(LiveRecords::build(vec![9, 1, 700, 65, 64, 3]), one_by_one);
     }
 }

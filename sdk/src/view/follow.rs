@@ -11,6 +11,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use agentlog_wire::Record;
+use agentlog_wire::fold::Parsed;
 use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -170,19 +171,30 @@ impl Inner {
     }
 
     fn apply_batch(&self, partition: u32, batch: &[StoredRecord]) {
-        let mut tasks = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
-        for stored in batch {
-            self.records_seen.fetch_add(1, Ordering::Relaxed);
-            match Record::decode(&stored.payload) {
-                Ok(record) => tasks.apply(partition, stored.offset, &record),
+        // Decoding and JSON parsing need no state: done before the lock, so that requests
+        // waiting for it wait only for the rules.
+        let decoded: Vec<(u64, Record, Parsed)> = batch
+            .iter()
+            .filter_map(|stored| match Record::decode(&stored.payload) {
+                Ok(record) => {
+                    let parsed = Parsed::of(&record);
+                    Some((stored.offset, record, parsed))
+                }
                 Err(error) => {
                     self.undecodable.fetch_add(1, Ordering::Relaxed);
                     tracing::warn!(
                         topic = %self.topic, partition, offset = stored.offset, %error,
                         "skipping a record that does not decode"
                     );
+                    None
                 }
-            }
+            })
+            .collect();
+        self.records_seen
+            .fetch_add(batch.len() as u64, Ordering::Relaxed);
+        let mut tasks = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
+        for (offset, record, parsed) in decoded {
+            tasks.apply_parsed(partition, offset, &record, parsed);
         }
         // Under the tasks lock: a checkpoint reads the positions with the tasks.
         if let (Some(last), Some(sender)) = (batch.last(), self.applied.get(partition as usize)) {
@@ -203,6 +215,7 @@ impl Inner {
         if !*self.caught_up.borrow() {
             return 0;
         }
+        tasks.index_ready();
         let partitions = self.partitions;
         tasks.expire(crate::retention::now_ms(), |id| {
             crate::log::partition_for_key(id.as_bytes(), partitions)
@@ -242,6 +255,12 @@ pub(super) async fn mark_caught_up(inner: Weak<Inner>, ends: Vec<u64>) {
         }
     }
     if let Some(inner) = inner.upgrade() {
+        // The list index of what the replay applied, built once, before anyone is told.
+        inner
+            .tasks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .index_ready();
         inner.caught_up.send_replace(true);
     }
 }

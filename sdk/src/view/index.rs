@@ -1,6 +1,7 @@
 //! The view's indexes: owners interned to small ids, and each owner's tasks by status time.
 
 use std::collections::{BTreeSet, HashMap};
+use std::ops::Bound;
 use std::sync::Arc;
 
 use agentlog_wire::TaskState;
@@ -53,50 +54,160 @@ impl Owners {
     }
 }
 
-/// Each owner's tasks ordered by (status timestamp, task id).
-#[derive(Default)]
-pub(super) struct StatusIndex {
-    by_owner: HashMap<OwnerId, BTreeSet<(u64, Arc<str>)>>,
+/// Where a task sits in the `ListTasks` index: its owner, context, state and status time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Listed {
+    pub owner: OwnerId,
+    pub context_id: Arc<str>,
+    pub state: TaskState,
+    pub status_ms: u64,
 }
 
-impl StatusIndex {
-    /// Move `id` from (owner, status time) `was`, if it was indexed, to `owner` at `new_ts`.
-    pub(super) fn update(
-        &mut self,
-        owner: OwnerId,
-        id: &Arc<str>,
-        was: Option<(OwnerId, u64)>,
-        new_ts: u64,
-    ) {
-        if was == Some((owner, new_ts)) {
-            return;
-        }
-        if let Some((old_owner, old_ts)) = was {
-            self.remove(old_owner, id, old_ts);
-        }
-        self.by_owner
-            .entry(owner)
-            .or_default()
-            .insert((new_ts, id.clone()));
+/// Every task under four groupings, each ordered by (status time, task id): the owner's
+/// tasks, the owner's in one state, in one context, and in one context and state. So any
+/// filter combination of `ListTasks` (context, state, status time at or after) is one range
+/// of one grouping: a page costs O(log n + page), with no scan. Each grouping's size is
+/// counted, so a total is O(1); with `statusTimestampAfter` it is counted from whichever end
+/// of the range is nearer, O(min(tasks matching, tasks of the grouping not matching)).
+///
+/// A grouping is keyed by a 64-bit hash of what it groups by; the page's caller checks each
+/// task it gets against the filter, so a collision costs a skipped entry, never a wrong one
+/// (a total could count a colliding context's tasks: two contexts of one owner whose hashes
+/// collide, one chance in 2^64 per pair).
+#[derive(Default)]
+pub(super) struct ListIndex {
+    set: BTreeSet<(u64, u64, Arc<str>)>,
+    sizes: HashMap<u64, u32>,
+}
+
+impl ListIndex {
+    fn groups(listed: &Listed) -> [u64; 4] {
+        [
+            group(0, listed.owner, None, None),
+            group(1, listed.owner, None, Some(listed.state)),
+            group(2, listed.owner, Some(&listed.context_id), None),
+            group(
+                3,
+                listed.owner,
+                Some(&listed.context_id),
+                Some(listed.state),
+            ),
+        ]
     }
 
-    /// Take `id` (of `owner`, at status time `ts`) out of the index.
-    pub(super) fn remove(&mut self, owner: OwnerId, id: &Arc<str>, ts: u64) {
-        if let Some(set) = self.by_owner.get_mut(&owner) {
-            set.remove(&(ts, id.clone()));
-            if set.is_empty() {
-                self.by_owner.remove(&owner);
+    /// Move `id` from where it was listed (if it was) to `now` (if it is listed).
+    pub(super) fn update(&mut self, id: &Arc<str>, was: Option<&Listed>, now: Option<&Listed>) {
+        if was == now {
+            return;
+        }
+        if let Some(was) = was {
+            for g in Self::groups(was) {
+                if self.set.remove(&(g, was.status_ms, id.clone()))
+                    && let Some(size) = self.sizes.get_mut(&g)
+                {
+                    *size -= 1;
+                    if *size == 0 {
+                        self.sizes.remove(&g);
+                    }
+                }
+            }
+        }
+        if let Some(now) = now {
+            for g in Self::groups(now) {
+                if self.set.insert((g, now.status_ms, id.clone())) {
+                    *self.sizes.entry(g).or_default() += 1;
+                }
             }
         }
     }
 
-    /// The owner's tasks, newest status first (ties: larger id first).
-    pub(super) fn newest_first(&self, owner: OwnerId) -> impl Iterator<Item = (u64, &Arc<str>)> {
-        self.by_owner
-            .get(&owner)
-            .into_iter()
-            .flat_map(|set| set.iter().rev().map(|(ts, id)| (*ts, id)))
+    /// An index of `tasks` (id and where each is listed), built at once: what a view that
+    /// replayed or restored its tasks builds, instead of one update per record.
+    pub(super) fn build<'a>(tasks: impl Iterator<Item = (&'a Arc<str>, Listed)>) -> Self {
+        let mut keys = Vec::new();
+        let mut sizes: HashMap<u64, u32> = HashMap::new();
+        for (id, listed) in tasks {
+            for g in Self::groups(&listed) {
+                keys.push((g, listed.status_ms, id.clone()));
+                *sizes.entry(g).or_default() += 1;
+            }
+        }
+        // Sorted first, the set is built in one pass.
+        keys.sort_unstable();
+        Self {
+            set: keys.into_iter().collect(),
+            sizes,
+        }
     }
+
+    /// The newest tasks of `owner` matching `filter` (status time at or after
+    /// `filter.status_after_ms`, before `filter.cursor`), newest first, and how many match in
+    /// all (the cursor aside). Candidates: the caller checks each against the filter.
+    pub(super) fn page(
+        &self,
+        owner: OwnerId,
+        filter: &ListFilter,
+    ) -> (impl Iterator<Item = (u64, &Arc<str>)> + '_, usize) {
+        let family = match (&filter.context_id, filter.state) {
+            (None, None) => 0,
+            (None, Some(_)) => 1,
+            (Some(_), None) => 2,
+            (Some(_), Some(_)) => 3,
+        };
+        let g = group(family, owner, filter.context_id.as_deref(), filter.state);
+        let size = self.sizes.get(&g).copied().unwrap_or(0) as usize;
+        let first = (g, 0, empty_id());
+        let lower = (g, filter.status_after_ms.unwrap_or(0), empty_id());
+        // Every key of the group is below the next group's first one.
+        let end = g.checked_add(1).map(|next| (next, 0, empty_id()));
+        let upper_of_group = || match &end {
+            Some(end) => Bound::Excluded(end.clone()),
+            None => Bound::Unbounded,
+        };
+        let total = if filter.status_after_ms.is_none_or(|after| after == 0) {
+            size
+        } else {
+            // Count the nearer side: the matching keys, or the group's others.
+            let mut matching = self
+                .set
+                .range((Bound::Included(lower.clone()), upper_of_group()));
+            let mut older = self.set.range(first..lower.clone());
+            let mut steps = 0;
+            loop {
+                match (matching.next(), older.next()) {
+                    (None, _) => break steps,
+                    (Some(_), None) => break size - steps,
+                    (Some(_), Some(_)) => steps += 1,
+                }
+            }
+        };
+        let upper = match &filter.cursor {
+            // A cursor below the range (older than `statusTimestampAfter`): nothing after it.
+            Some((ts, _)) if (g, *ts) < (g, lower.1) => Bound::Excluded(lower.clone()),
+            Some((ts, id)) => Bound::Excluded((g, *ts, Arc::<str>::from(id.as_str()))),
+            None => upper_of_group(),
+        };
+        let page = self
+            .set
+            .range((Bound::Included(lower), upper))
+            .rev()
+            .map(|(_, ts, id)| (*ts, id));
+        (page, total)
+    }
+}
+
+/// The empty task id: below every other.
+fn empty_id() -> Arc<str> {
+    static EMPTY: std::sync::OnceLock<Arc<str>> = std::sync::OnceLock::new();
+    EMPTY.get_or_init(|| Arc::from("")).clone()
+}
+
+/// The 64-bit key of one grouping of the index (a fixed-key hash: the same in every process).
+fn group(family: u8, owner: OwnerId, context_id: Option<&str>, state: Option<TaskState>) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::hash::DefaultHasher::new();
+    (family, owner, context_id, state.map(TaskState::code)).hash(&mut hasher);
+    hasher.finish()
 }
 
 /// One partition's tasks whose turn no worker has claimed, by (since when, task id): what a
@@ -146,13 +257,6 @@ impl ListFilter {
         self.context_id.as_deref().is_none_or(|c| c == context_id)
             && self.state.is_none_or(|s| Some(s) == state)
             && self.status_after_ms.is_none_or(|after| ts >= after)
-    }
-
-    pub(super) fn after_cursor(&self, ts: u64, id: &str) -> bool {
-        match &self.cursor {
-            None => true,
-            Some((cursor_ts, cursor_id)) => (ts, id) < (*cursor_ts, cursor_id.as_str()),
-        }
     }
 }
 

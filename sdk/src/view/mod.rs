@@ -703,24 +703,31 @@ impl TaskView {
             .collect()
     }
 
-    /// The caller's tasks matching `filter`, newest status first: one page and the total count.
+    /// The caller's tasks matching `filter`, newest status first: one page and the total
+    /// count. O(page + log n) under the view's lock: the index holds every filter's range.
     pub fn list(&self, caller: &Caller, filter: &ListFilter) -> (Vec<TaskInfo>, usize) {
-        let tasks = self.lock();
+        let mut tasks = self.lock();
+        // A list during the replay (its request caught up with the log before the view
+        // said so) builds the index itself.
+        tasks.index_ready();
+        // The total counts what the index holds: expired tasks leave it first.
+        self.inner.expire_locked(&mut tasks);
         let Some(owner) = tasks.owners.find(caller) else {
             return (Vec::new(), 0);
         };
-        let mut page = Vec::new();
-        let mut total = 0;
         let now = now_ms();
-        for (ts, id) in tasks.index.newest_first(owner) {
-            let Some((_, entry)) = tasks.live_entry(id, now) else {
+        let (candidates, total) = tasks.index.page(owner, filter);
+        let mut page = Vec::with_capacity(filter.page_size.min(100));
+        for (ts, id) in candidates {
+            if page.len() >= filter.page_size {
+                break;
+            }
+            // A hash collision of the index, or a task expired during a replay: skip it.
+            let Some((id, entry)) = tasks.live_entry(id, now) else {
                 continue;
             };
-            if !filter.matches(ts, &entry.context_id, entry.machine.state()) {
-                continue;
-            }
-            total += 1;
-            if page.len() < filter.page_size && filter.after_cursor(ts, id) {
+            if entry.owner == owner && filter.matches(ts, &entry.context_id, entry.machine.state())
+            {
                 page.push(self.info(id, entry));
             }
         }

@@ -471,3 +471,72 @@ async fn a_checkpoint_of_another_log_is_ignored() {
         .unwrap_err();
     assert!(why.contains("not of"), "{why}");
 }
+
+#[tokio::test]
+async fn list_pages_agree_with_a_scan_for_every_filter() {
+    let (log, events, _) = memory_log(2).await;
+    let now = now_ms();
+    let states = [
+        TaskState::Working,
+        TaskState::InputRequired,
+        TaskState::Completed,
+        TaskState::Failed,
+    ];
+    for n in 0..300u64 {
+        let task = format!("t{n}");
+        let mut command = command(&task, "hi", now + n % 50, 86_400_000);
+        command.header.context_id = format!("ctx-{}", n % 4);
+        append(&log, &events, &command).await;
+        if n % 5 != 0 {
+            let state = states[(n % 4) as usize];
+            append(&log, &events, &status(&task, "s", now + n % 50 + 1, state)).await;
+        }
+    }
+    let view = caught_up_view(&log, &events, ViewOptions::default()).await;
+    let all: Vec<TaskInfo> = (0..300)
+        .filter_map(|n| view.lookup(&caller(), &format!("t{n}")))
+        .collect();
+    for context in [None, Some("ctx-1"), Some("ctx-9")] {
+        for state in [None, Some(TaskState::Submitted), Some(TaskState::Completed)] {
+            for after in [None, Some(now + 25)] {
+                let mut want: Vec<(u64, Arc<str>)> = all
+                    .iter()
+                    .filter(|i| context.is_none_or(|c| &*i.context_id == c))
+                    .filter(|i| state.is_none_or(|s| i.state == s))
+                    .filter(|i| after.is_none_or(|a| i.status_timestamp_ms >= a))
+                    .map(|i| (i.status_timestamp_ms, i.id.clone()))
+                    .collect();
+                want.sort();
+                want.reverse();
+                let mut filter = ListFilter {
+                    context_id: context.map(str::to_owned),
+                    state,
+                    status_after_ms: after,
+                    page_size: 7,
+                    cursor: None,
+                };
+                let mut got = Vec::new();
+                loop {
+                    let (page, total) = view.list(&caller(), &filter);
+                    assert_eq!(total, want.len(), "{context:?} {state:?} {after:?}");
+                    let Some(last) = page.last() else { break };
+                    filter.cursor = Some((last.status_timestamp_ms, last.id.to_string()));
+                    got.extend(page.iter().map(|i| (i.status_timestamp_ms, i.id.clone())));
+                }
+                assert_eq!(got, want, "{context:?} {state:?} {after:?}");
+            }
+        }
+    }
+    // Another owner sees none of them.
+    assert_eq!(
+        view.list(
+            &Caller::principal("q"),
+            &ListFilter {
+                page_size: 10,
+                ..ListFilter::default()
+            }
+        )
+        .1,
+        0
+    );
+}

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use super::Applied;
 use super::checkpoint::{Checkpoint, codec};
+use super::expiry::{Expiring, LiveRecords};
 use super::tasks::{Entry, Tasks};
 use agentlog_wire::fold::TaskMachine;
 
@@ -23,7 +24,8 @@ impl Tasks {
         codec::encode_tasks(out, owners, self.entries.len(), tasks);
     }
 
-    /// The tasks a checkpoint holds, with every index rebuilt (`partition_of` places a task).
+    /// The tasks a checkpoint holds, with every index rebuilt at once (`partition_of`
+    /// places a task); the list index is built when the view has caught up.
     pub(super) fn from_checkpoint(
         checkpoint: Checkpoint,
         partitions: u32,
@@ -35,6 +37,8 @@ impl Tasks {
             .iter()
             .map(|c| tasks.owners.intern(&c.principal, &c.tenant))
             .collect();
+        let mut expiring = Vec::new();
+        let mut live: Vec<Vec<u64>> = vec![Vec::new(); partitions as usize];
         tasks.entries.reserve(checkpoint.tasks.len());
         for task in checkpoint.tasks {
             let Some(owner) = owners.get(task.owner as usize).copied() else {
@@ -42,19 +46,22 @@ impl Tasks {
             };
             let id: Arc<str> = Arc::from(task.id);
             let machine = TaskMachine::from_snapshot(task.machine);
-            let records = task.records.into_iter().map(Applied).collect();
-            let partition = partition_of(&id);
-            tasks.insert_restored(
-                partition,
-                id,
-                Entry {
-                    owner,
-                    context_id: Arc::from(task.context_id),
-                    machine,
-                    records,
-                },
-            );
+            if let Some(at) = machine.expires_at_ms() {
+                expiring.push((at, id.clone()));
+            }
+            if let Some(offsets) = live.get_mut(partition_of(&id) as usize) {
+                offsets.extend(task.records.iter().map(|word| Applied(*word).offset()));
+            }
+            let entry = Entry {
+                owner,
+                context_id: Arc::from(task.context_id),
+                machine,
+                records: task.records.into_iter().map(Applied).collect(),
+            };
+            tasks.entries.insert(id, entry);
         }
+        tasks.expiring = Expiring::build(expiring);
+        tasks.live = live.into_iter().map(LiveRecords::build).collect();
         tasks
     }
 }

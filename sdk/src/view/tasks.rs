@@ -5,13 +5,13 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use agentlog_wire::fold::{Change, ClaimKind, Outcome, TaskMachine};
+use agentlog_wire::fold::{Change, ClaimKind, Outcome, Parsed, TaskMachine};
 use agentlog_wire::{Record, RecordHeader, TaskState};
 use smallvec::SmallVec;
 use tokio::sync::broadcast;
 
 use super::expiry::{Expiring, LiveRecords};
-use super::index::{AwaitingClaim, OwnerId, Owners, StatusIndex};
+use super::index::{AwaitingClaim, ListIndex, Listed, OwnerId, Owners};
 use super::{Applied, TaskEvent};
 use crate::agent::Caller;
 
@@ -24,11 +24,23 @@ pub(super) struct Entry {
     pub(super) records: SmallVec<[Applied; 4]>,
 }
 
+impl Entry {
+    /// Where the task sits in the `ListTasks` index (nowhere before its command).
+    pub(super) fn listed(&self) -> Option<Listed> {
+        Some(Listed {
+            owner: self.owner,
+            context_id: self.context_id.clone(),
+            state: self.machine.state()?,
+            status_ms: self.machine.status_timestamp_ms(),
+        })
+    }
+}
+
 /// Every task of the view, and the indexes over them.
 pub(super) struct Tasks {
     pub(super) entries: HashMap<Arc<str>, Entry>,
     pub(super) owners: Owners,
-    pub(super) index: StatusIndex,
+    pub(super) index: ListIndex,
     /// Per partition, the tasks whose turn no worker has claimed yet; kept only once a worker
     /// asked for it ([`Tasks::track_awaiting`]): a bridge's view does not pay for it.
     pub(super) awaiting: Option<Vec<AwaitingClaim>>,
@@ -37,6 +49,9 @@ pub(super) struct Tasks {
     pub(super) expiring: Expiring,
     /// Per partition, the offsets of the records retained tasks need.
     pub(super) live: Vec<LiveRecords>,
+    /// The list index is built once the replay is done ([`Tasks::index_ready`]), not
+    /// updated record by record while the view replays or restores.
+    index_deferred: bool,
 }
 
 impl Tasks {
@@ -44,26 +59,33 @@ impl Tasks {
         Self {
             entries: HashMap::new(),
             owners: Owners::default(),
-            index: StatusIndex::default(),
+            index: ListIndex::default(),
             awaiting: None,
             watchers: HashMap::new(),
             expiring: Expiring::default(),
             live: (0..partitions).map(|_| LiveRecords::default()).collect(),
+            index_deferred: true,
         }
     }
 
-    /// Add a task restored from a checkpoint, with its place in every index.
-    pub(super) fn insert_restored(&mut self, partition: u32, id: Arc<str>, entry: Entry) {
-        if let Some(live) = self.live.get_mut(partition as usize) {
-            for record in &entry.records {
-                live.add(record.offset());
-            }
+    /// Build the list index now if it waits for the replay to end; then keep it up to date.
+    pub(super) fn index_ready(&mut self) {
+        if !self.index_deferred {
+            return;
         }
-        let machine = &entry.machine;
-        self.index
-            .update(entry.owner, &id, None, machine.status_timestamp_ms());
-        self.expiring.update(&id, None, machine.expires_at_ms());
-        self.entries.insert(id, entry);
+        self.index = ListIndex::build(
+            self.entries
+                .iter()
+                .filter_map(|(id, entry)| Some((id, entry.listed()?))),
+        );
+        self.index_deferred = false;
+    }
+
+    /// Move `id` in the list index, unless it is built later.
+    fn relist(&mut self, id: &Arc<str>, was: Option<&Listed>, now: Option<&Listed>) {
+        if !self.index_deferred {
+            self.index.update(id, was, now);
+        }
     }
 
     /// Drop every task expired at `now_ms` (its records are no longer needed either); how
@@ -74,8 +96,7 @@ impl Tasks {
             let Some(entry) = self.entries.remove(&id) else {
                 continue;
             };
-            self.index
-                .remove(entry.owner, &id, entry.machine.status_timestamp_ms());
+            self.relist(&id, entry.listed().as_ref(), None);
             if let Some(live) = self.live.get_mut(partition_of(&id) as usize) {
                 for record in &entry.records {
                     live.remove(record.offset());
@@ -129,6 +150,19 @@ impl Tasks {
     pub(super) fn apply(&mut self, partition: u32, offset: u64, record: &Record) {
         self.apply_with(partition, offset, &record.header, |machine| {
             machine.apply(record).map(Some)
+        });
+    }
+
+    /// [`apply`](Self::apply) with the record's payload parsed already.
+    pub(super) fn apply_parsed(
+        &mut self,
+        partition: u32,
+        offset: u64,
+        record: &Record,
+        parsed: Parsed,
+    ) {
+        self.apply_with(partition, offset, &record.header, |machine| {
+            machine.apply_parsed(record, Some(parsed)).map(Some)
         });
     }
 
@@ -204,8 +238,10 @@ impl Tasks {
         let machine = &entry.machine;
         let state = machine.state().unwrap_or(TaskState::Unspecified);
         let ts = machine.status_timestamp_ms();
-        let was = before.as_ref().map(|b| (b.owner, b.status_ms));
-        self.index.update(entry.owner, id, was, ts);
+        if !self.index_deferred {
+            let was = before.as_ref().and_then(|b| b.listed.as_ref());
+            self.index.update(id, was, entry.listed().as_ref());
+        }
         self.expiring.update(
             id,
             before.as_ref().and_then(|b| b.expires_at),
@@ -246,10 +282,10 @@ impl Tasks {
 }
 
 /// What an index needs to know of a task before a record changes it.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 struct Before {
-    owner: OwnerId,
-    status_ms: u64,
+    /// Where it was listed.
+    listed: Option<Listed>,
     /// Since when the task has waited for a claim, if it does.
     awaiting: Option<u64>,
     /// When it expires, if it is finished and not kept forever.
@@ -261,8 +297,7 @@ impl Before {
         let machine = &entry.machine;
         let status_ms = machine.status_timestamp_ms();
         Self {
-            owner: entry.owner,
-            status_ms,
+            listed: entry.listed(),
             awaiting: machine.awaits_claim().then_some(status_ms),
             expires_at: machine.expires_at_ms(),
         }

@@ -2,8 +2,7 @@
 
 use std::collections::{HashSet, VecDeque};
 
-use super::{Change, Outcome, parse, parse_change};
-use crate::a2a::SendMessageRequest;
+use super::{Change, Outcome, parse_change};
 use crate::{Record, RecordBody, RecordHeader, TaskState};
 
 /// How a claim applied.
@@ -96,7 +95,17 @@ impl TaskMachine {
 
     /// Decide the next record of the task, in log order. The caller routes records by task id.
     pub fn apply(&mut self, record: &Record) -> Result<Change, Outcome> {
-        let change = self.decide(record)?;
+        self.apply_parsed(record, None)
+    }
+
+    /// [`apply`](Self::apply) with the record's payload already parsed ([`Parsed::of`] the
+    /// same record): a reader parses outside whatever lock it applies under.
+    pub fn apply_parsed(
+        &mut self,
+        record: &Record,
+        parsed: Option<Parsed>,
+    ) -> Result<Change, Outcome> {
+        let change = self.decide(record, parsed)?;
         let ts = record.header.timestamp_ms;
         match &change {
             Change::Created(request) => {
@@ -209,21 +218,19 @@ impl TaskMachine {
         }
     }
 
-    fn decide(&self, record: &Record) -> Result<Change, Outcome> {
+    fn decide(&self, record: &Record, parsed: Option<Parsed>) -> Result<Change, Outcome> {
+        // The record's payload as a change, parsed here unless the caller already did.
+        let parsed = move || parsed.map_or_else(|| parse_change(&record.body), |p| p.0);
         let Some(current) = self.state else {
             return match &record.body {
-                RecordBody::Command { params, .. } => parse::<SendMessageRequest>(params)
-                    .map(|r| Change::Created(Box::new(r)))
-                    .ok_or(Outcome::Invalid),
+                RecordBody::Command { .. } => parsed(),
                 _ => Err(Outcome::Orphan),
             };
         };
-        if let RecordBody::Command { params, .. } = &record.body {
+        if let RecordBody::Command { .. } = &record.body {
             // Rule 14: a command written once the task has expired starts it afresh.
             if self.is_expired(record.header.timestamp_ms) {
-                return parse::<SendMessageRequest>(params)
-                    .map(|r| Change::Created(Box::new(r)))
-                    .ok_or(Outcome::Invalid);
+                return parsed();
             }
             return Err(Outcome::Duplicate);
         }
@@ -236,12 +243,14 @@ impl TaskMachine {
         }
         match &record.body {
             RecordBody::Command { .. } => Err(Outcome::Duplicate),
-            RecordBody::Continue { params } => {
-                let request = parse::<SendMessageRequest>(params).ok_or(Outcome::Invalid)?;
+            RecordBody::Continue { .. } => {
+                let Change::Continued(request) = parsed()? else {
+                    return Err(Outcome::Invalid);
+                };
                 if current.is_interrupted() {
-                    Ok(Change::Continued(Box::new(request)))
+                    Ok(Change::Continued(request))
                 } else if matches!(current, TaskState::Submitted | TaskState::Working) {
-                    Ok(Change::FollowedUp(Box::new(request)))
+                    Ok(Change::FollowedUp(request))
                 } else {
                     Err(Outcome::IllegalTransition)
                 }
@@ -259,7 +268,7 @@ impl TaskMachine {
                 if state.is_terminal() != terminal_record || !current.can_transition_to(state) {
                     return Err(Outcome::IllegalTransition);
                 }
-                let mut change = parse_change(&record.body)?;
+                let mut change = parsed()?;
                 if let Change::Status { resumed, .. } = &mut change {
                     *resumed = state.is_interrupted() && self.pending.is_some();
                 }
@@ -267,9 +276,9 @@ impl TaskMachine {
             }
             RecordBody::ArtifactUpdate { .. } => {
                 self.fence(&record.header)?;
-                parse_change(&record.body)
+                parsed()
             }
-            RecordBody::CancelRequest { .. } => parse_change(&record.body),
+            RecordBody::CancelRequest { .. } => parsed(),
         }
     }
 
@@ -420,6 +429,19 @@ impl TaskMachine {
     /// existed.
     pub fn is_expired(&self, now_ms: u64) -> bool {
         self.expires_at_ms().is_some_and(|at| now_ms >= at)
+    }
+}
+
+/// A record's JSON payload parsed into the change it would make, before any rule decides
+/// whether it applies: the part of [`TaskMachine::apply`] that needs no state, so a reader
+/// can do it before it takes a lock.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Parsed(Result<Change, Outcome>);
+
+impl Parsed {
+    /// Parse `record`'s payload.
+    pub fn of(record: &Record) -> Self {
+        Self(parse_change(&record.body))
     }
 }
 

@@ -63,7 +63,7 @@ use crate::a2a::{Artifact, Message, SendMessageRequest, Task, TaskStatus};
 use crate::timestamp::format_millis;
 use crate::{Record, RecordBody, RecordHeader, TaskState};
 
-pub use machine::{Claim, ClaimKind, Claimed, MachineSnapshot, StatusMark, TaskMachine};
+pub use machine::{Claim, ClaimKind, Claimed, MachineSnapshot, Parsed, StatusMark, TaskMachine};
 
 /// What [`TaskFold::apply`] did with a record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
