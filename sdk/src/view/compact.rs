@@ -78,7 +78,7 @@ impl Inner {
                 .unwrap_or(0);
             let segments = self.log.segments(&self.topic, partition).await?;
             let dead: Vec<_> = {
-                let tasks = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
+                let tasks = self.read();
                 let Some(live) = tasks.live.get(partition as usize) else {
                     continue;
                 };

@@ -34,6 +34,11 @@ impl Expiring {
         }
     }
 
+    /// When the next task expires.
+    pub(super) fn next_due(&self) -> Option<u64> {
+        self.tasks.first().map(|(at, _)| *at)
+    }
+
     /// Take out the next task expired at `now_ms`, if any.
     pub(super) fn pop_expired(&mut self, now_ms: u64) -> Option<Arc<str>> {
         let first = self.tasks.first()?;

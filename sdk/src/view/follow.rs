@@ -192,7 +192,7 @@ impl Inner {
             .collect();
         self.records_seen
             .fetch_add(batch.len() as u64, Ordering::Relaxed);
-        let mut tasks = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
+        let mut tasks = self.write();
         for (offset, record, parsed) in decoded {
             tasks.apply_parsed(partition, offset, &record, parsed);
         }
@@ -235,7 +235,10 @@ pub(super) async fn expire_periodically(inner: Weak<Inner>, shutdown: Cancellati
         let Some(inner) = inner.upgrade() else {
             return;
         };
-        let mut tasks = inner.tasks.lock().unwrap_or_else(|e| e.into_inner());
+        if !inner.read().maintenance_due(crate::retention::now_ms()) {
+            continue;
+        }
+        let mut tasks = inner.write();
         inner.expire_locked(&mut tasks);
     }
 }
@@ -256,11 +259,7 @@ pub(super) async fn mark_caught_up(inner: Weak<Inner>, ends: Vec<u64>) {
     }
     if let Some(inner) = inner.upgrade() {
         // The list index of what the replay applied, built once, before anyone is told.
-        inner
-            .tasks
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .index_ready();
+        inner.write().index_ready();
         inner.caught_up.send_replace(true);
     }
 }

@@ -30,7 +30,7 @@ mod tasks;
 mod tests;
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use agentlog_wire::a2a::Task;
 use agentlog_wire::fold::{Change, Claim, StatusMark, fold_content};
@@ -177,7 +177,8 @@ struct Inner {
     log: Log,
     topic: TopicRef,
     partitions: u32,
-    tasks: Mutex<Tasks>,
+    /// Readers (lookups, GetTask, ListTasks) share it; applying a record takes it alone.
+    tasks: RwLock<Tasks>,
     applied: Vec<watch::Sender<u64>>,
     /// Per partition, the next offset to apply. Whoever holds it applies: the background
     /// follower, or a request that needs the view caught up (it applies the records itself
@@ -193,6 +194,17 @@ struct Inner {
     restored: Option<Vec<u64>>,
     /// The newest checkpoints this view wrote or started from.
     checkpoints_known: Mutex<persist::KnownCheckpoints>,
+}
+
+impl Inner {
+    // A panic while holding the lock leaves plain data behind; keep serving it.
+    fn read(&self) -> RwLockReadGuard<'_, Tasks> {
+        self.tasks.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, Tasks> {
+        self.tasks.write().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 /// How a view starts and what it keeps beside the log.
@@ -281,7 +293,7 @@ impl TaskView {
             log: log.clone(),
             topic: topic.clone(),
             partitions,
-            tasks: Mutex::new(tasks),
+            tasks: RwLock::new(tasks),
             applied: positions.iter().map(|p| watch::channel(*p).0).collect(),
             feeds: positions
                 .iter()
@@ -379,7 +391,7 @@ impl TaskView {
             return OwnCommand::NotApplied;
         }
         let mut created = false;
-        let mut tasks = self.lock();
+        let mut tasks = self.write();
         tasks.apply_with(partition, offset, header, |machine| {
             let applied = machine.apply_parsed_command(header, &header.message_id, retention_ms);
             created = applied.is_ok();
@@ -419,7 +431,7 @@ impl TaskView {
         if *next != first_offset {
             return None;
         }
-        let mut tasks = self.lock();
+        let mut tasks = self.write();
         for (offset, record) in (first_offset..).zip(records) {
             tasks.apply(partition, offset, record);
         }
@@ -439,19 +451,19 @@ impl TaskView {
 
     /// The claim on the task's current turn, if any: what a worker checks after writing one.
     pub fn claim_of(&self, task_id: &str) -> Option<Claim> {
-        let tasks = self.lock();
+        let tasks = self.read();
         tasks.entries.get(task_id)?.machine.claim().cloned()
     }
 
     /// How many finished tasks wait to expire (they have a retention), for metrics and tests.
     pub fn expiring_count(&self) -> usize {
-        self.lock().expiring.len()
+        self.read().expiring.len()
     }
 
     /// Drop the tasks expired by now (a view does this on its own as records arrive and
     /// every second; readers never see an expired task either way). How many went.
     pub fn expire_now(&self) -> usize {
-        let mut tasks = self.lock();
+        let mut tasks = self.write();
         self.inner.expire_locked(&mut tasks)
     }
 
@@ -460,7 +472,7 @@ impl TaskView {
     ///
     /// [`TaskMachine::turn_is_over`]: agentlog_wire::fold::TaskMachine::turn_is_over
     pub fn turn_is_over(&self, task_id: &str, turn: &str) -> bool {
-        let tasks = self.lock();
+        let tasks = self.read();
         tasks
             .entries
             .get(task_id)
@@ -469,7 +481,7 @@ impl TaskView {
 
     /// The oldest follow-up queued behind the task's current turn, if any.
     pub fn first_pending(&self, task_id: &str) -> Option<Arc<str>> {
-        let tasks = self.lock();
+        let tasks = self.read();
         tasks
             .entries
             .get(task_id)?
@@ -482,7 +494,7 @@ impl TaskView {
     /// The offset of the command that created the task, if the view has it: which of several
     /// commands for one task id the fold took (the first in log order).
     pub fn command_offset(&self, task_id: &str) -> Option<u64> {
-        let tasks = self.lock();
+        let tasks = self.read();
         tasks
             .entries
             .get(task_id)?
@@ -494,7 +506,7 @@ impl TaskView {
     /// Whether the live task `task_id` applied a record with `message_id` (a client message
     /// or a worker's record; always `false` once the task is terminal).
     pub fn has_applied(&self, task_id: &str, message_id: &str) -> bool {
-        let tasks = self.lock();
+        let tasks = self.read();
         tasks
             .entries
             .get(task_id)
@@ -545,19 +557,19 @@ impl TaskView {
 
     /// How many tasks the view knows.
     pub fn task_count(&self) -> usize {
-        self.lock().entries.len()
+        self.read().entries.len()
     }
 
     /// The task if it exists and `caller` may see it.
     pub fn lookup(&self, caller: &Caller, task_id: &str) -> Option<TaskInfo> {
-        let tasks = self.lock();
+        let tasks = self.read();
         let (id, entry) = tasks.owned(caller, task_id, now_ms())?;
         Some(self.info(id, entry))
     }
 
     /// The task whoever owns it (for workers, which act for every caller), with its owner.
     pub fn lookup_any(&self, task_id: &str) -> Option<(TaskInfo, Caller)> {
-        let tasks = self.lock();
+        let tasks = self.read();
         let (id, entry) = tasks.live_entry(task_id, now_ms())?;
         let owner = tasks.owners.caller(entry.owner).clone();
         Some((self.info(id, entry), owner))
@@ -570,7 +582,7 @@ impl TaskView {
         caller: Option<&Caller>,
         task_id: &str,
     ) -> Option<(TaskInfo, broadcast::Receiver<Arc<TaskEvent>>)> {
-        let mut tasks = self.lock();
+        let mut tasks = self.write();
         let (id, entry) = tasks.live_entry(task_id, now_ms())?;
         if caller.is_some_and(|caller| tasks.owners.find(caller) != Some(entry.owner)) {
             return None;
@@ -584,7 +596,7 @@ impl TaskView {
         &self,
         task_id: &str,
     ) -> Option<(TaskInfo, Caller, broadcast::Receiver<Arc<TaskEvent>>)> {
-        let mut tasks = self.lock();
+        let mut tasks = self.write();
         let (id, entry) = tasks.live_entry(task_id, now_ms())?;
         let owner = tasks.owners.caller(entry.owner).clone();
         let info = self.info(id, entry);
@@ -614,7 +626,7 @@ impl TaskView {
     /// touches as little memory as it can in a view of many tasks.
     pub async fn get(&self, caller: &Caller, task_id: &str) -> Result<Option<Task>> {
         let found = {
-            let tasks = self.lock();
+            let tasks = self.read();
             tasks
                 .owned(caller, task_id, now_ms())
                 .and_then(|(_, entry)| {
@@ -667,7 +679,7 @@ impl TaskView {
 
     /// Whether the view holds `task_id` and it has not expired.
     fn is_retained(&self, task_id: &str) -> bool {
-        self.lock().live_entry(task_id, now_ms()).is_some()
+        self.read().live_entry(task_id, now_ms()).is_some()
     }
 
     /// Read and decode the records at `offsets` (ascending) of `partition`.
@@ -706,16 +718,19 @@ impl TaskView {
     /// The caller's tasks matching `filter`, newest status first: one page and the total
     /// count. O(page + log n) under the view's lock: the index holds every filter's range.
     pub fn list(&self, caller: &Caller, filter: &ListFilter) -> (Vec<TaskInfo>, usize) {
-        let mut tasks = self.lock();
-        // A list during the replay (its request caught up with the log before the view
-        // said so) builds the index itself.
-        tasks.index_ready();
-        // The total counts what the index holds: expired tasks leave it first.
-        self.inner.expire_locked(&mut tasks);
+        let now = now_ms();
+        if self.read().maintenance_due(now) {
+            // A list during the replay (its request caught up with the log before the view
+            // said so) builds the index itself; and the total counts what the index holds,
+            // so expired tasks leave it first.
+            let mut tasks = self.write();
+            tasks.index_ready();
+            self.inner.expire_locked(&mut tasks);
+        }
+        let tasks = self.read();
         let Some(owner) = tasks.owners.find(caller) else {
             return (Vec::new(), 0);
         };
-        let now = now_ms();
         let (candidates, total) = tasks.index.page(owner, filter);
         let mut page = Vec::with_capacity(filter.page_size.min(100));
         for (ts, id) in candidates {
@@ -756,7 +771,7 @@ impl TaskView {
     ///
     /// The first call starts the index (a view nobody sweeps keeps none).
     pub fn awaiting_claim(&self, partition: u32, before_ms: u64) -> Vec<(Arc<str>, Arc<str>)> {
-        let mut tasks = self.lock();
+        let mut tasks = self.write();
         let partitions = self.inner.partitions;
         tasks.track_awaiting(partitions, |id| {
             partition_for_key(id.as_bytes(), partitions)
@@ -777,8 +792,11 @@ impl TaskView {
             .collect()
     }
 
-    fn lock(&self) -> MutexGuard<'_, Tasks> {
-        // A panic while holding the lock leaves plain data behind; keep serving it.
-        self.inner.tasks.lock().unwrap_or_else(|e| e.into_inner())
+    fn read(&self) -> RwLockReadGuard<'_, Tasks> {
+        self.inner.read()
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, Tasks> {
+        self.inner.write()
     }
 }

@@ -116,7 +116,7 @@ impl Inner {
         };
         // The positions and the tasks under one lock: the positions move only under it.
         let (positions, body, count, records_seen) = {
-            let tasks = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
+            let tasks = self.read();
             let positions: Vec<u64> = self.applied.iter().map(|a| *a.borrow()).collect();
             let mut body = Vec::with_capacity(tasks.entries.len() * 96);
             tasks.encode_checkpoint(&mut body);

@@ -111,7 +111,7 @@ async fn a_finished_task_is_gone_for_every_reader_once_its_retention_has_passed(
     view.expire_now();
     assert_eq!((view.task_count(), view.expiring_count()), (0, 0));
     assert!(
-        view.lock()
+        view.read()
             .live
             .iter()
             .all(|live| !live.any_in(0..u64::MAX))

@@ -81,6 +81,11 @@ impl Tasks {
         self.index_deferred = false;
     }
 
+    /// Whether the list index waits to be built or a task is due to expire at `now_ms`.
+    pub(super) fn maintenance_due(&self, now_ms: u64) -> bool {
+        self.index_deferred || self.expiring.next_due().is_some_and(|at| at <= now_ms)
+    }
+
     /// Move `id` in the list index, unless it is built later.
     fn relist(&mut self, id: &Arc<str>, was: Option<&Listed>, now: Option<&Listed>) {
         if !self.index_deferred {

@@ -70,7 +70,7 @@ async fn a_terminal_record_closes_the_subscribers_channel() {
     view.sync(None, PATIENCE).await.unwrap();
     let (info, mut events) = view.subscribe(None, "t1").unwrap();
     assert_eq!(info.state, TaskState::Submitted);
-    assert!(!view.lock().watchers.is_empty());
+    assert!(!view.read().watchers.is_empty());
 
     append(&log, &topic, &completed("t1")).await;
     view.sync(None, PATIENCE).await.unwrap();
@@ -79,7 +79,7 @@ async fn a_terminal_record_closes_the_subscribers_channel() {
     // Nothing follows a terminal record: the channel is gone, not kept for ever.
     let next = tokio::time::timeout(PATIENCE, events.recv()).await.unwrap();
     assert!(matches!(next, Err(RecvError::Closed)));
-    assert!(view.lock().watchers.is_empty());
+    assert!(view.read().watchers.is_empty());
 }
 
 #[tokio::test]
@@ -92,7 +92,7 @@ async fn subscribing_to_a_terminal_task_leaves_nothing_behind() {
     assert_eq!(info.state, TaskState::Completed);
     let next = tokio::time::timeout(PATIENCE, events.recv()).await.unwrap();
     assert!(matches!(next, Err(RecvError::Closed)));
-    assert!(view.lock().watchers.is_empty());
+    assert!(view.read().watchers.is_empty());
 }
 
 #[tokio::test]
