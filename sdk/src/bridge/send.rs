@@ -258,17 +258,7 @@ impl Bridge {
 
     /// The command or continue record that brought `message_id` to the task, read back.
     async fn turn_record(&self, info: &TaskInfo, message_id: &str) -> Result<Option<Record>> {
-        let content: Vec<u64> = info
-            .records
-            .iter()
-            .filter(|r| r.has_content())
-            .map(|r| r.offset())
-            .collect();
-        let records = self
-            .inner
-            .view
-            .read_records(info.partition, &content)
-            .await?;
+        let records = self.inner.view.task_records(info, true).await?;
         Ok(records.into_iter().map(|(_, r)| r).find(|r| {
             r.header.message_id == message_id
                 && matches!(

@@ -143,10 +143,9 @@ async fn snapshot(view: &TaskView, info: &TaskInfo, at: u64) -> Result<(Option<T
         return Ok((Some(view.load(info).await?), info.state));
     }
     // An earlier state is not the view's: fold every record up to it.
-    let offsets: Vec<u64> = info.offsets().filter(|o| *o <= at).collect();
-    let records = view.read_records(info.partition, &offsets).await?;
+    let records = view.task_records(info, false).await?;
     let mut fold = TaskFold::new();
-    for (_, record) in &records {
+    for (_, record) in records.iter().filter(|(offset, _)| *offset <= at) {
         fold.apply(record);
     }
     let state = fold.state().unwrap_or(TaskState::Unspecified);
@@ -160,8 +159,7 @@ enum Replay {
 
 /// Send the task's events after `after`, read back from the log.
 async fn replay(view: &TaskView, info: &TaskInfo, after: u64, tx: &Sink) -> Replay {
-    let offsets: Vec<u64> = info.offsets().collect();
-    let records = match view.read_records(info.partition, &offsets).await {
+    let records = match view.task_records(info, false).await {
         Ok(records) => records,
         Err(e) => {
             let _ = tx.send(Err(e)).await;

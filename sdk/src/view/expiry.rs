@@ -93,6 +93,25 @@ impl LiveRecords {
         Self { chunks }
     }
 
+    /// Count every chunk after `last`'s up to `offset`'s (a spilled task's range grew).
+    pub(super) fn extend(&mut self, last: u64, offset: u64) {
+        for chunk in (last / Self::CHUNK + 1)..=(offset / Self::CHUNK) {
+            *self.chunks.entry(chunk).or_default() += 1;
+        }
+    }
+
+    /// Uncount every chunk from `from`'s to `last`'s.
+    pub(super) fn retract(&mut self, from: u64, last: u64) {
+        for chunk in (from / Self::CHUNK)..=(last / Self::CHUNK) {
+            self.remove(chunk * Self::CHUNK);
+        }
+    }
+
+    /// One offset in each chunk from `from`'s to `last`'s.
+    pub(super) fn chunk_offsets(from: u64, last: u64) -> impl Iterator<Item = u64> {
+        ((from / Self::CHUNK)..=(last / Self::CHUNK)).map(|chunk| chunk * Self::CHUNK)
+    }
+
     /// Whether any offset in `range` may hold a needed record.
     pub(super) fn any_in(&self, range: Range<u64>) -> bool {
         if range.is_empty() {

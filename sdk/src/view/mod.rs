@@ -16,6 +16,7 @@
 //! The view writes nothing anywhere: dropping it and starting again over the same log gives
 //! the same answers.
 
+mod applied;
 mod checkpoint;
 mod compact;
 mod expiry;
@@ -35,7 +36,6 @@ use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use agentlog_wire::a2a::Task;
 use agentlog_wire::fold::{Change, Claim, StatusMark, fold_content};
 use agentlog_wire::{Record, RecordBody, TaskState};
-use smallvec::SmallVec;
 use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
 
@@ -44,6 +44,8 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::log::{Log, TopicRef, partition_for_key};
 use crate::retention::now_ms;
 
+pub use applied::Applied;
+use applied::content_offsets;
 pub use compact::{CompactTopics, Compacted};
 pub use index::ListFilter;
 pub use persist::CheckpointInfo;
@@ -110,12 +112,14 @@ pub struct TaskInfo {
 impl TaskInfo {
     /// The offset of the last applied record: the position of a snapshot taken now.
     pub fn position(&self) -> u64 {
-        self.records.last().map_or(0, |r| r.offset())
+        applied::position(&self.records)
     }
 
-    /// The offsets of every applied record, in order.
+    /// The offsets of the applied records the view lists, in order: all of them, unless the
+    /// task has more than [`MAX_LISTED`](applied::MAX_LISTED) (then [`TaskView::task_records`]
+    /// reads the rest from the log).
     pub fn offsets(&self) -> impl Iterator<Item = u64> + '_ {
-        self.records.iter().map(|r| r.offset())
+        applied::listed(&self.records).iter().map(|r| r.offset())
     }
 
     /// Whether the task waits for a worker to claim its turn (submitted, unclaimed).
@@ -130,47 +134,6 @@ impl TaskInfo {
             has_message: self.status_has_message,
         }
     }
-}
-
-/// One applied record of a task: its offset in the task's partition, and whether its change
-/// [has content](Change::has_content) (then a snapshot reads it back). One word: the mark
-/// takes the offset's top bit, which no log reaches (2^63 records).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Applied(u64);
-
-impl Applied {
-    const CONTENT: u64 = 1 << 63;
-
-    fn new(offset: u64, has_content: bool) -> Self {
-        debug_assert_eq!(offset & Self::CONTENT, 0, "an offset of 2^63 or more");
-        Self(if has_content {
-            offset | Self::CONTENT
-        } else {
-            offset
-        })
-    }
-
-    /// The record's offset.
-    pub fn offset(self) -> u64 {
-        self.0 & !Self::CONTENT
-    }
-
-    /// Whether the record adds to the task's history or artifacts.
-    pub fn has_content(self) -> bool {
-        self.0 & Self::CONTENT != 0
-    }
-}
-
-/// Offsets of a task's content records: a finished task's few fit inline.
-type ContentOffsets = SmallVec<[u64; 4]>;
-
-/// The offsets of the records with content among `records`.
-fn content_offsets(records: &[Applied]) -> ContentOffsets {
-    records
-        .iter()
-        .filter(|r| r.has_content())
-        .map(|r| r.offset())
-        .collect()
 }
 
 struct Inner {
@@ -520,8 +483,7 @@ impl TaskView {
         info: &TaskInfo,
         message_id: &str,
     ) -> Result<Option<agentlog_wire::a2a::Message>> {
-        let content = content_offsets(&info.records);
-        let records = self.read_records(info.partition, &content).await?;
+        let records = self.task_records(info, true).await?;
         Ok(records.into_iter().find_map(|(_, record)| {
             let (RecordBody::Command { params, .. } | RecordBody::Continue { params }) =
                 &record.body
@@ -629,13 +591,19 @@ impl TaskView {
             let tasks = self.read();
             tasks
                 .owned(caller, task_id, now_ms())
-                .and_then(|(_, entry)| {
+                .and_then(|(id, entry)| {
+                    if applied::spilled(&entry.records).is_some() {
+                        return Some(Err(self.info(id, entry)));
+                    }
                     let status = entry.machine.status()?;
-                    Some((content_offsets(&entry.records), status))
+                    Some(Ok((content_offsets(&entry.records), status)))
                 })
         };
-        let Some((content, status)) = found else {
-            return Ok(None);
+        let (content, status) = match found {
+            None => return Ok(None),
+            // A long task: folded from everything it has.
+            Some(Err(info)) => return self.load(&info).await.map(Some),
+            Some(Ok(found)) => found,
         };
         let partition = self.partition_of(task_id);
         match self
@@ -649,6 +617,19 @@ impl TaskView {
 
     /// The task `info` describes, folded from its content records read back from the log.
     pub async fn load(&self, info: &TaskInfo) -> Result<Task> {
+        if applied::spilled(&info.records).is_some() {
+            let records = self.task_records(info, false).await?;
+            let mut fold = agentlog_wire::fold::TaskFold::new();
+            for (_, record) in &records {
+                fold.apply(record);
+            }
+            return fold.into_task().ok_or_else(|| {
+                Error::new(
+                    ErrorKind::Corrupt,
+                    format!("task {}: its records do not fold to a task", info.id),
+                )
+            });
+        }
         let content = content_offsets(&info.records);
         self.fold_content(&info.id, info.partition, &content, info.status())
             .await

@@ -540,3 +540,102 @@ async fn list_pages_agree_with_a_scan_for_every_filter() {
         0
     );
 }
+
+#[tokio::test]
+async fn a_task_with_100k_records_keeps_bounded_memory_and_reads_back_whole() {
+    let (log, events, checkpoints) = memory_log(1).await;
+    let view = caught_up_view(
+        &log,
+        &events,
+        ViewOptions::checkpointed(checkpoints.clone()),
+    )
+    .await;
+    let now = now_ms();
+    append(&log, &events, &command("long", "stream", now, 86_400_000)).await;
+    // Another task's records in between: the long task's are not contiguous.
+    append(&log, &events, &command("other", "hi", now, 86_400_000)).await;
+    let mut batch = Vec::new();
+    for n in 0..100_000u64 {
+        let record = if n % 2 == 0 {
+            status("long", &format!("s-{n}"), now + n, TaskState::Working)
+        } else {
+            at(
+                "long",
+                &format!("a-{n}"),
+                now + n,
+                RecordBody::ArtifactUpdate {
+                    append: true,
+                    last_chunk: false,
+                    artifact: format!(r#"{{"artifactId":"out","parts":[{{"text":"{n}"}}]}}"#),
+                },
+            )
+        };
+        batch.push(Bytes::from(record.encode().unwrap()));
+        if batch.len() == 1_000 {
+            log.append(&events, b"long", std::mem::take(&mut batch))
+                .await
+                .unwrap();
+        }
+    }
+    view.sync(None, PATIENCE).await.unwrap();
+    {
+        let tasks = view.read();
+        let entry = tasks.entries.get("long").unwrap();
+        assert_eq!(
+            entry.records.len(),
+            applied::MAX_LISTED + 1,
+            "a bounded listing"
+        );
+        let seen = entry.machine.snapshot().seen.unwrap();
+        assert!(
+            seen.1.len() <= agentlog_wire::fold::RECENT_IDS,
+            "a bounded dedupe window"
+        );
+    }
+    // What GetTask answers is the fold of every record of the task.
+    let task = view.get(&caller(), "long").await.unwrap().unwrap();
+    assert_eq!(task.status.state, TaskState::Working);
+    assert_eq!(task.artifacts[0].parts.len(), 50_000);
+    assert_eq!(task.artifacts[0].parts[49_999].as_text(), Some("99999"));
+    // A snapshot at an earlier position, and a restart from a checkpoint, agree.
+    let info = view.lookup(&caller(), "long").unwrap();
+    let (snapshot, mut events) = view.subscribe(Some(&caller()), "long").unwrap();
+    assert_eq!(view.load(&snapshot).await.unwrap(), task);
+    assert!(events.try_recv().is_err());
+    view.checkpoint().await.unwrap().unwrap();
+    let restored = caught_up_view(
+        &log,
+        &events_topic(),
+        ViewOptions::restore_only(checkpoints),
+    )
+    .await;
+    assert!(restored.restored_from().is_some());
+    assert_eq!(
+        restored.get(&caller(), "long").await.unwrap().unwrap(),
+        task
+    );
+    assert_eq!(
+        restored.lookup(&caller(), "long").unwrap().position(),
+        info.position()
+    );
+    // Finishing it frees what it pinned.
+    append(
+        &log,
+        &events_topic(),
+        &at(
+            "long",
+            "done",
+            now + 200_000,
+            RecordBody::status(TaskState::Completed, String::new()),
+        ),
+    )
+    .await;
+    view.sync(None, PATIENCE).await.unwrap();
+    let done = view.get(&caller(), "long").await.unwrap().unwrap();
+    assert_eq!(done.status.state, TaskState::Completed);
+    assert_eq!(done.artifacts, task.artifacts);
+}
+
+fn events_topic() -> TopicRef {
+    TopicRef::new("s", "a.events")
+}

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use super::Applied;
+use super::applied::{self, Applied};
 use super::checkpoint::{Checkpoint, codec};
 use super::expiry::{Expiring, LiveRecords};
 use super::tasks::{Entry, Tasks};
@@ -49,14 +49,16 @@ impl Tasks {
             if let Some(at) = machine.expires_at_ms() {
                 expiring.push((at, id.clone()));
             }
+            let records: smallvec::SmallVec<[Applied; 4]> =
+                task.records.into_iter().map(Applied).collect();
             if let Some(offsets) = live.get_mut(partition_of(&id) as usize) {
-                offsets.extend(task.records.iter().map(|word| Applied(*word).offset()));
+                applied::counted(&records, offsets);
             }
             let entry = Entry {
                 owner,
                 context_id: Arc::from(task.context_id),
                 machine,
-                records: task.records.into_iter().map(Applied).collect(),
+                records,
             };
             tasks.entries.insert(id, entry);
         }

@@ -10,9 +10,10 @@ use agentlog_wire::{Record, RecordHeader, TaskState};
 use smallvec::SmallVec;
 use tokio::sync::broadcast;
 
+use super::TaskEvent;
+use super::applied::{self, Applied};
 use super::expiry::{Expiring, LiveRecords};
 use super::index::{AwaitingClaim, ListIndex, Listed, OwnerId, Owners};
-use super::{Applied, TaskEvent};
 use crate::agent::Caller;
 
 /// One task as the view keeps it.
@@ -103,9 +104,7 @@ impl Tasks {
             };
             self.relist(&id, entry.listed().as_ref(), None);
             if let Some(live) = self.live.get_mut(partition_of(&id) as usize) {
-                for record in &entry.records {
-                    live.remove(record.offset());
-                }
+                applied::forget(&entry.records, live);
             }
             self.watchers.remove(&id);
             dropped += 1;
@@ -199,19 +198,14 @@ impl Tasks {
                     // A new incarnation of an expired task (fold rule 14): nothing of the
                     // old one is needed any more.
                     if let Some(live) = live {
-                        for record in &entry.records {
-                            live.remove(record.offset());
-                        }
+                        applied::forget(&entry.records, live);
                         live.add(offset);
                     }
                     entry.owner = self.owners.intern(&header.principal, &header.tenant);
                     entry.context_id = Arc::from(header.context_id.as_str());
-                    entry.records = smallvec::smallvec![applied(offset, change.as_ref())];
+                    entry.records = smallvec::smallvec![record_of(offset, change.as_ref())];
                 } else if !quiet {
-                    entry.records.push(applied(offset, change.as_ref()));
-                    if let Some(live) = live {
-                        live.add(offset);
-                    }
+                    applied::push(&mut entry.records, record_of(offset, change.as_ref()), live);
                 }
                 change
             }
@@ -231,7 +225,7 @@ impl Tasks {
                         owner,
                         context_id: Arc::from(header.context_id.as_str()),
                         machine,
-                        records: smallvec::smallvec![applied(offset, change.as_ref())],
+                        records: smallvec::smallvec![record_of(offset, change.as_ref())],
                     },
                 );
                 change
@@ -330,6 +324,6 @@ fn is_first_claim(change: &Change) -> bool {
 }
 
 /// An applied record at `offset`; no change given means the task's own command (content).
-fn applied(offset: u64, change: Option<&Change>) -> Applied {
+fn record_of(offset: u64, change: Option<&Change>) -> Applied {
     Applied::new(offset, change.is_none_or(Change::has_content))
 }

@@ -100,13 +100,7 @@ async fn requeue(shared: &Shared, task_id: &Arc<str>, turn: &str) -> Result<bool
     if !info.awaits_claim() || info.last_message_id.as_deref() != Some(turn) {
         return Ok(false);
     }
-    let content: Vec<u64> = info
-        .records
-        .iter()
-        .filter(|r| r.has_content())
-        .map(|r| r.offset())
-        .collect();
-    let records = view.read_records(info.partition, &content).await?;
+    let records = view.task_records(&info, true).await?;
     let Some(record) = records
         .into_iter()
         .map(|(_, record)| record)

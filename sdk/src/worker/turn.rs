@@ -443,8 +443,7 @@ fn ends_attempt(event: &TaskEvent, attempt: &Attempt, source: &str) -> bool {
 /// The artifact ids earlier attempts of this turn wrote to, which this attempt starts over.
 async fn earlier_artifacts(shared: &Shared, info: &TaskInfo, attempt: &Attempt) -> HashSet<String> {
     let first_of_turn = attempt.number.saturating_sub(attempt.turn_attempt - 1);
-    let offsets: Vec<u64> = info.offsets().collect();
-    let records = match shared.view.read_records(info.partition, &offsets).await {
+    let records = match shared.view.task_records(info, false).await {
         Ok(records) => records,
         Err(error) => {
             tracing::warn!(task_id = %info.id, %error, "worker: cannot read what earlier attempts wrote");

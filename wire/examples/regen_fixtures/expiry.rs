@@ -118,6 +118,34 @@ pub(crate) fn expiry() -> Vec<Value> {
     ];
     scenarios
         .into_iter()
+        .chain([(
+            "rule 8 remembers every client message id and the newest 256 others",
+            remembered(),
+        )])
         .map(|(description, records)| case(description, records))
         .collect()
+}
+
+/// The command, 257 artifact chunks with their own ids, then the first chunk's id again (out
+/// of the newest 256: it applies) and the last's (a duplicate), then the command again (a
+/// duplicate however far back).
+fn remembered() -> Vec<Record> {
+    let chunk = |n: usize, ms: u64| {
+        rec(
+            "task-1",
+            &format!("a-{n}"),
+            T0 + ms,
+            RecordBody::ArtifactUpdate {
+                append: true,
+                last_chunk: false,
+                artifact: format!(r#"{{"artifactId":"out","parts":[{{"text":"{n} "}}]}}"#),
+            },
+        )
+    };
+    let mut records = vec![hi_command()];
+    records.extend((0..=256).map(|n| chunk(n, 1 + n as u64)));
+    records.push(chunk(0, 300));
+    records.push(chunk(256, 301));
+    records.push(command("m-1", "hi", 302, RETENTION_MS));
+    records
 }

@@ -1,6 +1,8 @@
 //! [`TaskMachine`]: the state-level half of the fold, which decides every record.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::VecDeque;
+
+use super::seen::Seen;
 
 use super::{Change, Outcome, parse_change};
 use crate::{Record, RecordBody, RecordHeader, TaskState};
@@ -70,10 +72,10 @@ pub struct TaskMachine {
     /// Whether the record that set the status carried a message.
     status_has_message: bool,
     last_message_id: Option<Box<str>>,
-    /// `message_id`s applied so far; dropped once the task is terminal (nothing applies then).
-    /// Boxed so a finished task pays one null pointer here instead of an inline empty set.
-    #[allow(clippy::box_collection)]
-    seen: Option<Box<HashSet<Box<str>>>>,
+    /// `message_id`s applied so far (rule 8: the client messages', and the newest others');
+    /// dropped once the task is terminal (nothing applies then). Boxed so a finished task
+    /// pays one null pointer here.
+    seen: Option<Box<Seen>>,
     /// The task's claims so far: the last attempt number given out.
     attempts: u32,
     /// The claim on the current turn, if any (none before the turn's first claim, after an
@@ -151,7 +153,11 @@ impl TaskMachine {
                 self.claim = Some(Box::new(claimed.claim.clone()));
             }
         }
-        self.remember(&record.header.message_id);
+        let client = matches!(
+            change,
+            Change::Created(_) | Change::Continued(_) | Change::FollowedUp(_)
+        );
+        self.remember(&record.header.message_id, client);
         Ok(change)
     }
 
@@ -184,7 +190,7 @@ impl TaskMachine {
             ..Self::default()
         };
         self.submit(message_id, header.timestamp_ms);
-        self.remember(&header.message_id);
+        self.remember(&header.message_id, true);
         Ok(())
     }
 
@@ -195,16 +201,13 @@ impl TaskMachine {
         self.set(TaskState::Submitted, timestamp_ms, false);
     }
 
-    /// Remember an applied record's `message_id`, to refuse its duplicates while live.
-    fn remember(&mut self, id: &str) {
-        if id.is_empty() {
+    /// Remember an applied record's `message_id` (of a client message or not), to refuse
+    /// its duplicates while live.
+    fn remember(&mut self, id: &str, client: bool) {
+        if id.is_empty() || self.is_terminal() {
             return;
         }
-        if let Some(seen) = self.seen.as_mut() {
-            seen.insert(id.into());
-        } else if !self.is_terminal() {
-            self.seen = Some(Box::new(HashSet::from([id.into()])));
-        }
+        self.seen.get_or_insert_default().insert(id, client);
     }
 
     fn set(&mut self, state: TaskState, timestamp_ms: u64, has_message: bool) {
@@ -458,8 +461,9 @@ pub struct MachineSnapshot {
     pub status_has_message: bool,
     /// The latest client message id applied.
     pub last_message_id: Option<String>,
-    /// The `message_id`s applied while live (`None` once terminal).
-    pub seen: Option<Vec<String>>,
+    /// The `message_id`s applied while live (`None` once terminal): the client messages'
+    /// (sorted), and the newest others' (oldest first), as rule 8 remembers them.
+    pub seen: Option<(Vec<String>, Vec<String>)>,
     /// The task's claims so far.
     pub attempts: u32,
     /// The claim on the current turn.
@@ -473,14 +477,7 @@ pub struct MachineSnapshot {
 impl TaskMachine {
     /// The machine's whole state, to store.
     pub fn snapshot(&self) -> MachineSnapshot {
-        let mut seen = self
-            .seen
-            .as_ref()
-            .map(|seen| seen.iter().map(|id| id.to_string()).collect::<Vec<_>>());
-        // A stable order, so that equal machines give equal snapshots.
-        if let Some(seen) = seen.as_mut() {
-            seen.sort_unstable();
-        }
+        let seen = self.seen.as_ref().map(|seen| seen.parts());
         MachineSnapshot {
             state: self.state,
             status_timestamp_ms: self.status_timestamp_ms,
@@ -504,7 +501,7 @@ impl TaskMachine {
             last_message_id: snapshot.last_message_id.map(Box::from),
             seen: snapshot
                 .seen
-                .map(|seen| Box::new(seen.into_iter().map(Box::from).collect())),
+                .map(|(clients, recent)| Box::new(Seen::from_parts(clients, recent))),
             attempts: snapshot.attempts,
             claim: snapshot.claim.map(Box::new),
             pending: (!pending.is_empty()).then(|| Box::new(pending)),

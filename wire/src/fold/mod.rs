@@ -19,7 +19,8 @@
 //! 7. An **artifact update** with `append` adds its parts to the artifact of the same id (or
 //!    creates it); without `append` it replaces that artifact (or adds it at the end).
 //! 8. A record whose `message_id` was already applied to the task is a duplicate and ignored
-//!    (logs deliver at least once and Iggy does not dedupe).
+//!    (logs deliver at least once and Iggy does not dedupe): every client message's id counts,
+//!    and of the other records' ids the newest [`RECENT_IDS`] applied.
 //! 9. A record whose JSON payload does not parse is ignored and counted as invalid.
 //! 10. A **claim** gives one worker's attempt the turn the task waits on (the client message
 //!     it answers), under a lease. While the task is submitted or working, a claim naming that
@@ -56,6 +57,7 @@
 //! that already ran the machine (the bridge's view) need not read the rest back.
 
 mod machine;
+mod seen;
 
 use serde::de::DeserializeOwned;
 
@@ -64,6 +66,7 @@ use crate::timestamp::format_millis;
 use crate::{Record, RecordBody, RecordHeader, TaskState};
 
 pub use machine::{Claim, ClaimKind, Claimed, MachineSnapshot, Parsed, StatusMark, TaskMachine};
+pub use seen::RECENT_IDS;
 
 /// What [`TaskFold::apply`] did with a record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -1,7 +1,7 @@
 //! The bytes of a checkpoint: the view's tasks at known log positions, checksummed.
 //!
 //! ```text
-//! magic "agentlog/view-checkpoint\0", u8 version (= 1)
+//! magic "agentlog/view-checkpoint\0", u8 version (= 2; 1 stored rule 8's ids as one set)
 //! u64 created_ms, str16 stream, str16 topic, u32 partitions
 //! per partition: u64 position (the next offset to apply), u32 anchor length, u32 anchor crc
 //!   (of the record at position - 1: a checkpoint of another log does not match; 0, 0 at 0)
@@ -9,7 +9,8 @@
 //! u64 tasks; per task: str16 id, u32 owner, str16 context id, machine, u32 records, u64 each
 //!   machine: u8 state (255 = none), u64 status ms, u8 flags (1 has message, 2 last message
 //!   id, 4 seen, 8 claim), [str16 last message id], u32 attempts, u64 retention ms,
-//!   [u32 n, str16 × n seen], [u32 attempt, u32 turn attempt, str16 holder, u64 lease],
+//!   [u32 n, str16 × n client ids seen, u32 m, str16 × m other ids seen, oldest first],
+//!   [u32 attempt, u32 turn attempt, str16 holder, u64 lease],
 //!   u32 n, str16 × n pending
 //! u32 crc32c of every byte before it
 //! ```
@@ -23,7 +24,7 @@ use agentlog_wire::fold::{Claim, MachineSnapshot};
 use crate::agent::Caller;
 
 const MAGIC: &[u8] = b"agentlog/view-checkpoint\0";
-const VERSION: u8 = 1;
+const VERSION: u8 = 2;
 const NO_STATE: u8 = 255;
 const HAS_MESSAGE: u8 = 1;
 const HAS_LAST_MESSAGE: u8 = 2;
@@ -159,10 +160,12 @@ fn put_machine(out: &mut Vec<u8>, m: &MachineSnapshot) {
     }
     put_u32(out, m.attempts);
     put_u64(out, m.retention_ms);
-    if let Some(seen) = &m.seen {
-        put_u32(out, seen.len() as u32);
-        for id in seen {
-            put_str(out, id);
+    if let Some((clients, recent)) = &m.seen {
+        for ids in [clients, recent] {
+            put_u32(out, ids.len() as u32);
+            for id in ids {
+                put_str(out, id);
+            }
         }
     }
     if let Some(claim) = &m.claim {
@@ -281,13 +284,17 @@ fn machine(r: &mut Reader<'_>) -> Result<MachineSnapshot, CodecError> {
         .transpose()?;
     let attempts = r.u32()?;
     let retention_ms = r.u64()?;
-    let seen = (flags & HAS_SEEN != 0)
-        .then(|| {
-            (0..r.u32()?)
-                .map(|_| r.str())
-                .collect::<Result<Vec<_>, _>>()
-        })
-        .transpose()?;
+    let ids = |r: &mut Reader<'_>| {
+        (0..r.u32()?)
+            .map(|_| r.str())
+            .collect::<Result<Vec<_>, _>>()
+    };
+    let seen = if flags & HAS_SEEN != 0 {
+        let clients = ids(r)?;
+        Some((clients, ids(r)?))
+    } else {
+        None
+    };
     let claim = (flags & HAS_CLAIM != 0)
         .then(|| {
             Ok::<_, CodecError>(Claim {
@@ -394,7 +401,7 @@ mod tests {
             status_timestamp_ms: 7,
             status_has_message: true,
             last_message_id: Some("m-1".into()),
-            seen: Some(vec!["m-1".into(), "c-1".into()]),
+            seen: Some((vec!["m-1".into()], vec!["c-1".into(), "s-1".into()])),
             attempts: 1,
             claim: Some(Claim {
                 attempt: 1,

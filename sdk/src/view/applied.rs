@@ -1,0 +1,217 @@
+//! What the view lists of a task's applied records: their offsets, each marked with whether it
+//! has content, in one word each — and, for a task that has applied more than [`MAX_LISTED`]
+//! (one that streams for hours), only the first ones, a mark saying from where the rest are
+//! read from the log, and the last one's offset. So a task's memory in the view is bounded
+//! however long it runs: [`MAX_LISTED`] words.
+
+use super::expiry::LiveRecords;
+
+/// The most applied records the view lists for one task.
+pub const MAX_LISTED: usize = 1024;
+
+/// One applied record of a task: its offset in the task's partition, and whether its change
+/// [has content](agentlog_wire::fold::Change::has_content) (then a snapshot reads it back).
+/// One word: the marks take the offset's top bits, which no log reaches (2^61 records).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Applied(pub(super) u64);
+
+impl Applied {
+    const CONTENT: u64 = 1 << 63;
+    /// Not a record: the task's applied records from this offset on are not listed.
+    const SPILL: u64 = 1 << 62;
+    /// After a spill: the offset of the task's last applied record.
+    const LAST: u64 = 1 << 61;
+    const MARKS: u64 = Self::CONTENT | Self::SPILL | Self::LAST;
+
+    pub(super) fn new(offset: u64, has_content: bool) -> Self {
+        debug_assert_eq!(offset & Self::MARKS, 0, "an offset of 2^61 or more");
+        Self(if has_content {
+            offset | Self::CONTENT
+        } else {
+            offset
+        })
+    }
+
+    /// The record's offset.
+    pub fn offset(self) -> u64 {
+        self.0 & !Self::MARKS
+    }
+
+    /// Whether the record adds to the task's history or artifacts.
+    pub fn has_content(self) -> bool {
+        self.0 & Self::CONTENT != 0
+    }
+
+    fn is_spill(self) -> bool {
+        self.0 & Self::SPILL != 0
+    }
+}
+
+/// From which offset a task's applied records are not listed, and its last one's offset.
+pub(super) fn spilled(records: &[Applied]) -> Option<(u64, u64)> {
+    match records {
+        [.., spill, last] if spill.is_spill() => Some((spill.offset(), last.offset())),
+        _ => None,
+    }
+}
+
+/// The records that are listed.
+pub(super) fn listed(records: &[Applied]) -> &[Applied] {
+    match spilled(records) {
+        Some(_) => &records[..records.len() - 2],
+        None => records,
+    }
+}
+
+/// The offset of the task's last applied record.
+pub(super) fn position(records: &[Applied]) -> u64 {
+    records.last().map_or(0, |r| r.offset())
+}
+
+/// Record an applied record of a task (`records`, whose kept records `live` counts).
+pub(super) fn push(
+    records: &mut smallvec::SmallVec<[Applied; 4]>,
+    applied: Applied,
+    live: Option<&mut LiveRecords>,
+) {
+    let offset = applied.offset();
+    match spilled(records) {
+        Some((_, last)) => {
+            // Every chunk from the spill to the last record stays counted: add the ones
+            // the new last record reaches.
+            if let Some(live) = live {
+                live.extend(last, offset);
+            }
+            if let Some(slot) = records.last_mut() {
+                *slot = Applied(offset | Applied::LAST);
+            }
+        }
+        None if records.len() + 1 >= MAX_LISTED => {
+            if let Some(live) = live {
+                live.add(offset);
+            }
+            records.push(Applied(offset | Applied::SPILL));
+            records.push(Applied(offset | Applied::LAST));
+        }
+        None => {
+            if let Some(live) = live {
+                live.add(offset);
+            }
+            records.push(applied);
+        }
+    }
+}
+
+/// Take a task's records out of `live` (it expired, or started again).
+pub(super) fn forget(records: &[Applied], live: &mut LiveRecords) {
+    for record in listed(records) {
+        live.remove(record.offset());
+    }
+    if let Some((from, last)) = spilled(records) {
+        live.retract(from, last);
+    }
+}
+
+/// The offsets a task's records keep counted in `live`, one per record (a spilled range
+/// gives every chunk it covers): what a restored view counts.
+pub(super) fn counted(records: &[Applied], out: &mut Vec<u64>) {
+    out.extend(listed(records).iter().map(|r| r.offset()));
+    if let Some((from, last)) = spilled(records) {
+        out.extend(LiveRecords::chunk_offsets(from, last));
+    }
+}
+
+/// The offsets of the listed records with content.
+pub(super) fn content_offsets(records: &[Applied]) -> smallvec::SmallVec<[u64; 4]> {
+    listed(records)
+        .iter()
+        .filter(|r| r.has_content())
+        .map(|r| r.offset())
+        .collect()
+}
+
+impl super::TaskView {
+    /// The task's records read back from the log, in order: its listed applied records (only
+    /// those with content, if `content_only`), and for a task with more than [`MAX_LISTED`],
+    /// every record of the task in its partition from where the listing stops to its last
+    /// applied record (applied or not: fold them to know). What anything that reads a task
+    /// back goes through.
+    pub async fn task_records(
+        &self,
+        info: &super::TaskInfo,
+        content_only: bool,
+    ) -> crate::error::Result<Vec<(u64, agentlog_wire::Record)>> {
+        let offsets: Vec<u64> = listed(&info.records)
+            .iter()
+            .filter(|r| !content_only || r.has_content())
+            .map(|r| r.offset())
+            .collect();
+        let mut records = self.read_records(info.partition, &offsets).await?;
+        if let Some((from, last)) = spilled(&info.records) {
+            records.extend(self.scan_task(info.partition, &info.id, from, last).await?);
+        }
+        Ok(records)
+    }
+
+    /// The records of `task_id` in `partition` from `from` to `last` (inclusive).
+    async fn scan_task(
+        &self,
+        partition: u32,
+        task_id: &str,
+        from: u64,
+        last: u64,
+    ) -> crate::error::Result<Vec<(u64, agentlog_wire::Record)>> {
+        let mut found = Vec::new();
+        let mut next = from;
+        while next <= last {
+            let batch = self
+                .inner
+                .log
+                .read(&self.inner.topic, partition, next, 1024)
+                .await?;
+            let Some(end) = batch.last().map(|r| r.offset) else {
+                break;
+            };
+            for stored in batch.into_iter().filter(|r| r.offset <= last) {
+                // Another task's record, or one that does not decode (the fold skipped it
+                // too): not this task's.
+                if let Ok(record) = agentlog_wire::Record::decode(&stored.payload)
+                    && record.header.task_id == task_id
+                {
+                    found.push((stored.offset, record));
+                }
+            }
+            next = end + 1;
+        }
+        Ok(found)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_task_lists_a_bounded_prefix_and_its_last_record() {
+        let mut records = smallvec::SmallVec::new();
+        let mut live = LiveRecords::default();
+        for offset in 0..100_000u64 {
+            push(
+                &mut records,
+                Applied::new(offset * 3, offset % 2 == 0),
+                Some(&mut live),
+            );
+        }
+        assert_eq!(records.len(), MAX_LISTED + 1);
+        assert_eq!(listed(&records).len(), MAX_LISTED - 1);
+        let (from, last) = spilled(&records).expect("spilled");
+        assert_eq!((from, last), (3 * (MAX_LISTED as u64 - 1), 3 * 99_999));
+        assert_eq!(position(&records), last);
+        assert!(live.any_in(last..last + 1) && live.any_in(from..from + 1));
+        forget(&records, &mut live);
+        assert!(
+            !live.any_in(0..u64::MAX),
+            "every chunk counted is uncounted"
+        );
+    }
+}
