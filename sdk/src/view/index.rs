@@ -66,9 +66,10 @@ pub(super) struct Listed {
 /// Every task under four groupings, each ordered by (status time, task id): the owner's
 /// tasks, the owner's in one state, in one context, and in one context and state. So any
 /// filter combination of `ListTasks` (context, state, status time at or after) is one range
-/// of one grouping: a page costs O(log n + page), with no scan. Each grouping's size is
-/// counted, so a total is O(1); with `statusTimestampAfter` it is counted from whichever end
-/// of the range is nearer, O(min(tasks matching, tasks of the grouping not matching)).
+/// of one grouping: a page costs O(log n + page), with no scan. The owner's and owner-state
+/// groupings' sizes are kept, so their total is O(1); with `statusTimestampAfter` it is counted
+/// from whichever end of the range is nearer, O(min(tasks matching, tasks of the grouping not
+/// matching)); a context's total is counted, O(the context's tasks).
 ///
 /// A grouping is keyed by a 64-bit hash of what it groups by; the page's caller checks each
 /// task it gets against the filter, so a collision costs a skipped entry, never a wrong one
@@ -101,8 +102,9 @@ impl ListIndex {
             return;
         }
         if let Some(was) = was {
-            for g in Self::groups(was) {
+            for (family, g) in Self::groups(was).into_iter().enumerate() {
                 if self.set.remove(&(g, was.status_ms, id.clone()))
+                    && family < COUNTED
                     && let Some(size) = self.sizes.get_mut(&g)
                 {
                     *size -= 1;
@@ -113,8 +115,8 @@ impl ListIndex {
             }
         }
         if let Some(now) = now {
-            for g in Self::groups(now) {
-                if self.set.insert((g, now.status_ms, id.clone())) {
+            for (family, g) in Self::groups(now).into_iter().enumerate() {
+                if self.set.insert((g, now.status_ms, id.clone())) && family < COUNTED {
                     *self.sizes.entry(g).or_default() += 1;
                 }
             }
@@ -127,9 +129,11 @@ impl ListIndex {
         let mut keys = Vec::new();
         let mut sizes: HashMap<u64, u32> = HashMap::new();
         for (id, listed) in tasks {
-            for g in Self::groups(&listed) {
+            for (family, g) in Self::groups(&listed).into_iter().enumerate() {
                 keys.push((g, listed.status_ms, id.clone()));
-                *sizes.entry(g).or_default() += 1;
+                if family < COUNTED {
+                    *sizes.entry(g).or_default() += 1;
+                }
             }
         }
         // Sorted first, the set is built in one pass.
@@ -155,7 +159,6 @@ impl ListIndex {
             (Some(_), Some(_)) => 3,
         };
         let g = group(family, owner, filter.context_id.as_deref(), filter.state);
-        let size = self.sizes.get(&g).copied().unwrap_or(0) as usize;
         let first = (g, 0, empty_id());
         let lower = (g, filter.status_after_ms.unwrap_or(0), empty_id());
         // Every key of the group is below the next group's first one.
@@ -164,9 +167,15 @@ impl ListIndex {
             Some(end) => Bound::Excluded(end.clone()),
             None => Bound::Unbounded,
         };
-        let total = if filter.status_after_ms.is_none_or(|after| after == 0) {
-            size
+        let total = if usize::from(family) >= COUNTED {
+            // A context's tasks: few, counted.
+            self.set
+                .range((Bound::Included(lower.clone()), upper_of_group()))
+                .count()
+        } else if filter.status_after_ms.is_none_or(|after| after == 0) {
+            self.sizes.get(&g).copied().unwrap_or(0) as usize
         } else {
+            let size = self.sizes.get(&g).copied().unwrap_or(0) as usize;
             // Count the nearer side: the matching keys, or the group's others.
             let mut matching = self
                 .set
@@ -195,6 +204,11 @@ impl ListIndex {
         (page, total)
     }
 }
+
+/// The groupings whose sizes are kept (the owner's, the owner's per state): few of them. A
+/// context's tasks are counted when listed (a context holds one conversation's tasks; a size per
+/// context would cost memory per task).
+const COUNTED: usize = 2;
 
 /// The empty task id: below every other.
 fn empty_id() -> Arc<str> {

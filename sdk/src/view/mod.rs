@@ -26,6 +26,7 @@ mod persist;
 #[cfg(test)]
 mod retention_tests;
 mod snapshot;
+mod task_map;
 mod tasks;
 #[cfg(test)]
 mod tests;

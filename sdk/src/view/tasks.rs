@@ -14,6 +14,7 @@ use super::TaskEvent;
 use super::applied::{self, Applied};
 use super::expiry::{Expiring, LiveRecords};
 use super::index::{AwaitingClaim, ListIndex, Listed, OwnerId, Owners};
+use super::task_map::TaskMap;
 use crate::agent::Caller;
 
 /// One task as the view keeps it.
@@ -39,7 +40,7 @@ impl Entry {
 
 /// Every task of the view, and the indexes over them.
 pub(super) struct Tasks {
-    pub(super) entries: HashMap<Arc<str>, Entry>,
+    pub(super) entries: TaskMap,
     pub(super) owners: Owners,
     pub(super) index: ListIndex,
     /// Per partition, the tasks whose turn no worker has claimed yet; kept only once a worker
@@ -58,7 +59,7 @@ pub(super) struct Tasks {
 impl Tasks {
     pub(super) fn new(partitions: u32) -> Self {
         Self {
-            entries: HashMap::new(),
+            entries: TaskMap::default(),
             owners: Owners::default(),
             index: ListIndex::default(),
             awaiting: None,
