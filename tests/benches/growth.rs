@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use agentlog::bridge::{Bridge, BridgeConfig};
 use agentlog::view::CompactTopics;
 use agentlog::{AgentTopics, Caller};
-use agentlog_integration::bench::{block_on, task_id, write_tasks_from};
+use agentlog_integration::bench::{block_on, task_id, write_tasks_from, write_tasks_with};
 use agentlog_wire::a2a::{GetTaskRequest, ListTasksRequest};
 use hdrhistogram::Histogram;
 
@@ -227,37 +227,21 @@ async fn disk() {
     log.close().await.unwrap();
 }
 
-/// `count` finished tasks with a one-minute retention.
+/// `count` finished tasks with a one-minute retention, written now.
 async fn write_short_tasks(log: &agentlog::log::Log, topics: &AgentTopics, count: usize, now: u64) {
-    use agentlog_wire::{Record, RecordBody};
-    use bytes::Bytes;
-    let partitions = topics.partitions;
-    let mut by_partition: Vec<Vec<usize>> = vec![Vec::new(); partitions as usize];
-    for t in 0..count {
-        let p = agentlog::log::partition_for_key(task_id(t).as_bytes(), partitions);
-        by_partition[p as usize].push(t);
-    }
-    let writers = by_partition.into_iter().map(|members| {
-        let (log, topic) = (log.clone(), topics.events.clone());
-        tokio::spawn(async move {
-            for t in members {
-                for mut record in agentlog_integration::bench::task_records(t, now) {
-                    if let RecordBody::Command { retention_ms, .. } = &mut record.body {
-                        *retention_ms = 60_000;
-                    }
-                    // Written now: every task expires a minute from now.
-                    record.header.timestamp_ms = now;
-                    let bytes = Bytes::from(Record::encode(&record).unwrap());
-                    log.append(&topic, record.header.task_id.as_bytes(), vec![bytes])
-                        .await
-                        .unwrap();
-                }
+    use agentlog_wire::RecordBody;
+    write_tasks_with(log, topics, 0..count, move |t| {
+        let mut records = agentlog_integration::bench::task_records(t, now);
+        for record in &mut records {
+            if let RecordBody::Command { retention_ms, .. } = &mut record.body {
+                *retention_ms = 60_000;
             }
-        })
-    });
-    for w in futures::future::join_all(writers).await {
-        w.unwrap();
-    }
+            // Every task expires a minute from now.
+            record.header.timestamp_ms = now;
+        }
+        records
+    })
+    .await;
 }
 
 fn dir_bytes(path: &std::path::Path) -> u64 {

@@ -12,20 +12,13 @@ use std::time::{Duration, Instant};
 
 use agentlog::bridge::{Bridge, BridgeConfig};
 use agentlog::{AgentTopics, Caller};
-use agentlog_integration::bench::{block_on, task_id, write_finished_tasks};
+use agentlog_integration::bench::{block_on, env_list, task_id, write_finished_tasks};
 use agentlog_wire::TaskState;
 use agentlog_wire::a2a::{GetTaskRequest, ListTasksRequest};
 use hdrhistogram::Histogram;
 
 fn main() {
     block_on(run());
-}
-
-fn env_list(name: &str, default: &[usize]) -> Vec<usize> {
-    std::env::var(name).map_or_else(
-        |_| default.to_vec(),
-        |v| v.split(',').filter_map(|n| n.trim().parse().ok()).collect(),
-    )
 }
 
 struct Owner {

@@ -14,18 +14,11 @@ use agentlog::AgentTopics;
 use agentlog::log::Log;
 use agentlog::view::{TaskView, ViewOptions};
 use agentlog_integration::bench::{
-    RECORDS_PER_TASK, block_on, median, write_finished_tasks, write_tasks_from,
+    RECORDS_PER_TASK, block_on, env_list, median, write_finished_tasks, write_tasks_from,
 };
 
 fn main() {
     block_on(run());
-}
-
-fn env_list(name: &str, default: &[usize]) -> Vec<usize> {
-    std::env::var(name).map_or_else(
-        |_| default.to_vec(),
-        |v| v.split(',').filter_map(|n| n.trim().parse().ok()).collect(),
-    )
 }
 
 async fn run() {

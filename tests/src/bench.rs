@@ -45,6 +45,14 @@ pub fn process_cpu_time() -> Option<std::time::Duration> {
     ))
 }
 
+/// A list of numbers from the environment variable `name` (`1000,1000000`), else `default`.
+pub fn env_list(name: &str, default: &[usize]) -> Vec<usize> {
+    std::env::var(name).map_or_else(
+        |_| default.to_vec(),
+        |v| v.split(',').filter_map(|n| n.trim().parse().ok()).collect(),
+    )
+}
+
 /// Records of each task [`write_finished_tasks`] writes.
 pub const RECORDS_PER_TASK: usize = 4;
 
@@ -130,7 +138,6 @@ pub async fn write_finished_tasks(log: &Log, topics: &AgentTopics, tasks: usize,
 }
 
 /// [`write_finished_tasks`] of the `count` tasks numbered from `first`.
-#[allow(clippy::expect_used)]
 pub async fn write_tasks_from(
     log: &Log,
     topics: &AgentTopics,
@@ -138,9 +145,24 @@ pub async fn write_tasks_from(
     count: usize,
     at_ms: u64,
 ) {
+    write_tasks_with(log, topics, first..first + count, move |t| {
+        task_records(t, at_ms)
+    })
+    .await;
+}
+
+/// Write the records `records_of` gives each task of `tasks` the way [`write_finished_tasks`]
+/// does: one record per append, in parallel per partition, 64 tasks interleaved.
+#[allow(clippy::expect_used)]
+pub async fn write_tasks_with(
+    log: &Log,
+    topics: &AgentTopics,
+    tasks: std::ops::Range<usize>,
+    records_of: impl Fn(usize) -> Vec<Record> + Send + Sync + Copy + 'static,
+) {
     let partitions = topics.partitions;
     let mut by_partition: Vec<Vec<usize>> = vec![Vec::new(); partitions as usize];
-    for t in first..first + count {
+    for t in tasks {
         by_partition[partition_for_key(task_id(t).as_bytes(), partitions) as usize].push(t);
     }
     let writers = by_partition.into_iter().map(|members| {
@@ -148,8 +170,7 @@ pub async fn write_tasks_from(
         let topic = topics.events.clone();
         tokio::spawn(async move {
             for group in members.chunks(64) {
-                let records: Vec<Vec<Record>> =
-                    group.iter().map(|t| task_records(*t, at_ms)).collect();
+                let records: Vec<Vec<Record>> = group.iter().map(|t| records_of(*t)).collect();
                 for n in 0..RECORDS_PER_TASK {
                     for task in &records {
                         let r = &task[n];

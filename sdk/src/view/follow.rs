@@ -6,8 +6,8 @@
 //! its own, so that giving up on a slow one never cuts it in the middle (an Iggy connection
 //! cut mid-call stays broken for seconds).
 
-use std::sync::Weak;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use agentlog_wire::Record;
@@ -223,18 +223,40 @@ impl Inner {
     }
 }
 
+/// A timer for a view's background chore: every `period`, the view if it still lives and
+/// is not shut down.
+pub(super) struct Chore {
+    tick: tokio::time::Interval,
+    inner: Weak<Inner>,
+    shutdown: CancellationToken,
+}
+
+impl Chore {
+    /// The first tick comes a `period` from now.
+    pub(super) fn new(inner: Weak<Inner>, period: Duration, shutdown: CancellationToken) -> Self {
+        let start = tokio::time::Instant::now() + period;
+        let mut tick = tokio::time::interval_at(start, period);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        Self {
+            tick,
+            inner,
+            shutdown,
+        }
+    }
+
+    /// Wait for the next tick; `None` once the view is gone or shut down.
+    pub(super) async fn next(&mut self) -> Option<Arc<Inner>> {
+        tokio::select! {
+            () = self.shutdown.cancelled() => None,
+            _ = self.tick.tick() => self.inner.upgrade(),
+        }
+    }
+}
+
 /// Drop expired tasks every second, so that an idle view frees them too.
 pub(super) async fn expire_periodically(inner: Weak<Inner>, shutdown: CancellationToken) {
-    let mut tick = tokio::time::interval(Duration::from_secs(1));
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            () = shutdown.cancelled() => return,
-            _ = tick.tick() => {}
-        }
-        let Some(inner) = inner.upgrade() else {
-            return;
-        };
+    let mut chore = Chore::new(inner, Duration::from_secs(1), shutdown);
+    while let Some(inner) = chore.next().await {
         if !inner.read().maintenance_due(crate::retention::now_ms()) {
             continue;
         }

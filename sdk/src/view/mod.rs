@@ -244,13 +244,20 @@ impl TaskView {
     pub async fn start_with(log: Log, topic: TopicRef, options: ViewOptions) -> Result<Self> {
         let partitions = log.partitions(&topic).await?;
         let start_ends = log.end_offsets(&topic).await?;
+        let count_live = options.compact.is_some();
         let restored = match &options.checkpoints {
-            Some(checkpoints) => persist::restore(&log, &topic, checkpoints, partitions).await,
+            Some(checkpoints) => {
+                persist::restore(&log, &topic, checkpoints, partitions, count_live).await
+            }
             None => None,
         };
         let (tasks, positions, mark) = match restored {
             Some((tasks, mark)) => (tasks, mark.positions.clone(), Some(mark)),
-            None => (Tasks::new(partitions), vec![0; partitions as usize], None),
+            None => (
+                Tasks::new(partitions, count_live),
+                vec![0; partitions as usize],
+                None,
+            ),
         };
         let shutdown = CancellationToken::new();
         let inner = Arc::new(Inner {

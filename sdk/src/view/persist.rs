@@ -52,6 +52,7 @@ pub(super) async fn restore(
     topic: &TopicRef,
     checkpoints: &TopicRef,
     partitions: u32,
+    count_live: bool,
 ) -> Option<(Tasks, CheckpointMark)> {
     let manifests = match checkpoint::manifests(log, checkpoints, 2).await {
         Ok(manifests) => manifests,
@@ -72,7 +73,7 @@ pub(super) async fn restore(
         match usable.await {
             Ok(decoded) => {
                 let positions: Vec<u64> = decoded.positions.iter().map(|p| p.next).collect();
-                let tasks = Tasks::from_checkpoint(decoded, partitions, |id| {
+                let tasks = Tasks::from_checkpoint(decoded, partitions, count_live, |id| {
                     partition_for_key(id.as_bytes(), partitions)
                 });
                 tracing::info!(
@@ -197,17 +198,8 @@ pub(super) async fn checkpoint_periodically(inner: Weak<Inner>, shutdown: Cancel
     let Some(every) = inner.upgrade().and_then(|i| i.options.checkpoint_every) else {
         return;
     };
-    let mut tick = tokio::time::interval(every);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    tick.tick().await;
-    loop {
-        tokio::select! {
-            () = shutdown.cancelled() => return,
-            _ = tick.tick() => {}
-        }
-        let Some(inner) = inner.upgrade() else {
-            return;
-        };
+    let mut chore = super::follow::Chore::new(inner, every, shutdown);
+    while let Some(inner) = chore.next().await {
         if inner.checkpoint_due()
             && let Err(error) = inner.write_checkpoint().await
         {

@@ -3,10 +3,11 @@
 
 use std::time::Duration;
 
-use agentlog_wire::{Record, RecordBody, RecordHeader, TaskState};
+use agentlog_wire::{Record, RecordBody, TaskState};
 use bytes::Bytes;
 
 use super::checkpoint::{self, codec};
+use super::tests::append;
 use super::*;
 
 const PATIENCE: Duration = Duration::from_secs(30);
@@ -17,18 +18,11 @@ fn caller() -> Caller {
     Caller::principal("p")
 }
 
+/// [`super::tests::record`] written at `ms`.
 fn at(task: &str, message_id: &str, ms: u64, body: RecordBody) -> Record {
-    Record {
-        header: RecordHeader {
-            task_id: task.to_owned(),
-            context_id: format!("ctx-{task}"),
-            message_id: message_id.to_owned(),
-            principal: "p".to_owned(),
-            timestamp_ms: ms,
-            ..RecordHeader::default()
-        },
-        body,
-    }
+    let mut record = super::tests::record(task, message_id, body);
+    record.header.timestamp_ms = ms;
+    record
 }
 
 fn command(task: &str, text: &str, ms: u64, retention_ms: u64) -> Record {
@@ -48,13 +42,6 @@ fn command(task: &str, text: &str, ms: u64, retention_ms: u64) -> Record {
 
 fn status(task: &str, id: &str, ms: u64, state: TaskState) -> Record {
     at(task, id, ms, RecordBody::status(state, String::new()))
-}
-
-async fn append(log: &Log, topic: &TopicRef, record: &Record) {
-    let bytes = Bytes::from(record.encode().unwrap());
-    log.append(topic, record.header.task_id.as_bytes(), vec![bytes])
-        .await
-        .unwrap();
 }
 
 async fn memory_log(partitions: u32) -> (Log, TopicRef, TopicRef) {
@@ -82,7 +69,15 @@ async fn caught_up_view(log: &Log, events: &TopicRef, options: ViewOptions) -> T
 #[tokio::test]
 async fn a_finished_task_is_gone_for_every_reader_once_its_retention_has_passed() {
     let (log, events, _) = memory_log(1).await;
-    let view = caught_up_view(&log, &events, ViewOptions::default()).await;
+    // A view that compacts: it counts the records retained tasks need.
+    let compacting = ViewOptions {
+        compact: Some(CompactTopics {
+            commands: TopicRef::new("s", "a.commands"),
+            commands_retention_ms: 0,
+        }),
+        ..ViewOptions::default()
+    };
+    let view = caught_up_view(&log, &events, compacting).await;
     let now = now_ms();
     // Finished a second ago with a retention of 1.3 s: it expires 300 ms from now.
     append(&log, &events, &command("t", "hi", now - 2_000, 1_300)).await;
@@ -101,6 +96,10 @@ async fn a_finished_task_is_gone_for_every_reader_once_its_retention_has_passed(
     assert!(view.get(&caller(), "t").await.unwrap().is_some());
     assert_eq!(view.list(&caller(), &filter).1, 1);
     assert_eq!(view.expiring_count(), 1);
+    assert!(
+        view.read().live[0].any_in(0..2),
+        "its two records are counted"
+    );
     tokio::time::sleep(Duration::from_millis(400)).await;
     // Gone for every way of asking, dropped or not yet.
     assert!(view.lookup(&caller(), "t").is_none());
@@ -110,12 +109,7 @@ async fn a_finished_task_is_gone_for_every_reader_once_its_retention_has_passed(
     assert_eq!(view.list(&caller(), &filter).1, 0);
     view.expire_now();
     assert_eq!((view.task_count(), view.expiring_count()), (0, 0));
-    assert!(
-        view.read()
-            .live
-            .iter()
-            .all(|live| !live.any_in(0..u64::MAX))
-    );
+    assert!(!view.read().live[0].any_in(0..u64::MAX));
     // A late record of the task does not bring it back (an orphan now).
     append(
         &log,
@@ -130,30 +124,19 @@ async fn a_finished_task_is_gone_for_every_reader_once_its_retention_has_passed(
 #[tokio::test]
 async fn interrupted_and_running_tasks_never_expire() {
     let (log, events, _) = memory_log(1).await;
-    append(&log, &events, &command("asks", "hi", LONG_AGO, 1)).await;
-    append(
-        &log,
-        &events,
-        &status("asks", "s", LONG_AGO, TaskState::InputRequired),
-    )
-    .await;
-    append(&log, &events, &command("runs", "hi", LONG_AGO, 1)).await;
-    append(
-        &log,
-        &events,
-        &status("runs", "s", LONG_AGO, TaskState::Working),
-    )
-    .await;
-    append(&log, &events, &command("kept", "hi", LONG_AGO, 0)).await;
-    append(
-        &log,
-        &events,
-        &status("kept", "s", LONG_AGO, TaskState::Completed),
-    )
-    .await;
+    // Each with a retention of 1 ms, long ago; and a finished one kept forever (0).
+    let tasks = [
+        ("asks", TaskState::InputRequired, 1),
+        ("runs", TaskState::Working, 1),
+        ("kept", TaskState::Completed, 0),
+    ];
+    for (task, state, retention_ms) in tasks {
+        append(&log, &events, &command(task, "hi", LONG_AGO, retention_ms)).await;
+        append(&log, &events, &status(task, "s", LONG_AGO, state)).await;
+    }
     let view = caught_up_view(&log, &events, ViewOptions::default()).await;
     view.expire_now();
-    for task in ["asks", "runs", "kept"] {
+    for (task, ..) in tasks {
         assert!(view.lookup(&caller(), task).is_some(), "{task}");
     }
     assert_eq!(view.expiring_count(), 0);

@@ -29,16 +29,18 @@ impl Tasks {
     pub(super) fn from_checkpoint(
         checkpoint: Checkpoint,
         partitions: u32,
+        count_live: bool,
         partition_of: impl Fn(&str) -> u32,
     ) -> Self {
-        let mut tasks = Tasks::new(partitions);
+        let mut tasks = Tasks::new(partitions, count_live);
         let owners: Vec<_> = checkpoint
             .owners
             .iter()
             .map(|c| tasks.owners.intern(&c.principal, &c.tenant))
             .collect();
         let mut expiring = Vec::new();
-        let mut live: Vec<Vec<u64>> = vec![Vec::new(); partitions as usize];
+        let mut live: Vec<Vec<u64>> =
+            vec![Vec::new(); if count_live { partitions as usize } else { 0 }];
         tasks.entries.reserve(checkpoint.tasks.len());
         for task in checkpoint.tasks {
             let Some(owner) = owners.get(task.owner as usize).copied() else {

@@ -49,7 +49,8 @@ pub(super) struct Tasks {
     pub(super) watchers: HashMap<Arc<str>, broadcast::Sender<Arc<TaskEvent>>>,
     /// Finished tasks by when they expire (fold rule 14): what [`Tasks::expire`] drops.
     pub(super) expiring: Expiring,
-    /// Per partition, the offsets of the records retained tasks need.
+    /// Per partition, the offsets of the records retained tasks need; empty in a view that
+    /// does not compact (nothing asks).
     pub(super) live: Vec<LiveRecords>,
     /// The list index is built once the replay is done ([`Tasks::index_ready`]), not
     /// updated record by record while the view replays or restores.
@@ -57,7 +58,9 @@ pub(super) struct Tasks {
 }
 
 impl Tasks {
-    pub(super) fn new(partitions: u32) -> Self {
+    /// No tasks, over `partitions` partitions; counting the records retained tasks need
+    /// ([`LiveRecords`]) only with `count_live` (a view that compacts the log).
+    pub(super) fn new(partitions: u32, count_live: bool) -> Self {
         Self {
             entries: TaskMap::default(),
             owners: Owners::default(),
@@ -65,7 +68,10 @@ impl Tasks {
             awaiting: None,
             watchers: HashMap::new(),
             expiring: Expiring::default(),
-            live: (0..partitions).map(|_| LiveRecords::default()).collect(),
+            live: (0..partitions)
+                .filter(|_| count_live)
+                .map(|_| LiveRecords::default())
+                .collect(),
             index_deferred: true,
         }
     }
@@ -88,13 +94,6 @@ impl Tasks {
         self.index_deferred || self.expiring.next_due().is_some_and(|at| at <= now_ms)
     }
 
-    /// Move `id` in the list index, unless it is built later.
-    fn relist(&mut self, id: &Arc<str>, was: Option<&Listed>, now: Option<&Listed>) {
-        if !self.index_deferred {
-            self.index.update(id, was, now);
-        }
-    }
-
     /// Drop every task expired at `now_ms` (its records are no longer needed either); how
     /// many went. `partition_of` places a task.
     pub(super) fn expire(&mut self, now_ms: u64, partition_of: impl Fn(&str) -> u32) -> usize {
@@ -103,7 +102,9 @@ impl Tasks {
             let Some(entry) = self.entries.remove(&id) else {
                 continue;
             };
-            self.relist(&id, entry.listed().as_ref(), None);
+            if !self.index_deferred {
+                self.index.update(&id, entry.listed().as_ref(), None);
+            }
             if let Some(live) = self.live.get_mut(partition_of(&id) as usize) {
                 applied::forget(&entry.records, live);
             }
@@ -190,7 +191,7 @@ impl Tasks {
         let change = match self.entries.get_mut(id) {
             Some(entry) => {
                 let lease = entry.machine.claim().map(|c| c.lease_until_ms);
-                before = Some(Before::of(entry));
+                before = Some(Before::of(entry, !self.index_deferred));
                 let Ok(change) = decide(&mut entry.machine) else {
                     return;
                 };
@@ -293,11 +294,12 @@ struct Before {
 }
 
 impl Before {
-    fn of(entry: &Entry) -> Self {
+    /// Where `entry` stands; where it is listed only when the index is kept (`listed`).
+    fn of(entry: &Entry, listed: bool) -> Self {
         let machine = &entry.machine;
         let status_ms = machine.status_timestamp_ms();
         Self {
-            listed: entry.listed(),
+            listed: if listed { entry.listed() } else { None },
             awaiting: machine.awaits_claim().then_some(status_ms),
             expires_at: machine.expires_at_ms(),
         }

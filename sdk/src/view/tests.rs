@@ -20,7 +20,7 @@ async fn view_over_memory() -> (Log, TopicRef, TaskView) {
     (log, topic, view)
 }
 
-fn record(task: &str, message_id: &str, body: RecordBody) -> Record {
+pub(super) fn record(task: &str, message_id: &str, body: RecordBody) -> Record {
     Record {
         header: RecordHeader {
             task_id: task.to_owned(),
@@ -56,7 +56,7 @@ fn completed(task: &str) -> Record {
     record(task, &format!("done-{task}"), body)
 }
 
-async fn append(log: &Log, topic: &TopicRef, record: &Record) {
+pub(super) async fn append(log: &Log, topic: &TopicRef, record: &Record) {
     let bytes = Bytes::from(record.encode().unwrap());
     log.append(topic, record.header.task_id.as_bytes(), vec![bytes])
         .await

@@ -3,7 +3,7 @@
 #![allow(clippy::unwrap_used)]
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use rand::{Rng, SeedableRng};
@@ -47,16 +47,6 @@ async fn append_up_to(log: &EmbeddedLog, count: u64) {
         assert_eq!(appended.first_offset, next);
         next += n;
     }
-}
-
-fn segment_files(dir: &Path) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir.join("topics/s/t/0"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "seg"))
-        .collect();
-    files.sort();
-    files
 }
 
 /// The offsets that must still be there after deleting `deleted` from `0..end`.
@@ -117,7 +107,7 @@ async fn a_deleted_middle_segment_is_a_hole_reads_step_over() {
                 .unwrap(),
             1
         );
-        assert!(!segment_files(dir.path()).iter().any(|p| {
+        assert!(!super::tests::segments(dir.path()).iter().any(|p| {
             p.file_name().and_then(|n| n.to_str()) == Some(&segment::file_name(middle.base))
         }));
         let after = log.segments(&topic(), 0).await.unwrap();
@@ -170,7 +160,7 @@ async fn a_directory_with_holes_reopens_durably_and_after_a_torn_tail() {
         log.close().await.unwrap();
 
         // A crash mid-write leaves half a batch at the end of the last segment.
-        let last = segment_files(dir.path()).pop().unwrap();
+        let last = super::tests::segments(dir.path()).pop().unwrap();
         let mut torn = Vec::new();
         segment::encode_batch(&mut torn, 200, &[payload(200), payload(201)]).unwrap();
         let mut bytes = std::fs::read(&last).unwrap();
@@ -196,7 +186,7 @@ async fn a_batch_out_of_sequence_inside_a_segment_is_still_corruption() {
         .unwrap();
     log.close().await.unwrap();
     // A batch claiming an offset its segment does not continue with.
-    let last = segment_files(dir.path()).pop().unwrap();
+    let last = super::tests::segments(dir.path()).pop().unwrap();
     let mut bytes = std::fs::read(&last).unwrap();
     let mut stray = Vec::new();
     segment::encode_batch(&mut stray, 5000, &[payload(5000)]).unwrap();
@@ -213,7 +203,7 @@ async fn the_active_segment_and_unknown_bases_are_ignored() {
     let log = filled(dir.path(), small(512), 100).await;
     let sealed = log.segments(&topic(), 0).await.unwrap();
     let active = segment::parse_file_name(
-        segment_files(dir.path())
+        super::tests::segments(dir.path())
             .last()
             .and_then(|p| p.file_name()?.to_str().map(str::to_owned))
             .as_deref()

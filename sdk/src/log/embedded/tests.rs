@@ -44,7 +44,8 @@ async fn read_all(log: &EmbeddedLog, partition: u32) -> Result<Vec<Bytes>> {
     Ok(records.into_iter().map(|r| r.payload).collect())
 }
 
-fn segments(dir: &Path) -> Vec<PathBuf> {
+/// The segment files of partition 0 of topic s/t, in order.
+pub(super) fn segments(dir: &Path) -> Vec<PathBuf> {
     let part = dir.join("topics/s/t/0");
     let mut files: Vec<PathBuf> = std::fs::read_dir(part)
         .unwrap()
