@@ -4,30 +4,37 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
-use std::sync::Arc;
 
-/// Finished tasks with a retention, by (expiry, task id): the soonest first.
+use super::task_map::Slot;
+
+/// Finished tasks with a retention, by (expiry, slot): the soonest first. A key is 128 bits:
+/// the expiry above, the slot below.
 #[derive(Default)]
 pub(super) struct Expiring {
-    tasks: BTreeSet<(u64, Arc<str>)>,
+    tasks: BTreeSet<u128>,
+}
+
+fn expiring_key(at: u64, slot: Slot) -> u128 {
+    (u128::from(at) << 64) | u128::from(slot)
 }
 
 impl Expiring {
-    /// Move `id` from expiring at `was` (if it did) to expiring at `now` (if it does).
-    pub(super) fn update(&mut self, id: &Arc<str>, was: Option<u64>, now: Option<u64>) {
+    /// Move `slot` from expiring at `was` (if it did) to expiring at `now` (if it does).
+    pub(super) fn update(&mut self, slot: Slot, was: Option<u64>, now: Option<u64>) {
         if was == now {
             return;
         }
         if let Some(was) = was {
-            self.tasks.remove(&(was, id.clone()));
+            self.tasks.remove(&expiring_key(was, slot));
         }
         if let Some(now) = now {
-            self.tasks.insert((now, id.clone()));
+            self.tasks.insert(expiring_key(now, slot));
         }
     }
 
-    /// The tasks `keys` (expiry, id) at once, for a view restored from a checkpoint.
-    pub(super) fn build(mut keys: Vec<(u64, Arc<str>)>) -> Self {
+    /// The tasks `keys` (expiry, slot) at once, for a view that replayed or restored them.
+    pub(super) fn build(keys: impl Iterator<Item = (u64, Slot)>) -> Self {
+        let mut keys: Vec<u128> = keys.map(|(at, slot)| expiring_key(at, slot)).collect();
         keys.sort_unstable();
         Self {
             tasks: keys.into_iter().collect(),
@@ -36,16 +43,15 @@ impl Expiring {
 
     /// When the next task expires.
     pub(super) fn next_due(&self) -> Option<u64> {
-        self.tasks.first().map(|(at, _)| *at)
+        self.tasks.first().map(|key| (key >> 64) as u64)
     }
 
     /// Take out the next task expired at `now_ms`, if any.
-    pub(super) fn pop_expired(&mut self, now_ms: u64) -> Option<Arc<str>> {
-        let first = self.tasks.first()?;
-        if first.0 > now_ms {
+    pub(super) fn pop_expired(&mut self, now_ms: u64) -> Option<Slot> {
+        if self.next_due()? > now_ms {
             return None;
         }
-        self.tasks.pop_first().map(|(_, id)| id)
+        self.tasks.pop_first().map(|key| key as Slot)
     }
 
     pub(super) fn len(&self) -> usize {
@@ -130,19 +136,21 @@ mod tests {
     #[test]
     fn expiring_tasks_come_out_soonest_first_once_due() {
         let mut expiring = Expiring::default();
-        let (a, b): (Arc<str>, Arc<str>) = ("a".into(), "b".into());
-        expiring.update(&a, None, Some(20));
-        expiring.update(&b, None, Some(10));
+        let (a, b): (Slot, Slot) = (1, 2);
+        expiring.update(a, None, Some(20));
+        expiring.update(b, None, Some(10));
         assert_eq!(expiring.pop_expired(9), None);
-        assert_eq!(expiring.pop_expired(10), Some(b.clone()));
+        assert_eq!(expiring.pop_expired(10), Some(b));
         // Moved (a new incarnation finished later), then due.
-        expiring.update(&a, Some(20), Some(30));
+        expiring.update(a, Some(20), Some(30));
         assert_eq!(expiring.pop_expired(29), None);
-        assert_eq!(expiring.pop_expired(30), Some(a.clone()));
+        assert_eq!(expiring.pop_expired(30), Some(a));
         assert_eq!(expiring.len(), 0);
-        expiring.update(&b, None, Some(5));
-        expiring.update(&b, Some(5), None);
+        expiring.update(b, None, Some(5));
+        expiring.update(b, Some(5), None);
         assert_eq!(expiring.pop_expired(u64::MAX), None);
+        let built = Expiring::build([(7, a), (3, b)].into_iter());
+        assert_eq!(built.next_due(), Some(3));
     }
 
     #[test]

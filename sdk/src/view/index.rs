@@ -1,11 +1,12 @@
 //! The view's indexes: owners interned to small ids, and each owner's tasks by status time.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ops::Bound;
-use std::sync::Arc;
 
 use agentlog_wire::TaskState;
 
+use super::key::{Key, KeyRef, stable_hash};
+use super::task_map::Slot;
 use crate::agent::Caller;
 
 /// A caller interned to a number (tasks store 4 bytes instead of two strings).
@@ -54,56 +55,71 @@ impl Owners {
     }
 }
 
-/// Where a task sits in the `ListTasks` index: its owner, context, state and status time.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Where a task sits in the `ListTasks` index: its owner, context (hashed), state, status
+/// time and tie-break.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Listed {
     pub owner: OwnerId,
-    pub context_id: Arc<str>,
+    /// [`context_hash`] of the task's context.
+    pub context: u64,
     pub state: TaskState,
     pub status_ms: u64,
+    /// [`stable_hash`] of the task id: orders tasks of equal status time alike everywhere.
+    pub tie: u32,
 }
 
-/// Every task under four groupings, each ordered by (status time, task id): the owner's
-/// tasks, the owner's in one state, in one context, and in one context and state. So any
-/// filter combination of `ListTasks` (context, state, status time at or after) is one range
-/// of one grouping: a page costs O(log n + page), with no scan. The owner's and owner-state
-/// groupings' sizes are kept, so their total is O(1); with `statusTimestampAfter` it is counted
-/// from whichever end of the range is nearer, O(min(tasks matching, tasks of the grouping not
-/// matching)); a context's total is counted, O(the context's tasks).
+/// Every task under three groupings, each ordered by (status time, tie-break): the owner's
+/// tasks, the owner's in one state, and the owner's in one context. So a filter on state or
+/// status time is one range of one grouping: a page costs O(log n + page), with no scan; a
+/// context filter (with a state or not) is a range of the context's tasks, O(log n + the
+/// context's tasks) at worst (a context holds one conversation's tasks). The owner's and
+/// owner-state groupings' sizes are kept, so their total is O(1); with `statusTimestampAfter`
+/// it is counted from whichever end of the range is nearer, O(min(tasks matching, tasks of the
+/// grouping not matching)); a context's total is counted.
 ///
-/// A grouping is keyed by a 64-bit hash of what it groups by; the page's caller checks each
-/// task it gets against the filter, so a collision costs a skipped entry, never a wrong one
-/// (a total could count a colliding context's tasks: two contexts of one owner whose hashes
-/// collide, one chance in 2^64 per pair).
+/// A key is 128 bits: 48 of a hash of the grouping, 48 of the status time (milliseconds, good
+/// for the next 8,000 years), 32 of a [`stable_hash`] of the task id; the value is the task's
+/// slot. The page's caller checks each task it gets against the filter, so a grouping hash
+/// collision costs a skipped entry, never a wrong one. Two tasks of one grouping with equal
+/// status time and equal id hashes (one chance in 2^32 per such pair) take neighbouring keys.
 #[derive(Default)]
 pub(super) struct ListIndex {
-    set: BTreeSet<(u64, u64, Arc<str>)>,
+    map: BTreeMap<u128, Slot>,
     sizes: HashMap<u64, u32>,
 }
 
+/// The largest status time a key holds.
+const TS_MAX: u64 = (1 << 48) - 1;
+
+fn key(group: u64, status_ms: u64, tie: u32) -> u128 {
+    (u128::from(group >> 16) << 80) | (u128::from(status_ms.min(TS_MAX)) << 32) | u128::from(tie)
+}
+
+/// The first key of the grouping after `group`'s, if there is one.
+fn next_group(group: u64) -> Option<u128> {
+    (group >> 16)
+        .checked_add(1)
+        .filter(|next| *next < 1 << 48)
+        .map(|next| u128::from(next) << 80)
+}
+
 impl ListIndex {
-    fn groups(listed: &Listed) -> [u64; 4] {
+    fn groups(listed: &Listed) -> [u64; 3] {
         [
             group(0, listed.owner, None, None),
             group(1, listed.owner, None, Some(listed.state)),
-            group(2, listed.owner, Some(&listed.context_id), None),
-            group(
-                3,
-                listed.owner,
-                Some(&listed.context_id),
-                Some(listed.state),
-            ),
+            group(2, listed.owner, Some(listed.context), None),
         ]
     }
 
-    /// Move `id` from where it was listed (if it was) to `now` (if it is listed).
-    pub(super) fn update(&mut self, id: &Arc<str>, was: Option<&Listed>, now: Option<&Listed>) {
+    /// Move `slot` from where it was listed (if it was) to `now` (if it is listed).
+    pub(super) fn update(&mut self, slot: Slot, was: Option<&Listed>, now: Option<&Listed>) {
         if was == now {
             return;
         }
         if let Some(was) = was {
             for (family, g) in Self::groups(was).into_iter().enumerate() {
-                if self.set.remove(&(g, was.status_ms, id.clone()))
+                if self.remove(key(g, was.status_ms, was.tie), slot)
                     && family < COUNTED
                     && let Some(size) = self.sizes.get_mut(&g)
                 {
@@ -116,93 +132,151 @@ impl ListIndex {
         }
         if let Some(now) = now {
             for (family, g) in Self::groups(now).into_iter().enumerate() {
-                if self.set.insert((g, now.status_ms, id.clone())) && family < COUNTED {
+                self.insert(key(g, now.status_ms, now.tie), slot);
+                if family < COUNTED {
                     *self.sizes.entry(g).or_default() += 1;
                 }
             }
         }
     }
 
-    /// An index of `tasks` (id and where each is listed), built at once: what a view that
+    /// Put `slot` at `key`, or at the next free tie-break after it.
+    fn insert(&mut self, mut key: u128, slot: Slot) {
+        while let Some(&other) = self.map.get(&key) {
+            if other == slot {
+                return;
+            }
+            key = bump(key);
+        }
+        self.map.insert(key, slot);
+    }
+
+    /// Take `slot` out from `key`, or from a later tie-break of the same time, where an
+    /// equal id hash put it. Whether it was there.
+    fn remove(&mut self, key: u128, slot: Slot) -> bool {
+        if self.map.get(&key) == Some(&slot) {
+            self.map.remove(&key);
+            return true;
+        }
+        let same_time = (key >> 32) << 32;
+        let found = self
+            .map
+            .range(same_time..=same_time | u128::from(u32::MAX))
+            .find(|(_, s)| **s == slot)
+            .map(|(k, _)| *k);
+        found.is_some_and(|k| self.map.remove(&k).is_some())
+    }
+
+    /// An index of `tasks` (slot and where each is listed), built at once: what a view that
     /// replayed or restored its tasks builds, instead of one update per record.
-    pub(super) fn build<'a>(tasks: impl Iterator<Item = (&'a Arc<str>, Listed)>) -> Self {
+    pub(super) fn build(tasks: impl Iterator<Item = (Slot, Listed)>) -> Self {
         let mut keys = Vec::new();
         let mut sizes: HashMap<u64, u32> = HashMap::new();
-        for (id, listed) in tasks {
+        for (slot, listed) in tasks {
             for (family, g) in Self::groups(&listed).into_iter().enumerate() {
-                keys.push((g, listed.status_ms, id.clone()));
+                keys.push((key(g, listed.status_ms, listed.tie), slot));
                 if family < COUNTED {
                     *sizes.entry(g).or_default() += 1;
                 }
             }
         }
-        // Sorted first, the set is built in one pass.
+        // Sorted first, the tree is built in one pass with full nodes.
         keys.sort_unstable();
-        Self {
-            set: keys.into_iter().collect(),
+        let mut index = Self {
+            map: BTreeMap::new(),
             sizes,
+        };
+        let duplicate = keys.windows(2).any(|pair| pair[0].0 == pair[1].0);
+        if duplicate {
+            // Equal keys (see the type's docs): placed one by one.
+            for (key, slot) in keys {
+                index.insert(key, slot);
+            }
+        } else {
+            index.map = keys.into_iter().collect();
         }
+        index
     }
 
     /// The newest tasks of `owner` matching `filter` (status time at or after
-    /// `filter.status_after_ms`, before `filter.cursor`), newest first, and how many match in
-    /// all (the cursor aside). Candidates: the caller checks each against the filter.
+    /// `filter.status_after_ms`, before `filter.cursor`), newest first, as (status time,
+    /// slot), and how many match in all (the cursor aside) when the index can tell: `None`
+    /// for a context filter, whose total the caller counts over the same candidates without
+    /// the cursor ([`ListIndex::context_range`]). Candidates: the caller checks each against
+    /// the filter.
     pub(super) fn page(
         &self,
         owner: OwnerId,
         filter: &ListFilter,
-    ) -> (impl Iterator<Item = (u64, &Arc<str>)> + '_, usize) {
-        let family = match (&filter.context_id, filter.state) {
-            (None, None) => 0,
-            (None, Some(_)) => 1,
-            (Some(_), None) => 2,
-            (Some(_), Some(_)) => 3,
-        };
-        let g = group(family, owner, filter.context_id.as_deref(), filter.state);
-        let first = (g, 0, empty_id());
-        let lower = (g, filter.status_after_ms.unwrap_or(0), empty_id());
-        // Every key of the group is below the next group's first one.
-        let end = g.checked_add(1).map(|next| (next, 0, empty_id()));
-        let upper_of_group = || match &end {
-            Some(end) => Bound::Excluded(end.clone()),
-            None => Bound::Unbounded,
-        };
-        let total = if usize::from(family) >= COUNTED {
-            // A context's tasks: few, counted.
-            self.set
-                .range((Bound::Included(lower.clone()), upper_of_group()))
-                .count()
+    ) -> (impl Iterator<Item = (u64, Slot)> + '_, Option<usize>) {
+        let g = filter_group(owner, filter);
+        let lower = key(g, filter.status_after_ms.unwrap_or(0), 0);
+        let end = next_group(g);
+        let upper_of_group = || end.map_or(Bound::Unbounded, Bound::Excluded);
+        let total = if filter.context_id.is_some() {
+            None
         } else if filter.status_after_ms.is_none_or(|after| after == 0) {
-            self.sizes.get(&g).copied().unwrap_or(0) as usize
+            Some(self.sizes.get(&g).copied().unwrap_or(0) as usize)
         } else {
             let size = self.sizes.get(&g).copied().unwrap_or(0) as usize;
             // Count the nearer side: the matching keys, or the group's others.
-            let mut matching = self
-                .set
-                .range((Bound::Included(lower.clone()), upper_of_group()));
-            let mut older = self.set.range(first..lower.clone());
+            let mut matching = self.map.range((Bound::Included(lower), upper_of_group()));
+            let mut older = self.map.range(key(g, 0, 0)..lower);
             let mut steps = 0;
-            loop {
+            Some(loop {
                 match (matching.next(), older.next()) {
                     (None, _) => break steps,
                     (Some(_), None) => break size - steps,
                     (Some(_), Some(_)) => steps += 1,
                 }
-            }
+            })
         };
         let upper = match &filter.cursor {
             // A cursor below the range (older than `statusTimestampAfter`): nothing after it.
-            Some((ts, _)) if (g, *ts) < (g, lower.1) => Bound::Excluded(lower.clone()),
-            Some((ts, id)) => Bound::Excluded((g, *ts, Arc::<str>::from(id.as_str()))),
+            Some((ts, _)) if *ts < filter.status_after_ms.unwrap_or(0) => Bound::Excluded(lower),
+            Some((ts, id)) => Bound::Excluded(key(g, *ts, stable_hash(KeyRef::of(id)))),
             None => upper_of_group(),
         };
         let page = self
-            .set
+            .map
             .range((Bound::Included(lower), upper))
             .rev()
-            .map(|(_, ts, id)| (*ts, id));
+            .map(|(key, slot)| (status_ms_of(*key), *slot));
         (page, total)
     }
+
+    /// Every candidate of a context `filter` (its cursor aside), for its total.
+    pub(super) fn context_range(
+        &self,
+        owner: OwnerId,
+        filter: &ListFilter,
+    ) -> impl Iterator<Item = (u64, Slot)> + '_ {
+        let g = filter_group(owner, filter);
+        let lower = key(g, filter.status_after_ms.unwrap_or(0), 0);
+        let upper = next_group(g).map_or(Bound::Unbounded, Bound::Excluded);
+        self.map
+            .range((Bound::Included(lower), upper))
+            .map(|(key, slot)| (status_ms_of(*key), *slot))
+    }
+}
+
+/// The grouping a filter reads.
+fn filter_group(owner: OwnerId, filter: &ListFilter) -> u64 {
+    match (&filter.context_id, filter.state) {
+        (Some(context), _) => group(2, owner, Some(context_hash(KeyRef::of(context))), None),
+        (None, Some(state)) => group(1, owner, None, Some(state)),
+        (None, None) => group(0, owner, None, None),
+    }
+}
+
+fn status_ms_of(key: u128) -> u64 {
+    ((key >> 32) as u64) & TS_MAX
+}
+
+/// The key after `key` with the same grouping and time (its tie-break wraps around).
+fn bump(key: u128) -> u128 {
+    let tie = (key as u32).wrapping_add(1);
+    ((key >> 32) << 32) | u128::from(tie)
 }
 
 /// The groupings whose sizes are kept (the owner's, the owner's per state): few of them. A
@@ -210,44 +284,46 @@ impl ListIndex {
 /// context would cost memory per task).
 const COUNTED: usize = 2;
 
-/// The empty task id: below every other.
-fn empty_id() -> Arc<str> {
-    static EMPTY: std::sync::OnceLock<Arc<str>> = std::sync::OnceLock::new();
-    EMPTY.get_or_init(|| Arc::from("")).clone()
-}
-
 /// The 64-bit key of one grouping of the index (a fixed-key hash: the same in every process).
-fn group(family: u8, owner: OwnerId, context_id: Option<&str>, state: Option<TaskState>) -> u64 {
+fn group(family: u8, owner: OwnerId, context: Option<u64>, state: Option<TaskState>) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut hasher = std::hash::DefaultHasher::new();
-    (family, owner, context_id, state.map(TaskState::code)).hash(&mut hasher);
+    (family, owner, context, state.map(TaskState::code)).hash(&mut hasher);
     hasher.finish()
 }
 
-/// One partition's tasks whose turn no worker has claimed, by (since when, task id): what a
+/// A task's context as the index groups it.
+pub(super) fn context_hash(context: KeyRef<'_>) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::hash::DefaultHasher::new();
+    context.hash(&mut hasher);
+    hasher.finish()
+}
+
+/// One partition's tasks whose turn no worker has claimed, by (since when, slot): what a
 /// worker's sweeper looks at to put a lost command back on the queue.
 #[derive(Default)]
 pub(super) struct AwaitingClaim {
-    tasks: BTreeSet<(u64, Arc<str>)>,
+    tasks: BTreeSet<(u64, Slot)>,
 }
 
 impl AwaitingClaim {
-    /// Move `id` from waiting since `was` (if it waited) to waiting since `now` (if it does).
-    pub(super) fn update(&mut self, id: &Arc<str>, was: Option<u64>, now: Option<u64>) {
+    /// Move `slot` from waiting since `was` (if it waited) to waiting since `now` (if it does).
+    pub(super) fn update(&mut self, slot: Slot, was: Option<u64>, now: Option<u64>) {
         if let Some(was) = was {
-            self.tasks.remove(&(was, id.clone()));
+            self.tasks.remove(&(was, slot));
         }
         if let Some(now) = now {
-            self.tasks.insert((now, id.clone()));
+            self.tasks.insert((now, slot));
         }
     }
 
     /// The tasks that have waited since before `before_ms`, oldest first.
-    pub(super) fn since_before(&self, before_ms: u64) -> impl Iterator<Item = &Arc<str>> {
+    pub(super) fn since_before(&self, before_ms: u64) -> impl Iterator<Item = Slot> + '_ {
         self.tasks
             .iter()
             .take_while(move |(since, _)| *since < before_ms)
-            .map(|(_, id)| id)
+            .map(|(_, slot)| *slot)
     }
 }
 
@@ -267,8 +343,8 @@ pub struct ListFilter {
 }
 
 impl ListFilter {
-    pub(super) fn matches(&self, ts: u64, context_id: &str, state: Option<TaskState>) -> bool {
-        self.context_id.as_deref().is_none_or(|c| c == context_id)
+    pub(super) fn matches(&self, ts: u64, context: &Key, state: Option<TaskState>) -> bool {
+        self.context_id.as_deref().is_none_or(|c| context.is(c))
             && self.state.is_none_or(|s| Some(s) == state)
             && self.status_after_ms.is_none_or(|after| ts >= after)
     }

@@ -22,6 +22,7 @@ mod compact;
 mod expiry;
 mod follow;
 mod index;
+mod key;
 mod persist;
 #[cfg(test)]
 mod retention_tests;
@@ -533,16 +534,16 @@ impl TaskView {
     /// The task if it exists and `caller` may see it.
     pub fn lookup(&self, caller: &Caller, task_id: &str) -> Option<TaskInfo> {
         let tasks = self.read();
-        let (id, entry) = tasks.owned(caller, task_id, now_ms())?;
-        Some(self.info(id, entry))
+        let entry = tasks.owned(caller, task_id, now_ms())?;
+        Some(self.info(entry))
     }
 
     /// The task whoever owns it (for workers, which act for every caller), with its owner.
     pub fn lookup_any(&self, task_id: &str) -> Option<(TaskInfo, Caller)> {
         let tasks = self.read();
-        let (id, entry) = tasks.live_entry(task_id, now_ms())?;
+        let entry = tasks.live_entry(task_id, now_ms())?;
         let owner = tasks.owners.caller(entry.owner).clone();
-        Some((self.info(id, entry), owner))
+        Some((self.info(entry), owner))
     }
 
     /// Like [`lookup`](Self::lookup), and also start receiving the task's next events, with
@@ -553,11 +554,11 @@ impl TaskView {
         task_id: &str,
     ) -> Option<(TaskInfo, broadcast::Receiver<Arc<TaskEvent>>)> {
         let mut tasks = self.write();
-        let (id, entry) = tasks.live_entry(task_id, now_ms())?;
+        let (slot, entry) = tasks.live_slot(task_id, now_ms())?;
         if caller.is_some_and(|caller| tasks.owners.find(caller) != Some(entry.owner)) {
             return None;
         }
-        Self::subscribe_locked(self.info(id, entry), &mut tasks)
+        Self::subscribe_locked(self.info(entry), slot, &mut tasks)
     }
 
     /// [`lookup_any`](Self::lookup_any) and [`subscribe`](Self::subscribe) at once, for a
@@ -567,24 +568,24 @@ impl TaskView {
         task_id: &str,
     ) -> Option<(TaskInfo, Caller, broadcast::Receiver<Arc<TaskEvent>>)> {
         let mut tasks = self.write();
-        let (id, entry) = tasks.live_entry(task_id, now_ms())?;
+        let (slot, entry) = tasks.live_slot(task_id, now_ms())?;
         let owner = tasks.owners.caller(entry.owner).clone();
-        let info = self.info(id, entry);
-        Self::subscribe_locked(info, &mut tasks).map(|(info, rx)| (info, owner, rx))
+        let info = self.info(entry);
+        Self::subscribe_locked(info, slot, &mut tasks).map(|(info, rx)| (info, owner, rx))
     }
 
     fn subscribe_locked(
         info: TaskInfo,
+        slot: task_map::Slot,
         tasks: &mut Tasks,
     ) -> Option<(TaskInfo, broadcast::Receiver<Arc<TaskEvent>>)> {
         if info.state.is_terminal() {
             // Nothing follows a terminal record: a closed channel, and no entry left behind.
             return Some((info, broadcast::channel(1).1));
         }
-        let id = info.id.clone();
         let rx = tasks
             .watchers
-            .entry(id)
+            .entry(slot)
             .or_insert_with(|| broadcast::channel(SUBSCRIBER_BUFFER).0)
             .subscribe();
         Some((info, rx))
@@ -597,15 +598,13 @@ impl TaskView {
     pub async fn get(&self, caller: &Caller, task_id: &str) -> Result<Option<Task>> {
         let found = {
             let tasks = self.read();
-            tasks
-                .owned(caller, task_id, now_ms())
-                .and_then(|(id, entry)| {
-                    if applied::spilled(&entry.records).is_some() {
-                        return Some(Err(self.info(id, entry)));
-                    }
-                    let status = entry.machine.status()?;
-                    Some(Ok((content_offsets(&entry.records), status)))
-                })
+            tasks.owned(caller, task_id, now_ms()).and_then(|entry| {
+                if applied::spilled(&entry.records).is_some() {
+                    return Some(Err(self.info(entry)));
+                }
+                let status = entry.machine.status()?;
+                Some(Ok((content_offsets(&entry.records), status)))
+            })
         };
         let (content, status) = match found {
             None => return Ok(None),
@@ -720,29 +719,34 @@ impl TaskView {
         let Some(owner) = tasks.owners.find(caller) else {
             return (Vec::new(), 0);
         };
+        // A hash collision of the index, or a task expired during a replay: skipped.
+        let matching = |(ts, slot): (u64, task_map::Slot)| {
+            tasks.live_in(slot, now).filter(|entry| {
+                entry.owner == owner && filter.matches(ts, &entry.context, entry.machine.state())
+            })
+        };
         let (candidates, total) = tasks.index.page(owner, filter);
-        let mut page = Vec::with_capacity(filter.page_size.min(100));
-        for (ts, id) in candidates {
-            if page.len() >= filter.page_size {
-                break;
-            }
-            // A hash collision of the index, or a task expired during a replay: skip it.
-            let Some((id, entry)) = tasks.live_entry(id, now) else {
-                continue;
-            };
-            if entry.owner == owner && filter.matches(ts, &entry.context_id, entry.machine.state())
-            {
-                page.push(self.info(id, entry));
-            }
-        }
+        let page: Vec<TaskInfo> = candidates
+            .filter_map(matching)
+            .take(filter.page_size)
+            .map(|entry| self.info(entry))
+            .collect();
+        let total = total.unwrap_or_else(|| {
+            tasks
+                .index
+                .context_range(owner, filter)
+                .filter_map(matching)
+                .count()
+        });
         (page, total)
     }
 
-    fn info(&self, id: &Arc<str>, entry: &Entry) -> TaskInfo {
+    fn info(&self, entry: &Entry) -> TaskInfo {
+        let id = entry.id.to_arc();
         TaskInfo {
-            id: id.clone(),
-            context_id: entry.context_id.clone(),
-            partition: self.partition_of(id),
+            partition: self.partition_of(&id),
+            id,
+            context_id: entry.context.to_arc(),
             state: entry.machine.state().unwrap_or(TaskState::Unspecified),
             status_timestamp_ms: entry.machine.status_timestamp_ms(),
             status_has_message: entry.machine.status().is_some_and(|s| s.has_message),
@@ -774,9 +778,10 @@ impl TaskView {
         };
         awaiting
             .since_before(before_ms)
-            .filter_map(|id| {
-                let turn = tasks.entries.get(id)?.machine.last_message_id()?;
-                Some((id.clone(), Arc::from(turn)))
+            .filter_map(|slot| {
+                let entry = tasks.entries.entry(slot)?;
+                let turn = entry.machine.last_message_id()?;
+                Some((entry.id.to_arc(), Arc::from(turn)))
             })
             .collect()
     }

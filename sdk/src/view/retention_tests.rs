@@ -7,6 +7,7 @@ use agentlog_wire::{Record, RecordBody, TaskState};
 use bytes::Bytes;
 
 use super::checkpoint::{self, codec};
+use super::key::{KeyRef, stable_hash};
 use super::tests::append;
 use super::*;
 
@@ -489,7 +490,8 @@ async fn list_pages_agree_with_a_scan_for_every_filter() {
                     .filter(|i| after.is_none_or(|a| i.status_timestamp_ms >= a))
                     .map(|i| (i.status_timestamp_ms, i.id.clone()))
                     .collect();
-                want.sort();
+                // Newest first; equal times by the id's stable hash, the same everywhere.
+                want.sort_by_key(|(ts, id)| (*ts, stable_hash(KeyRef::of(id))));
                 want.reverse();
                 let mut filter = ListFilter {
                     context_id: context.map(str::to_owned),

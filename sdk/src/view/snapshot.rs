@@ -1,10 +1,9 @@
 //! The view's tasks to and from a checkpoint ([`checkpoint::codec`]).
 
-use std::sync::Arc;
-
 use super::applied::{self, Applied};
 use super::checkpoint::{Checkpoint, codec};
-use super::expiry::{Expiring, LiveRecords};
+use super::expiry::LiveRecords;
+use super::key::Key;
 use super::tasks::{Entry, Tasks};
 use agentlog_wire::fold::TaskMachine;
 
@@ -12,11 +11,11 @@ impl Tasks {
     /// Append the owners and tasks to a checkpoint being encoded.
     pub(super) fn encode_checkpoint(&self, out: &mut Vec<u8>) {
         let owners = self.owners.all();
-        let tasks = self.entries.iter().map(|(id, entry)| {
+        let tasks = self.entries.iter().map(|(_, entry)| {
             (
-                &**id,
+                &entry.id,
                 entry.owner,
-                &*entry.context_id,
+                &entry.context,
                 entry.machine.snapshot(),
                 applied_words(&entry.records),
             )
@@ -25,7 +24,8 @@ impl Tasks {
     }
 
     /// The tasks a checkpoint holds, with every index rebuilt at once (`partition_of`
-    /// places a task); the list index is built when the view has caught up.
+    /// places a task); the list index and the expiry order are built when the view has
+    /// caught up.
     pub(super) fn from_checkpoint(
         checkpoint: Checkpoint,
         partitions: u32,
@@ -38,7 +38,6 @@ impl Tasks {
             .iter()
             .map(|c| tasks.owners.intern(&c.principal, &c.tenant))
             .collect();
-        let mut expiring = Vec::new();
         let mut live: Vec<Vec<u64>> =
             vec![Vec::new(); if count_live { partitions as usize } else { 0 }];
         tasks.entries.reserve(checkpoint.tasks.len());
@@ -46,25 +45,19 @@ impl Tasks {
             let Some(owner) = owners.get(task.owner as usize).copied() else {
                 continue;
             };
-            let id: Arc<str> = Arc::from(task.id);
-            let machine = TaskMachine::from_snapshot(task.machine);
-            if let Some(at) = machine.expires_at_ms() {
-                expiring.push((at, id.clone()));
-            }
             let records: smallvec::SmallVec<[Applied; 4]> =
                 task.records.into_iter().map(Applied).collect();
-            if let Some(offsets) = live.get_mut(partition_of(&id) as usize) {
+            if let Some(offsets) = live.get_mut(partition_of(&task.id) as usize) {
                 applied::counted(&records, offsets);
             }
-            let entry = Entry {
+            tasks.entries.insert(Entry {
+                id: Key::new(&task.id),
+                context: Key::new(&task.context_id),
                 owner,
-                context_id: Arc::from(task.context_id),
-                machine,
+                machine: TaskMachine::from_snapshot(task.machine),
                 records,
-            };
-            tasks.entries.insert(id, entry);
+            });
         }
-        tasks.expiring = Expiring::build(expiring);
         tasks.live = live.into_iter().map(LiveRecords::build).collect();
         tasks
     }

@@ -1,82 +1,236 @@
-//! [`TaskMap`]: the view's tasks by id, in shards, so that growing never rehashes them all at
-//! once under the view's write lock (one table of a million tasks doubling takes a fraction of
-//! a second; a shard of it, a few milliseconds).
+//! [`TaskMap`]: the view's tasks, each in a numbered slot of a slab that grows by fixed chunks,
+//! found by id through hash tables that hold only slot numbers.
+//!
+//! Why this shape: the indexes name a task by its 4-byte slot instead of a shared string; a
+//! task costs its entry and a few bytes of table, with no allocation of its own for a UUID id
+//! or context ([`Key`]); growing never moves the entries (a chunk is added) and never rehashes
+//! every task at once under the view's write lock (the tables are [`SHARDS`] shards: a shard
+//! of a million tasks doubles in a millisecond or so).
 
-use std::collections::HashMap;
 use std::hash::BuildHasher;
-use std::sync::Arc;
 
+use hashbrown::HashTable;
+
+use super::key::KeyRef;
 use super::tasks::Entry;
 
-/// Shards; a power of two.
+/// A task's place in the map, stable for as long as the task is kept.
+pub(super) type Slot = u32;
+
+/// Hash table shards; a power of two.
 const SHARDS: usize = 64;
 
-/// Tasks by id, in [`SHARDS`] hash tables.
+/// Entries per slab chunk.
+const CHUNK: usize = 1024;
+
+/// Tasks by id ([module docs](self)).
 pub(super) struct TaskMap {
-    shards: Box<[HashMap<Arc<str>, Entry>]>,
-    /// Picks a shard; each shard's table hashes with its own keys.
-    picker: std::collections::hash_map::RandomState,
+    shards: Box<[HashTable<Slot>]>,
+    hasher: std::collections::hash_map::RandomState,
+    chunks: Vec<Vec<Option<Entry>>>,
+    /// Slots emptied by a removal, reused first.
+    free: Vec<Slot>,
+    len: usize,
 }
 
 impl Default for TaskMap {
     fn default() -> Self {
         Self {
-            shards: (0..SHARDS).map(|_| HashMap::new()).collect(),
-            picker: std::collections::hash_map::RandomState::new(),
+            shards: (0..SHARDS).map(|_| HashTable::new()).collect(),
+            hasher: Default::default(),
+            chunks: Vec::new(),
+            free: Vec::new(),
+            len: 0,
         }
     }
+}
+
+fn shard_of(hash: u64) -> usize {
+    // The tables use the low bits of the hash (and the top 7 as tags); the shard, bits below.
+    (hash >> 48) as usize & (SHARDS - 1)
+}
+
+fn entry_in(chunks: &[Vec<Option<Entry>>], slot: Slot) -> Option<&Entry> {
+    let slot = slot as usize;
+    chunks.get(slot / CHUNK)?.get(slot % CHUNK)?.as_ref()
 }
 
 impl TaskMap {
-    fn shard(&self, id: &str) -> usize {
-        // The table below uses the low bits of its own hash; take the shard from the top.
-        (self.picker.hash_one(id) >> 58) as usize & (SHARDS - 1)
+    fn hash(&self, key: KeyRef<'_>) -> u64 {
+        self.hasher.hash_one(key)
+    }
+
+    /// The slot of task `id`, if the map holds it.
+    pub(super) fn find(&self, id: &str) -> Option<Slot> {
+        let key = KeyRef::of(id);
+        let hash = self.hash(key);
+        let chunks = &self.chunks;
+        self.shards[shard_of(hash)]
+            .find(hash, |&slot| {
+                entry_in(chunks, slot).is_some_and(|entry| entry.id.as_ref() == key)
+            })
+            .copied()
     }
 
     pub(super) fn get(&self, id: &str) -> Option<&Entry> {
-        self.shards[self.shard(id)].get(id)
+        self.entry(self.find(id)?)
     }
 
-    pub(super) fn get_key_value(&self, id: &str) -> Option<(&Arc<str>, &Entry)> {
-        self.shards[self.shard(id)].get_key_value(id)
+    /// Task `id` with its slot.
+    pub(super) fn get_slot(&self, id: &str) -> Option<(Slot, &Entry)> {
+        let slot = self.find(id)?;
+        Some((slot, self.entry(slot)?))
     }
 
-    pub(super) fn get_mut(&mut self, id: &str) -> Option<&mut Entry> {
-        let shard = self.shard(id);
-        self.shards[shard].get_mut(id)
+    pub(super) fn entry(&self, slot: Slot) -> Option<&Entry> {
+        entry_in(&self.chunks, slot)
     }
 
-    pub(super) fn insert(&mut self, id: Arc<str>, entry: Entry) -> Option<Entry> {
-        let shard = self.shard(&id);
-        self.shards[shard].insert(id, entry)
+    pub(super) fn entry_mut(&mut self, slot: Slot) -> Option<&mut Entry> {
+        let slot = slot as usize;
+        self.chunks
+            .get_mut(slot / CHUNK)?
+            .get_mut(slot % CHUNK)?
+            .as_mut()
     }
 
-    pub(super) fn remove(&mut self, id: &str) -> Option<Entry> {
-        let shard = self.shard(id);
-        self.shards[shard].remove(id)
+    /// Add a task the map does not hold yet (by its id); its slot.
+    pub(super) fn insert(&mut self, entry: Entry) -> Slot {
+        let hash = self.hash(entry.id.as_ref());
+        let slot = match self.free.pop() {
+            Some(slot) => {
+                if let Some(place) = self
+                    .chunks
+                    .get_mut(slot as usize / CHUNK)
+                    .and_then(|chunk| chunk.get_mut(slot as usize % CHUNK))
+                {
+                    *place = Some(entry);
+                }
+                slot
+            }
+            None => {
+                match self.chunks.last_mut() {
+                    Some(chunk) if chunk.len() < CHUNK => chunk.push(Some(entry)),
+                    _ => {
+                        let mut chunk = Vec::with_capacity(CHUNK);
+                        chunk.push(Some(entry));
+                        self.chunks.push(chunk);
+                    }
+                }
+                let in_last = self.chunks.last().map_or(0, Vec::len);
+                ((self.chunks.len() - 1) * CHUNK + in_last - 1) as Slot
+            }
+        };
+        let Self {
+            shards,
+            hasher,
+            chunks,
+            ..
+        } = self;
+        shards[shard_of(hash)].insert_unique(hash, slot, |&other| {
+            entry_in(chunks, other).map_or(0, |entry| hasher.hash_one(entry.id.as_ref()))
+        });
+        self.len += 1;
+        slot
+    }
+
+    /// Take the task in `slot` out; its slot is given to a later task.
+    pub(super) fn remove(&mut self, slot: Slot) -> Option<Entry> {
+        let entry = self
+            .chunks
+            .get_mut(slot as usize / CHUNK)?
+            .get_mut(slot as usize % CHUNK)?
+            .take()?;
+        let hash = self.hash(entry.id.as_ref());
+        if let Ok(found) = self.shards[shard_of(hash)].find_entry(hash, |&other| other == slot) {
+            found.remove();
+        }
+        self.free.push(slot);
+        self.len -= 1;
+        Some(entry)
     }
 
     pub(super) fn len(&self) -> usize {
-        self.shards.iter().map(HashMap::len).sum()
+        self.len
     }
 
-    /// Room for `additional` more tasks, spread over the shards.
+    /// Room for `additional` more tasks in the tables (the slab grows by chunks anyway).
     pub(super) fn reserve(&mut self, additional: usize) {
-        for shard in self.shards.iter_mut() {
-            shard.reserve(additional / SHARDS + 1);
+        let Self {
+            shards,
+            hasher,
+            chunks,
+            ..
+        } = self;
+        for shard in shards.iter_mut() {
+            shard.reserve(additional / SHARDS + 1, |&other| {
+                entry_in(chunks, other).map_or(0, |entry| hasher.hash_one(entry.id.as_ref()))
+            });
         }
     }
 
-    pub(super) fn iter(&self) -> impl Iterator<Item = (&Arc<str>, &Entry)> {
-        self.shards.iter().flat_map(HashMap::iter)
+    /// Every task with its slot, in slot order.
+    pub(super) fn iter(&self) -> impl Iterator<Item = (Slot, &Entry)> {
+        self.chunks.iter().enumerate().flat_map(|(c, chunk)| {
+            chunk
+                .iter()
+                .enumerate()
+                .filter_map(move |(i, entry)| Some(((c * CHUNK + i) as Slot, entry.as_ref()?)))
+        })
     }
 }
 
-impl<'a> IntoIterator for &'a TaskMap {
-    type Item = (&'a Arc<str>, &'a Entry);
-    type IntoIter = Box<dyn Iterator<Item = (&'a Arc<str>, &'a Entry)> + 'a>;
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::view::key::Key;
 
-    fn into_iter(self) -> Self::IntoIter {
-        Box::new(self.iter())
+    fn entry(id: &str) -> Entry {
+        Entry {
+            id: Key::new(id),
+            context: Key::new("ctx"),
+            owner: 0,
+            machine: Default::default(),
+            records: Default::default(),
+        }
+    }
+
+    #[test]
+    fn tasks_are_found_by_id_and_slots_are_reused() {
+        let mut map = TaskMap::default();
+        let ids: Vec<String> = (0..3 * CHUNK)
+            .map(|n| match n % 2 {
+                0 => uuid::Uuid::new_v4().to_string(),
+                _ => format!("task-{n}"),
+            })
+            .collect();
+        let slots: Vec<Slot> = ids.iter().map(|id| map.insert(entry(id))).collect();
+        assert_eq!(map.len(), ids.len());
+        for (id, slot) in ids.iter().zip(&slots) {
+            assert_eq!(map.find(id), Some(*slot));
+            assert!(map.get(id).is_some_and(|e| e.id.is(id)));
+        }
+        assert_eq!(map.find("nobody"), None);
+        let gone = map.remove(slots[7]).map(|e| e.id);
+        assert_eq!(gone, Some(Key::new(&ids[7])));
+        assert_eq!(map.find(&ids[7]), None);
+        assert!(map.remove(slots[7]).is_none(), "removed once");
+        assert_eq!(
+            map.insert(entry("newcomer")),
+            slots[7],
+            "the free slot is reused"
+        );
+        assert_eq!(map.find("newcomer"), Some(slots[7]));
+        assert_eq!(map.iter().count(), ids.len());
+        assert!(
+            map.iter()
+                .all(|(slot, e)| map.entry(slot).is_some_and(|f| f.id == e.id))
+        );
+    }
+
+    #[test]
+    fn an_entry_is_dense() {
+        // What a finished task costs in the slab; the per-task budget is 256 bytes in all.
+        assert!(std::mem::size_of::<Option<Entry>>() <= 144);
     }
 }

@@ -13,14 +13,16 @@ use tokio::sync::broadcast;
 use super::TaskEvent;
 use super::applied::{self, Applied};
 use super::expiry::{Expiring, LiveRecords};
-use super::index::{AwaitingClaim, ListIndex, Listed, OwnerId, Owners};
-use super::task_map::TaskMap;
+use super::index::{AwaitingClaim, ListIndex, Listed, OwnerId, Owners, context_hash};
+use super::key::{Key, stable_hash};
+use super::task_map::{Slot, TaskMap};
 use crate::agent::Caller;
 
 /// One task as the view keeps it.
 pub(super) struct Entry {
+    pub(super) id: Key,
+    pub(super) context: Key,
     pub(super) owner: OwnerId,
-    pub(super) context_id: Arc<str>,
     pub(super) machine: TaskMachine,
     /// Inline for the usual few records: a lookup touches no other allocation for them.
     pub(super) records: SmallVec<[Applied; 4]>,
@@ -31,10 +33,16 @@ impl Entry {
     pub(super) fn listed(&self) -> Option<Listed> {
         Some(Listed {
             owner: self.owner,
-            context_id: self.context_id.clone(),
+            context: context_hash(self.context.as_ref()),
             state: self.machine.state()?,
             status_ms: self.machine.status_timestamp_ms(),
+            tie: stable_hash(self.id.as_ref()),
         })
+    }
+
+    /// The task id's text, written into `text` if need be.
+    pub(super) fn id_text<'a>(&'a self, text: &'a mut super::key::KeyText) -> &'a str {
+        self.id.text(text)
     }
 }
 
@@ -46,14 +54,16 @@ pub(super) struct Tasks {
     /// Per partition, the tasks whose turn no worker has claimed yet; kept only once a worker
     /// asked for it ([`Tasks::track_awaiting`]): a bridge's view does not pay for it.
     pub(super) awaiting: Option<Vec<AwaitingClaim>>,
-    pub(super) watchers: HashMap<Arc<str>, broadcast::Sender<Arc<TaskEvent>>>,
-    /// Finished tasks by when they expire (fold rule 14): what [`Tasks::expire`] drops.
+    pub(super) watchers: HashMap<Slot, broadcast::Sender<Arc<TaskEvent>>>,
+    /// Finished tasks by when they expire (fold rule 14): what [`Tasks::expire`] drops. Built
+    /// with the list index, once the replay is done: a replay expires nothing.
     pub(super) expiring: Expiring,
     /// Per partition, the offsets of the records retained tasks need; empty in a view that
     /// does not compact (nothing asks).
     pub(super) live: Vec<LiveRecords>,
-    /// The list index is built once the replay is done ([`Tasks::index_ready`]), not
-    /// updated record by record while the view replays or restores.
+    /// The list index and the expiry order are built once the replay is done
+    /// ([`Tasks::index_ready`]), not updated record by record while the view replays or
+    /// restores.
     index_deferred: bool,
 }
 
@@ -76,7 +86,8 @@ impl Tasks {
         }
     }
 
-    /// Build the list index now if it waits for the replay to end; then keep it up to date.
+    /// Build the list index and the expiry order now if they wait for the replay to end;
+    /// then keep them up to date.
     pub(super) fn index_ready(&mut self) {
         if !self.index_deferred {
             return;
@@ -84,7 +95,12 @@ impl Tasks {
         self.index = ListIndex::build(
             self.entries
                 .iter()
-                .filter_map(|(id, entry)| Some((id, entry.listed()?))),
+                .filter_map(|(slot, entry)| Some((slot, entry.listed()?))),
+        );
+        self.expiring = Expiring::build(
+            self.entries
+                .iter()
+                .filter_map(|(slot, entry)| Some((entry.machine.expires_at_ms()?, slot))),
         );
         self.index_deferred = false;
     }
@@ -98,17 +114,18 @@ impl Tasks {
     /// many went. `partition_of` places a task.
     pub(super) fn expire(&mut self, now_ms: u64, partition_of: impl Fn(&str) -> u32) -> usize {
         let mut dropped = 0;
-        while let Some(id) = self.expiring.pop_expired(now_ms) {
-            let Some(entry) = self.entries.remove(&id) else {
+        while let Some(slot) = self.expiring.pop_expired(now_ms) {
+            let Some(entry) = self.entries.remove(slot) else {
                 continue;
             };
             if !self.index_deferred {
-                self.index.update(&id, entry.listed().as_ref(), None);
+                self.index.update(slot, entry.listed().as_ref(), None);
             }
-            if let Some(live) = self.live.get_mut(partition_of(&id) as usize) {
+            let partition = partition_of(entry.id_text(&mut [0; 36]));
+            if let Some(live) = self.live.get_mut(partition as usize) {
                 applied::forget(&entry.records, live);
             }
-            self.watchers.remove(&id);
+            self.watchers.remove(&slot);
             dropped += 1;
         }
         dropped
@@ -122,35 +139,43 @@ impl Tasks {
         }
         let mut awaiting: Vec<AwaitingClaim> =
             (0..partitions).map(|_| AwaitingClaim::default()).collect();
-        for (id, entry) in &self.entries {
+        for (slot, entry) in self.entries.iter() {
             let machine = &entry.machine;
             if machine.awaits_claim()
-                && let Some(index) = awaiting.get_mut(partition_of(id) as usize)
+                && let Some(index) =
+                    awaiting.get_mut(partition_of(entry.id_text(&mut [0; 36])) as usize)
             {
-                index.update(id, None, Some(machine.status_timestamp_ms()));
+                index.update(slot, None, Some(machine.status_timestamp_ms()));
             }
         }
         self.awaiting = Some(awaiting);
     }
 
     /// The task's entry if it exists, belongs to `caller` and has not expired at `now_ms`.
-    pub(super) fn owned(
-        &self,
-        caller: &Caller,
-        task_id: &str,
-        now_ms: u64,
-    ) -> Option<(&Arc<str>, &Entry)> {
+    pub(super) fn owned(&self, caller: &Caller, task_id: &str, now_ms: u64) -> Option<&Entry> {
         let owner = self.owners.find(caller)?;
-        let (id, entry) = self.live_entry(task_id, now_ms)?;
-        (entry.owner == owner).then_some((id, entry))
+        let entry = self.live_entry(task_id, now_ms)?;
+        (entry.owner == owner).then_some(entry)
     }
 
     /// The task's entry if it exists and has not expired at `now_ms`: an expired task is
     /// answered as one that never existed, whether or not it was dropped yet.
-    pub(super) fn live_entry(&self, task_id: &str, now_ms: u64) -> Option<(&Arc<str>, &Entry)> {
+    pub(super) fn live_entry(&self, task_id: &str, now_ms: u64) -> Option<&Entry> {
+        Some(self.live_slot(task_id, now_ms)?.1)
+    }
+
+    /// [`live_entry`](Self::live_entry) with the task's slot.
+    pub(super) fn live_slot(&self, task_id: &str, now_ms: u64) -> Option<(Slot, &Entry)> {
         self.entries
-            .get_key_value(task_id)
+            .get_slot(task_id)
             .filter(|(_, entry)| !entry.machine.is_expired(now_ms))
+    }
+
+    /// The entry in `slot` if it has not expired at `now_ms`.
+    pub(super) fn live_in(&self, slot: Slot, now_ms: u64) -> Option<&Entry> {
+        self.entries
+            .entry(slot)
+            .filter(|entry| !entry.machine.is_expired(now_ms))
     }
 
     pub(super) fn apply(&mut self, partition: u32, offset: u64, record: &Record) {
@@ -183,15 +208,18 @@ impl Tasks {
         header: &RecordHeader,
         decide: impl FnOnce(&mut TaskMachine) -> Result<Option<Change>, Outcome>,
     ) {
-        let id: &str = &header.task_id;
         let mut before = None;
         // A renewal that only extends the lease: neither kept nor told (see `is_extension`).
         let mut quiet = false;
         let live = self.live.get_mut(partition as usize);
-        let change = match self.entries.get_mut(id) {
-            Some(entry) => {
+        let keep_index = !self.index_deferred;
+        let (slot, change) = match self.entries.find(&header.task_id) {
+            Some(slot) => {
+                let Some(entry) = self.entries.entry_mut(slot) else {
+                    return;
+                };
                 let lease = entry.machine.claim().map(|c| c.lease_until_ms);
-                before = Some(Before::of(entry, !self.index_deferred));
+                before = Some(Before::of(entry, keep_index));
                 let Ok(change) = decide(&mut entry.machine) else {
                     return;
                 };
@@ -204,12 +232,12 @@ impl Tasks {
                         live.add(offset);
                     }
                     entry.owner = self.owners.intern(&header.principal, &header.tenant);
-                    entry.context_id = Arc::from(header.context_id.as_str());
+                    entry.context = Key::new(&header.context_id);
                     entry.records = smallvec::smallvec![record_of(offset, change.as_ref())];
                 } else if !quiet {
                     applied::push(&mut entry.records, record_of(offset, change.as_ref()), live);
                 }
-                change
+                (slot, change)
             }
             None => {
                 let mut machine = TaskMachine::new();
@@ -220,34 +248,31 @@ impl Tasks {
                     live.add(offset);
                 }
                 let owner = self.owners.intern(&header.principal, &header.tenant);
-                let id: Arc<str> = Arc::from(id);
-                self.entries.insert(
-                    id,
-                    Entry {
-                        owner,
-                        context_id: Arc::from(header.context_id.as_str()),
-                        machine,
-                        records: smallvec::smallvec![record_of(offset, change.as_ref())],
-                    },
-                );
-                change
+                let slot = self.entries.insert(Entry {
+                    id: Key::new(&header.task_id),
+                    context: Key::new(&header.context_id),
+                    owner,
+                    machine,
+                    records: smallvec::smallvec![record_of(offset, change.as_ref())],
+                });
+                (slot, change)
             }
         };
-        let Some((id, entry)) = self.entries.get_key_value(header.task_id.as_str()) else {
+        let Some(entry) = self.entries.entry(slot) else {
             return;
         };
         let machine = &entry.machine;
         let state = machine.state().unwrap_or(TaskState::Unspecified);
         let ts = machine.status_timestamp_ms();
-        if !self.index_deferred {
+        if keep_index {
             let was = before.as_ref().and_then(|b| b.listed.as_ref());
-            self.index.update(id, was, entry.listed().as_ref());
+            self.index.update(slot, was, entry.listed().as_ref());
+            self.expiring.update(
+                slot,
+                before.as_ref().and_then(|b| b.expires_at),
+                machine.expires_at_ms(),
+            );
         }
-        self.expiring.update(
-            id,
-            before.as_ref().and_then(|b| b.expires_at),
-            machine.expires_at_ms(),
-        );
         if let Some(awaiting) = self
             .awaiting
             .as_mut()
@@ -256,10 +281,10 @@ impl Tasks {
             let was = before.and_then(|b| b.awaiting);
             let now = machine.awaits_claim().then_some(ts);
             if was != now {
-                awaiting.update(id, was, now);
+                awaiting.update(slot, was, now);
             }
         }
-        let (Some(sender), Some(change)) = (self.watchers.get(id), change) else {
+        let (Some(sender), Some(change)) = (self.watchers.get(&slot), change) else {
             return;
         };
         if quiet || is_first_claim(&change) {
@@ -267,8 +292,8 @@ impl Tasks {
         }
         let event = Arc::new(TaskEvent {
             offset,
-            task_id: id.clone(),
-            context_id: entry.context_id.clone(),
+            task_id: Arc::from(header.task_id.as_str()),
+            context_id: entry.context.to_arc(),
             timestamp_ms: header.timestamp_ms,
             state,
             change,
@@ -276,8 +301,7 @@ impl Tasks {
         // Drop the channel once nobody listens, or once the task is terminal (nothing
         // follows; subscribers still receive what was sent, then `Closed`).
         if sender.send(event).is_err() || state.is_terminal() {
-            let id = id.clone();
-            self.watchers.remove(&id);
+            self.watchers.remove(&slot);
         }
     }
 }

@@ -72,21 +72,32 @@ pub struct TaskMachine {
     /// Whether the record that set the status carried a message.
     status_has_message: bool,
     last_message_id: Option<Box<str>>,
-    /// `message_id`s applied so far (rule 8: the client messages', and the newest others');
-    /// dropped once the task is terminal (nothing applies then). Boxed so a finished task
-    /// pays one null pointer here.
-    seen: Option<Box<Seen>>,
+    /// What only a live task has; `None` once the task is terminal (and whenever it would
+    /// be empty), so that a finished task pays one null pointer for it.
+    live: Option<Box<Live>>,
     /// The task's claims so far: the last attempt number given out.
     attempts: u32,
-    /// The claim on the current turn, if any (none before the turn's first claim, after an
-    /// interruption and once terminal).
-    claim: Option<Box<Claim>>,
-    /// Follow-ups queued behind the current turn, oldest first (rule 12); usually none.
-    #[allow(clippy::box_collection)]
-    pending: Option<Box<VecDeque<Box<str>>>>,
     /// How long the task stays answerable once terminal, in milliseconds (its command's; 0 =
     /// forever, rule 14).
     retention_ms: u64,
+}
+
+/// The part of a [`TaskMachine`] that only a live task needs.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Live {
+    /// `message_id`s applied so far (rule 8: the client messages', and the newest others').
+    seen: Option<Seen>,
+    /// The claim on the current turn, if any (none before the turn's first claim and after an
+    /// interruption).
+    claim: Option<Claim>,
+    /// Follow-ups queued behind the current turn, oldest first (rule 12); usually none.
+    pending: VecDeque<Box<str>>,
+}
+
+impl Live {
+    fn is_empty(&self) -> bool {
+        self.seen.is_none() && self.claim.is_none() && self.pending.is_empty()
+    }
 }
 
 impl TaskMachine {
@@ -122,8 +133,8 @@ impl TaskMachine {
                 self.submit(&request.message.message_id, ts);
             }
             Change::FollowedUp(request) => self
+                .live_mut()
                 .pending
-                .get_or_insert_default()
                 .push_back(request.message.message_id.as_str().into()),
             Change::Canceled => self.set(TaskState::Canceled, ts, false),
             Change::Status {
@@ -134,7 +145,7 @@ impl TaskMachine {
                 self.set(*state, ts, message.is_some());
                 if state.is_interrupted() {
                     // The turn is over: nobody holds the task until its next turn's claim.
-                    self.claim = None;
+                    self.set_claim(None);
                 }
                 if *resumed && let Some(next) = self.pop_pending() {
                     self.submit(&next, ts);
@@ -150,7 +161,7 @@ impl TaskMachine {
                     self.pop_pending();
                     self.last_message_id = Some(claimed.turn.clone());
                 }
-                self.claim = Some(Box::new(claimed.claim.clone()));
+                self.set_claim(Some(claimed.claim.clone()));
             }
         }
         let client = matches!(
@@ -162,12 +173,29 @@ impl TaskMachine {
     }
 
     fn pop_pending(&mut self) -> Option<Box<str>> {
-        let pending = self.pending.as_mut()?;
-        let next = pending.pop_front();
-        if pending.is_empty() {
-            self.pending = None;
-        }
+        let next = self.live.as_mut()?.pending.pop_front();
+        self.tidy();
         next
+    }
+
+    /// The live part, made if the task had none.
+    fn live_mut(&mut self) -> &mut Live {
+        self.live.get_or_insert_default()
+    }
+
+    fn set_claim(&mut self, claim: Option<Claim>) {
+        if claim.is_none() && self.live.is_none() {
+            return;
+        }
+        self.live_mut().claim = claim;
+        self.tidy();
+    }
+
+    /// Drop the live part once empty: equal machines hold equal parts.
+    fn tidy(&mut self) {
+        if self.live.as_deref().is_some_and(Live::is_empty) {
+            self.live = None;
+        }
     }
 
     /// [`apply`](Self::apply) of a command record (`header`) whose params the caller has
@@ -197,7 +225,7 @@ impl TaskMachine {
     /// A client message (command or continue) was applied: the task waits on a worker for it.
     fn submit(&mut self, message_id: &str, timestamp_ms: u64) {
         self.last_message_id = Some(message_id.into());
-        self.claim = None;
+        self.set_claim(None);
         self.set(TaskState::Submitted, timestamp_ms, false);
     }
 
@@ -207,7 +235,10 @@ impl TaskMachine {
         if id.is_empty() || self.is_terminal() {
             return;
         }
-        self.seen.get_or_insert_default().insert(id, client);
+        self.live_mut()
+            .seen
+            .get_or_insert_default()
+            .insert(id, client);
     }
 
     fn set(&mut self, state: TaskState, timestamp_ms: u64, has_message: bool) {
@@ -215,9 +246,7 @@ impl TaskMachine {
         self.status_timestamp_ms = timestamp_ms;
         self.status_has_message = has_message;
         if state.is_terminal() {
-            self.seen = None;
-            self.claim = None;
-            self.pending = None;
+            self.live = None;
         }
     }
 
@@ -241,7 +270,7 @@ impl TaskMachine {
             return Err(Outcome::AfterTerminal);
         }
         let id = record.header.message_id.as_str();
-        if !id.is_empty() && self.seen.as_ref().is_some_and(|seen| seen.contains(id)) {
+        if !id.is_empty() && self.seen().is_some_and(|seen| seen.contains(id)) {
             return Err(Outcome::Duplicate);
         }
         match &record.body {
@@ -273,7 +302,7 @@ impl TaskMachine {
                 }
                 let mut change = parsed()?;
                 if let Change::Status { resumed, .. } = &mut change {
-                    *resumed = state.is_interrupted() && self.pending.is_some();
+                    *resumed = state.is_interrupted() && self.pending().next().is_some();
                 }
                 Ok(change)
             }
@@ -287,7 +316,7 @@ impl TaskMachine {
 
     /// Rule 11: whether a worker record was written by the current claim.
     fn fence(&self, header: &RecordHeader) -> Result<(), Outcome> {
-        let holds = match &self.claim {
+        let holds = match self.claim() {
             None => self.attempts == 0 && header.attempt == 0,
             Some(claim) => claim.attempt == header.attempt && *claim.holder == *header.source,
         };
@@ -309,7 +338,7 @@ impl TaskMachine {
         let by_holder =
             |claim: &Claim| claim.attempt == header.attempt && *claim.holder == *header.source;
         let (kind, turn_attempt) = if self.last_message_id.as_deref() == Some(turn) {
-            match self.claim.as_deref() {
+            match self.claim() {
                 None if Some(header.attempt) == next => (ClaimKind::First, 1),
                 Some(claim) if by_holder(claim) => (ClaimKind::Renewal, claim.turn_attempt),
                 Some(claim)
@@ -321,9 +350,9 @@ impl TaskMachine {
                 _ => return Err(Outcome::Fenced),
             }
         } else {
-            let first_pending = self.pending.as_ref().and_then(|p| p.front());
-            match self.claim.as_deref() {
-                Some(claim) if by_holder(claim) && first_pending.is_some_and(|p| **p == *turn) => {
+            let first_pending = self.pending().next();
+            match self.claim() {
+                Some(claim) if by_holder(claim) && first_pending == Some(turn) => {
                     (ClaimKind::Advance, 1)
                 }
                 _ => return Err(Outcome::Fenced),
@@ -374,14 +403,16 @@ impl TaskMachine {
 
     /// Whether a record with this `message_id` was applied (always `false` once terminal).
     pub fn has_applied(&self, message_id: &str) -> bool {
-        self.seen
-            .as_ref()
-            .is_some_and(|seen| seen.contains(message_id))
+        self.seen().is_some_and(|seen| seen.contains(message_id))
     }
 
     /// The claim on the current turn, if any.
     pub fn claim(&self) -> Option<&Claim> {
-        self.claim.as_deref()
+        self.live.as_ref()?.claim.as_ref()
+    }
+
+    fn seen(&self) -> Option<&Seen> {
+        self.live.as_ref()?.seen.as_ref()
     }
 
     /// How many claims the task has had: the attempt number of its latest.
@@ -391,7 +422,9 @@ impl TaskMachine {
 
     /// The follow-ups queued behind the current turn, oldest first (rule 12).
     pub fn pending(&self) -> impl Iterator<Item = &str> + '_ {
-        self.pending.iter().flat_map(|p| p.iter().map(|id| &**id))
+        self.live
+            .iter()
+            .flat_map(|live| live.pending.iter().map(|id| &**id))
     }
 
     /// Whether the turn answering client message `turn` is over: the task ended, the turn
@@ -412,7 +445,7 @@ impl TaskMachine {
 
     /// Whether the task waits for a worker to claim its turn: submitted, and unclaimed.
     pub fn awaits_claim(&self) -> bool {
-        self.state == Some(TaskState::Submitted) && self.claim.is_none()
+        self.state == Some(TaskState::Submitted) && self.claim().is_none()
     }
 
     /// How long the task stays answerable once terminal, in milliseconds (0 = forever).
@@ -477,7 +510,7 @@ pub struct MachineSnapshot {
 impl TaskMachine {
     /// The machine's whole state, to store.
     pub fn snapshot(&self) -> MachineSnapshot {
-        let seen = self.seen.as_ref().map(|seen| seen.parts());
+        let seen = self.seen().map(Seen::parts);
         MachineSnapshot {
             state: self.state,
             status_timestamp_ms: self.status_timestamp_ms,
@@ -485,7 +518,7 @@ impl TaskMachine {
             last_message_id: self.last_message_id.as_deref().map(str::to_owned),
             seen,
             attempts: self.attempts,
-            claim: self.claim.as_deref().cloned(),
+            claim: self.claim().cloned(),
             pending: self.pending().map(str::to_owned).collect(),
             retention_ms: self.retention_ms,
         }
@@ -493,18 +526,20 @@ impl TaskMachine {
 
     /// The machine a [`snapshot`](Self::snapshot) was taken of.
     pub fn from_snapshot(snapshot: MachineSnapshot) -> Self {
-        let pending: VecDeque<Box<str>> = snapshot.pending.into_iter().map(Box::from).collect();
+        let live = Live {
+            seen: snapshot
+                .seen
+                .map(|(clients, recent)| Seen::from_parts(clients, recent)),
+            claim: snapshot.claim,
+            pending: snapshot.pending.into_iter().map(Box::from).collect(),
+        };
         Self {
             state: snapshot.state,
             status_timestamp_ms: snapshot.status_timestamp_ms,
             status_has_message: snapshot.status_has_message,
             last_message_id: snapshot.last_message_id.map(Box::from),
-            seen: snapshot
-                .seen
-                .map(|(clients, recent)| Box::new(Seen::from_parts(clients, recent))),
+            live: (!live.is_empty()).then(|| Box::new(live)),
             attempts: snapshot.attempts,
-            claim: snapshot.claim.map(Box::new),
-            pending: (!pending.is_empty()).then(|| Box::new(pending)),
             retention_ms: snapshot.retention_ms,
         }
     }

@@ -21,6 +21,7 @@
 use agentlog_wire::StateCode;
 use agentlog_wire::fold::{Claim, MachineSnapshot};
 
+use super::super::key::Key;
 use crate::agent::Caller;
 
 const MAGIC: &[u8] = b"agentlog/view-checkpoint\0";
@@ -112,7 +113,7 @@ pub(crate) fn encode_tasks<'a>(
     out: &mut Vec<u8>,
     owners: &[Caller],
     count: usize,
-    tasks: impl Iterator<Item = (&'a str, u32, &'a str, MachineSnapshot, Vec<u64>)>,
+    tasks: impl Iterator<Item = (&'a Key, u32, &'a Key, MachineSnapshot, Vec<u64>)>,
 ) {
     put_u32(out, owners.len() as u32);
     for owner in owners {
@@ -120,10 +121,11 @@ pub(crate) fn encode_tasks<'a>(
         put_str(out, &owner.tenant);
     }
     put_u64(out, count as u64);
+    let mut text = [0; 36];
     for (id, owner, context_id, machine, records) in tasks {
-        put_str(out, id);
+        put_str(out, id.text(&mut text));
         put_u32(out, owner);
-        put_str(out, context_id);
+        put_str(out, context_id.text(&mut text));
         put_machine(out, &machine);
         put_u32(out, records.len() as u32);
         for record in records {
@@ -413,13 +415,14 @@ mod tests {
             retention_ms: 60_000,
         };
         let records = [0u64, 1 | 1 << 63, 2];
+        let (t1, t2, ctx) = (Key::new("t-1"), Key::new("t-2"), Key::new("ctx"));
         encode_tasks(
             &mut out,
             &owners,
             2,
             [
-                ("t-1", 0, "ctx", machine, records.to_vec()),
-                ("t-2", 0, "ctx", MachineSnapshot::default(), Vec::new()),
+                (&t1, 0, &ctx, machine, records.to_vec()),
+                (&t2, 0, &ctx, MachineSnapshot::default(), Vec::new()),
             ]
             .into_iter(),
         );
