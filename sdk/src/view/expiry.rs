@@ -91,11 +91,27 @@ impl LiveRecords {
         for offset in &mut offsets {
             *offset /= Self::CHUNK;
         }
-        offsets.sort_unstable();
-        let mut chunks = BTreeMap::new();
-        for run in offsets.chunk_by(|a, b| a == b) {
-            chunks.insert(run[0], run.len() as u32);
+        let (Some(first), Some(last)) = (offsets.iter().min(), offsets.iter().max()) else {
+            return Self::default();
+        };
+        let span = usize::try_from(last - first + 1).unwrap_or(usize::MAX);
+        if span <= offsets.len().saturating_mul(4) {
+            // Dense (a partition's records are mostly retained tasks'): counted in place.
+            let mut counts = vec![0u32; span];
+            for chunk in &offsets {
+                counts[(chunk - first) as usize] += 1;
+            }
+            let chunks = (*first..)
+                .zip(counts)
+                .filter(|(_, count)| *count > 0)
+                .collect();
+            return Self { chunks };
         }
+        offsets.sort_unstable();
+        let chunks = offsets
+            .chunk_by(|a, b| a == b)
+            .map(|run| (run[0], run.len() as u32))
+            .collect();
         Self { chunks }
     }
 
@@ -176,5 +192,13 @@ mod tests {
             one_by_one.add(offset);
         }
         assert_eq!(LiveRecords::build(vec![9, 1, 700, 65, 64, 3]), one_by_one);
+        // Dense offsets, counted in place.
+        let offsets: Vec<u64> = (0..1000).chain(200..300).collect();
+        let mut one_by_one = LiveRecords::default();
+        for offset in &offsets {
+            one_by_one.add(*offset);
+        }
+        assert_eq!(LiveRecords::build(offsets), one_by_one);
+        assert_eq!(LiveRecords::build(Vec::new()), LiveRecords::default());
     }
 }

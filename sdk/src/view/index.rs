@@ -68,6 +68,26 @@ pub(super) struct Listed {
     pub tie: u32,
 }
 
+impl Listed {
+    /// Where a task of `owner`, `id` and `context` in `state` since `status_ms` is listed
+    /// (nowhere before its command: no state).
+    pub(super) fn of(
+        owner: OwnerId,
+        id: KeyRef<'_>,
+        context: KeyRef<'_>,
+        state: Option<TaskState>,
+        status_ms: u64,
+    ) -> Option<Self> {
+        Some(Self {
+            owner,
+            context: context_hash(context),
+            state: state?,
+            status_ms,
+            tie: stable_hash(id),
+        })
+    }
+}
+
 /// Every task under three groupings, each ordered by (status time, tie-break): the owner's
 /// tasks, the owner's in one state, and the owner's in one context. So a filter on state or
 /// status time is one range of one grouping: a page costs O(log n + page), with no scan; a
@@ -85,7 +105,7 @@ pub(super) struct Listed {
 #[derive(Default)]
 pub(super) struct ListIndex {
     map: BTreeMap<u128, Slot>,
-    sizes: HashMap<u64, u32>,
+    sizes: HashMap<u64, u32, foldhash::fast::RandomState>,
 }
 
 /// The largest status time a key holds.
@@ -170,8 +190,8 @@ impl ListIndex {
     /// An index of `tasks` (slot and where each is listed), built at once: what a view that
     /// replayed or restored its tasks builds, instead of one update per record.
     pub(super) fn build(tasks: impl Iterator<Item = (Slot, Listed)>) -> Self {
-        let mut keys = Vec::new();
-        let mut sizes: HashMap<u64, u32> = HashMap::new();
+        let mut keys = Vec::with_capacity(tasks.size_hint().0 * 3);
+        let mut sizes: HashMap<u64, u32, _> = HashMap::default();
         for (slot, listed) in tasks {
             for (family, g) in Self::groups(&listed).into_iter().enumerate() {
                 keys.push((key(g, listed.status_ms, listed.tie), slot));
@@ -284,20 +304,22 @@ fn bump(key: u128) -> u128 {
 /// context would cost memory per task).
 const COUNTED: usize = 2;
 
-/// The 64-bit key of one grouping of the index (a fixed-key hash: the same in every process).
+/// The hasher of the index's groupings: fast, with a fixed seed (a grouping is the same in
+/// every process of a build). A collision is harmless (see [`ListIndex`]) and only mixes one
+/// owner's own tasks, so the groupings need no per-process seed.
+const GROUPING: foldhash::fast::FixedState =
+    foldhash::fast::FixedState::with_seed(0x6167_656e_746c_6f67);
+
+/// The 64-bit key of one grouping of the index.
 fn group(family: u8, owner: OwnerId, context: Option<u64>, state: Option<TaskState>) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut hasher = std::hash::DefaultHasher::new();
-    (family, owner, context, state.map(TaskState::code)).hash(&mut hasher);
-    hasher.finish()
+    use std::hash::BuildHasher;
+    GROUPING.hash_one((family, owner, context, state.map(TaskState::code)))
 }
 
 /// A task's context as the index groups it.
 pub(super) fn context_hash(context: KeyRef<'_>) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut hasher = std::hash::DefaultHasher::new();
-    context.hash(&mut hasher);
-    hasher.finish()
+    use std::hash::BuildHasher;
+    GROUPING.hash_one(context)
 }
 
 /// One partition's tasks whose turn no worker has claimed, by (since when, slot): what a

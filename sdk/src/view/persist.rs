@@ -68,14 +68,14 @@ pub(super) async fn restore(
                 .map_err(|e| e.to_string())?;
             let decoded = codec::decode(&bytes).map_err(|e| e.to_string())?;
             checkpoint::verify(log, topic, partitions, &decoded).await?;
-            Ok::<_, String>(decoded)
+            let positions: Vec<u64> = decoded.positions.iter().map(|p| p.next).collect();
+            let tasks = Tasks::from_checkpoint(decoded, partitions, count_live, |id| {
+                partition_for_key(id.as_bytes(), partitions)
+            });
+            Ok::<_, String>((tasks, positions))
         };
         match usable.await {
-            Ok(decoded) => {
-                let positions: Vec<u64> = decoded.positions.iter().map(|p| p.next).collect();
-                let tasks = Tasks::from_checkpoint(decoded, partitions, count_live, |id| {
-                    partition_for_key(id.as_bytes(), partitions)
-                });
+            Ok((tasks, positions)) => {
                 tracing::info!(
                     %topic, checkpoint = manifest.offset, tasks = tasks.entries.len(), ?positions,
                     "task view starts from a checkpoint"

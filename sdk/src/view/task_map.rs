@@ -26,7 +26,8 @@ const CHUNK: usize = 1024;
 /// Tasks by id ([module docs](self)).
 pub(super) struct TaskMap {
     shards: Box<[HashTable<Slot>]>,
-    hasher: std::collections::hash_map::RandomState,
+    /// Fast, and seeded per process (ids come from clients).
+    hasher: foldhash::fast::RandomState,
     chunks: Vec<Vec<Option<Entry>>>,
     /// Slots emptied by a removal, reused first.
     free: Vec<Slot>,

@@ -13,8 +13,8 @@ use tokio::sync::broadcast;
 use super::TaskEvent;
 use super::applied::{self, Applied};
 use super::expiry::{Expiring, LiveRecords};
-use super::index::{AwaitingClaim, ListIndex, Listed, OwnerId, Owners, context_hash};
-use super::key::{Key, stable_hash};
+use super::index::{AwaitingClaim, ListIndex, Listed, OwnerId, Owners};
+use super::key::Key;
 use super::task_map::{Slot, TaskMap};
 use crate::agent::Caller;
 
@@ -31,13 +31,13 @@ pub(super) struct Entry {
 impl Entry {
     /// Where the task sits in the `ListTasks` index (nowhere before its command).
     pub(super) fn listed(&self) -> Option<Listed> {
-        Some(Listed {
-            owner: self.owner,
-            context: context_hash(self.context.as_ref()),
-            state: self.machine.state()?,
-            status_ms: self.machine.status_timestamp_ms(),
-            tie: stable_hash(self.id.as_ref()),
-        })
+        Listed::of(
+            self.owner,
+            self.id.as_ref(),
+            self.context.as_ref(),
+            self.machine.state(),
+            self.machine.status_timestamp_ms(),
+        )
     }
 
     /// The task id's text, written into `text` if need be.
@@ -92,11 +92,18 @@ impl Tasks {
         if !self.index_deferred {
             return;
         }
-        self.index = ListIndex::build(
+        let index = ListIndex::build(
             self.entries
                 .iter()
                 .filter_map(|(slot, entry)| Some((slot, entry.listed()?))),
         );
+        self.indexes_built(index);
+    }
+
+    /// Take `index` as the list index of every task (built elsewhere), build the expiry order,
+    /// and keep both up to date from now on.
+    pub(super) fn indexes_built(&mut self, index: ListIndex) {
+        self.index = index;
         self.expiring = Expiring::build(
             self.entries
                 .iter()

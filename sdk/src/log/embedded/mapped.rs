@@ -56,6 +56,15 @@ impl SegmentMap {
     }
 }
 
+/// The whole of `file` (`len` bytes) mapped for a recovery's scan; `None` where the system
+/// refuses (or the file is empty). The caller drops it before it truncates the file.
+pub(crate) fn map_whole(file: &File, len: u64) -> Option<Mmap> {
+    if len == 0 {
+        return None;
+    }
+    map(file, len)
+}
+
 /// Map `len` bytes of `file` read-only, shared; `None` where the system refuses.
 #[allow(unsafe_code)]
 fn map(file: &File, len: u64) -> Option<Mmap> {
@@ -65,8 +74,8 @@ fn map(file: &File, len: u64) -> Option<Mmap> {
     // Neither happens to the bytes we read:
     // - readers only ask for published batches, and the log publishes a batch only after
     //   its bytes were written, and never writes at a position below its segment's end;
-    // - the log truncates a segment only while recovering it in `open`, before any map of
-    //   it exists; segments are never rewritten or shrunk afterwards. Deleting a segment
+    // - the log truncates a segment only while recovering it in `open`, before any reader's
+    //   map of it exists and once the recovery's own scan map is dropped; segments are never rewritten or shrunk afterwards. Deleting a segment
     //   (`delete_segments`) unlinks its file without truncating it: the inode and its pages
     //   live on while a map or an open file of it does, so a read that holds it finishes;
     // - the directory is held under an exclusive lock (`lock.rs`), so another agentlog

@@ -121,7 +121,7 @@ impl Topic {
 
     fn open_all(
         root: &Path,
-        open_partition: impl Fn(u32, PathBuf) -> Result<Partition>,
+        open_partition: impl Fn(u32, PathBuf) -> Result<Partition> + Sync,
     ) -> Result<Vec<Self>> {
         let mut topics = Vec::new();
         for stream in read_dirs(root)? {
@@ -136,7 +136,7 @@ impl Topic {
     /// creation was interrupted (never acknowledged).
     fn open_dir(
         dir: PathBuf,
-        open_partition: &impl Fn(u32, PathBuf) -> Result<Partition>,
+        open_partition: &(impl Fn(u32, PathBuf) -> Result<Partition> + Sync),
     ) -> Result<Option<Self>> {
         let meta_path = dir.join(META);
         if !meta_path.exists() {
@@ -153,9 +153,9 @@ impl Topic {
                 ),
             )
         })?;
-        let partitions = (0..meta.partitions)
-            .map(|p| open_partition(p, dir.join(p.to_string())).map(Arc::new))
-            .collect::<Result<Vec<_>>>()?;
+        let partitions = open_in_parallel(meta.partitions, |p| {
+            open_partition(p, dir.join(p.to_string())).map(Arc::new)
+        })?;
         Ok(Some(Self {
             name: TopicRef::new(meta.stream, meta.topic),
             dir: Some(dir),
@@ -188,4 +188,46 @@ fn read_dirs(dir: &Path) -> Result<Vec<PathBuf>> {
         }
     }
     Ok(out)
+}
+
+/// `open(p)` for every partition `p` below `partitions`, on up to one thread per core: a
+/// partition's recovery reads and checks every byte of its segments, and partitions share
+/// nothing. The results in partition order; the first error if any failed.
+fn open_in_parallel<T: Send>(
+    partitions: u32,
+    open: impl Fn(u32) -> Result<T> + Sync,
+) -> Result<Vec<T>> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .min(partitions as usize);
+    if threads <= 1 {
+        return (0..partitions).map(open).collect();
+    }
+    let next = std::sync::atomic::AtomicU32::new(0);
+    let mut opened: Vec<(u32, Result<T>)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let p = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        if p >= partitions {
+                            return mine;
+                        }
+                        mine.push((p, open(p)));
+                    }
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|worker| {
+                worker
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect()
+    });
+    opened.sort_by_key(|(p, _)| *p);
+    opened.into_iter().map(|(_, opened)| opened).collect()
 }

@@ -51,26 +51,26 @@ impl Position {
     }
 }
 
-/// One task as a checkpoint holds it.
+/// One task as a checkpoint holds it, its ids borrowed from the checkpoint's bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct TaskRecord {
-    pub id: String,
+pub(crate) struct TaskRecord<'a> {
+    pub id: &'a str,
     pub owner: u32,
-    pub context_id: String,
+    pub context_id: &'a str,
     pub machine: MachineSnapshot,
     /// The view's applied records (`Applied` words: offset and content mark).
-    pub records: Vec<u64>,
+    pub records: smallvec::SmallVec<[u64; 4]>,
 }
 
-/// A decoded checkpoint.
+/// A decoded checkpoint, borrowing its bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Checkpoint {
+pub(crate) struct Checkpoint<'a> {
     pub created_ms: u64,
     pub stream: String,
     pub topic: String,
     pub positions: Vec<Position>,
     pub owners: Vec<Caller>,
-    pub tasks: Vec<TaskRecord>,
+    pub tasks: Vec<TaskRecord<'a>>,
 }
 
 /// Why a checkpoint's bytes were refused.
@@ -183,7 +183,7 @@ fn put_machine(out: &mut Vec<u8>, m: &MachineSnapshot) {
 }
 
 /// Decode a whole checkpoint, checksum first.
-pub(crate) fn decode(bytes: &[u8]) -> Result<Checkpoint, CodecError> {
+pub(crate) fn decode(bytes: &[u8]) -> Result<Checkpoint<'_>, CodecError> {
     let mut r = decode_start(bytes)?;
     let (created_ms, stream, topic, positions) = header(&mut r)?;
     let owners = (0..r.u32()?)
@@ -198,12 +198,12 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Checkpoint, CodecError> {
     // Each task takes at least 40 bytes: a count past that is damage, not a huge allocation.
     let mut tasks = Vec::with_capacity(usize::try_from(count.min(r.left() / 40)).unwrap_or(0));
     for _ in 0..count {
-        let id = r.str()?;
+        let id = r.text()?;
         let owner = r.u32()?;
         if owner as usize >= owners.len() {
             return Err(CodecError::Malformed("owner"));
         }
-        let context_id = r.str()?;
+        let context_id = r.text()?;
         let machine = machine(&mut r)?;
         let records = (0..r.u32()?).map(|_| r.u64()).collect::<Result<_, _>>()?;
         tasks.push(TaskRecord {
@@ -341,8 +341,8 @@ struct Reader<'a> {
     pos: usize,
 }
 
-impl Reader<'_> {
-    fn take(&mut self, n: usize) -> Result<&[u8], CodecError> {
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], CodecError> {
         let end = self
             .pos
             .checked_add(n)
@@ -373,11 +373,15 @@ impl Reader<'_> {
         Ok(u64::from_le_bytes(b))
     }
 
-    fn str(&mut self) -> Result<String, CodecError> {
+    fn text(&mut self) -> Result<&'a str, CodecError> {
         let mut b = [0; 2];
         b.copy_from_slice(self.take(2)?);
         let len = usize::from(u16::from_le_bytes(b));
-        String::from_utf8(self.take(len)?.to_vec()).map_err(|_| CodecError::Malformed("utf-8"))
+        std::str::from_utf8(self.take(len)?).map_err(|_| CodecError::Malformed("utf-8"))
+    }
+
+    fn str(&mut self) -> Result<String, CodecError> {
+        self.text().map(str::to_owned)
     }
 }
 
@@ -439,7 +443,7 @@ mod tests {
         assert_eq!(checkpoint.positions[0].next, 3);
         assert_eq!(checkpoint.tasks.len(), 2);
         assert_eq!(checkpoint.tasks[0].machine.pending, vec!["m-2".to_owned()]);
-        assert_eq!(checkpoint.tasks[0].records, vec![0, 1 | 1 << 63, 2]);
+        assert_eq!(checkpoint.tasks[0].records.as_slice(), [0, 1 | 1 << 63, 2]);
         assert_eq!(checkpoint.tasks[1].machine, MachineSnapshot::default());
     }
 

@@ -158,7 +158,7 @@ pub(crate) async fn verify(
     log: &Log,
     topic: &TopicRef,
     partitions: u32,
-    checkpoint: &Checkpoint,
+    checkpoint: &Checkpoint<'_>,
 ) -> std::result::Result<(), String> {
     if checkpoint.stream != topic.stream || checkpoint.topic != topic.topic {
         return Err(format!(

@@ -8,6 +8,7 @@ use super::{Entry, Loc, Partition, Segment, Slot};
 use crate::error::Result;
 use crate::log::embedded::EmbeddedOptions;
 use crate::log::embedded::files::{io_error, sync_dir};
+use crate::log::embedded::mapped;
 use crate::log::embedded::segment::{self, Damage};
 
 impl Partition {
@@ -46,8 +47,12 @@ impl Partition {
             if base > end {
                 slots.push(Slot::hole(end));
             }
-            let bytes = fs::read(&path).map_err(|e| io_error("cannot read", &path, e))?;
-            let scan = segment::scan(&bytes, base);
+            let file = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(&path)
+                .map_err(|e| io_error("cannot open", &path, e))?;
+            let scan = scan_file(&file, &path, base)?;
             let is_last = i + 1 == count;
             let mut cut = false;
             match scan.damage {
@@ -69,11 +74,6 @@ impl Partition {
                     cut = true;
                 }
             }
-            let file = OpenOptions::new()
-                .read(true)
-                .write(true)
-                .open(&path)
-                .map_err(|e| io_error("cannot open", &path, e))?;
             if cut {
                 file.set_len(scan.valid_len)
                     .and_then(|()| file.sync_all())
@@ -107,6 +107,20 @@ impl Partition {
             active,
         ))
     }
+}
+
+/// Scan a segment file, through a map of it (no copy) where the system gives one; the map is
+/// gone when this returns, before the caller may truncate the file.
+fn scan_file(file: &std::fs::File, path: &Path, base: u64) -> Result<segment::Scan> {
+    let len = file
+        .metadata()
+        .map_err(|e| io_error("cannot read", path, e))?
+        .len();
+    if let Some(map) = mapped::map_whole(file, len) {
+        return Ok(segment::scan(&map, base));
+    }
+    let bytes = fs::read(path).map_err(|e| io_error("cannot read", path, e))?;
+    Ok(segment::scan(&bytes, base))
 }
 
 /// The base offsets of the segment files in a partition directory, ascending.
