@@ -3,7 +3,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ops::Bound;
 
-use agentlog_wire::TaskState;
+use agentlog_wire::{StateCode, TaskState};
+use smallvec::SmallVec;
 
 use super::key::{Key, KeyRef, stable_hash};
 use super::task_map::Slot;
@@ -88,14 +89,16 @@ impl Listed {
     }
 }
 
-/// Every task under three groupings, each ordered by (status time, tie-break): the owner's
-/// tasks, the owner's in one state, and the owner's in one context. So a filter on state or
-/// status time is one range of one grouping: a page costs O(log n + page), with no scan; a
-/// context filter (with a state or not) is a range of the context's tasks, O(log n + the
-/// context's tasks) at worst (a context holds one conversation's tasks). The owner's and
-/// owner-state groupings' sizes are kept, so their total is O(1); with `statusTimestampAfter`
-/// it is counted from whichever end of the range is nearer, O(min(tasks matching, tasks of the
-/// grouping not matching)); a context's total is counted.
+/// Every task under two groupings, each ordered by (status time, tie-break): the owner's tasks
+/// in one state, and the owner's tasks in one context. A state filter is one range of one
+/// grouping; no filter merges the owner's ranges of every state (a handful); a status time
+/// bounds each range from below and the cursor from above. So a page costs O(page + log n)
+/// with no scan. A context filter (with a state or not) is a range of the context's tasks,
+/// O(log n + the context's tasks) at worst (a context holds one conversation's tasks). The
+/// owner-state groupings' sizes are kept, so the total without a status time is O(1) (a sum
+/// over states); with `statusTimestampAfter` it is counted from whichever end of each range is
+/// nearer, O(min(tasks matching, tasks of the grouping not matching)); a context's total is
+/// counted.
 ///
 /// A key is 128 bits: 48 of a hash of the grouping, 48 of the status time (milliseconds, good
 /// for the next 8,000 years), 32 of a [`stable_hash`] of the task id; the value is the task's
@@ -105,14 +108,24 @@ impl Listed {
 #[derive(Default)]
 pub(super) struct ListIndex {
     map: BTreeMap<u128, Slot>,
+    /// Tasks per owner-state grouping.
     sizes: HashMap<u64, u32, foldhash::fast::RandomState>,
 }
 
 /// The largest status time a key holds.
 const TS_MAX: u64 = (1 << 48) - 1;
 
+/// The groupings' families (hashed into each grouping's key).
+const BY_STATE: u8 = 1;
+const BY_CONTEXT: u8 = 2;
+
 fn key(group: u64, status_ms: u64, tie: u32) -> u128 {
     (u128::from(group >> 16) << 80) | (u128::from(status_ms.min(TS_MAX)) << 32) | u128::from(tie)
+}
+
+/// The position of a key inside its grouping: (status time, tie-break).
+fn in_group(key: u128) -> u128 {
+    key & ((1 << 80) - 1)
 }
 
 /// The first key of the grouping after `group`'s, if there is one.
@@ -124,11 +137,11 @@ fn next_group(group: u64) -> Option<u128> {
 }
 
 impl ListIndex {
-    fn groups(listed: &Listed) -> [u64; 3] {
+    /// The task's groupings: its owner-state one (counted), its owner-context one.
+    fn groups(listed: &Listed) -> [u64; 2] {
         [
-            group(0, listed.owner, None, None),
-            group(1, listed.owner, None, Some(listed.state)),
-            group(2, listed.owner, Some(listed.context), None),
+            group(BY_STATE, listed.owner, None, Some(listed.state)),
+            group(BY_CONTEXT, listed.owner, Some(listed.context), None),
         ]
     }
 
@@ -138,37 +151,36 @@ impl ListIndex {
             return;
         }
         if let Some(was) = was {
-            for (family, g) in Self::groups(was).into_iter().enumerate() {
-                if self.remove(key(g, was.status_ms, was.tie), slot)
-                    && family < COUNTED
-                    && let Some(size) = self.sizes.get_mut(&g)
-                {
-                    *size -= 1;
-                    if *size == 0 {
-                        self.sizes.remove(&g);
-                    }
+            let [by_state, by_context] = Self::groups(was);
+            self.remove(key(by_context, was.status_ms, was.tie), slot);
+            if self.remove(key(by_state, was.status_ms, was.tie), slot)
+                && let Some(size) = self.sizes.get_mut(&by_state)
+            {
+                *size -= 1;
+                if *size == 0 {
+                    self.sizes.remove(&by_state);
                 }
             }
         }
         if let Some(now) = now {
-            for (family, g) in Self::groups(now).into_iter().enumerate() {
-                self.insert(key(g, now.status_ms, now.tie), slot);
-                if family < COUNTED {
-                    *self.sizes.entry(g).or_default() += 1;
-                }
+            let [by_state, by_context] = Self::groups(now);
+            self.insert(key(by_context, now.status_ms, now.tie), slot);
+            if self.insert(key(by_state, now.status_ms, now.tie), slot) {
+                *self.sizes.entry(by_state).or_default() += 1;
             }
         }
     }
 
-    /// Put `slot` at `key`, or at the next free tie-break after it.
-    fn insert(&mut self, mut key: u128, slot: Slot) {
+    /// Put `slot` at `key`, or at the next free tie-break after it; whether it was not there.
+    fn insert(&mut self, mut key: u128, slot: Slot) -> bool {
         while let Some(&other) = self.map.get(&key) {
             if other == slot {
-                return;
+                return false;
             }
             key = bump(key);
         }
         self.map.insert(key, slot);
+        true
     }
 
     /// Take `slot` out from `key`, or from a later tie-break of the same time, where an
@@ -190,15 +202,13 @@ impl ListIndex {
     /// An index of `tasks` (slot and where each is listed), built at once: what a view that
     /// replayed or restored its tasks builds, instead of one update per record.
     pub(super) fn build(tasks: impl Iterator<Item = (Slot, Listed)>) -> Self {
-        let mut keys = Vec::with_capacity(tasks.size_hint().0 * 3);
+        let mut keys = Vec::with_capacity(tasks.size_hint().0 * 2);
         let mut sizes: HashMap<u64, u32, _> = HashMap::default();
         for (slot, listed) in tasks {
-            for (family, g) in Self::groups(&listed).into_iter().enumerate() {
-                keys.push((key(g, listed.status_ms, listed.tie), slot));
-                if family < COUNTED {
-                    *sizes.entry(g).or_default() += 1;
-                }
-            }
+            let [by_state, by_context] = Self::groups(&listed);
+            keys.push((key(by_state, listed.status_ms, listed.tie), slot));
+            keys.push((key(by_context, listed.status_ms, listed.tie), slot));
+            *sizes.entry(by_state).or_default() += 1;
         }
         // Sorted first, the tree is built in one pass with full nodes.
         keys.sort_unstable();
@@ -229,40 +239,56 @@ impl ListIndex {
         owner: OwnerId,
         filter: &ListFilter,
     ) -> (impl Iterator<Item = (u64, Slot)> + '_, Option<usize>) {
-        let g = filter_group(owner, filter);
-        let lower = key(g, filter.status_after_ms.unwrap_or(0), 0);
-        let end = next_group(g);
-        let upper_of_group = || end.map_or(Bound::Unbounded, Bound::Excluded);
-        let total = if filter.context_id.is_some() {
-            None
-        } else if filter.status_after_ms.is_none_or(|after| after == 0) {
-            Some(self.sizes.get(&g).copied().unwrap_or(0) as usize)
-        } else {
-            let size = self.sizes.get(&g).copied().unwrap_or(0) as usize;
-            // Count the nearer side: the matching keys, or the group's others.
-            let mut matching = self.map.range((Bound::Included(lower), upper_of_group()));
-            let mut older = self.map.range(key(g, 0, 0)..lower);
-            let mut steps = 0;
-            Some(loop {
-                match (matching.next(), older.next()) {
-                    (None, _) => break steps,
-                    (Some(_), None) => break size - steps,
-                    (Some(_), Some(_)) => steps += 1,
-                }
+        let after = filter.status_after_ms.unwrap_or(0);
+        let groups: SmallVec<[u64; 10]> = match (&filter.context_id, filter.state) {
+            (Some(_), _) => smallvec::smallvec![context_group(owner, filter)],
+            (None, Some(state)) => smallvec::smallvec![group(BY_STATE, owner, None, Some(state))],
+            (None, None) => every_state()
+                .map(|state| group(BY_STATE, owner, None, Some(state)))
+                .filter(|g| self.sizes.contains_key(g))
+                .collect(),
+        };
+        let total = filter
+            .context_id
+            .is_none()
+            .then(|| groups.iter().map(|g| self.count_from(*g, after)).sum());
+        let ranges = groups
+            .iter()
+            .map(|&g| {
+                let lower = key(g, after, 0);
+                let upper = match &filter.cursor {
+                    // A cursor below the range (older than `statusTimestampAfter`): nothing.
+                    Some((ts, _)) if *ts < after => Bound::Excluded(lower),
+                    Some((ts, id)) => Bound::Excluded(key(g, *ts, stable_hash(KeyRef::of(id)))),
+                    None => next_group(g).map_or(Bound::Unbounded, Bound::Excluded),
+                };
+                self.map
+                    .range((Bound::Included(lower), upper))
+                    .rev()
+                    .peekable()
             })
-        };
-        let upper = match &filter.cursor {
-            // A cursor below the range (older than `statusTimestampAfter`): nothing after it.
-            Some((ts, _)) if *ts < filter.status_after_ms.unwrap_or(0) => Bound::Excluded(lower),
-            Some((ts, id)) => Bound::Excluded(key(g, *ts, stable_hash(KeyRef::of(id)))),
-            None => upper_of_group(),
-        };
-        let page = self
-            .map
-            .range((Bound::Included(lower), upper))
-            .rev()
-            .map(|(key, slot)| (status_ms_of(*key), *slot));
-        (page, total)
+            .collect();
+        (Newest { ranges }, total)
+    }
+
+    /// How many tasks of the counted grouping `g` have a status time at or after `after`.
+    fn count_from(&self, g: u64, after: u64) -> usize {
+        let size = self.sizes.get(&g).copied().unwrap_or(0) as usize;
+        if after == 0 {
+            return size;
+        }
+        // Count the nearer side: the matching keys, or the group's others.
+        let upper = next_group(g).map_or(Bound::Unbounded, Bound::Excluded);
+        let mut matching = self.map.range((Bound::Included(key(g, after, 0)), upper));
+        let mut older = self.map.range(key(g, 0, 0)..key(g, after, 0));
+        let mut steps = 0;
+        loop {
+            match (matching.next(), older.next()) {
+                (None, _) => break steps,
+                (Some(_), None) => break size - steps,
+                (Some(_), Some(_)) => steps += 1,
+            }
+        }
     }
 
     /// Every candidate of a context `filter` (its cursor aside), for its total.
@@ -271,7 +297,7 @@ impl ListIndex {
         owner: OwnerId,
         filter: &ListFilter,
     ) -> impl Iterator<Item = (u64, Slot)> + '_ {
-        let g = filter_group(owner, filter);
+        let g = context_group(owner, filter);
         let lower = key(g, filter.status_after_ms.unwrap_or(0), 0);
         let upper = next_group(g).map_or(Bound::Unbounded, Bound::Excluded);
         self.map
@@ -280,13 +306,49 @@ impl ListIndex {
     }
 }
 
-/// The grouping a filter reads.
-fn filter_group(owner: OwnerId, filter: &ListFilter) -> u64 {
-    match (&filter.context_id, filter.state) {
-        (Some(context), _) => group(2, owner, Some(context_hash(KeyRef::of(context))), None),
-        (None, Some(state)) => group(1, owner, None, Some(state)),
-        (None, None) => group(0, owner, None, None),
+/// A few ranges of the index (newest first each) merged, newest first.
+struct Newest<I: Iterator> {
+    ranges: SmallVec<[std::iter::Peekable<I>; 10]>,
+}
+
+impl<'a, I: Iterator<Item = (&'a u128, &'a Slot)>> Iterator for Newest<I> {
+    type Item = (u64, Slot);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let newest = self
+            .ranges
+            .iter_mut()
+            .enumerate()
+            .filter_map(|(i, range)| Some((in_group(*range.peek()?.0), i)))
+            .max()?
+            .1;
+        let (key, slot) = self.ranges.get_mut(newest)?.next()?;
+        Some((status_ms_of(*key), *slot))
     }
+}
+
+/// Every state a task can be listed in.
+fn every_state() -> impl Iterator<Item = TaskState> {
+    static STATES: std::sync::OnceLock<Vec<TaskState>> = std::sync::OnceLock::new();
+    STATES
+        .get_or_init(|| {
+            (0..=u8::MAX)
+                .filter_map(|code| StateCode(code).state().ok())
+                .collect()
+        })
+        .iter()
+        .copied()
+}
+
+/// The grouping a context filter reads.
+fn context_group(owner: OwnerId, filter: &ListFilter) -> u64 {
+    let context = filter.context_id.as_deref().unwrap_or_default();
+    group(
+        BY_CONTEXT,
+        owner,
+        Some(context_hash(KeyRef::of(context))),
+        None,
+    )
 }
 
 fn status_ms_of(key: u128) -> u64 {
@@ -298,11 +360,6 @@ fn bump(key: u128) -> u128 {
     let tie = (key as u32).wrapping_add(1);
     ((key >> 32) << 32) | u128::from(tie)
 }
-
-/// The groupings whose sizes are kept (the owner's, the owner's per state): few of them. A
-/// context's tasks are counted when listed (a context holds one conversation's tasks; a size per
-/// context would cost memory per task).
-const COUNTED: usize = 2;
 
 /// The hasher of the index's groupings: fast, with a fixed seed (a grouping is the same in
 /// every process of a build). A collision is harmless (see [`ListIndex`]) and only mixes one

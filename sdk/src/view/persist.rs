@@ -71,7 +71,8 @@ pub(super) async fn restore(
             let positions: Vec<u64> = decoded.positions.iter().map(|p| p.next).collect();
             let tasks = Tasks::from_checkpoint(decoded, partitions, count_live, |id| {
                 partition_for_key(id.as_bytes(), partitions)
-            });
+            })
+            .map_err(|e| e.to_string())?;
             Ok::<_, String>((tasks, positions))
         };
         match usable.await {

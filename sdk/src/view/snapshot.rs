@@ -2,9 +2,9 @@
 
 use super::applied::{self, Applied};
 use super::checkpoint::Checkpoint;
-use super::checkpoint::codec::{self, TaskRecord};
+use super::checkpoint::codec::{self, CodecError, TaskRecord};
 use super::expiry::LiveRecords;
-use super::index::{ListIndex, Listed};
+use super::index::{ListIndex, Listed, OwnerId};
 use super::key::{Key, KeyRef};
 use super::tasks::{Entry, Tasks};
 use agentlog_wire::fold::TaskMachine;
@@ -26,47 +26,54 @@ impl Tasks {
     }
 
     /// The tasks a checkpoint holds, with every index rebuilt at once (`partition_of`
-    /// places a task). The list index is built on a second thread while the tasks are, so
-    /// that a restart is ready sooner; the later records keep it up to date.
+    /// places a task), or why its tasks do not decode. The list index is built on a second
+    /// thread while the tasks are, so that a restart is ready sooner; the later records keep
+    /// it up to date.
     pub(super) fn from_checkpoint(
         checkpoint: Checkpoint<'_>,
         partitions: u32,
         count_live: bool,
         partition_of: impl Fn(&str) -> u32,
-    ) -> Self {
+    ) -> Result<Self, CodecError> {
         let mut tasks = Tasks::new(partitions, count_live);
-        let owners: Vec<_> = checkpoint
+        let owners: Vec<OwnerId> = checkpoint
             .owners
             .iter()
             .map(|c| tasks.owners.intern(&c.principal, &c.tenant))
             .collect();
-        let records = &checkpoint.tasks;
-        // Decoding checked every task's owner; a fresh map gives slots 0, 1, 2... in order.
+        // Decoding checks every task's owner.
         let owner_of = |task: &TaskRecord<'_>| owners.get(task.owner as usize).copied();
+        let list = &checkpoint.tasks;
         let (index, in_order) = std::thread::scope(|scope| {
             let index = scope.spawn(|| {
-                ListIndex::build(records.iter().zip(0..).filter_map(|(task, slot)| {
+                let mut failed = false;
+                let listed = list.iter().zip(0..).map_while(|(task, slot)| {
+                    let Ok(task) = task else {
+                        failed = true;
+                        return None;
+                    };
                     let listed = Listed::of(
-                        owner_of(task)?,
+                        owner_of(&task)?,
                         KeyRef::of(task.id),
                         KeyRef::of(task.context_id),
                         task.machine.state,
                         task.machine.status_timestamp_ms,
-                    )?;
-                    Some((slot, listed))
-                }))
+                    );
+                    Some(listed.map(|listed| (slot, listed)))
+                });
+                let index = ListIndex::build(listed.flatten());
+                (!failed).then_some(index)
             });
             let mut live: Vec<Vec<u64>> =
                 vec![Vec::new(); if count_live { partitions as usize } else { 0 }];
-            tasks.entries.reserve(records.len());
+            tasks.entries.reserve(list.len());
+            // A fresh map gives slots 0, 1, 2... in order: the index thread counts on it.
             let mut in_order = true;
-            for (task, expected) in records.iter().zip(0..) {
-                let Some(owner) = owner_of(task) else {
-                    in_order = false;
-                    continue;
-                };
+            for (task, expected) in list.iter().zip(0..) {
+                let task = task?;
+                let owner = owner_of(&task).ok_or(CodecError::Malformed("owner"))?;
                 let applied: smallvec::SmallVec<[Applied; 4]> =
-                    task.records.iter().copied().map(Applied).collect();
+                    task.records.into_iter().map(Applied).collect();
                 if let Some(offsets) = live.get_mut(partition_of(task.id) as usize) {
                     applied::counted(&applied, offsets);
                 }
@@ -74,7 +81,7 @@ impl Tasks {
                     id: Key::new(task.id),
                     context: Key::new(task.context_id),
                     owner,
-                    machine: TaskMachine::from_snapshot(task.machine.clone()),
+                    machine: TaskMachine::from_snapshot(task.machine),
                     records: applied,
                 });
                 in_order &= slot == expected;
@@ -83,13 +90,14 @@ impl Tasks {
             let index = index
                 .join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            (index, in_order)
-        });
-        if in_order {
-            tasks.indexes_built(index);
+            Ok::<_, CodecError>((index, in_order))
+        })?;
+        match index {
+            Some(index) if in_order => tasks.indexes_built(index),
+            // Never, short of a bug: the index waits and is built from the tasks.
+            _ => {}
         }
-        // Otherwise (never, short of a bug) the index waits and is built from the tasks.
-        tasks
+        Ok(tasks)
     }
 }
 

@@ -70,7 +70,41 @@ pub(crate) struct Checkpoint<'a> {
     pub topic: String,
     pub positions: Vec<Position>,
     pub owners: Vec<Caller>,
-    pub tasks: Vec<TaskRecord<'a>>,
+    pub tasks: TaskList<'a>,
+}
+
+/// A checkpoint's tasks, decoded as they are read ([`TaskList::iter`]): a restore builds its
+/// tasks from the checkpoint's bytes with no copy of them all in between. The checksum has
+/// been checked; a task that does not decode (a bad field under a good checksum: a writer's
+/// bug) is an `Err` item, and the reader gives up on the checkpoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TaskList<'a> {
+    count: u64,
+    /// From the first task to the checksum.
+    bytes: &'a [u8],
+    owners: usize,
+}
+
+impl<'a> TaskList<'a> {
+    pub(crate) fn len(&self) -> usize {
+        usize::try_from(self.count).unwrap_or(usize::MAX)
+    }
+
+    /// Every task, in the checkpoint's order; the last is an `Err` if bytes follow it.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = Result<TaskRecord<'a>, CodecError>> + 'a {
+        let mut r = Reader {
+            bytes: self.bytes,
+            pos: 0,
+        };
+        let (owners, count) = (self.owners, self.count);
+        (0..count).map(move |n| {
+            let task = task(&mut r, owners)?;
+            if n + 1 == count && r.left() != 4 {
+                return Err(CodecError::Malformed("trailing bytes"));
+            }
+            Ok(task)
+        })
+    }
 }
 
 /// Why a checkpoint's bytes were refused.
@@ -195,26 +229,12 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Checkpoint<'_>, CodecError> {
         })
         .collect::<Result<Vec<_>, CodecError>>()?;
     let count = r.u64()?;
-    // Each task takes at least 40 bytes: a count past that is damage, not a huge allocation.
-    let mut tasks = Vec::with_capacity(usize::try_from(count.min(r.left() / 40)).unwrap_or(0));
-    for _ in 0..count {
-        let id = r.text()?;
-        let owner = r.u32()?;
-        if owner as usize >= owners.len() {
-            return Err(CodecError::Malformed("owner"));
-        }
-        let context_id = r.text()?;
-        let machine = machine(&mut r)?;
-        let records = (0..r.u32()?).map(|_| r.u64()).collect::<Result<_, _>>()?;
-        tasks.push(TaskRecord {
-            id,
-            owner,
-            context_id,
-            machine,
-            records,
-        });
-    }
-    if r.left() != 4 {
+    let tasks = TaskList {
+        count,
+        bytes: &bytes[r.pos..],
+        owners: owners.len(),
+    };
+    if count == 0 && r.left() != 4 {
         return Err(CodecError::Malformed("trailing bytes"));
     }
     Ok(Checkpoint {
@@ -224,6 +244,24 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Checkpoint<'_>, CodecError> {
         positions,
         owners,
         tasks,
+    })
+}
+
+fn task<'a>(r: &mut Reader<'a>, owners: usize) -> Result<TaskRecord<'a>, CodecError> {
+    let id = r.text()?;
+    let owner = r.u32()?;
+    if owner as usize >= owners {
+        return Err(CodecError::Malformed("owner"));
+    }
+    let context_id = r.text()?;
+    let machine = machine(r)?;
+    let records = (0..r.u32()?).map(|_| r.u64()).collect::<Result<_, _>>()?;
+    Ok(TaskRecord {
+        id,
+        owner,
+        context_id,
+        machine,
+        records,
     })
 }
 
@@ -442,9 +480,32 @@ mod tests {
         assert_eq!(checkpoint.topic, "echo.events");
         assert_eq!(checkpoint.positions[0].next, 3);
         assert_eq!(checkpoint.tasks.len(), 2);
-        assert_eq!(checkpoint.tasks[0].machine.pending, vec!["m-2".to_owned()]);
-        assert_eq!(checkpoint.tasks[0].records.as_slice(), [0, 1 | 1 << 63, 2]);
-        assert_eq!(checkpoint.tasks[1].machine, MachineSnapshot::default());
+        let tasks: Vec<TaskRecord<'_>> = checkpoint.tasks.iter().map(Result::unwrap).collect();
+        assert_eq!(tasks.len(), 2);
+        assert_eq!((tasks[0].id, tasks[0].context_id), ("t-1", "ctx"));
+        assert_eq!(tasks[0].machine.pending, vec!["m-2".to_owned()]);
+        assert_eq!(tasks[0].records.as_slice(), [0, 1 | 1 << 63, 2]);
+        assert_eq!(tasks[1].machine, MachineSnapshot::default());
+    }
+
+    #[test]
+    fn a_bad_task_under_a_good_checksum_is_an_error_item() {
+        let mut out = Vec::new();
+        encode_header(
+            &mut out,
+            42,
+            "agentlog",
+            "echo.events",
+            &[Position::default()],
+        );
+        let (id, ctx) = (Key::new("t-1"), Key::new("ctx"));
+        // Owner 3 of 1.
+        let task = (&id, 3, &ctx, MachineSnapshot::default(), Vec::new());
+        encode_tasks(&mut out, &[Caller::anonymous()], 1, [task].into_iter());
+        seal(&mut out);
+        let checkpoint = decode(&out).unwrap();
+        let tasks: Vec<_> = checkpoint.tasks.iter().collect();
+        assert_eq!(tasks, [Err(CodecError::Malformed("owner"))]);
     }
 
     #[test]

@@ -134,11 +134,13 @@ pub(crate) async fn read(log: &Log, topic: &TopicRef, manifest: &Manifest) -> Re
     let stored = log.read_at(topic, 0, &sorted).await?;
     let mut by_offset: std::collections::HashMap<u64, Bytes> =
         stored.into_iter().map(|r| (r.offset, r.payload)).collect();
-    let mut bytes = Vec::new();
+    let total = by_offset.values().map(Bytes::len).sum();
+    let mut bytes = Vec::with_capacity(total);
     for offset in &manifest.chunks {
-        let chunk = by_offset
-            .remove(offset)
-            .and_then(|payload| payload.strip_prefix(CHUNK_MAGIC).map(<[u8]>::to_vec))
+        let payload = by_offset.remove(offset);
+        let chunk = payload
+            .as_deref()
+            .and_then(|payload| payload.strip_prefix(CHUNK_MAGIC))
             .ok_or_else(|| {
                 Error::new(
                     ErrorKind::Corrupt,
@@ -147,7 +149,7 @@ pub(crate) async fn read(log: &Log, topic: &TopicRef, manifest: &Manifest) -> Re
                     ),
                 )
             })?;
-        bytes.extend_from_slice(&chunk);
+        bytes.extend_from_slice(chunk);
     }
     Ok(bytes)
 }
