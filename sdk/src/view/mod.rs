@@ -159,6 +159,8 @@ struct Inner {
     restored: Option<Vec<u64>>,
     /// The newest checkpoints this view wrote or started from.
     checkpoints_known: Mutex<persist::KnownCheckpoints>,
+    /// Held while a checkpoint is written: one at a time.
+    checkpointing: tokio::sync::Mutex<()>,
 }
 
 impl Inner {
@@ -276,6 +278,7 @@ impl TaskView {
             // Nothing to replay past the start (an empty log, or a checkpoint at its end).
             caught_up: watch::channel(positions.iter().zip(&start_ends).all(|(p, end)| p >= end)).0,
             restored: mark.as_ref().map(|m| m.positions.clone()),
+            checkpointing: tokio::sync::Mutex::new(()),
             checkpoints_known: Mutex::new(persist::KnownCheckpoints {
                 previous: None,
                 last: mark,

@@ -111,20 +111,51 @@ impl TaskView {
     }
 }
 
+/// Ends the checkpoint being encoded when dropped: also when the future writing it is.
+struct EndsOnDrop<'a>(&'a Inner);
+
+impl Drop for EndsOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.write().end_checkpoint();
+    }
+}
+
+/// Slots a checkpoint encodes under one hold of the read lock (a few milliseconds' work).
+const CHECKPOINT_SLICE: u32 = 4096;
+
 impl Inner {
     async fn write_checkpoint(&self) -> Result<Option<CheckpointInfo>> {
         let Some(topic) = &self.options.checkpoints else {
             return Ok(None);
         };
-        // The positions and the tasks under one lock: the positions move only under it.
-        let (positions, body, count, records_seen) = {
-            let tasks = self.read();
+        // One checkpoint at a time: the tasks hold the state of the one being encoded.
+        let _one = self.checkpointing.lock().await;
+        // The positions, and the tasks as they stand with them, taken under one lock: the
+        // positions move only under it.
+        let (positions, mut body, count_at, records_seen) = {
+            let mut tasks = self.write();
             let positions: Vec<u64> = self.applied.iter().map(|a| *a.borrow()).collect();
             let mut body = Vec::with_capacity(tasks.entries.len() * 96);
-            tasks.encode_checkpoint(&mut body);
+            let count_at = tasks.begin_checkpoint(&mut body);
             let seen = self.records_seen.load(Ordering::Relaxed);
-            (positions, body, tasks.entries.len(), seen)
+            (positions, body, count_at, seen)
         };
+        let encoding = EndsOnDrop(self);
+        // The tasks a slice of slots at a time, records applying in between.
+        let mut count = 0;
+        loop {
+            let (encoded, done) = self
+                .read()
+                .encode_checkpoint_slice(&mut body, CHECKPOINT_SLICE);
+            count += encoded;
+            if done {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        drop(encoding);
+        codec::patch_count(&mut body, count_at, count);
+        let count = usize::try_from(count).unwrap_or(usize::MAX);
         let mut marks = Vec::with_capacity(positions.len());
         for (partition, next) in (0u32..).zip(positions.iter().copied()) {
             let anchor = match next.checked_sub(1) {

@@ -26,7 +26,7 @@ fn at(task: &str, message_id: &str, ms: u64, body: RecordBody) -> Record {
     record
 }
 
-fn command(task: &str, text: &str, ms: u64, retention_ms: u64) -> Record {
+pub(super) fn command(task: &str, text: &str, ms: u64, retention_ms: u64) -> Record {
     let params = format!(
         r#"{{"message":{{"messageId":"m-{task}","role":"ROLE_USER","parts":[{{"text":"{text}"}}]}}}}"#
     );
@@ -41,7 +41,7 @@ fn command(task: &str, text: &str, ms: u64, retention_ms: u64) -> Record {
     )
 }
 
-fn status(task: &str, id: &str, ms: u64, state: TaskState) -> Record {
+pub(super) fn status(task: &str, id: &str, ms: u64, state: TaskState) -> Record {
     at(task, id, ms, RecordBody::status(state, String::new()))
 }
 

@@ -1,28 +1,93 @@
 //! The view's tasks to and from a checkpoint ([`checkpoint::codec`]).
 
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+
 use super::applied::{self, Applied};
 use super::checkpoint::Checkpoint;
 use super::checkpoint::codec::{self, CodecError, TaskRecord};
 use super::expiry::LiveRecords;
 use super::index::{ListIndex, Listed, OwnerId};
 use super::key::{Key, KeyRef};
+use super::task_map::Slot;
 use super::tasks::{Entry, Tasks};
 use agentlog_wire::fold::TaskMachine;
 
+/// A checkpoint of the tasks being encoded a slice of slots at a time, while records keep
+/// applying between slices: so that no request waits for an encoding of every task. It holds
+/// the tasks as they stood when it began: a slot the encoder has not reached yet keeps, at its
+/// first change since ([`Tasks::preserve`]), what it held then.
+pub(super) struct Snapshotting {
+    /// The slots below are encoded (advanced by the encoder, under the read lock).
+    upto: AtomicU32,
+    /// The slots from here on were never used when it began.
+    end: Slot,
+    /// What a changed slot held when the checkpoint began: a task, encoded, or nothing.
+    saved: HashMap<Slot, Option<Box<[u8]>>>,
+}
+
 impl Tasks {
-    /// Append the owners and tasks to a checkpoint being encoded.
-    pub(super) fn encode_checkpoint(&self, out: &mut Vec<u8>) {
-        let owners = self.owners.all();
-        let tasks = self.entries.iter().map(|(_, entry)| {
-            (
-                &entry.id,
-                entry.owner,
-                &entry.context,
-                entry.machine.snapshot(),
-                applied_words(&entry.records),
-            )
+    /// Begin a checkpoint of the tasks as they are now, appending the owners to `out`; where
+    /// the task count goes ([`codec::patch_count`]). [`encode_checkpoint_slice`] appends the
+    /// tasks, [`end_checkpoint`] ends it.
+    ///
+    /// [`encode_checkpoint_slice`]: Self::encode_checkpoint_slice
+    /// [`end_checkpoint`]: Self::end_checkpoint
+    pub(super) fn begin_checkpoint(&mut self, out: &mut Vec<u8>) -> usize {
+        let at = codec::encode_owners(out, self.owners.all());
+        self.snapshotting = Some(Snapshotting {
+            upto: AtomicU32::new(0),
+            end: self.entries.slot_end(),
+            saved: HashMap::new(),
         });
-        codec::encode_tasks(out, owners, self.entries.len(), tasks);
+        at
+    }
+
+    /// Append the tasks of the checkpoint's next `slots` slots to `out`: how many, and whether
+    /// those were the last.
+    pub(super) fn encode_checkpoint_slice(&self, out: &mut Vec<u8>, slots: u32) -> (u64, bool) {
+        let Some(snapshot) = &self.snapshotting else {
+            return (0, true);
+        };
+        let from = snapshot.upto.load(Ordering::Relaxed);
+        let to = from.saturating_add(slots).min(snapshot.end);
+        let mut count = 0;
+        for slot in from..to {
+            match snapshot.saved.get(&slot) {
+                Some(Some(task)) => out.extend_from_slice(task),
+                Some(None) => continue,
+                None => match self.entries.entry(slot) {
+                    Some(entry) => encode_entry(out, entry),
+                    None => continue,
+                },
+            }
+            count += 1;
+        }
+        snapshot.upto.store(to, Ordering::Relaxed);
+        (count, to == snapshot.end)
+    }
+
+    pub(super) fn end_checkpoint(&mut self) {
+        self.snapshotting = None;
+    }
+
+    /// Before `slot` changes (a task applies a record, arrives in it or leaves it): if a
+    /// checkpoint being encoded has not reached it, keep what it holds for the checkpoint.
+    pub(super) fn preserve(&mut self, slot: Slot) {
+        let Some(snapshot) = &mut self.snapshotting else {
+            return;
+        };
+        if slot < *snapshot.upto.get_mut() || slot >= snapshot.end {
+            return;
+        }
+        let entries = &self.entries;
+        snapshot.saved.entry(slot).or_insert_with(|| {
+            entries.entry(slot).map(|entry| {
+                let mut task = Vec::new();
+                encode_entry(&mut task, entry);
+                task.into_boxed_slice()
+            })
+        });
     }
 
     /// The tasks a checkpoint holds, with every index rebuilt at once (`partition_of`
@@ -101,7 +166,82 @@ impl Tasks {
     }
 }
 
-/// The raw words of applied records, as a checkpoint stores them.
-fn applied_words(records: &[Applied]) -> Vec<u64> {
-    records.iter().map(|r| r.0).collect()
+/// Append `entry` as a checkpoint stores a task.
+fn encode_entry(out: &mut Vec<u8>, entry: &Entry) {
+    let words = entry.records.iter().map(|r| r.0);
+    codec::encode_task(
+        out,
+        &entry.id,
+        entry.owner,
+        &entry.context,
+        &entry.machine.snapshot(),
+        words,
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use agentlog_wire::{Record, TaskState};
+
+    use super::*;
+    use crate::retention::now_ms;
+    use crate::view::retention_tests::{command, status};
+
+    /// A checkpoint of `tasks` encoded in one go.
+    fn whole(tasks: &mut Tasks) -> Vec<u8> {
+        let mut out = Vec::new();
+        let at = tasks.begin_checkpoint(&mut out);
+        let (count, done) = tasks.encode_checkpoint_slice(&mut out, u32::MAX);
+        assert!(done);
+        tasks.end_checkpoint();
+        codec::patch_count(&mut out, at, count);
+        out
+    }
+
+    #[test]
+    fn a_checkpoint_encoded_while_records_apply_holds_the_tasks_as_they_were_when_it_began() {
+        let mut tasks = Tasks::new(1, false);
+        let now = now_ms();
+        let mut offset = 0;
+        let mut apply = |tasks: &mut Tasks, record: Record| {
+            tasks.apply(0, offset, &record);
+            offset += 1;
+        };
+        // Slots 0..10; a retention of 1 ms, so finished tasks expire at once.
+        for n in 0..10 {
+            apply(&mut tasks, command(&format!("t{n}"), "hi", now, 1));
+        }
+        apply(&mut tasks, status("t0", "s0", now, TaskState::Completed));
+        tasks.index_ready();
+        let before = whole(&mut tasks);
+
+        let mut sliced = Vec::new();
+        let at = tasks.begin_checkpoint(&mut sliced);
+        let (mut count, done) = tasks.encode_checkpoint_slice(&mut sliced, 3);
+        assert!(!done);
+        // Encoded already (slots 0..3) or not: tasks change, finish, leave and arrive.
+        apply(&mut tasks, status("t1", "s1", now, TaskState::Working));
+        apply(&mut tasks, status("t5", "s5", now, TaskState::Working));
+        apply(&mut tasks, status("t7", "s7", now, TaskState::Completed));
+        assert_eq!(tasks.expire(now + 10, |_| 0), 2, "t0 and t7 expired");
+        for n in 0..3 {
+            // Into the freed slots 7 and 0, then a slot the checkpoint never saw.
+            apply(&mut tasks, command(&format!("new{n}"), "hi", now, 1));
+        }
+        loop {
+            let (encoded, done) = tasks.encode_checkpoint_slice(&mut sliced, 3);
+            count += encoded;
+            // Changes between slices too.
+            apply(&mut tasks, status("t9", "s9", now, TaskState::Working));
+            if done {
+                break;
+            }
+        }
+        tasks.end_checkpoint();
+        codec::patch_count(&mut sliced, at, count);
+        assert_eq!(count, 10);
+        assert!(sliced == before, "the sliced checkpoint differs");
+        assert!(tasks.snapshotting.is_none());
+        assert_ne!(whole(&mut tasks), before, "the tasks did change");
+    }
 }

@@ -118,8 +118,7 @@ impl TaskMap {
                         self.chunks.push(chunk);
                     }
                 }
-                let in_last = self.chunks.last().map_or(0, Vec::len);
-                ((self.chunks.len() - 1) * CHUNK + in_last - 1) as Slot
+                self.slot_end() - 1
             }
         };
         let Self {
@@ -153,6 +152,17 @@ impl TaskMap {
 
     pub(super) fn len(&self) -> usize {
         self.len
+    }
+
+    /// The slot the next [`insert`](Self::insert) takes.
+    pub(super) fn next_slot(&self) -> Slot {
+        self.free.last().copied().unwrap_or(self.slot_end())
+    }
+
+    /// One past the highest slot ever used.
+    pub(super) fn slot_end(&self) -> Slot {
+        let in_last = self.chunks.last().map_or(0, Vec::len);
+        (self.chunks.len().saturating_sub(1) * CHUNK + in_last) as Slot
     }
 
     /// Room for `additional` more tasks in the tables (the slab grows by chunks anyway).

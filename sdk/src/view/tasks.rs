@@ -15,6 +15,7 @@ use super::applied::{self, Applied};
 use super::expiry::{Expiring, LiveRecords};
 use super::index::{AwaitingClaim, ListIndex, Listed, OwnerId, Owners};
 use super::key::Key;
+use super::snapshot::Snapshotting;
 use super::task_map::{Slot, TaskMap};
 use crate::agent::Caller;
 
@@ -61,6 +62,8 @@ pub(super) struct Tasks {
     /// Per partition, the offsets of the records retained tasks need; empty in a view that
     /// does not compact (nothing asks).
     pub(super) live: Vec<LiveRecords>,
+    /// A checkpoint being encoded, if one is ([`Snapshotting`]).
+    pub(super) snapshotting: Option<Snapshotting>,
     /// The list index and the expiry order are built once the replay is done
     /// ([`Tasks::index_ready`]), not updated record by record while the view replays or
     /// restores.
@@ -82,6 +85,7 @@ impl Tasks {
                 .filter(|_| count_live)
                 .map(|_| LiveRecords::default())
                 .collect(),
+            snapshotting: None,
             index_deferred: true,
         }
     }
@@ -122,6 +126,7 @@ impl Tasks {
     pub(super) fn expire(&mut self, now_ms: u64, partition_of: impl Fn(&str) -> u32) -> usize {
         let mut dropped = 0;
         while let Some(slot) = self.expiring.pop_expired(now_ms) {
+            self.preserve(slot);
             let Some(entry) = self.entries.remove(slot) else {
                 continue;
             };
@@ -218,9 +223,12 @@ impl Tasks {
         let mut before = None;
         // A renewal that only extends the lease: neither kept nor told (see `is_extension`).
         let mut quiet = false;
+        let found = self.entries.find(&header.task_id);
+        // The slot this record changes, kept first for a checkpoint being encoded.
+        self.preserve(found.unwrap_or_else(|| self.entries.next_slot()));
         let live = self.live.get_mut(partition as usize);
         let keep_index = !self.index_deferred;
-        let (slot, change) = match self.entries.find(&header.task_id) {
+        let (slot, change) = match found {
             Some(slot) => {
                 let Some(entry) = self.entries.entry_mut(slot) else {
                     return;

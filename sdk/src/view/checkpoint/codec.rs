@@ -120,8 +120,8 @@ pub(crate) enum CodecError {
     Malformed(&'static str),
 }
 
-/// Encode the header (up to the positions) of a checkpoint; [`encode_tasks`] appends the rest
-/// and [`seal`] the checksum.
+/// Encode the header (up to the positions) of a checkpoint; [`encode_owners`] and
+/// [`encode_task`] append the rest and [`seal`] the checksum.
 pub(crate) fn encode_header(
     out: &mut Vec<u8>,
     created_ms: u64,
@@ -142,30 +142,59 @@ pub(crate) fn encode_header(
     }
 }
 
+/// Append the owners, and room for the task count ([`patch_count`] fills it in once the tasks
+/// are appended, with [`encode_task`]); where the count goes.
+pub(crate) fn encode_owners(out: &mut Vec<u8>, owners: &[Caller]) -> usize {
+    put_u32(out, owners.len() as u32);
+    for owner in owners {
+        put_str(out, &owner.principal);
+        put_str(out, &owner.tenant);
+    }
+    let at = out.len();
+    put_u64(out, 0);
+    at
+}
+
+/// Append one task.
+pub(crate) fn encode_task(
+    out: &mut Vec<u8>,
+    id: &Key,
+    owner: u32,
+    context_id: &Key,
+    machine: &MachineSnapshot,
+    records: impl ExactSizeIterator<Item = u64>,
+) {
+    let mut text = [0; 36];
+    put_str(out, id.text(&mut text));
+    put_u32(out, owner);
+    put_str(out, context_id.text(&mut text));
+    put_machine(out, machine);
+    put_u32(out, records.len() as u32);
+    for record in records {
+        put_u64(out, record);
+    }
+}
+
+/// Write the task count where [`encode_owners`] left room for it.
+pub(crate) fn patch_count(out: &mut [u8], at: usize, count: u64) {
+    if let Some(room) = out.get_mut(at..at + 8) {
+        room.copy_from_slice(&count.to_le_bytes());
+    }
+}
+
 /// Append the owners and `count` tasks (given by `tasks`) to a checkpoint.
+#[cfg(test)]
 pub(crate) fn encode_tasks<'a>(
     out: &mut Vec<u8>,
     owners: &[Caller],
     count: usize,
     tasks: impl Iterator<Item = (&'a Key, u32, &'a Key, MachineSnapshot, Vec<u64>)>,
 ) {
-    put_u32(out, owners.len() as u32);
-    for owner in owners {
-        put_str(out, &owner.principal);
-        put_str(out, &owner.tenant);
-    }
-    put_u64(out, count as u64);
-    let mut text = [0; 36];
+    let at = encode_owners(out, owners);
     for (id, owner, context_id, machine, records) in tasks {
-        put_str(out, id.text(&mut text));
-        put_u32(out, owner);
-        put_str(out, context_id.text(&mut text));
-        put_machine(out, &machine);
-        put_u32(out, records.len() as u32);
-        for record in records {
-            put_u64(out, record);
-        }
+        encode_task(out, id, owner, context_id, &machine, records.into_iter());
     }
+    patch_count(out, at, count as u64);
 }
 
 /// Append the checksum of everything before it.
