@@ -24,6 +24,7 @@ mod follow;
 mod index;
 mod key;
 mod persist;
+mod read;
 #[cfg(test)]
 mod retention_tests;
 mod snapshot;
@@ -35,19 +36,17 @@ mod tests;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use agentlog_wire::a2a::Task;
-use agentlog_wire::fold::{Change, Claim, StatusMark, fold_content};
+use agentlog_wire::fold::{Change, Claim, StatusMark};
 use agentlog_wire::{Record, RecordBody, TaskState};
 use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::Caller;
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::Result;
 use crate::log::{Log, TopicRef, partition_for_key};
 use crate::retention::now_ms;
 
 pub use applied::Applied;
-use applied::content_offsets;
 pub use compact::{CompactTopics, Compacted};
 pub use index::ListFilter;
 pub use persist::CheckpointInfo;
@@ -592,118 +591,6 @@ impl TaskView {
             .or_insert_with(|| broadcast::channel(SUBSCRIBER_BUFFER).0)
             .subscribe();
         Some((info, rx))
-    }
-
-    /// The task if it exists and `caller` may see it, folded from its content records read
-    /// back from the log. What `GetTask` needs, and no more: it copies nothing else out of
-    /// the view (unlike [`lookup`](Self::lookup) then [`load`](Self::load)), so that it
-    /// touches as little memory as it can in a view of many tasks.
-    pub async fn get(&self, caller: &Caller, task_id: &str) -> Result<Option<Task>> {
-        let found = {
-            let tasks = self.read();
-            tasks.owned(caller, task_id, now_ms()).and_then(|entry| {
-                if applied::spilled(&entry.records).is_some() {
-                    return Some(Err(self.info(entry)));
-                }
-                let status = entry.machine.status()?;
-                Some(Ok((content_offsets(&entry.records), status)))
-            })
-        };
-        let (content, status) = match found {
-            None => return Ok(None),
-            // A long task: folded from everything it has.
-            Some(Err(info)) => return self.load(&info).await.map(Some),
-            Some(Ok(found)) => found,
-        };
-        let partition = self.partition_of(task_id);
-        match self
-            .fold_content(task_id, partition, &content, status)
-            .await
-        {
-            Err(error) if error.kind() == ErrorKind::TaskNotFound => Ok(None),
-            folded => folded.map(Some),
-        }
-    }
-
-    /// The task `info` describes, folded from its content records read back from the log.
-    pub async fn load(&self, info: &TaskInfo) -> Result<Task> {
-        if applied::spilled(&info.records).is_some() {
-            let records = self.task_records(info, false).await?;
-            let mut fold = agentlog_wire::fold::TaskFold::new();
-            for (_, record) in &records {
-                fold.apply(record);
-            }
-            return fold.into_task().ok_or_else(|| {
-                Error::new(
-                    ErrorKind::Corrupt,
-                    format!("task {}: its records do not fold to a task", info.id),
-                )
-            });
-        }
-        let content = content_offsets(&info.records);
-        self.fold_content(&info.id, info.partition, &content, info.status())
-            .await
-    }
-
-    async fn fold_content(
-        &self,
-        task_id: &str,
-        partition: u32,
-        content: &[u64],
-        status: StatusMark,
-    ) -> Result<Task> {
-        let records = match self.read_records(partition, content).await {
-            // The task expired while it was being read, and the log deleted its records:
-            // a clean not-found, as a moment later.
-            Err(error) if error.kind() == ErrorKind::Corrupt && !self.is_retained(task_id) => {
-                return Err(crate::bridge::not_found(task_id));
-            }
-            read => read?,
-        };
-        fold_content(records.iter().map(|(_, record)| record), status).ok_or_else(|| {
-            Error::new(
-                ErrorKind::Corrupt,
-                format!("task {task_id}: its content records do not fold (the first must be its command)"),
-            )
-        })
-    }
-
-    /// Whether the view holds `task_id` and it has not expired.
-    fn is_retained(&self, task_id: &str) -> bool {
-        self.read().live_entry(task_id, now_ms()).is_some()
-    }
-
-    /// Read and decode the records at `offsets` (ascending) of `partition`.
-    pub async fn read_records(
-        &self,
-        partition: u32,
-        offsets: &[u64],
-    ) -> Result<Vec<(u64, Record)>> {
-        let topic = &self.inner.topic;
-        let stored = self.inner.log.read_at(topic, partition, offsets).await?;
-        if stored.len() != offsets.len() || stored.iter().zip(offsets).any(|(s, o)| s.offset != *o)
-        {
-            return Err(Error::new(
-                ErrorKind::Corrupt,
-                format!(
-                    "{topic}: expected the records at offsets {offsets:?} of partition {partition}, read {:?}",
-                    stored.iter().map(|s| s.offset).collect::<Vec<_>>()
-                ),
-            ));
-        }
-        stored
-            .into_iter()
-            .map(|s| {
-                let record = Record::decode(&s.payload).map_err(|e| {
-                    Error::new(
-                        ErrorKind::Corrupt,
-                        format!("record at partition {partition} offset {}", s.offset),
-                    )
-                    .with_source(e)
-                })?;
-                Ok((s.offset, record))
-            })
-            .collect()
     }
 
     /// The caller's tasks matching `filter`, newest status first: one page and the total

@@ -1,0 +1,171 @@
+//! Reading tasks back from the log: a task's content records, read and folded with the state
+//! the view holds (`GetTask`, `ListTasks`, snapshots of streams).
+
+use std::collections::HashMap;
+
+use agentlog_wire::Record;
+use agentlog_wire::a2a::Task;
+use agentlog_wire::fold::{StatusMark, fold_content};
+
+use super::applied::{self, content_offsets};
+use super::{TaskInfo, TaskView};
+use crate::agent::Caller;
+use crate::error::{Error, ErrorKind, Result};
+use crate::retention::now_ms;
+
+impl TaskView {
+    /// The task if it exists and `caller` may see it, folded from its content records read
+    /// back from the log. What `GetTask` needs, and no more: it copies nothing else out of
+    /// the view (unlike [`lookup`](Self::lookup) then [`load`](Self::load)), so that it
+    /// touches as little memory as it can in a view of many tasks.
+    pub async fn get(&self, caller: &Caller, task_id: &str) -> Result<Option<Task>> {
+        let found = {
+            let tasks = self.read();
+            tasks.owned(caller, task_id, now_ms()).and_then(|entry| {
+                if applied::spilled(&entry.records).is_some() {
+                    return Some(Err(self.info(entry)));
+                }
+                let status = entry.machine.status()?;
+                Some(Ok((content_offsets(&entry.records), status)))
+            })
+        };
+        let (content, status) = match found {
+            None => return Ok(None),
+            // A long task: folded from everything it has.
+            Some(Err(info)) => return self.load(&info).await.map(Some),
+            Some(Ok(found)) => found,
+        };
+        let partition = self.partition_of(task_id);
+        match self
+            .fold_content(task_id, partition, &content, status)
+            .await
+        {
+            Err(error) if error.kind() == ErrorKind::TaskNotFound => Ok(None),
+            folded => folded.map(Some),
+        }
+    }
+
+    /// The task `info` describes, folded from its content records read back from the log.
+    pub async fn load(&self, info: &TaskInfo) -> Result<Task> {
+        if applied::spilled(&info.records).is_some() {
+            let records = self.task_records(info, false).await?;
+            let mut fold = agentlog_wire::fold::TaskFold::new();
+            for (_, record) in &records {
+                fold.apply(record);
+            }
+            return fold.into_task().ok_or_else(|| {
+                Error::new(
+                    ErrorKind::Corrupt,
+                    format!("task {}: its records do not fold to a task", info.id),
+                )
+            });
+        }
+        let content = content_offsets(&info.records);
+        self.fold_content(&info.id, info.partition, &content, info.status())
+            .await
+    }
+
+    /// [`load`](Self::load) of every task in `infos`, in order, with one read of the log per
+    /// partition instead of one per task (what a `ListTasks` page needs). A read that fails
+    /// (a task of the page expired and the log deleted its records meanwhile) falls back to
+    /// loading that partition's tasks one by one, which tells the cases apart.
+    pub async fn load_many(&self, infos: &[TaskInfo]) -> Result<Vec<Task>> {
+        let mut offsets: HashMap<u32, Vec<u64>> = HashMap::new();
+        for info in infos {
+            if applied::spilled(&info.records).is_none() {
+                let content = content_offsets(&info.records);
+                offsets.entry(info.partition).or_default().extend(content);
+            }
+        }
+        let mut records: HashMap<(u32, u64), Record> = HashMap::new();
+        let mut unread = Vec::new();
+        for (partition, mut wanted) in offsets {
+            wanted.sort_unstable();
+            wanted.dedup();
+            match self.read_records(partition, &wanted).await {
+                Ok(read) => records.extend(read.into_iter().map(|(o, r)| ((partition, o), r))),
+                Err(_) => unread.push(partition),
+            }
+        }
+        let mut tasks = Vec::with_capacity(infos.len());
+        for info in infos {
+            let folded =
+                if applied::spilled(&info.records).is_some() || unread.contains(&info.partition) {
+                    None
+                } else {
+                    let content = content_offsets(&info.records);
+                    let found: Option<Vec<&Record>> = content
+                        .iter()
+                        .map(|o| records.get(&(info.partition, *o)))
+                        .collect();
+                    found.and_then(|found| fold_content(found, info.status()))
+                };
+            tasks.push(match folded {
+                Some(task) => task,
+                None => self.load(info).await?,
+            });
+        }
+        Ok(tasks)
+    }
+
+    async fn fold_content(
+        &self,
+        task_id: &str,
+        partition: u32,
+        content: &[u64],
+        status: StatusMark,
+    ) -> Result<Task> {
+        let records = match self.read_records(partition, content).await {
+            // The task expired while it was being read, and the log deleted its records:
+            // a clean not-found, as a moment later.
+            Err(error) if error.kind() == ErrorKind::Corrupt && !self.is_retained(task_id) => {
+                return Err(crate::bridge::not_found(task_id));
+            }
+            read => read?,
+        };
+        fold_content(records.iter().map(|(_, record)| record), status).ok_or_else(|| {
+            Error::new(
+                ErrorKind::Corrupt,
+                format!("task {task_id}: its content records do not fold (the first must be its command)"),
+            )
+        })
+    }
+
+    /// Whether the view holds `task_id` and it has not expired.
+    fn is_retained(&self, task_id: &str) -> bool {
+        self.read().live_entry(task_id, now_ms()).is_some()
+    }
+
+    /// Read and decode the records at `offsets` (ascending) of `partition`.
+    pub async fn read_records(
+        &self,
+        partition: u32,
+        offsets: &[u64],
+    ) -> Result<Vec<(u64, Record)>> {
+        let topic = &self.inner.topic;
+        let stored = self.inner.log.read_at(topic, partition, offsets).await?;
+        if stored.len() != offsets.len() || stored.iter().zip(offsets).any(|(s, o)| s.offset != *o)
+        {
+            return Err(Error::new(
+                ErrorKind::Corrupt,
+                format!(
+                    "{topic}: expected the records at offsets {offsets:?} of partition {partition}, read {:?}",
+                    stored.iter().map(|s| s.offset).collect::<Vec<_>>()
+                ),
+            ));
+        }
+        stored
+            .into_iter()
+            .map(|s| {
+                let record = Record::decode(&s.payload).map_err(|e| {
+                    Error::new(
+                        ErrorKind::Corrupt,
+                        format!("record at partition {partition} offset {}", s.offset),
+                    )
+                    .with_source(e)
+                })?;
+                Ok((s.offset, record))
+            })
+            .collect()
+    }
+}
