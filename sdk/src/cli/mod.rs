@@ -280,13 +280,7 @@ fn normalize_file_url(url: url::Url) -> String {
 
 /// The log URL as shown to people: an Iggy password is masked.
 fn display_log_url(url: &str) -> String {
-    match url::Url::parse(url) {
-        Ok(mut parsed) if parsed.password().is_some() => {
-            let _ = parsed.set_password(Some("***"));
-            parsed.to_string()
-        }
-        _ => url.to_owned(),
-    }
+    crate::log::redacted(url)
 }
 
 /// Open the log a resolved `--log` names, with a hint when an embedded log is in use.

@@ -12,12 +12,18 @@ use crate::retention::parse_duration;
 const ACCEPTED: &str = "accepted: \
      file:///path/to/dir[?fsync=always|never|<N>ms][&truncate_corrupt=true][&segment_bytes=<N>]\
      [&retention=<duration>] (embedded, durable), memory://[?retention=<duration>] (embedded, \
-     in memory), iggy://user:pass@host:port[?retention=<duration>] (Apache Iggy); a duration \
-     is <N>ms, <N>s, <N>m, <N>h or <N>d, or 0 (keep forever)";
+     in memory), iggy://user[:pass]@host:port[?password_file=<path>][&retention=<duration>] \
+     (Apache Iggy; without a password in the URL or a file, $AGENTLOG_IGGY_PASSWORD); a \
+     duration is <N>ms, <N>s, <N>m, <N>h or <N>d, or 0 (keep forever)";
+
+/// The environment variable an Iggy password is read from when the URL has none (and no
+/// `password_file`): a password kept out of the process's arguments.
+pub const IGGY_PASSWORD_ENV: &str = "AGENTLOG_IGGY_PASSWORD";
 
 /// A parsed log URL: which backend, with which options. The handle's own options (its
-/// retention) are in [`LogSpec`]; parsing a `LogUrl` accepts and drops them.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// retention) are in [`LogSpec`]; parsing a `LogUrl` accepts and drops them. Its `Debug`
+/// shows no password.
+#[derive(Clone, PartialEq, Eq)]
 pub enum LogUrl {
     /// `file:///path[?fsync=always|never|<N>ms][&truncate_corrupt=true][&segment_bytes=<N>]`:
     /// the embedded log, durable in a directory.
@@ -30,9 +36,44 @@ pub enum LogUrl {
         address: String,
         /// User name.
         username: String,
-        /// Password.
+        /// Password: the URL's, else the `password_file`'s first line, else
+        /// [`IGGY_PASSWORD_ENV`]'s.
         password: String,
     },
+}
+
+impl std::fmt::Debug for LogUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::File(path, options) => f.debug_tuple("File").field(path).field(options).finish(),
+            Self::Memory => f.write_str("Memory"),
+            Self::Iggy {
+                address, username, ..
+            } => f
+                .debug_struct("Iggy")
+                .field("address", address)
+                .field("username", username)
+                .finish_non_exhaustive(),
+        }
+    }
+}
+
+/// `url` as shown to people (in errors, logs, banners): a password in it masked.
+pub fn redacted(url: &str) -> String {
+    match ::url::Url::parse(url) {
+        Ok(mut parsed) if parsed.password().is_some() => {
+            let _ = parsed.set_password(Some("***"));
+            parsed.to_string()
+        }
+        Ok(_) => url.to_owned(),
+        // Unparsable: whatever follows the scheme's `//` up to an `@` may be credentials.
+        Err(_) => match (url.find("://"), url.rfind('@')) {
+            (Some(scheme), Some(at)) if at > scheme => {
+                format!("{}***{}", &url[..scheme + 3], &url[at..])
+            }
+            _ => url.to_owned(),
+        },
+    }
 }
 
 /// The options of a `file://` URL.
@@ -72,10 +113,17 @@ impl std::str::FromStr for LogSpec {
     type Err = Error;
 
     fn from_str(s: &str) -> Result<Self> {
+        Self::parse_with_env(s, |name| std::env::var(name).ok())
+    }
+}
+
+impl LogSpec {
+    /// Parse `s`, reading environment variables through `env` (the Iggy password's).
+    pub fn parse_with_env(s: &str, env: impl Fn(&str) -> Option<String>) -> Result<Self> {
         let bad = |why: &str| {
             Error::new(
                 ErrorKind::Config,
-                format!("bad log URL {s:?}: {why}; {ACCEPTED}"),
+                format!("bad log URL {:?}: {why}; {ACCEPTED}", redacted(s)),
             )
         };
         let url = ::url::Url::parse(s).map_err(|e| bad(&e.to_string()))?;
@@ -84,6 +132,7 @@ impl std::str::FromStr for LogSpec {
         }
         let mut retention = None;
         let mut file = FileOptions::default();
+        let mut password_file = None;
         let is_file = url.scheme() == "file";
         for (key, value) in url.query_pairs() {
             match (key.as_ref(), value.as_ref()) {
@@ -91,6 +140,9 @@ impl std::str::FromStr for LogSpec {
                     retention = Some(
                         parse_duration(value).map_err(|why| bad(&format!("retention: {why}")))?,
                     );
+                }
+                ("password_file", path) if url.scheme() == "iggy" => {
+                    password_file = Some(PathBuf::from(path));
                 }
                 (key, value) if is_file => {
                     parse_file_option(&mut file, key, value).map_err(|why| bad(&why))?;
@@ -110,10 +162,17 @@ impl std::str::FromStr for LogSpec {
                 let host = url.host_str().ok_or_else(|| bad("no host"))?;
                 let port = url.port().unwrap_or(8090);
                 let username = percent_decode(url.username());
-                let password = url.password().map(percent_decode).unwrap_or_default();
                 if username.is_empty() {
                     return Err(bad("no user name (iggy://user:pass@host:port)"));
                 }
+                let password = match (url.password(), password_file) {
+                    (Some(_), Some(_)) => {
+                        return Err(bad("a password in the URL and a password_file"));
+                    }
+                    (Some(password), None) => percent_decode(password),
+                    (None, Some(path)) => read_password(&path).map_err(|why| bad(&why))?,
+                    (None, None) => env(IGGY_PASSWORD_ENV).unwrap_or_default(),
+                };
                 LogUrl::Iggy {
                     address: format!("{host}:{port}"),
                     username,
@@ -124,6 +183,13 @@ impl std::str::FromStr for LogSpec {
         };
         Ok(LogSpec { backend, retention })
     }
+}
+
+/// The first line of the password file at `path`.
+fn read_password(path: &std::path::Path) -> std::result::Result<String, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read the password_file {}: {e}", path.display()))?;
+    Ok(text.lines().next().unwrap_or_default().to_owned())
 }
 
 /// Take one `key=value` of a `file://` URL into `options`; `Err` says what is wrong.
@@ -199,6 +265,7 @@ pub async fn open(url: &str) -> Result<Log> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -318,6 +385,65 @@ mod tests {
             assert!(err.to_string().contains("accepted: file://"), "{err}");
             assert!(!err.to_string().contains('\n'));
         }
+    }
+
+    #[test]
+    fn an_iggy_password_shows_nowhere() {
+        let secret = "s3cr%65t-Pw";
+        // A refused URL's error, a parsed URL's `Debug`, a redacted URL.
+        for bad in [
+            format!("iggy://u:{secret}@h:1?retention=10"),
+            format!("iggy://u:{secret}@h:1?bogus=1"),
+            format!("iggy://u:{secret}@h:1?password_file=/x"),
+            format!("iggy://u:{secret}@[::1:1"),
+        ] {
+            let err = bad.parse::<LogUrl>().expect_err(&bad);
+            assert!(!err.to_string().contains("s3cr"), "{err}");
+            assert!(!format!("{err:?}").contains("s3cr"), "{err:?}");
+            assert!(!redacted(&bad).contains("s3cr"), "{}", redacted(&bad));
+        }
+        let url = format!("iggy://u:{secret}@h:1");
+        let parsed: LogSpec = url.parse().unwrap();
+        assert!(
+            matches!(&parsed.backend, LogUrl::Iggy { password, .. } if password == "s3cret-Pw")
+        );
+        assert!(!format!("{parsed:?}").contains("s3cr"), "{parsed:?}");
+        assert_eq!(redacted(&url), "iggy://u:***@h:1");
+        assert_eq!(redacted("memory://"), "memory://");
+    }
+
+    #[test]
+    fn an_iggy_password_comes_from_the_url_a_file_or_the_environment() {
+        let password = |url: &str, env: Option<&str>| {
+            let spec = LogSpec::parse_with_env(url, |name| {
+                assert_eq!(name, IGGY_PASSWORD_ENV);
+                env.map(str::to_owned)
+            });
+            spec.map(|spec| match spec.backend {
+                LogUrl::Iggy { password, .. } => password,
+                other => panic!("{other:?}"),
+            })
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("pw");
+        std::fs::write(&file, "from-file\nignored\n").unwrap();
+        let with_file = format!("iggy://u@h:1?password_file={}", file.display());
+        assert_eq!(
+            password("iggy://u:in-url@h:1", Some("env")).unwrap(),
+            "in-url"
+        );
+        assert_eq!(password(&with_file, Some("env")).unwrap(), "from-file");
+        assert_eq!(
+            password("iggy://u@h:1", Some("from-env")).unwrap(),
+            "from-env"
+        );
+        assert_eq!(password("iggy://u@h:1", None).unwrap(), "");
+        let both = format!("iggy://u:x@h:1?password_file={}", file.display());
+        assert!(password(&both, None).is_err());
+        let missing = password("iggy://u@h:1?password_file=/no/such/file", None).unwrap_err();
+        assert!(missing.to_string().contains("password_file"), "{missing}");
+        // Only Iggy URLs take one.
+        assert!("memory://?password_file=/x".parse::<LogSpec>().is_err());
     }
 }
 
