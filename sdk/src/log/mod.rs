@@ -57,7 +57,7 @@ mod url;
 
 pub use follower::Follower;
 pub use partitioner::partition_for_key;
-pub use url::{FileOptions, IGGY_PASSWORD_ENV, LogSpec, LogUrl, open, redacted};
+pub use url::{FileOptions, IGGY_PASSWORD_ENV, IggyTls, LogSpec, LogUrl, open, redacted};
 
 /// A topic inside a stream. Streams and topics are created on demand by [`LogBackend::ensure_topic`].
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]

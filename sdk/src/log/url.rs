@@ -13,8 +13,9 @@ const ACCEPTED: &str = "accepted: \
      file:///path/to/dir[?fsync=always|never|<N>ms][&truncate_corrupt=true][&segment_bytes=<N>]\
      [&retention=<duration>] (embedded, durable), memory://[?retention=<duration>] (embedded, \
      in memory), iggy://user[:pass]@host:port[?password_file=<path>][&retention=<duration>] \
-     (Apache Iggy; without a password in the URL or a file, $AGENTLOG_IGGY_PASSWORD); a \
-     duration is <N>ms, <N>s, <N>m, <N>h or <N>d, or 0 (keep forever)";
+     (Apache Iggy; without a password in the URL or a file, $AGENTLOG_IGGY_PASSWORD), \
+     iggys://...[&tls_ca_file=<pem>][&tls_domain=<name>] (Apache Iggy over TLS); a duration is \
+     <N>ms, <N>s, <N>m, <N>h or <N>d, or 0 (keep forever)";
 
 /// The environment variable an Iggy password is read from when the URL has none (and no
 /// `password_file`): a password kept out of the process's arguments.
@@ -39,7 +40,19 @@ pub enum LogUrl {
         /// Password: the URL's, else the `password_file`'s first line, else
         /// [`IGGY_PASSWORD_ENV`]'s.
         password: String,
+        /// `iggys://`: TLS to the server, with these settings.
+        tls: Option<IggyTls>,
     },
+}
+
+/// TLS to an Iggy server (`iggys://`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IggyTls {
+    /// `tls_ca_file=<pem>`: the certificate authority to trust (default: the web's roots).
+    pub ca_file: Option<PathBuf>,
+    /// `tls_domain=<name>`: the name the server's certificate must carry (default: the URL's
+    /// host).
+    pub domain: Option<String>,
 }
 
 impl std::fmt::Debug for LogUrl {
@@ -48,11 +61,15 @@ impl std::fmt::Debug for LogUrl {
             Self::File(path, options) => f.debug_tuple("File").field(path).field(options).finish(),
             Self::Memory => f.write_str("Memory"),
             Self::Iggy {
-                address, username, ..
+                address,
+                username,
+                tls,
+                ..
             } => f
                 .debug_struct("Iggy")
                 .field("address", address)
                 .field("username", username)
+                .field("tls", tls)
                 .finish_non_exhaustive(),
         }
     }
@@ -127,13 +144,16 @@ impl LogSpec {
             )
         };
         let url = ::url::Url::parse(s).map_err(|e| bad(&e.to_string()))?;
-        if !matches!(url.scheme(), "memory" | "file" | "iggy") {
+        if !matches!(url.scheme(), "memory" | "file" | "iggy" | "iggys") {
             return Err(bad(&format!("unknown scheme {:?}", url.scheme())));
         }
         let mut retention = None;
         let mut file = FileOptions::default();
         let mut password_file = None;
+        let mut tls = IggyTls::default();
         let is_file = url.scheme() == "file";
+        let is_iggy = matches!(url.scheme(), "iggy" | "iggys");
+        let is_tls = url.scheme() == "iggys";
         for (key, value) in url.query_pairs() {
             match (key.as_ref(), value.as_ref()) {
                 ("retention", value) => {
@@ -141,9 +161,9 @@ impl LogSpec {
                         parse_duration(value).map_err(|why| bad(&format!("retention: {why}")))?,
                     );
                 }
-                ("password_file", path) if url.scheme() == "iggy" => {
-                    password_file = Some(PathBuf::from(path));
-                }
+                ("password_file", path) if is_iggy => password_file = Some(PathBuf::from(path)),
+                ("tls_ca_file", path) if is_tls => tls.ca_file = Some(PathBuf::from(path)),
+                ("tls_domain", name) if is_tls => tls.domain = Some(name.to_owned()),
                 (key, value) if is_file => {
                     parse_file_option(&mut file, key, value).map_err(|why| bad(&why))?;
                 }
@@ -158,7 +178,7 @@ impl LogSpec {
                     .map_err(|()| bad("not an absolute local path"))?;
                 LogUrl::File(path, file)
             }
-            "iggy" => {
+            "iggy" | "iggys" => {
                 let host = url.host_str().ok_or_else(|| bad("no host"))?;
                 let port = url.port().unwrap_or(8090);
                 let username = percent_decode(url.username());
@@ -177,6 +197,7 @@ impl LogSpec {
                     address: format!("{host}:{port}"),
                     username,
                     password,
+                    tls: is_tls.then_some(tls),
                 }
             }
             other => return Err(bad(&format!("unknown scheme {other:?}"))),
@@ -250,8 +271,12 @@ pub async fn open(url: &str) -> Result<Log> {
             address,
             username,
             password,
+            tls,
         } => {
             let mut options = IggyOptions::new(address, username, password);
+            if let Some(tls) = tls {
+                options = options.tls(tls);
+            }
             if let Some(retention) = retention {
                 options = options.retention(retention);
             }
@@ -308,9 +333,28 @@ mod tests {
             Some(LogUrl::Iggy {
                 address: "127.0.0.1:8090".into(),
                 username: "iggy".into(),
-                password: "secret".into()
+                password: "secret".into(),
+                tls: None,
             })
         );
+        assert_eq!(
+            "iggys://iggy:secret@db.example:9000?tls_ca_file=/ca.pem&tls_domain=iggy.internal"
+                .parse::<LogUrl>()
+                .ok(),
+            Some(LogUrl::Iggy {
+                address: "db.example:9000".into(),
+                username: "iggy".into(),
+                password: "secret".into(),
+                tls: Some(IggyTls {
+                    ca_file: Some(PathBuf::from("/ca.pem")),
+                    domain: Some("iggy.internal".into()),
+                }),
+            })
+        );
+        assert!(matches!(
+            "iggys://u:p@h:1".parse::<LogUrl>(),
+            Ok(LogUrl::Iggy { tls: Some(tls), .. }) if tls == IggyTls::default()
+        ));
     }
 
     #[test]
@@ -379,6 +423,8 @@ mod tests {
             "memory://?fsync=always",
             "iggy://u:p@h:1?segment_bytes=10",
             "iggy://u:p@h:1?retention=10",
+            "iggy://u:p@h:1?tls_ca_file=/ca.pem",
+            "memory://?tls_domain=x",
         ] {
             let err = bad.parse::<LogUrl>().expect_err(bad);
             assert_eq!(err.kind(), ErrorKind::Config);

@@ -9,6 +9,7 @@ use iggy::prelude::{
 
 use super::errors::map_err;
 use crate::error::Result;
+use crate::log::IggyTls;
 use crate::retention::DEFAULT_RETENTION;
 
 /// The longest message expiry given to a topic: what the `iggy` crate parses at most
@@ -28,6 +29,7 @@ pub struct IggyOptions {
     pub(super) retention: Duration,
     pub(super) reconnect_interval: Duration,
     pub(super) reconnect_for: Duration,
+    tls: Option<IggyTls>,
 }
 
 impl IggyOptions {
@@ -42,7 +44,15 @@ impl IggyOptions {
             retention: DEFAULT_RETENTION,
             reconnect_interval: Duration::from_millis(200),
             reconnect_for: Duration::from_secs(10),
+            tls: None,
         }
+    }
+
+    /// Connect over TLS (what an `iggys://` URL asks for): the server's certificate is checked
+    /// against `tls.ca_file` (else the web's roots) for `tls.domain` (else the address's host).
+    pub fn tls(mut self, tls: IggyTls) -> Self {
+        self.tls = Some(tls);
+        self
     }
 
     /// Whether topics created by this handle fsync every saved batch (default `false`).
@@ -105,10 +115,22 @@ impl IggyOptions {
         let retries = u32::try_from(self.reconnect_for.as_millis() / interval.as_millis())
             .unwrap_or(u32::MAX)
             .max(1);
-        let client = IggyClientBuilder::new()
+        let mut builder = IggyClientBuilder::new()
             .with_tcp()
             .with_server_address(self.address.clone())
-            .with_no_delay()
+            .with_no_delay();
+        if let Some(tls) = &self.tls {
+            let host = self
+                .address
+                .rsplit_once(':')
+                .map_or(&*self.address, |(h, _)| h);
+            let domain = tls.domain.clone().unwrap_or_else(|| host.to_owned());
+            builder = builder.with_tls_enabled(true).with_tls_domain(domain);
+            if let Some(ca) = &tls.ca_file {
+                builder = builder.with_tls_ca_file(ca.display().to_string());
+            }
+        }
+        let client = builder
             .with_auto_sign_in(AutoLogin::Enabled(Credentials::UsernamePassword(
                 self.username.clone(),
                 self.password.clone().into(),
@@ -118,10 +140,21 @@ impl IggyOptions {
             .with_reconnection_max_retries(Some(retries))
             .build()
             .map_err(|e| map_err(e, format_args!("bad server address {:?}", self.address)))?;
-        client
-            .connect()
-            .await
-            .map_err(|e| map_err(e, format_args!("connecting to {}", self.address)))?;
+        client.connect().await.map_err(|e| match &self.tls {
+            None => map_err(e, format_args!("connecting to {}", self.address)),
+            Some(tls) => map_err(
+                e,
+                format_args!(
+                    "connecting over TLS to {} (is it a TLS listener whose certificate names {} \
+                     and is signed by {}?)",
+                    self.address,
+                    tls.domain.as_deref().unwrap_or("its host"),
+                    tls.ca_file
+                        .as_ref()
+                        .map_or("a web root".to_owned(), |ca| ca.display().to_string())
+                ),
+            ),
+        })?;
         Ok(client)
     }
 }
@@ -136,6 +169,7 @@ impl fmt::Debug for IggyOptions {
             .field("retention", &self.retention)
             .field("reconnect_interval", &self.reconnect_interval)
             .field("reconnect_for", &self.reconnect_for)
+            .field("tls", &self.tls)
             .finish_non_exhaustive()
     }
 }
