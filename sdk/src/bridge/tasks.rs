@@ -130,18 +130,14 @@ impl Bridge {
             String::new()
         };
         let include_artifacts = request.include_artifacts.unwrap_or(false);
-        let tasks = view
-            .load_many(&page)
-            .await?
-            .into_iter()
-            .map(|task| {
-                let mut task = trim_history(task, request.history_length);
-                if !include_artifacts {
-                    task.artifacts.clear();
-                }
-                task
-            })
-            .collect();
+        let mut tasks = Vec::with_capacity(page.len());
+        for info in &page {
+            let mut task = trim_history(view.load(info).await?, request.history_length);
+            if !include_artifacts {
+                task.artifacts.clear();
+            }
+            tasks.push(task);
+        }
         Ok(ListTasksResponse {
             tasks,
             next_page_token,

@@ -1,8 +1,6 @@
 //! Reading tasks back from the log: a task's content records, read and folded with the state
 //! the view holds (`GetTask`, `ListTasks`, snapshots of streams).
 
-use std::collections::HashMap;
-
 use agentlog_wire::Record;
 use agentlog_wire::a2a::Task;
 use agentlog_wire::fold::{StatusMark, fold_content};
@@ -63,49 +61,6 @@ impl TaskView {
         let content = content_offsets(&info.records);
         self.fold_content(&info.id, info.partition, &content, info.status())
             .await
-    }
-
-    /// [`load`](Self::load) of every task in `infos`, in order, with one read of the log per
-    /// partition instead of one per task (what a `ListTasks` page needs). A read that fails
-    /// (a task of the page expired and the log deleted its records meanwhile) falls back to
-    /// loading that partition's tasks one by one, which tells the cases apart.
-    pub async fn load_many(&self, infos: &[TaskInfo]) -> Result<Vec<Task>> {
-        let mut offsets: HashMap<u32, Vec<u64>> = HashMap::new();
-        for info in infos {
-            if applied::spilled(&info.records).is_none() {
-                let content = content_offsets(&info.records);
-                offsets.entry(info.partition).or_default().extend(content);
-            }
-        }
-        let mut records: HashMap<(u32, u64), Record> = HashMap::new();
-        let mut unread = Vec::new();
-        for (partition, mut wanted) in offsets {
-            wanted.sort_unstable();
-            wanted.dedup();
-            match self.read_records(partition, &wanted).await {
-                Ok(read) => records.extend(read.into_iter().map(|(o, r)| ((partition, o), r))),
-                Err(_) => unread.push(partition),
-            }
-        }
-        let mut tasks = Vec::with_capacity(infos.len());
-        for info in infos {
-            let folded =
-                if applied::spilled(&info.records).is_some() || unread.contains(&info.partition) {
-                    None
-                } else {
-                    let content = content_offsets(&info.records);
-                    let found: Option<Vec<&Record>> = content
-                        .iter()
-                        .map(|o| records.get(&(info.partition, *o)))
-                        .collect();
-                    found.and_then(|found| fold_content(found, info.status()))
-                };
-            tasks.push(match folded {
-                Some(task) => task,
-                None => self.load(info).await?,
-            });
-        }
-        Ok(tasks)
     }
 
     async fn fold_content(

@@ -231,31 +231,3 @@ async fn a_task_read_back_from_its_content_records_is_the_fold_of_all_of_them() 
     );
     assert!(view.get(&caller, "nope").await.unwrap().is_none());
 }
-
-#[tokio::test]
-async fn a_page_loaded_at_once_is_each_task_loaded_alone() {
-    let log = crate::log::open("memory://").await.unwrap();
-    let topic = TopicRef::new("s", "events");
-    log.ensure_topic(&topic, 3).await.unwrap();
-    let view = TaskView::start(log.clone(), topic.clone()).await.unwrap();
-    let caller = Caller::principal("p");
-    let ids: Vec<String> = (0..12).map(|n| format!("t{n}")).collect();
-    for (n, id) in ids.iter().enumerate() {
-        append(&log, &topic, &command(id)).await;
-        if n % 3 != 0 {
-            append(&log, &topic, &completed(id)).await;
-        }
-    }
-    view.sync(None, PATIENCE).await.unwrap();
-    let infos: Vec<TaskInfo> = ids
-        .iter()
-        .map(|id| view.lookup(&caller, id).unwrap())
-        .collect();
-    assert!(infos.iter().any(|i| i.partition != infos[0].partition));
-    let mut one_by_one = Vec::new();
-    for info in &infos {
-        one_by_one.push(view.load(info).await.unwrap());
-    }
-    assert_eq!(view.load_many(&infos).await.unwrap(), one_by_one);
-    assert!(view.load_many(&[]).await.unwrap().is_empty());
-}
