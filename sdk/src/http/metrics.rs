@@ -3,7 +3,7 @@
 //! given, read on each scrape.
 
 use std::sync::atomic::AtomicU64;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -48,8 +48,14 @@ pub(super) struct Metrics {
     requests: Family<RequestLabels, Counter>,
     durations: DurationFamily,
     lag: Gauge<u64, AtomicU64>,
+    /// When a scrape last measured the lag: at most once per [`LAG_EVERY`] and one scrape at a
+    /// time, so that scraping `/metrics` in a loop does not reach the log each time.
+    lag_measured: tokio::sync::Mutex<Option<Instant>>,
     view: TaskView,
 }
+
+/// How often a scrape may measure the view's lag (it asks the log for its end offsets).
+const LAG_EVERY: Duration = Duration::from_secs(1);
 
 fn duration_histogram() -> Histogram {
     // 100 µs .. ~105 s (a blocking SendMessage waits up to a minute by default).
@@ -74,7 +80,7 @@ impl Metrics {
         let lag = Gauge::<u64, AtomicU64>::default();
         registry.register(
             "agentlog_view_lag_records",
-            "Records in the events topic not yet applied by the task view (measured per scrape)",
+            "Records in the events topic not yet applied by the task view (measured by a scrape, at most once a second)",
             lag.clone(),
         );
         registry.register_collector(Box::new(ViewCounters(view.clone())));
@@ -86,6 +92,7 @@ impl Metrics {
             requests,
             durations,
             lag,
+            lag_measured: tokio::sync::Mutex::new(None),
             view,
         }
     }
@@ -232,11 +239,17 @@ impl Collector for LogCounters {
 /// `GET /metrics`.
 pub(super) async fn scrape(State(state): State<AppState>) -> Response {
     let metrics = &state.inner.metrics;
-    match metrics.view.lag().await {
-        Ok(lag) => {
-            metrics.lag.set(lag);
+    // Another scrape measuring right now, or one a moment ago: its figure serves this one.
+    if let Ok(mut measured) = metrics.lag_measured.try_lock()
+        && measured.is_none_or(|at| at.elapsed() >= LAG_EVERY)
+    {
+        *measured = Some(Instant::now());
+        match metrics.view.lag().await {
+            Ok(lag) => {
+                metrics.lag.set(lag);
+            }
+            Err(e) => tracing::debug!("cannot measure the view's lag: {e}"),
         }
-        Err(e) => tracing::debug!("cannot measure the view's lag: {e}"),
     }
     encode(&metrics.registry)
 }

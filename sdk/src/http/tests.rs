@@ -924,6 +924,27 @@ async fn metrics_count_log_operations_when_given_the_logs_metrics() {
 }
 
 #[tokio::test]
+async fn scraping_in_a_loop_reaches_the_log_at_most_once_a_second() {
+    use crate::log::layers::{LogMetrics, LogOp, MetricsLayer};
+    let metrics = LogMetrics::new();
+    let log = crate::log::open("memory://")
+        .await
+        .unwrap()
+        .layer(MetricsLayer::new(metrics.clone()));
+    let bridge = Bridge::open(log, BridgeConfig::new("t")).await.unwrap();
+    let app = router(bridge, HttpConfig::default());
+    let scrape = || call(&app, Request::get("/metrics").body(Body::empty()).unwrap());
+    let before = metrics.calls(LogOp::EndOffsets);
+    let first = scrape().await.text();
+    assert!(first.contains("agentlog_view_lag_records 0"), "{first}");
+    for _ in 0..50 {
+        assert_eq!(scrape().await.status, StatusCode::OK);
+    }
+    let measured = metrics.calls(LogOp::EndOffsets) - before;
+    assert_eq!(measured, 1, "51 scrapes asked the log {measured} times");
+}
+
+#[tokio::test]
 async fn the_log_metrics_router_serves_only_the_logs_metrics() {
     use crate::log::layers::{LogMetrics, MetricsLayer};
     let metrics = LogMetrics::new();
