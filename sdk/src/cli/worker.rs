@@ -53,6 +53,12 @@ pub(super) struct WorkerArgs {
     #[arg(long, value_name = "COMMAND")]
     exec: Option<String>,
 
+    /// The most bytes of an --exec command's stdout taken as its answer (it is written to the
+    /// log twice: as the artifact and the status message): a command that prints more is
+    /// killed and its task fails, saying so. Its stderr is kept up to 64 KiB.
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_OUTPUT)]
+    max_output: usize,
+
     /// The most tasks handled at once.
     #[arg(long, value_name = "N", default_value_t = 64)]
     concurrency: usize,
@@ -76,7 +82,11 @@ pub(super) async fn run(args: WorkerArgs, out: &Out) -> CliResult {
         Some(command) => {
             let argv = split_command(command)?;
             let what = format!("exec {command}");
-            work(&args, out, &what, ExecHandler { argv }).await
+            let handler = ExecHandler {
+                argv,
+                max_output: args.max_output,
+            };
+            work(&args, out, &what, handler).await
         }
         None => work(&args, out, "demo", DemoHandler).await,
     }
@@ -137,10 +147,71 @@ async fn work(args: &WorkerArgs, out: &Out, what: &str, handler: impl Handler) -
     Ok(())
 }
 
+/// `--max-output`'s default: 4 MiB.
+const DEFAULT_MAX_OUTPUT: usize = 4 << 20;
+
+/// The most bytes of a command's stderr kept (for the failure message); the rest is read and
+/// dropped, so that the command never blocks on a full pipe.
+const MAX_STDERR: usize = 64 << 10;
+
 /// Runs a command per task: the message text on stdin, stdout the answer.
 #[derive(Debug)]
 struct ExecHandler {
     argv: Vec<String>,
+    /// The most bytes of stdout taken.
+    max_output: usize,
+}
+
+/// Up to `max` bytes of `from`, and whether there were more (the rest is drained, unread, when
+/// `drain`; else left unread).
+async fn read_capped(
+    mut from: impl tokio::io::AsyncRead + Unpin,
+    max: usize,
+    drain: bool,
+) -> std::io::Result<(Vec<u8>, bool)> {
+    use tokio::io::AsyncReadExt;
+    let mut kept = Vec::new();
+    (&mut from)
+        .take(max as u64 + 1)
+        .read_to_end(&mut kept)
+        .await?;
+    let over = kept.len() > max;
+    kept.truncate(max);
+    if over && drain {
+        tokio::io::copy(&mut from, &mut tokio::io::sink()).await?;
+    }
+    Ok((kept, over))
+}
+
+/// What a command left: its exit status and stdout, or why it has no answer.
+enum Ran {
+    Exited(std::process::ExitStatus, Vec<u8>, Vec<u8>),
+    /// Its stdout passed the limit (it was killed).
+    TooMuch,
+}
+
+impl ExecHandler {
+    /// Wait for `child`, reading its stdout (up to `max_output`) and stderr as it runs.
+    async fn run(&self, child: &mut tokio::process::Child) -> std::io::Result<Ran> {
+        let stderr = child
+            .stderr
+            .take()
+            .map(|stderr| tokio::spawn(read_capped(stderr, MAX_STDERR, true)));
+        let (stdout, too_much) = match child.stdout.take() {
+            Some(stdout) => read_capped(stdout, self.max_output, false).await?,
+            None => (Vec::new(), false),
+        };
+        if too_much {
+            child.kill().await?;
+            return Ok(Ran::TooMuch);
+        }
+        let status = child.wait().await?;
+        let stderr = match stderr {
+            Some(read) => read.await.map_err(std::io::Error::other)??.0,
+            None => Vec::new(),
+        };
+        Ok(Ran::Exited(status, stdout, stderr))
+    }
 }
 
 #[async_trait::async_trait]
@@ -178,30 +249,38 @@ impl Handler for ExecHandler {
                 let _ = stdin.shutdown().await;
             });
         }
-        let output = tokio::select! {
-            output = child.wait_with_output() => output,
-            // Dropping the `wait_with_output` future drops the child, which kills it.
+        let ran = tokio::select! {
+            ran = self.run(&mut child) => ran,
+            // Dropping the child (at the end of this function) kills it.
             () = task.cancellation().cancelled() => return Ok(()),
         };
-        let output = match output {
-            Ok(output) => output,
+        let (status, stdout, stderr) = match ran {
+            Ok(Ran::Exited(status, stdout, stderr)) => (status, stdout, stderr),
+            Ok(Ran::TooMuch) => {
+                let why = format!(
+                    "{program} printed more than {} bytes (--max-output); it was stopped",
+                    self.max_output
+                );
+                task.fail(&why).await?;
+                return Ok(());
+            }
             Err(e) => {
                 task.fail(&format!("{program} failed: {e}")).await?;
                 return Ok(());
             }
         };
-        if !output.status.success() {
-            let stderr = String::from_utf8_lossy(&output.stderr);
+        if !status.success() {
+            let stderr = String::from_utf8_lossy(&stderr);
             let stderr = stderr.trim();
             let text = if stderr.is_empty() {
-                format!("{program} exited with {}", output.status)
+                format!("{program} exited with {status}")
             } else {
                 stderr.to_owned()
             };
             task.fail(&text).await?;
             return Ok(());
         }
-        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stdout = String::from_utf8_lossy(&stdout);
         let stdout = stdout.trim();
         if stdout.is_empty() {
             task.complete(None).await?;
@@ -309,6 +388,10 @@ mod tests {
     }
 
     async fn setup(command: &str) -> Setup {
+        setup_with(command, DEFAULT_MAX_OUTPUT).await
+    }
+
+    async fn setup_with(command: &str, max_output: usize) -> Setup {
         let log = crate::log::Log::new(EmbeddedLog::in_memory());
         let bridge = Bridge::open(log.clone(), BridgeConfig::new("exec"))
             .await
@@ -317,6 +400,7 @@ mod tests {
         config.view = Some(bridge.view().clone());
         let handler = ExecHandler {
             argv: split_command(command).unwrap(),
+            max_output,
         };
         let worker = Worker::start(log, config, handler).await.unwrap();
         Setup { bridge, worker }
@@ -368,6 +452,29 @@ mod tests {
         assert!(status_text(&task).starts_with("cannot run /nonexistent/program"));
         s.worker.shutdown().await.unwrap();
         s2.worker.shutdown().await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn output_past_the_limit_stops_the_command_and_fails_the_task() {
+        // Endless output: only the limit ends it.
+        let s = setup_with("yes", 1000).await;
+        let task = send(&s.bridge, "x", false).await;
+        assert_eq!(task.status.state, TaskState::Failed);
+        assert_eq!(
+            status_text(&task),
+            "yes printed more than 1000 bytes (--max-output); it was stopped"
+        );
+        // At the limit exactly: the answer. Endless stderr is read and dropped past 64 KiB.
+        let s2 = setup_with("sh -c 'head -c 1000 /dev/zero | tr \\0 a'", 1000).await;
+        let task = send(&s2.bridge, "x", false).await;
+        assert_eq!(task.status.state, TaskState::Completed);
+        assert_eq!(status_text(&task).len(), 1000);
+        let s3 = setup_with("sh -c 'head -c 1000000 /dev/zero >&2; exit 1'", 1000).await;
+        let task = send(&s3.bridge, "x", false).await;
+        assert_eq!(task.status.state, TaskState::Failed);
+        s.worker.shutdown().await.unwrap();
+        s2.worker.shutdown().await.unwrap();
+        s3.worker.shutdown().await.unwrap();
     }
 
     #[tokio::test]
