@@ -7,6 +7,7 @@
 //!
 //! How each verb maps onto the log is written in `skills/a2a-bridge/SKILL.md`.
 
+mod requeue;
 mod rpc;
 mod send;
 mod stream;
@@ -141,6 +142,8 @@ struct BridgeInner {
     log: Log,
     config: BridgeConfig,
     view: TaskView,
+    /// The turns this bridge re-queued lately, so that retries do not flood the queue.
+    requeues: requeue::Requeues,
 }
 
 impl Bridge {
@@ -163,7 +166,12 @@ impl Bridge {
         };
         let view = TaskView::start_with(log.clone(), config.topics.events.clone(), options).await?;
         Ok(Self {
-            inner: Arc::new(BridgeInner { log, config, view }),
+            inner: Arc::new(BridgeInner {
+                log,
+                config,
+                view,
+                requeues: requeue::Requeues::default(),
+            }),
         })
     }
 

@@ -224,8 +224,9 @@ impl Bridge {
 
     /// A message whose `messageId` the task already has: the same message again (a retry,
     /// answered from what the log holds, the handler not run again) or another one under a
-    /// used id (-32602, nothing written). A retry of a turn no worker has claimed yet is
-    /// queued again, in case the first queueing was lost.
+    /// used id (-32602, nothing written). A retry of a turn no worker has claimed for a
+    /// second is queued again, in case the first queueing was lost, at most once a second
+    /// ([`requeue`](super::requeue)).
     async fn accept_retry(&self, info: &TaskInfo, message: &Message) -> Result<Accepted> {
         let first = self
             .inner
@@ -244,6 +245,11 @@ impl Bridge {
         }
         if info.awaits_claim()
             && info.last_message_id.as_deref() == Some(&*message.message_id)
+            && self.inner.requeues.allow(
+                &info.id,
+                info.status_timestamp_ms,
+                crate::retention::now_ms(),
+            )
             && let Some(record) = self.turn_record(info, &message.message_id).await?
         {
             self.commit(&record, Topics::Commands).await?;
