@@ -168,19 +168,36 @@ impl Error {
         &self.details
     }
 
-    /// The JSON-RPC error this error is reported as: the kind's code, this message (internal
-    /// causes are not leaked for internal kinds), and the details as `ErrorInfo.metadata`.
+    /// The JSON-RPC error this error is reported as: the kind's code and the details as
+    /// `ErrorInfo.metadata`. A request's own fault (bad params, no such task, ...) keeps its
+    /// message, without the cause chain. The server's own trouble (unavailable, corrupt,
+    /// misconfigured, a bug) may name files, offsets and causes: the client gets the kind's
+    /// generic message and an `errorId`, and the whole error goes to the server's log under
+    /// that id.
     pub fn to_rpc(&self) -> agentlog_wire::RpcError {
         let info = self.kind.info();
-        let message = match self.kind {
-            ErrorKind::Internal | ErrorKind::Corrupt => {
-                format!("{} ({})", info.rpc.spec().message, self.message)
+        let server_side = matches!(
+            self.kind,
+            ErrorKind::Unavailable | ErrorKind::Corrupt | ErrorKind::Config | ErrorKind::Internal
+        );
+        let error_id = server_side.then(|| uuid::Uuid::new_v4().to_string());
+        let message = match &error_id {
+            Some(id) => {
+                tracing::warn!(error_id = %id, kind = info.name, error = %self, "a request failed on the server's side");
+                format!(
+                    "{} ({}); the server's log has the details under errorId {id}",
+                    info.rpc.spec().message,
+                    info.name
+                )
             }
-            _ => self.to_string(),
+            None => self.message.clone(),
         };
         let mut rpc = agentlog_wire::RpcError::with_message(info.rpc, message);
         for (key, value) in &self.details {
             rpc = rpc.with_meta(key, value.clone());
+        }
+        if let Some(id) = error_id {
+            rpc = rpc.with_meta("errorId", id);
         }
         // Several kinds share -32603; say which (and so whether a retry may help).
         if info.rpc == ErrorCode::InternalError {
@@ -253,6 +270,43 @@ mod tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), ErrorKind::ALL.len());
+    }
+
+    #[test]
+    fn clients_get_no_paths_offsets_or_causes() {
+        let cause = std::io::Error::other("disk says no at /var/lib/agentlog/x.seg");
+        let corrupt = Error::new(
+            ErrorKind::Corrupt,
+            "record at /var/lib/agentlog/s/t/0/00000000000000000000.seg byte 4096",
+        )
+        .with_source(cause);
+        let rpc = corrupt.to_rpc();
+        let meta = |rpc: &agentlog_wire::RpcError, key: &str| {
+            rpc.metadata
+                .get(key)
+                .and_then(|v| v.as_str())
+                .map(str::to_owned)
+        };
+        let shown = rpc.to_json_v1().to_string();
+        assert!(
+            !shown.contains("/var/lib") && !shown.contains("4096"),
+            "{shown}"
+        );
+        let id = meta(&rpc, "errorId").unwrap_or_default();
+        assert!(uuid::Uuid::parse_str(&id).is_ok(), "{shown}");
+        assert!(rpc.message.contains(&id), "{shown}");
+        assert_eq!(meta(&rpc, "kind").as_deref(), Some("corrupt"));
+        // A request's own fault keeps its message (written for the client), not its cause.
+        let invalid = Error::new(
+            ErrorKind::InvalidParams,
+            "pageSize must be between 1 and 100",
+        )
+        .with_source(std::io::Error::other("an internal cause"))
+        .with_detail("field", "pageSize");
+        let rpc = invalid.to_rpc();
+        assert_eq!(rpc.message, "pageSize must be between 1 and 100");
+        assert_eq!(meta(&rpc, "field").as_deref(), Some("pageSize"));
+        assert_eq!(meta(&rpc, "errorId"), None);
     }
 
     #[test]
