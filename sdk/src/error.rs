@@ -36,6 +36,9 @@ pub enum ErrorKind {
     Timeout,
     /// The log backend cannot be reached right now; retrying may succeed.
     Unavailable,
+    /// The server holds as many waiting calls as it takes (blocking sends, streams); retrying
+    /// later may succeed.
+    Overloaded,
     /// Stored bytes failed their checksum or could not be decoded.
     Corrupt,
     /// The configuration (a log URL, a data directory in use, ...) is wrong.
@@ -59,7 +62,7 @@ pub struct KindInfo {
 
 impl ErrorKind {
     /// Every kind, in declaration order.
-    pub const ALL: [ErrorKind; 15] = [
+    pub const ALL: [ErrorKind; 16] = [
         ErrorKind::Parse,
         ErrorKind::InvalidRequest,
         ErrorKind::MethodNotFound,
@@ -72,6 +75,7 @@ impl ErrorKind {
         ErrorKind::VersionNotSupported,
         ErrorKind::Timeout,
         ErrorKind::Unavailable,
+        ErrorKind::Overloaded,
         ErrorKind::Corrupt,
         ErrorKind::Config,
         ErrorKind::Internal,
@@ -109,6 +113,7 @@ impl ErrorKind {
             }
             ErrorKind::Timeout => ("timeout", C::InternalError, 504, true),
             ErrorKind::Unavailable => ("unavailable", C::InternalError, 503, true),
+            ErrorKind::Overloaded => ("overloaded", C::InternalError, 503, true),
             ErrorKind::Corrupt => ("corrupt", C::InternalError, 500, false),
             ErrorKind::Config => ("config", C::InternalError, 500, false),
             ErrorKind::Internal => ("internal", C::InternalError, 500, false),

@@ -7,6 +7,7 @@
 //!
 //! How each verb maps onto the log is written in `skills/a2a-bridge/SKILL.md`.
 
+mod limits;
 mod requeue;
 mod rpc;
 mod send;
@@ -25,6 +26,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::log::{AppendBatch, Appended, Log};
 use crate::view::{CompactTopics, TaskView, ViewOptions};
 
+pub use limits::LimitsConfig;
 pub use rpc::{RpcReply, RpcStream};
 pub use stream::{StreamEvent, TaskStream};
 
@@ -52,6 +54,10 @@ pub struct BridgeConfig {
     /// 10,000 records or more came since the last), so that a restart replays only what came
     /// after it. Default 60 s; `None` writes none (the view still starts from one it finds).
     pub checkpoint_every: Option<Duration>,
+    /// How many blocking sends and streams the bridge holds open at once (see
+    /// [`LimitsConfig`] for the defaults); past them a call is refused, retryable
+    /// ([`ErrorKind::Overloaded`]), before anything is written.
+    pub limits: LimitsConfig,
 }
 
 impl BridgeConfig {
@@ -65,6 +71,7 @@ impl BridgeConfig {
             source: format!("bridge-{}", uuid::Uuid::new_v4().simple()),
             retention: None,
             checkpoint_every: Some(Duration::from_secs(60)),
+            limits: LimitsConfig::default(),
         }
     }
 }
@@ -144,6 +151,8 @@ struct BridgeInner {
     view: TaskView,
     /// The turns this bridge re-queued lately, so that retries do not flood the queue.
     requeues: requeue::Requeues,
+    /// The blocking sends and streams open.
+    limits: limits::Limits,
 }
 
 impl Bridge {
@@ -165,12 +174,14 @@ impl Bridge {
             ..ViewOptions::checkpointed(config.topics.checkpoints.clone())
         };
         let view = TaskView::start_with(log.clone(), config.topics.events.clone(), options).await?;
+        let config_limits = config.limits;
         Ok(Self {
             inner: Arc::new(BridgeInner {
                 log,
                 config,
                 view,
                 requeues: requeue::Requeues::default(),
+                limits: limits::Limits::new(config_limits),
             }),
         })
     }

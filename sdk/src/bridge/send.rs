@@ -53,6 +53,10 @@ impl Bridge {
         let configuration = request.configuration.clone().unwrap_or_default();
         let history_length = configuration.history_length;
         check_history_length(history_length)?;
+        // A place to wait in, taken before anything is written.
+        let waiting = (!configuration.return_immediately)
+            .then(|| self.inner.limits.blocking_send())
+            .transpose()?;
         let accepted = self.accept(caller, &request, raw_params).await?;
         if configuration.return_immediately {
             if let Some(header) = &accepted.created {
@@ -85,6 +89,7 @@ impl Bridge {
         let task = self
             .wait_settled(caller, &accepted, self.inner.config.blocking_timeout)
             .await?;
+        drop(waiting);
         Ok(SendMessageResponse::Task(trim_history(
             task,
             history_length,
@@ -104,6 +109,7 @@ impl Bridge {
         raw_params: Option<&str>,
         resume_after: Option<u64>,
     ) -> Result<TaskStream> {
+        let place = self.inner.limits.stream(caller)?;
         let accepted = self.accept(caller, &request, raw_params).await?;
         let view = &self.inner.view;
         view.sync_to(
@@ -120,12 +126,13 @@ impl Bridge {
             0 => Start::Snapshot,
             end => Start::SnapshotAt(end - 1),
         };
-        Ok(task_stream(
+        let stream = task_stream(
             view.clone(),
             info,
             events,
             Start::resuming(resume_after, from),
-        ))
+        );
+        Ok(super::limits::holding(stream, place))
     }
 
     /// Validate the message and put it on the log (or find it there already).

@@ -156,6 +156,7 @@ impl Bridge {
         resume_after: Option<u64>,
     ) -> Result<TaskStream> {
         require_id(&request.id)?;
+        let place = self.inner.limits.stream(caller)?;
         self.sync_task(&request.id).await?;
         let view = &self.inner.view;
         let (info, events) = view
@@ -171,12 +172,13 @@ impl Bridge {
             )
             .with_detail("taskId", request.id.clone()));
         }
-        Ok(task_stream(
+        let stream = task_stream(
             view.clone(),
             info,
             events,
             Start::resuming(resume_after, Start::Snapshot),
-        ))
+        );
+        Ok(super::limits::holding(stream, place))
     }
 }
 
