@@ -70,6 +70,7 @@ fn status_name(status: StatusCode) -> &'static str {
         StatusCode::PAYLOAD_TOO_LARGE => "PAYLOAD_TOO_LARGE",
         StatusCode::UNSUPPORTED_MEDIA_TYPE => "UNSUPPORTED_MEDIA_TYPE",
         StatusCode::SERVICE_UNAVAILABLE => "UNAVAILABLE",
+        StatusCode::REQUEST_TIMEOUT => "DEADLINE_EXCEEDED",
         _ => "UNKNOWN",
     }
 }

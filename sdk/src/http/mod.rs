@@ -137,6 +137,9 @@ pub struct HttpConfig {
     pub rpc_path: String,
     /// The largest request body accepted; a larger one gets `413`. Default 1 MiB.
     pub body_limit_bytes: usize,
+    /// How long a request's body may take to arrive once its head has; a slower one gets
+    /// `408` (a client trickling bytes holds no request open for longer). Default 10 s.
+    pub body_timeout: std::time::Duration,
     /// The log's counters, served on `/metrics` as `agentlog_log_*` (see the module docs):
     /// the handle of the [`MetricsLayer`](crate::log::layers::MetricsLayer) on the bridge's
     /// log. Default `None`: no log metrics.
@@ -148,6 +151,7 @@ impl Default for HttpConfig {
         Self {
             rpc_path: "/".to_owned(),
             body_limit_bytes: 1024 * 1024,
+            body_timeout: std::time::Duration::from_secs(10),
             log_metrics: None,
         }
     }
@@ -163,6 +167,7 @@ struct AppState {
 struct Inner {
     bridge: Bridge,
     body_limit: usize,
+    body_timeout: std::time::Duration,
     /// The RPC path and its trailing-slash twin.
     rpc_paths: Vec<String>,
     /// The card paths under the RPC path's prefix (empty when `rpc_path` is `/`).
@@ -208,6 +213,7 @@ pub fn router(bridge: Bridge, config: HttpConfig) -> Router {
             metrics: metrics::Metrics::new(bridge.view().clone(), config.log_metrics),
             bridge,
             body_limit: config.body_limit_bytes,
+            body_timeout: config.body_timeout,
             rpc_paths,
             prefixed_card_paths,
         }),

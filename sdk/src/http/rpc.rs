@@ -91,7 +91,19 @@ async fn rpc(state: AppState, request: Request) -> Response {
         Ok(caller) => caller,
         Err(refusal) => return refusal,
     };
-    let body = match read_body(&parts.headers, body, inner.body_limit).await {
+    let read = read_body(&parts.headers, body, inner.body_limit);
+    let read = match tokio::time::timeout(inner.body_timeout, read).await {
+        Ok(read) => read,
+        Err(_) => Err(rpc_refusal(
+            StatusCode::REQUEST_TIMEOUT,
+            ErrorCode::InvalidRequest,
+            format!(
+                "the request body did not arrive within {:?}",
+                inner.body_timeout
+            ),
+        )),
+    };
+    let body = match read {
         Ok(body) => body,
         Err(refusal) => {
             metrics.observe(

@@ -1026,3 +1026,27 @@ async fn serves_on_loopback_and_shuts_down() {
         .unwrap()
         .unwrap();
 }
+
+#[tokio::test]
+async fn a_body_that_does_not_arrive_in_time_gets_408() {
+    let config = HttpConfig {
+        body_timeout: Duration::from_millis(100),
+        ..HttpConfig::default()
+    };
+    let app = router(bridge().await, config);
+    // The head, a first chunk, then nothing more.
+    let first = futures::stream::iter([Ok::<_, std::io::Error>(bytes::Bytes::from_static(
+        b"{\"jsonrpc\":",
+    ))]);
+    let trickle = futures::StreamExt::chain(first, futures::stream::pending());
+    let started = std::time::Instant::now();
+    let reply = call(&app, rpc_request(Body::from_stream(trickle))).await;
+    assert_eq!(reply.status, StatusCode::REQUEST_TIMEOUT);
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let body: Value = serde_json::from_slice(&reply.body).unwrap();
+    assert_eq!(body["error"]["code"], -32600, "{body}");
+    assert!(body["id"].is_null());
+    // The server still serves.
+    let fine = rpc(&app, envelope(json!(1), "GetTask", json!({"id": "nope"}))).await;
+    assert_eq!(fine.status, StatusCode::OK);
+}
