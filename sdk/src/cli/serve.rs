@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 use super::output::Out;
 use super::{CliError, CliResult, LogArgs, RetentionArgs};
 use crate::bridge::{Bridge, BridgeConfig, default_card, default_skill};
-use crate::http::{HttpConfig, router, serve};
+use crate::http::{HttpConfig, router, serve_bounded};
 use crate::worker::{DemoHandler, Worker, WorkerConfig};
 
 const EXAMPLES: &str = "\
@@ -48,6 +48,11 @@ pub(super) struct ServeArgs {
     /// Where to listen; port 0 picks a free port (the printed URL shows the real one).
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
     listen: SocketAddr,
+
+    /// The most connections held open at once; past it a new one is answered 503 (a
+    /// retryable JSON-RPC error) and closed.
+    #[arg(long, value_name = "N", default_value_t = crate::http::DEFAULT_MAX_CONNECTIONS)]
+    max_connections: usize,
 
     #[command(flatten)]
     log: LogArgs,
@@ -135,9 +140,10 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
 
     let stop = CancellationToken::new();
     let view = bridge.view().clone();
-    let mut server = tokio::spawn(serve(
+    let mut server = tokio::spawn(serve_bounded(
         listener,
         router(bridge, http),
+        args.max_connections,
         stop.clone().cancelled_owned(),
     ));
     // The server answers at once (liveness; JSON-RPC refused with 503 while the view

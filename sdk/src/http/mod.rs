@@ -103,10 +103,13 @@
 //! [`LogOp`]: crate::log::layers::LogOp
 
 mod card;
+mod connections;
 mod errors;
 mod health;
 mod metrics;
 mod rpc;
+
+pub use connections::DEFAULT_MAX_CONNECTIONS;
 #[cfg(test)]
 mod tests;
 
@@ -118,7 +121,6 @@ use axum::Router;
 use axum::http::HeaderMap;
 use axum::response::Response;
 use axum::routing::get;
-use axum::serve::ListenerExt;
 use tokio::net::TcpListener;
 
 use crate::agent::Caller;
@@ -267,7 +269,18 @@ pub async fn serve(
     router: Router,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let listener = listener.tap_io(tune_accepted);
+    serve_bounded(listener, router, DEFAULT_MAX_CONNECTIONS, shutdown).await
+}
+
+/// [`serve`] holding at most `max_connections` connections at once: past that, a new one is
+/// answered `503` with a retryable JSON-RPC error (`kind: overloaded`) and closed.
+pub async fn serve_bounded(
+    listener: TcpListener,
+    router: Router,
+    max_connections: usize,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let listener = connections::Bounded::new(listener, max_connections);
     let (stopping_tx, stopping_rx) = tokio::sync::oneshot::channel::<()>();
     let signal = async move {
         shutdown.await;

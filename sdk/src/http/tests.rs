@@ -1050,3 +1050,49 @@ async fn a_body_that_does_not_arrive_in_time_gets_408() {
     let fine = rpc(&app, envelope(json!(1), "GetTask", json!({"id": "nope"}))).await;
     assert_eq!(fine.status, StatusCode::OK);
 }
+
+#[tokio::test]
+async fn connections_past_the_bound_get_503_at_once() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(super::serve_bounded(listener, app().await, 1, async move {
+        let _ = stopped.await;
+    }));
+    async fn get_task(mut stream: tokio::net::TcpStream) -> String {
+        let body = rpc_text("GetTask", r#"{"id":"nope"}"#);
+        let request = format!(
+            "POST / HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n\
+             content-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut response = String::new();
+        tokio::time::timeout(PATIENCE, stream.read_to_string(&mut response))
+            .await
+            .unwrap()
+            .unwrap();
+        response
+    }
+    // One connection open and idle holds the only place.
+    let idle = tokio::net::TcpStream::connect(address).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let refused = tokio::net::TcpStream::connect(address).await.unwrap();
+    let response = get_task(refused).await;
+    assert!(response.starts_with("HTTP/1.1 503"), "{response}");
+    assert!(response.contains("retry-after: 1"), "{response}");
+    assert!(response.contains("\"kind\":\"overloaded\""), "{response}");
+    // Its place given back, the next connection is served.
+    drop(idle);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let served = tokio::net::TcpStream::connect(address).await.unwrap();
+    let response = get_task(served).await;
+    assert!(response.starts_with("HTTP/1.1 200 OK"), "{response}");
+    stop.send(()).unwrap();
+    tokio::time::timeout(PATIENCE, server)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+}
