@@ -9,7 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::output::Out;
 use super::{CliError, CliResult, LogArgs, RetentionArgs};
-use crate::bridge::{Bridge, BridgeConfig, default_card, default_skill};
+use crate::bridge::{Bridge, BridgeConfig, LimitsConfig, default_card, default_skill};
 use crate::http::{HttpConfig, router, serve_bounded};
 use crate::worker::{DemoHandler, Worker, WorkerConfig};
 
@@ -53,6 +53,23 @@ pub(super) struct ServeArgs {
     /// retryable JSON-RPC error) and closed.
     #[arg(long, value_name = "N", default_value_t = crate::http::DEFAULT_MAX_CONNECTIONS)]
     max_connections: usize,
+
+    /// The most blocking SendMessage calls waiting at once; past it a blocking send is
+    /// refused (retryable, nothing written).
+    #[arg(long, value_name = "N", default_value_t = LimitsConfig::default().blocking_sends)]
+    max_blocking_sends: usize,
+
+    /// The most streams (SendStreamingMessage, SubscribeToTask) open at once, over all callers.
+    #[arg(long, value_name = "N", default_value_t = LimitsConfig::default().streams)]
+    max_streams: usize,
+
+    /// The most streams one caller has open at once.
+    #[arg(long, value_name = "N", default_value_t = LimitsConfig::default().streams_per_caller)]
+    max_streams_per_caller: usize,
+
+    /// How long a request body may take to arrive once its head has (then 408).
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = super::parse_duration)]
+    body_timeout: std::time::Duration,
 
     #[command(flatten)]
     log: LogArgs,
@@ -113,7 +130,10 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
         .local_addr()
         .map_err(|e| CliError::msg(format!("cannot read the listening address: {e}")))?;
     let public_url = public_url(args.public_url.as_deref(), local)?;
-    let mut http = HttpConfig::default();
+    let mut http = HttpConfig {
+        body_timeout: args.body_timeout,
+        ..HttpConfig::default()
+    };
     let endpoint = public_url
         .join(http.rpc_path.trim_start_matches('/'))
         .map_err(|e| CliError::msg(format!("bad --public-url: {e}")))?;
@@ -129,6 +149,11 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
     http.log_metrics = Some(log_metrics);
     let mut config = BridgeConfig::new(&args.log.agent);
     config.card = card;
+    config.limits = LimitsConfig {
+        blocking_sends: args.max_blocking_sends,
+        streams: args.max_streams,
+        streams_per_caller: args.max_streams_per_caller,
+    };
     let bridge = Bridge::open(log.clone(), config).await?;
     let worker = if args.demo {
         let mut config = WorkerConfig::new(&args.log.agent);
