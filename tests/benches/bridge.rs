@@ -108,10 +108,7 @@ async fn get_task_part() {
     }
     // Rounds alternate the cases, so a slow spell of this shared machine hits them alike.
     let rounds = 10;
-    let per_round: usize = std::env::var("BRIDGE_GET_REQUESTS")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(2_000);
+    let per_round: usize = agentlog_integration::bench::env_number("BRIDGE_GET_REQUESTS", 2_000);
     // Steady state, as in a bridge that has served for a while: a warm-up pass reads every
     // task of the pattern once (the log's pages are mapped, the caches as warm as they get).
     for case in &mut cases {

@@ -23,10 +23,7 @@ fn main() {
 }
 
 fn tasks() -> usize {
-    std::env::var("GROWTH_TASKS")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(1_000_000)
+    agentlog_integration::bench::env_number("GROWTH_TASKS", 1_000_000)
 }
 
 fn wants(part: &str) -> bool {
@@ -53,10 +50,7 @@ async fn latency() {
     let topics = AgentTopics::of("bench");
     let mut config = BridgeConfig::new("bench");
     // `GROWTH_CHECKPOINT_S=0` writes no checkpoint, to tell their pauses from the rest.
-    let every = std::env::var("GROWTH_CHECKPOINT_S")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(10u64);
+    let every: u64 = agentlog_integration::bench::env_number("GROWTH_CHECKPOINT_S", 10);
     config.checkpoint_every = (every > 0).then(|| Duration::from_secs(every));
     let bridge = Bridge::open(log.clone(), config).await.unwrap();
     let written = Arc::new(AtomicUsize::new(0));
@@ -68,10 +62,7 @@ async fn latency() {
         tokio::spawn(async move {
             // `GROWTH_RATE=<tasks/s>` paces the writer (20,000 by default; 0 = as fast as it
             // can: the view then lags behind it, and every read waits for it to catch up).
-            let rate: u64 = std::env::var("GROWTH_RATE")
-                .ok()
-                .and_then(|r| r.parse().ok())
-                .unwrap_or(20_000);
+            let rate: u64 = agentlog_integration::bench::env_number("GROWTH_RATE", 20_000);
             let step = 1_000;
             let began = Instant::now();
             for first in (0..total).step_by(step) {

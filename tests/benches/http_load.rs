@@ -296,10 +296,7 @@ fn main() {
     if let Ok(filter) = std::env::var("HTTP_LOAD_FILTER") {
         cases.retain(|case| filter.split('|').any(|f| case.label().contains(f)));
     }
-    let rounds: usize = std::env::var("HTTP_LOAD_ROUNDS")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(ROUNDS);
+    let rounds: usize = agentlog_integration::bench::env_number("HTTP_LOAD_ROUNDS", ROUNDS);
     println!(
         "HTTP load: {rounds} rounds of every case, {CASE_TIME:?} per run after {WARM_UP:?} warm-up; \
          medians over rounds; embedded log in a tempdir; default fsync policy = {default_fsync:?}; \

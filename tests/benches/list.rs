@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use agentlog::bridge::{Bridge, BridgeConfig};
 use agentlog::{AgentTopics, Caller};
-use agentlog_integration::bench::{block_on, env_list, task_id, write_finished_tasks};
+use agentlog_integration::bench::{block_on, env_list, env_number, task_id, write_finished_tasks};
 use agentlog_wire::TaskState;
 use agentlog_wire::a2a::{GetTaskRequest, ListTasksRequest};
 use hdrhistogram::Histogram;
@@ -123,7 +123,7 @@ fn us(hist: &Histogram<u64>, q: f64) -> f64 {
 
 async fn run() {
     let counts = env_list("LIST_TASKS", &[1_000, 1_000_000]);
-    let per_round = env_list("LIST_REQUESTS", &[500])[0];
+    let per_round = env_number("LIST_REQUESTS", 500);
     let rounds = 5;
     let mut owners = Vec::new();
     for tasks in counts {

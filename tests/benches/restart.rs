@@ -14,7 +14,8 @@ use agentlog::AgentTopics;
 use agentlog::log::Log;
 use agentlog::view::{TaskView, ViewOptions};
 use agentlog_integration::bench::{
-    RECORDS_PER_TASK, block_on, env_list, median, write_finished_tasks, write_tasks_from,
+    RECORDS_PER_TASK, block_on, env_list, env_number, median, write_finished_tasks,
+    write_tasks_from,
 };
 
 fn main() {
@@ -23,8 +24,8 @@ fn main() {
 
 async fn run() {
     let lengths = env_list("RESTART_RECORDS", &[1_000_000]);
-    let rounds = env_list("RESTART_ROUNDS", &[3])[0];
-    let tail = env_list("RESTART_TAIL", &[10_000])[0];
+    let rounds = env_number("RESTART_ROUNDS", 3);
+    let tail = env_number("RESTART_TAIL", 10_000);
     println!("## Restart to ready over file:// (median of {rounds} rounds, min..max)\n");
     println!(
         "| records | tasks | records after the checkpoint | checkpoint | log open | ready from the checkpoint | ready by full replay | replay / checkpoint |"

@@ -25,10 +25,7 @@ fn main() {
 }
 
 async fn run() {
-    let rounds: usize = std::env::var("TURNS_BENCH_ROUNDS")
-        .ok()
-        .and_then(|r| r.parse().ok())
-        .unwrap_or(1);
+    let rounds: usize = agentlog_integration::bench::env_number("TURNS_BENCH_ROUNDS", 1);
     for round in 0..rounds {
         for (log, url) in [("memory", None), ("file", Some(()))] {
             let dir = tempfile::tempdir().unwrap();

@@ -45,6 +45,14 @@ pub fn process_cpu_time() -> Option<std::time::Duration> {
     ))
 }
 
+/// The number in the environment variable `name`, else `default` (also when it does not parse).
+pub fn env_number<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(default)
+}
+
 /// A list of numbers from the environment variable `name` (`1000,1000000`), else `default`.
 pub fn env_list(name: &str, default: &[usize]) -> Vec<usize> {
     std::env::var(name).map_or_else(

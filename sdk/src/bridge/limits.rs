@@ -105,14 +105,13 @@ impl Limits {
             ))
         })?;
         let mut open = self.per_caller.lock().unwrap_or_else(|e| e.into_inner());
-        let count = open.entry(caller.clone()).or_default();
-        if *count >= self.config.streams_per_caller {
+        if open.get(caller).copied().unwrap_or(0) >= self.config.streams_per_caller {
             return Err(overloaded(format!(
                 "this caller has {} streams open already; close one or retry later",
                 self.config.streams_per_caller
             )));
         }
-        *count += 1;
+        *open.entry(caller.clone()).or_default() += 1;
         Ok(Permit {
             _place: place,
             caller: Some((caller.clone(), Arc::clone(&self.per_caller))),
@@ -133,24 +132,11 @@ pub(super) fn holding(stream: TaskStream, permit: Permit) -> TaskStream {
 mod tests {
     use std::time::Duration;
 
-    use agentlog_wire::a2a::{
-        Message, SendMessageConfiguration, SendMessageRequest, SubscribeToTaskRequest,
-    };
+    use agentlog_wire::a2a::SubscribeToTaskRequest;
 
     use super::*;
+    use crate::bridge::test_support::{records_on, send_request as send};
     use crate::bridge::{Bridge, BridgeConfig};
-
-    fn send(id: &str, return_immediately: bool) -> SendMessageRequest {
-        SendMessageRequest {
-            tenant: None,
-            message: Message::user_text(id.to_owned(), "hi"),
-            configuration: Some(SendMessageConfiguration {
-                return_immediately,
-                ..SendMessageConfiguration::default()
-            }),
-            metadata: None,
-        }
-    }
 
     #[tokio::test]
     async fn a_bridge_refuses_past_its_limits_and_writes_nothing() {
@@ -164,7 +150,7 @@ mod tests {
         config.blocking_timeout = Duration::from_secs(30);
         let bridge = Bridge::open(log.clone(), config).await.unwrap();
         let events = bridge.config().topics.events.clone();
-        let written = || async { log.end_offsets(&events).await.unwrap().iter().sum::<u64>() };
+        let written = || records_on(&log, &events);
         let caller = Caller::principal("p");
         // No worker: the first blocking send waits.
         let waiting = {

@@ -13,6 +13,8 @@ mod rpc;
 mod send;
 mod stream;
 mod tasks;
+#[cfg(test)]
+mod test_support;
 
 use std::sync::Arc;
 use std::time::Duration;

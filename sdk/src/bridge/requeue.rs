@@ -65,32 +65,17 @@ mod tests {
 
     #[tokio::test]
     async fn retries_in_a_loop_add_one_queue_copy_per_grace() {
-        use agentlog_wire::a2a::{Message, SendMessageConfiguration, SendMessageRequest};
-
         use crate::Caller;
+        use crate::bridge::test_support::{records_on, send_request};
         use crate::bridge::{Bridge, BridgeConfig};
 
         let log = crate::log::open("memory://").await.unwrap();
         let bridge = Bridge::open(log.clone(), BridgeConfig::new("q"))
             .await
             .unwrap();
-        let send = || SendMessageRequest {
-            tenant: None,
-            message: Message::user_text("m-1".to_owned(), "hi"),
-            configuration: Some(SendMessageConfiguration {
-                return_immediately: true,
-                ..SendMessageConfiguration::default()
-            }),
-            metadata: None,
-        };
+        let send = || send_request("m-1", true);
         let commands = bridge.config().topics.commands.clone();
-        let copies = || async {
-            log.end_offsets(&commands)
-                .await
-                .unwrap()
-                .iter()
-                .sum::<u64>()
-        };
+        let copies = || records_on(&log, &commands);
         let caller = Caller::anonymous();
         // No worker: the turn waits for a claim.
         for _ in 0..20 {

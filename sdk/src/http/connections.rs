@@ -1,6 +1,7 @@
 //! [`Bounded`]: a listener that holds at most so many connections at once. Past the bound, a
 //! new connection is answered at once with `503` and a retryable JSON-RPC error, then closed:
-//! never left waiting in the kernel's backlog, and never given a task of its own.
+//! never left waiting in the kernel's backlog, and never served. Answering holds at most
+//! [`MAX_REFUSING`] sockets; past that a connection is closed unanswered.
 
 use std::io;
 use std::net::SocketAddr;
@@ -24,10 +25,15 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
 /// closing does not reset the connection before the client has read the answer.
 const LINGER: Duration = Duration::from_secs(1);
 
+/// Refusals answered at once, at most: past that (a flood), a connection is closed unanswered,
+/// so that refusing holds no more sockets than this.
+const MAX_REFUSING: usize = 256;
+
 /// A TCP listener bounded to `max` open connections.
 pub(super) struct Bounded {
     listener: TcpListener,
     places: Arc<Semaphore>,
+    refusing: Arc<Semaphore>,
     max: usize,
 }
 
@@ -36,6 +42,7 @@ impl Bounded {
         Self {
             listener,
             places: Arc::new(Semaphore::new(max)),
+            refusing: Arc::new(Semaphore::new(MAX_REFUSING)),
             max,
         }
     }
@@ -61,7 +68,14 @@ impl Listener for Bounded {
                 }
                 Err(_) => {
                     tracing::debug!(%addr, max = self.max, "refusing a connection: too many are open");
-                    tokio::spawn(refuse(stream, self.max));
+                    // Unanswered (dropped, so closed) when refusals are a flood already.
+                    if let Ok(refusing) = Arc::clone(&self.refusing).try_acquire_owned() {
+                        let max = self.max;
+                        tokio::spawn(async move {
+                            refuse(stream, max).await;
+                            drop(refusing);
+                        });
+                    }
                 }
             }
         }

@@ -982,6 +982,24 @@ async fn the_log_metrics_router_serves_only_the_logs_metrics() {
 // ---------------------------------------------------------------------------------------
 // A real port.
 
+/// A `GetTask` of an unknown task over `stream` as raw HTTP/1.1, and the whole response.
+async fn raw_get_task(mut stream: tokio::net::TcpStream) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let body = rpc_text("GetTask", r#"{"id":"nope"}"#);
+    let request = format!(
+        "POST / HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n\
+         content-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = String::new();
+    tokio::time::timeout(PATIENCE, stream.read_to_string(&mut response))
+        .await
+        .unwrap()
+        .unwrap();
+    response
+}
+
 #[tokio::test]
 async fn accepted_sockets_get_nodelay() {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -997,26 +1015,14 @@ async fn accepted_sockets_get_nodelay() {
 
 #[tokio::test]
 async fn serves_on_loopback_and_shuts_down() {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(serve(listener, app().await, async move {
         let _ = stopped.await;
     }));
-    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
-    let body = rpc_text("GetTask", r#"{"id":"nope"}"#);
-    let request = format!(
-        "POST / HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n\
-         content-length: {}\r\nconnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    stream.write_all(request.as_bytes()).await.unwrap();
-    let mut response = String::new();
-    tokio::time::timeout(PATIENCE, stream.read_to_string(&mut response))
-        .await
-        .unwrap()
-        .unwrap();
+    let stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    let response = raw_get_task(stream).await;
     assert!(response.starts_with("HTTP/1.1 200 OK"), "{response}");
     assert!(response.contains("-32001"), "{response}");
     stop.send(()).unwrap();
@@ -1053,33 +1059,17 @@ async fn a_body_that_does_not_arrive_in_time_gets_408() {
 
 #[tokio::test]
 async fn connections_past_the_bound_get_503_at_once() {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(super::serve_bounded(listener, app().await, 1, async move {
         let _ = stopped.await;
     }));
-    async fn get_task(mut stream: tokio::net::TcpStream) -> String {
-        let body = rpc_text("GetTask", r#"{"id":"nope"}"#);
-        let request = format!(
-            "POST / HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n\
-             content-length: {}\r\nconnection: close\r\n\r\n{body}",
-            body.len()
-        );
-        stream.write_all(request.as_bytes()).await.unwrap();
-        let mut response = String::new();
-        tokio::time::timeout(PATIENCE, stream.read_to_string(&mut response))
-            .await
-            .unwrap()
-            .unwrap();
-        response
-    }
     // One connection open and idle holds the only place.
     let idle = tokio::net::TcpStream::connect(address).await.unwrap();
     tokio::time::sleep(Duration::from_millis(100)).await;
     let refused = tokio::net::TcpStream::connect(address).await.unwrap();
-    let response = get_task(refused).await;
+    let response = raw_get_task(refused).await;
     assert!(response.starts_with("HTTP/1.1 503"), "{response}");
     assert!(response.contains("retry-after: 1"), "{response}");
     assert!(response.contains("\"kind\":\"overloaded\""), "{response}");
@@ -1087,7 +1077,7 @@ async fn connections_past_the_bound_get_503_at_once() {
     drop(idle);
     tokio::time::sleep(Duration::from_millis(100)).await;
     let served = tokio::net::TcpStream::connect(address).await.unwrap();
-    let response = get_task(served).await;
+    let response = raw_get_task(served).await;
     assert!(response.starts_with("HTTP/1.1 200 OK"), "{response}");
     stop.send(()).unwrap();
     tokio::time::timeout(PATIENCE, server)

@@ -110,24 +110,20 @@ impl Tasks {
         let owner_of = |task: &TaskRecord<'_>| owners.get(task.owner as usize).copied();
         let list = &checkpoint.tasks;
         let (index, in_order) = std::thread::scope(|scope| {
+            // Decodes the tasks a second time, beside the main thread: a task that does not
+            // decode fails the main thread's loop, and this index goes unused.
             let index = scope.spawn(|| {
-                let mut failed = false;
-                let listed = list.iter().zip(0..).map_while(|(task, slot)| {
-                    let Ok(task) = task else {
-                        failed = true;
-                        return None;
-                    };
+                ListIndex::build(list.iter().zip(0..).filter_map(|(task, slot)| {
+                    let task = task.ok()?;
                     let listed = Listed::of(
                         owner_of(&task)?,
                         KeyRef::of(task.id),
                         KeyRef::of(task.context_id),
                         task.machine.state,
                         task.machine.status_timestamp_ms,
-                    );
-                    Some(listed.map(|listed| (slot, listed)))
-                });
-                let index = ListIndex::build(listed.flatten());
-                (!failed).then_some(index)
+                    )?;
+                    Some((slot, listed))
+                }))
             });
             let mut live: Vec<Vec<u64>> =
                 vec![Vec::new(); if count_live { partitions as usize } else { 0 }];
@@ -157,10 +153,10 @@ impl Tasks {
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
             Ok::<_, CodecError>((index, in_order))
         })?;
-        match index {
-            Some(index) if in_order => tasks.indexes_built(index),
-            // Never, short of a bug: the index waits and is built from the tasks.
-            _ => {}
+        // Out of order never happens, short of a bug: then the index waits and is built from
+        // the tasks once the view has caught up.
+        if in_order {
+            tasks.indexes_built(index);
         }
         Ok(tasks)
     }

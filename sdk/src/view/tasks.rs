@@ -40,11 +40,6 @@ impl Entry {
             self.machine.status_timestamp_ms(),
         )
     }
-
-    /// The task id's text, written into `text` if need be.
-    pub(super) fn id_text<'a>(&'a self, text: &'a mut super::key::KeyText) -> &'a str {
-        self.id.text(text)
-    }
 }
 
 /// Every task of the view, and the indexes over them.
@@ -133,7 +128,7 @@ impl Tasks {
             if !self.index_deferred {
                 self.index.update(slot, entry.listed().as_ref(), None);
             }
-            let partition = partition_of(entry.id_text(&mut [0; 36]));
+            let partition = partition_of(entry.id.text(&mut [0; 36]));
             if let Some(live) = self.live.get_mut(partition as usize) {
                 applied::forget(&entry.records, live);
             }
@@ -155,7 +150,7 @@ impl Tasks {
             let machine = &entry.machine;
             if machine.awaits_claim()
                 && let Some(index) =
-                    awaiting.get_mut(partition_of(entry.id_text(&mut [0; 36])) as usize)
+                    awaiting.get_mut(partition_of(entry.id.text(&mut [0; 36])) as usize)
             {
                 index.update(slot, None, Some(machine.status_timestamp_ms()));
             }
