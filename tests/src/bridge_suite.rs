@@ -328,13 +328,20 @@ async fn cancel_reaches_the_worker(subject: &dyn Backend, agent: &str) {
     let b = bridge(&log, agent).await;
     let fired = Arc::new(AtomicUsize::new(0));
     let seen = fired.clone();
+    // The claim alone makes the task `working` (fold rule 10): the test cancels only once
+    // the handler's own status is written, so that the cancel meets the handler waiting on
+    // its token rather than still writing that status (it then fails, as it should).
+    let started = Arc::new(tokio::sync::Notify::new());
+    let running = started.clone();
     let w = worker(
         &log,
         agent,
         handler_fn(move |task: TaskContext| {
             let seen = seen.clone();
+            let running = running.clone();
             async move {
                 task.working(Some("started")).await?;
+                running.notify_one();
                 tokio::select! {
                     () = task.cancellation().cancelled() => { seen.fetch_add(1, Ordering::SeqCst); }
                     () = tokio::time::sleep(Duration::from_secs(60)) => {}
@@ -350,7 +357,9 @@ async fn cancel_reaches_the_worker(subject: &dyn Backend, agent: &str) {
             .await
             .expect("send"),
     );
-    wait_for(&b, &c, &t.id, |t| t.status.state == TaskState::Working).await;
+    tokio::time::timeout(SOON, started.notified())
+        .await
+        .expect("the handler never started");
     let canceled = b.cancel_task(&c, cancel(&t.id)).await.expect("cancel");
     assert_eq!(canceled.status.state, TaskState::Canceled);
     let deadline = tokio::time::Instant::now() + SOON;
