@@ -32,6 +32,14 @@ pub enum ErrorKind {
     ContentTypeNotSupported,
     /// The requested A2A protocol version is not served.
     VersionNotSupported,
+    /// The agent declares an extended card but none is configured.
+    ExtendedAgentCardNotConfigured,
+    /// No credentials, or bad ones: HTTP 401 with a `WWW-Authenticate` challenge.
+    Unauthenticated,
+    /// Valid credentials without the scope the method needs: HTTP 403.
+    PermissionDenied,
+    /// The call would visit a bridge already on its path, or go past the most hops allowed.
+    LoopDetected,
     /// The operation did not finish within its deadline; retrying may succeed.
     Timeout,
     /// The log backend cannot be reached right now; retrying may succeed.
@@ -62,7 +70,7 @@ pub struct KindInfo {
 
 impl ErrorKind {
     /// Every kind, in declaration order.
-    pub const ALL: [ErrorKind; 16] = [
+    pub const ALL: [ErrorKind; 20] = [
         ErrorKind::Parse,
         ErrorKind::InvalidRequest,
         ErrorKind::MethodNotFound,
@@ -73,6 +81,10 @@ impl ErrorKind {
         ErrorKind::UnsupportedOperation,
         ErrorKind::ContentTypeNotSupported,
         ErrorKind::VersionNotSupported,
+        ErrorKind::ExtendedAgentCardNotConfigured,
+        ErrorKind::Unauthenticated,
+        ErrorKind::PermissionDenied,
+        ErrorKind::LoopDetected,
         ErrorKind::Timeout,
         ErrorKind::Unavailable,
         ErrorKind::Overloaded,
@@ -111,6 +123,16 @@ impl ErrorKind {
             ErrorKind::VersionNotSupported => {
                 ("version_not_supported", C::VersionNotSupported, 400, false)
             }
+            ErrorKind::ExtendedAgentCardNotConfigured => (
+                "extended_agent_card_not_configured",
+                C::ExtendedAgentCardNotConfigured,
+                400,
+                false,
+            ),
+            ErrorKind::Unauthenticated => ("unauthenticated", C::Unauthenticated, 401, false),
+            ErrorKind::PermissionDenied => ("permission_denied", C::PermissionDenied, 403, false),
+            // The request's own path is at fault; 508 is HTTP's "Loop Detected".
+            ErrorKind::LoopDetected => ("loop_detected", C::InvalidRequest, 508, false),
             ErrorKind::Timeout => ("timeout", C::InternalError, 504, true),
             ErrorKind::Unavailable => ("unavailable", C::InternalError, 503, true),
             ErrorKind::Overloaded => ("overloaded", C::InternalError, 503, true),
@@ -321,6 +343,13 @@ mod tests {
         assert_eq!(ErrorKind::UnsupportedOperation.info().rpc.code(), -32004);
         assert_eq!(ErrorKind::VersionNotSupported.info().rpc.code(), -32009);
         assert_eq!(ErrorKind::Parse.info().rpc.code(), -32700);
+        assert_eq!(ErrorKind::Unauthenticated.info().rpc.code(), -31401);
+        assert_eq!(ErrorKind::Unauthenticated.info().http_status, 401);
+        assert_eq!(ErrorKind::PermissionDenied.info().http_status, 403);
+        assert_eq!(
+            ErrorKind::ExtendedAgentCardNotConfigured.info().rpc.code(),
+            -32007
+        );
         assert!(ErrorKind::Unavailable.info().retryable);
         assert!(!ErrorKind::Corrupt.info().retryable);
     }

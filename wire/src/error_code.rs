@@ -44,6 +44,12 @@ pub enum ErrorCode {
     ExtensionSupportRequired,
     /// -32009: the requested protocol version is not supported.
     VersionNotSupported,
+    /// -31401: no credentials, or bad ones (sent with HTTP 401). A2A assigns no JSON-RPC code
+    /// to authentication failures; this is the convention of the official Go SDK.
+    Unauthenticated,
+    /// -31403: valid credentials without the permission (scope) the method needs (sent with
+    /// HTTP 403); the Go SDK's convention, as for [`ErrorCode::Unauthenticated`].
+    PermissionDenied,
 }
 
 /// One row of the error table.
@@ -134,6 +140,14 @@ impl ErrorCode {
                 400,
                 false,
             ),
+            Unauthenticated => (
+                -31401,
+                "UNAUTHENTICATED",
+                "Authentication required",
+                401,
+                false,
+            ),
+            PermissionDenied => (-31403, "PERMISSION_DENIED", "Permission denied", 403, false),
         };
         ErrorSpec {
             code,
@@ -155,7 +169,8 @@ impl ErrorCode {
         Self::iter().find(|c| c.code() == code)
     }
 
-    /// Whether the code is an A2A-specific one (-32001 ... -32009) rather than JSON-RPC's own.
+    /// Whether the code is an A2A-specific one (-32001 ... -32009) rather than JSON-RPC's own
+    /// (or the authentication convention's -31401 and -31403).
     pub const fn is_a2a(self) -> bool {
         let code = self.code();
         code <= -32001 && code >= -32099
@@ -283,6 +298,8 @@ mod tests {
                 -32009,
                 "VERSION_NOT_SUPPORTED",
             ),
+            (ErrorCode::Unauthenticated, -31401, "UNAUTHENTICATED"),
+            (ErrorCode::PermissionDenied, -31403, "PERMISSION_DENIED"),
         ];
         assert_eq!(pinned.len(), ErrorCode::iter().count());
         for (code, number, reason) in pinned {

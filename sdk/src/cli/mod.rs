@@ -8,6 +8,7 @@
 
 mod client;
 mod diagnostics;
+mod keygen;
 mod output;
 mod serve;
 mod tail;
@@ -85,6 +86,7 @@ enum Command {
     Cancel(tasks::CancelArgs),
     List(tasks::ListArgs),
     Tail(tail::TailArgs),
+    Keygen(keygen::KeygenArgs),
 }
 
 /// `--log` and `--agent`, shared by the commands that open the log.
@@ -228,6 +230,7 @@ async fn run(cli: Cli) -> CliResult {
         Command::Cancel(args) => tasks::cancel(args, &out).await,
         Command::List(args) => tasks::list(args, &out).await,
         Command::Tail(args) => tail::run(args, &out).await,
+        Command::Keygen(args) => keygen::run(args, &out),
     }
 }
 

@@ -1,0 +1,11 @@
+//! What the log and the edge trust: ed25519 keys for signed cards and records, and (feature
+//! `http`) the edge authentication of callers.
+//!
+//! - [`keys`]: key pairs on disk (`agentlog keygen`), key ids, signing and verifying.
+//!
+//! The rules (what is trusted, what is checked where, how to rotate keys) are in
+//! `skills/security/SKILL.md`.
+
+pub mod keys;
+
+pub use keys::{SigningKey, VerifyingKey};
