@@ -60,6 +60,10 @@ pub struct BridgeConfig {
     /// [`LimitsConfig`] for the defaults); past them a call is refused, retryable
     /// ([`ErrorKind::Overloaded`]), before anything is written.
     pub limits: LimitsConfig,
+    /// The card `GetExtendedAgentCard` serves to authenticated callers; setting it sets
+    /// `capabilities.extendedAgentCard` on the public card. Default `None`: the method
+    /// answers -32004 (or -32007 when the public card declares the capability anyway).
+    pub extended_card: Option<AgentCard>,
 }
 
 impl BridgeConfig {
@@ -74,6 +78,7 @@ impl BridgeConfig {
             retention: None,
             checkpoint_every: Some(Duration::from_secs(60)),
             limits: LimitsConfig::default(),
+            extended_card: None,
         }
     }
 }
@@ -166,6 +171,9 @@ impl Bridge {
                 .or_else(|| log.retention())
                 .unwrap_or(DEFAULT_RETENTION),
         );
+        if config.extended_card.is_some() {
+            config.card.capabilities.extended_agent_card = Some(true);
+        }
         config.topics.ensure(&log).await?;
         let options = ViewOptions {
             checkpoint_every: config.checkpoint_every,
@@ -191,6 +199,29 @@ impl Bridge {
     /// The agent card.
     pub fn agent_card(&self) -> &AgentCard {
         &self.inner.config.card
+    }
+
+    /// `GetExtendedAgentCard`: the extended card, for authenticated callers only. Without
+    /// one, -32004 (the public card does not declare it), or -32007 when the public card
+    /// declares the capability but none is configured (A2A §3.3).
+    pub fn extended_card(&self, caller: &Caller) -> Result<AgentCard> {
+        let declared = self.agent_card().capabilities.extended_agent_card == Some(true);
+        match &self.inner.config.extended_card {
+            None if declared => Err(Error::new(
+                ErrorKind::ExtendedAgentCardNotConfigured,
+                "This agent declares an extended agent card but has none configured",
+            )),
+            None => Err(Error::new(
+                ErrorKind::UnsupportedOperation,
+                "This agent has no extended agent card",
+            )),
+            // A principal is what authentication gives; anonymous callers get the public card.
+            Some(_) if caller.principal.is_empty() => Err(Error::new(
+                ErrorKind::Unauthenticated,
+                "The extended agent card is for authenticated callers",
+            )),
+            Some(card) => Ok(card.clone()),
+        }
     }
 
     /// The retention written into the commands of the tasks this bridge creates, in

@@ -239,10 +239,7 @@ impl Bridge {
                 ErrorKind::PushNotificationNotSupported,
                 "Push notifications are not supported by this agent",
             )),
-            Operation::GetExtendedAgentCard => Err(Error::new(
-                ErrorKind::UnsupportedOperation,
-                "This agent has no extended agent card",
-            )),
+            Operation::GetExtendedAgentCard => json(&self.extended_card(caller)?),
         }
     }
 }

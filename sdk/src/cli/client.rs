@@ -22,6 +22,8 @@ pub(super) struct A2aClient {
     endpoint: Url,
     tenant: Option<String>,
     next_id: AtomicU64,
+    /// `Authorization` of every call (never of the public card's fetch).
+    authorization: Option<HeaderValue>,
 }
 
 impl A2aClient {
@@ -76,7 +78,19 @@ impl A2aClient {
             endpoint,
             tenant,
             next_id: AtomicU64::new(1),
+            authorization: None,
         })
+    }
+
+    /// The same client sending `token` as a bearer token with every call.
+    pub(super) fn with_token(mut self, token: Option<&str>) -> CliResult<Self> {
+        if let Some(token) = token {
+            let mut value = HeaderValue::from_str(&format!("Bearer {}", token.trim()))
+                .map_err(|_| CliError::msg("the token is not a valid header value"))?;
+            value.set_sensitive(true);
+            self.authorization = Some(value);
+        }
+        Ok(self)
     }
 
     /// The tenant the card's interface asks for, to put in every request.
@@ -91,12 +105,17 @@ impl A2aClient {
         accept: &'static str,
     ) -> reqwest::RequestBuilder {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        self.http
+        let request = self
+            .http
             .post(self.endpoint.clone())
             .header(CONTENT_TYPE, "application/json")
             .header(ACCEPT, accept)
             .header("A2A-Version", HeaderValue::from_static("1.0"))
-            .json(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+            .json(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        match &self.authorization {
+            Some(value) => request.header(reqwest::header::AUTHORIZATION, value.clone()),
+            None => request,
+        }
     }
 
     /// Call `method` and return its `result`.

@@ -11,8 +11,10 @@ mod diagnostics;
 mod keygen;
 mod output;
 mod serve;
+mod serve_auth;
 mod tail;
 mod tasks;
+mod token;
 mod worker;
 
 use std::fmt;
@@ -77,6 +79,8 @@ enum ColorChoice {
     Never,
 }
 
+// Parsed once per process: the size of `serve`'s arguments costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 enum Command {
     Serve(serve::ServeArgs),
@@ -87,6 +91,7 @@ enum Command {
     List(tasks::ListArgs),
     Tail(tail::TailArgs),
     Keygen(keygen::KeygenArgs),
+    Token(token::TokenArgs),
 }
 
 /// `--log` and `--agent`, shared by the commands that open the log.
@@ -231,6 +236,7 @@ async fn run(cli: Cli) -> CliResult {
         Command::List(args) => tasks::list(args, &out).await,
         Command::Tail(args) => tail::run(args, &out).await,
         Command::Keygen(args) => keygen::run(args, &out),
+        Command::Token(args) => token::run(args, &out),
     }
 }
 

@@ -8,6 +8,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use super::output::Out;
+use super::serve_auth::{self, AuthArgs, CardFileExtras};
 use super::{CliError, CliResult, LogArgs, RetentionArgs};
 use crate::bridge::{Bridge, BridgeConfig, LimitsConfig, default_card, default_skill};
 use crate::http::{HttpConfig, router, serve_bounded};
@@ -77,6 +78,9 @@ pub(super) struct ServeArgs {
     #[command(flatten)]
     retention: RetentionArgs,
 
+    #[command(flatten)]
+    auth: AuthArgs,
+
     /// Also run the built-in demo worker in this process (echo, `sleep N`, `input`, `fail`),
     /// and describe it in the card's skills.
     #[arg(long)]
@@ -137,18 +141,34 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
     let endpoint = public_url
         .join(http.rpc_path.trim_start_matches('/'))
         .map_err(|e| CliError::msg(format!("bad --public-url: {e}")))?;
-    let base = match &args.card {
+    let (base, extras) = match &args.card {
         Some(path) => card_file(path, &args.log.agent)?,
-        None => bare_card(&args.log.agent),
+        None => (bare_card(&args.log.agent), CardFileExtras::default()),
     };
-    let card = card(&args, base, endpoint.as_str());
+    let auth = serve_auth::edge_auth(&args.auth, &extras)?;
+    serve_auth::check_anonymous(&args.auth, auth.as_ref(), args.listen)?;
+    let mut card = card(&args, base, endpoint.as_str());
+    if let Some(auth) = &auth
+        && card.security_schemes.is_empty()
+    {
+        auth.declare(&mut card);
+    }
     card.validate()
         .map_err(|e| CliError::msg(format!("the agent card is not valid: {e}")))?;
+    let extended_card = serve_auth::extended_card(&card, &extras)?;
+    if extended_card.is_some() && auth.is_none() {
+        return Err(CliError::msg(
+            "an extendedCard is for authenticated callers: configure authentication too",
+        ));
+    }
+    let auth_banner = serve_auth::describe(auth.as_ref());
+    http.auth = auth;
 
     let (log, log_metrics) = super::open_counted_log(&log_url).await?;
     http.log_metrics = Some(log_metrics);
     let mut config = BridgeConfig::new(&args.log.agent);
     config.card = card;
+    config.extended_card = extended_card;
     config.limits = LimitsConfig {
         blocking_sends: args.max_blocking_sends,
         streams: args.max_streams,
@@ -182,7 +202,7 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
     }
     let signal = super::shutdown_signal();
     out.line(&format!(
-        "agentlog serving agent {:?} at {public_url} (log: {}; {})",
+        "agentlog serving agent {:?} at {public_url} (log: {}; {}; {auth_banner})",
         args.log.agent,
         super::display_log_url(&log_url),
         if worker.is_some() {
@@ -283,20 +303,24 @@ fn bare_card(agent: &str) -> AgentCard {
     card
 }
 
-/// The default card for `agent` with the fields of the JSON object in `path` laid over it.
-fn card_file(path: &std::path::Path, agent: &str) -> Result<AgentCard, CliError> {
+/// The default card for `agent` with the fields of the JSON object in `path` laid over it,
+/// and the file's other sections (`auth`, `extendedCard`).
+fn card_file(path: &std::path::Path, agent: &str) -> Result<(AgentCard, CardFileExtras), CliError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| CliError::msg(format!("cannot read --card {}: {e}", path.display())))?;
     let bad = |why: String| CliError::msg(format!("bad --card {}: {why}", path.display()));
     let overlay: serde_json::Value = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
-    let serde_json::Value::Object(overlay) = overlay else {
+    let serde_json::Value::Object(mut overlay) = overlay else {
         return Err(bad("not a JSON object".to_owned()));
     };
+    let extras = serve_auth::take_extras(&mut overlay, path)?;
     let mut merged = serde_json::to_value(bare_card(agent)).map_err(|e| bad(e.to_string()))?;
     if let Some(fields) = merged.as_object_mut() {
         fields.extend(overlay);
     }
-    agentlog_wire::a2a::from_json("AgentCard", &merged).map_err(|e| bad(e.to_string()))
+    let card =
+        agentlog_wire::a2a::from_json("AgentCard", &merged).map_err(|e| bad(e.to_string()))?;
+    Ok((card, extras))
 }
 
 /// The card: `base` (the defaults or --card), its interfaces at `endpoint`, streaming on,
@@ -441,7 +465,7 @@ mod tests {
                "defaultOutputModes":["text/plain","application/json"]}"#,
         )
         .unwrap();
-        let base = card_file(&path, "t").unwrap();
+        let (base, _) = card_file(&path, "t").unwrap();
         let card = card(&args(&["--agent", "t", "--card", "x"]), base, "http://h/");
         card.validate().unwrap();
         assert_eq!(card.name, "Translator");

@@ -59,6 +59,19 @@ EXAMPLES:
 Tasks come newest status first. --state takes completed, failed, canceled, rejected, working,
 submitted, input-required, auth-required (or the TASK_STATE_… names).";
 
+/// `--token`, shared by the commands that call an agent.
+#[derive(Debug, Clone, Args)]
+pub(super) struct TokenArg {
+    /// A bearer token for an agent that requires authentication (or set AGENTLOG_TOKEN).
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        env = "AGENTLOG_TOKEN",
+        hide_env_values = true
+    )]
+    pub(super) token: Option<String>,
+}
+
 /// Send a message to an agent and print the task it creates or continues.
 ///
 /// URL is the agent's base URL: its card is read from URL/.well-known/agent-card.json and the
@@ -69,6 +82,9 @@ submitted, input-required, auth-required (or the TASK_STATE_… names).";
 pub(super) struct SendArgs {
     /// The agent's URL.
     url: String,
+
+    #[command(flatten)]
+    token: TokenArg,
 
     /// The message text (several words are joined with spaces; `-` reads standard input).
     #[arg(required = true, num_args = 1.., value_name = "TEXT")]
@@ -103,6 +119,9 @@ pub(super) struct GetArgs {
     /// The agent's URL.
     url: String,
 
+    #[command(flatten)]
+    token: TokenArg,
+
     /// The task's id.
     task_id: String,
 
@@ -122,6 +141,9 @@ pub(super) struct CancelArgs {
     /// The agent's URL.
     url: String,
 
+    #[command(flatten)]
+    token: TokenArg,
+
     /// The task's id.
     task_id: String,
 
@@ -136,6 +158,9 @@ pub(super) struct CancelArgs {
 pub(super) struct ListArgs {
     /// The agent's URL.
     url: String,
+
+    #[command(flatten)]
+    token: TokenArg,
 
     /// Only tasks of this context.
     #[arg(long, value_name = "CONTEXT_ID")]
@@ -173,7 +198,9 @@ fn parse_state(value: &str) -> Result<TaskState, String> {
 /// `agentlog send`.
 pub(super) async fn send(args: SendArgs, out: &Out) -> CliResult {
     let text = message_text(&args.text)?;
-    let client = A2aClient::discover(&args.url).await?;
+    let client = A2aClient::discover(&args.url)
+        .await?
+        .with_token(args.token.token.as_deref())?;
     let mut message = Message::user_text(uuid::Uuid::new_v4().to_string(), text);
     message.task_id = args.task.clone();
     message.context_id = args.context.clone();
@@ -329,7 +356,9 @@ fn next_step_hint(out: &Out, url: &str, task_id: &str, state: TaskState) {
 
 /// `agentlog get`.
 pub(super) async fn get(args: GetArgs, out: &Out) -> CliResult {
-    let client = A2aClient::discover(&args.url).await?;
+    let client = A2aClient::discover(&args.url)
+        .await?
+        .with_token(args.token.token.as_deref())?;
     let request = GetTaskRequest {
         tenant: client.tenant().map(str::to_owned),
         id: args.task_id,
@@ -341,7 +370,9 @@ pub(super) async fn get(args: GetArgs, out: &Out) -> CliResult {
 
 /// `agentlog cancel`.
 pub(super) async fn cancel(args: CancelArgs, out: &Out) -> CliResult {
-    let client = A2aClient::discover(&args.url).await?;
+    let client = A2aClient::discover(&args.url)
+        .await?
+        .with_token(args.token.token.as_deref())?;
     let request = CancelTaskRequest {
         tenant: client.tenant().map(str::to_owned),
         id: args.task_id,
@@ -362,7 +393,9 @@ fn print_task(out: &Out, result: Value, json: bool, history: bool) -> CliResult 
 
 /// `agentlog list`.
 pub(super) async fn list(args: ListArgs, out: &Out) -> CliResult {
-    let client = A2aClient::discover(&args.url).await?;
+    let client = A2aClient::discover(&args.url)
+        .await?
+        .with_token(args.token.token.as_deref())?;
     let request = ListTasksRequest {
         tenant: client.tenant().map(str::to_owned),
         context_id: args.context,

@@ -52,8 +52,9 @@
 //!   restart over a long log), every JSON-RPC request is refused at once with `503`,
 //!   `Retry-After: 1` and a JSON-RPC error body (-32603, kind `unavailable`, retryable), as
 //!   the other transport-level refusals; see the `health` module.
-//! - **Caller identity** comes from one function, `authenticate`; today every request is
-//!   [`Caller::anonymous`]. Edge authentication slots in there.
+//! - **Caller identity** comes from [`HttpConfig::auth`]: without it every request is
+//!   [`Caller::anonymous`]; with it every JSON-RPC request is authenticated before the bridge
+//!   sees it, and refused with `401`/`403` and a challenge (see the [`auth`] module).
 //! - Responses other than SSE and metrics are `application/json`. The agent card has a strong
 //!   `ETag` (a SHA-256 prefix of its bytes, computed once), `Cache-Control: public,
 //!   max-age=300`, and answers `If-None-Match` with `304`.
@@ -102,6 +103,7 @@
 //! [`MetricsLayer`]: crate::log::layers::MetricsLayer
 //! [`LogOp`]: crate::log::layers::LogOp
 
+pub mod auth;
 mod card;
 mod connections;
 mod errors;
@@ -118,12 +120,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use axum::http::HeaderMap;
-use axum::response::Response;
 use axum::routing::get;
 use tokio::net::TcpListener;
 
-use crate::agent::Caller;
 use crate::bridge::Bridge;
 use crate::log::layers::LogMetrics;
 
@@ -146,6 +145,9 @@ pub struct HttpConfig {
     /// the handle of the [`MetricsLayer`](crate::log::layers::MetricsLayer) on the bridge's
     /// log. Default `None`: no log metrics.
     pub log_metrics: Option<LogMetrics>,
+    /// Who may call: every JSON-RPC request is authenticated and its method's scope
+    /// checked. Default `None`: every caller is anonymous.
+    pub auth: Option<auth::EdgeAuth>,
 }
 
 impl Default for HttpConfig {
@@ -155,6 +157,7 @@ impl Default for HttpConfig {
             body_limit_bytes: 1024 * 1024,
             body_timeout: std::time::Duration::from_secs(10),
             log_metrics: None,
+            auth: None,
         }
     }
 }
@@ -176,6 +179,7 @@ struct Inner {
     prefixed_card_paths: Vec<String>,
     card: card::CardBody,
     metrics: metrics::Metrics,
+    auth: Option<auth::EdgeAuth>,
 }
 
 const CARD_PATH: &str = "/.well-known/agent-card.json";
@@ -209,13 +213,21 @@ pub fn router(bridge: Bridge, config: HttpConfig) -> Router {
             format!("{prefix}{LEGACY_CARD_PATH}"),
         ]
     };
+    // The served card says how to authenticate (unless the card declares schemes itself).
+    let mut served_card = bridge.agent_card().clone();
+    if let Some(auth) = &config.auth
+        && served_card.security_schemes.is_empty()
+    {
+        auth.declare(&mut served_card);
+    }
     let state = AppState {
         inner: Arc::new(Inner {
-            card: card::CardBody::new(bridge.agent_card()),
+            card: card::CardBody::new(&served_card),
             metrics: metrics::Metrics::new(bridge.view().clone(), config.log_metrics),
             bridge,
             body_limit: config.body_limit_bytes,
             body_timeout: config.body_timeout,
+            auth: config.auth,
             rpc_paths,
             prefixed_card_paths,
         }),
@@ -310,11 +322,4 @@ fn tune_accepted(tcp: &mut tokio::net::TcpStream) {
     if let Err(e) = tcp.set_nodelay(true) {
         tracing::debug!("cannot set TCP_NODELAY on an accepted socket: {e}");
     }
-}
-
-/// Who is calling. Every request is anonymous for now; edge authentication goes here, and
-/// its refusal (a 401/403 response) is the `Err` side.
-#[allow(clippy::result_large_err)] // the error is the response to send, built rarely
-fn authenticate(_headers: &HeaderMap) -> Result<Caller, Response> {
-    Ok(Caller::anonymous())
 }

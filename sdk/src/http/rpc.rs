@@ -17,7 +17,8 @@ use serde::Deserialize;
 
 use super::errors::{self, json, rpc_refusal};
 use super::metrics::UNKNOWN_METHOD;
-use super::{AppState, authenticate, card};
+use super::{AppState, card};
+use crate::agent::Caller;
 use crate::bridge::RpcReply;
 use crate::error::{Error, ErrorKind};
 
@@ -87,10 +88,6 @@ async fn rpc(state: AppState, request: Request) -> Response {
         );
     }
     let (parts, body) = request.into_parts();
-    let caller = match authenticate(&parts.headers) {
-        Ok(caller) => caller,
-        Err(refusal) => return refusal,
-    };
     let read = read_body(&parts.headers, body, inner.body_limit);
     let read = match tokio::time::timeout(inner.body_timeout, read).await {
         Ok(read) => read,
@@ -119,6 +116,18 @@ async fn rpc(state: AppState, request: Request) -> Response {
     // the bridge answers from it.
     let parsed = parse_request(&body);
     let probe = Probe::of(&parsed);
+    // The body is read first so that a refusal can echo the request's id; nothing is looked
+    // up before the caller is known.
+    let caller = match &inner.auth {
+        None => Caller::anonymous(),
+        Some(auth) => match super::auth::gate::admit(auth, &parts, &parsed).await {
+            Ok(caller) => caller,
+            Err((code, refusal)) => {
+                metrics.observe(probe.method, i64::from(code), start.elapsed());
+                return refusal;
+            }
+        },
+    };
     let version = parts
         .headers
         .get(A2A_VERSION)
