@@ -12,7 +12,9 @@ use support::*;
 
 #[test]
 fn every_subcommand_teaches_by_example() {
-    for command in ["serve", "worker", "send", "get", "cancel", "list", "tail"] {
+    for command in [
+        "serve", "worker", "send", "get", "cancel", "list", "tail", "keygen", "token",
+    ] {
         let help = ok(&[command, "--help"]);
         assert!(help.contains("EXAMPLES:"), "{command} --help:\n{help}");
         assert!(help.contains(&format!("agentlog {command}")), "{command}");

@@ -126,6 +126,8 @@ if [[ -z "$URL" ]]; then
 fi
 export AGENTLOG_URL="$URL"
 echo "AGENTLOG_URL=$AGENTLOG_URL"
+# The suites that need a server of their own (auth) start it with this binary.
+export AGENTLOG_BIN="$BIN"
 
 # --- 5. the suites (both run even if the first fails) -----------------------------------------
 failed=()
@@ -136,7 +138,7 @@ if (cd "$PY_DIR" && timeout "$SUITE_TIMEOUT" "$VENV/bin/python" -m pytest -q); t
 fi
 
 step "node --test (tests/interop/js, @a2a-js/sdk)"
-if (cd "$JS_DIR" && timeout "$SUITE_TIMEOUT" node --test --test-reporter=spec interop.test.mjs); then :; else
+if (cd "$JS_DIR" && timeout "$SUITE_TIMEOUT" node --test --test-reporter=spec interop.test.mjs auth.test.mjs); then :; else
     failed+=("js (exit $?)")
 fi
 

@@ -266,6 +266,10 @@ fn rpc_result(mut response: Value) -> CliResult<Value> {
             .and_then(Value::as_str)
             .unwrap_or("unknown error")
             .to_owned();
+        let message = match code {
+            -31401 => format!("{message}; pass --token TOKEN (or set AGENTLOG_TOKEN)"),
+            _ => message,
+        };
         return Err(CliError::Rpc { code, message });
     }
     match response.get_mut("result") {
