@@ -263,7 +263,7 @@ mod tests {
                 .unwrap()
                 .with_kid(input["kid"].as_str().unwrap());
             let signed = card(&input["card"]);
-            let result = verify_card(&signed, &[public.clone()]);
+            let result = verify_card(&signed, std::slice::from_ref(&public));
             assert_eq!(result.is_ok(), valid, "{description}: {result:?}");
             if let Err(e) = result {
                 assert_eq!(e.kind(), ErrorKind::Unauthenticated, "{description}");
