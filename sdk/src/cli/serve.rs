@@ -109,6 +109,7 @@ pub(super) struct ServeArgs {
     /// subset: name, description, version, provider, skills, defaultInputModes, ...). Fields
     /// it leaves out keep their defaults; `supportedInterfaces` is always this server's and
     /// `capabilities.streaming` is always true; --name and --description win over the file.
+    /// Its `signatures` are dropped (they cannot cover the card served): see --signing-key.
     #[arg(long, value_name = "FILE")]
     card: Option<std::path::PathBuf>,
 
@@ -347,12 +348,15 @@ fn card_file(path: &std::path::Path, agent: &str) -> Result<AgentCard, CliError>
     agentlog_wire::a2a::from_json("AgentCard", &merged).map_err(|e| bad(e.to_string()))
 }
 
-/// The card: `base` (the defaults or --card), its interfaces at `endpoint`, streaming on,
+/// The card: `base` (the defaults or --card) without signatures, its interfaces at `endpoint`, streaming on,
 /// the demo's skill with `--demo`, and --name/--description; a card left without skills
 /// gets the one [`default_skill`] derives from its name and description.
 fn card(args: &ServeArgs, base: AgentCard, endpoint: &str) -> AgentCard {
     let agent = &args.log.agent;
     let mut card = base;
+    // Signatures from a --card file were over that file's card, not the one served here
+    // (its interfaces are this server's); the router adds --signing-key's own.
+    card.signatures.clear();
     if let Some(name) = &args.name {
         card.name = name.clone();
     }
@@ -486,7 +490,8 @@ mod tests {
                "supportedInterfaces":[{"url":"http://elsewhere/","protocolBinding":"JSONRPC","protocolVersion":"1.0"}],
                "skills":[{"id":"fr","name":"French","description":"To French","tags":["translate"],
                           "examples":["bonjour"],"inputModes":["text/plain"],"outputModes":["text/plain"]}],
-               "defaultOutputModes":["text/plain","application/json"]}"#,
+               "defaultOutputModes":["text/plain","application/json"],
+               "signatures":[{"protected":"eyJhbGciOiJFZERTQSIsImtpZCI6ImtleS0xIiwidHlwIjoiSk9TRSJ9","signature":"AA"}]}"#,
         )
         .unwrap();
         let base = card_file(&path, "t").unwrap();
@@ -502,6 +507,10 @@ mod tests {
         assert_eq!(card.default_output_modes.len(), 2);
         assert_eq!(card.supported_interfaces[0].url, "http://h/");
         assert_eq!(card.capabilities.streaming, Some(true));
+        assert!(
+            card.signatures.is_empty(),
+            "the file's signatures are dropped"
+        );
         std::fs::write(&path, "[1]").unwrap();
         assert!(card_file(&path, "t").is_err());
         std::fs::write(&path, r#"{"skills":"none"}"#).unwrap();

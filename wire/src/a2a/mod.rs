@@ -26,8 +26,8 @@ pub use card::{
     AgentProvider, AgentSkill,
 };
 pub use card_signature::{
-    CARD_SIGNATURE_TYP, ProtectedHeader, base64url, base64url_decode, card_payload, card_signature,
-    remove_empty, signing_input,
+    CARD_SIGNATURE_TYP, ProtectedHeader, base64url, base64url_decode, card_payload, remove_empty,
+    signing_input,
 };
 pub use events::{
     SendMessageResponse, StreamResponse, TaskArtifactUpdateEvent, TaskStatusUpdateEvent,
