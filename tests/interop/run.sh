@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Interop tests: the official A2A clients (Python a2a-sdk, JS @a2a-js/sdk) against one
-# `agentlog serve --demo` on a free loopback port with an in-memory log.
+# Interop tests: the official A2A clients (Python a2a-sdk, JS @a2a-js/sdk) against
+# `agentlog serve --demo` on free loopback ports with in-memory logs (one server signs its card).
 #
 # Self-contained and idempotent; run from anywhere:
 #   1. builds the agentlog binary (cargo build --locked);
@@ -8,8 +8,10 @@
 #      unless the venv is already up to date (a stamp holds the hash of both files and the
 #      Python version);
 #   3. runs `npm ci` in tests/interop/js unless node_modules matches package-lock.json;
-#   4. starts the server, exports its URL as AGENTLOG_URL, runs `pytest -q` and `node --test`,
-#      and always stops the server.
+#   4. starts the server, exports its URL as AGENTLOG_URL, and a second one whose card is
+#      signed by two keys made with `agentlog keygen` (AGENTLOG_SIGNED_URL, the public keys in
+#      AGENTLOG_CARD_PUBLIC_KEY and AGENTLOG_CARD_NEXT_PUBLIC_KEY), runs `pytest -q` and
+#      `node --test`, and always stops both servers.
 # Exits non-zero if anything fails. Installs need PyPI and npm on the first run (or after a
 # pin changes); without them it fails loudly rather than skipping: CI must prove interop.
 #
@@ -91,43 +93,67 @@ else
 fi
 echo "@a2a-js/sdk $(node -p 'require(process.argv[1]).version' "$JS_DIR/node_modules/@a2a-js/sdk/package.json")"
 
-# --- 4. the server ----------------------------------------------------------------------------
+# --- 4. the servers ---------------------------------------------------------------------------
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/agentlog-interop.XXXXXX")"
-SERVER_PID=""
-cleanup() {
-    if [[ -n "$SERVER_PID" ]] && kill -0 "$SERVER_PID" 2>/dev/null; then
-        kill -TERM "$SERVER_PID" 2>/dev/null || true
+SERVER_PIDS=()
+stop_server() {
+    local pid="$1"
+    if kill -0 "$pid" 2>/dev/null; then
+        kill -TERM "$pid" 2>/dev/null || true
         # Graceful shutdown first; do not wait forever on it.
-        for _ in $(seq 50); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
-        kill -KILL "$SERVER_PID" 2>/dev/null || true
-        wait "$SERVER_PID" 2>/dev/null || true
+        for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+        kill -KILL "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
     fi
+}
+cleanup() {
+    local pid
+    for pid in "${SERVER_PIDS[@]}"; do stop_server "$pid"; done
     rm -rf "$WORK"
 }
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-step "$BIN serve --demo --listen 127.0.0.1:0 --log memory://"
-"$BIN" serve --demo --listen 127.0.0.1:0 --log memory:// --color never \
-    >"$WORK/server.out" 2>"$WORK/server.err" &
-SERVER_PID=$!
-URL=""
-for _ in $(seq 300); do # up to 30 s
-    URL="$(sed -n 's/^agentlog serving agent .* at \(http:[^ ]*\).*/\1/p' "$WORK/server.out" | head -1)"
-    [[ -n "$URL" ]] && break
-    kill -0 "$SERVER_PID" 2>/dev/null || break
-    sleep 0.1
-done
-if [[ -z "$URL" ]]; then
-    echo "--- server stdout" >&2; cat "$WORK/server.out" >&2
-    echo "--- server stderr" >&2; cat "$WORK/server.err" >&2
-    die "agentlog serve did not print its URL"
-fi
-export AGENTLOG_URL="$URL"
+# start_server NAME ARGS...: `agentlog serve ARGS...` with its output in $WORK/NAME.{out,err};
+# sets STARTED_URL once it printed its URL.
+start_server() {
+    local name="$1"
+    shift
+    step "$BIN serve $*"
+    "$BIN" serve "$@" --color never >"$WORK/$name.out" 2>"$WORK/$name.err" &
+    local pid=$!
+    SERVER_PIDS+=("$pid")
+    STARTED_URL=""
+    for _ in $(seq 300); do # up to 30 s
+        STARTED_URL="$(sed -n 's/^agentlog serving agent .* at \(http:[^ ]*\).*/\1/p' "$WORK/$name.out" | head -1)"
+        [[ -n "$STARTED_URL" ]] && break
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    if [[ -z "$STARTED_URL" ]]; then
+        echo "--- $name stdout" >&2; cat "$WORK/$name.out" >&2
+        echo "--- $name stderr" >&2; cat "$WORK/$name.err" >&2
+        die "agentlog serve ($name) did not print its URL"
+    fi
+}
+
+start_server server --demo --listen 127.0.0.1:0 --log memory://
+export AGENTLOG_URL="$STARTED_URL"
 echo "AGENTLOG_URL=$AGENTLOG_URL"
 # The suites that need a server of their own (auth) start it with this binary.
 export AGENTLOG_BIN="$BIN"
+
+# A second server whose card is signed by two keys (as during a key rotation) and lists a 0.3
+# interface beside the 1.0 one; the suites verify it with each SDK's own verifier.
+"$BIN" keygen --out "$WORK/card.key" >/dev/null || die "agentlog keygen failed"
+"$BIN" keygen --out "$WORK/next.key" >/dev/null || die "agentlog keygen failed"
+start_server signed --demo --listen 127.0.0.1:0 --log memory:// --with-v03-interface \
+    --signing-key "$WORK/card.key" --signing-key "$WORK/next.key"
+export AGENTLOG_SIGNED_URL="$STARTED_URL"
+export AGENTLOG_CARD_PUBLIC_KEY="$WORK/card.key.pub"
+export AGENTLOG_CARD_NEXT_PUBLIC_KEY="$WORK/next.key.pub"
+echo "AGENTLOG_SIGNED_URL=$AGENTLOG_SIGNED_URL (signed by $AGENTLOG_CARD_PUBLIC_KEY and $AGENTLOG_CARD_NEXT_PUBLIC_KEY)"
 
 # --- 5. the suites (both run even if the first fails) -----------------------------------------
 failed=()
@@ -138,16 +164,20 @@ if (cd "$PY_DIR" && timeout "$SUITE_TIMEOUT" "$VENV/bin/python" -m pytest -q); t
 fi
 
 step "node --test (tests/interop/js, @a2a-js/sdk)"
-if (cd "$JS_DIR" && timeout "$SUITE_TIMEOUT" node --test --test-reporter=spec interop.test.mjs auth.test.mjs); then :; else
+if (cd "$JS_DIR" && timeout "$SUITE_TIMEOUT" node --test --test-reporter=spec interop.test.mjs auth.test.mjs signed_card.test.mjs); then :; else
     failed+=("js (exit $?)")
 fi
 
-if ! kill -0 "$SERVER_PID" 2>/dev/null; then
-    failed+=("server (exited during the run)")
-fi
+for i in "${!SERVER_PIDS[@]}"; do
+    if ! kill -0 "${SERVER_PIDS[$i]}" 2>/dev/null; then
+        failed+=("server $i (exited during the run)")
+    fi
+done
 if ((${#failed[@]})); then
-    echo "--- server stderr (last 50 lines)" >&2
-    tail -n 50 "$WORK/server.err" >&2 || true
+    for name in server signed; do
+        echo "--- $name stderr (last 50 lines)" >&2
+        tail -n 50 "$WORK/$name.err" >&2 || true
+    done
     die "${failed[*]} ($((SECONDS - START)) s)"
 fi
 step "all interop suites passed ($((SECONDS - START)) s)"

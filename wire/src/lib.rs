@@ -9,6 +9,7 @@ mod error;
 mod error_code;
 pub mod fold;
 pub mod ids;
+pub mod jcs;
 pub mod jsonrpc;
 mod record;
 mod task_state;

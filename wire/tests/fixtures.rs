@@ -39,6 +39,7 @@ fn every_fixture_vector_holds() {
             "fold.json" => fold_case,
             "ids.json" => ids_case,
             "v03.json" => v03_case,
+            "card_signatures.json" => card_signature_case,
             other => panic!("no runner for fixtures/{other}: add one here"),
         };
         for case in file["cases"].as_array().expect("a cases array") {
@@ -323,4 +324,57 @@ fn v03_case(case: &Value) -> Result<(), String> {
     })?;
     let back = v03::task_from_v03(&got).map_err(|e| e.to_string())?;
     check(back == task, || format!("round trip gave {back:?}"))
+}
+
+/// The canonical payload, JCS and protected-header vectors; whether a signature is valid
+/// (`expected.valid`) needs ed25519, so the sdk's `security::card_signing` tests check it.
+fn card_signature_case(case: &Value) -> Result<(), String> {
+    use agentlog_wire::a2a::{AgentCard, ProtectedHeader, card_payload, signing_input};
+    let input = &case["input"];
+    if let Some(card) = input.get("card") {
+        let card: AgentCard =
+            agentlog_wire::a2a::from_json("AgentCard", card).map_err(|e| e.to_string())?;
+        let payload = card_payload(&card).map_err(|e| e.to_string())?;
+        let expected = &case["expected"];
+        check(payload == expected["payload"], || {
+            format!("payload {payload}")
+        })?;
+        if let Some(header) = expected.get("header") {
+            let signature = card
+                .signatures
+                .first()
+                .ok_or("a signed case has a signature")?;
+            let decoded =
+                ProtectedHeader::decode(&signature.protected).map_err(|e| e.to_string())?;
+            let decoded = serde_json::to_value(decoded).unwrap();
+            check(&decoded == header, || format!("header {decoded}"))?;
+            let input = signing_input(&signature.protected, &payload);
+            check(input == expected["signingInput"], || {
+                format!("signing input {input}")
+            })?;
+        }
+        return Ok(());
+    }
+    if let Some(value) = input.get("jcs") {
+        let text = agentlog_wire::jcs::canonicalize(value).map_err(|e| e.to_string())?;
+        return check(text == case["expected"]["canonical"], || {
+            format!("canonical {text}")
+        });
+    }
+    let protected = input["protected"]
+        .as_str()
+        .ok_or("an input kind this runner knows")?;
+    match (ProtectedHeader::decode(protected), case.get("error")) {
+        (Ok(header), None) => {
+            let got = serde_json::to_value(&header).unwrap();
+            check(got == case["expected"]["header"], || {
+                format!("header {got}")
+            })?;
+            // Encoding the header gives the same (sorted, compact) text back.
+            let again = header.encode().map_err(|e| e.to_string())?;
+            check(again == protected, || format!("re-encoded as {again}"))
+        }
+        (Err(e), Some(expected)) => check(e.kind() == expected["kind"], || e.kind().into()),
+        (got, _) => Err(format!("got {got:?}")),
+    }
 }

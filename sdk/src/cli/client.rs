@@ -31,25 +31,10 @@ impl A2aClient {
     /// use the card's first JSONRPC 1.x interface. When there is no card there (or `url` is
     /// not a base URL), `url` itself is taken as the JSON-RPC endpoint.
     pub(super) async fn discover(url: &str) -> CliResult<Self> {
-        let base = Url::parse(url).map_err(|e| CliError::msg(format!("bad URL {url:?}: {e}")))?;
-        if !matches!(base.scheme(), "http" | "https") {
-            return Err(CliError::msg(format!(
-                "bad URL {url:?}: expected an http:// or https:// URL"
-            )));
-        }
-        let http = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(10))
-            .user_agent(concat!("agentlog/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| CliError::msg(format!("cannot build an HTTP client: {}", chain(&e))))?;
+        let base = base_url(url)?;
+        let http = http_client()?;
         let card_url = card_url(&base);
-        let response = http
-            .get(card_url.clone())
-            .header(ACCEPT, "application/json")
-            .timeout(Duration::from_secs(10))
-            .send()
-            .await
-            .map_err(|e| CliError::msg(format!("cannot reach {url}: {}", chain(&e))))?;
+        let response = get_card(&http, &card_url, url).await?;
         let card = if response.status().is_success() {
             response.json::<AgentCard>().await.ok()
         } else {
@@ -221,6 +206,80 @@ impl A2aClient {
     fn unreachable(&self, err: &reqwest::Error) -> CliError {
         CliError::msg(format!("cannot reach {}: {}", self.endpoint, chain(err)))
     }
+}
+
+/// An agent's card as fetched: where from, its JSON as served, and that JSON read as a card.
+#[derive(Debug)]
+pub(super) struct FetchedCard {
+    /// The card's URL.
+    pub(super) url: Url,
+    /// The JSON as served (a signature covers the card's 1.0 fields only; see
+    /// `agentlog_wire::a2a::card_payload`).
+    pub(super) json: Value,
+    /// The JSON read as an A2A 1.0 card (unknown and legacy 0.3 fields dropped).
+    pub(super) card: AgentCard,
+}
+
+/// Fetch the card of the agent at `url`, found as [`A2aClient::discover`] finds it
+/// (`<url>/.well-known/agent-card.json`, or `url` itself when it names a card). Unlike
+/// `discover`, a missing or unreadable card is an error.
+pub(super) async fn fetch_card(url: &str) -> CliResult<FetchedCard> {
+    let base = base_url(url)?;
+    let http = http_client()?;
+    let card_url = card_url(&base);
+    let response = get_card(&http, &card_url, url).await?;
+    let status = response.status();
+    if !status.is_success() {
+        return Err(CliError::msg(format!(
+            "no agent card at {card_url}: HTTP {status}"
+        )));
+    }
+    let body = response
+        .bytes()
+        .await
+        .map_err(|e| CliError::msg(format!("cannot read {card_url}: {}", chain(&e))))?;
+    let json: Value = serde_json::from_slice(&body)
+        .map_err(|e| CliError::msg(format!("the card at {card_url} is not JSON: {e}")))?;
+    let card = agentlog_wire::a2a::from_json("AgentCard", &json)
+        .map_err(|e| CliError::msg(format!("the card at {card_url} is not an A2A card: {e}")))?;
+    Ok(FetchedCard {
+        url: card_url,
+        json,
+        card,
+    })
+}
+
+/// `url` as an http(s) base URL.
+fn base_url(url: &str) -> CliResult<Url> {
+    let base = Url::parse(url).map_err(|e| CliError::msg(format!("bad URL {url:?}: {e}")))?;
+    if !matches!(base.scheme(), "http" | "https") {
+        return Err(CliError::msg(format!(
+            "bad URL {url:?}: expected an http:// or https:// URL"
+        )));
+    }
+    Ok(base)
+}
+
+fn http_client() -> CliResult<reqwest::Client> {
+    reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(10))
+        .user_agent(concat!("agentlog/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|e| CliError::msg(format!("cannot build an HTTP client: {}", chain(&e))))
+}
+
+/// `GET` the card at `card_url`; `url` is what the user gave, for the error.
+async fn get_card(
+    http: &reqwest::Client,
+    card_url: &Url,
+    url: &str,
+) -> CliResult<reqwest::Response> {
+    http.get(card_url.clone())
+        .header(ACCEPT, "application/json")
+        .timeout(Duration::from_secs(10))
+        .send()
+        .await
+        .map_err(|e| CliError::msg(format!("cannot reach {url}: {}", chain(&e))))
 }
 
 /// `<base>/.well-known/agent-card.json`, keeping the base's path (as the Python SDK does);

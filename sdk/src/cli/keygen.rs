@@ -11,7 +11,8 @@ use crate::security::SigningKey;
 const EXAMPLES: &str = "\
 EXAMPLES:
   agentlog keygen --out bridge.key      # writes bridge.key (0600) and bridge.key.pub
-  agentlog serve --signing-key bridge.key ...
+  agentlog serve --signing-key bridge.key ...       # the card signed by the key
+  agentlog card http://127.0.0.1:8080 --verify bridge.key.pub
 
 The private key is PKCS#8 PEM, readable by its owner only; the public key is SPKI PEM, which
 Python's cryptography and JavaScript's jose read as they are. The key id printed is the key's

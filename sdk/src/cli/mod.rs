@@ -6,6 +6,7 @@
 //! spinner, how tasks and records are printed) in `output`. The rules are written in
 //! `skills/cli/SKILL.md`.
 
+mod card;
 mod client;
 mod diagnostics;
 mod keygen;
@@ -41,6 +42,7 @@ EXAMPLES:
   agentlog send http://127.0.0.1:8080 hello
   agentlog send --stream http://127.0.0.1:8080 'sleep 3'
   agentlog list http://127.0.0.1:8080
+  agentlog card http://127.0.0.1:8080 --verify card.key.pub   # its card, signature checked
 
   # read what the agent's log holds (stop the server first: the embedded log is single-process)
   agentlog tail --log file://./agentlog-data --agent demo
@@ -51,7 +53,8 @@ Run `agentlog <command> --help` for a command's options and examples.";
 ///
 /// `serve` answers A2A JSON-RPC over HTTP and writes every call to the log; workers (the
 /// built-in demo, `agentlog worker`, or your own code with the SDK) answer from the log.
-/// `send`, `get`, `cancel` and `list` talk to any A2A 1.0 agent over HTTP.
+/// `send`, `get`, `cancel` and `list` talk to any A2A 1.0 agent over HTTP; `card` prints an
+/// agent's card and checks its signatures.
 #[derive(Debug, Parser)]
 #[command(name = "agentlog", version, after_long_help = AFTER_HELP)]
 pub struct Cli {
@@ -92,6 +95,7 @@ enum Command {
     Tail(tail::TailArgs),
     Keygen(keygen::KeygenArgs),
     Token(token::TokenArgs),
+    Card(card::CardArgs),
 }
 
 /// `--log` and `--agent`, shared by the commands that open the log.
@@ -237,6 +241,7 @@ async fn run(cli: Cli) -> CliResult {
         Command::Tail(args) => tail::run(args, &out).await,
         Command::Keygen(args) => keygen::run(args, &out),
         Command::Token(args) => token::run(args, &out),
+        Command::Card(args) => card::run(args, &out).await,
     }
 }
 

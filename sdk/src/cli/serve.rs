@@ -12,6 +12,7 @@ use super::serve_auth::{self, AuthArgs, CardFileExtras};
 use super::{CliError, CliResult, LogArgs, RetentionArgs};
 use crate::bridge::{Bridge, BridgeConfig, LimitsConfig, default_card, default_skill};
 use crate::http::{HttpConfig, router, serve_bounded};
+use crate::security::SigningKey;
 use crate::worker::{DemoHandler, Worker, WorkerConfig};
 
 const EXAMPLES: &str = "\
@@ -24,6 +25,11 @@ EXAMPLES:
       no worker in this process: run workers with `agentlog worker` or the SDK
   agentlog serve --agent translator --card translator-card.json
       the card's version, provider, skills and modes from a file (A2A 1.0 AgentCard JSON)
+  agentlog keygen --out card.key && agentlog serve --demo --signing-key card.key
+      the card signed (A2A §8.4) by card.key; check it with
+      `agentlog card http://127.0.0.1:8080 --verify card.key.pub`
+  agentlog serve --demo --signing-key old.key --signing-key new.key
+      signed by both keys while clients move from the old key to the new one
   agentlog serve --listen 0.0.0.0:8080 --public-url https://agents.example.com/ \\
       --log iggy://iggy:iggy@127.0.0.1:8090
       behind a proxy: the card tells clients the public URL
@@ -107,8 +113,15 @@ pub(super) struct ServeArgs {
     /// subset: name, description, version, provider, skills, defaultInputModes, ...). Fields
     /// it leaves out keep their defaults; `supportedInterfaces` is always this server's and
     /// `capabilities.streaming` is always true; --name and --description win over the file.
+    /// Its `signatures` are dropped (they cannot cover the card served): see --signing-key.
     #[arg(long, value_name = "FILE")]
     card: Option<std::path::PathBuf>,
+
+    /// Sign the agent card with this ed25519 private key (PKCS#8 PEM, as `agentlog keygen`
+    /// writes): the card carries one JWS signature per key (A2A §8.4), named by the key's id.
+    /// Repeat it to sign with two keys while rotating them. Default: the card is unsigned.
+    #[arg(long = "signing-key", value_name = "FILE")]
+    signing_keys: Vec<std::path::PathBuf>,
 
     /// Open a damaged embedded log (file://) by cutting each partition at its first damaged
     /// batch, as after a power loss, instead of refusing to start; what was after the damage
@@ -163,6 +176,12 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
     }
     let auth_banner = serve_auth::describe(auth.as_ref());
     http.auth = auth;
+    let signing_keys = signing_keys(&args.signing_keys)?;
+    // The router signs the card; signing it here first turns a card that cannot be signed
+    // into a refusal to start rather than an unsigned card.
+    crate::security::sign_card(&card, &signing_keys)
+        .map_err(|e| CliError::msg(format!("cannot sign the agent card: {e}")))?;
+    http.signing_keys = signing_keys.clone();
 
     let (log, log_metrics) = super::open_counted_log(&log_url).await?;
     http.log_metrics = Some(log_metrics);
@@ -202,14 +221,15 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
     }
     let signal = super::shutdown_signal();
     out.line(&format!(
-        "agentlog serving agent {:?} at {public_url} (log: {}; {}; {auth_banner})",
+        "agentlog serving agent {:?} at {public_url} (log: {}; {}; {auth_banner}{})",
         args.log.agent,
         super::display_log_url(&log_url),
         if worker.is_some() {
             "demo worker on"
         } else {
             "no worker in this process"
-        }
+        },
+        signed_by(&signing_keys),
     ));
 
     let stopped_early = tokio::select! {
@@ -251,6 +271,35 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
     stopped?;
     closed?;
     Ok(())
+}
+
+/// The keys of `--signing-key`, in order; the same key twice is refused (it would only
+/// repeat its signature).
+fn signing_keys(paths: &[std::path::PathBuf]) -> CliResult<Vec<SigningKey>> {
+    let mut keys: Vec<SigningKey> = Vec::with_capacity(paths.len());
+    for (i, path) in paths.iter().enumerate() {
+        let key = SigningKey::load(path)
+            .map_err(|e| CliError::msg(format!("bad --signing-key: {}", e.message())))?;
+        if let Some(j) = keys.iter().position(|k| k.kid() == key.kid()) {
+            return Err(CliError::msg(format!(
+                "--signing-key {} and {} are the same key ({})",
+                paths[j].display(),
+                paths[i].display(),
+                key.kid()
+            )));
+        }
+        keys.push(key);
+    }
+    Ok(keys)
+}
+
+/// `; card signed by key <kid>[, <kid>]` for the banner, or nothing.
+fn signed_by(keys: &[SigningKey]) -> String {
+    if keys.is_empty() {
+        return String::new();
+    }
+    let kids: Vec<&str> = keys.iter().map(SigningKey::kid).collect();
+    format!("; card signed by key {}", kids.join(", "))
 }
 
 /// A `file://` log URL with `truncate_corrupt=true` added (`--truncate-corrupt`).
@@ -323,12 +372,15 @@ fn card_file(path: &std::path::Path, agent: &str) -> Result<(AgentCard, CardFile
     Ok((card, extras))
 }
 
-/// The card: `base` (the defaults or --card), its interfaces at `endpoint`, streaming on,
+/// The card: `base` (the defaults or --card) without signatures, its interfaces at `endpoint`, streaming on,
 /// the demo's skill with `--demo`, and --name/--description; a card left without skills
 /// gets the one [`default_skill`] derives from its name and description.
 fn card(args: &ServeArgs, base: AgentCard, endpoint: &str) -> AgentCard {
     let agent = &args.log.agent;
     let mut card = base;
+    // Signatures from a --card file were over that file's card, not the one served here
+    // (its interfaces are this server's); the router adds --signing-key's own.
+    card.signatures.clear();
     if let Some(name) = &args.name {
         card.name = name.clone();
     }
@@ -462,7 +514,8 @@ mod tests {
                "supportedInterfaces":[{"url":"http://elsewhere/","protocolBinding":"JSONRPC","protocolVersion":"1.0"}],
                "skills":[{"id":"fr","name":"French","description":"To French","tags":["translate"],
                           "examples":["bonjour"],"inputModes":["text/plain"],"outputModes":["text/plain"]}],
-               "defaultOutputModes":["text/plain","application/json"]}"#,
+               "defaultOutputModes":["text/plain","application/json"],
+               "signatures":[{"protected":"eyJhbGciOiJFZERTQSIsImtpZCI6ImtleS0xIiwidHlwIjoiSk9TRSJ9","signature":"AA"}]}"#,
         )
         .unwrap();
         let (base, _) = card_file(&path, "t").unwrap();
@@ -478,6 +531,10 @@ mod tests {
         assert_eq!(card.default_output_modes.len(), 2);
         assert_eq!(card.supported_interfaces[0].url, "http://h/");
         assert_eq!(card.capabilities.streaming, Some(true));
+        assert!(
+            card.signatures.is_empty(),
+            "the file's signatures are dropped"
+        );
         std::fs::write(&path, "[1]").unwrap();
         assert!(card_file(&path, "t").is_err());
         std::fs::write(&path, r#"{"skills":"none"}"#).unwrap();

@@ -1,4 +1,5 @@
-//! The agent card: serialized once, with a strong `ETag`, answered with `304` when the
+//! The agent card: signed (with [`HttpConfig::signing_keys`](super::HttpConfig)) and
+//! serialized once, with a strong `ETag` over the bytes served, answered with `304` when the
 //! client's copy is current.
 
 use agentlog_wire::a2a::AgentCard;
@@ -11,6 +12,7 @@ use sha2::{Digest, Sha256};
 
 use super::AppState;
 use super::errors::JSON;
+use crate::security::{SigningKey, sign_card};
 
 const CACHE: HeaderValue = HeaderValue::from_static("public, max-age=300");
 
@@ -24,7 +26,23 @@ pub(super) struct CardBody {
 }
 
 impl CardBody {
-    pub(super) fn new(card: &AgentCard) -> Self {
+    /// The body of `card` signed by each of `keys` (none: unsigned).
+    pub(super) fn new(card: &AgentCard, keys: &[SigningKey]) -> Self {
+        let signed = if keys.is_empty() {
+            None
+        } else {
+            match sign_card(card, keys) {
+                Ok(signed) => Some(signed),
+                Err(error) => {
+                    // Only a card nested past JCS's depth limit has no canonical form;
+                    // `agentlog serve` signs once before it builds the router, so it
+                    // refuses to start instead of getting here.
+                    tracing::error!(%error, "cannot sign the agent card; serving it unsigned");
+                    None
+                }
+            }
+        };
+        let card = signed.as_ref().unwrap_or(card);
         let bytes = Bytes::from(serde_json::to_vec(card).unwrap_or_default());
         let digest = Sha256::digest(&bytes);
         let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
@@ -65,8 +83,120 @@ fn matches_etag(if_none_match: &[u8], etag: &[u8]) -> bool {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
+    use axum::body::Body;
+    use axum::http::{Request, StatusCode, header};
+    use sha2::{Digest, Sha256};
+    use tower::ServiceExt;
+
     use super::matches_etag;
+    use crate::bridge::{Bridge, BridgeConfig};
+    use crate::http::{HttpConfig, router};
+    use crate::security::card_signing::{SignatureCheck, check_card_signatures};
+    use crate::security::{SigningKey, verify_card};
+    use agentlog_wire::a2a::{AgentCard, AgentInterface};
+
+    /// A bridge whose card lists a 1.0 and a 0.3 interface (`serve --with-v03-interface`).
+    async fn dual_version_bridge() -> Bridge {
+        let log = crate::log::open("memory://").await.unwrap();
+        let mut config = BridgeConfig::new("t");
+        let v03 = AgentInterface {
+            protocol_version: "0.3".to_owned(),
+            ..config.card.supported_interfaces[0].clone()
+        };
+        config.card.supported_interfaces.push(v03);
+        Bridge::open(log, config).await.unwrap()
+    }
+
+    #[tokio::test]
+    async fn every_card_path_serves_the_card_signed_by_each_key_under_a_strong_etag() {
+        let bridge = dual_version_bridge().await;
+        let unsigned = bridge.agent_card().clone();
+        let old = SigningKey::generate().unwrap();
+        let new = SigningKey::generate().unwrap();
+        let config = HttpConfig {
+            rpc_path: "/a2a".to_owned(),
+            signing_keys: vec![old.clone(), new.clone()],
+            ..HttpConfig::default()
+        };
+        let app = router(bridge, config);
+        let mut served = Vec::new();
+        for path in [
+            "/.well-known/agent-card.json",
+            "/.well-known/agent.json",
+            "/a2a/.well-known/agent-card.json",
+            "/a2a/.well-known/agent.json",
+        ] {
+            let request = Request::get(path).body(Body::empty()).unwrap();
+            let reply = app.clone().oneshot(request).await.unwrap();
+            assert_eq!(reply.status(), StatusCode::OK, "{path}");
+            let etag = reply.headers()[header::ETAG].to_str().unwrap().to_owned();
+            let body = axum::body::to_bytes(reply.into_body(), usize::MAX)
+                .await
+                .unwrap();
+            // Strong, and over the signed bytes as served.
+            let digest = Sha256::digest(&body);
+            let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+            assert_eq!(etag, format!("\"{hex}\""), "{path}");
+            served.push((body, etag));
+        }
+        assert!(
+            served.windows(2).all(|w| w[0] == w[1]),
+            "one card everywhere"
+        );
+        let card: AgentCard = serde_json::from_slice(&served[0].0).unwrap();
+        assert_eq!(card.signatures.len(), 2);
+        assert_eq!(card.supported_interfaces.len(), 2);
+        assert_eq!(
+            AgentCard {
+                signatures: Vec::new(),
+                ..card.clone()
+            },
+            unsigned
+        );
+        // Rotation: a client trusting either key accepts the card.
+        assert_eq!(
+            verify_card(&card, &[old.verifying_key()]).unwrap(),
+            old.kid()
+        );
+        assert_eq!(
+            verify_card(&card, &[new.verifying_key()]).unwrap(),
+            new.kid()
+        );
+        let checked = check_card_signatures(&card, &[old.verifying_key(), new.verifying_key()]);
+        assert!(
+            checked
+                .unwrap()
+                .iter()
+                .all(|c| c.check == SignatureCheck::Verified),
+            "both signatures verify"
+        );
+
+        let request = Request::get("/.well-known/agent-card.json")
+            .header(header::IF_NONE_MATCH, &served[0].1)
+            .body(Body::empty())
+            .unwrap();
+        let reply = app.clone().oneshot(request).await.unwrap();
+        assert_eq!(reply.status(), StatusCode::NOT_MODIFIED);
+    }
+
+    #[tokio::test]
+    async fn without_keys_the_card_is_served_unsigned() {
+        let bridge = dual_version_bridge().await;
+        let expected = bridge.agent_card().clone();
+        let app = router(bridge, HttpConfig::default());
+        let request = Request::get("/.well-known/agent-card.json")
+            .body(Body::empty())
+            .unwrap();
+        let reply = app.oneshot(request).await.unwrap();
+        let body = axum::body::to_bytes(reply.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        let card: AgentCard = serde_json::from_slice(&body).unwrap();
+        assert!(card.signatures.is_empty());
+        assert_eq!(card, expected);
+    }
 
     #[test]
     fn if_none_match_lists_and_weak_tags_match() {

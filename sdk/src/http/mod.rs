@@ -57,7 +57,9 @@
 //!   sees it, and refused with `401`/`403` and a challenge (see the [`auth`] module).
 //! - Responses other than SSE and metrics are `application/json`. The agent card has a strong
 //!   `ETag` (a SHA-256 prefix of its bytes, computed once), `Cache-Control: public,
-//!   max-age=300`, and answers `If-None-Match` with `304`.
+//!   max-age=300`, and answers `If-None-Match` with `304`. With
+//!   [`HttpConfig::signing_keys`] it carries one detached JWS signature per key (A2A §8.4)
+//!   on every card path, made once when the router is built; the `ETag` covers them.
 //!
 //! # Metrics
 //!
@@ -125,6 +127,7 @@ use tokio::net::TcpListener;
 
 use crate::bridge::Bridge;
 use crate::log::layers::LogMetrics;
+use crate::security::SigningKey;
 
 /// How long [`serve`] lets open connections (long SSE streams, mostly) finish after the
 /// shutdown signal before it closes them.
@@ -148,6 +151,10 @@ pub struct HttpConfig {
     /// Who may call: every JSON-RPC request is authenticated and its method's scope
     /// checked. Default `None`: every caller is anonymous.
     pub auth: Option<auth::EdgeAuth>,
+    /// The keys that sign the served agent card, one signature each (A2A §8.4; see
+    /// [`sign_card`](crate::security::sign_card)): two during a key rotation. Default none:
+    /// the card is served unsigned.
+    pub signing_keys: Vec<SigningKey>,
 }
 
 impl Default for HttpConfig {
@@ -158,6 +165,7 @@ impl Default for HttpConfig {
             body_timeout: std::time::Duration::from_secs(10),
             log_metrics: None,
             auth: None,
+            signing_keys: Vec::new(),
         }
     }
 }
@@ -222,7 +230,7 @@ pub fn router(bridge: Bridge, config: HttpConfig) -> Router {
     }
     let state = AppState {
         inner: Arc::new(Inner {
-            card: card::CardBody::new(&served_card),
+            card: card::CardBody::new(&served_card, &config.signing_keys),
             metrics: metrics::Metrics::new(bridge.view().clone(), config.log_metrics),
             bridge,
             body_limit: config.body_limit_bytes,

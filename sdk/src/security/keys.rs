@@ -22,8 +22,9 @@ use crate::error::{Error, ErrorKind, Result};
 /// An ed25519 signature's length in bytes.
 pub const SIGNATURE_LEN: usize = 64;
 
-/// A private ed25519 key and its key id. Its `Debug` shows the key id only.
-#[derive(Clone)]
+/// A private ed25519 key and its key id. Its `Debug` shows the key id only; equality
+/// compares the secrets in constant time (ed25519-dalek's).
+#[derive(Clone, PartialEq, Eq)]
 pub struct SigningKey {
     kid: String,
     key: ed25519_dalek::SigningKey,

@@ -2,10 +2,13 @@
 //! `http`) the edge authentication of callers.
 //!
 //! - [`keys`]: key pairs on disk (`agentlog keygen`), key ids, signing and verifying.
+//! - [`card_signing`]: signed agent cards (`serve --signing-key`, `agentlog card --verify`).
 //!
 //! The rules (what is trusted, what is checked where, how to rotate keys) are in
 //! `skills/security/SKILL.md`.
 
+pub mod card_signing;
 pub mod keys;
 
+pub use card_signing::{sign_card, verify_card};
 pub use keys::{SigningKey, VerifyingKey};

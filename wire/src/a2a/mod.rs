@@ -9,6 +9,7 @@
 //! The 0.3 shapes (`kind` discriminators, lowercase enums) live in [`crate::v03`].
 
 mod card;
+mod card_signature;
 mod events;
 mod json;
 mod message;
@@ -23,6 +24,10 @@ mod task;
 pub use card::{
     AgentCapabilities, AgentCard, AgentCardSignature, AgentExtension, AgentInterface,
     AgentProvider, AgentSkill,
+};
+pub use card_signature::{
+    CARD_SIGNATURE_TYP, ProtectedHeader, base64url, base64url_decode, card_payload, remove_empty,
+    signing_input,
 };
 pub use events::{
     SendMessageResponse, StreamResponse, TaskArtifactUpdateEvent, TaskStatusUpdateEvent,
