@@ -28,7 +28,11 @@ async fn app() -> Router {
 
 /// A router and the demo worker behind it.
 async fn app_with_worker(config: HttpConfig) -> (Router, Worker) {
-    let log = crate::log::open("memory://").await.unwrap();
+    app_on(crate::log::open("memory://").await.unwrap(), config).await
+}
+
+/// A router over `log` and the demo worker behind it (the auth tests use it too).
+pub(super) async fn app_on(log: crate::log::Log, config: HttpConfig) -> (Router, Worker) {
     let bridge = Bridge::open(log.clone(), BridgeConfig::new("t"))
         .await
         .unwrap();

@@ -20,7 +20,7 @@ use tower::ServiceExt;
 use super::*;
 use crate::bridge::{Bridge, BridgeConfig};
 use crate::http::{HttpConfig, router};
-use crate::worker::{DemoHandler, Worker, WorkerConfig};
+use crate::worker::Worker;
 use cases::cases;
 
 mod cases;
@@ -89,20 +89,29 @@ async fn app_with(config: &JwtConfig) -> (Router, Worker) {
 
 /// The router over `log` with JWT auth by `config`, and the demo worker behind it.
 async fn app_on(log: crate::log::Log, config: &JwtConfig) -> (Router, Worker) {
-    let bridge = Bridge::open(log.clone(), BridgeConfig::new("t"))
-        .await
-        .unwrap();
-    let mut worker_config = WorkerConfig::new("t");
-    worker_config.view = Some(bridge.view().clone());
-    let worker = Worker::start(log, worker_config, DemoHandler)
-        .await
-        .unwrap();
     let auth = EdgeAuth::new(JwtAuthenticator::new(config).unwrap());
     let http = HttpConfig {
         auth: Some(auth),
         ..HttpConfig::default()
     };
-    (router(bridge, http), worker)
+    crate::http::tests::app_on(log, http).await
+}
+
+/// The public card `app` serves.
+async fn public_card(app: &Router) -> Value {
+    let response = app
+        .clone()
+        .oneshot(
+            Request::get("/.well-known/agent-card.json")
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    let bytes = axum::body::to_bytes(response.into_body(), 1 << 20)
+        .await
+        .unwrap();
+    serde_json::from_slice(&bytes).unwrap()
 }
 
 struct Reply {
@@ -333,19 +342,7 @@ async fn the_public_card_and_health_need_no_credentials_and_the_card_declares_th
             .unwrap();
         assert_eq!(response.status(), StatusCode::OK, "{path}");
     }
-    let response = app
-        .clone()
-        .oneshot(
-            Request::get("/.well-known/agent-card.json")
-                .body(Body::empty())
-                .unwrap(),
-        )
-        .await
-        .unwrap();
-    let bytes = axum::body::to_bytes(response.into_body(), 1 << 20)
-        .await
-        .unwrap();
-    let card: Value = serde_json::from_slice(&bytes).unwrap();
+    let card = public_card(&app).await;
     assert_eq!(
         card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"],
         "Bearer"
@@ -525,19 +522,7 @@ async fn the_extended_card_is_served_to_authenticated_callers_as_configured() {
     let anonymous = post(&configured, "/", &[], &ask).await;
     assert_eq!(anonymous.status, StatusCode::UNAUTHORIZED);
     // The public card says an extended one exists, and stays public.
-    let response = configured
-        .clone()
-        .oneshot(
-            Request::get("/.well-known/agent-card.json")
-                .body(Body::empty())
-                .unwrap(),
-        )
-        .await
-        .unwrap();
-    let bytes = axum::body::to_bytes(response.into_body(), 1 << 20)
-        .await
-        .unwrap();
-    let card: Value = serde_json::from_slice(&bytes).unwrap();
+    let card = public_card(&configured).await;
     assert_eq!(card["capabilities"]["extendedAgentCard"], true);
     assert_ne!(card["description"], "for members only");
 }
