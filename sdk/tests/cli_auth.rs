@@ -15,16 +15,9 @@ fn a_secured_agent_answers_only_callers_with_a_token_and_keeps_them_apart() {
     let made = ok(&["keygen", "--out", key]);
     assert!(made.contains("key id"), "{made}");
     let public = format!("{key}.pub");
-    let (server, banner) = Server::spawn(
+    let (server, banner) = Server::start_with(
+        "memory://",
         &[
-            "--color",
-            "never",
-            "serve",
-            "--demo",
-            "--listen",
-            "127.0.0.1:0",
-            "--log",
-            "memory://",
             "--jwt-issuer",
             "https://issuer.example",
             "--jwt-audience",
@@ -35,12 +28,7 @@ fn a_secured_agent_answers_only_callers_with_a_token_and_keeps_them_apart() {
         dir.path(),
     );
     assert!(banner.contains("bearer JWTs"), "{banner}");
-    let url = banner
-        .split(" at ")
-        .nth(1)
-        .and_then(|rest| rest.split_whitespace().next())
-        .unwrap()
-        .to_owned();
+    let url = server.url.clone();
     let token = |subject: &str| {
         ok(&[
             "token",

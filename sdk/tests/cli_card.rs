@@ -26,27 +26,7 @@ fn keygen(dir: &Path, name: &str) -> (String, String, String, String) {
 
 /// `serve --demo` with `extra` flags, once ready: the server and its banner.
 fn serve(dir: &Path, extra: &[&str]) -> (Server, String) {
-    let mut args = vec![
-        "serve",
-        "--demo",
-        "--listen",
-        "127.0.0.1:0",
-        "--log",
-        "memory://",
-    ];
-    args.extend_from_slice(extra);
-    let (mut server, line) = Server::spawn(&args, dir);
-    assert!(
-        line.starts_with("agentlog serving agent"),
-        "{line:?}; stderr: {}",
-        server.stderr()
-    );
-    server.url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap()
-        .to_owned();
-    (server, line)
+    Server::start_with("memory://", extra, dir)
 }
 
 /// A one-route HTTP server on loopback answering every GET with `body` (at most 16

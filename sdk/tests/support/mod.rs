@@ -22,14 +22,21 @@ pub struct Server {
 impl Server {
     /// `agentlog serve --demo --listen 127.0.0.1:0 --log <log>`, once it printed its URL.
     pub fn start(log: &str, cwd: &Path) -> Server {
-        let args = ["serve", "--demo", "--listen", "127.0.0.1:0", "--log", log];
+        let (server, line) = Server::start_with(log, &[], cwd);
+        assert!(line.contains("demo worker on"), "{line}");
+        server
+    }
+
+    /// [`start`](Self::start) with `extra` flags: the server (its `url` set) and its banner.
+    pub fn start_with(log: &str, extra: &[&str], cwd: &Path) -> (Server, String) {
+        let mut args = vec!["serve", "--demo", "--listen", "127.0.0.1:0", "--log", log];
+        args.extend_from_slice(extra);
         let (mut server, line) = Server::spawn(&args, cwd);
         assert!(
             line.starts_with("agentlog serving agent \"demo\" at http://127.0.0.1:"),
             "unexpected first line {line:?}; stderr: {}",
             server.stderr()
         );
-        assert!(line.contains("demo worker on"), "{line}");
         server.url = line
             .split_whitespace()
             .find(|w| w.starts_with("http://"))
@@ -39,7 +46,7 @@ impl Server {
             !server.url.ends_with(":0/"),
             "the real port is printed: {line}"
         );
-        server
+        (server, line)
     }
 
     /// `agentlog <args>`, once it printed its first line (returned; `url` is left empty).
