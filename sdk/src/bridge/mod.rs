@@ -26,6 +26,7 @@ use bytes::Bytes;
 use crate::agent::{AgentTopics, Caller};
 use crate::error::{Error, ErrorKind, Result};
 use crate::log::{AppendBatch, Appended, Log};
+use crate::security::{RecordSigner, RecordVerifier};
 use crate::view::{CompactTopics, TaskView, ViewOptions};
 
 pub use limits::LimitsConfig;
@@ -60,6 +61,19 @@ pub struct BridgeConfig {
     /// [`LimitsConfig`] for the defaults); past them a call is refused, retryable
     /// ([`ErrorKind::Overloaded`]), before anything is written.
     pub limits: LimitsConfig,
+    /// The id this bridge stamps at the end of the bridge path of every record it writes
+    /// (the hop guard, [`crate::hops`]): a call arriving with this id on its path already is
+    /// refused. Default: the agent's name, so every replica of an agent has the same.
+    pub id: String,
+    /// The most bridges a call may go through (the path's length, this bridge included);
+    /// past it a call is refused ([`ErrorKind::LoopDetected`]). Default 8.
+    pub max_hops: u8,
+    /// Signs every record this bridge writes (commands, continues, cancel requests);
+    /// `None` writes them unsigned.
+    pub signer: Option<RecordSigner>,
+    /// With a trust configured, the bridge's view applies only the records it admits
+    /// (`skills/security/records.md`); `None` applies every record.
+    pub trust: Option<RecordVerifier>,
 }
 
 impl BridgeConfig {
@@ -74,6 +88,10 @@ impl BridgeConfig {
             retention: None,
             checkpoint_every: Some(Duration::from_secs(60)),
             limits: LimitsConfig::default(),
+            id: agent.to_owned(),
+            max_hops: crate::hops::DEFAULT_MAX_HOPS,
+            signer: None,
+            trust: None,
         }
     }
 }
@@ -173,6 +191,7 @@ impl Bridge {
                 commands: config.topics.commands.clone(),
                 commands_retention_ms: millis(config.retention.unwrap_or(DEFAULT_RETENTION)),
             }),
+            verifier: config.trust.clone(),
             ..ViewOptions::checkpointed(config.topics.checkpoints.clone())
         };
         let view = TaskView::start_with(log.clone(), config.topics.events.clone(), options).await?;
@@ -220,6 +239,7 @@ impl Bridge {
         task_id: &str,
         context_id: &str,
         message_id: String,
+        bridge_hops: Vec<String>,
     ) -> RecordHeader {
         RecordHeader {
             task_id: task_id.to_owned(),
@@ -228,21 +248,32 @@ impl Bridge {
             source: self.inner.config.source.clone(),
             principal: caller.principal.clone(),
             tenant: caller.tenant.clone(),
-            hops: 0,
+            hops: u8::try_from(bridge_hops.len()).unwrap_or(u8::MAX),
             attempt: 0,
             deadline_ms: 0,
             timestamp_ms: now_ms(),
             content_type: "application/json".to_owned(),
+            key_id: String::new(),
+            bridge_hops,
+            signature: Vec::new(),
         }
     }
 
     /// Append a record to the agent's topics named by `to`, keyed by its task id. With
     /// [`Topics::Both`] the events topic (the commit point) comes first and the commands copy
     /// is acknowledged only with it. Returns where the record landed in the first topic.
+    ///
+    /// A new record is signed with [`BridgeConfig::signer`]; a copy queued again
+    /// ([`Topics::Commands`]) goes as the log holds it, signature and all.
     async fn commit(&self, record: &Record, to: Topics) -> Result<Appended> {
-        let bytes = Bytes::from(record.encode().map_err(|e| {
-            Error::new(ErrorKind::InvalidParams, "the record cannot be encoded").with_source(e)
-        })?);
+        let bytes = match (&self.inner.config.signer, to) {
+            (Some(signer), Topics::Events | Topics::Both) => signer.encode(record)?,
+            _ => record.encode().map_err(|e| {
+                Error::new(ErrorKind::InvalidParams, "the record cannot be encoded")
+                    .with_source(e)
+            })?,
+        };
+        let bytes = Bytes::from(bytes);
         let key = record.header.task_id.as_bytes();
         let topics = &self.inner.config.topics;
         let log = &self.inner.log;

@@ -2,10 +2,13 @@
 //! `http`) the edge authentication of callers.
 //!
 //! - [`keys`]: key pairs on disk (`agentlog keygen`), key ids, signing and verifying.
+//! - [`records`]: signed records: the signer of a writer, the trust file, the verifier.
 //!
 //! The rules (what is trusted, what is checked where, how to rotate keys) are in
 //! `skills/security/SKILL.md`.
 
 pub mod keys;
+pub mod records;
 
 pub use keys::{SigningKey, VerifyingKey};
+pub use records::{RecordSigner, RecordVerifier, Rejection, Role, Trust};

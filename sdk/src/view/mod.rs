@@ -188,6 +188,11 @@ pub struct ViewOptions {
     /// ([`TaskView::compact`]), and those of these topics. For the one view per log that
     /// writes (a bridge's); a backend that manages its own retention (Iggy) has none.
     pub compact: Option<CompactTopics>,
+    /// Apply only the records this verifier admits (signed by a trusted key allowed their
+    /// kind); the others are skipped, counted by reason and warned with their position.
+    /// `None` applies every record that decodes. A view's own appends
+    /// ([`apply_own`](TaskView::apply_own)) are not checked again.
+    pub verifier: Option<crate::security::RecordVerifier>,
 }
 
 impl ViewOptions {
@@ -199,6 +204,7 @@ impl ViewOptions {
             checkpoint_every: Some(std::time::Duration::from_secs(60)),
             checkpoint_records: 10_000,
             compact: None,
+            verifier: None,
         }
     }
 

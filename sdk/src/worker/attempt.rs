@@ -19,6 +19,7 @@ use bytes::Bytes;
 use crate::agent::Caller;
 use crate::error::{Error, ErrorKind, Result};
 use crate::log::{Appended, Log, TopicRef};
+use crate::security::RecordSigner;
 
 /// Where a worker's records go, and under which name.
 #[derive(Debug)]
@@ -27,15 +28,24 @@ pub(super) struct Writer {
     pub(super) events: TopicRef,
     pub(super) commands: TopicRef,
     pub(super) source: String,
+    /// Signs every record written (none: unsigned).
+    pub(super) signer: Option<RecordSigner>,
 }
 
 impl Writer {
-    /// Append `records` (of one task) to the events topic in one batch, keyed by their task.
+    /// Append `records` (of one task) to the events topic in one batch, keyed by their task,
+    /// each signed if the worker has a signer.
     pub(super) async fn append(&self, records: &[Record]) -> Result<Appended> {
         let Some(first) = records.first() else {
             return Err(Error::new(ErrorKind::Internal, "an empty batch of records"));
         };
-        let payloads = records.iter().map(encode).collect::<Result<Vec<_>>>()?;
+        let payloads = match &self.signer {
+            Some(signer) => records
+                .iter()
+                .map(|r| signer.encode(r).map(Bytes::from))
+                .collect::<Result<Vec<_>>>()?,
+            None => records.iter().map(encode).collect::<Result<Vec<_>>>()?,
+        };
         self.log
             .append(&self.events, first.header.task_id.as_bytes(), payloads)
             .await
@@ -136,6 +146,9 @@ impl Attempt {
                 deadline_ms: 0,
                 timestamp_ms: now_ms(),
                 content_type: "application/json".to_owned(),
+                key_id: String::new(),
+                bridge_hops: Vec::new(),
+                signature: Vec::new(),
             },
             body,
         }

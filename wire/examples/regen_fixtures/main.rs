@@ -150,6 +150,9 @@ pub(crate) fn header(task: &str, message_id: &str, ms: u64) -> RecordHeader {
         deadline_ms: 0,
         timestamp_ms: ms,
         content_type: "application/json".into(),
+        key_id: String::new(),
+        bridge_hops: Vec::new(),
+        signature: Vec::new(),
     }
 }
 
@@ -180,7 +183,35 @@ fn sample_records() -> Vec<(&'static str, Record)> {
         ("a worker's claim of a turn, attempt 1", Record { header: worker_header("c-1", 1, 1_700_000_000_050), body: RecordBody::Claim { turn: "m-1".into(), lease_until_ms: 1_700_000_010_050 } }),
         ("a claim's renewal, attempt 300", Record { header: worker_header("c-2", 300, 1_700_000_003_050), body: RecordBody::Claim { turn: "m-1".into(), lease_until_ms: 1_700_000_013_050 } }),
         ("an artifact written under attempt 2", Record { header: worker_header("a-9", 2, 1_700_000_000_060), body: RecordBody::ArtifactUpdate { append: false, last_chunk: true, artifact: r#"{"artifactId":"out","parts":[{"text":"done"}]}"#.into() } }),
+        ("format 4: a command with a key id, a bridge path of two and a signature (carried as it is; fixtures/signed_records.json has real ones)", Record { header: pathed_header(), body: RecordBody::Command { params: SEND_HI.into(), retention_ms: 604_800_000 } }),
+        ("format 4: a worker's terminal with a key id and no signature (decodes; a verifier calls it unsigned)", Record { header: RecordHeader { key_id: "kid-worker".into(), ..worker_header("t-9", 1, 1_700_000_000_070) }, body: RecordBody::Terminal { state: TaskState::Completed.into(), message: String::new() } }),
+        ("format 4: a command with a bridge path of one, unsigned", Record { header: RecordHeader { hops: 1, bridge_hops: vec!["agent-a".into()], ..header("task-1", "m-1", 1_700_000_000_000) }, body: RecordBody::Command { params: SEND_HI.into(), retention_ms: 0 } }),
     ]
+}
+
+/// A header with every format-4 field set: key id, a path of two bridges, a signature.
+fn pathed_header() -> RecordHeader {
+    RecordHeader {
+        hops: 2,
+        key_id: "kid-bridge".into(),
+        bridge_hops: vec!["agent-a".into(), "agent-b".into()],
+        signature: (0u8..64).collect(),
+        ..header("task-1", "m-1", 1_700_000_000_000)
+    }
+}
+
+/// Whether a sample record can be written in formats 1 to 3 (no format-4 field set).
+fn old_format(record: &Record) -> bool {
+    let h = &record.header;
+    h.key_id.is_empty() && h.bridge_hops.is_empty() && h.signature.is_empty()
+}
+
+/// Where a record's key id starts in format 4: after the fixed fields and seven strings.
+fn key_id_at(h: &RecordHeader) -> usize {
+    23 + [&h.task_id, &h.context_id, &h.message_id, &h.source, &h.principal, &h.tenant, &h.content_type]
+        .iter()
+        .map(|s| 2 + s.len())
+        .sum::<usize>()
 }
 
 /// A header written by worker `worker-1` under `attempt`.
@@ -192,9 +223,21 @@ fn worker_header(message_id: &str, attempt: u32, ms: u64) -> RecordHeader {
     }
 }
 
+/// A record's bytes in format version 3 (before signatures and paths): no key id, no path,
+/// no signature length.
+fn v3_bytes(record: &Record) -> Vec<u8> {
+    assert!(old_format(record));
+    let mut bytes = record.encode().unwrap();
+    bytes[0] = 3;
+    let at = key_id_at(&record.header);
+    bytes.drain(at..at + 3);
+    bytes.pop();
+    bytes
+}
+
 /// A record's bytes in format version 2 (before retention): no retention in a command.
 fn v2_bytes(record: &Record) -> Vec<u8> {
-    let mut bytes = record.encode().unwrap();
+    let mut bytes = v3_bytes(record);
     bytes[0] = 2;
     if let RecordBody::Command { params, .. } = &record.body {
         // The retention sits right before the params' length and text.
@@ -227,7 +270,14 @@ fn records() -> Vec<Value> {
             json!({"hex": hex(&bytes)}),
         ));
     }
-    for (description, mut record) in sample_records() {
+    for (description, record) in sample_records().into_iter().filter(|(_, r)| old_format(r)) {
+        cases.push(ok(
+            format!("format 3 (before signatures and bridge paths): {description}, read unsigned with no path"),
+            json!({"hex": hex(&v3_bytes(&record))}),
+            json!({"record": record}),
+        ));
+    }
+    for (description, mut record) in sample_records().into_iter().filter(|(_, r)| old_format(r)) {
         if let RecordBody::Command { retention_ms, .. } = &mut record.body {
             *retention_ms = 0;
         }
@@ -237,7 +287,7 @@ fn records() -> Vec<Value> {
             json!({"record": record}),
         ));
     }
-    for (description, mut record) in sample_records() {
+    for (description, mut record) in sample_records().into_iter().filter(|(_, r)| old_format(r)) {
         if record.body.kind() == agentlog_wire::RecordKind::Claim {
             continue;
         }
@@ -279,7 +329,7 @@ fn records() -> Vec<Value> {
             base[..cut].to_vec(),
         ));
     }
-    for version in [0u8, 4, 255] {
+    for version in [0u8, 5, 255] {
         let mut b = base.clone();
         b[0] = version;
         cases.push(decode_err(&format!("format version {version}"), b));
@@ -303,7 +353,7 @@ fn records() -> Vec<Value> {
     let claim_bytes = claim.encode().unwrap();
     cases.push(decode_err(
         "a command cut inside its retention",
-        base[..base.len() - SEND_HI.len() - 4 - 3].to_vec(),
+        base[..base.len() - 1 - SEND_HI.len() - 4 - 3].to_vec(),
     ));
     cases.push(decode_err(
         "a claim cut inside its lease",
@@ -327,14 +377,36 @@ fn records() -> Vec<Value> {
     cases.push(decode_err("empty task id", empty_task));
     let artifact = sample_records().remove(9).1.encode().unwrap();
     let flags_at =
-        artifact.len() - 4 - r#"{"artifactId":"out","parts":[{"text":"echo: "}]}"#.len() - 1;
+        artifact.len() - 1 - 4 - r#"{"artifactId":"out","parts":[{"text":"echo: "}]}"#.len() - 1;
     let mut flags = artifact.clone();
     flags[flags_at] = 0x04;
     cases.push(decode_err("artifact flags with an unknown bit", flags));
     let mut long = base.clone();
-    let params_len_at = base.len() - SEND_HI.len() - 4;
+    let params_len_at = base.len() - 1 - SEND_HI.len() - 4;
     long[params_len_at..params_len_at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
     cases.push(decode_err("params length past the end", long));
+    cases.push(decode_err(
+        "format 4 cut before the signature length",
+        base[..base.len() - 1].to_vec(),
+    ));
+    let signed = Record { header: pathed_header(), body: RecordBody::CancelRequest { metadata: String::new() } }.encode().unwrap();
+    cases.push(decode_err(
+        "format 4 cut inside the signature",
+        signed[..signed.len() - 10].to_vec(),
+    ));
+    let mut short_sig = signed.clone();
+    let sig_len_at = signed.len() - 1 - 64;
+    short_sig[sig_len_at] = 32;
+    short_sig.truncate(sig_len_at + 1 + 32);
+    cases.push(decode_err("a signature of 32 bytes (one is 64)", short_sig));
+    let mut sig_63 = signed.clone();
+    sig_63[sig_len_at] = 63;
+    sig_63.pop();
+    cases.push(decode_err("a signature of 63 bytes", sig_63));
+    let path_at = key_id_at(&pathed_header()) + 2 + "kid-bridge".len();
+    let mut path_long = signed.clone();
+    path_long[path_at] = 200;
+    cases.push(decode_err("a bridge path count past the end", path_long));
     cases
 }
 

@@ -1,0 +1,187 @@
+#![allow(clippy::unwrap_used)]
+
+use agentlog_wire::{Record, RecordBody, RecordHeader, RecordKind, TaskState};
+
+use super::*;
+
+fn key(seed: u8) -> SigningKey {
+    SigningKey::from_seed([seed; 32])
+}
+
+fn record(body: RecordBody) -> Record {
+    Record {
+        header: RecordHeader {
+            task_id: "t-1".into(),
+            context_id: "c-1".into(),
+            message_id: "m-1".into(),
+            source: "bridge-1".into(),
+            timestamp_ms: 1_700_000_000_000,
+            content_type: "application/json".into(),
+            bridge_hops: vec!["a".into()],
+            hops: 1,
+            ..RecordHeader::default()
+        },
+        body,
+    }
+}
+
+fn command() -> Record {
+    record(RecordBody::Command {
+        params: r#"{"message":{"messageId":"m-1","role":"ROLE_USER","parts":[{"text":"hi"}]}}"#
+            .into(),
+        retention_ms: 0,
+    })
+}
+
+fn terminal() -> Record {
+    record(RecordBody::status(TaskState::Completed, String::new()))
+}
+
+fn trust() -> Trust {
+    Trust::new()
+        .with_role(key(1).verifying_key(), Role::Bridge)
+        .with_role(key(2).verifying_key(), Role::Worker)
+}
+
+fn signed(seed: u8, mut record: Record) -> Record {
+    RecordSigner::new(key(seed)).sign(&mut record).unwrap();
+    record
+}
+
+#[test]
+fn a_signed_record_of_an_allowed_kind_passes_and_survives_encoding() {
+    let trust = trust();
+    let command = signed(1, command());
+    assert_eq!(command.header.key_id, key(1).kid());
+    assert_eq!(trust.check(&command), Ok(()));
+    let decoded = Record::decode(&command.encode().unwrap()).unwrap();
+    assert_eq!(trust.check(&decoded), Ok(()));
+    assert_eq!(trust.check(&signed(2, terminal())), Ok(()));
+    let bytes = RecordSigner::new(key(2)).encode(&terminal()).unwrap();
+    assert_eq!(trust.check(&Record::decode(&bytes).unwrap()), Ok(()));
+}
+
+#[test]
+fn every_rejection_reason() {
+    let trust = trust().with_role(key(3).verifying_key(), Role::Worker).retire(key(3).kid());
+    assert_eq!(trust.check(&command()), Err(Rejection::Unsigned));
+    let mut no_signature = signed(1, command());
+    no_signature.header.signature.clear();
+    assert_eq!(trust.check(&no_signature), Err(Rejection::Unsigned));
+    assert_eq!(trust.check(&signed(9, command())), Err(Rejection::UnknownKey));
+    assert_eq!(trust.check(&signed(3, terminal())), Err(Rejection::RetiredKey));
+    // A bridge's key on a terminal, a worker's on a command: valid signatures, wrong kinds.
+    assert_eq!(trust.check(&signed(1, terminal())), Err(Rejection::KindNotAllowed));
+    assert_eq!(trust.check(&signed(2, command())), Err(Rejection::KindNotAllowed));
+    let mut tampered = signed(1, command());
+    tampered.header.principal = "mallory".into();
+    assert_eq!(trust.check(&tampered), Err(Rejection::BadSignature));
+    let mut tampered = signed(1, command());
+    tampered.header.bridge_hops.clear();
+    assert_eq!(trust.check(&tampered), Err(Rejection::BadSignature));
+    let mut tampered = signed(1, command());
+    if let RecordBody::Command { params, .. } = &mut tampered.body {
+        params.push(' ');
+    }
+    assert_eq!(trust.check(&tampered), Err(Rejection::BadSignature));
+    // Another key's signature under the trusted key's id.
+    let mut wrong = signed(9, command());
+    wrong.header.key_id = key(1).kid().to_owned();
+    assert_eq!(trust.check(&wrong), Err(Rejection::BadSignature));
+}
+
+#[test]
+fn a_verifier_counts_rejections_by_reason() {
+    let verifier = RecordVerifier::new(trust());
+    assert!(verifier.admit(&signed(1, command()), &"agent.events", 0, 1));
+    assert!(!verifier.admit(&command(), &"agent.events", 0, 2));
+    assert!(!verifier.admit(&signed(1, terminal()), &"agent.events", 0, 3));
+    assert!(!verifier.admit(&signed(1, terminal()), &"agent.events", 0, 4));
+    let counts = verifier.clone().rejected();
+    assert_eq!(counts[0], (Rejection::Unsigned, 1));
+    assert_eq!(counts[3], (Rejection::KindNotAllowed, 2));
+    assert_eq!(verifier.rejected_total(), 3);
+    // check() counts nothing.
+    assert!(verifier.check(&command()).is_err());
+    assert_eq!(verifier.rejected_total(), 3);
+}
+
+#[test]
+fn pins_the_reason_names_and_kind_names() {
+    let names: Vec<_> = Rejection::ALL.iter().map(|r| r.as_str()).collect();
+    assert_eq!(
+        names,
+        ["unsigned", "unknown_key", "retired_key", "kind_not_allowed", "bad_signature"]
+    );
+    for kind in KINDS {
+        assert_eq!(kind_named(kind_name(kind)), Some(kind));
+    }
+    assert_eq!(kind_name(RecordKind::CancelRequest), "cancel_request");
+    let all: Vec<_> = Role::Bridge
+        .kinds()
+        .iter()
+        .chain(Role::Worker.kinds())
+        .copied()
+        .collect();
+    assert_eq!(all.len(), KINDS.len());
+}
+
+#[test]
+fn a_trust_file_names_keys_by_file_text_or_jwk() {
+    let dir = tempfile::tempdir().unwrap();
+    let bridge_pub = key(1).write_pair(&dir.path().join("bridge.pem")).unwrap();
+    let worker_pem = key(2).verifying_key().to_pem().unwrap();
+    let old_jwk = key(3).verifying_key().to_jwk();
+    let text = serde_json::json!({"keys": [
+        {"role": "bridge", "publicKeyFile": bridge_pub.file_name().unwrap().to_str().unwrap()},
+        {"role": "worker", "publicKey": worker_pem},
+        {"kinds": ["terminal", "status_update"], "jwk": old_jwk, "retired": true},
+        {"kid": "custom", "kinds": ["claim"], "jwk": key(4).verifying_key().to_jwk()},
+    ]})
+    .to_string();
+    let path = dir.path().join("trust.json");
+    std::fs::write(&path, text).unwrap();
+    let trust = Trust::load(&path).unwrap();
+    assert_eq!(trust.len(), 4);
+    assert_eq!(trust.check(&signed(1, command())), Ok(()));
+    assert_eq!(trust.check(&signed(2, terminal())), Ok(()));
+    assert_eq!(trust.check(&signed(3, terminal())), Err(Rejection::RetiredKey));
+    let claim = record(RecordBody::Claim {
+        turn: "m-1".into(),
+        lease_until_ms: 1,
+    });
+    let mut custom = claim.clone();
+    RecordSigner::new(key(4).with_kid("custom")).sign(&mut custom).unwrap();
+    assert_eq!(trust.check(&custom), Ok(()));
+    // Under its thumbprint the key is unknown: the file named it "custom".
+    assert_eq!(trust.check(&signed(4, claim)), Err(Rejection::UnknownKey));
+}
+
+#[test]
+fn a_bad_trust_file_is_a_config_error_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let pem = key(1).verifying_key().to_pem().unwrap();
+    let json = |v: serde_json::Value| v.to_string();
+    let cases = [
+        "not json".to_owned(),
+        r#"{"keys": [{"role": "bridge"}]}"#.to_owned(),
+        json(serde_json::json!({"keys": [{"role": "bridge", "publicKey": pem, "jwk": {}}]})),
+        json(serde_json::json!({"keys": [{"role": "admin", "publicKey": pem}]})),
+        json(serde_json::json!({"keys": [{"kinds": ["terminals"], "publicKey": pem}]})),
+        json(serde_json::json!({"keys": [{"role": "bridge", "kinds": [], "publicKey": pem}]})),
+        json(serde_json::json!({"keys": [{"role": "bridge", "publicKey": pem}, {"role": "worker", "publicKey": pem}]})),
+        r#"{"keys": [{"role": "bridge", "publicKeyFile": "missing.pub"}]}"#.to_owned(),
+        r#"{"keys": [], "extra": 1}"#.to_owned(),
+        json(serde_json::json!({"keys": [{"role": "bridge", "publicKey": "not a key"}]})),
+    ];
+    for text in cases {
+        let path = dir.path().join("trust.json");
+        std::fs::write(&path, &text).unwrap();
+        let error = Trust::load(&path).unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::Config, "{text}");
+        assert!(error.message().contains("trust.json"), "{}", error.message());
+    }
+    let missing = Trust::load(&dir.path().join("nope.json")).unwrap_err();
+    assert_eq!(missing.kind(), ErrorKind::Config);
+    assert!(Trust::parse(r#"{"keys": []}"#, dir.path()).unwrap().is_empty());
+}
