@@ -63,10 +63,13 @@ pub fn stamp(message: &mut Message, path: &[String]) {
         }
         return;
     }
-    message.metadata.get_or_insert_with(Default::default).insert(
-        HOPS_METADATA_KEY.to_owned(),
-        Value::Array(path.iter().cloned().map(Value::String).collect()),
-    );
+    message
+        .metadata
+        .get_or_insert_with(Default::default)
+        .insert(
+            HOPS_METADATA_KEY.to_owned(),
+            Value::Array(path.iter().cloned().map(Value::String).collect()),
+        );
 }
 
 /// The path `path` continued by bridge `own`, or the refusal: `own` is on it already (a
@@ -124,7 +127,10 @@ mod tests {
         let too_long = extend(long.clone(), "x", 8).unwrap_err();
         assert_eq!(too_long.kind(), ErrorKind::LoopDetected);
         assert_eq!(extend(long[..7].to_vec(), "x", 8).unwrap().len(), 8);
-        assert_eq!(extend(Vec::new(), "a", 0).unwrap_err().kind(), ErrorKind::LoopDetected);
+        assert_eq!(
+            extend(Vec::new(), "a", 0).unwrap_err().kind(),
+            ErrorKind::LoopDetected
+        );
     }
 
     #[test]
@@ -144,7 +150,10 @@ mod tests {
                 .metadata
                 .get_or_insert_with(Default::default)
                 .insert(HOPS_METADATA_KEY.into(), bad);
-            assert_eq!(path_of(&message).unwrap_err().kind(), ErrorKind::InvalidParams);
+            assert_eq!(
+                path_of(&message).unwrap_err().kind(),
+                ErrorKind::InvalidParams
+            );
         }
     }
 }

@@ -177,7 +177,9 @@ mod base64_bytes {
         serializer.serialize_str(&STANDARD.encode(bytes))
     }
 
-    pub(super) fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<u8>, D::Error> {
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Vec<u8>, D::Error> {
         let text = String::deserialize(deserializer)?;
         STANDARD.decode(text).map_err(serde::de::Error::custom)
     }
@@ -328,7 +330,10 @@ impl Record {
         if !matches!(h.signature.len(), 0 | SIGNATURE_LEN) {
             return Err(WireError::InvalidField {
                 field: "signature",
-                reason: format!("{} bytes: a signature has {SIGNATURE_LEN}", h.signature.len()),
+                reason: format!(
+                    "{} bytes: a signature has {SIGNATURE_LEN}",
+                    h.signature.len()
+                ),
             });
         }
         let path_len = u8::try_from(h.bridge_hops.len()).map_err(|_| WireError::FieldTooLong {

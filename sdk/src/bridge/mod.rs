@@ -269,8 +269,7 @@ impl Bridge {
         let bytes = match (&self.inner.config.signer, to) {
             (Some(signer), Topics::Events | Topics::Both) => signer.encode(record)?,
             _ => record.encode().map_err(|e| {
-                Error::new(ErrorKind::InvalidParams, "the record cannot be encoded")
-                    .with_source(e)
+                Error::new(ErrorKind::InvalidParams, "the record cannot be encoded").with_source(e)
             })?,
         };
         let bytes = Bytes::from(bytes);

@@ -156,11 +156,8 @@ impl Bridge {
         }
         // The hop guard, before anything is written: continue the caller's path or refuse.
         let config = &self.inner.config;
-        let path = crate::hops::extend(
-            crate::hops::path_of(message)?,
-            &config.id,
-            config.max_hops,
-        )?;
+        let path =
+            crate::hops::extend(crate::hops::path_of(message)?, &config.id, config.max_hops)?;
         let params = match raw_params {
             Some(raw) => raw.to_owned(),
             None => serde_json::to_string(request).map_err(|e| {

@@ -264,9 +264,9 @@ impl Trust {
             .map_err(|error| config(format!("not a trust file: {error}")))?;
         let mut trust = Trust::new();
         for (i, entry) in file.keys.into_iter().enumerate() {
-            let (kid, key) = entry.load(base).map_err(|e| {
-                config(format!("keys[{i}]: {}", e.message()))
-            })?;
+            let (kid, key) = entry
+                .load(base)
+                .map_err(|e| config(format!("keys[{i}]: {}", e.message())))?;
             if trust.keys.contains_key(&kid) {
                 return Err(config(format!("keys[{i}]: key id {kid} is listed twice")));
             }

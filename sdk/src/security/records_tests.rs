@@ -63,16 +63,30 @@ fn a_signed_record_of_an_allowed_kind_passes_and_survives_encoding() {
 
 #[test]
 fn every_rejection_reason() {
-    let trust = trust().with_role(key(3).verifying_key(), Role::Worker).retire(key(3).kid());
+    let trust = trust()
+        .with_role(key(3).verifying_key(), Role::Worker)
+        .retire(key(3).kid());
     assert_eq!(trust.check(&command()), Err(Rejection::Unsigned));
     let mut no_signature = signed(1, command());
     no_signature.header.signature.clear();
     assert_eq!(trust.check(&no_signature), Err(Rejection::Unsigned));
-    assert_eq!(trust.check(&signed(9, command())), Err(Rejection::UnknownKey));
-    assert_eq!(trust.check(&signed(3, terminal())), Err(Rejection::RetiredKey));
+    assert_eq!(
+        trust.check(&signed(9, command())),
+        Err(Rejection::UnknownKey)
+    );
+    assert_eq!(
+        trust.check(&signed(3, terminal())),
+        Err(Rejection::RetiredKey)
+    );
     // A bridge's key on a terminal, a worker's on a command: valid signatures, wrong kinds.
-    assert_eq!(trust.check(&signed(1, terminal())), Err(Rejection::KindNotAllowed));
-    assert_eq!(trust.check(&signed(2, command())), Err(Rejection::KindNotAllowed));
+    assert_eq!(
+        trust.check(&signed(1, terminal())),
+        Err(Rejection::KindNotAllowed)
+    );
+    assert_eq!(
+        trust.check(&signed(2, command())),
+        Err(Rejection::KindNotAllowed)
+    );
     let mut tampered = signed(1, command());
     tampered.header.principal = "mallory".into();
     assert_eq!(trust.check(&tampered), Err(Rejection::BadSignature));
@@ -111,7 +125,13 @@ fn pins_the_reason_names_and_kind_names() {
     let names: Vec<_> = Rejection::ALL.iter().map(|r| r.as_str()).collect();
     assert_eq!(
         names,
-        ["unsigned", "unknown_key", "retired_key", "kind_not_allowed", "bad_signature"]
+        [
+            "unsigned",
+            "unknown_key",
+            "retired_key",
+            "kind_not_allowed",
+            "bad_signature"
+        ]
     );
     for kind in KINDS {
         assert_eq!(kind_named(kind_name(kind)), Some(kind));
@@ -145,13 +165,18 @@ fn a_trust_file_names_keys_by_file_text_or_jwk() {
     assert_eq!(trust.len(), 4);
     assert_eq!(trust.check(&signed(1, command())), Ok(()));
     assert_eq!(trust.check(&signed(2, terminal())), Ok(()));
-    assert_eq!(trust.check(&signed(3, terminal())), Err(Rejection::RetiredKey));
+    assert_eq!(
+        trust.check(&signed(3, terminal())),
+        Err(Rejection::RetiredKey)
+    );
     let claim = record(RecordBody::Claim {
         turn: "m-1".into(),
         lease_until_ms: 1,
     });
     let mut custom = claim.clone();
-    RecordSigner::new(key(4).with_kid("custom")).sign(&mut custom).unwrap();
+    RecordSigner::new(key(4).with_kid("custom"))
+        .sign(&mut custom)
+        .unwrap();
     assert_eq!(trust.check(&custom), Ok(()));
     // Under its thumbprint the key is unknown: the file named it "custom".
     assert_eq!(trust.check(&signed(4, claim)), Err(Rejection::UnknownKey));
@@ -169,7 +194,9 @@ fn a_bad_trust_file_is_a_config_error_naming_the_file() {
         json(serde_json::json!({"keys": [{"role": "admin", "publicKey": pem}]})),
         json(serde_json::json!({"keys": [{"kinds": ["terminals"], "publicKey": pem}]})),
         json(serde_json::json!({"keys": [{"role": "bridge", "kinds": [], "publicKey": pem}]})),
-        json(serde_json::json!({"keys": [{"role": "bridge", "publicKey": pem}, {"role": "worker", "publicKey": pem}]})),
+        json(
+            serde_json::json!({"keys": [{"role": "bridge", "publicKey": pem}, {"role": "worker", "publicKey": pem}]}),
+        ),
         r#"{"keys": [{"role": "bridge", "publicKeyFile": "missing.pub"}]}"#.to_owned(),
         r#"{"keys": [], "extra": 1}"#.to_owned(),
         json(serde_json::json!({"keys": [{"role": "bridge", "publicKey": "not a key"}]})),
@@ -179,9 +206,56 @@ fn a_bad_trust_file_is_a_config_error_naming_the_file() {
         std::fs::write(&path, &text).unwrap();
         let error = Trust::load(&path).unwrap_err();
         assert_eq!(error.kind(), ErrorKind::Config, "{text}");
-        assert!(error.message().contains("trust.json"), "{}", error.message());
+        assert!(
+            error.message().contains("trust.json"),
+            "{}",
+            error.message()
+        );
     }
     let missing = Trust::load(&dir.path().join("nope.json")).unwrap_err();
     assert_eq!(missing.kind(), ErrorKind::Config);
-    assert!(Trust::parse(r#"{"keys": []}"#, dir.path()).unwrap().is_empty());
+    assert!(
+        Trust::parse(r#"{"keys": []}"#, dir.path())
+            .unwrap()
+            .is_empty()
+    );
+}
+
+/// The signed-record vectors every binding checks: each verdict holds.
+#[test]
+fn every_signed_record_fixture_gets_its_verdict() {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/signed_records.json");
+    let file: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let trust = Trust::parse(&file["trust"].to_string(), std::path::Path::new(".")).unwrap();
+    for name in ["bridge", "worker", "retired", "stranger"] {
+        let key = &file["keys"][name];
+        let seed: Vec<u8> = (0..32)
+            .map(|i| {
+                u8::from_str_radix(&key["seedHex"].as_str().unwrap()[2 * i..2 * i + 2], 16).unwrap()
+            })
+            .collect();
+        let signing = SigningKey::from_seed(seed.try_into().unwrap());
+        assert_eq!(signing.kid(), key["kid"], "{name}");
+    }
+    let cases = file["cases"].as_array().unwrap();
+    assert!(cases.len() >= 6);
+    let mut verdicts = std::collections::HashSet::new();
+    for case in cases {
+        let description = case["description"].as_str().unwrap();
+        let text = case["input"]["hex"].as_str().unwrap();
+        let bytes: Vec<u8> = (0..text.len() / 2)
+            .map(|i| u8::from_str_radix(&text[2 * i..2 * i + 2], 16).unwrap())
+            .collect();
+        let record = Record::decode(&bytes).unwrap();
+        let verdict = match trust.check(&record) {
+            Ok(()) => "valid",
+            Err(reason) => reason.as_str(),
+        };
+        assert_eq!(verdict, case["expected"]["verdict"], "{description}");
+        verdicts.insert(verdict);
+    }
+    // Every reason and the valid case are covered.
+    assert_eq!(verdicts.len(), Rejection::ALL.len() + 1);
 }

@@ -208,10 +208,18 @@ fn old_format(record: &Record) -> bool {
 
 /// Where a record's key id starts in format 4: after the fixed fields and seven strings.
 fn key_id_at(h: &RecordHeader) -> usize {
-    23 + [&h.task_id, &h.context_id, &h.message_id, &h.source, &h.principal, &h.tenant, &h.content_type]
-        .iter()
-        .map(|s| 2 + s.len())
-        .sum::<usize>()
+    23 + [
+        &h.task_id,
+        &h.context_id,
+        &h.message_id,
+        &h.source,
+        &h.principal,
+        &h.tenant,
+        &h.content_type,
+    ]
+    .iter()
+    .map(|s| 2 + s.len())
+    .sum::<usize>()
 }
 
 /// A header written by worker `worker-1` under `attempt`.
@@ -389,7 +397,14 @@ fn records() -> Vec<Value> {
         "format 4 cut before the signature length",
         base[..base.len() - 1].to_vec(),
     ));
-    let signed = Record { header: pathed_header(), body: RecordBody::CancelRequest { metadata: String::new() } }.encode().unwrap();
+    let signed = Record {
+        header: pathed_header(),
+        body: RecordBody::CancelRequest {
+            metadata: String::new(),
+        },
+    }
+    .encode()
+    .unwrap();
     cases.push(decode_err(
         "format 4 cut inside the signature",
         signed[..signed.len() - 10].to_vec(),

@@ -37,9 +37,8 @@ fn old_header() -> RecordHeader {
 fn every_body() -> Vec<RecordBody> {
     vec![
         RecordBody::Command {
-            params:
-                r#"{"message":{"messageId":"m-1","role":"ROLE_USER","parts":[{"text":"hi"}]}}"#
-                    .into(),
+            params: r#"{"message":{"messageId":"m-1","role":"ROLE_USER","parts":[{"text":"hi"}]}}"#
+                .into(),
             retention_ms: 604_800_000,
         },
         RecordBody::Continue {
@@ -219,7 +218,10 @@ fn format_3_records_read_as_unsigned_with_no_path() {
         };
         let v3 = v3_bytes(&record);
         assert_eq!(Record::decode(&v3).unwrap(), record);
-        assert_eq!(Record::decode(&v3).unwrap().encode().unwrap(), record.encode().unwrap());
+        assert_eq!(
+            Record::decode(&v3).unwrap().encode().unwrap(),
+            record.encode().unwrap()
+        );
         for len in 0..v3.len() {
             assert!(Record::decode(&v3[..len]).is_err(), "len {len}");
         }
@@ -361,7 +363,10 @@ fn key_id_path_and_signature_are_encoded_where_the_table_says() {
     let mut unsigned = record.clone();
     unsigned.header.signature.clear();
     assert!(!unsigned.is_signed());
-    assert_eq!(Record::decode(&unsigned.encode().unwrap()).unwrap(), unsigned);
+    assert_eq!(
+        Record::decode(&unsigned.encode().unwrap()).unwrap(),
+        unsigned
+    );
 }
 
 #[test]
