@@ -11,6 +11,7 @@ mod diagnostics;
 mod keygen;
 mod output;
 mod serve;
+mod signing;
 mod tail;
 mod tasks;
 mod worker;

@@ -77,6 +77,9 @@ pub(super) struct ServeArgs {
     #[command(flatten)]
     retention: RetentionArgs,
 
+    #[command(flatten)]
+    signing: super::signing::ServeSigningArgs,
+
     /// Also run the built-in demo worker in this process (echo, `sleep N`, `input`, `fail`),
     /// and describe it in the card's skills.
     #[arg(long)]
@@ -145,10 +148,18 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
     card.validate()
         .map_err(|e| CliError::msg(format!("the agent card is not valid: {e}")))?;
 
+    let signer = args.signing.record_signer()?;
+    let verifier = args.signing.verifier()?;
     let (log, log_metrics) = super::open_counted_log(&log_url).await?;
     http.log_metrics = Some(log_metrics);
     let mut config = BridgeConfig::new(&args.log.agent);
     config.card = card;
+    config.signer = signer.clone();
+    config.trust = verifier.clone();
+    config.max_hops = args.signing.max_hops;
+    if let Some(id) = &args.signing.bridge_id {
+        config.id = id.clone();
+    }
     config.limits = LimitsConfig {
         blocking_sends: args.max_blocking_sends,
         streams: args.max_streams,
@@ -158,6 +169,8 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
     let worker = if args.demo {
         let mut config = WorkerConfig::new(&args.log.agent);
         config.view = Some(bridge.view().clone());
+        config.signer = signer;
+        config.trust = verifier;
         Some(Worker::start(log.clone(), config, DemoHandler).await?)
     } else {
         None

@@ -526,6 +526,12 @@ impl TaskView {
             .sum())
     }
 
+    /// The verifier the view checks records with, if a trust is configured (its counts are
+    /// what `/metrics` shows as `agentlog_records_rejected_total`).
+    pub fn verifier(&self) -> Option<&crate::security::RecordVerifier> {
+        self.inner.options.verifier.as_ref()
+    }
+
     /// Records seen and records that could not be decoded (and were skipped).
     pub fn counters(&self) -> (u64, u64) {
         (
