@@ -266,8 +266,16 @@ impl Bridge {
     /// A new record is signed with [`BridgeConfig::signer`]; a copy queued again
     /// ([`Topics::Commands`]) goes as the log holds it, signature and all.
     async fn commit(&self, record: &Record, to: Topics) -> Result<Appended> {
-        let bytes = match (&self.inner.config.signer, to) {
-            (Some(signer), Topics::Events | Topics::Both) => signer.encode(record)?,
+        let config = &self.inner.config;
+        let bytes = match (&config.signer, to) {
+            (Some(signer), Topics::Events | Topics::Both) => {
+                let bytes = signer.encode(record)?;
+                // The view reads it back: no need to check this process's own signature.
+                if let Some(trust) = &config.trust {
+                    trust.remember_own(&bytes, record.body.kind(), signer);
+                }
+                bytes
+            }
             _ => record.encode().map_err(|e| {
                 Error::new(ErrorKind::InvalidParams, "the record cannot be encoded").with_source(e)
             })?,

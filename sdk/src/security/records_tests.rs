@@ -259,3 +259,51 @@ fn every_signed_record_fixture_gets_its_verdict() {
     // Every reason and the valid case are covered.
     assert_eq!(verdicts.len(), Rejection::ALL.len() + 1);
 }
+
+#[test]
+fn admitted_bytes_and_own_records_skip_the_signature_check_with_the_same_verdict() {
+    let verifier = RecordVerifier::new(trust());
+    let bridge = RecordSigner::new(key(1));
+    let bytes = bridge.encode(&command()).unwrap();
+    let record = Record::decode(&bytes).unwrap();
+    assert!(verifier.admit_encoded(&bytes, &record, &"t", 0, 0));
+    assert!(verifier.admitted().set.contains(&digest(&bytes)));
+    // A tampered copy is other bytes: checked, and turned away.
+    let mut tampered = record.clone();
+    tampered.header.principal = "mallory".into();
+    let tampered_bytes = tampered.encode().unwrap();
+    assert!(!verifier.admit_encoded(&tampered_bytes, &tampered, &"t", 0, 1));
+    assert_eq!(verifier.rejected()[4], (Rejection::BadSignature, 1));
+    assert!(!verifier.admitted().set.contains(&digest(&tampered_bytes)));
+    // Rejected bytes are not remembered: counted again.
+    assert!(!verifier.admit_encoded(&tampered_bytes, &tampered, &"t", 0, 2));
+    assert_eq!(verifier.rejected_total(), 2);
+    // Own records: remembered only where the trust allows the signer's key the kind.
+    let terminal_bytes = bridge.encode(&terminal()).unwrap();
+    verifier.remember_own(&terminal_bytes, RecordKind::Terminal, &bridge);
+    assert!(!verifier.admitted().set.contains(&digest(&terminal_bytes)));
+    let worker = RecordSigner::new(key(2));
+    let own = worker.encode(&terminal()).unwrap();
+    verifier.remember_own(&own, RecordKind::Terminal, &worker);
+    assert!(verifier.admitted().set.contains(&digest(&own)));
+    let stranger = RecordSigner::new(key(9));
+    let theirs = stranger.encode(&terminal()).unwrap();
+    verifier.remember_own(&theirs, RecordKind::Terminal, &stranger);
+    assert!(!verifier.admitted().set.contains(&digest(&theirs)));
+    // A key id the trust maps to another key: not remembered.
+    let impostor = RecordSigner::new(key(9).with_kid(key(2).kid()));
+    let forged = impostor.encode(&terminal()).unwrap();
+    verifier.remember_own(&forged, RecordKind::Terminal, &impostor);
+    assert!(!verifier.admitted().set.contains(&digest(&forged)));
+}
+
+#[test]
+fn the_memory_of_admitted_bytes_is_bounded() {
+    let mut admitted = Admitted::default();
+    for i in 0..ADMITTED_MEMORY + 10 {
+        admitted.insert(digest(&i.to_le_bytes()));
+    }
+    assert_eq!(admitted.set.len(), ADMITTED_MEMORY);
+    assert_eq!(admitted.order.len(), ADMITTED_MEMORY);
+    assert!(!admitted.set.contains(&digest(&0usize.to_le_bytes())));
+}

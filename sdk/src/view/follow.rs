@@ -180,7 +180,13 @@ impl Inner {
             .filter_map(|stored| match Record::decode(&stored.payload) {
                 Ok(record) => {
                     if let Some(verifier) = verifier
-                        && !verifier.admit(&record, &self.topic, partition, stored.offset)
+                        && !verifier.admit_encoded(
+                            &stored.payload,
+                            &record,
+                            &self.topic,
+                            partition,
+                            stored.offset,
+                        )
                     {
                         return None;
                     }

@@ -19,7 +19,7 @@ use bytes::Bytes;
 use crate::agent::Caller;
 use crate::error::{Error, ErrorKind, Result};
 use crate::log::{Appended, Log, TopicRef};
-use crate::security::RecordSigner;
+use crate::security::{RecordSigner, RecordVerifier};
 
 /// Where a worker's records go, and under which name.
 #[derive(Debug)]
@@ -30,6 +30,9 @@ pub(super) struct Writer {
     pub(super) source: String,
     /// Signs every record written (none: unsigned).
     pub(super) signer: Option<RecordSigner>,
+    /// The worker's trust: told of the records signed here, so its view does not check
+    /// them again.
+    pub(super) trust: Option<RecordVerifier>,
 }
 
 impl Writer {
@@ -42,7 +45,13 @@ impl Writer {
         let payloads = match &self.signer {
             Some(signer) => records
                 .iter()
-                .map(|r| signer.encode(r).map(Bytes::from))
+                .map(|r| {
+                    let bytes = signer.encode(r)?;
+                    if let Some(trust) = &self.trust {
+                        trust.remember_own(&bytes, r.body.kind(), signer);
+                    }
+                    Ok(Bytes::from(bytes))
+                })
                 .collect::<Result<Vec<_>>>()?,
             None => records.iter().map(encode).collect::<Result<Vec<_>>>()?,
         };

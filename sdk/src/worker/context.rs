@@ -409,6 +409,7 @@ mod tests {
             commands: TopicRef::new("s", "a.commands"),
             source: "w".into(),
             signer: None,
+            trust: None,
         });
         let task = TaskRef {
             id: "t".into(),

@@ -151,6 +151,7 @@ impl Worker {
                 commands: topics.commands,
                 source: config.source.clone(),
                 signer: config.signer,
+                trust: config.trust.clone(),
             }),
             trust: config.trust,
             permits: Arc::new(Semaphore::new(concurrency)),

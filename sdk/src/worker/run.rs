@@ -259,7 +259,8 @@ fn turn_of(stored: &StoredRecord, shared: &Shared) -> Option<TurnKey> {
         }
     };
     if let Some(trust) = &shared.trust
-        && !trust.admit(
+        && !trust.admit_encoded(
+            &stored.payload,
             &record,
             &shared.writer.commands,
             stored.partition,
