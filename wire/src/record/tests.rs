@@ -2,7 +2,9 @@
 
 #![allow(clippy::unwrap_used)]
 
+use super::codec::FIXED_HEADER_LEN;
 use super::*;
+use crate::WireError;
 use strum::IntoEnumIterator;
 
 fn header() -> RecordHeader {
