@@ -14,6 +14,7 @@ pub mod bridge;
 #[cfg(feature = "cli")]
 pub mod cli;
 pub mod error;
+pub mod hops;
 #[cfg(feature = "http")]
 pub mod http;
 pub mod log;

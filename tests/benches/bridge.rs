@@ -3,8 +3,10 @@
 //! Prints a table; see `benches/README.md`.
 //!
 //! `cargo bench -p agentlog-integration --bench bridge`
-//! (`BRIDGE_BENCH=get|round-trip|throughput` runs one part; `BRIDGE_GET_REQUESTS=<n>` sets the
-//! GetTask requests per case and round, 2,000 by default, e.g. more to profile.)
+//! (`BRIDGE_BENCH=get|round-trip|throughput|signing` runs one part; `BRIDGE_GET_REQUESTS=<n>`
+//! sets the GetTask requests per case and round, 2,000 by default, e.g. more to profile.
+//! `signing` compares signed records and a trust on against off in the same run: the
+//! blocking round trip, returnImmediately throughput, and a view's replay.)
 #![allow(clippy::unwrap_used)]
 
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -52,7 +54,7 @@ fn main() {
     agentlog_integration::bench::block_on(run());
 }
 
-/// `BRIDGE_BENCH=get|round-trip|throughput` runs one part; unset runs all.
+/// `BRIDGE_BENCH=get|round-trip|throughput|signing` runs one part; unset runs all.
 fn wants(part: &str) -> bool {
     std::env::var("BRIDGE_BENCH").map_or(true, |only| only == part)
 }
@@ -66,6 +68,9 @@ async fn run() {
     }
     if wants("throughput") {
         throughput_part().await;
+    }
+    if wants("signing") {
+        signing::part().await;
     }
 }
 
@@ -300,12 +305,28 @@ async fn open_bridge(filled: &FilledLog) -> Bridge {
 }
 
 async fn round_trip_case(label: &str, log: Log) {
-    let bridge = Bridge::open(log.clone(), BridgeConfig::new("rt"))
-        .await
-        .unwrap();
+    let hist = round_trip(log, BridgeConfig::new("rt"), WorkerConfig::new("rt"), 3_000).await;
+    println!(
+        "| {label} | {} | {} | {} | {} |",
+        hist.len(),
+        hist.value_at_quantile(0.5),
+        hist.value_at_quantile(0.99),
+        hist.value_at_quantile(0.999)
+    );
+}
+
+/// `samples` blocking round trips (after 200 to warm up) through a bridge and a worker of
+/// these configurations, in µs.
+async fn round_trip(
+    log: Log,
+    config: BridgeConfig,
+    worker_config: WorkerConfig,
+    samples: usize,
+) -> Histogram<u64> {
+    let bridge = Bridge::open(log.clone(), config).await.unwrap();
     let worker = Worker::start(
         log.clone(),
-        WorkerConfig::new("rt"),
+        worker_config,
         handler_fn(|task: agentlog::worker::TaskContext| async move {
             let text = task.text();
             task.complete(Some(&text)).await?;
@@ -316,7 +337,6 @@ async fn round_trip_case(label: &str, log: Log) {
     .unwrap();
     let caller = Caller::anonymous();
     let mut hist = Histogram::<u64>::new(3).unwrap();
-    let samples = 3_000;
     for i in 0..samples + 200 {
         let started = Instant::now();
         let response = bridge
@@ -331,19 +351,18 @@ async fn round_trip_case(label: &str, log: Log) {
         };
         assert_eq!(task.status.state, TaskState::Completed);
     }
-    println!(
-        "| {label} | {samples} | {} | {} | {} |",
-        hist.value_at_quantile(0.5),
-        hist.value_at_quantile(0.99),
-        hist.value_at_quantile(0.999)
-    );
     worker.shutdown().await.unwrap();
+    hist
 }
 
 async fn throughput_case(label: &str, log: Log, senders: usize) {
-    let bridge = Bridge::open(log.clone(), BridgeConfig::new("tp"))
-        .await
-        .unwrap();
+    let rate = throughput(log, BridgeConfig::new("tp"), senders).await;
+    println!("| {label} | {senders} | {rate:.0} |");
+}
+
+/// returnImmediately sends per second from `senders` concurrent senders.
+async fn throughput(log: Log, config: BridgeConfig, senders: usize) -> f64 {
+    let bridge = Bridge::open(log.clone(), config).await.unwrap();
     let caller = Caller::anonymous();
     let per_sender = if senders == 1 { 20_000 } else { 2_000 };
     let started = Instant::now();
@@ -363,8 +382,8 @@ async fn throughput_case(label: &str, log: Log, senders: usize) {
         run.unwrap();
     }
     let total = senders * per_sender;
-    println!(
-        "| {label} | {senders} | {:.0} |",
-        total as f64 / started.elapsed().as_secs_f64()
-    );
+    total as f64 / started.elapsed().as_secs_f64()
 }
+
+#[path = "bridge/signing.rs"]
+mod signing;

@@ -26,6 +26,7 @@ use bytes::Bytes;
 use crate::agent::{AgentTopics, Caller};
 use crate::error::{Error, ErrorKind, Result};
 use crate::log::{AppendBatch, Appended, Log};
+use crate::security::{RecordSigner, RecordVerifier};
 use crate::view::{CompactTopics, TaskView, ViewOptions};
 
 pub use limits::LimitsConfig;
@@ -64,6 +65,19 @@ pub struct BridgeConfig {
     /// `capabilities.extendedAgentCard` on the public card. Default `None`: the method
     /// answers -32004 (or -32007 when the public card declares the capability anyway).
     pub extended_card: Option<AgentCard>,
+    /// The id this bridge stamps at the end of the bridge path of every record it writes
+    /// (the hop guard, [`crate::hops`]): a call arriving with this id on its path already is
+    /// refused. Default: the agent's name, so every replica of an agent has the same.
+    pub id: String,
+    /// The most bridges a call may go through (the path's length, this bridge included);
+    /// past it a call is refused ([`ErrorKind::LoopDetected`]). Default 8.
+    pub max_hops: u8,
+    /// Signs every record this bridge writes (commands, continues, cancel requests);
+    /// `None` writes them unsigned.
+    pub signer: Option<RecordSigner>,
+    /// With a trust configured, the bridge's view applies only the records it admits
+    /// (`skills/security/records.md`); `None` applies every record.
+    pub trust: Option<RecordVerifier>,
 }
 
 impl BridgeConfig {
@@ -79,6 +93,10 @@ impl BridgeConfig {
             checkpoint_every: Some(Duration::from_secs(60)),
             limits: LimitsConfig::default(),
             extended_card: None,
+            id: agent.to_owned(),
+            max_hops: crate::hops::DEFAULT_MAX_HOPS,
+            signer: None,
+            trust: None,
         }
     }
 }
@@ -181,6 +199,7 @@ impl Bridge {
                 commands: config.topics.commands.clone(),
                 commands_retention_ms: millis(config.retention.unwrap_or(DEFAULT_RETENTION)),
             }),
+            verifier: config.trust.clone(),
             ..ViewOptions::checkpointed(config.topics.checkpoints.clone())
         };
         let view = TaskView::start_with(log.clone(), config.topics.events.clone(), options).await?;
@@ -251,6 +270,7 @@ impl Bridge {
         task_id: &str,
         context_id: &str,
         message_id: String,
+        bridge_hops: Vec<String>,
     ) -> RecordHeader {
         RecordHeader {
             task_id: task_id.to_owned(),
@@ -259,21 +279,39 @@ impl Bridge {
             source: self.inner.config.source.clone(),
             principal: caller.principal.clone(),
             tenant: caller.tenant.clone(),
-            hops: 0,
+            hops: u8::try_from(bridge_hops.len()).unwrap_or(u8::MAX),
             attempt: 0,
             deadline_ms: 0,
             timestamp_ms: now_ms(),
             content_type: "application/json".to_owned(),
+            key_id: String::new(),
+            bridge_hops,
+            signature: Vec::new(),
         }
     }
 
     /// Append a record to the agent's topics named by `to`, keyed by its task id. With
     /// [`Topics::Both`] the events topic (the commit point) comes first and the commands copy
     /// is acknowledged only with it. Returns where the record landed in the first topic.
+    ///
+    /// A new record is signed with [`BridgeConfig::signer`]; a copy queued again
+    /// ([`Topics::Commands`]) goes as the log holds it, signature and all.
     async fn commit(&self, record: &Record, to: Topics) -> Result<Appended> {
-        let bytes = Bytes::from(record.encode().map_err(|e| {
-            Error::new(ErrorKind::InvalidParams, "the record cannot be encoded").with_source(e)
-        })?);
+        let config = &self.inner.config;
+        let bytes = match (&config.signer, to) {
+            (Some(signer), Topics::Events | Topics::Both) => {
+                let bytes = signer.encode(record)?;
+                // The view reads it back: no need to check this process's own signature.
+                if let Some(trust) = &config.trust {
+                    trust.remember_own(&bytes, record.body.kind(), signer);
+                }
+                bytes
+            }
+            _ => record.encode().map_err(|e| {
+                Error::new(ErrorKind::InvalidParams, "the record cannot be encoded").with_source(e)
+            })?,
+        };
+        let bytes = Bytes::from(bytes);
         let key = record.header.task_id.as_bytes();
         let topics = &self.inner.config.topics;
         let log = &self.inner.log;

@@ -154,6 +154,10 @@ impl Bridge {
             )
             .with_detail("field", "message.role"));
         }
+        // The hop guard, before anything is written: continue the caller's path or refuse.
+        let config = &self.inner.config;
+        let path =
+            crate::hops::extend(crate::hops::path_of(message)?, &config.id, config.max_hops)?;
         let params = match raw_params {
             Some(raw) => raw.to_owned(),
             None => serde_json::to_string(request).map_err(|e| {
@@ -161,9 +165,12 @@ impl Bridge {
             })?,
         };
         match &message.task_id {
-            Some(task_id) => self.accept_continue(caller, task_id, message, params).await,
+            Some(task_id) => {
+                self.accept_continue(caller, task_id, message, params, path)
+                    .await
+            }
             None => {
-                self.accept_new(caller, request, params, raw_params.is_some())
+                self.accept_new(caller, request, params, raw_params.is_some(), path)
                     .await
             }
         }
@@ -177,6 +184,7 @@ impl Bridge {
         request: &SendMessageRequest,
         params: String,
         params_parsed: bool,
+        path: Vec<String>,
     ) -> Result<Accepted> {
         let message = &request.message;
         let task_id = ids::task_id(&caller.tenant, &caller.principal, &message.message_id);
@@ -190,7 +198,13 @@ impl Bridge {
             ids::context_id(&caller.tenant, &caller.principal, &message.message_id)
         });
         let record = Record {
-            header: self.header(caller, &task_id, &context_id, message.message_id.clone()),
+            header: self.header(
+                caller,
+                &task_id,
+                &context_id,
+                message.message_id.clone(),
+                path,
+            ),
             body: RecordBody::Command {
                 params,
                 retention_ms: self.retention_ms(),
@@ -290,6 +304,7 @@ impl Bridge {
         task_id: &str,
         message: &Message,
         params: String,
+        path: Vec<String>,
     ) -> Result<Accepted> {
         self.sync_task(task_id).await?;
         let view = &self.inner.view;
@@ -330,6 +345,7 @@ impl Bridge {
                 task_id,
                 &info.context_id,
                 message.message_id.clone(),
+                path,
             ),
             body: RecordBody::Continue { params },
         };

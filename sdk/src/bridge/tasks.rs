@@ -59,6 +59,7 @@ impl Bridge {
                 task_id,
                 &info.context_id,
                 format!("cancel-{}", uuid::Uuid::new_v4()),
+                vec![self.inner.config.id.clone()],
             ),
             body: RecordBody::CancelRequest { metadata },
         };

@@ -13,6 +13,7 @@ mod keygen;
 mod output;
 mod serve;
 mod serve_auth;
+mod signing;
 mod tail;
 mod tasks;
 mod token;

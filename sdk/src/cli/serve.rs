@@ -87,6 +87,9 @@ pub(super) struct ServeArgs {
     #[command(flatten)]
     auth: AuthArgs,
 
+    #[command(flatten)]
+    signing: super::signing::ServeSigningArgs,
+
     /// Also run the built-in demo worker in this process (echo, `sleep N`, `input`, `fail`),
     /// and describe it in the card's skills.
     #[arg(long)]
@@ -116,12 +119,6 @@ pub(super) struct ServeArgs {
     /// Its `signatures` are dropped (they cannot cover the card served): see --signing-key.
     #[arg(long, value_name = "FILE")]
     card: Option<std::path::PathBuf>,
-
-    /// Sign the agent card with this ed25519 private key (PKCS#8 PEM, as `agentlog keygen`
-    /// writes): the card carries one JWS signature per key (A2A §8.4), named by the key's id.
-    /// Repeat it to sign with two keys while rotating them. Default: the card is unsigned.
-    #[arg(long = "signing-key", value_name = "FILE")]
-    signing_keys: Vec<std::path::PathBuf>,
 
     /// Open a damaged embedded log (file://) by cutting each partition at its first damaged
     /// batch, as after a power loss, instead of refusing to start; what was after the damage
@@ -176,18 +173,30 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
     }
     let auth_banner = serve_auth::describe(auth.as_ref());
     http.auth = auth;
-    let signing_keys = signing_keys(&args.signing_keys)?;
+    let signing_keys = signing_keys(&args.signing.signing_key)?;
     // The router signs the card; signing it here first turns a card that cannot be signed
     // into a refusal to start rather than an unsigned card.
     crate::security::sign_card(&card, &signing_keys)
         .map_err(|e| CliError::msg(format!("cannot sign the agent card: {e}")))?;
     http.signing_keys = signing_keys.clone();
 
+    // The first card key signs the records too.
+    let signer = signing_keys
+        .first()
+        .cloned()
+        .map(crate::security::RecordSigner::new);
+    let verifier = args.signing.verifier()?;
     let (log, log_metrics) = super::open_counted_log(&log_url).await?;
     http.log_metrics = Some(log_metrics);
     let mut config = BridgeConfig::new(&args.log.agent);
     config.card = card;
     config.extended_card = extended_card;
+    config.signer = signer.clone();
+    config.trust = verifier.clone();
+    config.max_hops = args.signing.max_hops;
+    if let Some(id) = &args.signing.bridge_id {
+        config.id = id.clone();
+    }
     config.limits = LimitsConfig {
         blocking_sends: args.max_blocking_sends,
         streams: args.max_streams,
@@ -197,6 +206,8 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
     let worker = if args.demo {
         let mut config = WorkerConfig::new(&args.log.agent);
         config.view = Some(bridge.view().clone());
+        config.signer = signer;
+        config.trust = verifier;
         Some(Worker::start(log.clone(), config, DemoHandler).await?)
     } else {
         None

@@ -31,6 +31,10 @@ EXAMPLES:
   echo 'long text' | agentlog send http://127.0.0.1:8080 -
   agentlog send --json http://127.0.0.1:8080 hello | jq -r .task.id
 
+Run by an `agentlog worker --exec` command, it carries the task's bridge path (AGENTLOG_HOPS)
+in the message metadata (agentlog.hops): a call back to an agent already on the path is refused
+(error -32600, loop_detected) instead of looping.
+
 The exit status is 0 whenever the agent answered, whatever state the task ended in; a
 JSON-RPC error (e.g. `error: Task not found: abc (-32001)`) or an unreachable agent exits 1.";
 
@@ -195,6 +199,28 @@ fn parse_state(value: &str) -> Result<TaskState, String> {
         })
 }
 
+/// The bridge path in `AGENTLOG_HOPS` (set by `agentlog worker --exec` for its command), to
+/// carry on the message sent; empty when unset or empty.
+fn hops_from_env() -> CliResult<Vec<String>> {
+    let Some(text) = std::env::var_os(crate::hops::HOPS_ENV) else {
+        return Ok(Vec::new());
+    };
+    let text = text.to_string_lossy();
+    if text.trim().is_empty() {
+        return Ok(Vec::new());
+    }
+    serde_json::from_str::<serde_json::Value>(&text)
+        .ok()
+        .as_ref()
+        .and_then(crate::hops::parse_path)
+        .ok_or_else(|| {
+            CliError::msg(format!(
+                "{} must be a JSON array of bridge ids (as `agentlog worker --exec` sets it), not {text}",
+                crate::hops::HOPS_ENV
+            ))
+        })
+}
+
 /// `agentlog send`.
 pub(super) async fn send(args: SendArgs, out: &Out) -> CliResult {
     let text = message_text(&args.text)?;
@@ -204,6 +230,7 @@ pub(super) async fn send(args: SendArgs, out: &Out) -> CliResult {
     let mut message = Message::user_text(uuid::Uuid::new_v4().to_string(), text);
     message.task_id = args.task.clone();
     message.context_id = args.context.clone();
+    crate::hops::stamp(&mut message, &hops_from_env()?);
     let request = SendMessageRequest {
         tenant: client.tenant().map(str::to_owned),
         message,

@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::output::Out;
 use super::{CliError, CliResult, LogArgs, RetentionArgs};
-use crate::http::{log_metrics_router, serve};
+use crate::http::{metrics_router, serve};
 use crate::worker::{DemoHandler, Handler, HandlerError, TaskContext, Worker, WorkerConfig};
 
 const EXAMPLES: &str = "\
@@ -36,6 +36,9 @@ artifact `output`; a non-zero exit fails the task with the command's stderr; can
 kills the command. The command's environment has AGENTLOG_TASK_ID, AGENTLOG_ATTEMPT (1, or more
 when the task's turn is run again after a worker died mid-run) and AGENTLOG_IDEMPOTENCY_KEY (the
 same in every run of the turn): pass the key to whatever the command changes, so it happens once.
+It also has AGENTLOG_HOPS, the task's bridge path as a JSON array (e.g. [\"a\"]): an
+`agentlog send` the command runs reads it and carries the path on, so a call that would come
+back to a bridge on it is refused (the hop guard) instead of looping.
 Stops on Ctrl-C or SIGTERM, finishing running tasks first (up to 10 s; the rest are released to
 the other workers).";
 
@@ -48,6 +51,9 @@ pub(super) struct WorkerArgs {
 
     #[command(flatten)]
     retention: RetentionArgs,
+
+    #[command(flatten)]
+    signing: super::signing::WorkerSigningArgs,
 
     /// Run this command for each task instead of the demo handler.
     #[arg(long, value_name = "COMMAND")]
@@ -104,10 +110,14 @@ async fn work(args: &WorkerArgs, out: &Out, what: &str, handler: impl Handler) -
         })?),
         None => None,
     };
+    let signer = args.signing.record_signer()?;
+    let verifier = args.signing.verifier()?;
     let (log, log_metrics) = super::open_counted_log(&url).await?;
     let mut config = WorkerConfig::new(&args.log.agent);
     config.concurrency = args.concurrency.max(1);
     config.lease = args.lease;
+    config.signer = signer;
+    config.trust = verifier.clone();
     let worker = Worker::start(log.clone(), config, handler).await?;
     let stop = CancellationToken::new();
     let mut metrics_at = String::new();
@@ -119,7 +129,7 @@ async fn work(args: &WorkerArgs, out: &Out, what: &str, handler: impl Handler) -
             metrics_at = format!("; metrics: http://{local}/metrics");
             Some(tokio::spawn(serve(
                 listener,
-                log_metrics_router(log_metrics),
+                metrics_router(log_metrics, verifier),
                 stop.clone().cancelled_owned(),
             )))
         }
@@ -228,6 +238,11 @@ impl Handler for ExecHandler {
             .env("AGENTLOG_TASK_ID", task.task_id())
             .env("AGENTLOG_ATTEMPT", task.attempt().to_string())
             .env("AGENTLOG_IDEMPOTENCY_KEY", task.idempotency_key())
+            // The task's bridge path: `agentlog send` run by the command carries it on.
+            .env(
+                crate::hops::HOPS_ENV,
+                serde_json::to_string(task.hops()).unwrap_or_else(|_| "[]".to_owned()),
+            )
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -437,6 +452,15 @@ mod tests {
         assert_eq!(task.status.state, TaskState::Completed);
         assert_eq!(status_text(&task), "HELLO");
         assert_eq!(task.artifacts[0].artifact_id, "output");
+        s.worker.shutdown().await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn the_command_gets_the_tasks_bridge_path() {
+        let s = setup("sh -c 'printf %s \"$AGENTLOG_HOPS\"'").await;
+        let task = send(&s.bridge, "x", false).await;
+        assert_eq!(task.status.state, TaskState::Completed);
+        assert_eq!(status_text(&task), r#"["exec"]"#);
         s.worker.shutdown().await.unwrap();
     }
 

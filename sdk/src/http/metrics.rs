@@ -21,6 +21,7 @@ use prometheus_client::registry::Registry;
 use super::AppState;
 use crate::error::ErrorKind;
 use crate::log::layers::{LogMetrics, LogOp};
+use crate::security::RecordVerifier;
 use crate::view::TaskView;
 
 const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -84,6 +85,9 @@ impl Metrics {
             lag.clone(),
         );
         registry.register_collector(Box::new(ViewCounters(view.clone())));
+        if let Some(verifier) = view.verifier() {
+            registry.register_collector(Box::new(RejectedRecords(verifier.clone())));
+        }
         if let Some(log) = log {
             registry.register_collector(Box::new(LogCounters(log)));
         }
@@ -130,6 +134,34 @@ impl Collector for ViewCounters {
             let counter = ConstCounter::new(value);
             let metric = encoder.encode_descriptor(name, help, None, counter.metric_type())?;
             counter.encode(metric)?;
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReasonLabels {
+    reason: &'static str,
+}
+
+/// The records a [`RecordVerifier`] turned away, by reason, read at scrape time: every
+/// reason's series, zeros included (five of them).
+#[derive(Debug)]
+pub(super) struct RejectedRecords(pub(super) RecordVerifier);
+
+impl Collector for RejectedRecords {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let mut family = encoder.encode_descriptor(
+            "agentlog_records_rejected",
+            "Records ignored because the trust does not allow them, by reason (unsigned, unknown_key, retired_key, kind_not_allowed, bad_signature)",
+            None,
+            MetricType::Counter,
+        )?;
+        for (reason, n) in self.0.rejected() {
+            let labels = ReasonLabels {
+                reason: reason.as_str(),
+            };
+            ConstCounter::new(n).encode(family.encode_family(&labels)?)?;
         }
         Ok(())
     }
@@ -264,5 +296,85 @@ pub(super) fn encode(registry: &Registry) -> Response {
             "cannot encode the metrics",
         )
             .into_response(),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use axum::body::Body;
+    use axum::http::Request;
+    use bytes::Bytes;
+    use tower::ServiceExt;
+
+    use crate::bridge::{Bridge, BridgeConfig};
+    use crate::security::{RecordVerifier, Role, SigningKey, Trust};
+
+    async fn scrape_text(app: axum::Router) -> String {
+        let reply = app
+            .oneshot(Request::get("/metrics").body(Body::empty()).unwrap())
+            .await
+            .unwrap();
+        let body = axum::body::to_bytes(reply.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        String::from_utf8(body.to_vec()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn rejected_records_are_counted_by_reason_on_metrics() {
+        let log = crate::log::open("memory://").await.unwrap();
+        let trust =
+            Trust::new().with_role(SigningKey::from_seed([1; 32]).verifying_key(), Role::Bridge);
+        let verifier = RecordVerifier::new(trust);
+        let mut config = BridgeConfig::new("m");
+        config.trust = Some(verifier.clone());
+        let bridge = Bridge::open(log.clone(), config).await.unwrap();
+        let unsigned = agentlog_wire::Record {
+            header: agentlog_wire::RecordHeader {
+                task_id: "t-1".into(),
+                ..Default::default()
+            },
+            body: agentlog_wire::RecordBody::CancelRequest {
+                metadata: String::new(),
+            },
+        };
+        let events = &bridge.config().topics.events;
+        log.append(
+            events,
+            b"t-1",
+            vec![Bytes::from(unsigned.encode().unwrap())],
+        )
+        .await
+        .unwrap();
+        bridge
+            .view()
+            .sync(None, std::time::Duration::from_secs(10))
+            .await
+            .unwrap();
+        let text = scrape_text(super::super::router(
+            bridge,
+            super::super::HttpConfig::default(),
+        ))
+        .await;
+        for line in [
+            r#"agentlog_records_rejected_total{reason="unsigned"} 1"#,
+            r#"agentlog_records_rejected_total{reason="bad_signature"} 0"#,
+        ] {
+            assert!(text.contains(line), "missing {line:?} in\n{text}");
+        }
+        let worker =
+            super::super::metrics_router(crate::log::layers::LogMetrics::new(), Some(verifier));
+        let text = scrape_text(worker).await;
+        assert!(
+            text.contains(r#"agentlog_records_rejected_total{reason="unsigned"} 1"#),
+            "{text}"
+        );
+        let plain = super::super::log_metrics_router(crate::log::layers::LogMetrics::new());
+        assert!(
+            !scrape_text(plain)
+                .await
+                .contains("agentlog_records_rejected")
+        );
     }
 }

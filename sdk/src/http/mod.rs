@@ -72,6 +72,10 @@
 //!   measured on each scrape.
 //! - `agentlog_view_records_total`, `agentlog_view_undecodable_records_total`: records the
 //!   view has seen, and those it skipped because they could not be decoded.
+//! - `agentlog_records_rejected_total{reason}` (with a trust configured,
+//!   `BridgeConfig::trust`): records ignored because the trust does not allow them, by
+//!   `reason`: `unsigned`, `unknown_key`, `retired_key`, `kind_not_allowed`, `bad_signature`
+//!   (`skills/security/records.md`).
 //!
 //! With [`HttpConfig::log_metrics`] set (the [`LogMetrics`] of a [`MetricsLayer`] on the
 //! bridge's log; `agentlog serve` sets it), the log's operations too, labelled with `op`, the
@@ -260,8 +264,20 @@ pub fn router(bridge: Bridge, config: HttpConfig) -> Router {
 /// module docs), for a process that has a log but no bridge, such as a worker. Anything
 /// else gets `404`.
 pub fn log_metrics_router(metrics: LogMetrics) -> Router {
+    metrics_router(metrics, None)
+}
+
+/// [`log_metrics_router`], and with `verifier` the records it turned away
+/// (`agentlog_records_rejected_total{reason}`): what `agentlog worker --trust` serves.
+pub fn metrics_router(
+    metrics: LogMetrics,
+    verifier: Option<crate::security::RecordVerifier>,
+) -> Router {
     let mut registry = prometheus_client::registry::Registry::default();
     registry.register_collector(Box::new(metrics::LogCounters(metrics)));
+    if let Some(verifier) = verifier {
+        registry.register_collector(Box::new(metrics::RejectedRecords(verifier)));
+    }
     let registry = Arc::new(registry);
     Router::new()
         .route(

@@ -173,10 +173,16 @@ impl super::TaskView {
                 break;
             };
             for stored in batch.into_iter().filter(|r| r.offset <= last) {
-                // Another task's record, or one that does not decode (the fold skipped it
-                // too): not this task's.
+                // Another task's record, or one that does not decode or that the trust
+                // turns away (the fold skipped it too, and counted it): not this task's.
                 if let Ok(record) = agentlog_wire::Record::decode(&stored.payload)
                     && record.header.task_id == task_id
+                    && self
+                        .inner
+                        .options
+                        .verifier
+                        .as_ref()
+                        .is_none_or(|v| v.check(&record).is_ok())
                 {
                     found.push((stored.offset, record));
                 }

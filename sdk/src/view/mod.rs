@@ -188,6 +188,11 @@ pub struct ViewOptions {
     /// ([`TaskView::compact`]), and those of these topics. For the one view per log that
     /// writes (a bridge's); a backend that manages its own retention (Iggy) has none.
     pub compact: Option<CompactTopics>,
+    /// Apply only the records this verifier admits (signed by a trusted key allowed their
+    /// kind); the others are skipped, counted by reason and warned with their position.
+    /// `None` applies every record that decodes. A view's own appends
+    /// ([`apply_own`](TaskView::apply_own)) are not checked again.
+    pub verifier: Option<crate::security::RecordVerifier>,
 }
 
 impl ViewOptions {
@@ -199,6 +204,7 @@ impl ViewOptions {
             checkpoint_every: Some(std::time::Duration::from_secs(60)),
             checkpoint_records: 10_000,
             compact: None,
+            verifier: None,
         }
     }
 
@@ -518,6 +524,12 @@ impl TaskView {
             .zip(&self.inner.applied)
             .map(|(end, applied)| end.saturating_sub(*applied.borrow()))
             .sum())
+    }
+
+    /// The verifier the view checks records with, if a trust is configured (its counts are
+    /// what `/metrics` shows as `agentlog_records_rejected_total`).
+    pub fn verifier(&self) -> Option<&crate::security::RecordVerifier> {
+        self.inner.options.verifier.as_ref()
     }
 
     /// Records seen and records that could not be decoded (and were skipped).

@@ -35,31 +35,44 @@ impl TaskView {
         };
         let partition = self.partition_of(task_id);
         match self
-            .fold_content(task_id, partition, &content, status)
+            .fold_content(task_id, partition, &content, status, None)
             .await
         {
             Err(error) if error.kind() == ErrorKind::TaskNotFound => Ok(None),
-            folded => folded.map(Some),
+            folded => folded.map(|(task, _)| Some(task)),
         }
     }
 
     /// The task `info` describes, folded from its content records read back from the log.
     pub async fn load(&self, info: &TaskInfo) -> Result<Task> {
+        self.load_turn(info, None).await.map(|(task, _)| task)
+    }
+
+    /// [`load`](Self::load), and the bridge path (`bridge_hops`) of the command or continue
+    /// that brought message `turn` (empty if none did): what a worker gives the handler of
+    /// that turn (the hop guard), read with the task at no extra cost.
+    pub async fn load_turn(
+        &self,
+        info: &TaskInfo,
+        turn: Option<&str>,
+    ) -> Result<(Task, Vec<String>)> {
         if applied::spilled(&info.records).is_some() {
             let records = self.task_records(info, false).await?;
+            let path = turn_path(&records, turn);
             let mut fold = agentlog_wire::fold::TaskFold::new();
             for (_, record) in &records {
                 fold.apply(record);
             }
-            return fold.into_task().ok_or_else(|| {
+            let task = fold.into_task().ok_or_else(|| {
                 Error::new(
                     ErrorKind::Corrupt,
                     format!("task {}: its records do not fold to a task", info.id),
                 )
-            });
+            })?;
+            return Ok((task, path));
         }
         let content = content_offsets(&info.records);
-        self.fold_content(&info.id, info.partition, &content, info.status())
+        self.fold_content(&info.id, info.partition, &content, info.status(), turn)
             .await
     }
 
@@ -69,7 +82,8 @@ impl TaskView {
         partition: u32,
         content: &[u64],
         status: StatusMark,
-    ) -> Result<Task> {
+        turn: Option<&str>,
+    ) -> Result<(Task, Vec<String>)> {
         let records = match self.read_records(partition, content).await {
             // The task expired while it was being read, and the log deleted its records:
             // a clean not-found, as a moment later.
@@ -78,12 +92,14 @@ impl TaskView {
             }
             read => read?,
         };
-        fold_content(records.iter().map(|(_, record)| record), status).ok_or_else(|| {
+        let path = turn_path(&records, turn);
+        let task = fold_content(records.iter().map(|(_, record)| record), status).ok_or_else(|| {
             Error::new(
                 ErrorKind::Corrupt,
                 format!("task {task_id}: its content records do not fold (the first must be its command)"),
             )
-        })
+        })?;
+        Ok((task, path))
     }
 
     /// Whether the view holds `task_id` and it has not expired.
@@ -123,4 +139,25 @@ impl TaskView {
             })
             .collect()
     }
+}
+
+/// The bridge path of the last command or continue among `records` that brought `turn`.
+fn turn_path(records: &[(u64, Record)], turn: Option<&str>) -> Vec<String> {
+    let Some(turn) = turn else {
+        return Vec::new();
+    };
+    records
+        .iter()
+        .rev()
+        .map(|(_, record)| record)
+        .find(|r| {
+            r.header.message_id == turn
+                && matches!(
+                    r.body,
+                    agentlog_wire::RecordBody::Command { .. }
+                        | agentlog_wire::RecordBody::Continue { .. }
+                )
+        })
+        .map(|r| r.header.bridge_hops.clone())
+        .unwrap_or_default()
 }

@@ -19,6 +19,7 @@ use bytes::Bytes;
 use crate::agent::Caller;
 use crate::error::{Error, ErrorKind, Result};
 use crate::log::{Appended, Log, TopicRef};
+use crate::security::{RecordSigner, RecordVerifier};
 
 /// Where a worker's records go, and under which name.
 #[derive(Debug)]
@@ -27,15 +28,33 @@ pub(super) struct Writer {
     pub(super) events: TopicRef,
     pub(super) commands: TopicRef,
     pub(super) source: String,
+    /// Signs every record written (none: unsigned).
+    pub(super) signer: Option<RecordSigner>,
+    /// The worker's trust: told of the records signed here, so its view does not check
+    /// them again.
+    pub(super) trust: Option<RecordVerifier>,
 }
 
 impl Writer {
-    /// Append `records` (of one task) to the events topic in one batch, keyed by their task.
+    /// Append `records` (of one task) to the events topic in one batch, keyed by their task,
+    /// each signed if the worker has a signer.
     pub(super) async fn append(&self, records: &[Record]) -> Result<Appended> {
         let Some(first) = records.first() else {
             return Err(Error::new(ErrorKind::Internal, "an empty batch of records"));
         };
-        let payloads = records.iter().map(encode).collect::<Result<Vec<_>>>()?;
+        let payloads = match &self.signer {
+            Some(signer) => records
+                .iter()
+                .map(|r| {
+                    let bytes = signer.encode(r)?;
+                    if let Some(trust) = &self.trust {
+                        trust.remember_own(&bytes, r.body.kind(), signer);
+                    }
+                    Ok(Bytes::from(bytes))
+                })
+                .collect::<Result<Vec<_>>>()?,
+            None => records.iter().map(encode).collect::<Result<Vec<_>>>()?,
+        };
         self.log
             .append(&self.events, first.header.task_id.as_bytes(), payloads)
             .await
@@ -136,6 +155,9 @@ impl Attempt {
                 deadline_ms: 0,
                 timestamp_ms: now_ms(),
                 content_type: "application/json".to_owned(),
+                key_id: String::new(),
+                bridge_hops: Vec::new(),
+                signature: Vec::new(),
             },
             body,
         }

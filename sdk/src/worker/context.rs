@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use agentlog_wire::RecordBody;
 use agentlog_wire::TaskState;
-use agentlog_wire::a2a::{Artifact, Message, Part};
+use agentlog_wire::a2a::{Artifact, Message, Part, SendMessageRequest};
 use agentlog_wire::fold::Change;
 use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
@@ -72,6 +72,8 @@ struct Inner {
     restart: Mutex<HashSet<String>>,
     view: TaskView,
     sync_timeout: Duration,
+    /// The bridge path of the record that brought this turn's message.
+    hops: Vec<String>,
 }
 
 /// Everything a context is made of (built by the worker's run loop).
@@ -83,6 +85,7 @@ pub(super) struct Parts {
     pub(super) restart: HashSet<String>,
     pub(super) view: TaskView,
     pub(super) sync_timeout: Duration,
+    pub(super) hops: Vec<String>,
 }
 
 impl TaskContext {
@@ -101,8 +104,23 @@ impl TaskContext {
                 restart: Mutex::new(parts.restart),
                 view: parts.view,
                 sync_timeout: parts.sync_timeout,
+                hops: parts.hops,
             }),
         })
+    }
+
+    /// The bridges the message this turn answers came through, oldest first, the bridge that
+    /// wrote it last (the hop guard: [`crate::hops`]). Empty for a record written by no bridge
+    /// of this release.
+    pub fn hops(&self) -> &[String] {
+        &self.inner.hops
+    }
+
+    /// Carry this turn's bridge path on `request` (its message's metadata under
+    /// [`crate::hops::HOPS_METADATA_KEY`]) before sending it to another agent: the bridge that
+    /// receives it continues the path, and refuses a call that would loop.
+    pub fn stamp(&self, request: &mut SendMessageRequest) {
+        crate::hops::stamp(&mut request.message, &self.inner.hops);
     }
 
     /// The task's id.
@@ -390,6 +408,8 @@ mod tests {
             events: events.clone(),
             commands: TopicRef::new("s", "a.commands"),
             source: "w".into(),
+            signer: None,
+            trust: None,
         });
         let task = TaskRef {
             id: "t".into(),
@@ -407,6 +427,7 @@ mod tests {
             restart: HashSet::from(["out".to_owned()]),
             view,
             sync_timeout: Duration::from_secs(10),
+            hops: Vec::new(),
         })
         .unwrap();
         (ctx, log, events)
@@ -451,6 +472,7 @@ mod tests {
                 restart: HashSet::new(),
                 view: ctx.inner.view.clone(),
                 sync_timeout: Duration::from_secs(1),
+                hops: Vec::new(),
             })
             .is_none()
         );

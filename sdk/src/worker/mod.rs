@@ -47,6 +47,7 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use crate::agent::AgentTopics;
 use crate::error::Result;
 use crate::log::Log;
+use crate::security::{RecordSigner, RecordVerifier};
 use crate::view::{TaskView, ViewOptions};
 
 pub use context::TaskContext;
@@ -81,6 +82,14 @@ pub struct WorkerConfig {
     /// How long a look at the task log may wait for the view to catch up before it is retried.
     /// Default 10 s.
     pub sync_timeout: Duration,
+    /// Signs every record this worker writes (claims, statuses, artifacts, terminals);
+    /// `None` writes them unsigned.
+    pub signer: Option<RecordSigner>,
+    /// With a trust configured, the worker runs only commands and continues it admits, and
+    /// its own view (when it starts one) applies only the records it admits
+    /// (`skills/security/records.md`). A shared `view` keeps its own setting. `None`: every
+    /// record.
+    pub trust: Option<RecordVerifier>,
 }
 
 impl WorkerConfig {
@@ -95,6 +104,8 @@ impl WorkerConfig {
             lease: Duration::from_secs(10),
             requeue_after: Duration::from_secs(3),
             sync_timeout: Duration::from_secs(10),
+            signer: None,
+            trust: None,
         }
     }
 }
@@ -119,7 +130,10 @@ impl Worker {
         let view = match config.view {
             Some(view) => view,
             None => {
-                let options = ViewOptions::restore_only(topics.checkpoints.clone());
+                let options = ViewOptions {
+                    verifier: config.trust.clone(),
+                    ..ViewOptions::restore_only(topics.checkpoints.clone())
+                };
                 TaskView::start_with(log.clone(), topics.events.clone(), options).await?
             }
         };
@@ -136,7 +150,10 @@ impl Worker {
                 events: topics.events,
                 commands: topics.commands,
                 source: config.source.clone(),
+                signer: config.signer,
+                trust: config.trust.clone(),
             }),
+            trust: config.trust,
             permits: Arc::new(Semaphore::new(concurrency)),
             // Turns waiting for a lease or a permit hold no handler; allow a few per slot.
             max_supervised: concurrency.saturating_mul(4),

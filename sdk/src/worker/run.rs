@@ -22,6 +22,7 @@ use super::sweep::Sweeper;
 use super::turn::supervise;
 use crate::error::{Error, ErrorKind, Result};
 use crate::log::{Delivery, GroupConsumer, StoredRecord};
+use crate::security::RecordVerifier;
 use crate::view::TaskView;
 
 /// How long one poll waits for records; also how often the loop looks at the stop signal,
@@ -37,6 +38,8 @@ pub(super) struct Shared {
     pub(super) view: TaskView,
     pub(super) handler: Arc<dyn Handler>,
     pub(super) writer: Arc<Writer>,
+    /// Commands and continues run only if this admits them (`None`: all).
+    pub(super) trust: Option<RecordVerifier>,
     /// One permit per handler allowed to run at once.
     pub(super) permits: Arc<Semaphore>,
     /// The most turns supervised at once (running, or waiting for a lease or a permit).
@@ -124,7 +127,7 @@ impl Loop {
             self.pending.start(partition, stored.offset);
         }
         for stored in &delivery.records {
-            let Some(turn) = turn_of(stored) else {
+            let Some(turn) = turn_of(stored, &self.shared) else {
                 self.pending.finish(partition, stored.offset);
                 continue;
             };
@@ -242,8 +245,9 @@ impl Loop {
     }
 }
 
-/// The turn a commands record names, if it is a command or a continue that decodes.
-fn turn_of(stored: &StoredRecord) -> Option<TurnKey> {
+/// The turn a commands record names, if it is a command or a continue that decodes (and
+/// that the trust admits, if one is configured).
+fn turn_of(stored: &StoredRecord, shared: &Shared) -> Option<TurnKey> {
     let record = match Record::decode(&stored.payload) {
         Ok(record) => record,
         Err(error) => {
@@ -254,6 +258,17 @@ fn turn_of(stored: &StoredRecord) -> Option<TurnKey> {
             return None;
         }
     };
+    if let Some(trust) = &shared.trust
+        && !trust.admit_encoded(
+            &stored.payload,
+            &record,
+            &shared.writer.commands,
+            stored.partition,
+            stored.offset,
+        )
+    {
+        return None;
+    }
     matches!(
         record.body,
         RecordBody::Command { .. } | RecordBody::Continue { .. }

@@ -261,9 +261,9 @@ async fn run_turn(
     let mut followed_up = !info.pending.is_empty();
     let token = shared.force.child_token();
     let mut backoff = Backoff::default();
-    let task = loop {
-        match view.load(&info).await {
-            Ok(task) => break task,
+    let (task, hops) = loop {
+        match view.load_turn(&info, Some(&turn)).await {
+            Ok(loaded) => break loaded,
             Err(error) => {
                 tracing::warn!(task_id, %error, "worker: cannot load the task; retrying");
                 if !backoff.sleep(&shared.force).await {
@@ -287,6 +287,7 @@ async fn run_turn(
         restart,
         view: view.clone(),
         sync_timeout: shared.sync_timeout,
+        hops,
     });
     let Some(ctx) = ctx.filter(|_| role == Some(Role::User)) else {
         // No handler can answer a turn whose message is missing or not the user's.

@@ -9,12 +9,13 @@
 mod claims;
 mod expiry;
 mod folds;
+mod records;
 
 use std::path::PathBuf;
 
 use agentlog_wire::fold::fold;
 use agentlog_wire::jsonrpc::{ProtocolVersion, error_body, parse_request};
-use agentlog_wire::{ErrorCode, Record, RecordBody, RecordHeader, RpcError, StateCode, TaskState};
+use agentlog_wire::{ErrorCode, RecordBody, RecordHeader, RpcError, TaskState};
 use folds::{hi_command, rec, status};
 use serde_json::{Value, json};
 use strum::IntoEnumIterator;
@@ -31,7 +32,7 @@ fn main() {
         &dir,
         "records.json",
         "Record encodings: a record (JSON form) and its bytes (hex), and malformed bytes with the error kind the decoder must report.",
-        records(),
+        records::records(),
     );
     write(
         &dir,
@@ -74,7 +75,7 @@ pub(crate) fn ok(description: impl Into<String>, input: Value, expected: Value) 
     json!({"description": description.into(), "input": input, "expected": expected})
 }
 
-fn err(description: impl Into<String>, input: Value, error: Value) -> Value {
+pub(crate) fn err(description: impl Into<String>, input: Value, error: Value) -> Value {
     json!({"description": description.into(), "input": input, "error": error})
 }
 
@@ -150,192 +151,17 @@ pub(crate) fn header(task: &str, message_id: &str, ms: u64) -> RecordHeader {
         deadline_ms: 0,
         timestamp_ms: ms,
         content_type: "application/json".into(),
+        key_id: String::new(),
+        bridge_hops: Vec::new(),
+        signature: Vec::new(),
     }
 }
 
 pub(crate) const SEND_HI: &str =
     r#"{"message":{"messageId":"m-1","role":"ROLE_USER","parts":[{"text":"hi"}]}}"#;
 
-fn sample_records() -> Vec<(&'static str, Record)> {
-    let mut deadline = header("task-1", "m-1", 1_700_000_000_000);
-    deadline.deadline_ms = 1_700_000_060_000;
-    deadline.hops = 2;
-    deadline.tenant = "acme".into();
-    vec![
-        ("a command carries its params byte-identical and its retention", Record { header: header("task-1", "m-1", 1_700_000_000_000), body: RecordBody::Command { params: SEND_HI.into(), retention_ms: 604_800_000 } }),
-        ("a command with deadline, hops and tenant, kept forever (retention 0)", Record { header: deadline, body: RecordBody::Command { params: SEND_HI.into(), retention_ms: 0 } }),
-        ("a command whose params keep their whitespace", Record { header: header("task-1", "m-1", 1), body: RecordBody::Command { params: "{ \"message\" : { \"messageId\" : \"m-1\" , \"role\":\"ROLE_USER\", \"parts\":[{\"text\":\"héllo ✓\"}] } }".into(), retention_ms: 60_000 } }),
-        ("a continue", Record { header: header("task-1", "m-2", 1_700_000_000_500), body: RecordBody::Continue { params: r#"{"message":{"messageId":"m-2","taskId":"task-1","role":"ROLE_USER","parts":[{"text":"more"}]}}"#.into() } }),
-        ("a cancel request without metadata", Record { header: header("task-1", "cancel-1", 1_700_000_001_000), body: RecordBody::CancelRequest { metadata: String::new() } }),
-        ("a cancel request with metadata", Record { header: header("task-1", "cancel-2", 1_700_000_001_000), body: RecordBody::CancelRequest { metadata: r#"{"reason":"user"}"#.into() } }),
-        ("a working status update", Record { header: header("task-1", "s-1", 1_700_000_000_100), body: RecordBody::StatusUpdate { state: TaskState::Working.into(), message: String::new() } }),
-        ("an input-required status with a message", Record { header: header("task-1", "s-2", 1_700_000_000_200), body: RecordBody::StatusUpdate { state: TaskState::InputRequired.into(), message: r#"{"messageId":"s-2","role":"ROLE_AGENT","parts":[{"text":"which city?"}]}"#.into() } }),
-        ("a status update with an unknown state code keeps it", Record { header: header("task-1", "s-3", 1_700_000_000_300), body: RecordBody::StatusUpdate { state: StateCode(77), message: String::new() } }),
-        ("an artifact chunk to append", Record { header: header("task-1", "a-1", 1_700_000_000_400), body: RecordBody::ArtifactUpdate { append: true, last_chunk: false, artifact: r#"{"artifactId":"out","parts":[{"text":"echo: "}]}"#.into() } }),
-        ("a last artifact chunk", Record { header: header("task-1", "a-2", 1_700_000_000_410), body: RecordBody::ArtifactUpdate { append: true, last_chunk: true, artifact: r#"{"artifactId":"out","parts":[{"text":"hi"}]}"#.into() } }),
-        ("a replacing artifact", Record { header: header("task-1", "a-3", 1_700_000_000_420), body: RecordBody::ArtifactUpdate { append: false, last_chunk: false, artifact: r#"{"artifactId":"out","name":"echo","parts":[{"text":"echo: hi"}]}"#.into() } }),
-        ("a completed terminal", Record { header: header("task-1", "t-1", 1_700_000_000_900), body: RecordBody::Terminal { state: TaskState::Completed.into(), message: String::new() } }),
-        ("a failed terminal with a message", Record { header: header("task-1", "t-2", 1_700_000_000_900), body: RecordBody::Terminal { state: TaskState::Failed.into(), message: r#"{"messageId":"t-2","role":"ROLE_AGENT","parts":[{"text":"handler panicked"}]}"#.into() } }),
-        ("a record with every header empty but the task id", Record { header: RecordHeader { task_id: "t".into(), ..RecordHeader::default() }, body: RecordBody::CancelRequest { metadata: String::new() } }),
-        ("a worker's claim of a turn, attempt 1", Record { header: worker_header("c-1", 1, 1_700_000_000_050), body: RecordBody::Claim { turn: "m-1".into(), lease_until_ms: 1_700_000_010_050 } }),
-        ("a claim's renewal, attempt 300", Record { header: worker_header("c-2", 300, 1_700_000_003_050), body: RecordBody::Claim { turn: "m-1".into(), lease_until_ms: 1_700_000_013_050 } }),
-        ("an artifact written under attempt 2", Record { header: worker_header("a-9", 2, 1_700_000_000_060), body: RecordBody::ArtifactUpdate { append: false, last_chunk: true, artifact: r#"{"artifactId":"out","parts":[{"text":"done"}]}"#.into() } }),
-    ]
-}
-
-/// A header written by worker `worker-1` under `attempt`.
-fn worker_header(message_id: &str, attempt: u32, ms: u64) -> RecordHeader {
-    RecordHeader {
-        source: "worker-1".into(),
-        attempt,
-        ..header("task-1", message_id, ms)
-    }
-}
-
-/// A record's bytes in format version 2 (before retention): no retention in a command.
-fn v2_bytes(record: &Record) -> Vec<u8> {
-    let mut bytes = record.encode().unwrap();
-    bytes[0] = 2;
-    if let RecordBody::Command { params, .. } = &record.body {
-        // The retention sits right before the params' length and text.
-        let at = bytes.len() - params.len() - 4 - 8;
-        bytes.drain(at..at + 8);
-    }
-    bytes
-}
-
-/// A record's bytes in format version 1 (before claims): no attempt field.
-fn v1_bytes(record: &Record) -> Vec<u8> {
-    let v2 = v2_bytes(record);
-    let mut v1 = vec![1];
-    v1.extend_from_slice(&v2[1..19]);
-    v1.extend_from_slice(&v2[23..]);
-    v1
-}
-
-fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn records() -> Vec<Value> {
-    let mut cases = Vec::new();
-    for (description, record) in sample_records() {
-        let bytes = record.encode().unwrap();
-        cases.push(ok(
-            description,
-            json!({"record": record}),
-            json!({"hex": hex(&bytes)}),
-        ));
-    }
-    for (description, mut record) in sample_records() {
-        if let RecordBody::Command { retention_ms, .. } = &mut record.body {
-            *retention_ms = 0;
-        }
-        cases.push(ok(
-            format!("format 2 (before retention): {description}, a command read as kept forever"),
-            json!({"hex": hex(&v2_bytes(&record))}),
-            json!({"record": record}),
-        ));
-    }
-    for (description, mut record) in sample_records() {
-        if record.body.kind() == agentlog_wire::RecordKind::Claim {
-            continue;
-        }
-        if let RecordBody::Command { retention_ms, .. } = &mut record.body {
-            *retention_ms = 0;
-        }
-        record.header.attempt = 0;
-        cases.push(ok(
-            format!("format 1 (before claims): {description}, read as attempt 0"),
-            json!({"hex": hex(&v1_bytes(&record))}),
-            json!({"record": record}),
-        ));
-    }
-    let base = sample_records().remove(0).1.encode().unwrap();
-    let decode_err = |description: &str, bytes: Vec<u8>| {
-        let kind = Record::decode(&bytes).unwrap_err().kind();
-        err(
-            description,
-            json!({"hex": hex(&bytes)}),
-            json!({"kind": kind}),
-        )
-    };
-    cases.push(decode_err("empty input", Vec::new()));
-    for cut in [
-        1,
-        2,
-        10,
-        18,
-        19,
-        20,
-        22,
-        23,
-        25,
-        base.len() - 5,
-        base.len() - 1,
-    ] {
-        cases.push(decode_err(
-            &format!("truncated to {cut} bytes"),
-            base[..cut].to_vec(),
-        ));
-    }
-    for version in [0u8, 4, 255] {
-        let mut b = base.clone();
-        b[0] = version;
-        cases.push(decode_err(&format!("format version {version}"), b));
-    }
-    for kind in [0u8, 8, 200] {
-        let mut b = base.clone();
-        b[1] = kind;
-        cases.push(decode_err(&format!("kind code {kind}"), b));
-    }
-    let claim = sample_records()
-        .into_iter()
-        .find(|(_, r)| r.body.kind() == agentlog_wire::RecordKind::Claim)
-        .unwrap()
-        .1;
-    let mut v1_claim = v1_bytes(&claim);
-    v1_claim[1] = 7;
-    cases.push(decode_err(
-        "a claim in format 1 (claims came with format 2)",
-        v1_claim,
-    ));
-    let claim_bytes = claim.encode().unwrap();
-    cases.push(decode_err(
-        "a command cut inside its retention",
-        base[..base.len() - SEND_HI.len() - 4 - 3].to_vec(),
-    ));
-    cases.push(decode_err(
-        "a claim cut inside its lease",
-        claim_bytes[..claim_bytes.len() - 3].to_vec(),
-    ));
-    let mut trailing = base.clone();
-    trailing.push(0);
-    cases.push(decode_err("one trailing byte", trailing));
-    let mut two = base.clone();
-    two.extend_from_slice(&base);
-    cases.push(decode_err("two records back to back", two));
-    let mut utf8 = base.clone();
-    utf8[25] = 0xff; // first byte of the task id
-    cases.push(decode_err("task id is not UTF-8", utf8));
-    let empty_task = {
-        let mut b = Vec::from(&base[..23]);
-        b.extend_from_slice(&[0, 0]);
-        b.extend_from_slice(&base[23 + 2 + 6..]);
-        b
-    };
-    cases.push(decode_err("empty task id", empty_task));
-    let artifact = sample_records().remove(9).1.encode().unwrap();
-    let flags_at =
-        artifact.len() - 4 - r#"{"artifactId":"out","parts":[{"text":"echo: "}]}"#.len() - 1;
-    let mut flags = artifact.clone();
-    flags[flags_at] = 0x04;
-    cases.push(decode_err("artifact flags with an unknown bit", flags));
-    let mut long = base.clone();
-    let params_len_at = base.len() - SEND_HI.len() - 4;
-    long[params_len_at..params_len_at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
-    cases.push(decode_err("params length past the end", long));
-    cases
 }
 
 fn jsonrpc() -> Vec<Value> {
