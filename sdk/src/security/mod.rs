@@ -1,5 +1,5 @@
-//! What the log and the edge trust: ed25519 keys for signed cards and records, and (feature
-//! `http`) the edge authentication of callers.
+//! What the log trusts: ed25519 keys for signed cards and records. (Who may call over HTTP is
+//! the edge authentication of `http::auth`, feature `http`.)
 //!
 //! - [`keys`]: key pairs on disk (`agentlog keygen`), key ids, signing and verifying.
 //! - [`card_signing`]: signed agent cards (`serve --signing-key`, `agentlog card --verify`).
