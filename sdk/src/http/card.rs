@@ -1,10 +1,14 @@
 //! The agent card: signed (with [`HttpConfig::signing_keys`](super::HttpConfig)) and
-//! serialized once, with a strong `ETag` over the bytes served, answered with `304` when the
-//! client's copy is current.
+//! serialized once, with a strong `ETag` over the bytes served and a `Last-Modified` (when the
+//! router was built: the card cannot change before the process restarts), answered with `304`
+//! when the client's copy is current: `If-None-Match` decides when sent, else
+//! `If-Modified-Since` (RFC 9110 §13.2.2).
 
 use agentlog_wire::a2a::AgentCard;
 use axum::extract::State;
-use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, ETAG, IF_NONE_MATCH};
+use axum::http::header::{
+    CACHE_CONTROL, CONTENT_TYPE, ETAG, IF_MODIFIED_SINCE, IF_NONE_MATCH, LAST_MODIFIED,
+};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
@@ -23,6 +27,10 @@ pub(super) struct CardBody {
     /// `"<32 hex digits>"`: the first 16 bytes of the SHA-256 of `bytes`. Strong: equal tags
     /// mean equal bytes.
     etag: HeaderValue,
+    /// When the body was built, to the second (HTTP dates have no finer unit).
+    built: std::time::SystemTime,
+    /// `built` as an HTTP date.
+    last_modified: HeaderValue,
 }
 
 impl CardBody {
@@ -48,7 +56,19 @@ impl CardBody {
         let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
         let etag = HeaderValue::from_str(&format!("\"{hex}\""))
             .unwrap_or(HeaderValue::from_static("\"card\""));
-        Self { bytes, etag }
+        let now = std::time::SystemTime::now();
+        let seconds = now
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let built = std::time::UNIX_EPOCH + std::time::Duration::from_secs(seconds);
+        let last_modified = HeaderValue::from_str(&httpdate::fmt_http_date(built))
+            .unwrap_or(HeaderValue::from_static("Thu, 01 Jan 1970 00:00:00 GMT"));
+        Self {
+            bytes,
+            etag,
+            built,
+            last_modified,
+        }
     }
 }
 
@@ -58,11 +78,24 @@ pub(super) async fn card(State(state): State<AppState>, headers: HeaderMap) -> R
 }
 
 pub(super) fn serve_card(card: &CardBody, headers: &HeaderMap) -> Response {
-    let cached = headers
-        .get_all(IF_NONE_MATCH)
-        .iter()
-        .any(|value| matches_etag(value.as_bytes(), card.etag.as_bytes()));
-    let head = [(ETAG, card.etag.clone()), (CACHE_CONTROL, CACHE)];
+    let cached = if headers.contains_key(IF_NONE_MATCH) {
+        headers
+            .get_all(IF_NONE_MATCH)
+            .iter()
+            .any(|value| matches_etag(value.as_bytes(), card.etag.as_bytes()))
+    } else {
+        // An unparsable date is ignored, as RFC 9110 says.
+        headers
+            .get(IF_MODIFIED_SINCE)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|text| httpdate::parse_http_date(text).ok())
+            .is_some_and(|since| card.built <= since)
+    };
+    let head = [
+        (ETAG, card.etag.clone()),
+        (LAST_MODIFIED, card.last_modified.clone()),
+        (CACHE_CONTROL, CACHE),
+    ];
     if cached {
         (StatusCode::NOT_MODIFIED, head).into_response()
     } else {

@@ -756,6 +756,52 @@ async fn the_card_has_an_etag_and_answers_304() {
             assert!(reply.body.is_empty());
         }
     }
+    // Last-Modified, and If-Modified-Since when no If-None-Match is sent.
+    let reply = call(
+        &app,
+        Request::get("/.well-known/agent-card.json")
+            .body(Body::empty())
+            .unwrap(),
+    )
+    .await;
+    let last_modified = reply.headers[header::LAST_MODIFIED]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let built = httpdate::parse_http_date(&last_modified).unwrap();
+    let earlier = httpdate::fmt_http_date(built - Duration::from_secs(1));
+    let later = httpdate::fmt_http_date(built + Duration::from_secs(3600));
+    for (headers, status) in [
+        (
+            vec![(header::IF_MODIFIED_SINCE, last_modified.clone())],
+            StatusCode::NOT_MODIFIED,
+        ),
+        (
+            vec![(header::IF_MODIFIED_SINCE, later)],
+            StatusCode::NOT_MODIFIED,
+        ),
+        (vec![(header::IF_MODIFIED_SINCE, earlier)], StatusCode::OK),
+        (
+            vec![(header::IF_MODIFIED_SINCE, "not a date".to_owned())],
+            StatusCode::OK,
+        ),
+        // If-None-Match wins over If-Modified-Since.
+        (
+            vec![
+                (header::IF_NONE_MATCH, "\"other\"".to_owned()),
+                (header::IF_MODIFIED_SINCE, last_modified.clone()),
+            ],
+            StatusCode::OK,
+        ),
+    ] {
+        let mut request = Request::get("/.well-known/agent-card.json");
+        for (name, value) in &headers {
+            request = request.header(name, value);
+        }
+        let reply = call(&app, request.body(Body::empty()).unwrap()).await;
+        assert_eq!(reply.status, status, "{headers:?}");
+        assert_eq!(reply.headers[header::LAST_MODIFIED], last_modified.as_str());
+    }
 }
 
 #[tokio::test]
