@@ -57,8 +57,8 @@
 //!   sees it, and refused with `401`/`403` and a challenge (see the [`auth`] module).
 //! - Responses other than SSE and metrics are `application/json`. The agent card has a strong
 //!   `ETag` (a SHA-256 prefix of its bytes, computed once), `Cache-Control: public,
-//!   max-age=300`, a `Last-Modified` (when the router was built), and answers `If-None-Match`, or without it
-//!   `If-Modified-Since`, with `304`. With
+//!   max-age=300` and a `Last-Modified` (when the router was built), and answers
+//!   `If-None-Match` (or, without it, `If-Modified-Since`) with `304`. With
 //!   [`HttpConfig::signing_keys`] it carries one detached JWS signature per key (A2A §8.4)
 //!   on every card path, made once when the router is built; the `ETag` covers them.
 //!
