@@ -29,7 +29,8 @@
 //!   SDKs do). Only transport-level refusals use HTTP statuses, each still carrying a
 //!   JSON-RPC error body (`id: null`, code -32600) so JSON-RPC clients can read them:
 //!   - `415` when `Content-Type` is missing or is neither `application/json` nor
-//!     `application/a2a+json` (parameters such as `; charset=utf-8` are allowed);
+//!     `application/a2a+json` (parameters such as `; charset=utf-8` are allowed), with
+//!     -32005 ContentTypeNotSupported (what the A2A conformance kit expects);
 //!   - `413` when the body exceeds [`HttpConfig::body_limit_bytes`].
 //! - **`A2A-Version`** is handed to [`Bridge::handle_parsed`] as sent (a value that is not valid
 //!   UTF-8 is passed lossily, so it is refused with -32009 like any unsupported version); a

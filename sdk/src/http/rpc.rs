@@ -75,12 +75,12 @@ async fn rpc(state: AppState, request: Request) -> Response {
     if !accepted_content_type(request.headers()) {
         metrics.observe(
             UNKNOWN_METHOD,
-            i64::from(ErrorCode::InvalidRequest.code()),
+            i64::from(ErrorCode::ContentTypeNotSupported.code()),
             start.elapsed(),
         );
         return rpc_refusal(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            ErrorCode::InvalidRequest,
+            ErrorCode::ContentTypeNotSupported,
             format!(
                 "Content-Type must be {} or {}",
                 ACCEPTED_TYPES[0], ACCEPTED_TYPES[1]

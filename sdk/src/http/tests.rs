@@ -476,21 +476,21 @@ fn bad_cases() -> Vec<Case> {
         case(
             "no content type",
             rpc_text("GetTask", r#"{"id":"x"}"#),
-            -32600,
+            -32005,
         )
         .content_type(None)
         .status(StatusCode::UNSUPPORTED_MEDIA_TYPE)
         .says(&["application/json", "application/a2a+json"]),
-        case("text/plain", rpc_text("GetTask", r#"{"id":"x"}"#), -32600)
+        case("text/plain", rpc_text("GetTask", r#"{"id":"x"}"#), -32005)
             .content_type(Some("text/plain"))
             .status(StatusCode::UNSUPPORTED_MEDIA_TYPE),
-        case("form", rpc_text("GetTask", r#"{"id":"x"}"#), -32600)
+        case("form", rpc_text("GetTask", r#"{"id":"x"}"#), -32005)
             .content_type(Some("application/x-www-form-urlencoded"))
             .status(StatusCode::UNSUPPORTED_MEDIA_TYPE),
         case(
             "json lookalike",
             rpc_text("GetTask", r#"{"id":"x"}"#),
-            -32600,
+            -32005,
         )
         .content_type(Some("application/jsonx"))
         .status(StatusCode::UNSUPPORTED_MEDIA_TYPE),
