@@ -8,6 +8,7 @@
 //! How each verb maps onto the log is written in `skills/a2a-bridge/SKILL.md`.
 
 mod limits;
+mod media;
 mod requeue;
 mod rpc;
 mod send;

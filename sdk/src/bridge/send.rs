@@ -154,8 +154,9 @@ impl Bridge {
             )
             .with_detail("field", "message.role"));
         }
-        // The hop guard, before anything is written: continue the caller's path or refuse.
         let config = &self.inner.config;
+        super::media::check_input_modes(&config.card, message)?;
+        // The hop guard, before anything is written: continue the caller's path or refuse.
         let path =
             crate::hops::extend(crate::hops::path_of(message)?, &config.id, config.max_hops)?;
         let params = match raw_params {

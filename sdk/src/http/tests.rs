@@ -481,6 +481,15 @@ fn bad_cases() -> Vec<Case> {
         .content_type(None)
         .status(StatusCode::UNSUPPORTED_MEDIA_TYPE)
         .says(&["application/json", "application/a2a+json"]),
+        case(
+            "a part of a media type the agent does not take",
+            rpc_text(
+                "SendMessage",
+                r#"{"message":{"messageId":"m-media","role":"ROLE_USER","parts":[{"raw":"dGNr","mediaType":"application/x-unsupported-tck-type"}]}}"#,
+            ),
+            -32005,
+        )
+        .says(&["application/x-unsupported-tck-type", "text/plain"]),
         case("text/plain", rpc_text("GetTask", r#"{"id":"x"}"#), -32005)
             .content_type(Some("text/plain"))
             .status(StatusCode::UNSUPPORTED_MEDIA_TYPE),
