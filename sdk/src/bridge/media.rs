@@ -2,7 +2,7 @@
 //! refused with -32005 ContentTypeNotSupported before anything is written (A2A §3.1.1).
 //!
 //! The agent takes its card's `defaultInputModes` and every skill's `inputModes`; a mode may
-//! be `type/*` or `*/*`. Only parts that name a `mediaType` are checked (a text part without
+//! be `type/*` or `*/*`. Only parts that name a (non-empty) `mediaType` are checked (a text part without
 //! one is text, a data part JSON, as the client meant them), and a card that declares no mode
 //! at all takes everything.
 
@@ -23,7 +23,8 @@ pub(super) fn check_input_modes(card: &AgentCard, message: &Message) -> Result<(
         return Ok(());
     }
     for (i, part) in message.parts.iter().enumerate() {
-        let Some(media_type) = part.media_type.as_deref() else {
+        // An empty one is none (ProtoJSON writers may send the default).
+        let Some(media_type) = part.media_type.as_deref().filter(|m| !m.trim().is_empty()) else {
             continue;
         };
         if !modes().any(|mode| takes(mode, media_type)) {
