@@ -30,29 +30,18 @@ fn a_signed_demo_agent_with_trust_answers_and_counts_rejections() {
         r#"{"keys": [{"publicKeyFile": "agent.key.pub", "kinds": ["command", "continue", "cancel_request", "claim", "status_update", "artifact_update", "terminal"]}]}"#,
     )
     .unwrap();
-    let args = [
-        "serve",
-        "--demo",
-        "--listen",
-        "127.0.0.1:0",
-        "--log",
+    let (server, line) = Server::start_with(
         "memory://",
-        "--signing-key",
-        key.to_str().unwrap(),
-        "--trust",
-        trust.to_str().unwrap(),
-    ];
-    let (mut server, line) = Server::spawn(&args, dir.path());
-    assert!(
-        line.contains("demo worker on"),
-        "{line}; {}",
-        server.stderr()
+        &[
+            "--signing-key",
+            key.to_str().unwrap(),
+            "--trust",
+            trust.to_str().unwrap(),
+        ],
+        dir.path(),
     );
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap()
-        .to_owned();
+    assert!(line.contains("demo worker on"), "{line}");
+    let url = server.url.clone();
     let answer = ok(&["send", &url, "hello"]);
     assert!(answer.contains("completed"), "{answer}");
     assert!(answer.contains("echo: hello"), "{answer}");

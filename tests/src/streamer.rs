@@ -111,20 +111,39 @@ pub async fn task_records(log: &Log, agent: &str, task_id: &str) -> Vec<Record> 
     let topic = AgentTopics::of(agent).events;
     let partitions = log.partitions(&topic).await.expect("partitions");
     let partition = agentlog::log::partition_for_key(task_id.as_bytes(), partitions);
+    let mut records = partition_records(log, &topic, partition).await;
+    records.retain(|r| r.header.task_id == task_id);
+    records
+}
+
+/// Every record of one partition of `topic`, in log order.
+pub async fn partition_records(
+    log: &Log,
+    topic: &agentlog::log::TopicRef,
+    partition: u32,
+) -> Vec<Record> {
     let mut out = Vec::new();
     let mut from = 0;
     loop {
-        let batch = log.read(&topic, partition, from, 1024).await.expect("read");
+        let batch = log.read(topic, partition, from, 1024).await.expect("read");
         let Some(last) = batch.last() else { break };
         from = last.offset + 1;
         out.extend(
             batch
                 .iter()
-                .map(|s| Record::decode(&s.payload).expect("a record"))
-                .filter(|r| r.header.task_id == task_id),
+                .map(|s| Record::decode(&s.payload).expect("a record")),
         );
     }
     out
+}
+
+/// The text of a task's status message (empty without one).
+pub fn status_text(task: &agentlog_wire::a2a::Task) -> String {
+    task.status
+        .message
+        .as_ref()
+        .map(|m| m.parts.iter().filter_map(|p| p.as_text()).collect())
+        .unwrap_or_default()
 }
 
 /// The fold of `task_id`'s records as they are on the log.

@@ -5,16 +5,9 @@ use agentlog::log::Log;
 use agentlog::worker::{TaskContext, Worker, WorkerConfig, handler_fn};
 use agentlog::{AgentTopics, Bridge, Caller, ErrorKind};
 use agentlog_integration::bridge_suite::{config, request, task};
-use agentlog_wire::a2a::{SendMessageRequest, SendMessageResponse, Task};
+use agentlog_integration::streamer::{partition_records, status_text};
+use agentlog_wire::a2a::{SendMessageRequest, SendMessageResponse};
 use agentlog_wire::{Record, RecordBody, TaskState};
-
-fn status_text(task: &Task) -> String {
-    task.status
-        .message
-        .as_ref()
-        .map(|m| m.parts.iter().filter_map(|p| p.as_text()).collect())
-        .unwrap_or_default()
-}
 
 /// Every record on `agent`'s events topic, in log order per partition.
 async fn all_records(log: &Log, agent: &str) -> Vec<Record> {
@@ -22,17 +15,7 @@ async fn all_records(log: &Log, agent: &str) -> Vec<Record> {
     let partitions = log.partitions(&topic).await.expect("partitions");
     let mut out = Vec::new();
     for partition in 0..partitions {
-        let mut from = 0;
-        loop {
-            let batch = log.read(&topic, partition, from, 1024).await.expect("read");
-            let Some(last) = batch.last() else { break };
-            from = last.offset + 1;
-            out.extend(
-                batch
-                    .iter()
-                    .map(|s| Record::decode(&s.payload).expect("a record")),
-            );
-        }
+        out.extend(partition_records(log, &topic, partition).await);
     }
     out
 }

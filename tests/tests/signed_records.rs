@@ -12,7 +12,7 @@ use agentlog::security::{RecordSigner, RecordVerifier, Rejection, Role, SigningK
 use agentlog::worker::{TaskContext, Worker, WorkerConfig, handler_fn};
 use agentlog::{AgentTopics, Bridge, Caller};
 use agentlog_integration::bridge_suite::{SOON, config, get, request, task, wait_for};
-use agentlog_integration::streamer::task_records;
+use agentlog_integration::streamer::{status_text, task_records};
 use agentlog_wire::a2a::Task;
 use agentlog_wire::{Record, RecordBody, RecordHeader, TaskState};
 use bytes::Bytes;
@@ -133,12 +133,19 @@ async fn wait_rejected(verifier: &RecordVerifier, n: u64) {
     }
 }
 
-fn status_text(task: &Task) -> String {
-    task.status
-        .message
-        .as_ref()
-        .map(|m| m.parts.iter().filter_map(|p| p.as_text()).collect())
-        .unwrap_or_default()
+/// Send `text` as `message_id` with returnImmediately and wait until a worker runs it.
+async fn send_working(bridge: &Bridge, caller: &Caller, message_id: &str, text: &str) -> Task {
+    let open = task(
+        bridge
+            .send_message(caller, request(message_id, text, true))
+            .await
+            .expect("send"),
+    );
+    wait_for(bridge, caller, &open.id, |t| {
+        t.status.state == TaskState::Working
+    })
+    .await;
+    open
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -182,16 +189,7 @@ async fn with_trust_the_legit_flow_completes_and_every_record_is_signed() {
         assert_eq!(record.header.key_id, expected);
     }
     // returnImmediately too, and a cancel request.
-    let open = task(
-        bridge
-            .send_message(&c, request("m-2", "wait", true))
-            .await
-            .expect("send"),
-    );
-    wait_for(&bridge, &c, &open.id, |t| {
-        t.status.state == TaskState::Working
-    })
-    .await;
+    let open = send_working(&bridge, &c, "m-2", "wait").await;
     let canceled = bridge
         .cancel_task(&c, agentlog_integration::bridge_suite::cancel(&open.id))
         .await
@@ -220,16 +218,7 @@ async fn a_forged_terminal_does_not_end_a_task_now_or_after_a_restart() {
     .await
     .expect("worker");
     let c = Caller::principal("alice");
-    let open = task(
-        bridge
-            .send_message(&c, request("m-1", "go", true))
-            .await
-            .expect("send"),
-    );
-    wait_for(&bridge, &c, &open.id, |t| {
-        t.status.state == TaskState::Working
-    })
-    .await;
+    let open = send_working(&bridge, &c, "m-1", "go").await;
     let events = AgentTopics::of(agent).events;
     // Unknown key, a bridge's key on a terminal, no signature at all.
     let source = worker.source().to_owned();
@@ -367,16 +356,7 @@ async fn without_trust_nothing_changes() {
     .await
     .expect("worker");
     let c = Caller::principal("alice");
-    let open = task(
-        bridge
-            .send_message(&c, request("m-1", "go", true))
-            .await
-            .expect("send"),
-    );
-    wait_for(&bridge, &c, &open.id, |t| {
-        t.status.state == TaskState::Working
-    })
-    .await;
+    let open = send_working(&bridge, &c, "m-1", "go").await;
     for record in task_records(&log, agent, &open.id).await {
         assert!(!record.is_signed(), "{record:?}");
         assert!(record.header.key_id.is_empty());

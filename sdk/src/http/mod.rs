@@ -27,7 +27,8 @@
 //!
 //! - **JSON-RPC errors travel with HTTP 200**, parse errors included (A2A §9, as the official
 //!   SDKs do). Only transport-level refusals use HTTP statuses, each still carrying a
-//!   JSON-RPC error body (`id: null`, code -32600) so JSON-RPC clients can read them:
+//!   JSON-RPC error body (`id: null`, code -32600 unless said) so JSON-RPC clients can read
+//!   them:
 //!   - `415` when `Content-Type` is missing or is neither `application/json` nor
 //!     `application/a2a+json` (parameters such as `; charset=utf-8` are allowed), with
 //!     -32005 ContentTypeNotSupported (what the A2A conformance kit expects);

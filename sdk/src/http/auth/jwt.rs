@@ -194,12 +194,10 @@ impl JwtAuthenticator {
     /// Check `token` and say who it is for.
     pub async fn verify(&self, token: &str) -> Result<Identity, Refusal> {
         let invalid = |why: &str| Refusal::Invalid(why.to_owned());
-        let algorithm = self.algorithm_of(token)?;
-        let header = jsonwebtoken::decode_header(token)
-            .map_err(|_| invalid("the token's header is malformed"))?;
+        let (algorithm, kid) = self.header_of(token)?;
         let candidates = self
             .keys
-            .candidates(header.kid.as_deref(), algorithm.family())
+            .candidates(kid.as_deref(), algorithm.family())
             .await?;
         if candidates.is_empty() {
             return Err(invalid(
@@ -231,9 +229,9 @@ impl JwtAuthenticator {
         Err(last)
     }
 
-    /// The token's `alg`, read before anything else so that `none` and every algorithm not
-    /// allowed get a clear answer (and no key is ever tried with them).
-    fn algorithm_of(&self, token: &str) -> Result<Algorithm, Refusal> {
+    /// The token's `alg` and `kid`, read before anything else so that `none` and every
+    /// algorithm not allowed get a clear answer (and no key is ever tried with them).
+    fn header_of(&self, token: &str) -> Result<(Algorithm, Option<String>), Refusal> {
         let malformed = || Refusal::Invalid("the token is not a JWS compact JWT".to_owned());
         let mut segments = token.split('.');
         let (Some(header), Some(_), Some(_), None) = (
@@ -248,7 +246,7 @@ impl JwtAuthenticator {
         let header: Map<String, Value> =
             serde_json::from_slice(&header).map_err(|_| malformed())?;
         let alg = header.get("alg").and_then(Value::as_str).unwrap_or("");
-        ALLOWED
+        let algorithm = ALLOWED
             .iter()
             .find(|(name, algorithm)| *name == alg && self.algorithms.contains(algorithm))
             .map(|(_, algorithm)| *algorithm)
@@ -257,7 +255,17 @@ impl JwtAuthenticator {
                     "the token's algorithm {alg:?} is not accepted here (accepted: {})",
                     self.names.join(", ")
                 ))
-            })
+            })?;
+        let kid = match header.get("kid") {
+            None => None,
+            Some(Value::String(kid)) => Some(kid.clone()),
+            Some(_) => {
+                return Err(Refusal::Invalid(
+                    "the token's kid is not a string".to_owned(),
+                ));
+            }
+        };
+        Ok((algorithm, kid))
     }
 
     fn identity(&self, claims: Map<String, Value>) -> Result<Identity, Refusal> {
