@@ -24,11 +24,10 @@ use crate::error::{Error, ErrorKind, Result};
 /// What to send back for one JSON-RPC request.
 #[derive(Debug)]
 pub enum RpcReply {
-    /// A complete JSON-RPC response body (`application/json`).
+    /// A complete JSON-RPC response body (`application/json`): every answer but a stream,
+    /// including an error a streaming method found before its stream started (A2A §3.1.6:
+    /// such an error is a plain JSON-RPC error response, not a stream).
     Json(Vec<u8>),
-    /// An error for a streaming method, detected before the stream started: a complete
-    /// JSON-RPC error response that an SSE transport sends as the stream's only frame.
-    StreamError(Vec<u8>),
     /// A stream: each event becomes one JSON-RPC response carrying `id`.
     Stream(RpcStream),
 }
@@ -129,7 +128,6 @@ impl Bridge {
         let version = method.version();
         let id = request.id;
         let params = request.params.map(RawValue::get);
-        let streaming = method.operation().is_streaming();
         let result = self.dispatch(caller, method, params, resume_after).await;
         match result {
             Ok(Answer::Json(value)) => RpcReply::Json(success_body(id, &value)),
@@ -138,9 +136,6 @@ impl Bridge {
                 version,
                 events,
             }),
-            Err(error) if streaming => {
-                RpcReply::StreamError(error_body(id, &error.to_rpc(), version))
-            }
             Err(error) => RpcReply::Json(error_body(id, &error.to_rpc(), version)),
         }
     }

@@ -36,18 +36,18 @@
 //! - **`A2A-Version`** is handed to [`Bridge::handle_parsed`] as sent (a value that is not valid
 //!   UTF-8 is passed lossily, so it is refused with -32009 like any unsupported version); a
 //!   missing header is accepted, as documented there.
-//! - **Streaming methods always answer `200 text/event-stream`** (the A2A TCK fails on any
-//!   other content type): each event is one SSE frame `id: <log position>` +
-//!   `data: <complete JSON-RPC response>`; an error, whether before the stream started
-//!   ([`RpcReply::StreamError`]) or mid-stream, is a single frame `event: error` +
-//!   `data: <JSON-RPC error response>` (the framing of the official Python server), after
-//!   which the stream ends. A keep-alive comment is sent every 15 s of silence. The one
-//!   exception is a request refused before it reaches the bridge's dispatch (bad JSON, bad
-//!   `A2A-Version`): it is answered as plain JSON, because the method is not known yet.
+//! - **A streaming method's stream is `200 text/event-stream`**: each event is one SSE frame
+//!   `id: <log position>` + `data: <complete JSON-RPC response>`; an error once the stream
+//!   has started is a single frame `event: error` + `data: <JSON-RPC error response>` (the
+//!   framing of the official Python server), after which the stream ends. A keep-alive
+//!   comment is sent every 15 s of silence. An error found **before** the stream starts
+//!   (unknown task, a finished task to subscribe to, invalid params, a refused message) is a
+//!   plain `application/json` JSON-RPC error response, as A2A §3.1.6 requires; the official
+//!   Python and JS clients read both.
 //! - **`Last-Event-ID: N`** on a streaming method resumes right after log position `N`
 //!   (`resume_after = Some(N)`), replaying what the client missed with no gap and no
 //!   duplicate. A value that is not a decimal `u64` is refused with -32602 naming the
-//!   `Last-Event-ID` field, framed as the method's other errors are (one SSE error frame):
+//!   `Last-Event-ID` field, as a plain JSON-RPC error response (the stream never starts):
 //!   silently ignoring it would restart the stream with a snapshot and hide a client or
 //!   proxy bug. The header is ignored on non-streaming methods.
 //! - **Not ready yet**: while the bridge's task view replays the log (after a start or a
@@ -68,7 +68,7 @@
 //!
 //! - `agentlog_rpc_requests_total{method,code}`: `method` is the JSON-RPC method name when it
 //!   is one A2A defines, else `unknown`; `code` is `0` for a success, else the JSON-RPC error
-//!   code (for a stream: `0` once it started, or the code of its only error frame).
+//!   code (for a stream: `0` once it started; an error before it is a JSON reply with its code).
 //! - `agentlog_rpc_request_duration_seconds{method}`: time until the reply's head (for a
 //!   stream, until it starts, not until it ends).
 //! - `agentlog_view_lag_records`: records in the log not yet applied by the task view,
@@ -108,7 +108,6 @@
 //! adds `TraceLayer` or auth layers puts them outside: `router(..).layer(..)`.
 //!
 //! [`parse_request`]: agentlog_wire::jsonrpc::parse_request
-//! [`RpcReply::StreamError`]: crate::bridge::RpcReply::StreamError
 //! [`MetricsLayer`]: crate::log::layers::MetricsLayer
 //! [`LogOp`]: crate::log::layers::LogOp
 

@@ -136,7 +136,7 @@ async fn rpc(state: AppState, request: Request) -> Response {
         (true, Some(value)) => match parse_last_event_id(value) {
             Some(position) => Some(position),
             None => {
-                let reply = RpcReply::StreamError(bad_last_event_id(&body, value));
+                let reply = RpcReply::Json(bad_last_event_id(&body, value));
                 return respond(reply, &probe, &state, start);
             }
         },
@@ -182,12 +182,6 @@ fn respond(reply: RpcReply, probe: &Probe<'_>, state: &AppState, start: Instant)
     let metrics = &state.inner.metrics;
     let (code, response) = match reply {
         RpcReply::Json(body) => (reply_code(&body, probe.id), json(StatusCode::OK, body)),
-        RpcReply::StreamError(body) => {
-            let code = reply_code(&body, None);
-            let frame = Event::default().event("error").data(utf8(body));
-            let events = futures::stream::once(async move { Ok::<_, Infallible>(frame) });
-            (code, sse(events, false))
-        }
         RpcReply::Stream(stream) => {
             // Each event: `id: <log position>` + `data: <JSON-RPC response>`; an error (the
             // stream's last): `event: error` + `data: <JSON-RPC error response>`.
@@ -201,24 +195,17 @@ fn respond(reply: RpcReply, probe: &Probe<'_>, state: &AppState, start: Instant)
                 };
                 Some((Ok::<_, Infallible>(frame), stream))
             });
-            (0, sse(frames, true))
+            (0, sse(frames))
         }
     };
     metrics.observe(probe.method, code, start.elapsed());
     response
 }
 
-fn sse(
-    events: impl Stream<Item = Result<Event, Infallible>> + Send + 'static,
-    keep_alive: bool,
-) -> Response {
-    let mut response = if keep_alive {
-        Sse::new(events)
-            .keep_alive(KeepAlive::new().interval(KEEP_ALIVE))
-            .into_response()
-    } else {
-        Sse::new(events).into_response()
-    };
+fn sse(events: impl Stream<Item = Result<Event, Infallible>> + Send + 'static) -> Response {
+    let mut response = Sse::new(events)
+        .keep_alive(KeepAlive::new().interval(KEEP_ALIVE))
+        .into_response();
     // Ask buffering proxies (nginx) to pass frames through as they come.
     response
         .headers_mut()

@@ -177,8 +177,6 @@ struct Case {
     chunked: bool,
     status: StatusCode,
     code: i64,
-    /// The error arrives as the only SSE frame (a streaming method).
-    sse: bool,
     /// Substrings of `error.message`.
     says: &'static [&'static str],
 }
@@ -192,7 +190,6 @@ fn case(name: &'static str, body: impl Into<Vec<u8>>, code: i64) -> Case {
         chunked: false,
         status: StatusCode::OK,
         code,
-        sse: false,
         says: &[],
     }
 }
@@ -212,10 +209,6 @@ impl Case {
     }
     fn status(mut self, status: StatusCode) -> Self {
         self.status = status;
-        self
-    }
-    fn sse(mut self) -> Self {
-        self.sse = true;
         self
     }
     fn chunked(mut self) -> Self {
@@ -399,7 +392,6 @@ fn bad_cases() -> Vec<Case> {
             rpc_text("SubscribeToTask", r#"{"id":1}"#),
             -32602,
         )
-        .sse()
         .says(&["id"]),
         case(
             "bad Last-Event-ID",
@@ -407,7 +399,6 @@ fn bad_cases() -> Vec<Case> {
             -32602,
         )
         .header("last-event-id", "abc")
-        .sse()
         .says(&["Last-Event-ID"]),
         // A2A errors.
         case(
@@ -426,7 +417,6 @@ fn bad_cases() -> Vec<Case> {
             rpc_text("SubscribeToTask", r#"{"id":"nope"}"#),
             -32001,
         )
-        .sse()
         .says(&["not found"]),
         case(
             "0.3 get unknown id",
@@ -531,24 +521,16 @@ async fn bad_requests_get_the_right_errors_and_the_server_stays_up() {
             Body::from(case.body.clone())
         };
         let reply = call(&app, builder.body(body).unwrap()).await;
-        let error = if case.sse {
-            let frames = reply.frames();
-            if frames.len() != 1 || frames[0].event.as_deref() != Some("error") {
-                failures.push(format!("{}: frames {frames:?}", case.name));
-                continue;
-            }
-            frames[0].json()
-        } else {
-            if !reply.content_type().starts_with("application/json") {
-                failures.push(format!(
-                    "{}: content type {}",
-                    case.name,
-                    reply.content_type()
-                ));
-                continue;
-            }
-            reply.json()
-        };
+        // Every error before a stream starts is plain JSON, streaming methods' too (§3.1.6).
+        if !reply.content_type().starts_with("application/json") {
+            failures.push(format!(
+                "{}: content type {}",
+                case.name,
+                reply.content_type()
+            ));
+            continue;
+        }
+        let error = reply.json();
         let code = error["error"]["code"].as_i64();
         let message = error["error"]["message"].as_str().unwrap_or_default();
         let said = case.says.iter().all(|s| message.contains(s));
@@ -695,17 +677,17 @@ async fn streaming_send_yields_the_task_then_events_each_with_an_id_and_resumes(
     let resumed = call(&app, request).await.frames();
     assert_eq!(resumed, frames[1..].to_vec());
 
-    // Without Last-Event-ID, subscribing to the finished task is refused, as an SSE frame.
+    // Without Last-Event-ID, subscribing to the finished task is refused before any stream:
+    // a plain JSON-RPC error response (A2A §3.1.6), not an SSE stream.
     let reply = rpc(
         &app,
         envelope(json!(3), "SubscribeToTask", json!({"id": task_id})),
     )
     .await;
-    let frames = reply.frames();
-    assert_eq!(frames.len(), 1);
-    assert_eq!(frames[0].event.as_deref(), Some("error"));
-    assert_eq!(frames[0].json()["error"]["code"], -32004);
-    assert_eq!(frames[0].json()["id"], 3);
+    assert_eq!(reply.status, StatusCode::OK);
+    assert!(reply.content_type().starts_with("application/json"));
+    assert_eq!(reply.json()["error"]["code"], -32004);
+    assert_eq!(reply.json()["id"], 3);
     worker.shutdown().await.unwrap();
 }
 
