@@ -30,6 +30,7 @@
 //! | status update, terminal | state: u8 code, message: str32 (a `Message` as JSON, or empty) |
 //! | artifact update | flags: u8 (bit 0 append, bit 1 lastChunk, others 0), artifact: str32 (an `Artifact` as JSON) |
 //! | claim | turn: str16 (the client `messageId` claimed), lease deadline: u64 (Unix ms) |
+//! | reply | message: str32 (the agent's answering `Message` as JSON; format 4 only) |
 //!
 //! Format version 3 is version 4 without the key id, the bridge path and the signature;
 //! version 2 is version 3 without a command's `retention`; version 1 is version 2 without
@@ -97,6 +98,9 @@ pub enum RecordKind {
     Terminal = 6,
     /// A worker claims a turn of the task: it runs it under a lease it renews.
     Claim = 7,
+    /// A worker answered the client's message with a message instead of a task (fold rule
+    /// 15). Format 4 only: an older format's record of this kind is `unknown_kind`.
+    Reply = 8,
 }
 
 impl RecordKind {
@@ -115,6 +119,7 @@ impl RecordKind {
             5 => RecordKind::ArtifactUpdate,
             6 => RecordKind::Terminal,
             7 => RecordKind::Claim,
+            8 => RecordKind::Reply,
             _ => return None,
         })
     }
@@ -243,6 +248,11 @@ pub enum RecordBody {
         /// Until when the claim holds, Unix milliseconds.
         lease_until_ms: u64,
     },
+    /// The agent's answer to the client's message as a message, not a task (fold rule 15).
+    Reply {
+        /// The answering `Message` JSON.
+        message: String,
+    },
 }
 
 impl RecordBody {
@@ -272,6 +282,7 @@ impl RecordBody {
             RecordBody::ArtifactUpdate { .. } => RecordKind::ArtifactUpdate,
             RecordBody::Terminal { .. } => RecordKind::Terminal,
             RecordBody::Claim { .. } => RecordKind::Claim,
+            RecordBody::Reply { .. } => RecordKind::Reply,
         }
     }
 }

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use agentlog_wire::a2a::{Message, Role, SendMessageRequest, SendMessageResponse, Task};
+use agentlog_wire::a2a::{Message, Role, SendMessageRequest, SendMessageResponse};
 use agentlog_wire::fold::submitted_task;
 use agentlog_wire::{Record, RecordBody, RecordHeader, ids};
 use tokio::sync::broadcast::error::RecvError;
@@ -80,16 +80,27 @@ impl Bridge {
                 .view
                 .lookup(caller, &accepted.task_id)
                 .ok_or_else(|| not_found(&accepted.task_id))?;
-            let task = self.inner.view.load(&info).await?;
-            return Ok(SendMessageResponse::Task(trim_history(
-                task,
-                history_length,
-            )));
+            return self.respond(&info, history_length).await;
         }
-        let task = self
+        let info = self
             .wait_settled(caller, &accepted, self.inner.config.blocking_timeout)
             .await?;
         drop(waiting);
+        self.respond(&info, history_length).await
+    }
+
+    /// The answer to a send about the task `info` describes: the task, or the reply that
+    /// answered in its place (fold rule 15).
+    async fn respond(
+        &self,
+        info: &TaskInfo,
+        history_length: Option<i32>,
+    ) -> Result<SendMessageResponse> {
+        let view = &self.inner.view;
+        if let Some(answer) = view.answer(info).await? {
+            return Ok(SendMessageResponse::Message(answer));
+        }
+        let task = view.load(info).await?;
         Ok(SendMessageResponse::Task(trim_history(
             task,
             history_length,
@@ -97,7 +108,10 @@ impl Bridge {
     }
 
     /// `SendStreamingMessage`: like [`send_message`](Self::send_message), answered with the
-    /// task snapshot and then its events until it is terminal or interrupted.
+    /// task snapshot and then its events until it is terminal or interrupted. A new task's
+    /// stream starts once the task shows itself (a status, an artifact, its end: fold rule
+    /// 15), as the official SDKs' servers start on the agent's first event: until then the
+    /// agent may still answer with a message instead, and the stream is then that message.
     ///
     /// A client that lost the stream sends the same request again with `resume_after` set to
     /// the last position it saw: the message is idempotent, so no second task starts, and the
@@ -121,10 +135,13 @@ impl Bridge {
         let (info, events) = view
             .subscribe(Some(caller), &accepted.task_id)
             .ok_or_else(|| not_found(&accepted.task_id))?;
-        // A message this call put on the log: show the task from that record on.
-        let from = match accepted.visible_at {
-            0 => Start::Snapshot,
-            end => Start::SnapshotAt(end - 1),
+        // A message this call put on the log: show the task from that record on; a new
+        // task's (or its retry's) once it shows itself, or its answer.
+        let from = match (accepted.visible_at, request.message.task_id.is_none()) {
+            (0, true) => Start::Held(None),
+            (0, false) => Start::Snapshot,
+            (end, true) => Start::Held(Some(end - 1)),
+            (end, false) => Start::SnapshotAt(end - 1),
         };
         let stream = task_stream(
             view.clone(),
@@ -214,7 +231,11 @@ impl Bridge {
         let appended = self.commit(&record, Topics::Both).await?;
         let offset = appended.first_offset;
         let own = if params_parsed {
-            view.apply_own_command(partition, offset, &record)
+            let immediately = request
+                .configuration
+                .as_ref()
+                .is_some_and(|c| c.return_immediately);
+            view.apply_own_command(partition, offset, &record, immediately)
         } else {
             OwnCommand::NotApplied
         };
@@ -311,6 +332,7 @@ impl Bridge {
         let view = &self.inner.view;
         let info = view
             .lookup(caller, task_id)
+            .filter(|info| !info.answered)
             .ok_or_else(|| not_found(task_id))?;
         if let Some(context_id) = message
             .context_id
@@ -359,13 +381,14 @@ impl Bridge {
         })
     }
 
-    /// Wait until the task is terminal or interrupted (or `timeout` passes), then fold it.
+    /// Wait until the task is terminal or interrupted (or `timeout` passes); the task as it
+    /// is then.
     async fn wait_settled(
         &self,
         caller: &Caller,
         accepted: &Accepted,
         timeout: Duration,
-    ) -> Result<Task> {
+    ) -> Result<TaskInfo> {
         let view = &self.inner.view;
         view.sync_to(
             accepted.partition,
@@ -391,10 +414,8 @@ impl Bridge {
                 }
             }
         }
-        let info = view
-            .lookup(caller, &accepted.task_id)
-            .ok_or_else(|| not_found(&accepted.task_id))?;
-        view.load(&info).await
+        view.lookup(caller, &accepted.task_id)
+            .ok_or_else(|| not_found(&accepted.task_id))
     }
 }
 

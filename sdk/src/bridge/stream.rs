@@ -8,7 +8,7 @@ use agentlog_wire::TaskState;
 use agentlog_wire::a2a::{
     Message, StreamResponse, Task, TaskArtifactUpdateEvent, TaskStatus, TaskStatusUpdateEvent,
 };
-use agentlog_wire::fold::{Change, TaskFold, TaskMachine};
+use agentlog_wire::fold::{Change, TaskFold, TaskMachine, answering};
 use agentlog_wire::timestamp::format_millis;
 use futures::Stream;
 use tokio::sync::{broadcast, mpsc};
@@ -41,6 +41,11 @@ pub(crate) enum Start {
     SnapshotAt(u64),
     /// With the events after this position, and no snapshot (a client resuming).
     After(u64),
+    /// As [`SnapshotAt`](Start::SnapshotAt) at this position (or, with none, as the task is
+    /// then), held until the task shows itself (fold rule 15: a status, an artifact, its
+    /// end): a reply before that answers in the task's place, and the stream is then that one
+    /// message (A2A §3.1.2). A new task's stream, or its retry's.
+    Held(Option<u64>),
 }
 
 impl Start {
@@ -71,7 +76,7 @@ type Sink = mpsc::Sender<Result<StreamEvent>>;
 
 async fn produce(
     view: TaskView,
-    info: TaskInfo,
+    mut info: TaskInfo,
     mut events: broadcast::Receiver<Arc<TaskEvent>>,
     start: Start,
     tx: &Sink,
@@ -79,6 +84,15 @@ async fn produce(
     let (snapshot_at, replay_after) = match start {
         Start::Snapshot => (Some(info.position()), None),
         Start::SnapshotAt(at) => (Some(at), Some(at)),
+        Start::Held(at) => {
+            // What happened while held is read back from the log with the task as it is now.
+            let Some(fresh) = hold(&view, &info, &mut events, tx).await else {
+                return;
+            };
+            info = fresh;
+            let at = at.unwrap_or_else(|| info.position());
+            (Some(at), Some(at))
+        }
         Start::After(after) => (None, Some(after)),
     };
     let mut position = info.position();
@@ -134,6 +148,62 @@ async fn produce(
             Err(broadcast::error::RecvError::Closed) => return,
         }
     }
+}
+
+/// Wait until the task shows itself to the client (fold rule 15) or a reply answers in its
+/// place. Once it shows: the task as it is then, for the caller to stream from where it
+/// starts (what happened meanwhile is read back). `None` once the answer was sent as the
+/// stream's one event, or the task is gone.
+async fn hold(
+    view: &TaskView,
+    info: &TaskInfo,
+    events: &mut broadcast::Receiver<Arc<TaskEvent>>,
+    tx: &Sink,
+) -> Option<TaskInfo> {
+    let mut now = info.clone();
+    loop {
+        if now.answered {
+            match view.answer(&now).await {
+                Ok(Some(answer)) => send_answer(now.position(), answer, tx).await,
+                Ok(None) => {} // an answered task has its reply: cannot be
+                Err(e) => {
+                    let _ = tx.send(Err(e)).await;
+                }
+            }
+            return None;
+        }
+        if now.shown || ends_stream(now.state) {
+            return view.lookup_any(&info.id).map(|(fresh, _)| fresh);
+        }
+        match events.recv().await {
+            Ok(event) => match &event.change {
+                Change::Replied {
+                    message,
+                    answered: true,
+                } => {
+                    let answer = answering((**message).clone(), &event.context_id);
+                    send_answer(event.offset, answer, tx).await;
+                    return None;
+                }
+                // A claim shows nothing: the handler has not answered yet.
+                Change::Claimed(_) if !ends_stream(event.state) => {}
+                _ => return view.lookup_any(&info.id).map(|(fresh, _)| fresh),
+            },
+            Err(broadcast::error::RecvError::Lagged(_)) => now = view.lookup_any(&info.id)?.0,
+            Err(broadcast::error::RecvError::Closed) => {
+                return view.lookup_any(&info.id).map(|(fresh, _)| fresh);
+            }
+        }
+    }
+}
+
+async fn send_answer(position: u64, answer: Message, tx: &Sink) {
+    let event = StreamEvent {
+        position,
+        response: StreamResponse::Message(answer),
+        last: true,
+    };
+    let _ = tx.send(Ok(event)).await;
 }
 
 /// The task as it was at position `at`, and its state then (`None` before its command).
@@ -247,6 +317,16 @@ fn to_response(event: &TaskEvent) -> Option<StreamResponse> {
         }
         Change::Claimed(_) => return None,
         Change::Continued(_) => status_event(event, TaskState::Submitted, None),
+        Change::Replied {
+            message,
+            answered: true,
+        } => StreamResponse::Message(answering((**message).clone(), &event.context_id)),
+        Change::Replied { message, .. } => {
+            let mut message = (**message).clone();
+            message.task_id = Some(event.task_id.to_string());
+            message.context_id = Some(event.context_id.to_string());
+            status_event(event, TaskState::Completed, Some(message))
+        }
         Change::Canceled => status_event(event, TaskState::Canceled, None),
         Change::Status {
             state,

@@ -45,6 +45,7 @@ impl Bridge {
         let view = &self.inner.view;
         let info = view
             .lookup(caller, task_id)
+            .filter(|info| !info.answered)
             .ok_or_else(|| not_found(task_id))?;
         if info.state.is_terminal() {
             return Err(not_cancelable(task_id, &info.state.to_string()));
@@ -162,6 +163,7 @@ impl Bridge {
         let view = &self.inner.view;
         let (info, events) = view
             .subscribe(Some(caller), &request.id)
+            .filter(|(info, _)| !info.answered)
             .ok_or_else(|| not_found(&request.id))?;
         if info.state.is_terminal() && resume_after.is_none_or(|p| p >= info.position()) {
             return Err(Error::new(

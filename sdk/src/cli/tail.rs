@@ -294,6 +294,7 @@ fn summarize(out: &Out, record: &Record) -> (&'static str, String) {
         RecordBody::CancelRequest { .. } => ("cancel", String::new()),
         RecordBody::StatusUpdate { state, message } => ("status", state_text(out, *state, message)),
         RecordBody::Terminal { state, message } => ("terminal", state_text(out, *state, message)),
+        RecordBody::Reply { message } => ("reply", message_text(message)),
         RecordBody::ArtifactUpdate {
             append,
             last_chunk,
@@ -336,21 +337,22 @@ fn request_text(params: &str) -> String {
     }
 }
 
+/// A `Message`'s text on one line, quoted.
+fn message_text(message: &str) -> String {
+    match serde_json::from_str::<Message>(message) {
+        Ok(message) => format!("{:?}", one_line(&parts_text(&message.parts), SUMMARY_CHARS)),
+        Err(e) => format!("<bad message: {e}>"),
+    }
+}
+
 fn state_text(out: &Out, state: StateCode, message: &str) -> String {
     let mut text = match state.state() {
         Ok(state) => out.state(state),
         Err(_) => format!("state {}", state.0),
     };
     if !message.is_empty() {
-        match serde_json::from_str::<Message>(message) {
-            Ok(message) => {
-                text.push_str(&format!(
-                    ": {:?}",
-                    one_line(&parts_text(&message.parts), SUMMARY_CHARS)
-                ));
-            }
-            Err(e) => text.push_str(&format!(": <bad message: {e}>")),
-        }
+        text.push_str(": ");
+        text.push_str(&message_text(message));
     }
     text
 }

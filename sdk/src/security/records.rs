@@ -113,6 +113,7 @@ impl Role {
                 RecordKind::StatusUpdate,
                 RecordKind::ArtifactUpdate,
                 RecordKind::Terminal,
+                RecordKind::Reply,
             ],
         }
     }
@@ -128,11 +129,12 @@ pub const fn kind_name(kind: RecordKind) -> &'static str {
         RecordKind::ArtifactUpdate => "artifact_update",
         RecordKind::Terminal => "terminal",
         RecordKind::Claim => "claim",
+        RecordKind::Reply => "reply",
     }
 }
 
 /// Every record kind.
-const KINDS: [RecordKind; 7] = [
+const KINDS: [RecordKind; 8] = [
     RecordKind::Command,
     RecordKind::Continue,
     RecordKind::CancelRequest,
@@ -140,6 +142,7 @@ const KINDS: [RecordKind; 7] = [
     RecordKind::ArtifactUpdate,
     RecordKind::Terminal,
     RecordKind::Claim,
+    RecordKind::Reply,
 ];
 
 fn kind_named(name: &str) -> Option<RecordKind> {

@@ -108,6 +108,11 @@ pub struct TaskInfo {
     pub pending: Vec<Arc<str>>,
     /// The task's applied records, in order.
     pub records: Arc<[Applied]>,
+    /// A reply answered in the task's place (fold rule 15): there is no task for readers,
+    /// only the answer for the sender of its command ([`TaskView::answer`]).
+    pub answered: bool,
+    /// The client has seen the task (fold rule 15): a reply would complete it.
+    pub shown: bool,
 }
 
 impl TaskInfo {
@@ -341,7 +346,8 @@ impl TaskView {
     }
 
     /// Apply the command record this process has just appended at `offset` of `partition`
-    /// (`record`, whose params it parsed into a request with the header's message id), if the
+    /// (`record`, whose params it parsed into a request with the header's message id, asking
+    /// for the task at once when `return_immediately`), if the
     /// view stands right before it and nobody else is applying that partition: the record
     /// is then applied without being read back, decoded and parsed again. Otherwise this
     /// does nothing, and the record is applied from the log as any other.
@@ -352,7 +358,13 @@ impl TaskView {
     /// Returns what became of the record here: not applied (the caller looks at the view once
     /// it has applied the record), or applied as the task's command, or found a duplicate (a
     /// command for the task came first).
-    pub fn apply_own_command(&self, partition: u32, offset: u64, record: &Record) -> OwnCommand {
+    pub fn apply_own_command(
+        &self,
+        partition: u32,
+        offset: u64,
+        record: &Record,
+        return_immediately: bool,
+    ) -> OwnCommand {
         let RecordBody::Command { retention_ms, .. } = record.body else {
             return OwnCommand::NotApplied;
         };
@@ -373,7 +385,12 @@ impl TaskView {
         let mut created = false;
         let mut tasks = self.write();
         tasks.apply_with(partition, offset, header, |machine| {
-            let applied = machine.apply_parsed_command(header, &header.message_id, retention_ms);
+            let applied = machine.apply_parsed_command(
+                header,
+                &header.message_id,
+                retention_ms,
+                return_immediately,
+            );
             created = applied.is_ok();
             applied.map(|()| None)
         });
@@ -545,7 +562,8 @@ impl TaskView {
         self.read().entries.len()
     }
 
-    /// The task if it exists and `caller` may see it.
+    /// The task if it exists and `caller` may see it; also a task a reply answered in its
+    /// place (`answered`: its sender's retry needs it; readers answer it as not found).
     pub fn lookup(&self, caller: &Caller, task_id: &str) -> Option<TaskInfo> {
         let tasks = self.read();
         let entry = tasks.owned(caller, task_id, now_ms())?;
@@ -657,6 +675,8 @@ impl TaskView {
             attempts: entry.machine.attempts(),
             pending: entry.machine.pending().map(Arc::from).collect(),
             records: entry.records.as_slice().into(),
+            answered: entry.machine.is_answered(),
+            shown: entry.machine.is_shown(),
         }
     }
 

@@ -2,7 +2,7 @@
 //! the view holds (`GetTask`, `ListTasks`, snapshots of streams).
 
 use agentlog_wire::Record;
-use agentlog_wire::a2a::Task;
+use agentlog_wire::a2a::{Message, Task};
 use agentlog_wire::fold::{StatusMark, fold_content};
 
 use super::applied::{self, content_offsets};
@@ -19,13 +19,17 @@ impl TaskView {
     pub async fn get(&self, caller: &Caller, task_id: &str) -> Result<Option<Task>> {
         let found = {
             let tasks = self.read();
-            tasks.owned(caller, task_id, now_ms()).and_then(|entry| {
-                if applied::spilled(&entry.records).is_some() {
-                    return Some(Err(self.info(entry)));
-                }
-                let status = entry.machine.status()?;
-                Some(Ok((content_offsets(&entry.records), status)))
-            })
+            let found = tasks.owned(caller, task_id, now_ms());
+            // A reply answered in the task's place: there is no task (fold rule 15).
+            found
+                .filter(|e| !e.machine.is_answered())
+                .and_then(|entry| {
+                    if applied::spilled(&entry.records).is_some() {
+                        return Some(Err(self.info(entry)));
+                    }
+                    let status = entry.machine.status()?;
+                    Some(Ok((content_offsets(&entry.records), status)))
+                })
         };
         let (content, status) = match found {
             None => return Ok(None),
@@ -41,6 +45,17 @@ impl TaskView {
             Err(error) if error.kind() == ErrorKind::TaskNotFound => Ok(None),
             folded => folded.map(|(task, _)| Some(task)),
         }
+    }
+
+    /// The reply that answered in the place of the task `info` describes (fold rule 15), as
+    /// its sender receives it; `None` if no reply answered it.
+    pub async fn answer(&self, info: &TaskInfo) -> Result<Option<Message>> {
+        if !info.answered {
+            return Ok(None);
+        }
+        let records = self.task_records(info, false).await?;
+        let fold = agentlog_wire::fold::fold(records.iter().map(|(_, record)| record));
+        Ok(fold.answer().cloned())
     }
 
     /// The task `info` describes, folded from its content records read back from the log.

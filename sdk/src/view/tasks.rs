@@ -30,8 +30,12 @@ pub(super) struct Entry {
 }
 
 impl Entry {
-    /// Where the task sits in the `ListTasks` index (nowhere before its command).
+    /// Where the task sits in the `ListTasks` index (nowhere before its command, nor once a
+    /// reply answered in its place: fold rule 15, there is no task to list).
     pub(super) fn listed(&self) -> Option<Listed> {
+        if self.machine.is_answered() {
+            return None;
+        }
         Listed::of(
             self.owner,
             self.id.as_ref(),

@@ -243,6 +243,38 @@ impl TaskContext {
             .await
     }
 
+    /// Answer the client's message with a message instead of a task (A2A: "respond with a
+    /// stateless Message"): `SendMessage` returns `{"message": ...}`, a streaming send streams
+    /// that one message, and `GetTask` finds no task (fold rule 15). The reply is a record on
+    /// the log like every report, so any bridge, and a retried send, answers the same. Ends
+    /// the task. Answer first: once the client has seen the task (after a status or artifact
+    /// report, a follow-up, or when the client asked for the task at once with
+    /// `returnImmediately`), the reply completes the task with this message instead.
+    pub async fn reply(&self, parts: Vec<Part>) -> Result<()> {
+        if self.skips() {
+            return Ok(());
+        }
+        let attempt = &self.inner.attempt;
+        let id = attempt.next_id();
+        let message = Message {
+            context_id: Some(self.context_id().to_owned()),
+            parts,
+            ..Message::agent_text(id.clone(), "")
+        };
+        message
+            .validate()
+            .map_err(|e| Error::new(ErrorKind::InvalidParams, format!("invalid reply: {e}")))?;
+        let body = RecordBody::Reply {
+            message: to_json(&message, "reply")?,
+        };
+        self.end(attempt.record(id, body), Progress::Terminal).await
+    }
+
+    /// [`reply`](Self::reply) with one text part.
+    pub async fn reply_text(&self, text: &str) -> Result<()> {
+        self.reply(vec![Part::text(text)]).await
+    }
+
     /// Take the oldest follow-up message the client sent while this turn runs, if one waits:
     /// from then on the turn answers it (the claim moves to it), and it does not start a turn
     /// of its own. `None` when none waits, or when the turn is over. A follow-up the handler
@@ -357,9 +389,13 @@ impl TaskContext {
         if self.skips() {
             return Ok(());
         }
-        let attempt = &self.inner.attempt;
-        let record = attempt.status_record(state, text)?;
-        let appended = attempt.writer.append(&[record]).await?;
+        let record = self.inner.attempt.status_record(state, text)?;
+        self.end(record, then).await
+    }
+
+    /// Write `record` and move the turn to `then` once it is written.
+    async fn end(&self, record: agentlog_wire::Record, then: Progress) -> Result<()> {
+        let appended = self.inner.attempt.writer.append(&[record]).await?;
         self.inner
             .last_written
             .fetch_max(appended.first_offset, Ordering::AcqRel);

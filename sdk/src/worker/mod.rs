@@ -31,6 +31,8 @@ mod context;
 pub mod demo;
 mod handler;
 mod pending;
+#[cfg(test)]
+mod reply_tests;
 mod run;
 mod sweep;
 #[cfg(test)]

@@ -590,6 +590,8 @@ mod tests {
             attempts: claim.map_or(0, |c| c.0),
             pending: vec!["m2".into()],
             records: Arc::from(Vec::new()),
+            answered: false,
+            shown: false,
         }
     }
 

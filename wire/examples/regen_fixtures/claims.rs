@@ -10,7 +10,7 @@ use crate::folds::{case, hi_command, rec, status};
 const T0: u64 = 1_700_000_000_000;
 
 /// `record` as written by `worker` under `attempt`.
-fn by(worker: &str, attempt: u32, mut record: Record) -> Record {
+pub(crate) fn by(worker: &str, attempt: u32, mut record: Record) -> Record {
     record.header.source = worker.into();
     record.header.attempt = attempt;
     record
@@ -18,7 +18,7 @@ fn by(worker: &str, attempt: u32, mut record: Record) -> Record {
 
 /// `worker`'s claim of `turn` under `attempt`, written at `at`, leased until `until` (both
 /// in milliseconds after the command).
-fn claim(worker: &str, attempt: u32, turn: &str, at: u64, until: u64) -> Record {
+pub(crate) fn claim(worker: &str, attempt: u32, turn: &str, at: u64, until: u64) -> Record {
     by(
         worker,
         attempt,
@@ -56,7 +56,7 @@ fn asks(worker: &str, attempt: u32, id: &str, at: u64) -> Record {
     )
 }
 
-fn chunk(worker: &str, attempt: u32, id: &str, at: u64, text: &str) -> Record {
+pub(crate) fn chunk(worker: &str, attempt: u32, id: &str, at: u64, text: &str) -> Record {
     artifact(worker, attempt, id, at, text, true)
 }
 

@@ -288,14 +288,14 @@ pub(crate) fn folds() -> Vec<Value> {
         .collect()
 }
 
-/// The fold vector of a scenario: its records, the task they fold to, when it expires and
-/// the stats.
+/// The fold vector of a scenario: its records, the task they fold to, the reply that
+/// answered in its place, when it expires and the stats.
 pub(crate) fn case(description: &str, records: Vec<Record>) -> Value {
     let f = fold(&records);
     let stats = f.stats();
     ok(
         description,
         json!({"records": records}),
-        json!({"task": f.task(), "expiresAtMs": f.machine().expires_at_ms(), "stats": {"applied": stats.applied, "orphans": stats.orphans, "duplicates": stats.duplicates, "afterTerminal": stats.after_terminal, "illegalTransitions": stats.illegal_transitions, "invalid": stats.invalid, "fenced": stats.fenced}}),
+        json!({"task": f.task(), "answer": f.answer(), "expiresAtMs": f.machine().expires_at_ms(), "stats": {"applied": stats.applied, "orphans": stats.orphans, "duplicates": stats.duplicates, "afterTerminal": stats.after_terminal, "illegalTransitions": stats.illegal_transitions, "invalid": stats.invalid, "fenced": stats.fenced}}),
     )
 }

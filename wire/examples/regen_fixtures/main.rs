@@ -10,6 +10,7 @@ mod claims;
 mod expiry;
 mod folds;
 mod records;
+mod replies;
 
 use std::path::PathBuf;
 
@@ -43,11 +44,12 @@ fn main() {
     write(
         &dir,
         "fold.json",
-        "Fold scenarios: a task's records in log order, the Task they fold to, and what was ignored.",
+        "Fold scenarios: a task's records in log order, the Task they fold to (null when there is none, as when a reply answered in its place), the answering reply, and what was ignored.",
         folds::folds()
             .into_iter()
             .chain(claims::claims())
             .chain(expiry::expiry())
+            .chain(replies::replies())
             .collect(),
     );
     write(

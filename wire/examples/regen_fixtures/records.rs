@@ -31,6 +31,7 @@ fn sample_records() -> Vec<(&'static str, Record)> {
         ("an artifact written under attempt 2", Record { header: worker_header("a-9", 2, 1_700_000_000_060), body: RecordBody::ArtifactUpdate { append: false, last_chunk: true, artifact: r#"{"artifactId":"out","parts":[{"text":"done"}]}"#.into() } }),
         ("format 4: a command with a key id, a bridge path of two and a signature (carried as it is; fixtures/signed_records.json has real ones)", Record { header: pathed_header(), body: RecordBody::Command { params: SEND_HI.into(), retention_ms: 604_800_000 } }),
         ("format 4: a worker's terminal with a key id and no signature (decodes; a verifier calls it unsigned)", Record { header: RecordHeader { key_id: "kid-worker".into(), ..worker_header("t-9", 1, 1_700_000_000_070) }, body: RecordBody::Terminal { state: TaskState::Completed.into(), message: String::new() } }),
+        ("format 4: a worker's reply (a message answering in its task's place; replies came with format 4)", Record { header: worker_header("r-1", 1, 1_700_000_000_080), body: RecordBody::Reply { message: r#"{"messageId":"r-1","role":"ROLE_AGENT","parts":[{"text":"Direct message response"}]}"#.into() } }),
         ("format 4: a command with a bridge path of one, unsigned", Record { header: RecordHeader { hops: 1, bridge_hops: vec!["agent-a".into()], ..header("task-1", "m-1", 1_700_000_000_000) }, body: RecordBody::Command { params: SEND_HI.into(), retention_ms: 0 } }),
     ]
 }
@@ -46,10 +47,14 @@ fn pathed_header() -> RecordHeader {
     }
 }
 
-/// Whether a sample record can be written in formats 1 to 3 (no format-4 field set).
+/// Whether a sample record can be written in formats 1 to 3 (no format-4 field set, not a
+/// reply).
 fn old_format(record: &Record) -> bool {
     let h = &record.header;
-    h.key_id.is_empty() && h.bridge_hops.is_empty() && h.signature.is_empty()
+    h.key_id.is_empty()
+        && h.bridge_hops.is_empty()
+        && h.signature.is_empty()
+        && record.body.kind() != agentlog_wire::RecordKind::Reply
 }
 
 /// Where a record's key id starts in format 4: after the fixed fields and seven strings.
@@ -80,7 +85,8 @@ fn worker_header(message_id: &str, attempt: u32, ms: u64) -> RecordHeader {
 /// A record's bytes in format version 3 (before signatures and paths): no key id, no path,
 /// no signature length.
 fn v3_bytes(record: &Record) -> Vec<u8> {
-    assert!(old_format(record));
+    let h = &record.header;
+    assert!(h.key_id.is_empty() && h.bridge_hops.is_empty() && h.signature.is_empty());
     let mut bytes = record.encode().unwrap();
     bytes[0] = 3;
     let at = key_id_at(&record.header);
@@ -184,7 +190,7 @@ pub(crate) fn records() -> Vec<Value> {
         b[0] = version;
         cases.push(decode_err(&format!("format version {version}"), b));
     }
-    for kind in [0u8, 8, 200] {
+    for kind in [0u8, 9, 200] {
         let mut b = base.clone();
         b[1] = kind;
         cases.push(decode_err(&format!("kind code {kind}"), b));
@@ -199,6 +205,17 @@ pub(crate) fn records() -> Vec<Value> {
     cases.push(decode_err(
         "a claim in format 1 (claims came with format 2)",
         v1_claim,
+    ));
+    let reply = sample_records()
+        .into_iter()
+        .find(|(_, r)| r.body.kind() == agentlog_wire::RecordKind::Reply)
+        .unwrap()
+        .1;
+    let mut v3_reply = v3_bytes(&reply);
+    v3_reply[1] = 8;
+    cases.push(decode_err(
+        "a reply in format 3 (replies came with format 4)",
+        v3_reply,
     ));
     let claim_bytes = claim.encode().unwrap();
     cases.push(decode_err(

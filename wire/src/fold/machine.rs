@@ -80,6 +80,13 @@ pub struct TaskMachine {
     /// How long the task stays answerable once terminal, in milliseconds (its command's; 0 =
     /// forever, rule 14).
     retention_ms: u64,
+    /// The client has seen the task (rule 15): a status or artifact record applied, a
+    /// follow-up came, or the command asked for the task at once (`returnImmediately`). A
+    /// reply then completes the task instead of answering in its place.
+    shown: bool,
+    /// The task ended with a reply that answered in its place (rule 15): readers answer it as
+    /// a task that never existed.
+    answered: bool,
 }
 
 /// The part of a [`TaskMachine`] that only a live task needs.
@@ -125,6 +132,7 @@ impl TaskMachine {
                 // A new task, or a new incarnation of an expired one (rule 14).
                 *self = Self {
                     retention_ms: command_retention(record),
+                    shown: returns_immediately(request),
                     ..Self::default()
                 };
                 self.submit(&request.message.message_id, ts);
@@ -132,16 +140,23 @@ impl TaskMachine {
             Change::Continued(request) => {
                 self.submit(&request.message.message_id, ts);
             }
-            Change::FollowedUp(request) => self
-                .live_mut()
-                .pending
-                .push_back(request.message.message_id.as_str().into()),
+            Change::FollowedUp(request) => {
+                self.shown = true;
+                self.live_mut()
+                    .pending
+                    .push_back(request.message.message_id.as_str().into());
+            }
             Change::Canceled => self.set(TaskState::Canceled, ts, false),
+            Change::Replied { answered, .. } => {
+                self.set(TaskState::Completed, ts, true);
+                self.answered = *answered;
+            }
             Change::Status {
                 state,
                 message,
                 resumed,
             } => {
+                self.shown = true;
                 self.set(*state, ts, message.is_some());
                 if state.is_interrupted() {
                     // The turn is over: nobody holds the task until its next turn's claim.
@@ -151,7 +166,7 @@ impl TaskMachine {
                     self.submit(&next, ts);
                 }
             }
-            Change::Artifact { .. } => {}
+            Change::Artifact { .. } => self.shown = true,
             Change::Claimed(claimed) => {
                 self.attempts = self.attempts.max(claimed.claim.attempt);
                 if claimed.started {
@@ -201,20 +216,24 @@ impl TaskMachine {
     /// [`apply`](Self::apply) of a command record (`header`) whose params the caller has
     /// already parsed into a [`SendMessageRequest`] whose message id is `message_id`: the same
     /// decision and the same state, without parsing the params again (a bridge applying the
-    /// command it just wrote, with retention `retention_ms`). The caller vouches that the
-    /// parse succeeded on exactly the record's params text; the change (the request) is not
-    /// returned.
+    /// command it just wrote, with retention `retention_ms`, whose request asked for the task
+    /// at once when `return_immediately`). The caller vouches that the parse succeeded on
+    /// exactly the record's params text; the change (the request) is not returned.
+    ///
+    /// [`SendMessageRequest`]: crate::a2a::SendMessageRequest
     pub fn apply_parsed_command(
         &mut self,
         header: &RecordHeader,
         message_id: &str,
         retention_ms: u64,
+        return_immediately: bool,
     ) -> Result<(), Outcome> {
         if self.state.is_some() && !self.is_expired(header.timestamp_ms) {
             return Err(Outcome::Duplicate);
         }
         *self = Self {
             retention_ms,
+            shown: return_immediately,
             ..Self::default()
         };
         self.submit(message_id, header.timestamp_ms);
@@ -310,6 +329,17 @@ impl TaskMachine {
                 self.fence(&record.header)?;
                 parsed()
             }
+            RecordBody::Reply { .. } => {
+                self.fence(&record.header)?;
+                if !current.can_transition_to(TaskState::Completed) {
+                    return Err(Outcome::IllegalTransition);
+                }
+                let mut change = parsed()?;
+                if let Change::Replied { answered, .. } = &mut change {
+                    *answered = !self.shown;
+                }
+                Ok(change)
+            }
             RecordBody::CancelRequest { .. } => parsed(),
         }
     }
@@ -383,6 +413,18 @@ impl TaskMachine {
     /// The current state, or `None` before the command.
     pub fn state(&self) -> Option<TaskState> {
         self.state
+    }
+
+    /// Whether the task ended with a reply that answered in its place (rule 15): readers
+    /// answer it as a task that never existed; its reply is the answer of its command's send.
+    pub fn is_answered(&self) -> bool {
+        self.answered
+    }
+
+    /// Whether the client has seen the task (rule 15): a reply would complete it rather than
+    /// answer in its place.
+    pub fn is_shown(&self) -> bool {
+        self.shown
     }
 
     /// Whether the task is terminal.
@@ -505,6 +547,10 @@ pub struct MachineSnapshot {
     pub pending: Vec<String>,
     /// The task's retention, milliseconds (0 = forever).
     pub retention_ms: u64,
+    /// The client has seen the task (rule 15).
+    pub shown: bool,
+    /// The task ended answered by a reply (rule 15).
+    pub answered: bool,
 }
 
 impl TaskMachine {
@@ -521,6 +567,8 @@ impl TaskMachine {
             claim: self.claim().cloned(),
             pending: self.pending().map(str::to_owned).collect(),
             retention_ms: self.retention_ms,
+            shown: self.shown,
+            answered: self.answered,
         }
     }
 
@@ -541,8 +589,19 @@ impl TaskMachine {
             live: (!live.is_empty()).then(|| Box::new(live)),
             attempts: snapshot.attempts,
             retention_ms: snapshot.retention_ms,
+            shown: snapshot.shown,
+            answered: snapshot.answered,
         }
     }
+}
+
+/// Whether a command's request asked for the task at once: its client holds the task from
+/// the start (rule 15).
+fn returns_immediately(request: &crate::a2a::SendMessageRequest) -> bool {
+    request
+        .configuration
+        .as_ref()
+        .is_some_and(|c| c.return_immediately)
 }
 
 /// The retention a command record gives its task (0 for any other record).

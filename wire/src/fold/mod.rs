@@ -50,7 +50,16 @@
 //!     task afresh: a new incarnation, everything before it forgotten. An earlier command is a
 //!     duplicate (rule 8).
 //!
-//! Messages in the history get the task's `taskId` and `contextId` filled in.
+//! 15. **Replies.** A reply (written by the current claim, rule 11) to a task that can still
+//!     complete ends it, as a completion would for rule 2. If the client has not seen the
+//!     task yet (no status or artifact record applied, no follow-up, and the command did not
+//!     ask for the task at once with `returnImmediately`), the task is **answered**: its
+//!     reply's message answers the command's send in its place, and readers answer the task
+//!     as one that never existed (it expires as a finished task does, rule 14). Otherwise the
+//!     reply completes the task, its message the status message, as a terminal record would.
+//!
+//! Messages in the history get the task's `taskId` and `contextId` filled in; an answering
+//! reply's message gets the `contextId` only (there is no task).
 //!
 //! [`fold_content`] rebuilds the same task from fewer records: only those that carry content
 //! (see [`Change::has_content`]), given the status the [`TaskMachine`] ended on. A reader
@@ -156,6 +165,14 @@ pub enum Change {
     },
     /// A claim applied (rules 10 and 13).
     Claimed(Box<Claimed>),
+    /// A reply ended the task (rule 15).
+    Replied {
+        /// The agent's message.
+        message: Box<Message>,
+        /// It answered in the task's place (the client had not seen the task); otherwise it
+        /// completed the task.
+        answered: bool,
+    },
 }
 
 impl Change {
@@ -167,7 +184,8 @@ impl Change {
             Change::Created(_)
             | Change::Continued(_)
             | Change::FollowedUp(_)
-            | Change::Artifact { .. } => true,
+            | Change::Artifact { .. }
+            | Change::Replied { .. } => true,
             Change::Canceled | Change::Claimed(_) => false,
             Change::Status { message, .. } => message.is_some(),
         }
@@ -179,6 +197,8 @@ impl Change {
 pub struct TaskFold {
     machine: TaskMachine,
     task: Option<Task>,
+    /// The reply that answered in the task's place (rule 15).
+    answer: Option<Message>,
     stats: FoldStats,
 }
 
@@ -210,6 +230,19 @@ impl TaskFold {
         };
         if let Change::Created(request) = change {
             self.task = Some(submitted_task(header, *request));
+            self.answer = None;
+            return Outcome::Applied;
+        }
+        if let Change::Replied {
+            message,
+            answered: true,
+        } = change
+        {
+            let context_id = self
+                .task
+                .as_ref()
+                .map_or(&header.context_id, |t| &t.context_id);
+            self.answer = Some(answering(*message, context_id));
             return Outcome::Applied;
         }
         let Some(task) = self.task.as_mut() else {
@@ -219,14 +252,21 @@ impl TaskFold {
         Outcome::Applied
     }
 
-    /// The task so far, or `None` before its command.
+    /// The task so far, or `None` before its command and once a reply answered in its
+    /// place (rule 15: there is no task, only [`answer`](Self::answer)).
     pub fn task(&self) -> Option<&Task> {
-        self.task.as_ref()
+        self.task.as_ref().filter(|_| self.answer.is_none())
     }
 
-    /// The task, consuming the fold.
+    /// The task, consuming the fold (`None` as for [`task`](Self::task)).
     pub fn into_task(self) -> Option<Task> {
-        self.task
+        self.task.filter(|_| self.answer.is_none())
+    }
+
+    /// The reply that answered in the task's place (rule 15), with the exchange's
+    /// `contextId`.
+    pub fn answer(&self) -> Option<&Message> {
+        self.answer.as_ref()
     }
 
     /// The current state, or `None` before the command.
@@ -301,7 +341,9 @@ pub fn fold_content<'a>(
         apply_change(&mut task, change, record.header.timestamp_ms);
         if matches!(
             record.body,
-            RecordBody::StatusUpdate { .. } | RecordBody::Terminal { .. }
+            RecordBody::StatusUpdate { .. }
+                | RecordBody::Terminal { .. }
+                | RecordBody::Reply { .. }
         ) {
             status_message = task.status.message.take();
         }
@@ -343,6 +385,12 @@ fn parse_change(body: &RecordBody) -> Result<Change, Outcome> {
                 resumed: false,
             })
         }
+        RecordBody::Reply { message } => parse::<Message>(message)
+            .map(|m| Change::Replied {
+                message: Box::new(m),
+                answered: false,
+            })
+            .ok_or(Outcome::Invalid),
         RecordBody::ArtifactUpdate {
             append,
             last_chunk,
@@ -409,6 +457,17 @@ fn apply_change(task: &mut Task, change: Change, timestamp_ms: u64) {
         Change::Artifact {
             artifact, append, ..
         } => merge_artifact(&mut task.artifacts, *artifact, append),
+        // A reply that answered has no task to change (the fold keeps it aside); one that
+        // completed the task is its final status message.
+        Change::Replied { message, .. } => {
+            let message = adopt(*message, task);
+            task.history.push(message.clone());
+            task.status = TaskStatus {
+                state: TaskState::Completed,
+                message: Some(message),
+                timestamp,
+            };
+        }
         Change::Claimed(claimed) => {
             if claimed.started {
                 task.status = TaskStatus {
@@ -423,6 +482,14 @@ fn apply_change(task: &mut Task, change: Change, timestamp_ms: u64) {
 
 fn parse<T: DeserializeOwned>(json: &str) -> Option<T> {
     serde_json::from_str(json).ok()
+}
+
+/// A reply that answered in its task's place (rule 15), as its sender receives it: in the
+/// exchange's context, part of no task.
+pub fn answering(mut message: Message, context_id: &str) -> Message {
+    message.task_id = None;
+    message.context_id = Some(context_id.to_owned());
+    message
 }
 
 fn adopt(mut message: Message, task: &Task) -> Message {

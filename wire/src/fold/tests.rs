@@ -40,7 +40,7 @@ fn a_parsed_command_applies_exactly_as_the_record() {
     let mut parsed = TaskMachine::new();
     let mut folded = TaskMachine::new();
     assert_eq!(
-        parsed.apply_parsed_command(&record.header, "m1", 60_000),
+        parsed.apply_parsed_command(&record.header, "m1", 60_000, false),
         Ok(())
     );
     assert!(
@@ -49,7 +49,7 @@ fn a_parsed_command_applies_exactly_as_the_record() {
     assert_eq!(parsed, folded);
     // A second command is a duplicate either way.
     assert_eq!(
-        parsed.apply_parsed_command(&record.header, "m1", 60_000),
+        parsed.apply_parsed_command(&record.header, "m1", 60_000, false),
         Err(Outcome::Duplicate)
     );
     assert_eq!(folded.apply(&record), Err(Outcome::Duplicate));
@@ -451,6 +451,10 @@ fn fold_of_content(records: &[Record]) -> Option<Task> {
             _ => {}
         }
     }
+    // An answered task has no task to show (rule 15): the view answers it as not found.
+    if machine.is_answered() {
+        return None;
+    }
     fold_content(content, machine.status()?)
 }
 
@@ -471,6 +475,7 @@ fn the_content_records_and_the_status_fold_to_the_same_task() {
     let mut with_message_status = 0;
     let mut with_claims = 0;
     let mut reincarnations = 0;
+    let mut answered = 0;
     for history in 0..3_000 {
         let mut records = Vec::new();
         if next(8) != 0 {
@@ -508,6 +513,13 @@ fn the_content_records_and_the_status_fold_to_the_same_task() {
                     }
                 }
                 4 => command().body,
+                6 if next(2) == 0 => RecordBody::Reply {
+                    message: if next(8) == 0 {
+                        "{not json".into()
+                    } else {
+                        message(&text)
+                    },
+                },
                 _ => RecordBody::ArtifactUpdate {
                     append: next(2) == 0,
                     last_chunk: next(2) == 0,
@@ -560,6 +572,9 @@ fn the_content_records_and_the_status_fold_to_the_same_task() {
         if all.machine().attempts() > 0 && all.stats().applied > 3 {
             with_claims += 1;
         }
+        if all.answer().is_some() {
+            answered += 1;
+        }
         assert_eq!(
             fold_of_content(&records).as_ref(),
             all.task(),
@@ -571,4 +586,94 @@ fn the_content_records_and_the_status_fold_to_the_same_task() {
     assert!(with_message_status > 20, "{with_message_status}");
     assert!(with_claims > 100, "{with_claims}");
     assert!(reincarnations > 20, "{reincarnations}");
+    assert!(answered > 20, "{answered}");
+}
+
+fn reply(n: u64, text: &str) -> Record {
+    record(
+        n,
+        &format!("reply-{n}"),
+        RecordBody::Reply {
+            message: format!(
+                r#"{{"messageId":"r{n}","role":"ROLE_AGENT","parts":[{{"text":"{text}"}}]}}"#
+            ),
+        },
+    )
+}
+
+#[test]
+fn a_reply_to_an_unseen_task_answers_in_its_place() {
+    let records = [
+        command(),
+        claim(1, "w1", 1, "m1", 100),
+        by("w1", 1, reply(2, "direct")),
+        by("w1", 1, status(3, "late", TaskState::Working)),
+    ];
+    let f = fold(&records);
+    assert_eq!(f.task(), None, "no task: the reply answered in its place");
+    let answer = f.answer().unwrap();
+    assert_eq!(answer.message_id, "r2");
+    assert_eq!(answer.context_id.as_deref(), Some("c"));
+    assert_eq!(answer.task_id, None);
+    assert!(f.machine().is_answered());
+    assert_eq!(f.state(), Some(TaskState::Completed));
+    assert_eq!(f.stats().after_terminal, 1);
+    // It expires as a finished task does, at the reply's time plus the retention.
+    assert_eq!(
+        f.machine().expires_at_ms(),
+        Some(records[2].header.timestamp_ms + 60_000)
+    );
+}
+
+#[test]
+fn a_reply_to_a_task_the_client_has_seen_completes_it() {
+    // After an artifact, a status, or with returnImmediately, the client holds a task: the
+    // reply completes it with its message.
+    let immediate = {
+        let mut c = command();
+        c.body = RecordBody::Command {
+            params: r#"{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hi"}]},"configuration":{"returnImmediately":true}}"#.into(),
+            retention_ms: 60_000,
+        };
+        c
+    };
+    let histories = [
+        vec![
+            command(),
+            claim(1, "w1", 1, "m1", 100),
+            by("w1", 1, artifact(2, "x")),
+        ],
+        vec![
+            command(),
+            claim(1, "w1", 1, "m1", 100),
+            by("w1", 1, status(2, "s", TaskState::Working)),
+        ],
+        vec![immediate, claim(1, "w1", 1, "m1", 100)],
+    ];
+    for mut records in histories {
+        records.push(by("w1", 1, reply(5, "done")));
+        let f = fold(&records);
+        assert_eq!(f.answer(), None);
+        let task = f.task().unwrap();
+        assert_eq!(task.status.state, TaskState::Completed);
+        let message = task.status.message.as_ref().unwrap();
+        assert_eq!(message.task_id.as_deref(), Some("t"));
+        assert_eq!(task.history.last(), Some(message));
+        assert!(!f.machine().is_answered());
+        assert_eq!(fold_of_content(&records).as_ref(), f.task());
+    }
+}
+
+#[test]
+fn a_reply_is_fenced_like_every_worker_record() {
+    let records = [
+        command(),
+        claim(1, "w1", 1, "m1", 100),
+        by("w2", 1, reply(2, "not mine")),
+        by("w1", 2, reply(3, "wrong attempt")),
+    ];
+    let f = fold(&records);
+    assert_eq!(f.stats().fenced, 2);
+    assert_eq!(f.answer(), None);
+    assert_eq!(f.state(), Some(TaskState::Working));
 }

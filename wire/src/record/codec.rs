@@ -115,6 +115,7 @@ impl Record {
                 out.extend_from_slice(&lease_until_ms.to_le_bytes());
                 Ok(())
             }
+            RecordBody::Reply { message } => put_str32(out, "message", message),
         }
     }
 
@@ -130,7 +131,11 @@ impl Record {
         }
         let kind_code = r.u8("kind")?;
         let kind = RecordKind::from_code(kind_code)
-            .filter(|kind| version != FORMAT_V1 || *kind != RecordKind::Claim)
+            .filter(|kind| match kind {
+                RecordKind::Claim => version != FORMAT_V1,
+                RecordKind::Reply => version == RECORD_FORMAT_VERSION,
+                _ => true,
+            })
             .ok_or(WireError::UnknownKind(kind_code))?;
         let timestamp_ms = r.u64("timestamp")?;
         let deadline_ms = r.u64("deadline")?;
@@ -214,6 +219,9 @@ impl Record {
                 turn: r.str16("turn")?,
                 lease_until_ms: r.u64("lease_until")?,
             },
+            RecordKind::Reply => RecordBody::Reply {
+                message: r.str32("message")?,
+            },
         };
         if signed_format {
             let len = r.u8("signature")?;
@@ -258,6 +266,7 @@ impl Record {
                 1 + message.len()
             }
             RecordBody::ArtifactUpdate { artifact, .. } => 1 + artifact.len(),
+            RecordBody::Reply { message } => message.len(),
             // turn (str16) and lease (u64), less the str32 prefix counted below
             RecordBody::Claim { turn, .. } => 2 + turn.len() + 8 - 4,
         };

@@ -1,14 +1,16 @@
 //! The bytes of a checkpoint: the view's tasks at known log positions, checksummed.
 //!
 //! ```text
-//! magic "agentlog/view-checkpoint\0", u8 version (= 2; 1 stored rule 8's ids as one set)
+//! magic "agentlog/view-checkpoint\0", u8 version (= 3; 2 had no shown / answered flags, 1
+//!   stored rule 8's ids as one set: both are ignored, and the view replays)
 //! u64 created_ms, str16 stream, str16 topic, u32 partitions
 //! per partition: u64 position (the next offset to apply), u32 anchor length, u32 anchor crc
 //!   (of the record at position - 1: a checkpoint of another log does not match; 0, 0 at 0)
 //! u32 owners; per owner: str16 principal, str16 tenant
 //! u64 tasks; per task: str16 id, u32 owner, str16 context id, machine, u32 records, u64 each
 //!   machine: u8 state (255 = none), u64 status ms, u8 flags (1 has message, 2 last message
-//!   id, 4 seen, 8 claim), [str16 last message id], u32 attempts, u64 retention ms,
+//!   id, 4 seen, 8 claim, 16 shown, 32 answered: fold rule 15), [str16 last message id],
+//!   u32 attempts, u64 retention ms,
 //!   [u32 n, str16 × n client ids seen, u32 m, str16 × m other ids seen, oldest first],
 //!   [u32 attempt, u32 turn attempt, str16 holder, u64 lease],
 //!   u32 n, str16 × n pending
@@ -25,12 +27,14 @@ use super::super::key::Key;
 use crate::agent::Caller;
 
 const MAGIC: &[u8] = b"agentlog/view-checkpoint\0";
-const VERSION: u8 = 2;
+const VERSION: u8 = 3;
 const NO_STATE: u8 = 255;
 const HAS_MESSAGE: u8 = 1;
 const HAS_LAST_MESSAGE: u8 = 2;
 const HAS_SEEN: u8 = 4;
 const HAS_CLAIM: u8 = 8;
+const SHOWN: u8 = 16;
+const ANSWERED: u8 = 32;
 
 /// Where a checkpoint stands in one partition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -219,6 +223,12 @@ fn put_machine(out: &mut Vec<u8>, m: &MachineSnapshot) {
     if m.claim.is_some() {
         flags |= HAS_CLAIM;
     }
+    if m.shown {
+        flags |= SHOWN;
+    }
+    if m.answered {
+        flags |= ANSWERED;
+    }
     out.push(flags);
     if let Some(last) = &m.last_message_id {
         put_str(out, last);
@@ -345,7 +355,7 @@ fn machine(r: &mut Reader<'_>) -> Result<MachineSnapshot, CodecError> {
     };
     let status_timestamp_ms = r.u64()?;
     let flags = r.u8()?;
-    if flags & !(HAS_MESSAGE | HAS_LAST_MESSAGE | HAS_SEEN | HAS_CLAIM) != 0 {
+    if flags & !(HAS_MESSAGE | HAS_LAST_MESSAGE | HAS_SEEN | HAS_CLAIM | SHOWN | ANSWERED) != 0 {
         return Err(CodecError::Malformed("machine flags"));
     }
     let last_message_id = (flags & HAS_LAST_MESSAGE != 0)
@@ -385,6 +395,8 @@ fn machine(r: &mut Reader<'_>) -> Result<MachineSnapshot, CodecError> {
         claim,
         pending,
         retention_ms,
+        shown: flags & SHOWN != 0,
+        answered: flags & ANSWERED != 0,
     })
 }
 
@@ -484,6 +496,8 @@ mod tests {
             }),
             pending: vec!["m-2".into()],
             retention_ms: 60_000,
+            shown: true,
+            answered: false,
         };
         let records = [0u64, 1 | 1 << 63, 2];
         let (t1, t2, ctx) = (Key::new("t-1"), Key::new("t-2"), Key::new("ctx"));
