@@ -34,6 +34,8 @@ pub enum ErrorKind {
     VersionNotSupported,
     /// The agent declares an extended card but none is configured.
     ExtendedAgentCardNotConfigured,
+    /// The agent's card marks an extension required and the request did not activate it.
+    ExtensionSupportRequired,
     /// No credentials, or bad ones: HTTP 401 with a `WWW-Authenticate` challenge.
     Unauthenticated,
     /// Valid credentials without the scope the method needs: HTTP 403.
@@ -70,7 +72,7 @@ pub struct KindInfo {
 
 impl ErrorKind {
     /// Every kind, in declaration order.
-    pub const ALL: [ErrorKind; 20] = [
+    pub const ALL: [ErrorKind; 21] = [
         ErrorKind::Parse,
         ErrorKind::InvalidRequest,
         ErrorKind::MethodNotFound,
@@ -82,6 +84,7 @@ impl ErrorKind {
         ErrorKind::ContentTypeNotSupported,
         ErrorKind::VersionNotSupported,
         ErrorKind::ExtendedAgentCardNotConfigured,
+        ErrorKind::ExtensionSupportRequired,
         ErrorKind::Unauthenticated,
         ErrorKind::PermissionDenied,
         ErrorKind::LoopDetected,
@@ -126,6 +129,12 @@ impl ErrorKind {
             ErrorKind::ExtendedAgentCardNotConfigured => (
                 "extended_agent_card_not_configured",
                 C::ExtendedAgentCardNotConfigured,
+                400,
+                false,
+            ),
+            ErrorKind::ExtensionSupportRequired => (
+                "extension_support_required",
+                C::ExtensionSupportRequired,
                 400,
                 false,
             ),
@@ -349,6 +358,10 @@ mod tests {
         assert_eq!(
             ErrorKind::ExtendedAgentCardNotConfigured.info().rpc.code(),
             -32007
+        );
+        assert_eq!(
+            ErrorKind::ExtensionSupportRequired.info().rpc.code(),
+            -32008
         );
         assert!(ErrorKind::Unavailable.info().retryable);
         assert!(!ErrorKind::Corrupt.info().retryable);

@@ -7,6 +7,7 @@
 //!
 //! How each verb maps onto the log is written in `skills/a2a-bridge/SKILL.md`.
 
+pub mod extensions;
 mod limits;
 mod media;
 mod requeue;
@@ -31,7 +32,7 @@ use crate::security::{RecordSigner, RecordVerifier};
 use crate::view::{CompactTopics, TaskView, ViewOptions};
 
 pub use limits::LimitsConfig;
-pub use rpc::{RpcReply, RpcStream};
+pub use rpc::{RpcOptions, RpcReply, RpcStream};
 pub use stream::{StreamEvent, TaskStream};
 
 /// How a bridge behaves.

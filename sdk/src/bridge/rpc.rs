@@ -67,7 +67,36 @@ impl RpcStream {
     }
 }
 
+/// What a transport knows about a JSON-RPC request besides its body.
+#[derive(Debug, Clone, Default)]
+pub struct RpcOptions<'a> {
+    /// The request's `A2A-Version` value, if it had one.
+    pub a2a_version: Option<&'a str>,
+    /// The extension URIs the request activates (its `A2A-Extensions` header; see
+    /// [`extensions`](super::extensions)).
+    pub extensions: Vec<String>,
+    /// An SSE `Last-Event-ID`: a streaming method continues right after that log position.
+    pub resume_after: Option<u64>,
+}
+
 impl Bridge {
+    /// Add the extensions `options` activates that the card declares to the request's
+    /// message, so the record carries them to the handler. The raw params stay the record's
+    /// params unless that changed the message (then the request is encoded again).
+    fn activate<'r>(
+        &self,
+        request: &mut a2a::SendMessageRequest,
+        options: &RpcOptions<'_>,
+        raw: Option<&'r str>,
+    ) -> Option<&'r str> {
+        let card = &self.inner.config.card;
+        if super::extensions::activate(card, &mut request.message, &options.extensions) {
+            None
+        } else {
+            raw
+        }
+    }
+
     /// Answer one JSON-RPC request body from `caller`, with the request's `A2A-Version`
     /// value if it had one. Never fails: every problem becomes a JSON-RPC error.
     ///
@@ -93,6 +122,23 @@ impl Bridge {
         parsed: std::result::Result<Request<'_>, BadRequest>,
         resume_after: Option<u64>,
     ) -> RpcReply {
+        let options = RpcOptions {
+            a2a_version,
+            resume_after,
+            ..RpcOptions::default()
+        };
+        self.handle_parsed_with(caller, parsed, &options).await
+    }
+
+    /// [`handle_parsed`](Self::handle_parsed) with everything the transport knows about the
+    /// request besides its body ([`RpcOptions`]: the extensions it activates, too).
+    pub async fn handle_parsed_with(
+        &self,
+        caller: &Caller,
+        parsed: std::result::Result<Request<'_>, BadRequest>,
+        options: &RpcOptions<'_>,
+    ) -> RpcReply {
+        let a2a_version = options.a2a_version;
         let header_version = match a2a_version.map(str::trim).filter(|v| !v.is_empty()) {
             None => None,
             Some(v) => match ProtocolVersion::from_header(v) {
@@ -128,7 +174,7 @@ impl Bridge {
         let version = method.version();
         let id = request.id;
         let params = request.params.map(RawValue::get);
-        let result = self.dispatch(caller, method, params, resume_after).await;
+        let result = self.dispatch(caller, method, params, options).await;
         match result {
             Ok(Answer::Json(value)) => RpcReply::Json(success_body(id, &value)),
             Ok(Answer::Stream(events)) => RpcReply::Stream(RpcStream {
@@ -145,24 +191,28 @@ impl Bridge {
         caller: &Caller,
         method: Method,
         params: Option<&str>,
-        resume_after: Option<u64>,
+        options: &RpcOptions<'_>,
     ) -> Result<Answer> {
+        let resume_after = options.resume_after;
         let v1 = method.version() == ProtocolVersion::V1_0;
         match method.operation() {
             Operation::SendMessage => {
                 if v1 {
                     let raw = required(params)?;
-                    let request = parse_v1::<a2a::SendMessageRequest>("SendMessageRequest", raw)?;
-                    let response = self.send_message_raw(caller, request, Some(raw)).await?;
+                    let mut request =
+                        parse_v1::<a2a::SendMessageRequest>("SendMessageRequest", raw)?;
+                    let raw = self.activate(&mut request, options, Some(raw));
+                    let response = self.send_message_raw(caller, request, raw).await?;
                     json(&response)
                 } else {
-                    let request = parse_v03(params, v03::send_params_from_v03)?;
+                    let mut request = parse_v03(params, v03::send_params_from_v03)?;
+                    self.activate(&mut request, options, None);
                     let response = self.send_message_raw(caller, request, None).await?;
                     json(&v03::send_response_to_v03(&response))
                 }
             }
             Operation::SendStreamingMessage => {
-                let (request, raw) = if v1 {
+                let (mut request, raw) = if v1 {
                     let raw = required(params)?;
                     (
                         parse_v1::<a2a::SendMessageRequest>("SendMessageRequest", raw)?,
@@ -171,6 +221,7 @@ impl Bridge {
                 } else {
                     (parse_v03(params, v03::send_params_from_v03)?, None)
                 };
+                let raw = self.activate(&mut request, options, raw);
                 Ok(Answer::Stream(
                     self.send_streaming_message(caller, request, raw, resume_after)
                         .await?,

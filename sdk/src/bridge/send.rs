@@ -173,6 +173,7 @@ impl Bridge {
         }
         let config = &self.inner.config;
         super::media::check_input_modes(&config.card, message)?;
+        super::extensions::check_required(&config.card, message)?;
         // The hop guard, before anything is written: continue the caller's path or refuse.
         let path =
             crate::hops::extend(crate::hops::path_of(message)?, &config.id, config.max_hops)?;

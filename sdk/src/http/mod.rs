@@ -44,6 +44,11 @@
 //!   (unknown task, a finished task to subscribe to, invalid params, a refused message) is a
 //!   plain `application/json` JSON-RPC error response, as A2A §3.1.6 requires; the official
 //!   Python and JS clients read both.
+//! - **`A2A-Extensions`** (and 0.3's `X-A2A-Extensions`): the extension URIs the request
+//!   activates, handed to the bridge in [`RpcOptions`](crate::bridge::RpcOptions); a send that
+//!   leaves out one the card marks `required` is refused with -32008. The response echoes, in
+//!   its own `A2A-Extensions` header, the requested URIs the card declares (see
+//!   [`bridge::extensions`](crate::bridge::extensions)).
 //! - **`Last-Event-ID: N`** on a streaming method resumes right after log position `N`
 //!   (`resume_after = Some(N)`), replaying what the client missed with no gap and no
 //!   duplicate. A value that is not a decimal `u64` is refused with -32602 naming the
@@ -120,6 +125,8 @@ mod metrics;
 mod rpc;
 
 pub use connections::DEFAULT_MAX_CONNECTIONS;
+#[cfg(test)]
+mod extension_tests;
 #[cfg(test)]
 mod tests;
 

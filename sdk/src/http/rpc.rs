@@ -19,10 +19,13 @@ use super::errors::{self, json, rpc_refusal};
 use super::metrics::UNKNOWN_METHOD;
 use super::{AppState, card};
 use crate::agent::Caller;
-use crate::bridge::RpcReply;
+use crate::bridge::{RpcOptions, RpcReply, extensions};
 use crate::error::{Error, ErrorKind};
 
 const A2A_VERSION: HeaderName = HeaderName::from_static("a2a-version");
+const A2A_EXTENSIONS: HeaderName = HeaderName::from_static("a2a-extensions");
+/// 0.3's name for `A2A-Extensions` (the official JS SDK still sends it).
+const X_A2A_EXTENSIONS: HeaderName = HeaderName::from_static("x-a2a-extensions");
 const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
 const ACCEL_BUFFERING: HeaderName = HeaderName::from_static("x-accel-buffering");
 
@@ -142,11 +145,36 @@ async fn rpc(state: AppState, request: Request) -> Response {
         },
         _ => None,
     };
+    let extensions = requested_extensions(&parts.headers);
+    let options = RpcOptions {
+        a2a_version: version.as_deref(),
+        extensions,
+        resume_after,
+    };
     let reply = inner
         .bridge
-        .handle_parsed(&caller, version.as_deref(), parsed, resume_after)
+        .handle_parsed_with(&caller, parsed, &options)
         .await;
-    respond(reply, &probe, &state, start)
+    let mut response = respond(reply, &probe, &state, start);
+    // Echo the extensions this request activated: those of the card it named (A2A §4.6).
+    let activated = extensions::activated(inner.bridge.agent_card(), &options.extensions);
+    if !activated.is_empty()
+        && let Ok(value) = HeaderValue::from_str(&activated.join(", "))
+    {
+        response.headers_mut().insert(A2A_EXTENSIONS, value);
+    }
+    response
+}
+
+/// The extension URIs of every `A2A-Extensions` (and 0.3 `X-A2A-Extensions`) header.
+fn requested_extensions(headers: &HeaderMap) -> Vec<String> {
+    [A2A_EXTENSIONS, X_A2A_EXTENSIONS]
+        .iter()
+        .flat_map(|name| headers.get_all(name))
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(extensions::parse_header)
+        .map(str::to_owned)
+        .collect()
 }
 
 /// What the handler needs to know about a request before the bridge answers it.

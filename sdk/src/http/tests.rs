@@ -44,31 +44,31 @@ pub(super) async fn app_on(log: crate::log::Log, config: HttpConfig) -> (Router,
     (router(bridge, config), worker)
 }
 
-struct Reply {
-    status: StatusCode,
-    headers: HeaderMap,
+pub(super) struct Reply {
+    pub(super) status: StatusCode,
+    pub(super) headers: HeaderMap,
     body: Bytes,
 }
 
 impl Reply {
-    fn json(&self) -> Value {
+    pub(super) fn json(&self) -> Value {
         serde_json::from_slice(&self.body)
             .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&self.body)))
     }
 
-    fn content_type(&self) -> &str {
+    pub(super) fn content_type(&self) -> &str {
         self.headers
             .get(header::CONTENT_TYPE)
             .map(|v| v.to_str().unwrap())
             .unwrap_or_default()
     }
 
-    fn text(&self) -> String {
+    pub(super) fn text(&self) -> String {
         String::from_utf8_lossy(&self.body).into_owned()
     }
 
     /// The SSE frames of an event-stream body.
-    fn frames(&self) -> Vec<Frame> {
+    pub(super) fn frames(&self) -> Vec<Frame> {
         assert!(
             self.content_type().starts_with("text/event-stream"),
             "not SSE: {} {}",
@@ -80,14 +80,14 @@ impl Reply {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-struct Frame {
+pub(super) struct Frame {
     id: Option<String>,
-    event: Option<String>,
+    pub(super) event: Option<String>,
     data: String,
 }
 
 impl Frame {
-    fn json(&self) -> Value {
+    pub(super) fn json(&self) -> Value {
         serde_json::from_str(&self.data).unwrap()
     }
 }
@@ -120,7 +120,7 @@ fn parse_sse(text: &str) -> Vec<Frame> {
         .collect()
 }
 
-async fn call(app: &Router, request: Request<Body>) -> Reply {
+pub(super) async fn call(app: &Router, request: Request<Body>) -> Reply {
     let response = tokio::time::timeout(PATIENCE, app.clone().oneshot(request))
         .await
         .expect("the router answers in time")
@@ -141,7 +141,7 @@ async fn call(app: &Router, request: Request<Body>) -> Reply {
     }
 }
 
-fn rpc_request(body: impl Into<Body>) -> Request<Body> {
+pub(super) fn rpc_request(body: impl Into<Body>) -> Request<Body> {
     Request::post("/")
         .header(header::CONTENT_TYPE, "application/json")
         .body(body.into())
@@ -160,7 +160,7 @@ fn send_params(text: &str, return_immediately: bool) -> Value {
     })
 }
 
-fn envelope(id: Value, method: &str, params: Value) -> Value {
+pub(super) fn envelope(id: Value, method: &str, params: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 }
 

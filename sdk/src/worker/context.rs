@@ -145,6 +145,13 @@ impl TaskContext {
         &self.inner.history
     }
 
+    /// The extensions the client activated for this turn's message (A2A §4.6): the URIs it
+    /// named in the message's `extensions`, with those of its `A2A-Extensions` header that
+    /// the agent's card declares (the bridge adds them to the message it records).
+    pub fn extensions(&self) -> &[String] {
+        &self.message().extensions
+    }
+
     /// The principal and tenant of the task's owner.
     pub fn caller(&self) -> &Caller {
         &self.inner.attempt.task.caller
