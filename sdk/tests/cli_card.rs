@@ -221,3 +221,42 @@ fn card_teaches_by_example() {
     assert!(help.contains("agentlog card"), "{help}");
     assert!(ok(&["serve", "--help"]).contains("--signing-key <FILE>"));
 }
+
+#[test]
+fn serve_conformance_runs_the_conformance_agent_and_declares_the_kits_extension() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "serve",
+        "--conformance",
+        "--listen",
+        "127.0.0.1:0",
+        "--log",
+        "memory://",
+    ];
+    let (mut server, banner) = Server::spawn(&args, dir.path());
+    assert!(
+        banner.contains("conformance worker on"),
+        "{banner}; stderr: {}",
+        server.stderr()
+    );
+    let url = banner
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap();
+    let card: serde_json::Value = serde_json::from_str(&ok(&["card", "--json", url])).unwrap();
+    let extensions = &card["capabilities"]["extensions"];
+    assert_eq!(extensions[0]["uri"], "urn:a2a:tck:required-extension");
+    assert_eq!(extensions[0]["required"], true);
+    assert_eq!(card["skills"][0]["id"], "tck");
+    assert_eq!(card["capabilities"]["streaming"], true);
+    // A message the kit's probe prefix does not name needs no extension.
+    let out = ok(&["send", "--json", url, "hello"]);
+    let reply: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(
+        reply["task"]["status"]["state"] == "TASK_STATE_COMPLETED",
+        "{reply}"
+    );
+    // --demo and --conformance are one or the other.
+    let both = agentlog(&["serve", "--demo", "--conformance"]);
+    assert_eq!(both.status.code(), Some(2), "{both:?}");
+}

@@ -9,9 +9,43 @@
 //! not declare are ignored, as the spec says. The requirement is checked where the agent runs:
 //! `SendMessage` and `SendStreamingMessage`, before anything is written.
 
+use std::sync::Arc;
+
 use agentlog_wire::a2a::{AgentCard, Message};
 
 use crate::error::{Error, ErrorKind, Result};
+
+/// Which sends must activate the card's required extensions
+/// ([`BridgeConfig::extension_scope`](super::BridgeConfig)).
+#[derive(Clone, Default)]
+pub enum ExtensionScope {
+    /// Every send (what A2A §3.3.4 asks of an agent that requires an extension).
+    #[default]
+    EverySend,
+    /// Only the messages the predicate picks; the others need none. For an agent whose
+    /// callers it knows to activate nothing on some sends: `serve --conformance` requires
+    /// the conformance kit's extension only of the kit's probe messages, since the kit
+    /// activates none in its other tests.
+    Matching(Arc<dyn Fn(&Message) -> bool + Send + Sync>),
+}
+
+impl ExtensionScope {
+    fn applies_to(&self, message: &Message) -> bool {
+        match self {
+            ExtensionScope::EverySend => true,
+            ExtensionScope::Matching(picks) => picks(message),
+        }
+    }
+}
+
+impl std::fmt::Debug for ExtensionScope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ExtensionScope::EverySend => "EverySend",
+            ExtensionScope::Matching(_) => "Matching(..)",
+        })
+    }
+}
 
 /// The URIs of an `A2A-Extensions` header value: comma-separated, blanks trimmed, empty
 /// entries dropped.
@@ -46,8 +80,16 @@ pub(super) fn activate(card: &AgentCard, message: &mut Message, requested: &[Str
     changed
 }
 
-/// Refuse `message` if it does not activate every extension `card` marks required.
-pub(super) fn check_required(card: &AgentCard, message: &Message) -> Result<()> {
+/// Refuse `message` if it does not activate every extension `card` marks required (when
+/// `scope` applies to it).
+pub(super) fn check_required(
+    card: &AgentCard,
+    scope: &ExtensionScope,
+    message: &Message,
+) -> Result<()> {
+    if !scope.applies_to(message) {
+        return Ok(());
+    }
     let missing: Vec<&str> = card
         .capabilities
         .extensions
@@ -116,10 +158,17 @@ mod tests {
     fn a_missing_required_extension_is_refused_with_32008() {
         let card = card();
         let mut message = Message::user_text("m", "hi");
-        let error = check_required(&card, &message).unwrap_err();
+        let every = ExtensionScope::default();
+        let error = check_required(&card, &every, &message).unwrap_err();
         assert_eq!(error.kind(), ErrorKind::ExtensionSupportRequired);
         assert!(error.to_string().contains("urn:req"), "{error}");
+        // A scope that leaves the message out asks nothing of it.
+        let probes =
+            ExtensionScope::Matching(Arc::new(|m: &Message| m.message_id.starts_with("probe")));
+        check_required(&card, &probes, &message).unwrap();
+        let probe = Message::user_text("probe-1", "hi");
+        assert!(check_required(&card, &probes, &probe).is_err());
         message.extensions.push("urn:req".into());
-        check_required(&card, &message).unwrap();
+        check_required(&card, &every, &message).unwrap();
     }
 }

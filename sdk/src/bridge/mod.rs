@@ -80,6 +80,8 @@ pub struct BridgeConfig {
     /// With a trust configured, the bridge's view applies only the records it admits
     /// (`skills/security/records.md`); `None` applies every record.
     pub trust: Option<RecordVerifier>,
+    /// Which sends must activate the card's required extensions: every send by default.
+    pub extension_scope: extensions::ExtensionScope,
 }
 
 impl BridgeConfig {
@@ -99,6 +101,7 @@ impl BridgeConfig {
             max_hops: crate::hops::DEFAULT_MAX_HOPS,
             signer: None,
             trust: None,
+            extension_scope: extensions::ExtensionScope::default(),
         }
     }
 }

@@ -7,7 +7,7 @@ use agentlog_wire::fold::submitted_task;
 use agentlog_wire::{Record, RecordBody, RecordHeader, ids};
 use tokio::sync::broadcast::error::RecvError;
 
-use super::stream::{Start, TaskStream, task_stream};
+use super::stream::{Close, Start, TaskStream, task_stream};
 use super::{Bridge, Topics, not_found, trim_history};
 use crate::agent::Caller;
 use crate::error::{Error, ErrorKind, Result};
@@ -148,6 +148,7 @@ impl Bridge {
             info,
             events,
             Start::resuming(resume_after, from),
+            Close::AtTurnEnd,
         );
         Ok(super::limits::holding(stream, place))
     }
@@ -173,7 +174,7 @@ impl Bridge {
         }
         let config = &self.inner.config;
         super::media::check_input_modes(&config.card, message)?;
-        super::extensions::check_required(&config.card, message)?;
+        super::extensions::check_required(&config.card, &config.extension_scope, message)?;
         // The hop guard, before anything is written: continue the caller's path or refuse.
         let path =
             crate::hops::extend(crate::hops::path_of(message)?, &config.id, config.max_hops)?;

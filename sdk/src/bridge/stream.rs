@@ -55,18 +55,38 @@ impl Start {
     }
 }
 
+/// When a task stream ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Close {
+    /// When the task is terminal or interrupted: a send's stream, whose client must answer
+    /// an interruption (A2A §3.1.2, §11.7).
+    AtTurnEnd,
+    /// When the task is terminal: `SubscribeToTask` watches the task through its
+    /// interruptions (A2A §3.1.6: the stream terminates when the task reaches a terminal
+    /// state).
+    AtTaskEnd,
+}
+
+impl Close {
+    fn ends(self, state: TaskState) -> bool {
+        state.is_terminal() || (self == Close::AtTurnEnd && state.is_interrupted())
+    }
+}
+
 /// Build a task stream from `info` (taken together with `events`, so nothing falls between).
 pub(crate) fn task_stream(
     view: TaskView,
     info: TaskInfo,
     events: broadcast::Receiver<Arc<TaskEvent>>,
     start: Start,
+    close: Close,
 ) -> TaskStream {
     let (tx, mut rx) = mpsc::channel(64);
+    let out = Out { tx, close };
     tokio::spawn(async move {
         tokio::select! {
-            () = tx.closed() => {}
-            () = produce(view, info, events, start, &tx) => {}
+            () = out.tx.closed() => {}
+            () = produce(view, info, events, start, &out) => {}
         }
     });
     Box::pin(futures::stream::poll_fn(move |cx| rx.poll_recv(cx)))
@@ -74,13 +94,20 @@ pub(crate) fn task_stream(
 
 type Sink = mpsc::Sender<Result<StreamEvent>>;
 
+/// Where a stream's events go, and when it ends.
+struct Out {
+    tx: Sink,
+    close: Close,
+}
+
 async fn produce(
     view: TaskView,
     mut info: TaskInfo,
     mut events: broadcast::Receiver<Arc<TaskEvent>>,
     start: Start,
-    tx: &Sink,
+    out: &Out,
 ) {
+    let tx = &out.tx;
     let (snapshot_at, replay_after) = match start {
         Start::Snapshot => (Some(info.position()), None),
         Start::SnapshotAt(at) => (Some(at), Some(at)),
@@ -107,7 +134,7 @@ async fn produce(
         let (Some(task), state) = snapshot else {
             return;
         };
-        let last = ends_stream(state);
+        let last = out.close.ends(state);
         let event = StreamEvent {
             position: at,
             response: StreamResponse::Task(task),
@@ -119,7 +146,7 @@ async fn produce(
         position = at;
     }
     if let Some(after) = replay_after {
-        match replay(&view, &info, after, tx).await {
+        match replay(&view, &info, after, out).await {
             Replay::Done => return,
             Replay::At(p) => position = p.max(position),
         }
@@ -131,7 +158,7 @@ async fn produce(
                     continue;
                 }
                 position = event.offset;
-                if emit(&event, tx).await == Flow::Stop {
+                if emit(&event, out).await == Flow::Stop {
                     return;
                 }
             }
@@ -140,7 +167,7 @@ async fn produce(
                 let Some((fresh, _)) = view.lookup_any(&info.id) else {
                     return;
                 };
-                match replay(&view, &fresh, position, tx).await {
+                match replay(&view, &fresh, position, out).await {
                     Replay::Done => return,
                     Replay::At(p) => position = p,
                 }
@@ -228,11 +255,11 @@ enum Replay {
 }
 
 /// Send the task's events after `after`, read back from the log.
-async fn replay(view: &TaskView, info: &TaskInfo, after: u64, tx: &Sink) -> Replay {
+async fn replay(view: &TaskView, info: &TaskInfo, after: u64, out: &Out) -> Replay {
     let records = match view.task_records(info, false).await {
         Ok(records) => records,
         Err(e) => {
-            let _ = tx.send(Err(e)).await;
+            let _ = out.tx.send(Err(e)).await;
             return Replay::Done;
         }
     };
@@ -255,7 +282,7 @@ async fn replay(view: &TaskView, info: &TaskInfo, after: u64, tx: &Sink) -> Repl
             state,
             change,
         };
-        if emit(&event, tx).await == Flow::Stop {
+        if emit(&event, out).await == Flow::Stop {
             return Replay::Done;
         }
     }
@@ -270,22 +297,22 @@ enum Flow {
 
 /// Send the stream event for an applied change; stop after the last one or when the client
 /// is gone.
-async fn emit(event: &TaskEvent, tx: &Sink) -> Flow {
-    let last = ends_stream(event.state);
+async fn emit(event: &TaskEvent, out: &Out) -> Flow {
+    let last = out.close.ends(event.state);
     if let Some(response) = to_response(event) {
-        let out = StreamEvent {
+        let sent = StreamEvent {
             position: event.offset,
             response,
             last,
         };
-        if tx.send(Ok(out)).await.is_err() {
+        if out.tx.send(Ok(sent)).await.is_err() {
             return Flow::Stop;
         }
     }
     if last { Flow::Stop } else { Flow::Continue }
 }
 
-/// A stream ends when the task is terminal or interrupted (spec §3.1.2, §11.7).
+/// A send's turn is over when the task is terminal or interrupted (spec §3.1.2, §11.7).
 fn ends_stream(state: TaskState) -> bool {
     state.is_terminal() || state.is_interrupted()
 }

@@ -10,7 +10,7 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
 use super::send::check_history_length;
-use super::stream::{Start, TaskStream, task_stream};
+use super::stream::{Close, Start, TaskStream, task_stream};
 use super::{Bridge, Topics, not_found, trim_history};
 use crate::agent::Caller;
 use crate::error::{Error, ErrorKind, Result};
@@ -148,8 +148,8 @@ impl Bridge {
         })
     }
 
-    /// `SubscribeToTask`: the task snapshot, then its events until it is terminal or
-    /// interrupted. With `resume_after` (a position from an earlier stream event), no
+    /// `SubscribeToTask`: the task snapshot, then its events until it is terminal (through
+    /// interruptions: a subscriber watches the task, A2A §3.1.6). With `resume_after` (a position from an earlier stream event), no
     /// snapshot: the events after that position, then live ones. A terminal task: -32004.
     pub async fn subscribe_to_task(
         &self,
@@ -180,6 +180,7 @@ impl Bridge {
             info,
             events,
             Start::resuming(resume_after, Start::Snapshot),
+            Close::AtTaskEnd,
         );
         Ok(super::limits::holding(stream, place))
     }

@@ -13,7 +13,7 @@ use super::{CliError, CliResult, LogArgs, RetentionArgs};
 use crate::bridge::{Bridge, BridgeConfig, LimitsConfig, default_card, default_skill};
 use crate::http::{HttpConfig, router, serve_bounded};
 use crate::security::SigningKey;
-use crate::worker::{DemoHandler, Worker, WorkerConfig};
+use crate::worker::{ConformanceHandler, DemoHandler, Worker, WorkerConfig, conformance};
 
 const EXAMPLES: &str = "\
 EXAMPLES:
@@ -94,6 +94,13 @@ pub(super) struct ServeArgs {
     /// and describe it in the card's skills.
     #[arg(long)]
     demo: bool,
+
+    /// Run the built-in conformance agent in this process instead: the agent the official
+    /// A2A conformance kit (a2a-tck) drives, by the prefix of each messageId. Its card
+    /// declares the kit's required extension, required of the kit's probe messages only
+    /// (tests/conformance/README.md).
+    #[arg(long, conflicts_with = "demo")]
+    conformance: bool,
 
     /// The agent's human-readable name in the card (default: the --agent name).
     #[arg(long, value_name = "TEXT")]
@@ -202,13 +209,20 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
         streams: args.max_streams,
         streams_per_caller: args.max_streams_per_caller,
     };
+    if args.conformance {
+        config.extension_scope = conformance::extension_scope();
+    }
     let bridge = Bridge::open(log.clone(), config).await?;
-    let worker = if args.demo {
+    let worker = if args.demo || args.conformance {
         let mut config = WorkerConfig::new(&args.log.agent);
         config.view = Some(bridge.view().clone());
         config.signer = signer;
         config.trust = verifier;
-        Some(Worker::start(log.clone(), config, DemoHandler).await?)
+        Some(if args.conformance {
+            Worker::start(log.clone(), config, ConformanceHandler).await?
+        } else {
+            Worker::start(log.clone(), config, DemoHandler).await?
+        })
     } else {
         None
     };
@@ -235,7 +249,9 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
         "agentlog serving agent {:?} at {public_url} (log: {}; {}; {auth_banner}{})",
         args.log.agent,
         super::display_log_url(&log_url),
-        if worker.is_some() {
+        if args.conformance {
+            "conformance worker on"
+        } else if worker.is_some() {
             "demo worker on"
         } else {
             "no worker in this process"
@@ -413,6 +429,9 @@ fn card(args: &ServeArgs, base: AgentCard, endpoint: &str) -> AgentCard {
     }
     if args.demo && !card.skills.iter().any(|s| s.id == "echo") {
         card.skills.push(demo_skill());
+    }
+    if args.conformance {
+        conformance::declare(&mut card, agent, args.card.is_none());
     }
     if let Some(description) = &args.description {
         card.description = description.clone();

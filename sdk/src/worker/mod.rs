@@ -27,6 +27,9 @@
 //! The rules are written in `skills/workers/SKILL.md`.
 
 mod attempt;
+pub mod conformance;
+#[cfg(test)]
+mod conformance_tests;
 mod context;
 pub mod demo;
 mod handler;
@@ -52,6 +55,7 @@ use crate::log::Log;
 use crate::security::{RecordSigner, RecordVerifier};
 use crate::view::{TaskView, ViewOptions};
 
+pub use conformance::ConformanceHandler;
 pub use context::TaskContext;
 pub use demo::DemoHandler;
 pub use handler::{Handler, HandlerError, handler_fn};
