@@ -90,7 +90,7 @@ pub(super) struct ServeArgs {
     #[command(flatten)]
     signing: super::signing::ServeSigningArgs,
 
-    /// Also run the built-in demo worker in this process (echo, `sleep N`, `input`, `fail`),
+    /// Also run the built-in demo worker in this process (echo, `sleep N`, `input`, `fail`, `reply TEXT`),
     /// and describe it in the card's skills.
     #[arg(long)]
     demo: bool,
@@ -451,10 +451,10 @@ fn demo_skill() -> AgentSkill {
         description: "Echoes the message back as the artifact `echo`, streamed in three \
                       chunks. `sleep N` works N seconds reporting progress (cancel it to see \
                       a canceled task); `input` asks for a follow-up message and echoes it; \
-                      `fail` fails the task."
+                      `fail` fails the task; `reply TEXT` answers with a message, no task."
             .to_owned(),
         tags: vec!["demo".to_owned(), "echo".to_owned(), "streaming".to_owned()],
-        examples: ["hello", "sleep 3", "input", "fail"]
+        examples: ["hello", "sleep 3", "input", "fail", "reply hi"]
             .map(str::to_owned)
             .to_vec(),
         input_modes: text.clone(),
@@ -495,7 +495,7 @@ mod tests {
         assert_eq!(card.skills[0].id, "echo");
         assert_eq!(
             card.skills[0].examples,
-            ["hello", "sleep 3", "input", "fail"]
+            ["hello", "sleep 3", "input", "fail", "reply hi"]
         );
     }
 

@@ -18,7 +18,7 @@ use crate::worker::{DemoHandler, Handler, HandlerError, TaskContext, Worker, Wor
 const EXAMPLES: &str = "\
 EXAMPLES:
   agentlog worker --log iggy://iggy:iggy@127.0.0.1:8090 --agent demo
-      the built-in demo agent (echo, `sleep N`, `input`, `fail`)
+      the built-in demo agent (echo, `sleep N`, `input`, `fail`, `reply TEXT`)
   agentlog worker --log iggy://iggy:iggy@127.0.0.1:8090 --agent upper --exec 'tr a-z A-Z'
       each task runs `tr a-z A-Z` with the message on stdin; its stdout is the answer
   agentlog worker --agent wc --exec \"sh -c 'wc -w | tr -d \\\" \\\"'\"

@@ -18,6 +18,7 @@ const PROGRESS_EVERY: Duration = Duration::from_millis(250);
 /// - `input`: asks "what should I echo?"; the follow-up message completes the task with the
 ///   follow-up's text as the final message.
 /// - `fail`: fails with "you asked me to fail".
+/// - `reply TEXT`: answers with the message `TEXT` instead of a task ([`TaskContext::reply`]).
 /// - anything else: streams `echo: <text>` as three chunks of the artifact `echo`, then
 ///   completes.
 ///
@@ -36,6 +37,10 @@ impl Handler for DemoHandler {
         let command = text.trim();
         if let Some(seconds) = parse_sleep(command) {
             return sleep(&task, seconds).await;
+        }
+        if let Some(answer) = command.strip_prefix("reply ") {
+            task.reply_text(answer.trim()).await?;
+            return Ok(());
         }
         match command {
             "input" => task.input_required("what should I echo?").await?,

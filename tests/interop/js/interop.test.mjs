@@ -217,6 +217,19 @@ describe('@a2a-js/sdk client against agentlog', () => {
     assert.equal(working.tasks.length, 0);
   });
 
+  test('an answer that is a message: blocking and streaming, no task', TIMEOUT, async () => {
+    // The demo's `reply TEXT` answers with a message instead of a task (fold rule 15).
+    const client = await defaultFactory().createFromUrl(BASE_URL);
+    const answer = await client.sendMessage({ message: userMessage('reply hi there') });
+    assert.ok(!('status' in answer), `expected a Message, got ${JSON.stringify(answer)}`);
+    assert.equal(answer.role, Role.ROLE_AGENT);
+    assert.equal(textOf(answer.parts), 'hi there');
+    assert.ok(!answer.taskId, answer.taskId);
+    const events = await collect(client.sendMessageStream({ message: userMessage('reply streamed') }));
+    assert.deepEqual(events.map((e) => e.payload?.$case), ['message']);
+    assert.equal(textOf(events[0].payload.value.parts), 'streamed');
+  });
+
   test('sendMessageStream: task first, then updates, ends on completed', TIMEOUT, async () => {
     const client = await defaultFactory().createFromUrl(BASE_URL);
     const events = await collect(client.sendMessageStream({ message: userMessage('hello stream') }));

@@ -287,6 +287,30 @@ async def test_list_tasks(base_url):
         assert len(working.tasks) == 0
 
 
+@timed
+async def test_an_answer_that_is_a_message(base_url):
+    # The demo's `reply TEXT` answers with a message and no task (fold rule 15): the
+    # client gets a message, blocking or streaming, and there is no task to get.
+    async with await create_client(base_url, ClientConfig(streaming=False)) as client:
+        message = user_message('reply hi there')
+        events = [
+            ev async for ev in client.send_message(SendMessageRequest(message=message), context=CALL)
+        ]
+        assert [ev.WhichOneof('payload') for ev in events] == ['message'], events
+        assert message_text(events[0].message) == 'hi there'
+        assert events[0].message.role == Role.ROLE_AGENT
+        assert not events[0].message.task_id
+    async with await create_client(base_url, ClientConfig(streaming=True)) as client:
+        events = [
+            ev
+            async for ev in client.send_message(
+                SendMessageRequest(message=user_message('reply streamed')), context=CALL
+            )
+        ]
+    assert [ev.WhichOneof('payload') for ev in events] == ['message'], events
+    assert message_text(events[0].message) == 'streamed'
+
+
 # --- streaming --------------------------------------------------------------------------------
 
 
