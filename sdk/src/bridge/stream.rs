@@ -187,6 +187,9 @@ async fn hold(
     events: &mut broadcast::Receiver<Arc<TaskEvent>>,
     tx: &Sink,
 ) -> Option<TaskInfo> {
+    // Held only for a send's stream: its turn's end shows the task too.
+    let ends = |state| Close::AtTurnEnd.ends(state);
+    let fresh = || view.lookup_any(&info.id).map(|(fresh, _)| fresh);
     let mut now = info.clone();
     loop {
         if now.answered {
@@ -199,8 +202,8 @@ async fn hold(
             }
             return None;
         }
-        if now.shown || ends_stream(now.state) {
-            return view.lookup_any(&info.id).map(|(fresh, _)| fresh);
+        if now.shown || ends(now.state) {
+            return fresh();
         }
         match events.recv().await {
             Ok(event) => match &event.change {
@@ -213,13 +216,11 @@ async fn hold(
                     return None;
                 }
                 // A claim shows nothing: the handler has not answered yet.
-                Change::Claimed(_) if !ends_stream(event.state) => {}
-                _ => return view.lookup_any(&info.id).map(|(fresh, _)| fresh),
+                Change::Claimed(_) if !ends(event.state) => {}
+                _ => return fresh(),
             },
-            Err(broadcast::error::RecvError::Lagged(_)) => now = view.lookup_any(&info.id)?.0,
-            Err(broadcast::error::RecvError::Closed) => {
-                return view.lookup_any(&info.id).map(|(fresh, _)| fresh);
-            }
+            Err(broadcast::error::RecvError::Lagged(_)) => now = fresh()?,
+            Err(broadcast::error::RecvError::Closed) => return fresh(),
         }
     }
 }
@@ -312,9 +313,13 @@ async fn emit(event: &TaskEvent, out: &Out) -> Flow {
     if last { Flow::Stop } else { Flow::Continue }
 }
 
-/// A send's turn is over when the task is terminal or interrupted (spec §3.1.2, §11.7).
-fn ends_stream(state: TaskState) -> bool {
-    state.is_terminal() || state.is_interrupted()
+/// An agent message as part of the event's task (its ids filled in, as the fold does).
+fn in_task(event: &TaskEvent, message: &Message) -> Message {
+    Message {
+        task_id: Some(event.task_id.to_string()),
+        context_id: Some(event.context_id.to_string()),
+        ..message.clone()
+    }
 }
 
 fn status_event(event: &TaskEvent, state: TaskState, message: Option<Message>) -> StreamResponse {
@@ -349,10 +354,7 @@ fn to_response(event: &TaskEvent) -> Option<StreamResponse> {
             answered: true,
         } => StreamResponse::Message(answering((**message).clone(), &event.context_id)),
         Change::Replied { message, .. } => {
-            let mut message = (**message).clone();
-            message.task_id = Some(event.task_id.to_string());
-            message.context_id = Some(event.context_id.to_string());
-            status_event(event, TaskState::Completed, Some(message))
+            status_event(event, TaskState::Completed, Some(in_task(event, message)))
         }
         Change::Canceled => status_event(event, TaskState::Canceled, None),
         Change::Status {
@@ -360,11 +362,7 @@ fn to_response(event: &TaskEvent) -> Option<StreamResponse> {
             message,
             resumed,
         } => {
-            let message = message.as_deref().cloned().map(|mut m| {
-                m.task_id = Some(event.task_id.to_string());
-                m.context_id = Some(event.context_id.to_string());
-                m
-            });
+            let message = message.as_deref().map(|m| in_task(event, m));
             let state = if *resumed {
                 TaskState::Submitted
             } else {

@@ -6,12 +6,11 @@
 
 use agentlog_wire::TaskState;
 use agentlog_wire::a2a::{
-    Message, PartContent, SendMessageRequest, SendMessageResponse, StreamResponse,
-    SubscribeToTaskRequest, Task,
+    Message, PartContent, SendMessageResponse, StreamResponse, SubscribeToTaskRequest, Task,
 };
 use futures::StreamExt;
 
-use super::tests::Harness;
+use super::tests::{Harness, request};
 use super::*;
 use crate::agent::Caller;
 
@@ -22,18 +21,9 @@ fn message(id: &str) -> Message {
     Message::user_text(format!("{id}-{}", uuid::Uuid::new_v4()), "from the kit")
 }
 
-fn request(message: Message) -> SendMessageRequest {
-    SendMessageRequest {
-        tenant: None,
-        message,
-        configuration: None,
-        metadata: None,
-    }
-}
-
 async fn send(h: &Harness, prefix: &str) -> SendMessageResponse {
     h.bridge
-        .send_message(&Caller::anonymous(), request(message(prefix)))
+        .send_message(&Caller::anonymous(), request(message(prefix), false))
         .await
         .unwrap()
 }
@@ -117,7 +107,7 @@ async fn a_chunked_streamed_artifact_arrives_in_order_after_working() {
         .bridge
         .send_streaming_message(
             &Caller::anonymous(),
-            request(message("tck-stream-artifact-chunked")),
+            request(message("tck-stream-artifact-chunked"), false),
             None,
             None,
         )
@@ -177,7 +167,7 @@ async fn a_subscription_lives_through_an_interruption_until_the_task_ends() {
     let mut follow_up = Message::user_text(uuid::Uuid::new_v4().to_string(), "go on");
     follow_up.task_id = Some(waiting.id.clone());
     h.bridge
-        .send_message(&caller, request(follow_up))
+        .send_message(&caller, request(follow_up, false))
         .await
         .unwrap();
     let rest: Vec<_> = stream.map(Result::unwrap).collect().await;

@@ -6,12 +6,12 @@
 
 use agentlog_wire::TaskState;
 use agentlog_wire::a2a::{
-    GetTaskRequest, ListTasksRequest, Message, SendMessageConfiguration, SendMessageRequest,
-    SendMessageResponse, StreamResponse, SubscribeToTaskRequest,
+    GetTaskRequest, ListTasksRequest, Message, SendMessageResponse, StreamResponse,
+    SubscribeToTaskRequest,
 };
 use futures::StreamExt;
 
-use super::tests::{Harness, user};
+use super::tests::{Harness, request, user};
 use super::*;
 use crate::agent::Caller;
 use crate::error::ErrorKind;
@@ -34,18 +34,6 @@ fn replier() -> impl Handler {
         task.reply_text(&format!("answer to {text}")).await?;
         Ok(())
     })
-}
-
-fn request(message: Message, return_immediately: bool) -> SendMessageRequest {
-    SendMessageRequest {
-        tenant: None,
-        message,
-        configuration: Some(SendMessageConfiguration {
-            return_immediately,
-            ..SendMessageConfiguration::default()
-        }),
-        metadata: None,
-    }
 }
 
 async fn send(h: &Harness, message: Message) -> SendMessageResponse {

@@ -125,8 +125,9 @@ pub(super) fn user(text: &str) -> Message {
     Message::user_text(uuid::Uuid::new_v4().to_string(), text)
 }
 
-async fn send(bridge: &Bridge, message: Message, return_immediately: bool) -> Task {
-    let request = SendMessageRequest {
+/// A `SendMessage` of `message`, blocking unless `return_immediately`.
+pub(super) fn request(message: Message, return_immediately: bool) -> SendMessageRequest {
+    SendMessageRequest {
         tenant: None,
         message,
         configuration: Some(SendMessageConfiguration {
@@ -134,7 +135,11 @@ async fn send(bridge: &Bridge, message: Message, return_immediately: bool) -> Ta
             ..SendMessageConfiguration::default()
         }),
         metadata: None,
-    };
+    }
+}
+
+async fn send(bridge: &Bridge, message: Message, return_immediately: bool) -> Task {
+    let request = request(message, return_immediately);
     let response = tokio::time::timeout(
         PATIENCE * 2,
         bridge.send_message(&Caller::anonymous(), request),

@@ -458,15 +458,14 @@ fn apply_change(task: &mut Task, change: Change, timestamp_ms: u64) {
             artifact, append, ..
         } => merge_artifact(&mut task.artifacts, *artifact, append),
         // A reply that answered has no task to change (the fold keeps it aside); one that
-        // completed the task is its final status message.
+        // completed the task is what a completed terminal record with its message is.
         Change::Replied { message, .. } => {
-            let message = adopt(*message, task);
-            task.history.push(message.clone());
-            task.status = TaskStatus {
+            let completed = Change::Status {
                 state: TaskState::Completed,
                 message: Some(message),
-                timestamp,
+                resumed: false,
             };
+            apply_change(task, completed, timestamp_ms);
         }
         Change::Claimed(claimed) => {
             if claimed.started {
