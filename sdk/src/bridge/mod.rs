@@ -7,6 +7,7 @@
 //!
 //! How each verb maps onto the log is written in `skills/a2a-bridge/SKILL.md`.
 
+mod card;
 pub mod extensions;
 mod limits;
 mod media;
@@ -21,7 +22,7 @@ mod test_support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentlog_wire::a2a::{AgentCapabilities, AgentCard, AgentInterface, AgentSkill, Task};
+use agentlog_wire::a2a::{AgentCard, Task};
 use agentlog_wire::{Record, RecordHeader};
 use bytes::Bytes;
 
@@ -31,6 +32,9 @@ use crate::log::{AppendBatch, Appended, Log};
 use crate::security::{RecordSigner, RecordVerifier};
 use crate::view::{CompactTopics, TaskView, ViewOptions};
 
+pub use card::{
+    card_from_file, card_from_json, card_over_defaults, default_card, default_skill, finish_card,
+};
 pub use limits::LimitsConfig;
 pub use rpc::{RpcOptions, RpcReply, RpcStream};
 pub use stream::{StreamEvent, TaskStream};
@@ -103,68 +107,6 @@ impl BridgeConfig {
             trust: None,
             extension_scope: extensions::ExtensionScope::default(),
         }
-    }
-}
-
-/// A minimal valid card for `agent`, with one skill derived from its name and description
-/// ([`default_skill`]); a server replaces `supportedInterfaces` with its URL.
-pub fn default_card(agent: &str) -> AgentCard {
-    let mut card = AgentCard {
-        name: agent.to_owned(),
-        description: format!("The {agent} agent, served by agentlog"),
-        version: env!("CARGO_PKG_VERSION").to_owned(),
-        supported_interfaces: vec![AgentInterface {
-            url: "http://127.0.0.1:8080/".to_owned(),
-            protocol_binding: "JSONRPC".to_owned(),
-            protocol_version: "1.0".to_owned(),
-            tenant: None,
-        }],
-        provider: None,
-        documentation_url: None,
-        icon_url: None,
-        capabilities: AgentCapabilities {
-            streaming: Some(true),
-            push_notifications: Some(false),
-            extensions: Vec::new(),
-            extended_agent_card: Some(false),
-        },
-        security_schemes: Default::default(),
-        security_requirements: Vec::new(),
-        default_input_modes: vec!["text/plain".to_owned()],
-        default_output_modes: vec!["text/plain".to_owned()],
-        skills: Vec::new(),
-        signatures: Vec::new(),
-    };
-    card.skills.push(default_skill(&card));
-    card
-}
-
-/// The skill a card without skills describes its agent with: the card's name and
-/// description, the agent's one capability. A2A requires at least one skill in every card
-/// (the official conformance kit checks it), and a card that says nothing more about what
-/// the agent does can say only that.
-pub fn default_skill(card: &AgentCard) -> AgentSkill {
-    let id = card
-        .name
-        .chars()
-        .map(|c| {
-            if c.is_alphanumeric() {
-                c.to_ascii_lowercase()
-            } else {
-                '-'
-            }
-        })
-        .collect::<String>();
-    AgentSkill {
-        id: if id.trim_matches('-').is_empty() {
-            "agent".to_owned()
-        } else {
-            id
-        },
-        name: card.name.clone(),
-        description: card.description.clone(),
-        tags: vec![card.name.clone()],
-        ..AgentSkill::default()
     }
 }
 

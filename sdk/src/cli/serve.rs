@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 use super::output::Out;
 use super::serve_auth::{self, AuthArgs, CardFileExtras};
 use super::{CliError, CliResult, LogArgs, RetentionArgs};
-use crate::bridge::{Bridge, BridgeConfig, LimitsConfig, default_card, default_skill};
+use crate::bridge::{Bridge, BridgeConfig, LimitsConfig, card_over_defaults, finish_card};
 use crate::http::{HttpConfig, router, serve_bounded};
 use crate::security::SigningKey;
 use crate::worker::{ConformanceHandler, DemoHandler, Worker, WorkerConfig, conformance};
@@ -160,7 +160,7 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
         .map_err(|e| CliError::msg(format!("bad --public-url: {e}")))?;
     let (base, extras) = match &args.card {
         Some(path) => card_file(path, &args.log.agent)?,
-        None => (bare_card(&args.log.agent), CardFileExtras::default()),
+        None => (bare_card(&args.log.agent)?, CardFileExtras::default()),
     };
     let auth = serve_auth::edge_auth(&args.auth, &extras)?;
     serve_auth::check_anonymous(&args.auth, auth.as_ref(), args.listen)?;
@@ -373,10 +373,8 @@ fn public_url(given: Option<&str>, local: SocketAddr) -> CliResult<url::Url> {
 
 /// The default card for `agent` without its derived skill: `card` derives one at the end,
 /// from the final name and description, if nothing else gave the card a skill.
-fn bare_card(agent: &str) -> AgentCard {
-    let mut card = default_card(agent);
-    card.skills.clear();
-    card
+fn bare_card(agent: &str) -> CliResult<AgentCard> {
+    Ok(card_over_defaults(agent, serde_json::Map::new())?)
 }
 
 /// The default card for `agent` with the fields of the JSON object in `path` laid over it,
@@ -390,24 +388,17 @@ fn card_file(path: &std::path::Path, agent: &str) -> Result<(AgentCard, CardFile
         return Err(bad("not a JSON object".to_owned()));
     };
     let extras = serve_auth::take_extras(&mut overlay, path)?;
-    let mut merged = serde_json::to_value(bare_card(agent)).map_err(|e| bad(e.to_string()))?;
-    if let Some(fields) = merged.as_object_mut() {
-        fields.extend(overlay);
-    }
-    let card =
-        agentlog_wire::a2a::from_json("AgentCard", &merged).map_err(|e| bad(e.to_string()))?;
+    let card = card_over_defaults(agent, overlay).map_err(|e| bad(e.message().to_owned()))?;
     Ok((card, extras))
 }
 
-/// The card: `base` (the defaults or --card) without signatures, its interfaces at `endpoint`, streaming on,
-/// the demo's skill with `--demo`, and --name/--description; a card left without skills
-/// gets the one [`default_skill`] derives from its name and description.
+/// The card: `base` (the defaults or --card), its interfaces at `endpoint`, the demo's skill
+/// with `--demo`, and --name/--description, finished ([`finish_card`]: no signatures,
+/// streaming on, a card left without skills gets the one derived from its name and
+/// description).
 fn card(args: &ServeArgs, base: AgentCard, endpoint: &str) -> AgentCard {
     let agent = &args.log.agent;
     let mut card = base;
-    // Signatures from a --card file were over that file's card, not the one served here
-    // (its interfaces are this server's); the router adds --signing-key's own.
-    card.signatures.clear();
     if let Some(name) = &args.name {
         card.name = name.clone();
     }
@@ -421,7 +412,6 @@ fn card(args: &ServeArgs, base: AgentCard, endpoint: &str) -> AgentCard {
     if args.with_v03_interface {
         card.supported_interfaces.push(interface("0.3"));
     }
-    card.capabilities.streaming = Some(true);
     if args.demo && args.card.is_none() {
         card.description = format!(
             "The agentlog demo agent {agent:?}: echoes messages, and shows every task lifecycle"
@@ -436,9 +426,7 @@ fn card(args: &ServeArgs, base: AgentCard, endpoint: &str) -> AgentCard {
     if let Some(description) = &args.description {
         card.description = description.clone();
     }
-    if card.skills.is_empty() {
-        card.skills.push(default_skill(&card));
-    }
+    finish_card(&mut card);
     card
 }
 
@@ -482,7 +470,7 @@ mod tests {
     fn the_card_lists_one_jsonrpc_1_0_interface_and_the_demo_skill() {
         let card = card(
             &args(&["--demo"]),
-            bare_card("demo"),
+            bare_card("demo").unwrap(),
             "http://127.0.0.1:8080/",
         );
         card.validate().unwrap();
@@ -511,7 +499,7 @@ mod tests {
                 "does x",
                 "--with-v03-interface",
             ]),
-            bare_card("x"),
+            bare_card("x").unwrap(),
             "http://h/",
         );
         assert_eq!(
