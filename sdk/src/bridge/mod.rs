@@ -9,6 +9,7 @@
 
 mod card;
 pub mod extensions;
+pub mod json;
 mod limits;
 mod media;
 mod requeue;

@@ -65,6 +65,21 @@ impl RpcStream {
             Err(e) => error_body(&self.id, &e.to_rpc(), self.version),
         }
     }
+
+    /// One stream event as a whole Server-Sent Events frame, as the HTTP router sends it:
+    /// `id: <log position>` and `data: <`[`frame`](Self::frame)`>`, or for a mid-stream error
+    /// `event: error` and its data. For hosts that serve SSE themselves (the bindings).
+    pub fn sse_frame(&self, event: &Result<super::StreamEvent>) -> Vec<u8> {
+        // The JSON bodies are compact (no newline), so each is one `data:` line.
+        let data = self.frame(event);
+        let mut out = match event {
+            Ok(event) => format!("id: {}\ndata: ", event.position).into_bytes(),
+            Err(_) => b"event: error\ndata: ".to_vec(),
+        };
+        out.extend_from_slice(&data);
+        out.extend_from_slice(b"\n\n");
+        out
+    }
 }
 
 /// What a transport knows about a JSON-RPC request besides its body.

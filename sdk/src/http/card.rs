@@ -143,6 +143,36 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn the_interface_url_is_served_in_every_interface_and_the_rest_stays() {
+        let bridge = dual_version_bridge().await;
+        let own = bridge.agent_card().clone();
+        let config = HttpConfig {
+            interface_url: Some("http://127.0.0.1:45678/".to_owned()),
+            ..HttpConfig::default()
+        };
+        let app = router(bridge, config);
+        let request = Request::get("/.well-known/agent-card.json")
+            .body(Body::empty())
+            .unwrap();
+        let reply = app.oneshot(request).await.unwrap();
+        let body = axum::body::to_bytes(reply.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        let card: AgentCard = serde_json::from_slice(&body).unwrap();
+        assert_eq!(card.supported_interfaces.len(), 2);
+        for (served, own) in card
+            .supported_interfaces
+            .iter()
+            .zip(&own.supported_interfaces)
+        {
+            assert_eq!(served.url, "http://127.0.0.1:45678/");
+            assert_eq!(served.protocol_version, own.protocol_version);
+            assert_ne!(served.url, own.url, "the card's own URL was another");
+        }
+        assert_eq!(card.name, own.name);
+    }
+
+    #[tokio::test]
     async fn every_card_path_serves_the_card_signed_by_each_key_under_a_strong_etag() {
         let bridge = dual_version_bridge().await;
         let unsigned = bridge.agent_card().clone();

@@ -168,6 +168,11 @@ pub struct HttpConfig {
     /// [`sign_card`](crate::security::sign_card)): two during a key rotation. Default none:
     /// the card is served unsigned.
     pub signing_keys: Vec<SigningKey>,
+    /// The URL written into every `supportedInterfaces[].url` of the served card: the
+    /// endpoint clients POST to, for a host that knows it only once it listens (port 0, as
+    /// the language bindings' `serve` does). The interfaces' versions and bindings stay the
+    /// card's. Default `None`: the card's own URLs.
+    pub interface_url: Option<String>,
 }
 
 impl Default for HttpConfig {
@@ -179,6 +184,7 @@ impl Default for HttpConfig {
             log_metrics: None,
             auth: None,
             signing_keys: Vec::new(),
+            interface_url: None,
         }
     }
 }
@@ -236,6 +242,11 @@ pub fn router(bridge: Bridge, config: HttpConfig) -> Router {
     };
     // The served card says how to authenticate (unless the card declares schemes itself).
     let mut served_card = bridge.agent_card().clone();
+    if let Some(url) = &config.interface_url {
+        for interface in &mut served_card.supported_interfaces {
+            interface.url.clone_from(url);
+        }
+    }
     if let Some(auth) = &config.auth
         && served_card.security_schemes.is_empty()
     {
