@@ -7,8 +7,11 @@
 # Then the interop tests: the official A2A clients (Python a2a-sdk, JS @a2a-js/sdk) against
 # `agentlog serve --demo` (tests/interop/run.sh; needs Python >= 3.10, Node >= 20, and PyPI and
 # npm on the first run, after which the installs are cached).
+# Then the Node binding's tests (bindings/node/run-tests.sh: npm ci, the addon built with the
+# dev profile in the same target directory, node --test).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 cargo test --workspace --locked
+bindings/node/run-tests.sh
 tests/interop/run.sh

@@ -1,0 +1,197 @@
+// Every vector in fixtures/*.json through agentlog.wire: the same files the Rust runner
+// (wire/tests/fixtures.rs) reads, none skipped; a file without a runner here fails.
+'use strict';
+
+const { test } = require('node:test');
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const path = require('node:path');
+const { wire, AgentlogError } = require('..');
+
+const dir = path.join(__dirname, '..', '..', '..', 'fixtures');
+const hex = (s) => Buffer.from(s, 'hex');
+
+/** Run `fn`, which must throw an AgentlogError; return it. */
+function throws(fn) {
+  try {
+    fn();
+  } catch (error) {
+    assert.ok(error instanceof AgentlogError, `not an AgentlogError: ${error}`);
+    return error;
+  }
+  assert.fail('no error');
+}
+
+function taskStates(c) {
+  const { input } = c;
+  if ('code' in input) {
+    if (c.error) {
+      assert.equal(throws(() => wire.stateFromCode(input.code)).details.wireKind, c.error.kind);
+      return;
+    }
+    assert.deepEqual({ ...wire.stateFromCode(input.code) }, c.expected);
+    return;
+  }
+  if ('name' in input) {
+    if (c.error) {
+      assert.equal(c.error.kind, 'unknown_state_name');
+      assert.equal(throws(() => wire.stateCode(input.name)).kind, 'invalid_params');
+      return;
+    }
+    assert.equal(wire.stateCode(input.name), c.expected.code);
+    return;
+  }
+  assert.equal(wire.canTransition(input.from, input.to), c.expected.legal);
+}
+
+function records(c) {
+  if (c.error) {
+    const error = throws(() => wire.decodeRecord(hex(c.input.hex)));
+    assert.equal(error.details.wireKind, c.error.kind);
+    assert.equal(error.code, -32602);
+    return;
+  }
+  if ('hex' in c.input) {
+    assert.deepEqual(wire.decodeRecord(hex(c.input.hex)), c.expected.record);
+    return;
+  }
+  const bytes = wire.encodeRecord(c.input.record);
+  assert.equal(bytes.toString('hex'), c.expected.hex);
+  assert.deepEqual(wire.decodeRecord(bytes), c.input.record);
+}
+
+let signedFile;
+function signedRecords(c) {
+  const bytes = hex(c.input.hex);
+  const record = wire.decodeRecord(bytes);
+  assert.deepEqual(record, c.expected.record);
+  assert.equal(wire.encodeRecord(record).toString('hex'), c.input.hex);
+  assert.equal(wire.signingPayload(bytes).toString('hex'), c.expected.signingPayloadHex);
+  assert.equal(wire.verifyRecord(bytes, JSON.stringify(signedFile.trust)), c.expected.verdict);
+}
+
+function jsonrpc(c) {
+  const { input } = c;
+  if ('header' in input) {
+    if (c.error) {
+      const error = throws(() => wire.protocolVersion(input.header));
+      assert.equal(error.code, c.error.code);
+      return;
+    }
+    assert.equal(wire.protocolVersion(input.header), c.expected.version);
+    return;
+  }
+  if ('render' in input) {
+    assert.deepEqual(wire.renderError(input.render), c.expected);
+    return;
+  }
+  const body = 'body_hex' in input ? hex(input.body_hex) : input.body;
+  if (c.error) {
+    const error = throws(() => wire.parseRpcRequest(body));
+    assert.equal(error.code, c.error.code);
+    assert.equal(error.details.id, c.error.id);
+    return;
+  }
+  assert.deepEqual({ ...wire.parseRpcRequest(body) }, c.expected);
+}
+
+function fold(c) {
+  assert.deepEqual(wire.fold(c.input.records), c.expected);
+}
+
+function ids(c) {
+  const i = c.input;
+  if ('turn' in i) {
+    assert.equal(wire.recordId(i.taskId, i.turn, i.attempt, i.sequence), c.expected.recordId);
+    return;
+  }
+  assert.equal(wire.taskId(i.tenant, i.principal, i.messageId), c.expected.taskId);
+  assert.equal(wire.contextId(i.tenant, i.principal, i.messageId), c.expected.contextId);
+}
+
+function v03(c) {
+  if ('sendParams' in c.input) {
+    if (c.error) {
+      assert.equal(throws(() => wire.sendParamsFromV03(c.input.sendParams)).details.wireKind, c.error.kind);
+      return;
+    }
+    assert.deepEqual(wire.sendParamsFromV03(c.input.sendParams), c.expected.v1);
+    return;
+  }
+  const got = wire.taskToV03(c.input.task);
+  assert.deepEqual(got, c.expected.v03);
+  assert.deepEqual(wire.taskFromV03(got), c.input.task);
+}
+
+function cardSignatures(c) {
+  const { input, expected } = c;
+  if ('card' in input) {
+    const payload = wire.cardPayload(input.card);
+    assert.equal(payload, expected.payload);
+    if (expected.header) {
+      const { protected: protectedHeader } = input.card.signatures[0];
+      assert.deepEqual(wire.decodeProtectedHeader(protectedHeader), expected.header);
+      assert.equal(wire.signingInput(protectedHeader, payload), expected.signingInput);
+    }
+    return;
+  }
+  if ('jcs' in input) {
+    assert.equal(wire.canonicalize(input.jcs), expected.canonical);
+    return;
+  }
+  if (c.error) {
+    assert.equal(throws(() => wire.decodeProtectedHeader(input.protected)).details.wireKind, c.error.kind);
+    return;
+  }
+  const header = wire.decodeProtectedHeader(input.protected);
+  assert.deepEqual(header, expected.header);
+  assert.equal(wire.encodeProtectedHeader(header), input.protected);
+}
+
+const RUNNERS = {
+  'task_states.json': taskStates,
+  'records.json': records,
+  'signed_records.json': signedRecords,
+  'jsonrpc.json': jsonrpc,
+  'fold.json': fold,
+  'ids.json': ids,
+  'v03.json': v03,
+  'card_signatures.json': cardSignatures,
+};
+
+const files = fs.readdirSync(dir).filter((f) => f.endsWith('.json')).sort();
+
+test('every fixture file has a runner', () => {
+  for (const file of files) assert.ok(RUNNERS[file], `no runner for fixtures/${file}: add one here`);
+});
+
+for (const file of files) {
+  test(`fixtures/${file}`, () => {
+    const parsed = JSON.parse(fs.readFileSync(path.join(dir, file), 'utf8'));
+    if (file === 'signed_records.json') signedFile = parsed;
+    const run = RUNNERS[file];
+    assert.ok(run, `no runner for fixtures/${file}`);
+    assert.ok(parsed.cases.length > 0);
+    for (const c of parsed.cases) {
+      try {
+        run(c);
+      } catch (error) {
+        error.message = `fixtures/${file}: ${c.description}: ${error.message}`;
+        throw error;
+      }
+    }
+  });
+}
+
+test('the vectors are all there', () => {
+  let total = 0;
+  let negative = 0;
+  for (const file of files) {
+    for (const c of JSON.parse(fs.readFileSync(path.join(dir, file), 'utf8')).cases) {
+      total += 1;
+      if (c.error) negative += 1;
+    }
+  }
+  assert.ok(total >= 100, `${total} vectors`);
+  assert.ok(negative >= 30, `${negative} negative vectors`);
+});
