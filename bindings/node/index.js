@@ -108,14 +108,200 @@ function guardAll(namespace) {
   return out;
 }
 
-// ---- exports -------------------------------------------------------------------------------
+// ---- streams ---------------------------------------------------------------------------
 
-guardClass(native.Log);
+/** `for await` over a native stream with `next()` (null at the end) and `close()`. */
+function iterable(cls) {
+  cls.prototype[Symbol.asyncIterator] = function iterator() {
+    const stream = this;
+    return {
+      async next() {
+        const value = await stream.next();
+        return value === null ? { value: undefined, done: true } : { value, done: false };
+      },
+      async return() {
+        await stream.close();
+        return { value: undefined, done: true };
+      },
+      [Symbol.asyncIterator]() {
+        return this;
+      },
+    };
+  };
+}
+
+for (const cls of [native.Log, native.Bridge, native.EventStream, native.RpcFrames, native.Worker, native.TaskContext]) {
+  guardClass(cls);
+}
+iterable(native.EventStream);
+/** Open the bridge of `agent` over `log` (options: card, blockingTimeoutMs, retentionMs). */
+native.Bridge.open = guard(native.openBridge);
+iterable(native.RpcFrames);
+
+// ---- the worker ------------------------------------------------------------------------
+//
+// One dispatcher per worker: the JS end of its queue. Rust calls it with whatever gathered:
+// tasks to start, context calls that finished, and cancellations.
+
+/** Context calls in flight, by id: the Promises handed out, settled from the queue. */
+const calls = new Map();
+let nextCall = 1;
+
+/** Call `method` of the native context with a fresh id; a Promise of its result. */
+function contextCall(ctx, method, ...args) {
+  const id = nextCall;
+  nextCall = nextCall >= 0xffffffff ? 1 : nextCall + 1;
+  return new Promise((resolve, reject) => {
+    calls.set(id, { resolve, reject });
+    try {
+      ctx[method](id, ...args);
+    } catch (error) {
+      calls.delete(id);
+      reject(convert(error));
+    }
+  });
+}
+
+function fromReason(reason) {
+  try {
+    const parsed = JSON.parse(reason);
+    return new AgentlogError(parsed.agentlog, parsed.message, parsed.details || {});
+  } catch {
+    return new AgentlogError('internal', String(reason));
+  }
+}
+
+/** The failure text of a handler that threw or rejected with `error`. */
+function failureText(error) {
+  if (error instanceof Error) return error.message ? `${error.name}: ${error.message}` : error.name;
+  return String(error);
+}
+
+const Task = native.TaskContext;
+const signals = new WeakMap();
+function controllerOf(task) {
+  let controller = signals.get(task);
+  if (!controller) {
+    controller = new AbortController();
+    if (task.cancelled) controller.abort();
+    signals.set(task, controller);
+  }
+  return controller;
+}
+Object.defineProperty(Task.prototype, 'signal', {
+  /** An AbortSignal that aborts when the task is canceled (or the turn is taken over). */
+  get() {
+    return controllerOf(this).signal;
+  },
+});
+Object.assign(Task.prototype, {
+  working(text) {
+    return contextCall(this, '_working', text ?? null);
+  },
+  artifact(artifact, options = {}) {
+    return contextCall(this, '_artifact', artifact, Boolean(options.append), Boolean(options.lastChunk));
+  },
+  inputRequired(text) {
+    return contextCall(this, '_inputRequired', text);
+  },
+  authRequired(text) {
+    return contextCall(this, '_authRequired', text);
+  },
+  complete(text) {
+    return contextCall(this, '_complete', text ?? null);
+  },
+  fail(text) {
+    return contextCall(this, '_fail', text);
+  },
+  reject(text) {
+    return contextCall(this, '_reject', text);
+  },
+  reply(parts) {
+    return contextCall(this, '_reply', parts);
+  },
+  replyText(text) {
+    return contextCall(this, '_replyText', text);
+  },
+  followUp() {
+    return contextCall(this, '_followUp');
+  },
+  waitFollowUp() {
+    return contextCall(this, '_waitFollowUp');
+  },
+  /** Resolves when the task is canceled (see `signal`). */
+  waitCancelled() {
+    const { signal } = this;
+    if (signal.aborted) return Promise.resolve();
+    return new Promise((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+  },
+});
+
+function dispatcher(handler) {
+  const running = new Map();
+  async function run(task) {
+    running.set(task._handle, task);
+    let failure = null;
+    try {
+      await handler(task);
+    } catch (error) {
+      failure = failureText(error);
+    } finally {
+      running.delete(task._handle);
+    }
+    task._settle(failure);
+  }
+  return function dispatch(tasks, done, cancelled) {
+    for (const completion of done) {
+      const call = calls.get(completion.id);
+      if (!call) continue;
+      calls.delete(completion.id);
+      if (completion.error != null) call.reject(fromReason(completion.error));
+      else call.resolve(completion.value ?? undefined);
+    }
+    for (const handle of cancelled) {
+      const task = running.get(handle);
+      if (task) controllerOf(task).abort();
+    }
+    for (const task of tasks) void run(task);
+  };
+}
+
+const Worker = native.Worker;
+/**
+ * Start a worker for `agent` over `log`: `handler(task)` runs once per turn (an async
+ * function; a throw or a rejection fails the task with its message).
+ */
+Worker.start = function start(log, agent, handler, options = {}) {
+  if (typeof handler !== 'function') {
+    return Promise.reject(new AgentlogError('invalid_params', `the handler must be a function taking a TaskContext, got ${typeof handler}`));
+  }
+  const { bridge, ...rest } = options || {};
+  return guard(native.startWorker)(log, agent, dispatcher(handler), rest, bridge ?? null);
+};
+const closedPromises = new WeakMap();
+Object.defineProperty(Worker.prototype, 'closed', {
+  /** Resolves once `close()` has finished; awaiting it keeps the process alive. */
+  get() {
+    let closed = closedPromises.get(this);
+    if (!closed) {
+      closed = this._waitClosed();
+      closedPromises.set(this, closed);
+    }
+    return closed;
+  },
+});
+
+// ---- exports -------------------------------------------------------------------------------
 
 module.exports = {
   AgentlogError,
   openLog: guard(native.openLog),
   Log: native.Log,
+  Bridge: native.Bridge,
+  Worker,
+  TaskContext: native.TaskContext,
+  EventStream: native.EventStream,
+  RpcFrames: native.RpcFrames,
   errorKinds: native.errorKinds,
   wire: guardAll(native.wire),
 };

@@ -1,5 +1,16 @@
 // ES module entry: the same objects as the CommonJS one (index.js).
 import agentlog from './index.js';
 
-export const { AgentlogError, errorKinds, openLog, Log, wire } = agentlog;
+export const {
+  AgentlogError,
+  errorKinds,
+  openLog,
+  Log,
+  Bridge,
+  Worker,
+  TaskContext,
+  EventStream,
+  RpcFrames,
+  wire,
+} = agentlog;
 export default agentlog;

@@ -16,6 +16,12 @@ const MARK: &str = "{\"agentlog\":";
 
 /// `error` as a napi error whose reason `index.js` turns into an `AgentlogError`.
 pub fn to_napi(error: Error) -> napi::Error {
+    napi::Error::from_reason(reason(&error))
+}
+
+/// The reason string `index.js` turns into an `AgentlogError` (also sent as is through the
+/// worker's queue).
+pub fn reason(error: &Error) -> String {
     let details: Map<String, Value> = error
         .details()
         .iter()
@@ -26,8 +32,9 @@ pub fn to_napi(error: Error) -> napi::Error {
         "message": error.to_string(),
         "details": details,
     });
-    debug_assert!(reason.to_string().starts_with(MARK));
-    napi::Error::from_reason(reason.to_string())
+    let reason = reason.to_string();
+    debug_assert!(reason.starts_with(MARK));
+    reason
 }
 
 /// Shorthand for a `Result` mapped through [`to_napi`].

@@ -9,7 +9,10 @@
 // --all-targets) every export looks unused. The tests are JavaScript (test/).
 #![cfg_attr(test, allow(dead_code))]
 
+mod bridge;
+mod context;
 mod convert;
 mod error;
 mod log;
 mod wire;
+mod worker;

@@ -1,0 +1,440 @@
+//! `Bridge`: the A2A verbs over a log, values in the A2A 1.0 JSON shape; streams as classes
+//! with an async `next()` that `index.js` makes async-iterable.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agentlog::Caller as SdkCaller;
+use agentlog::bridge::json::{from_params, to_json};
+use agentlog::bridge::{
+    Bridge as SdkBridge, BridgeConfig, RpcOptions, RpcReply, RpcStream, TaskStream, card_from_file,
+    card_from_json, default_card,
+};
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use napi::Env;
+use napi::bindgen_prelude::{Buffer, Either, PromiseRaw};
+use napi_derive::napi;
+use serde_json::Value;
+use tokio::sync::Mutex;
+
+use crate::convert::from_js;
+use crate::error::{OrThrow, invalid};
+use crate::log::Log;
+
+/// Who is calling: the owner of the tasks a call creates and sees. Leave it out for the
+/// anonymous caller.
+#[napi(object)]
+#[derive(Debug, Clone, Default)]
+pub struct Caller {
+    /// Who (empty or left out: anonymous).
+    pub principal: Option<String>,
+    /// Which tenant (empty or left out: the default one).
+    pub tenant: Option<String>,
+}
+
+impl Caller {
+    pub(crate) fn of(caller: Option<Caller>) -> SdkCaller {
+        let caller = caller.unwrap_or_default();
+        SdkCaller {
+            principal: caller.principal.unwrap_or_default(),
+            tenant: caller.tenant.unwrap_or_default(),
+        }
+    }
+
+    pub(crate) fn from_sdk(caller: &SdkCaller) -> Caller {
+        Caller {
+            principal: Some(caller.principal.clone()),
+            tenant: Some(caller.tenant.clone()),
+        }
+    }
+}
+
+/// How a bridge is opened.
+#[napi(object)]
+#[derive(Debug)]
+pub struct BridgeOptions {
+    /// The agent card: an object in the A2A 1.0 `AgentCard` shape (any subset, laid over the
+    /// defaults), or the path of a JSON file holding one. Default: a minimal card.
+    #[napi(ts_type = "Partial<AgentCard> | string")]
+    pub card: Option<Value>,
+    /// How long a blocking `sendMessage` waits for the task to finish or ask for input
+    /// before it answers with the task as it is. Default 60 000 ms.
+    pub blocking_timeout_ms: Option<f64>,
+    /// How long the tasks this bridge creates stay answerable once finished (0: forever).
+    /// Default: the log URL's `retention=`, else 7 days.
+    pub retention_ms: Option<f64>,
+}
+
+/// Options of a typed verb.
+#[napi(object)]
+#[derive(Debug)]
+pub struct CallOptions {
+    /// Who is calling (default: anonymous).
+    pub caller: Option<Caller>,
+}
+
+/// Options of a streaming verb.
+#[napi(object)]
+#[derive(Debug)]
+pub struct StreamOptions {
+    /// Who is calling (default: anonymous).
+    pub caller: Option<Caller>,
+    /// Continue right after this log position (an event's `position`) instead of starting
+    /// with a snapshot.
+    pub resume_after: Option<i64>,
+}
+
+/// What a transport knows about a JSON-RPC request besides its body.
+#[napi(object)]
+#[derive(Debug)]
+pub struct RpcCallOptions {
+    /// Who is calling (default: anonymous).
+    pub caller: Option<Caller>,
+    /// The request's `A2A-Version` header.
+    pub version: Option<String>,
+    /// The extension URIs the request activates (its `A2A-Extensions` header).
+    pub extensions: Option<Vec<String>>,
+    /// An SSE `Last-Event-ID`: a streaming method continues right after that position.
+    pub resume_after: Option<i64>,
+}
+
+pub(crate) fn millis(value: Option<f64>, what: &str) -> napi::Result<Option<Duration>> {
+    value
+        .map(|ms| {
+            Duration::try_from_secs_f64(ms / 1000.0).map_err(|_| {
+                invalid(format!(
+                    "{what} must be a number of milliseconds >= 0, got {ms}"
+                ))
+            })
+        })
+        .transpose()
+}
+
+fn position(value: Option<i64>) -> napi::Result<Option<u64>> {
+    value
+        .map(|p| {
+            u64::try_from(p).map_err(|_| invalid(format!("resumeAfter must be >= 0, got {p}")))
+        })
+        .transpose()
+}
+
+/// Open the bridge of `agent` over `log`: create its topics if needed and replay them
+/// (`Bridge.open` in index.js).
+#[napi(ts_return_type = "Promise<Bridge>")]
+pub fn open_bridge<'env>(
+    env: &'env Env,
+    log: &Log,
+    agent: String,
+    options: Option<BridgeOptions>,
+) -> napi::Result<PromiseRaw<'env, Bridge>> {
+    let mut config = BridgeConfig::new(&agent);
+    if let Some(options) = options {
+        config.card = match options.card {
+            None | Some(Value::Null) => default_card(&agent),
+            Some(Value::String(path)) => {
+                card_from_file(&agent, std::path::Path::new(&path)).or_throw()?
+            }
+            Some(fields) => card_from_json(&agent, &from_js(fields)).or_throw()?,
+        };
+        if let Some(timeout) = millis(options.blocking_timeout_ms, "blockingTimeoutMs")? {
+            config.blocking_timeout = timeout;
+        }
+        config.retention = millis(options.retention_ms, "retentionMs")?;
+    }
+    let log = log.inner.clone();
+    env.spawn_future(async move {
+        let inner = SdkBridge::open(log, config).await.or_throw()?;
+        Ok(Bridge { inner })
+    })
+}
+
+/// The A2A bridge of one agent over a log: calls become records, answers are folds.
+#[napi]
+#[derive(Debug, Clone)]
+pub struct Bridge {
+    pub(crate) inner: SdkBridge,
+}
+
+#[napi]
+impl Bridge {
+    /// The agent's name.
+    #[napi(getter)]
+    pub fn agent(&self) -> String {
+        self.inner.config().topics.agent.clone()
+    }
+
+    /// The agent card (A2A 1.0 JSON).
+    #[napi(getter, ts_return_type = "AgentCard")]
+    pub fn agent_card(&self) -> napi::Result<Value> {
+        to_json(self.inner.agent_card()).or_throw()
+    }
+
+    /// `SendMessage`: a `SendMessageRequest` in, `{task}` or `{message}` out.
+    #[napi(
+        ts_args_type = "request: SendMessageRequest, options?: CallOptions",
+        ts_return_type = "Promise<SendMessageResponse>"
+    )]
+    pub async fn send_message(
+        &self,
+        request: Value,
+        options: Option<CallOptions>,
+    ) -> napi::Result<Value> {
+        let caller = Caller::of(options.and_then(|o| o.caller));
+        let request = from_params("SendMessageRequest", &from_js(request)).or_throw()?;
+        let response = self.inner.send_message(&caller, request).await.or_throw()?;
+        to_json(&response).or_throw()
+    }
+
+    /// `GetTask`: a `GetTaskRequest` (`{id, historyLength?}`) in, the task out.
+    #[napi(
+        ts_args_type = "request: GetTaskRequest, options?: CallOptions",
+        ts_return_type = "Promise<Task>"
+    )]
+    pub async fn get_task(
+        &self,
+        request: Value,
+        options: Option<CallOptions>,
+    ) -> napi::Result<Value> {
+        let caller = Caller::of(options.and_then(|o| o.caller));
+        let request = from_params("GetTaskRequest", &from_js(request)).or_throw()?;
+        to_json(&self.inner.get_task(&caller, request).await.or_throw()?).or_throw()
+    }
+
+    /// `CancelTask`: a `CancelTaskRequest` (`{id}`) in, the canceled task out.
+    #[napi(
+        ts_args_type = "request: CancelTaskRequest, options?: CallOptions",
+        ts_return_type = "Promise<Task>"
+    )]
+    pub async fn cancel_task(
+        &self,
+        request: Value,
+        options: Option<CallOptions>,
+    ) -> napi::Result<Value> {
+        let caller = Caller::of(options.and_then(|o| o.caller));
+        let request = from_params("CancelTaskRequest", &from_js(request)).or_throw()?;
+        to_json(&self.inner.cancel_task(&caller, request).await.or_throw()?).or_throw()
+    }
+
+    /// `ListTasks`: a `ListTasksRequest` (filters, paging; all optional) in, a page out.
+    #[napi(
+        ts_args_type = "request?: ListTasksRequest | null, options?: CallOptions",
+        ts_return_type = "Promise<ListTasksResponse>"
+    )]
+    pub async fn list_tasks(
+        &self,
+        request: Option<Value>,
+        options: Option<CallOptions>,
+    ) -> napi::Result<Value> {
+        let caller = Caller::of(options.and_then(|o| o.caller));
+        let request = match request {
+            None | Some(Value::Null) => Value::Object(Default::default()),
+            Some(request) => from_js(request),
+        };
+        let request = from_params("ListTasksRequest", &request).or_throw()?;
+        to_json(&self.inner.list_tasks(&caller, request).await.or_throw()?).or_throw()
+    }
+
+    /// `SendStreamingMessage`: the task's events (`{position, last, event}`) until it
+    /// finishes or asks for input. The stream opens at the first `next()`; errors
+    /// (a refused message, ...) reject it.
+    #[napi(ts_args_type = "request: SendMessageRequest, options?: StreamOptions")]
+    pub fn send_streaming_message(
+        &self,
+        request: Value,
+        options: Option<StreamOptions>,
+    ) -> napi::Result<EventStream> {
+        let (caller, resume_after) = match options {
+            Some(o) => (Caller::of(o.caller), position(o.resume_after)?),
+            None => (SdkCaller::anonymous(), None),
+        };
+        let request = from_js(request);
+        let bridge = self.inner.clone();
+        Ok(EventStream::new(Box::pin(async move {
+            let request = from_params("SendMessageRequest", &request)?;
+            bridge
+                .send_streaming_message(&caller, request, None, resume_after)
+                .await
+        })))
+    }
+
+    /// `SubscribeToTask`: the task's events until it is terminal (through interruptions).
+    #[napi(ts_args_type = "request: SubscribeToTaskRequest, options?: StreamOptions")]
+    pub fn subscribe_to_task(
+        &self,
+        request: Value,
+        options: Option<StreamOptions>,
+    ) -> napi::Result<EventStream> {
+        let (caller, resume_after) = match options {
+            Some(o) => (Caller::of(o.caller), position(o.resume_after)?),
+            None => (SdkCaller::anonymous(), None),
+        };
+        let request = from_js(request);
+        let bridge = self.inner.clone();
+        Ok(EventStream::new(Box::pin(async move {
+            let request = from_params("SubscribeToTaskRequest", &request)?;
+            bridge
+                .subscribe_to_task(&caller, request, resume_after)
+                .await
+        })))
+    }
+
+    /// Answer a JSON-RPC request body: the response body, or for a streaming method the SSE
+    /// frames (each a whole `id:`/`data:` frame). Never rejects for a bad request: every
+    /// problem is a JSON-RPC error in the body.
+    #[napi(ts_return_type = "Promise<Buffer | RpcFrames>")]
+    pub async fn handle_rpc(
+        &self,
+        body: Either<String, Buffer>,
+        options: Option<RpcCallOptions>,
+    ) -> napi::Result<Either<Buffer, RpcFrames>> {
+        let body: Vec<u8> = match body {
+            Either::A(text) => text.into_bytes(),
+            Either::B(buffer) => buffer.to_vec(),
+        };
+        let (caller, version, extensions, resume_after) = match options {
+            Some(o) => (
+                Caller::of(o.caller),
+                o.version,
+                o.extensions.unwrap_or_default(),
+                position(o.resume_after)?,
+            ),
+            None => (SdkCaller::anonymous(), None, Vec::new(), None),
+        };
+        let parsed = agentlog_wire::jsonrpc::parse_request(&body);
+        let options = RpcOptions {
+            a2a_version: version.as_deref(),
+            extensions,
+            resume_after,
+        };
+        Ok(
+            match self
+                .inner
+                .handle_parsed_with(&caller, parsed, &options)
+                .await
+            {
+                RpcReply::Json(bytes) => Either::A(bytes.into()),
+                RpcReply::Stream(stream) => Either::B(RpcFrames {
+                    stream: Arc::new(Mutex::new(Some(stream))),
+                }),
+            },
+        )
+    }
+}
+
+enum StreamState {
+    Opening(BoxFuture<'static, agentlog::Result<TaskStream>>),
+    Open(TaskStream),
+    Done,
+}
+
+/// A task's events, each `{position, last, event}`. `for await (const e of stream)` reads
+/// them (index.js); `next()` gives `null` at the end.
+#[napi]
+pub struct EventStream {
+    state: Arc<Mutex<StreamState>>,
+}
+
+impl std::fmt::Debug for EventStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EventStream").finish_non_exhaustive()
+    }
+}
+
+impl EventStream {
+    fn new(open: BoxFuture<'static, agentlog::Result<TaskStream>>) -> Self {
+        Self {
+            state: Arc::new(Mutex::new(StreamState::Opening(open))),
+        }
+    }
+}
+
+#[napi]
+impl EventStream {
+    /// The next event, or `null` once the stream has ended.
+    #[napi(ts_return_type = "Promise<StreamEvent | null>")]
+    pub async fn next(&self) -> napi::Result<Option<Value>> {
+        let mut state = self.state.lock().await;
+        loop {
+            match &mut *state {
+                StreamState::Done => return Ok(None),
+                StreamState::Opening(open) => match open.await {
+                    Ok(stream) => *state = StreamState::Open(stream),
+                    Err(e) => {
+                        *state = StreamState::Done;
+                        return Err(crate::error::to_napi(e));
+                    }
+                },
+                StreamState::Open(stream) => {
+                    return match stream.next().await {
+                        None => {
+                            *state = StreamState::Done;
+                            Ok(None)
+                        }
+                        Some(Ok(event)) => {
+                            if event.last {
+                                *state = StreamState::Done;
+                            }
+                            event.to_json().map(Some).or_throw()
+                        }
+                        Some(Err(e)) => {
+                            *state = StreamState::Done;
+                            Err(crate::error::to_napi(e))
+                        }
+                    };
+                }
+            }
+        }
+    }
+
+    /// Stop reading: the stream is dropped (its place among the bridge's streams freed).
+    #[napi]
+    pub async fn close(&self) {
+        *self.state.lock().await = StreamState::Done;
+    }
+}
+
+/// The SSE frames of a streaming JSON-RPC answer: each a whole `id:`/`data:` frame, ready to
+/// write to an HTTP response. `next()` gives `null` at the end.
+#[napi]
+pub struct RpcFrames {
+    stream: Arc<Mutex<Option<RpcStream>>>,
+}
+
+impl std::fmt::Debug for RpcFrames {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RpcFrames").finish_non_exhaustive()
+    }
+}
+
+#[napi]
+impl RpcFrames {
+    /// The next frame, or `null` once the stream has ended.
+    #[napi]
+    pub async fn next(&self) -> napi::Result<Option<Buffer>> {
+        let mut slot = self.stream.lock().await;
+        let Some(stream) = slot.as_mut() else {
+            return Ok(None);
+        };
+        match stream.events.next().await {
+            None => {
+                *slot = None;
+                Ok(None)
+            }
+            Some(event) => {
+                let frame = stream.sse_frame(&event);
+                // An error frame, or the last event, ends the stream.
+                if event.as_ref().map_or(true, |e| e.last) {
+                    *slot = None;
+                }
+                Ok(Some(frame.into()))
+            }
+        }
+    }
+
+    /// Stop reading: the stream is dropped.
+    #[napi]
+    pub async fn close(&self) {
+        *self.stream.lock().await = None;
+    }
+}

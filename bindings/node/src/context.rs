@@ -1,0 +1,263 @@
+//! `TaskContext`: what a JS handler knows about its task (sync getters), and how it reports
+//! back: each report is a sync call that spawns the SDK call and returns; the result comes
+//! back through the worker's queue ([`crate::worker`]), where index.js resolves the Promise
+//! it handed out.
+
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+
+use agentlog::worker::TaskContext as SdkContext;
+use agentlog_wire::a2a::{Artifact, Part};
+use napi_derive::napi;
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+use crate::bridge::Caller;
+use crate::convert::{parse, to_js};
+use crate::error::reason;
+use crate::worker::{Completion, Dispatcher};
+
+/// One turn of a task, as handed to a worker's handler.
+#[napi]
+pub struct TaskContext {
+    ctx: SdkContext,
+    handle: u32,
+    settle: Mutex<Option<oneshot::Sender<Option<String>>>>,
+    dispatcher: Arc<Dispatcher>,
+}
+
+impl std::fmt::Debug for TaskContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TaskContext")
+            .field("task_id", &self.ctx.task_id())
+            .field("handle", &self.handle)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TaskContext {
+    pub(crate) fn new(
+        ctx: SdkContext,
+        handle: u32,
+        settle: oneshot::Sender<Option<String>>,
+        dispatcher: Arc<Dispatcher>,
+    ) -> Self {
+        Self {
+            ctx,
+            handle,
+            settle: Mutex::new(Some(settle)),
+            dispatcher,
+        }
+    }
+
+    /// Run `call` on the runtime; its result goes back to JS as completion `id`.
+    fn report<Fut>(&self, id: u32, call: impl FnOnce(SdkContext) -> Fut)
+    where
+        Fut: Future<Output = agentlog::Result<Option<Value>>> + Send + 'static,
+    {
+        let dispatcher = self.dispatcher.clone();
+        let call = call(self.ctx.clone());
+        napi::bindgen_prelude::spawn(async move {
+            let done = match call.await {
+                Ok(value) => Completion {
+                    id,
+                    error: None,
+                    value,
+                },
+                Err(e) => Completion {
+                    id,
+                    error: Some(reason(&e)),
+                    value: None,
+                },
+            };
+            dispatcher.done(done);
+        });
+    }
+
+    /// `call` for a report that returns nothing.
+    fn write<Fut>(&self, id: u32, call: impl FnOnce(SdkContext) -> Fut)
+    where
+        Fut: Future<Output = agentlog::Result<()>> + Send + 'static,
+    {
+        self.report(id, |ctx| {
+            let call = call(ctx);
+            async move { call.await.map(|()| None) }
+        });
+    }
+}
+
+fn message_json(message: Option<agentlog_wire::a2a::Message>) -> agentlog::Result<Option<Value>> {
+    message
+        .map(|m| agentlog::bridge::json::to_json(&m))
+        .transpose()
+}
+
+#[napi]
+impl TaskContext {
+    /// This turn's number among the worker's turns (index.js keys its cancellations by it).
+    #[napi(getter, js_name = "_handle")]
+    pub fn handle(&self) -> u32 {
+        self.handle
+    }
+
+    /// The task's id.
+    #[napi(getter)]
+    pub fn task_id(&self) -> String {
+        self.ctx.task_id().to_owned()
+    }
+
+    /// The task's context (conversation) id.
+    #[napi(getter)]
+    pub fn context_id(&self) -> String {
+        self.ctx.context_id().to_owned()
+    }
+
+    /// The message's text parts joined with `"\n"`.
+    #[napi(getter)]
+    pub fn text(&self) -> String {
+        self.ctx.text()
+    }
+
+    /// The message this turn answers (A2A 1.0 `Message`).
+    #[napi(getter, ts_return_type = "Message")]
+    pub fn message(&self) -> napi::Result<Value> {
+        to_js(self.ctx.message())
+    }
+
+    /// The task's history up to and including `message`, oldest first.
+    #[napi(getter, ts_return_type = "Message[]")]
+    pub fn history(&self) -> napi::Result<Value> {
+        to_js(&self.ctx.history())
+    }
+
+    /// The extensions the client activated for this turn's message.
+    #[napi(getter)]
+    pub fn extensions(&self) -> Vec<String> {
+        self.ctx.extensions().to_vec()
+    }
+
+    /// The task's owner.
+    #[napi(getter)]
+    pub fn caller(&self) -> Caller {
+        Caller::from_sdk(self.ctx.caller())
+    }
+
+    /// Which run of this turn this is: 1, or more after a takeover from a worker that died.
+    #[napi(getter)]
+    pub fn attempt(&self) -> u32 {
+        self.ctx.attempt()
+    }
+
+    /// Whether an earlier run of this turn may have done part of its work.
+    #[napi(getter)]
+    pub fn is_retry(&self) -> bool {
+        self.ctx.is_retry()
+    }
+
+    /// A key naming this turn, the same in every run of it (`<task id>/<message id>`).
+    #[napi(getter)]
+    pub fn idempotency_key(&self) -> String {
+        self.ctx.idempotency_key()
+    }
+
+    /// The bridges the message came through, oldest first (the hop guard).
+    #[napi(getter)]
+    pub fn hops(&self) -> Vec<String> {
+        self.ctx.hops().to_vec()
+    }
+
+    /// Whether the task was canceled (or the turn taken over, or shutdown gave up on it).
+    #[napi(getter)]
+    pub fn cancelled(&self) -> bool {
+        self.ctx.cancellation().is_cancelled()
+    }
+
+    /// The handler settled: `failure` (the task fails with it as the agent's message), or
+    /// `null` (the turn ends as the handler left it; completed if it did not end it).
+    #[napi(js_name = "_settle")]
+    pub fn settle(&self, failure: Option<String>) {
+        let sender = self.settle.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(sender) = sender {
+            // The worker stopped waiting (the task was canceled): nothing to tell.
+            let _ = sender.send(failure);
+        }
+    }
+
+    #[napi(js_name = "_working")]
+    pub fn working(&self, id: u32, text: Option<String>) {
+        self.write(id, |ctx| async move { ctx.working(text.as_deref()).await });
+    }
+
+    #[napi(
+        js_name = "_artifact",
+        ts_args_type = "id: number, artifact: Artifact, append: boolean, lastChunk: boolean"
+    )]
+    pub fn artifact(
+        &self,
+        id: u32,
+        artifact: Value,
+        append: bool,
+        last_chunk: bool,
+    ) -> napi::Result<()> {
+        let artifact: Artifact = parse("artifact", artifact)?;
+        self.write(id, move |ctx| async move {
+            ctx.artifact(artifact, append, last_chunk).await
+        });
+        Ok(())
+    }
+
+    #[napi(js_name = "_inputRequired")]
+    pub fn input_required(&self, id: u32, text: String) {
+        self.write(id, |ctx| async move { ctx.input_required(&text).await });
+    }
+
+    #[napi(js_name = "_authRequired")]
+    pub fn auth_required(&self, id: u32, text: String) {
+        self.write(id, |ctx| async move { ctx.auth_required(&text).await });
+    }
+
+    #[napi(js_name = "_complete")]
+    pub fn complete(&self, id: u32, text: Option<String>) {
+        self.write(id, |ctx| async move { ctx.complete(text.as_deref()).await });
+    }
+
+    #[napi(js_name = "_fail")]
+    pub fn fail(&self, id: u32, text: String) {
+        self.write(id, |ctx| async move { ctx.fail(&text).await });
+    }
+
+    #[napi(js_name = "_reject")]
+    pub fn reject(&self, id: u32, text: String) {
+        self.write(id, |ctx| async move { ctx.reject(&text).await });
+    }
+
+    #[napi(js_name = "_reply", ts_args_type = "id: number, parts: Part[]")]
+    pub fn reply(&self, id: u32, parts: Vec<Value>) -> napi::Result<()> {
+        let parts = parts
+            .into_iter()
+            .map(|p| parse::<Part>("part", p))
+            .collect::<napi::Result<Vec<_>>>()?;
+        self.write(id, |ctx| async move { ctx.reply(parts).await });
+        Ok(())
+    }
+
+    #[napi(js_name = "_replyText")]
+    pub fn reply_text(&self, id: u32, text: String) {
+        self.write(id, |ctx| async move { ctx.reply_text(&text).await });
+    }
+
+    #[napi(js_name = "_followUp")]
+    pub fn follow_up(&self, id: u32) {
+        self.report(
+            id,
+            |ctx| async move { message_json(ctx.follow_up().await?) },
+        );
+    }
+
+    #[napi(js_name = "_waitFollowUp")]
+    pub fn wait_follow_up(&self, id: u32) {
+        self.report(id, |ctx| async move {
+            message_json(ctx.wait_follow_up().await?)
+        });
+    }
+}
