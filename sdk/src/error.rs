@@ -42,6 +42,9 @@ pub enum ErrorKind {
     PermissionDenied,
     /// The call would visit a bridge already on its path, or go past the most hops allowed.
     LoopDetected,
+    /// An MCP header (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`) is missing or does
+    /// not match the request body.
+    HeaderMismatch,
     /// The operation did not finish within its deadline; retrying may succeed.
     Timeout,
     /// The log backend cannot be reached right now; retrying may succeed.
@@ -68,11 +71,14 @@ pub struct KindInfo {
     pub http_status: u16,
     /// Whether the same call may succeed if retried unchanged.
     pub retryable: bool,
+    /// The JSON-RPC code the MCP bridge reports the kind with: JSON-RPC's own codes and the
+    /// MCP-defined -32020 to -32022, never A2A's (the MCP spec reserves -32000..-32099).
+    pub mcp: i32,
 }
 
 impl ErrorKind {
     /// Every kind, in declaration order.
-    pub const ALL: [ErrorKind; 21] = [
+    pub const ALL: [ErrorKind; 22] = [
         ErrorKind::Parse,
         ErrorKind::InvalidRequest,
         ErrorKind::MethodNotFound,
@@ -88,6 +94,7 @@ impl ErrorKind {
         ErrorKind::Unauthenticated,
         ErrorKind::PermissionDenied,
         ErrorKind::LoopDetected,
+        ErrorKind::HeaderMismatch,
         ErrorKind::Timeout,
         ErrorKind::Unavailable,
         ErrorKind::Overloaded,
@@ -142,6 +149,7 @@ impl ErrorKind {
             ErrorKind::PermissionDenied => ("permission_denied", C::PermissionDenied, 403, false),
             // The request's own path is at fault; 508 is HTTP's "Loop Detected".
             ErrorKind::LoopDetected => ("loop_detected", C::InvalidRequest, 508, false),
+            ErrorKind::HeaderMismatch => ("header_mismatch", C::InvalidRequest, 400, false),
             ErrorKind::Timeout => ("timeout", C::InternalError, 504, true),
             ErrorKind::Unavailable => ("unavailable", C::InternalError, 503, true),
             ErrorKind::Overloaded => ("overloaded", C::InternalError, 503, true),
@@ -154,6 +162,38 @@ impl ErrorKind {
             rpc,
             http_status,
             retryable,
+            mcp: self.mcp_code(),
+        }
+    }
+
+    /// The MCP column of the table ([`KindInfo::mcp`]).
+    const fn mcp_code(self) -> i32 {
+        use agentlog_wire::mcp::codes;
+        match self {
+            ErrorKind::Parse => -32700,
+            ErrorKind::InvalidRequest
+            | ErrorKind::ContentTypeNotSupported
+            | ErrorKind::Unauthenticated
+            | ErrorKind::PermissionDenied
+            | ErrorKind::LoopDetected => -32600,
+            ErrorKind::MethodNotFound
+            | ErrorKind::PushNotificationNotSupported
+            | ErrorKind::ExtendedAgentCardNotConfigured => -32601,
+            // MCP answers an unknown or expired task id, and a task method's bad state, -32602.
+            ErrorKind::InvalidParams
+            | ErrorKind::TaskNotFound
+            | ErrorKind::TaskNotCancelable
+            | ErrorKind::UnsupportedOperation => -32602,
+            ErrorKind::HeaderMismatch => codes::HEADER_MISMATCH,
+            // A required extension not declared: MCP's missing client capability.
+            ErrorKind::ExtensionSupportRequired => codes::MISSING_REQUIRED_CLIENT_CAPABILITY,
+            ErrorKind::VersionNotSupported => codes::UNSUPPORTED_PROTOCOL_VERSION,
+            ErrorKind::Timeout
+            | ErrorKind::Unavailable
+            | ErrorKind::Overloaded
+            | ErrorKind::Corrupt
+            | ErrorKind::Config
+            | ErrorKind::Internal => -32603,
         }
     }
 
@@ -175,6 +215,8 @@ pub struct Error {
     kind: ErrorKind,
     message: String,
     details: Vec<(&'static str, String)>,
+    /// Structured `data` for the MCP error object (`{supported, requested}`, ...).
+    data: Option<serde_json::Value>,
     source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
 }
 
@@ -188,6 +230,7 @@ impl Error {
             kind,
             message: message.into(),
             details: Vec::new(),
+            data: None,
             source: None,
         }
     }
@@ -197,6 +240,34 @@ impl Error {
     pub fn with_detail(mut self, key: &'static str, value: impl Into<String>) -> Self {
         self.details.push((key, value.into()));
         self
+    }
+
+    /// Attach the structured `data` of the MCP error object ([`to_mcp`](Self::to_mcp)).
+    pub fn with_data(mut self, data: serde_json::Value) -> Self {
+        self.data = Some(data);
+        self
+    }
+
+    /// The JSON-RPC error object the MCP bridge answers with: `{code, message, data?}`, the
+    /// code from [`KindInfo::mcp`]; the server's own trouble gets the generic message and an
+    /// `errorId`, as in [`to_rpc`](Self::to_rpc). `data` is what [`with_data`](Self::with_data)
+    /// attached, else the details as an object, else absent.
+    pub fn to_mcp(&self) -> serde_json::Value {
+        let rpc = self.to_rpc();
+        let mut error = serde_json::Map::new();
+        error.insert("code".into(), self.kind.info().mcp.into());
+        error.insert("message".into(), rpc.message.into());
+        let data = match &self.data {
+            Some(data) => Some(data.clone()),
+            None if rpc.metadata.is_empty() => None,
+            None => Some(serde_json::Value::Object(
+                rpc.metadata.into_iter().collect(),
+            )),
+        };
+        if let Some(data) = data {
+            error.insert("data".into(), data);
+        }
+        serde_json::Value::Object(error)
     }
 
     /// The facts attached with [`with_detail`](Self::with_detail).
@@ -365,5 +436,31 @@ mod tests {
         );
         assert!(ErrorKind::Unavailable.info().retryable);
         assert!(!ErrorKind::Corrupt.info().retryable);
+    }
+
+    #[test]
+    fn mcp_codes_stay_out_of_the_reserved_range() {
+        for kind in ErrorKind::ALL {
+            let code = kind.info().mcp;
+            let json_rpc = (-32700..=-32600).contains(&code);
+            assert!(
+                json_rpc || (-32022..=-32020).contains(&code),
+                "{kind}: {code}"
+            );
+        }
+        assert_eq!(ErrorKind::TaskNotFound.info().mcp, -32602);
+        assert_eq!(ErrorKind::MethodNotFound.info().mcp, -32601);
+        let error = Error::new(ErrorKind::VersionNotSupported, "no")
+            .with_data(serde_json::json!({"supported": ["2026-07-28"], "requested": "x"}));
+        let json = error.to_mcp();
+        assert_eq!(json["code"], -32022);
+        assert_eq!(json["data"]["requested"], "x");
+        let json = Error::new(ErrorKind::InvalidParams, "bad")
+            .with_detail("field", "name")
+            .to_mcp();
+        assert_eq!(
+            json,
+            serde_json::json!({"code": -32602, "message": "bad", "data": {"field": "name"}})
+        );
     }
 }

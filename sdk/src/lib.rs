@@ -5,6 +5,7 @@
 //! - [`view`]: the task view, rebuilt from the log by following it.
 //! - [`retention`]: how long finished tasks are kept; the duration syntax.
 //! - [`bridge`]: the stateless A2A bridge: calls become records, answers are folds.
+//! - [`mcp`]: the MCP bridge, its sibling: tool calls become tasks on the tools' topics.
 //! - [`security`]: ed25519 keys for signed cards and records; edge authentication.
 //! - `http` (feature `http`): the axum router serving the bridge over HTTP.
 //! - `cli` (feature `cli`): the `agentlog` command.
@@ -18,6 +19,7 @@ pub mod hops;
 #[cfg(feature = "http")]
 pub mod http;
 pub mod log;
+pub mod mcp;
 pub mod retention;
 pub mod security;
 pub mod view;

@@ -11,6 +11,7 @@ pub mod fold;
 pub mod ids;
 pub mod jcs;
 pub mod jsonrpc;
+pub mod mcp;
 mod record;
 mod task_state;
 pub mod timestamp;

@@ -18,6 +18,9 @@
 //! | any other method on `{rpc_path}` | `405` JSON, `Allow: POST` |
 //! | anything else | `404` JSON |
 //!
+//! The MCP route (`POST /mcp`) is a router of its own, [`mcp::router`], merged beside this
+//! one (`router(..).merge(mcp::router(..)?)`); its checks are in its module docs.
+//!
 //! `rpc_path` is matched literally, with or without a trailing slash (`/a2a` and `/a2a/`
 //! both serve), never as an axum path pattern, so any string is a valid `rpc_path` and
 //! building the router cannot panic. If it equals one of the fixed paths above, the RPC
@@ -121,6 +124,7 @@ mod card;
 mod connections;
 mod errors;
 mod health;
+pub mod mcp;
 mod metrics;
 mod rpc;
 

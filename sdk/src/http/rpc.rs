@@ -230,7 +230,9 @@ fn respond(reply: RpcReply, probe: &Probe<'_>, state: &AppState, start: Instant)
     response
 }
 
-fn sse(events: impl Stream<Item = Result<Event, Infallible>> + Send + 'static) -> Response {
+pub(super) fn sse(
+    events: impl Stream<Item = Result<Event, Infallible>> + Send + 'static,
+) -> Response {
     let mut response = Sse::new(events)
         .keep_alive(KeepAlive::new().interval(KEEP_ALIVE))
         .into_response();
@@ -242,7 +244,7 @@ fn sse(events: impl Stream<Item = Result<Event, Infallible>> + Send + 'static) -
 }
 
 /// JSON text as a `String` (serde_json writes UTF-8, so this never copies lossily).
-fn utf8(bytes: Vec<u8>) -> String {
+pub(super) fn utf8(bytes: Vec<u8>) -> String {
     String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
@@ -291,7 +293,11 @@ fn accepted_content_type(headers: &HeaderMap) -> bool {
 
 /// The body, or the 413 refusal when it is larger than `limit`.
 #[allow(clippy::result_large_err)] // the error is the response to send
-async fn read_body(headers: &HeaderMap, body: Body, limit: usize) -> Result<Bytes, Response> {
+pub(super) async fn read_body(
+    headers: &HeaderMap,
+    body: Body,
+    limit: usize,
+) -> Result<Bytes, Response> {
     let too_large = || {
         rpc_refusal(
             StatusCode::PAYLOAD_TOO_LARGE,

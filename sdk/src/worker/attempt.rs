@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use agentlog_wire::a2a::Message;
+use agentlog_wire::a2a::{Message, Part};
 use agentlog_wire::{Record, RecordBody, RecordHeader, TaskState, ids};
 use bytes::Bytes;
 
@@ -166,10 +166,21 @@ impl Attempt {
     /// A status (or terminal) record of this attempt setting `state`, with `text` as the
     /// agent's status message.
     pub(super) fn status_record(&self, state: TaskState, text: Option<&str>) -> Result<Record> {
+        self.status_parts_record(state, text.map(|t| vec![Part::text(t)]))
+    }
+
+    /// A status (or terminal) record of this attempt setting `state`, with a status message
+    /// of `parts` (none: no message).
+    pub(super) fn status_parts_record(
+        &self,
+        state: TaskState,
+        parts: Option<Vec<Part>>,
+    ) -> Result<Record> {
         let id = self.next_id();
-        let message = match text {
-            Some(text) => {
-                let mut message = Message::agent_text(id.clone(), text);
+        let message = match parts {
+            Some(parts) => {
+                let mut message = Message::agent_text(id.clone(), "");
+                message.parts = parts;
                 message.task_id = Some(self.task.id.clone());
                 message.context_id = Some(self.task.context_id.clone());
                 serde_json::to_string(&message).map_err(|e| {

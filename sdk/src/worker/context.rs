@@ -250,6 +250,44 @@ impl TaskContext {
             .await
     }
 
+    /// Report progress (an MCP tool call's `notifications/progress`, or any long task's):
+    /// status `working` with a message holding a progress part (`{progress, total?,
+    /// message?}`, media type [`PROGRESS_MEDIA_TYPE`](agentlog_wire::mcp::call::PROGRESS_MEDIA_TYPE))
+    /// and `message` as text. `progress` should grow with each report; the MCP bridge drops
+    /// a report that does not (the spec requires strictly increasing values).
+    pub async fn report(
+        &self,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<&str>,
+    ) -> Result<()> {
+        use agentlog_wire::mcp::call::{PROGRESS_MEDIA_TYPE, Progress as Report, typed_part};
+        let report = Report {
+            progress,
+            total,
+            message: message.map(str::to_owned),
+        };
+        let data = serde_json::to_value(&report)
+            .map_err(|e| Error::new(ErrorKind::InvalidParams, "bad progress").with_source(e))?;
+        let mut parts = vec![typed_part(data, PROGRESS_MEDIA_TYPE)];
+        parts.extend(message.map(Part::text));
+        self.status_parts(TaskState::Working, Some(parts), Progress::Open)
+            .await
+    }
+
+    /// End the turn with `state` (terminal, or an interruption) and a status message of
+    /// `parts`: how a handler answers with data rather than text (an MCP tool's result).
+    pub async fn finish_with(&self, state: TaskState, parts: Vec<Part>) -> Result<()> {
+        let then = if state.is_terminal() {
+            Progress::Terminal
+        } else if state.is_interrupted() {
+            Progress::Interrupted
+        } else {
+            Progress::Open
+        };
+        self.status_parts(state, Some(parts), then).await
+    }
+
     /// Answer the client's message with a message instead of a task (A2A: "respond with a
     /// stateless Message"): `SendMessage` returns `{"message": ...}`, a streaming send streams
     /// that one message, and `GetTask` finds no task (fold rule 15). The reply is a record on
@@ -400,6 +438,20 @@ impl TaskContext {
         self.end(record, then).await
     }
 
+    /// [`status`](Self::status) with a message of `parts`.
+    async fn status_parts(
+        &self,
+        state: TaskState,
+        parts: Option<Vec<Part>>,
+        then: Progress,
+    ) -> Result<()> {
+        if self.skips() {
+            return Ok(());
+        }
+        let record = self.inner.attempt.status_parts_record(state, parts)?;
+        self.end(record, then).await
+    }
+
     /// Write `record` and move the turn to `then` once it is written.
     async fn end(&self, record: agentlog_wire::Record, then: Progress) -> Result<()> {
         let appended = self.inner.attempt.writer.append(&[record]).await?;
@@ -434,162 +486,5 @@ fn to_json<T: serde::Serialize>(value: &T, what: &str) -> Result<String> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-    use crate::log::{Log, TopicRef};
-    use crate::worker::attempt::{TaskRef, Writer};
-    use agentlog_wire::Record;
-    use agentlog_wire::a2a::Role;
-
-    async fn context(history: Vec<Message>, index: usize) -> (TaskContext, Log, TopicRef) {
-        let log = crate::log::open("memory://").await.unwrap();
-        let events = TopicRef::new("s", "a.events");
-        log.ensure_topic(&events, 1).await.unwrap();
-        let writer = Arc::new(Writer {
-            log: log.clone(),
-            events: events.clone(),
-            commands: TopicRef::new("s", "a.commands"),
-            source: "w".into(),
-            signer: None,
-            trust: None,
-        });
-        let task = TaskRef {
-            id: "t".into(),
-            context_id: "c".into(),
-            caller: Caller::principal("alice").in_tenant("acme"),
-        };
-        let attempt = Attempt::new(task, 7, "m1".into(), writer, Duration::from_secs(10))
-            .with_turn_attempt(2);
-        let view = TaskView::start(log.clone(), events.clone()).await.unwrap();
-        let ctx = TaskContext::new(Parts {
-            attempt: Arc::new(attempt),
-            history,
-            message_index: index,
-            cancellation: CancellationToken::new(),
-            restart: HashSet::from(["out".to_owned()]),
-            view,
-            sync_timeout: Duration::from_secs(10),
-            hops: Vec::new(),
-        })
-        .unwrap();
-        (ctx, log, events)
-    }
-
-    async fn records(log: &Log, events: &TopicRef) -> Vec<Record> {
-        log.read(events, 0, 0, 100)
-            .await
-            .unwrap()
-            .iter()
-            .map(|s| Record::decode(&s.payload).unwrap())
-            .collect()
-    }
-
-    #[tokio::test]
-    async fn the_message_is_the_turns_and_history_ends_with_it() {
-        let mut first = Message::user_text("m1", "a");
-        first.parts.push(Part::data(serde_json::json!({"k": 1})));
-        first.parts.push(Part::text("b"));
-        let history = vec![
-            first,
-            Message::agent_text("x", "?"),
-            Message::user_text("m2", "c"),
-        ];
-        let (ctx, _, _) = context(history.clone(), 0).await;
-        assert_eq!(ctx.message().message_id, "m1");
-        assert_eq!(ctx.history().len(), 1);
-        assert_eq!(ctx.text(), "a\nb");
-        assert_eq!((ctx.attempt(), ctx.is_retry()), (2, true));
-        assert_eq!(ctx.idempotency_key(), "t/m1");
-        let (ctx, _, _) = context(history.clone(), 2).await;
-        assert_eq!(ctx.history().len(), 3);
-        assert_eq!(ctx.text(), "c");
-        assert_eq!(ctx.idempotency_key(), "t/m2");
-        assert_eq!(ctx.caller(), &Caller::principal("alice").in_tenant("acme"));
-        assert!(
-            TaskContext::new(Parts {
-                attempt: ctx.inner.attempt.clone(),
-                history,
-                message_index: 3,
-                cancellation: CancellationToken::new(),
-                restart: HashSet::new(),
-                view: ctx.inner.view.clone(),
-                sync_timeout: Duration::from_secs(1),
-                hops: Vec::new(),
-            })
-            .is_none()
-        );
-    }
-
-    #[tokio::test]
-    async fn records_carry_the_owner_the_attempt_and_deterministic_ids() {
-        let (ctx, log, events) = context(vec![Message::user_text("m1", "hi")], 0).await;
-        ctx.working(None).await.unwrap();
-        ctx.working(Some("busy")).await.unwrap();
-        ctx.complete(Some("done")).await.unwrap();
-        let records = records(&log, &events).await;
-        assert_eq!(records.len(), 3);
-        for (sequence, r) in (0..).zip(&records) {
-            assert_eq!(r.header.task_id, "t");
-            assert_eq!(r.header.context_id, "c");
-            assert_eq!(r.header.source, "w");
-            assert_eq!(r.header.principal, "alice");
-            assert_eq!(r.header.tenant, "acme");
-            assert_eq!(r.header.attempt, 7);
-            assert_eq!(r.header.content_type, "application/json");
-            assert_eq!(
-                r.header.message_id,
-                agentlog_wire::ids::record_id("t", "m1", 7, sequence)
-            );
-            assert!(r.header.timestamp_ms > 0);
-        }
-        let RecordBody::StatusUpdate { state, message } = &records[1].body else {
-            panic!("not a status update: {:?}", records[1].body);
-        };
-        assert_eq!(state.state().unwrap(), TaskState::Working);
-        let message: Message = serde_json::from_str(message).unwrap();
-        assert_eq!(message.role, Role::Agent);
-        assert_eq!(message.message_id, records[1].header.message_id);
-        assert_eq!(message.task_id.as_deref(), Some("t"));
-        assert!(matches!(records[2].body, RecordBody::Terminal { .. }));
-    }
-
-    #[tokio::test]
-    async fn a_retry_starts_over_the_artifacts_an_earlier_run_wrote() {
-        let (ctx, log, events) = context(vec![Message::user_text("m1", "hi")], 0).await;
-        let chunk = |id: &str| Artifact {
-            artifact_id: id.into(),
-            name: None,
-            description: None,
-            parts: vec![Part::text("x")],
-            metadata: None,
-            extensions: Vec::new(),
-        };
-        ctx.artifact(chunk("out"), true, false).await.unwrap();
-        ctx.artifact(chunk("out"), true, false).await.unwrap();
-        ctx.artifact(chunk("other"), true, false).await.unwrap();
-        let appends: Vec<bool> = records(&log, &events)
-            .await
-            .iter()
-            .map(|r| matches!(r.body, RecordBody::ArtifactUpdate { append: true, .. }))
-            .collect();
-        assert_eq!(appends, [false, true, true]);
-    }
-
-    #[tokio::test]
-    async fn nothing_is_written_after_the_turn_ends_or_the_token_fires() {
-        let (ctx, log, events) = context(vec![Message::user_text("m1", "hi")], 0).await;
-        ctx.input_required("more?").await.unwrap();
-        assert_eq!(ctx.progress(), Progress::Interrupted);
-        ctx.complete(None).await.unwrap();
-        assert_eq!(ctx.follow_up().await.unwrap(), None);
-        assert_eq!(records(&log, &events).await.len(), 1);
-
-        let (ctx, log, events) = context(vec![Message::user_text("m1", "hi")], 0).await;
-        ctx.cancellation().cancel();
-        ctx.working(Some("x")).await.unwrap();
-        ctx.fail("x").await.unwrap();
-        assert!(records(&log, &events).await.is_empty());
-        assert_eq!(ctx.progress(), Progress::Open);
-    }
-}
+#[path = "context_tests.rs"]
+mod tests;

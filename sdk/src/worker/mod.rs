@@ -40,6 +40,7 @@ mod run;
 mod sweep;
 #[cfg(test)]
 mod tests;
+mod tools;
 mod turn;
 
 use std::sync::Arc;
@@ -59,6 +60,7 @@ pub use conformance::ConformanceHandler;
 pub use context::TaskContext;
 pub use demo::DemoHandler;
 pub use handler::{Handler, HandlerError, handler_fn};
+pub use tools::{ToolCall, ToolHandler, Tools, tool_fn};
 
 /// How a worker behaves.
 #[derive(Debug, Clone)]

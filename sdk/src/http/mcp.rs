@@ -1,0 +1,321 @@
+//! The MCP route (default `POST /mcp`): Streamable HTTP over an [`McpBridge`].
+//!
+//! [`router`] gives a router with the route alone, for [`Router::merge`] beside the A2A
+//! [`router`](super::router) in one process (`agentlog serve --tools`). What it checks before
+//! the bridge sees a request, in order:
+//!
+//! | check | refusal |
+//! | --- | --- |
+//! | `Host` is one of [`McpHttpConfig::allowed_hosts`] (port aside; loopback by default: DNS rebinding) | `403` |
+//! | `Origin`, when sent, is one of [`McpHttpConfig::allowed_origins`] (loopback by default) | `403` |
+//! | the method is POST (GET and DELETE: no standalone stream, no sessions) | `405`, `Allow: POST` |
+//! | `Content-Type` is `application/json` | `415` |
+//! | `Accept` takes `application/json` (or `*/*`; none sent counts as taking it) | `406` |
+//! | the body is at most [`McpHttpConfig::body_limit_bytes`] | `413` |
+//!
+//! Each refusal carries a JSON-RPC error body (`id: null`, -32600). The bridge then answers:
+//! JSON with the status of `McpReply::Json`, `202` with no body for a notification, or
+//! `text/event-stream` (`X-Accel-Buffering: no`, a keep-alive comment every 15 s) of
+//! `data:` frames, one JSON-RPC message each, for a call with a progress token from a client
+//! that accepts a stream. `Mcp-Session-Id` and `Last-Event-ID` are ignored: no sessions, no
+//! resumption. `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` are handed to the bridge
+//! (a `=?base64?…?=` value decoded first), which checks them against the body.
+
+use std::convert::Infallible;
+
+use agentlog_wire::ErrorCode;
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::http::header::{ACCEPT, CONTENT_TYPE, HOST, ORIGIN};
+use axum::http::{HeaderMap, Method, StatusCode};
+use axum::response::{IntoResponse, Response, sse::Event};
+use axum::routing::any;
+use base64::Engine as _;
+use futures::StreamExt;
+
+use super::errors::{json, method_not_allowed, rpc_refusal};
+use super::rpc::{read_body, sse, utf8};
+use crate::agent::Caller;
+use crate::mcp::{McpBridge, McpHeaders, McpReply, McpRequest};
+
+/// How the MCP route behaves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpHttpConfig {
+    /// The route. Default `/mcp`; must start with `/` and hold no `{`, `}` or `*` (it is an
+    /// axum path).
+    pub path: String,
+    /// Host names (without port) the route answers; `*` answers any (behind a proxy that
+    /// checks it). Default: `localhost`, `127.0.0.1`, `::1`.
+    pub allowed_hosts: Vec<String>,
+    /// Origins (`scheme://host[:port]`, or `scheme://host` for any port) a browser may call
+    /// from; `*` allows any. Default: http and https on `localhost`, `127.0.0.1`, `[::1]`.
+    pub allowed_origins: Vec<String>,
+    /// The largest body accepted. Default 1 MiB.
+    pub body_limit_bytes: usize,
+}
+
+impl Default for McpHttpConfig {
+    fn default() -> Self {
+        let hosts = ["localhost", "127.0.0.1", "[::1]"];
+        Self {
+            path: "/mcp".to_owned(),
+            allowed_hosts: vec!["localhost".into(), "127.0.0.1".into(), "::1".into()],
+            allowed_origins: hosts
+                .iter()
+                .flat_map(|h| [format!("http://{h}"), format!("https://{h}")])
+                .collect(),
+            body_limit_bytes: 1024 * 1024,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+struct McpState {
+    mcp: McpBridge,
+    config: std::sync::Arc<McpHttpConfig>,
+}
+
+/// The router serving `mcp` on [`McpHttpConfig::path`] (any method; see the module docs).
+/// A path that is not a plain absolute path is a config error.
+pub fn router(mcp: McpBridge, config: McpHttpConfig) -> crate::Result<Router> {
+    if !config.path.starts_with('/') || config.path.contains(['{', '}', '*']) {
+        return Err(crate::Error::new(
+            crate::ErrorKind::Config,
+            format!(
+                "the MCP path must be a plain absolute path, not {:?}",
+                config.path
+            ),
+        ));
+    }
+    let path = config.path.clone();
+    let state = McpState {
+        mcp,
+        config: std::sync::Arc::new(config),
+    };
+    Ok(Router::new().route(&path, any(handle)).with_state(state))
+}
+
+async fn handle(State(state): State<McpState>, request: Request) -> Response {
+    let config = &state.config;
+    let (parts, body) = request.into_parts();
+    let headers = &parts.headers;
+    if !host_allowed(headers, &config.allowed_hosts) {
+        return refusal(
+            StatusCode::FORBIDDEN,
+            "Forbidden: the Host header is not allowed",
+        );
+    }
+    if !origin_allowed(headers, &config.allowed_origins) {
+        return refusal(
+            StatusCode::FORBIDDEN,
+            "Forbidden: the Origin is not allowed",
+        );
+    }
+    if parts.method != Method::POST {
+        return method_not_allowed(parts.method.as_str(), parts.uri.path(), "POST");
+    }
+    if !is_json(headers) {
+        return rpc_refusal(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ErrorCode::InvalidRequest,
+            "Unsupported Media Type: Content-Type must be application/json".into(),
+        );
+    }
+    let (takes_json, takes_stream) = accepts(headers);
+    if !takes_json {
+        return rpc_refusal(
+            StatusCode::NOT_ACCEPTABLE,
+            ErrorCode::InvalidRequest,
+            "Not Acceptable: Accept must include application/json".into(),
+        );
+    }
+    let bytes = match read_body(headers, body, config.body_limit_bytes).await {
+        Ok(bytes) => bytes,
+        Err(response) => return response,
+    };
+    let request = McpRequest {
+        body: &bytes,
+        caller: Caller::anonymous(),
+        headers: Some(McpHeaders {
+            protocol_version: header(headers, "mcp-protocol-version"),
+            method: header(headers, "mcp-method"),
+            name: header(headers, "mcp-name"),
+        }),
+        accepts_stream: takes_stream,
+    };
+    match state.mcp.handle(request).await {
+        McpReply::Json { status, body } => json(
+            StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+            body,
+        ),
+        McpReply::Accepted => StatusCode::ACCEPTED.into_response(),
+        McpReply::Stream(messages) => {
+            sse(messages.map(|m| Ok::<_, Infallible>(Event::default().data(utf8(m)))))
+        }
+    }
+}
+
+fn refusal(status: StatusCode, message: &str) -> Response {
+    rpc_refusal(status, ErrorCode::InvalidRequest, message.to_owned())
+}
+
+/// A header's value, a `=?base64?…?=` one decoded (how MCP clients send non-ASCII values).
+fn header(headers: &HeaderMap, name: &str) -> Option<String> {
+    let value = headers.get(name)?.to_str().ok()?.trim();
+    if let Some(encoded) = value
+        .strip_prefix("=?base64?")
+        .and_then(|v| v.strip_suffix("?="))
+    {
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(encoded)
+            .ok()?;
+        return String::from_utf8(bytes).ok();
+    }
+    Some(value.to_owned())
+}
+
+fn host_allowed(headers: &HeaderMap, allowed: &[String]) -> bool {
+    if allowed.iter().any(|h| h == "*") {
+        return true;
+    }
+    let Some(host) = headers.get(HOST).and_then(|v| v.to_str().ok()) else {
+        return false;
+    };
+    let name = match host.strip_prefix('[') {
+        // [::1]:8080
+        Some(rest) => rest.split(']').next().unwrap_or_default(),
+        None => host.rsplit_once(':').map_or(host, |(name, _)| name),
+    };
+    allowed.iter().any(|h| h.eq_ignore_ascii_case(name))
+}
+
+fn origin_allowed(headers: &HeaderMap, allowed: &[String]) -> bool {
+    let Some(origin) = headers.get(ORIGIN) else {
+        return true;
+    };
+    let Ok(origin) = origin.to_str() else {
+        return false;
+    };
+    allowed.iter().any(|a| {
+        a == "*"
+            || a.eq_ignore_ascii_case(origin)
+            || origin
+                .rsplit_once(':')
+                .filter(|(_, port)| port.chars().all(|c| c.is_ascii_digit()))
+                .is_some_and(|(base, _)| a.eq_ignore_ascii_case(base))
+    })
+}
+
+fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|essence| essence.trim().eq_ignore_ascii_case("application/json"))
+}
+
+/// Whether `Accept` takes JSON, and an event stream (no header: JSON only).
+fn accepts(headers: &HeaderMap) -> (bool, bool) {
+    let Some(accept) = headers.get(ACCEPT).and_then(|v| v.to_str().ok()) else {
+        return (true, false);
+    };
+    let types: Vec<String> = accept
+        .split(',')
+        .map(|t| {
+            t.split(';')
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .to_ascii_lowercase()
+        })
+        .collect();
+    let any = types.iter().any(|t| t == "*/*");
+    let json = any
+        || types
+            .iter()
+            .any(|t| t == "application/json" || t == "application/*");
+    let stream = any
+        || types
+            .iter()
+            .any(|t| t == "text/event-stream" || t == "text/*");
+    (json, stream)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (k, v) in pairs {
+            map.insert(*k, HeaderValue::from_str(v).unwrap());
+        }
+        map
+    }
+
+    #[test]
+    fn hosts_and_origins_are_loopback_by_default() {
+        let config = McpHttpConfig::default();
+        for host in ["localhost:8080", "127.0.0.1", "[::1]:3000", "LOCALHOST"] {
+            assert!(
+                host_allowed(&headers(&[("host", host)]), &config.allowed_hosts),
+                "{host}"
+            );
+        }
+        for host in ["evil.example.com", "evil.example.com:80", "127.0.0.2"] {
+            assert!(
+                !host_allowed(&headers(&[("host", host)]), &config.allowed_hosts),
+                "{host}"
+            );
+        }
+        assert!(!host_allowed(&HeaderMap::new(), &config.allowed_hosts));
+        assert!(host_allowed(&HeaderMap::new(), &["*".into()]));
+        assert!(origin_allowed(&HeaderMap::new(), &config.allowed_origins));
+        for origin in [
+            "http://localhost:5173",
+            "https://127.0.0.1",
+            "http://[::1]:1",
+        ] {
+            assert!(
+                origin_allowed(&headers(&[("origin", origin)]), &config.allowed_origins),
+                "{origin}"
+            );
+        }
+        for origin in [
+            "http://evil.example.com",
+            "http://localhost.evil.com",
+            "null",
+        ] {
+            assert!(
+                !origin_allowed(&headers(&[("origin", origin)]), &config.allowed_origins),
+                "{origin}"
+            );
+        }
+    }
+
+    #[test]
+    fn mcp_headers_are_read_and_base64_values_decoded() {
+        let map = headers(&[
+            ("mcp-name", "=?base64?w6ljaG8=?="),
+            ("mcp-method", "tools/call"),
+        ]);
+        assert_eq!(header(&map, "mcp-name").as_deref(), Some("écho"));
+        assert_eq!(header(&map, "mcp-method").as_deref(), Some("tools/call"));
+        assert_eq!(header(&map, "mcp-protocol-version"), None);
+        assert_eq!(
+            accepts(&headers(&[(
+                "accept",
+                "application/json, text/event-stream"
+            )])),
+            (true, true)
+        );
+        assert_eq!(
+            accepts(&headers(&[("accept", "text/event-stream")])),
+            (false, true)
+        );
+        assert_eq!(accepts(&headers(&[("accept", "*/*")])), (true, true));
+        assert_eq!(accepts(&HeaderMap::new()), (true, false));
+    }
+}

@@ -1,0 +1,358 @@
+//! `tools/call` answered on the request: the call becomes a command on the tool's topics, a
+//! worker answers it, and the answer (with progress before it, on an event stream) goes back.
+
+use agentlog_wire::TaskState;
+use agentlog_wire::a2a::{CancelTaskRequest, Message, SendMessageRequest, StreamResponse};
+use agentlog_wire::mcp::call::{
+    ERROR_MEDIA_TYPE, command_params, data_part, progress_of, result_of,
+};
+use agentlog_wire::mcp::{CallToolParams, CallToolResult, META_HOPS, TASKS_EXTENSION};
+use futures::StreamExt;
+use serde_json::{Map, Value, json};
+
+use super::rpc::{Ctx, McpReply, error_body, error_reply, success};
+use super::{McpBridge, TaskSupport};
+use crate::agent::Caller;
+use crate::bridge::{Bridge, TaskStream};
+use crate::error::{Error, ErrorKind, Result};
+
+/// What a running call yields.
+enum CallEvent {
+    /// A `notifications/progress` message.
+    Progress(Value),
+    /// The call's answer: a result, or a JSON-RPC error object.
+    Done(std::result::Result<Map<String, Value>, Value>),
+}
+
+/// Cancels the call's task when dropped before the answer came (modern era: a client that
+/// goes away cancels its call; legacy: a disconnect is not a cancel, so it is never armed).
+struct CancelOnDrop {
+    bridge: Bridge,
+    caller: Caller,
+    task_id: String,
+    armed: bool,
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let (bridge, caller) = (self.bridge.clone(), self.caller.clone());
+        let request = CancelTaskRequest {
+            tenant: None,
+            id: std::mem::take(&mut self.task_id),
+            metadata: None,
+        };
+        // Drop cannot wait; the cancel request is a record any replica then folds.
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                if let Err(e) = bridge.cancel_task(&caller, request).await {
+                    tracing::debug!("cancelling an abandoned MCP call: {e}");
+                }
+            });
+        }
+    }
+}
+
+/// A call on the log: its task's events, read until the answer.
+struct Running {
+    stream: TaskStream,
+    guard: CancelOnDrop,
+    progress_token: Option<Value>,
+    last_progress: Option<f64>,
+    done: bool,
+}
+
+impl Running {
+    async fn next(&mut self) -> Option<CallEvent> {
+        while !self.done {
+            let Some(event) = self.stream.next().await else {
+                self.done = true;
+                let error = Error::new(
+                    ErrorKind::Internal,
+                    "the call's stream ended before its answer",
+                );
+                return Some(CallEvent::Done(Err(error.to_mcp())));
+            };
+            let event = match event {
+                Ok(event) => event,
+                Err(e) => {
+                    self.done = true;
+                    return Some(CallEvent::Done(Err(e.to_mcp())));
+                }
+            };
+            let (state, message) = match event.response {
+                StreamResponse::Task(task) => (task.status.state, task.status.message),
+                StreamResponse::StatusUpdate(update) => {
+                    (update.status.state, update.status.message)
+                }
+                StreamResponse::Message(message) => (TaskState::Completed, Some(message)),
+                StreamResponse::ArtifactUpdate(_) => continue,
+            };
+            if state.is_terminal() || state.is_interrupted() {
+                self.done = true;
+                self.guard.armed = false;
+                return Some(CallEvent::Done(answer(state, message.as_ref())));
+            }
+            if let Some(notification) = self.progress(message.as_ref()) {
+                return Some(CallEvent::Progress(notification));
+            }
+        }
+        None
+    }
+
+    /// The progress notification a working status carries, when the client asked for
+    /// progress and it goes forward (the spec: strictly increasing).
+    fn progress(&mut self, message: Option<&Message>) -> Option<Value> {
+        let token = self.progress_token.clone()?;
+        let report = progress_of(message?)?;
+        if self
+            .last_progress
+            .is_some_and(|last| report.progress <= last)
+        {
+            return None;
+        }
+        self.last_progress = Some(report.progress);
+        let mut params = json!({"progressToken": token, "progress": report.progress});
+        if let Some(total) = report.total {
+            params["total"] = json!(total);
+        }
+        if let Some(text) = report.message {
+            params["message"] = json!(text);
+        }
+        Some(json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": params}))
+    }
+}
+
+/// The answer a task that ended (or stopped for input) with `message` gives a call.
+pub(super) fn answer(
+    state: TaskState,
+    message: Option<&Message>,
+) -> std::result::Result<Map<String, Value>, Value> {
+    match state {
+        TaskState::Completed => match result_of(message) {
+            Ok(result) => match serde_json::to_value(result) {
+                Ok(Value::Object(result)) => Ok(result),
+                _ => Err(json!({"code": -32603, "message": "the tool's result cannot be encoded"})),
+            },
+            Err(e) => Err(json!({"code": -32603, "message": format!("the tool's result is not a CallToolResult: {e}")})),
+        },
+        TaskState::Canceled => Err(json!({"code": -32603, "message": "the call was cancelled"})),
+        TaskState::InputRequired | TaskState::AuthRequired => Err(json!({
+            "code": -32603,
+            "message": format!("the tool asked for {} ({}); this bridge relays that only for tasks", state, text_of(message)),
+        })),
+        _ => Err(message
+            .and_then(|m| data_part(m, ERROR_MEDIA_TYPE))
+            .filter(|e| e.get("code").is_some_and(Value::is_i64) && e.get("message").is_some_and(Value::is_string))
+            .cloned()
+            .unwrap_or_else(|| json!({"code": -32603, "message": format!("the tool failed: {}", text_of(message))}))),
+    }
+}
+
+fn text_of(message: Option<&Message>) -> String {
+    message
+        .map(|m| {
+            m.parts
+                .iter()
+                .filter_map(|p| p.as_text())
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .filter(|t| !t.is_empty())
+        .unwrap_or_else(|| "no message".to_owned())
+}
+
+impl McpBridge {
+    /// `tools/call`: check, record, wait for the answer.
+    pub(super) async fn call_tool(
+        &self,
+        ctx: &Ctx<'_>,
+        raw: &str,
+        params: Option<Map<String, Value>>,
+    ) -> McpReply {
+        let modern = ctx.era.is_modern();
+        let started = match self.start_call(ctx, raw, params).await {
+            Ok(started) => started,
+            Err(error) => return error_reply(ctx.id, &error, modern),
+        };
+        let mut running = match started {
+            Started::Answered(result) => return self.reply_result(ctx, Ok(result)),
+            Started::Running(running) => running,
+        };
+        if running.progress_token.is_some() && ctx.accepts_stream {
+            let this = self.clone();
+            let id = ctx.id.to_owned();
+            let stream = futures::stream::unfold(Some(running), move |state| {
+                let (this, id) = (this.clone(), id.clone());
+                async move {
+                    let mut running = state?;
+                    match running.next().await? {
+                        CallEvent::Progress(n) => {
+                            Some((serde_json::to_vec(&n).unwrap_or_default(), Some(running)))
+                        }
+                        CallEvent::Done(answer) => {
+                            Some((this.answer_body(&id, modern, answer), None))
+                        }
+                    }
+                }
+            });
+            return McpReply::Stream(Box::pin(stream));
+        }
+        loop {
+            match running.next().await {
+                Some(CallEvent::Progress(_)) => {}
+                Some(CallEvent::Done(answer)) => return self.reply_result(ctx, answer),
+                None => {
+                    let error = Error::new(ErrorKind::Internal, "the call ended without an answer");
+                    return error_reply(ctx.id, &error, modern);
+                }
+            }
+        }
+    }
+
+    fn reply_result(
+        &self,
+        ctx: &Ctx<'_>,
+        answer: std::result::Result<Map<String, Value>, Value>,
+    ) -> McpReply {
+        McpReply::Json {
+            status: 200,
+            body: self.answer_body(ctx.id, ctx.era.is_modern(), answer),
+        }
+    }
+
+    fn answer_body(
+        &self,
+        id: &serde_json::value::RawValue,
+        modern: bool,
+        answer: std::result::Result<Map<String, Value>, Value>,
+    ) -> Vec<u8> {
+        match answer {
+            Ok(result) if modern => success(id, &self.modern_result(result, "complete")),
+            Ok(result) => success(id, &result),
+            Err(error) => error_body(id, &error),
+        }
+    }
+
+    /// Check the call and put it on the log; or answer it at once (invalid arguments).
+    async fn start_call(
+        &self,
+        ctx: &Ctx<'_>,
+        raw: &str,
+        params: Option<Map<String, Value>>,
+    ) -> Result<Started> {
+        let params: CallToolParams =
+            serde_json::from_value(Value::Object(params.unwrap_or_default())).map_err(|e| {
+                Error::new(
+                    ErrorKind::InvalidParams,
+                    format!("invalid tools/call params: {e}"),
+                )
+            })?;
+        let entry = self.entry(&params.name)?;
+        let arguments = Value::Object(params.arguments.clone().unwrap_or_default());
+        let problems: Vec<String> = entry
+            .validator
+            .iter_errors(&arguments)
+            .map(|e| {
+                let at = e.instance_path().to_string();
+                if at.is_empty() {
+                    e.to_string()
+                } else {
+                    format!("{at}: {e}")
+                }
+            })
+            .collect();
+        if !problems.is_empty() {
+            // A tool-level failure the model can correct (SEP-1303); nothing is written.
+            let text = format!(
+                "Invalid arguments for tool {}: {}",
+                params.name,
+                problems.join("; ")
+            );
+            return Ok(Started::Answered(object(CallToolResult::error(text))));
+        }
+        if entry.config.task_support == TaskSupport::Required {
+            return Err(Error::new(
+                ErrorKind::ExtensionSupportRequired,
+                format!(
+                    "tool {} runs only as a task: declare the {TASKS_EXTENSION} extension",
+                    params.name
+                ),
+            )
+            .with_data(json!({"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}})));
+        }
+        let (request, text, message_id) = command(&ctx.era, raw, &params)?;
+        let stream = entry
+            .bridge
+            .send_streaming_message(ctx.caller, request, Some(&text), None)
+            .await?;
+        let task_id =
+            agentlog_wire::ids::task_id(&ctx.caller.tenant, &ctx.caller.principal, &message_id);
+        Ok(Started::Running(Running {
+            stream,
+            guard: CancelOnDrop {
+                bridge: entry.bridge.clone(),
+                caller: ctx.caller.clone(),
+                task_id,
+                armed: ctx.era.is_modern(),
+            },
+            progress_token: params.progress_token().cloned(),
+            last_progress: None,
+            done: false,
+        }))
+    }
+}
+
+/// How a call started.
+enum Started {
+    /// Answered without touching the log.
+    Answered(Map<String, Value>),
+    /// On the log.
+    Running(Running),
+}
+
+fn object(result: CallToolResult) -> Map<String, Value> {
+    match serde_json::to_value(result) {
+        Ok(Value::Object(map)) => map,
+        _ => Map::new(),
+    }
+}
+
+/// The command recording a call: a minted message id (MCP has no idempotency key, so every
+/// call is a new task whose id nobody can guess), the raw params, the hop path.
+pub(super) fn command(
+    era: &agentlog_wire::mcp::Era,
+    raw: &str,
+    params: &CallToolParams,
+) -> Result<(SendMessageRequest, String, String)> {
+    let mut metadata = Map::new();
+    if let Some(hops) = params.meta.as_ref().and_then(|m| m.get(META_HOPS)) {
+        let path = crate::hops::parse_path(hops).ok_or_else(|| {
+            Error::new(
+                ErrorKind::InvalidParams,
+                format!("_meta[\"{META_HOPS}\"] must be an array of bridge ids"),
+            )
+            .with_detail("field", format!("_meta.{META_HOPS}"))
+        })?;
+        metadata.insert(crate::hops::HOPS_METADATA_KEY.to_owned(), json!(path));
+    }
+    let version = match era {
+        agentlog_wire::mcp::Era::Modern { version, .. } => version.as_str(),
+        agentlog_wire::mcp::Era::Legacy => "legacy",
+    };
+    metadata.insert(
+        "agentlog.mcp".to_owned(),
+        json!({"protocolVersion": version}),
+    );
+    let message_id = uuid::Uuid::new_v4().to_string();
+    let text = command_params(&message_id, raw, &metadata);
+    let request: SendMessageRequest = serde_json::from_str(&text).map_err(|e| {
+        Error::new(
+            ErrorKind::InvalidParams,
+            format!("invalid tools/call params: {e}"),
+        )
+    })?;
+    Ok((request, text, message_id))
+}

@@ -1,0 +1,121 @@
+//! What an [`McpBridge`](super::McpBridge) serves: its tools and how it answers.
+
+use std::time::Duration;
+
+use agentlog_wire::mcp::Tool;
+use serde::{Deserialize, Serialize};
+
+use crate::bridge::BridgeConfig;
+
+/// Whether a tool's calls may run as MCP tasks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TaskSupport {
+    /// Always answered on the request (the default).
+    #[default]
+    Forbidden,
+    /// As a task when the client supports tasks (modern: declares the Tasks extension;
+    /// legacy: asks with `task`), else on the request.
+    Optional,
+    /// Only as a task: a client without task support gets -32021.
+    Required,
+}
+
+/// One tool: its definition and where its calls go.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolConfig {
+    /// The definition `tools/list` serves.
+    #[serde(flatten)]
+    pub tool: Tool,
+    /// The agent whose topics carry the tool's calls (workers serving it join that agent's
+    /// worker group). Default `mcp.<name>`: one agent per tool. Tools naming one agent share
+    /// its topics, and its workers serve them all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// Whether calls may run as tasks. Default forbidden.
+    #[serde(default)]
+    pub task_support: TaskSupport,
+}
+
+impl ToolConfig {
+    /// A tool with its default agent and no task support.
+    pub fn new(tool: Tool) -> Self {
+        Self {
+            tool,
+            agent: None,
+            task_support: TaskSupport::Forbidden,
+        }
+    }
+
+    /// The agent whose topics carry the tool's calls.
+    pub fn agent(&self) -> String {
+        self.agent
+            .clone()
+            .unwrap_or_else(|| format!("mcp.{}", self.tool.name))
+    }
+}
+
+/// How an MCP bridge behaves.
+#[derive(Debug, Clone)]
+pub struct McpConfig {
+    /// The tools, served in name order.
+    pub tools: Vec<ToolConfig>,
+    /// `serverInfo.name`. Default `agentlog`.
+    pub name: String,
+    /// `serverInfo.version`. Default this crate's version.
+    pub version: String,
+    /// `instructions` for the model, if any.
+    pub instructions: Option<String>,
+    /// Tools per `tools/list` page. Default 100.
+    pub page_size: usize,
+    /// The freshness hint on modern list and discover results (`ttlMs`). Default 60 s.
+    pub cache_ttl: Duration,
+    /// How often a client should poll a task (`pollIntervalMs`). Default 500 ms.
+    pub poll_interval: Duration,
+    /// What every tool agent's A2A bridge starts from (retention, timeouts, signing, trust,
+    /// the hop limit); its topics, card and id are set per agent, the id being the agent's
+    /// name (the hop guard).
+    pub bridge: BridgeConfig,
+}
+
+impl McpConfig {
+    /// Defaults serving `tools`.
+    pub fn new(tools: Vec<ToolConfig>) -> Self {
+        Self {
+            tools,
+            name: "agentlog".to_owned(),
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            instructions: None,
+            page_size: 100,
+            cache_ttl: Duration::from_secs(60),
+            poll_interval: Duration::from_millis(500),
+            bridge: BridgeConfig::new("mcp"),
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_tool_config_is_the_tool_plus_where_it_runs() {
+        let config: ToolConfig = serde_json::from_value(json!({
+            "name": "add",
+            "inputSchema": {"type": "object"},
+            "taskSupport": "optional"
+        }))
+        .unwrap();
+        assert_eq!(config.agent(), "mcp.add");
+        assert_eq!(config.task_support, TaskSupport::Optional);
+        let shared: ToolConfig = serde_json::from_value(json!({
+            "name": "sub", "inputSchema": {"type": "object"}, "agent": "math"
+        }))
+        .unwrap();
+        assert_eq!(shared.agent(), "math");
+        assert_eq!(shared.task_support, TaskSupport::Forbidden);
+    }
+}

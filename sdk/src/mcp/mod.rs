@@ -1,0 +1,289 @@
+//! The MCP bridge, the A2A bridge's sibling: MCP clients list tools and call them, each call
+//! a durable task on the tool's topics that a worker answers and any replica reads back.
+//!
+//! [`McpBridge`] is transport-free, like [`Bridge`]: [`McpBridge::handle`] takes a JSON-RPC
+//! body (and, over HTTP, the MCP headers) and gives a JSON body, an accepted notification,
+//! or a stream of JSON-RPC messages (progress, then the response). It owns no state but one
+//! A2A [`Bridge`] per tool agent, whose view, records, fold and workers it shares: a tool
+//! call is an A2A command carrying the call's params byte-exact
+//! (`agentlog_wire::mcp::call`). The HTTP route is `crate::http::mcp`.
+//!
+//! Both protocol eras are served on one endpoint, told apart per request
+//! ([`Era::of`](agentlog_wire::mcp::Era::of)). The method table, the status codes and the
+//! mapping onto the log are in `skills/mcp-bridge/SKILL.md`.
+
+mod call;
+mod config;
+mod rpc;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use agentlog_wire::mcp::{
+    LEGACY_VERSIONS, META_SERVER_INFO, MODERN_VERSION, TASKS_EXTENSION, Tool,
+};
+use serde_json::{Map, Value, json};
+
+use crate::bridge::{Bridge, BridgeConfig};
+use crate::error::{Error, ErrorKind, Result};
+use crate::log::Log;
+
+pub use config::{McpConfig, TaskSupport, ToolConfig};
+pub use rpc::{McpHeaders, McpReply, McpRequest, McpStream};
+
+/// The MCP bridge over the tools' topics. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct McpBridge {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    /// By name, so `tools/list` is deterministic and its cursor is a name.
+    tools: BTreeMap<String, Entry>,
+    /// One A2A bridge per tool agent.
+    bridges: HashMap<String, Bridge>,
+    config: McpConfig,
+}
+
+impl std::fmt::Debug for Inner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpBridge")
+            .field("tools", &self.tools.keys().collect::<Vec<_>>())
+            .field("agents", &self.bridges.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+/// A served tool.
+struct Entry {
+    config: ToolConfig,
+    /// The tool as `tools/list` shows it, per era (legacy adds `execution.taskSupport`).
+    modern: Value,
+    legacy: Value,
+    validator: jsonschema::Validator,
+    bridge: Bridge,
+}
+
+impl McpBridge {
+    /// Check the tools (names, schemas), compile their input schemas, and open one A2A
+    /// bridge per tool agent (creating its topics if needed). A bad tool is a config error.
+    pub async fn open(log: Log, config: McpConfig) -> Result<Self> {
+        let mut bridges: HashMap<String, Bridge> = HashMap::new();
+        let mut tools = BTreeMap::new();
+        for tool in &config.tools {
+            let name = tool.tool.name.clone();
+            tool.tool
+                .validate()
+                .map_err(|e| Error::new(ErrorKind::Config, format!("tool {name:?}: {e}")))?;
+            let validator = jsonschema::options()
+                .build(&tool.tool.input_schema)
+                .map_err(|e| {
+                    Error::new(
+                        ErrorKind::Config,
+                        format!("tool {name:?}: its inputSchema does not compile: {e}"),
+                    )
+                })?;
+            let agent = tool.agent();
+            let bridge = match bridges.get(&agent) {
+                Some(bridge) => bridge.clone(),
+                None => {
+                    let bridge =
+                        Bridge::open(log.clone(), agent_config(&config.bridge, &agent)).await?;
+                    bridges.insert(agent, bridge.clone());
+                    bridge
+                }
+            };
+            let modern = serde_json::to_value(&tool.tool)
+                .map_err(|e| Error::new(ErrorKind::Config, "tool").with_source(e))?;
+            let mut legacy = modern.clone();
+            if let Some(object) = legacy.as_object_mut() {
+                let support = serde_json::to_value(tool.task_support).unwrap_or(Value::Null);
+                object.insert("execution".into(), json!({"taskSupport": support}));
+            }
+            let entry = Entry {
+                config: tool.clone(),
+                modern,
+                legacy,
+                validator,
+                bridge,
+            };
+            if tools.insert(name.clone(), entry).is_some() {
+                return Err(Error::new(
+                    ErrorKind::Config,
+                    format!("tool {name:?} is defined twice"),
+                ));
+            }
+        }
+        Ok(Self {
+            inner: Arc::new(Inner {
+                tools,
+                bridges,
+                config,
+            }),
+        })
+    }
+
+    /// The tools served, in `tools/list` order.
+    pub fn tools(&self) -> impl Iterator<Item = &Tool> {
+        self.inner.tools.values().map(|e| &e.config.tool)
+    }
+
+    /// The A2A bridge of each tool agent, by agent name (for workers in the same process,
+    /// readiness and metrics).
+    pub fn bridges(&self) -> &HashMap<String, Bridge> {
+        &self.inner.bridges
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &McpConfig {
+        &self.inner.config
+    }
+
+    fn entry(&self, name: &str) -> Result<&Entry> {
+        self.inner.tools.get(name).ok_or_else(|| {
+            Error::new(ErrorKind::InvalidParams, format!("Unknown tool: {name}"))
+                .with_detail("name", name)
+        })
+    }
+
+    fn server_info(&self) -> Value {
+        json!({"name": self.inner.config.name, "version": self.inner.config.version})
+    }
+
+    fn ttl_ms(&self) -> u64 {
+        u64::try_from(self.inner.config.cache_ttl.as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// `server/discover` (modern): versions, capabilities, cache hints.
+    fn discover(&self) -> Map<String, Value> {
+        let mut versions = vec![MODERN_VERSION];
+        versions.extend(LEGACY_VERSIONS);
+        let mut result = Map::new();
+        result.insert("supportedVersions".into(), json!(versions));
+        result.insert(
+            "capabilities".into(),
+            json!({"tools": {}, "extensions": {TASKS_EXTENSION: {}}}),
+        );
+        if let Some(instructions) = &self.inner.config.instructions {
+            result.insert("instructions".into(), json!(instructions));
+        }
+        result.insert("ttlMs".into(), json!(self.ttl_ms()));
+        result.insert("cacheScope".into(), json!("public"));
+        result.insert("serverInfo".into(), self.server_info());
+        result
+    }
+
+    /// `initialize` (legacy): the version agreed, capabilities, server info.
+    fn initialize(&self, params: Option<&Map<String, Value>>) -> Map<String, Value> {
+        let requested = params
+            .and_then(|p| p.get("protocolVersion"))
+            .and_then(Value::as_str);
+        // An unknown version is answered with our latest legacy one (the client decides).
+        let version = requested
+            .filter(|v| LEGACY_VERSIONS.contains(v))
+            .unwrap_or(LEGACY_VERSIONS[0]);
+        let mut result = Map::new();
+        result.insert("protocolVersion".into(), json!(version));
+        result.insert(
+            "capabilities".into(),
+            json!({
+                "tools": {},
+                "tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
+            }),
+        );
+        result.insert("serverInfo".into(), self.server_info());
+        if let Some(instructions) = &self.inner.config.instructions {
+            result.insert("instructions".into(), json!(instructions));
+        }
+        result
+    }
+
+    /// `tools/list`: a page of tools in name order after `cursor` (the name of the first
+    /// tool of the page; an empty one starts from the beginning).
+    fn list_tools(
+        &self,
+        params: Option<&Map<String, Value>>,
+        modern: bool,
+    ) -> Result<Map<String, Value>> {
+        let cursor = match params.and_then(|p| p.get("cursor")) {
+            None | Some(Value::Null) => "",
+            Some(Value::String(cursor)) => cursor.as_str(),
+            Some(_) => {
+                return Err(
+                    Error::new(ErrorKind::InvalidParams, "cursor must be a string")
+                        .with_detail("field", "cursor"),
+                );
+            }
+        };
+        if !cursor.is_empty() && !self.inner.tools.contains_key(cursor) {
+            return Err(Error::new(
+                ErrorKind::InvalidParams,
+                format!("Invalid cursor: {cursor}"),
+            )
+            .with_detail("field", "cursor"));
+        }
+        let page = self.inner.config.page_size.max(1);
+        let mut from = self.inner.tools.range(cursor.to_owned()..);
+        let tools: Vec<Value> = from
+            .by_ref()
+            .take(page)
+            .map(|(_, e)| {
+                if modern {
+                    e.modern.clone()
+                } else {
+                    e.legacy.clone()
+                }
+            })
+            .collect();
+        let mut result = Map::new();
+        result.insert("tools".into(), Value::Array(tools));
+        if let Some((next, _)) = from.next() {
+            result.insert("nextCursor".into(), json!(next));
+        }
+        if modern {
+            result.insert("ttlMs".into(), json!(self.ttl_ms()));
+            result.insert("cacheScope".into(), json!("public"));
+        }
+        Ok(result)
+    }
+
+    /// Decorate a modern result: `resultType` and the server info in `_meta`.
+    fn modern_result(
+        &self,
+        mut result: Map<String, Value>,
+        result_type: &str,
+    ) -> Map<String, Value> {
+        result.insert("resultType".into(), json!(result_type));
+        let meta = result
+            .entry("_meta")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Some(meta) = meta.as_object_mut() {
+            meta.insert(META_SERVER_INFO.into(), self.server_info());
+        }
+        result
+    }
+}
+
+/// The A2A bridge settings of tool agent `agent`: the template's, with the agent's topics,
+/// id and a card that takes tool calls.
+fn agent_config(template: &BridgeConfig, agent: &str) -> BridgeConfig {
+    let fresh = BridgeConfig::new(agent);
+    let mut card = fresh.card;
+    card.default_input_modes = vec![agentlog_wire::mcp::call::CALL_MEDIA_TYPE.to_owned()];
+    card.description = format!("The MCP tools of agent {agent}, served by agentlog");
+    BridgeConfig {
+        topics: crate::agent::AgentTopics::new(
+            &template.topics.events.stream,
+            agent,
+            template.topics.partitions,
+        ),
+        card,
+        id: agent.to_owned(),
+        extended_card: None,
+        extension_scope: Default::default(),
+        ..template.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,261 @@
+//! [`McpBridge::handle`]: one JSON-RPC message in, one reply out; the era, header and status
+//! rules of the Streamable HTTP transport that do not need HTTP itself.
+
+use std::pin::Pin;
+
+use agentlog_wire::jsonrpc::parse_request;
+use agentlog_wire::mcp::{Era, MODERN_VERSION, is_legacy_version};
+use futures::Stream;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value, json};
+
+use super::McpBridge;
+use crate::agent::Caller;
+use crate::error::{Error, ErrorKind, Result};
+
+/// The MCP headers of an HTTP request, as sent (non-ASCII values already decoded).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct McpHeaders {
+    /// `MCP-Protocol-Version`.
+    pub protocol_version: Option<String>,
+    /// `Mcp-Method`.
+    pub method: Option<String>,
+    /// `Mcp-Name`.
+    pub name: Option<String>,
+}
+
+/// One request to [`McpBridge::handle`].
+#[derive(Debug, Clone)]
+pub struct McpRequest<'a> {
+    /// The JSON-RPC body.
+    pub body: &'a [u8],
+    /// Who calls (from edge auth, or anonymous).
+    pub caller: Caller,
+    /// The MCP headers when the request came over HTTP (`None`: a transport without them,
+    /// whose requests are not checked against headers).
+    pub headers: Option<McpHeaders>,
+    /// The client takes an event stream (`Accept: text/event-stream`): a call with a
+    /// progress token is then answered as one.
+    pub accepts_stream: bool,
+}
+
+/// A stream of JSON-RPC messages: notifications, then the response, then its end.
+pub type McpStream = Pin<Box<dyn Stream<Item = Vec<u8>> + Send>>;
+
+/// What [`McpBridge::handle`] answers.
+pub enum McpReply {
+    /// One JSON-RPC response and the HTTP status to send it with.
+    Json {
+        /// The HTTP status.
+        status: u16,
+        /// The response.
+        body: Vec<u8>,
+    },
+    /// A notification (or response) was accepted: HTTP 202, no body.
+    Accepted,
+    /// Progress notifications, then the response (HTTP 200 `text/event-stream`).
+    Stream(McpStream),
+}
+
+impl std::fmt::Debug for McpReply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            McpReply::Json { status, body } => f
+                .debug_struct("Json")
+                .field("status", status)
+                .field("body", &String::from_utf8_lossy(body))
+                .finish(),
+            McpReply::Accepted => f.write_str("Accepted"),
+            McpReply::Stream(_) => f.write_str("Stream"),
+        }
+    }
+}
+
+/// What a method needs to know about its request.
+pub(super) struct Ctx<'a> {
+    pub(super) id: &'a RawValue,
+    pub(super) caller: &'a Caller,
+    pub(super) era: Era,
+    pub(super) accepts_stream: bool,
+}
+
+/// A success body.
+pub(super) fn success(id: &RawValue, result: &Map<String, Value>) -> Vec<u8> {
+    agentlog_wire::jsonrpc::success_body(id, result)
+}
+
+/// An error body with the MCP error object.
+pub(super) fn error_body(id: &RawValue, error: &Value) -> Vec<u8> {
+    serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": id, "error": error})).unwrap_or_default()
+}
+
+/// The HTTP status of an error reply. Modern: the transport's table (-32700, -32600,
+/// -32602 and -32020..-32022 → 400, -32601 → 404, the rest 200); legacy clients read
+/// JSON-RPC errors on 200 (the official ones raise a transport error otherwise), except a
+/// body that is not a request at all.
+pub(super) fn error_status(code: i32, modern: bool) -> u16 {
+    match code {
+        -32700 | -32600 => 400,
+        _ if !modern => 200,
+        -32602 | -32022 | -32021 | -32020 => 400,
+        -32601 => 404,
+        _ => 200,
+    }
+}
+
+pub(super) fn error_reply(id: &RawValue, error: &Error, modern: bool) -> McpReply {
+    let json = error.to_mcp();
+    let code = json["code"].as_i64().unwrap_or(-32603) as i32;
+    McpReply::Json {
+        status: error_status(code, modern),
+        body: error_body(id, &json),
+    }
+}
+
+impl McpBridge {
+    /// Answer one JSON-RPC message (see the module docs of [`crate::mcp`]).
+    pub async fn handle(&self, request: McpRequest<'_>) -> McpReply {
+        let parsed = match parse_request(request.body) {
+            Ok(parsed) => parsed,
+            Err(bad) => {
+                let error = json!({"code": bad.error.code.code(), "message": bad.error.message});
+                return McpReply::Json {
+                    status: 400,
+                    body: error_body(&bad.id, &error),
+                };
+            }
+        };
+        let id = parsed.id;
+        let params: Option<Map<String, Value>> = match parsed.params {
+            None => None,
+            Some(raw) => match serde_json::from_str(raw.get()) {
+                Ok(params) => Some(params),
+                Err(_) => {
+                    let error = Error::new(ErrorKind::InvalidParams, "params must be an object");
+                    return error_reply(id, &error, false);
+                }
+            },
+        };
+        let era = match Era::of(params.as_ref()) {
+            Ok(era) => era,
+            Err(e) => {
+                let error = Error::new(ErrorKind::InvalidParams, e).with_detail("field", "_meta");
+                return error_reply(id, &error, true);
+            }
+        };
+        let modern = era.is_modern();
+        if let Err(error) = check_version_and_headers(
+            &era,
+            parsed.method,
+            params.as_ref(),
+            request.headers.as_ref(),
+        ) {
+            return error_reply(id, &error, modern);
+        }
+        if parsed.method.starts_with("notifications/") {
+            // Notifications have no answer; a legacy cancel of a running call is handled by
+            // the client going away or by tasks/cancel (see the skill).
+            return McpReply::Accepted;
+        }
+        let ctx = Ctx {
+            id,
+            caller: &request.caller,
+            era,
+            accepts_stream: request.accepts_stream,
+        };
+        let result = match parsed.method {
+            "server/discover" => Ok(self.discover()),
+            "initialize" if !modern => Ok(self.initialize(params.as_ref())),
+            "ping" if !modern => Ok(Map::new()),
+            "tools/list" => self.list_tools(params.as_ref(), modern),
+            "tools/call" => {
+                let raw = parsed.params.map(RawValue::get).unwrap_or("{}");
+                return self.call_tool(&ctx, raw, params).await;
+            }
+            method => Err(Error::new(
+                ErrorKind::MethodNotFound,
+                format!("Method not found: {method}"),
+            )
+            .with_detail("method", method)),
+        };
+        match result {
+            Ok(result) if modern => McpReply::Json {
+                status: 200,
+                body: success(id, &self.modern_result(result, "complete")),
+            },
+            Ok(result) => McpReply::Json {
+                status: 200,
+                body: success(id, &result),
+            },
+            Err(error) => error_reply(id, &error, modern),
+        }
+    }
+}
+
+/// The modern version must be one we serve and, over HTTP, every MCP header must match the
+/// body; a legacy request's `MCP-Protocol-Version`, when sent, must be a legacy version.
+fn check_version_and_headers(
+    era: &Era,
+    method: &str,
+    params: Option<&Map<String, Value>>,
+    headers: Option<&McpHeaders>,
+) -> Result<()> {
+    match era {
+        Era::Modern { version, .. } => {
+            if version != MODERN_VERSION {
+                return Err(Error::new(
+                    ErrorKind::VersionNotSupported,
+                    format!("Unsupported protocol version: {version}"),
+                )
+                .with_data(json!({"supported": [MODERN_VERSION], "requested": version})));
+            }
+            let Some(headers) = headers else {
+                return Ok(());
+            };
+            header_matches("MCP-Protocol-Version", headers.protocol_version.as_deref(), version)?;
+            header_matches("Mcp-Method", headers.method.as_deref(), method)?;
+            let named = match method {
+                "tools/call" | "prompts/get" => Some("name"),
+                "resources/read" => Some("uri"),
+                m if m.starts_with("tasks/") => Some("taskId"),
+                _ => None,
+            };
+            if let Some(member) = named {
+                let expected = params
+                    .and_then(|p| p.get(member))
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                header_matches("Mcp-Name", headers.name.as_deref(), expected)?;
+            }
+            Ok(())
+        }
+        Era::Legacy => match headers.and_then(|h| h.protocol_version.as_deref()) {
+            Some(version) if method != "initialize" && !is_legacy_version(version) => Err(
+                Error::new(
+                    ErrorKind::InvalidRequest,
+                    format!(
+                        "Bad Request: unsupported MCP-Protocol-Version {version} (a request of version {MODERN_VERSION} names it in params._meta)"
+                    ),
+                )
+                .with_detail("header", "MCP-Protocol-Version"),
+            ),
+            _ => Ok(()),
+        },
+    }
+}
+
+fn header_matches(header: &'static str, sent: Option<&str>, expected: &str) -> Result<()> {
+    match sent {
+        Some(value) if value == expected => Ok(()),
+        Some(value) => Err(Error::new(
+            ErrorKind::HeaderMismatch,
+            format!("Header mismatch: {header} is {value:?}, the body says {expected:?}"),
+        )
+        .with_detail("header", header)),
+        None => Err(Error::new(
+            ErrorKind::HeaderMismatch,
+            format!("Header mismatch: {header} is required (the body says {expected:?})"),
+        )
+        .with_detail("header", header)),
+    }
+}

@@ -1,0 +1,143 @@
+//! Tools: the worker runtime serving MCP tool calls ([`Tools`], a [`Handler`] dispatching
+//! each call to the [`ToolHandler`] of its tool).
+//!
+//! A tool call reaches a worker as any task does (the MCP bridge records it as a command on
+//! the tool's topics: `agentlog_wire::mcp::call`), with the same claims, attempts, leases and
+//! cancellation. [`Tools`] reads the call out of the command's message, runs the tool's
+//! handler, and ends the task with the handler's [`CallToolResult`] (a completed status,
+//! also for `isError: true`: a tool failure is a result). A handler that returns `Err`, or a
+//! call naming a tool this worker does not serve, fails the task with a JSON-RPC error
+//! (a protocol failure), which the bridge answers the client with.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::Arc;
+
+use agentlog_wire::TaskState;
+use agentlog_wire::a2a::Part;
+use agentlog_wire::mcp::call::{ERROR_MEDIA_TYPE, RESULT_MEDIA_TYPE, call_of, typed_part};
+use agentlog_wire::mcp::{CallToolParams, CallToolResult};
+use serde_json::{Map, Value, json};
+
+use super::{Handler, HandlerError, TaskContext};
+
+/// One call of a tool, as a [`ToolHandler`] gets it.
+#[derive(Debug, Clone)]
+pub struct ToolCall {
+    /// The call's params as the client sent them (name, arguments, `_meta`).
+    pub params: CallToolParams,
+    /// The arguments (an empty object when the call had none), already checked against the
+    /// tool's `inputSchema` by the bridge.
+    pub arguments: Map<String, Value>,
+    /// The task the call is: report progress with [`TaskContext::report`], watch
+    /// [`TaskContext::cancellation`], carry [`TaskContext::hops`] on calls it makes.
+    pub task: TaskContext,
+}
+
+/// A tool's code: answers one call with a result. `Err` is a protocol failure (the client
+/// gets a JSON-RPC error); a failure the model should read is `Ok(CallToolResult::error(..))`.
+#[async_trait::async_trait]
+pub trait ToolHandler: Send + Sync + 'static {
+    /// Answer one call.
+    async fn call(&self, call: ToolCall) -> Result<CallToolResult, HandlerError>;
+}
+
+/// Build a [`ToolHandler`] from an async closure.
+pub fn tool_fn<F, Fut>(f: F) -> impl ToolHandler
+where
+    F: Fn(ToolCall) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<CallToolResult, HandlerError>> + Send,
+{
+    FnTool(f)
+}
+
+struct FnTool<F>(F);
+
+#[async_trait::async_trait]
+impl<F, Fut> ToolHandler for FnTool<F>
+where
+    F: Fn(ToolCall) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<CallToolResult, HandlerError>> + Send,
+{
+    async fn call(&self, call: ToolCall) -> Result<CallToolResult, HandlerError> {
+        (self.0)(call).await
+    }
+}
+
+/// A [`Handler`] serving tool calls: one [`ToolHandler`] per tool name.
+#[derive(Clone, Default)]
+pub struct Tools {
+    handlers: BTreeMap<String, Arc<dyn ToolHandler>>,
+}
+
+impl std::fmt::Debug for Tools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tools")
+            .field("tools", &self.handlers.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+impl Tools {
+    /// No tools yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Serve tool `name` with `handler` (replacing any earlier handler of that name).
+    pub fn tool(mut self, name: impl Into<String>, handler: impl ToolHandler) -> Self {
+        self.handlers.insert(name.into(), Arc::new(handler));
+        self
+    }
+
+    /// The tools served, by name.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.handlers.keys().map(String::as_str)
+    }
+}
+
+#[async_trait::async_trait]
+impl Handler for Tools {
+    async fn handle(&self, task: TaskContext) -> Result<(), HandlerError> {
+        let params = match call_of(task.message()) {
+            Some(Ok(params)) => params,
+            Some(Err(e)) => {
+                return fail(&task, -32602, &format!("invalid tools/call params: {e}")).await;
+            }
+            None => return fail(&task, -32602, "the message is not an MCP tool call").await,
+        };
+        let Some(handler) = self.handlers.get(&params.name).cloned() else {
+            let text = format!("Unknown tool: {}", params.name);
+            return fail(&task, -32602, &text).await;
+        };
+        let call = ToolCall {
+            arguments: params.arguments.clone().unwrap_or_default(),
+            params,
+            task: task.clone(),
+        };
+        match handler.call(call).await {
+            Ok(result) => {
+                let data = serde_json::to_value(&result)?;
+                task.finish_with(
+                    TaskState::Completed,
+                    vec![typed_part(data, RESULT_MEDIA_TYPE)],
+                )
+                .await?;
+                Ok(())
+            }
+            Err(e) => fail(&task, -32603, &format!("the tool failed: {e}")).await,
+        }
+    }
+}
+
+/// Fail the task with a JSON-RPC error `{code, message}` (and the message as text, for A2A
+/// readers).
+async fn fail(task: &TaskContext, code: i32, message: &str) -> Result<(), HandlerError> {
+    let error = json!({"code": code, "message": message});
+    task.finish_with(
+        TaskState::Failed,
+        vec![typed_part(error, ERROR_MEDIA_TYPE), Part::text(message)],
+    )
+    .await?;
+    Ok(())
+}
