@@ -83,6 +83,17 @@ function guard(fn) {
   };
 }
 
+/** `fn`, which returns a Promise, with its sync throws turned into rejections too. */
+function guardAsync(fn) {
+  return async function guarded(...args) {
+    try {
+      return await fn.apply(this, args);
+    } catch (error) {
+      throw convert(error);
+    }
+  };
+}
+
 /** Guard every method (and getter) of a native class, in place. */
 function guardClass(cls) {
   for (const target of [cls.prototype, cls]) {
@@ -130,12 +141,12 @@ function iterable(cls) {
   };
 }
 
-for (const cls of [native.Log, native.Bridge, native.EventStream, native.RpcFrames, native.Worker, native.TaskContext]) {
+for (const cls of [native.Log, native.Bridge, native.EventStream, native.RpcFrames, native.Worker, native.TaskContext, native.Server]) {
   guardClass(cls);
 }
 iterable(native.EventStream);
 /** Open the bridge of `agent` over `log` (options: card, blockingTimeoutMs, retentionMs). */
-native.Bridge.open = guard(native.openBridge);
+native.Bridge.open = guardAsync(native.openBridge);
 iterable(native.RpcFrames);
 
 // ---- the worker ------------------------------------------------------------------------
@@ -267,6 +278,7 @@ function dispatcher(handler) {
 }
 
 const Worker = native.Worker;
+const startWorker = guardAsync(native.startWorker);
 /**
  * Start a worker for `agent` over `log`: `handler(task)` runs once per turn (an async
  * function; a throw or a rejection fails the task with its message).
@@ -276,30 +288,37 @@ Worker.start = function start(log, agent, handler, options = {}) {
     return Promise.reject(new AgentlogError('invalid_params', `the handler must be a function taking a TaskContext, got ${typeof handler}`));
   }
   const { bridge, ...rest } = options || {};
-  return guard(native.startWorker)(log, agent, dispatcher(handler), rest, bridge ?? null);
+  return startWorker(log, agent, dispatcher(handler), rest, bridge ?? null);
 };
 const closedPromises = new WeakMap();
-Object.defineProperty(Worker.prototype, 'closed', {
-  /** Resolves once `close()` has finished; awaiting it keeps the process alive. */
-  get() {
-    let closed = closedPromises.get(this);
-    if (!closed) {
-      closed = this._waitClosed();
-      closedPromises.set(this, closed);
-    }
-    return closed;
-  },
-});
+/** `cls.prototype.closed`: one Promise per object, made on first use (a pending Promise keeps
+ * the process alive, so it must not exist unless asked for). */
+function closedOnDemand(cls) {
+  Object.defineProperty(cls.prototype, 'closed', {
+    get() {
+      let closed = closedPromises.get(this);
+      if (!closed) {
+        closed = this._waitClosed();
+        closedPromises.set(this, closed);
+      }
+      return closed;
+    },
+  });
+}
+closedOnDemand(Worker);
+closedOnDemand(native.Server);
 
 // ---- exports -------------------------------------------------------------------------------
 
 module.exports = {
   AgentlogError,
-  openLog: guard(native.openLog),
+  openLog: guardAsync(native.openLog),
   Log: native.Log,
   Bridge: native.Bridge,
   Worker,
   TaskContext: native.TaskContext,
+  serve: guardAsync(native.serve),
+  Server: native.Server,
   EventStream: native.EventStream,
   RpcFrames: native.RpcFrames,
   errorKinds: native.errorKinds,

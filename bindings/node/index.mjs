@@ -9,6 +9,8 @@ export const {
   Bridge,
   Worker,
   TaskContext,
+  serve,
+  Server,
   EventStream,
   RpcFrames,
   wire,

@@ -37,6 +37,6 @@ step "build the addon (dev profile)"
 AGENTLOG_NODE_PROFILE=dev node scripts/build.js
 
 step "node --test"
-node --test --test-reporter=spec --test-timeout=120000 test/
+node --test --test-reporter=spec --test-timeout=120000 test/*.test.js test/*.test.mjs
 
 step "passed ($((SECONDS - START)) s)"

@@ -14,5 +14,6 @@ mod context;
 mod convert;
 mod error;
 mod log;
+mod serve;
 mod wire;
 mod worker;

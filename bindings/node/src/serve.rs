@@ -1,0 +1,156 @@
+//! `serve(bridge, {listen})`: the SDK's HTTP router on a port, from Node.
+
+use std::net::SocketAddr;
+
+use agentlog::ErrorKind;
+use agentlog::http::{DEFAULT_MAX_CONNECTIONS, HttpConfig, router, serve_bounded};
+use napi::Env;
+use napi::bindgen_prelude::PromiseRaw;
+use napi_derive::napi;
+use tokio_util::sync::CancellationToken;
+
+use crate::bridge::Bridge;
+use crate::error::to_napi;
+
+/// How `serve` listens.
+#[napi(object)]
+#[derive(Debug)]
+pub struct ServeOptions {
+    /// `IP:PORT` to listen on; port 0 picks a free one (`server.url` has it). Default
+    /// `127.0.0.1:8080`.
+    pub listen: Option<String>,
+    /// The URL clients reach the server at (behind a proxy), written in the card. Default:
+    /// the bound address.
+    pub public_url: Option<String>,
+    /// Serve beyond loopback although every caller is anonymous (no authentication).
+    pub allow_anonymous: Option<bool>,
+    /// The most connections held open at once (then `503`). Default 10 000.
+    pub max_connections: Option<u32>,
+}
+
+/// A running HTTP server (from `serve`).
+#[napi]
+#[derive(Debug)]
+pub struct Server {
+    url: String,
+    stop: CancellationToken,
+    stopped: CancellationToken,
+}
+
+fn config_error(message: String) -> napi::Error {
+    to_napi(agentlog::Error::new(ErrorKind::Config, message))
+}
+
+/// The base URL for `local`: `public_url`, else `http://<address>/` with an unspecified
+/// address shown as loopback.
+fn base_url(public_url: Option<String>, local: SocketAddr) -> String {
+    if let Some(url) = public_url {
+        return if url.ends_with('/') {
+            url
+        } else {
+            format!("{url}/")
+        };
+    }
+    let mut shown = local;
+    if shown.ip().is_unspecified() {
+        shown.set_ip(match shown {
+            SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+            SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+        });
+    }
+    format!("http://{shown}/")
+}
+
+/// Serve `bridge` over HTTP: A2A JSON-RPC, the agent card (its interfaces at the bound URL,
+/// or `publicUrl`), /healthz, /readyz, /metrics. Every caller is anonymous, so only a
+/// loopback address is served unless `allowAnonymous`. Resolves once the server answers and
+/// the bridge has replayed the log. The server does not keep the process alive: await
+/// `server.closed` for that.
+#[napi(ts_return_type = "Promise<Server>")]
+pub fn serve<'env>(
+    env: &'env Env,
+    bridge: &Bridge,
+    options: Option<ServeOptions>,
+) -> napi::Result<PromiseRaw<'env, Server>> {
+    let options = options.unwrap_or(ServeOptions {
+        listen: None,
+        public_url: None,
+        allow_anonymous: None,
+        max_connections: None,
+    });
+    let listen = options
+        .listen
+        .unwrap_or_else(|| "127.0.0.1:8080".to_owned());
+    let address: SocketAddr = listen.parse().map_err(|e| {
+        config_error(format!(
+            "bad listen address {listen:?} (expected IP:PORT): {e}"
+        ))
+    })?;
+    if !address.ip().is_loopback() && !options.allow_anonymous.unwrap_or(false) {
+        return Err(config_error(format!(
+            "refusing to serve {address} without authentication: every caller would be anonymous and see every task; pass allowAnonymous: true to do it anyway"
+        )));
+    }
+    let max_connections = options
+        .max_connections
+        .map_or(DEFAULT_MAX_CONNECTIONS, |n| n as usize);
+    let public_url = options.public_url;
+    let bridge = bridge.inner.clone();
+    env.spawn_future(async move {
+        let listener = tokio::net::TcpListener::bind(address)
+            .await
+            .map_err(|e| config_error(format!("cannot listen on {address}: {e}")))?;
+        let local = listener
+            .local_addr()
+            .map_err(|e| config_error(format!("cannot read the listening address: {e}")))?;
+        let url = base_url(public_url, local);
+        let http = HttpConfig {
+            interface_url: Some(url.clone()),
+            ..HttpConfig::default()
+        };
+        let stop = CancellationToken::new();
+        let stopped = CancellationToken::new();
+        let view = bridge.view().clone();
+        let server = serve_bounded(
+            listener,
+            router(bridge, http),
+            max_connections,
+            stop.clone().cancelled_owned(),
+        );
+        let done = stopped.clone();
+        tokio::spawn(async move {
+            if let Err(e) = server.await {
+                eprintln!("agentlog: the HTTP server stopped: {e}");
+            }
+            done.cancel();
+        });
+        view.wait_caught_up().await;
+        Ok(Server { url, stop, stopped })
+    })
+}
+
+#[napi]
+impl Server {
+    /// The base URL it serves at (`http://127.0.0.1:PORT/`); the card is at
+    /// `<url>.well-known/agent-card.json`.
+    #[napi(getter)]
+    pub fn url(&self) -> String {
+        self.url.clone()
+    }
+
+    /// Stop accepting, let open requests finish (streams: up to 10 s), and resolve once
+    /// the server has stopped.
+    #[napi]
+    pub async fn close(&self) -> napi::Result<()> {
+        self.stop.cancel();
+        self.stopped.cancelled().await;
+        Ok(())
+    }
+
+    /// Resolves once the server has stopped. Pending, it keeps the process alive: a server
+    /// process awaits it.
+    #[napi(js_name = "_waitClosed")]
+    pub async fn wait_closed(&self) {
+        self.stopped.cancelled().await;
+    }
+}

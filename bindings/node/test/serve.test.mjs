@@ -1,0 +1,123 @@
+// The official @a2a-js/sdk client against a server started from Node whose handler is JS:
+// card, blocking send, stream, cancel, input-required.
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+
+import { Role, TaskState, taskStateToJSON } from '@a2a-js/sdk';
+import { AgentCardResolver, ClientFactory, ClientFactoryOptions } from '@a2a-js/sdk/client';
+import { TaskNotCancelableError } from '@a2a-js/sdk/errors';
+
+import { AgentlogError, Bridge, Worker, openLog, serve } from '../index.mjs';
+
+const TIMEOUT = { timeout: 30_000 };
+const stateOf = (task) => taskStateToJSON(task.status?.state);
+const textOf = (parts) => (parts ?? []).map((p) => (p.content?.$case === 'text' ? p.content.value : '')).join('');
+
+function userMessage(text, ids = {}) {
+  return {
+    messageId: randomUUID(),
+    role: Role.ROLE_USER,
+    parts: [{ content: { $case: 'text', value: text } }],
+    contextId: ids.contextId ?? '',
+    taskId: ids.taskId ?? '',
+    metadata: undefined,
+    extensions: [],
+    referenceTaskIds: [],
+  };
+}
+
+async function handler(task) {
+  const { text } = task;
+  if (text.startsWith('echo ')) {
+    for (const [i, chunk] of ['echo', ': ', text.slice(5)].entries()) {
+      await task.artifact({ artifactId: 'echo', name: 'echo', parts: [{ text: chunk }] }, { append: i > 0, lastChunk: i === 2 });
+    }
+    await task.complete();
+  } else if (text === 'sleep') {
+    await task.working('sleeping');
+    await task.waitCancelled();
+  } else if (text === 'input') {
+    await task.inputRequired('your name?');
+  } else {
+    await task.complete(`hello, ${text}`);
+  }
+}
+
+describe('@a2a-js/sdk client against serve() with a JS handler', () => {
+  let log;
+  let bridge;
+  let worker;
+  let server;
+
+  before(async () => {
+    log = await openLog('memory://');
+    bridge = await Bridge.open(log, 'node-agent', { card: { description: 'A JS agent' } });
+    worker = await Worker.start(log, 'node-agent', handler, { bridge });
+    server = await serve(bridge, { listen: '127.0.0.1:0' });
+  });
+
+  after(async () => {
+    await server.close();
+    await server.closed;
+    await worker.close();
+    await log.close();
+  });
+
+  test('the card advertises the bound URL', TIMEOUT, async () => {
+    assert.match(server.url, /^http:\/\/127\.0\.0\.1:\d+\/$/);
+    const card = await AgentCardResolver.default.resolve(server.url);
+    assert.equal(card.name, 'node-agent');
+    assert.equal(card.description, 'A JS agent');
+    assert.equal(card.capabilities?.streaming, true);
+    assert.equal(card.supportedInterfaces[0].url, server.url);
+  });
+
+  test('blocking sendMessage', TIMEOUT, async () => {
+    const client = await new ClientFactory().createFromUrl(server.url);
+    const task = await client.sendMessage({ message: userMessage('echo hi') });
+    assert.equal(stateOf(task), 'TASK_STATE_COMPLETED');
+    assert.equal(task.artifacts.map((a) => textOf(a.parts)).join(''), 'echo: hi');
+    const again = await client.getTask({ tenant: '', id: task.id });
+    assert.equal(stateOf(again), 'TASK_STATE_COMPLETED');
+  });
+
+  test('sendMessageStream: the task, the chunks, completed', TIMEOUT, async () => {
+    const client = await new ClientFactory().createFromUrl(server.url);
+    const events = [];
+    for await (const event of client.sendMessageStream({ message: userMessage('echo streamed') })) events.push(event);
+    const kinds = events.map((e) => e.payload?.$case);
+    assert.equal(kinds[0], 'task', kinds.join());
+    assert.deepEqual(kinds.filter((k) => k === 'artifactUpdate').length, 3, kinds.join());
+    assert.equal(stateOf(events.at(-1).payload.value), 'TASK_STATE_COMPLETED');
+  });
+
+  test('cancelTask reaches the JS handler; again is TaskNotCancelable', TIMEOUT, async () => {
+    const polling = new ClientFactory(ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { clientConfig: { polling: true } }));
+    const client = await polling.createFromUrl(server.url);
+    const task = await client.sendMessage({ message: userMessage('sleep') });
+    for (let i = 0; stateOf(await client.getTask({ tenant: '', id: task.id })) !== 'TASK_STATE_WORKING'; i += 1) {
+      assert.ok(i < 200, 'the handler never reported working');
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    const canceled = await client.cancelTask({ tenant: '', id: task.id, metadata: undefined });
+    assert.equal(stateOf(canceled), 'TASK_STATE_CANCELED');
+    await assert.rejects(client.cancelTask({ tenant: '', id: task.id, metadata: undefined }), (e) => e instanceof TaskNotCancelableError || e?.cause instanceof TaskNotCancelableError);
+  });
+
+  test('input-required, then the answer completes the task', TIMEOUT, async () => {
+    const client = await new ClientFactory().createFromUrl(server.url);
+    const asked = await client.sendMessage({ message: userMessage('input') });
+    assert.equal(stateOf(asked), 'TASK_STATE_INPUT_REQUIRED');
+    assert.equal(textOf(asked.status.message.parts), 'your name?');
+    const done = await client.sendMessage({ message: userMessage('Ada', { taskId: asked.id, contextId: asked.contextId }) });
+    assert.equal(stateOf(done), 'TASK_STATE_COMPLETED');
+    assert.equal(textOf(done.status.message.parts), 'hello, Ada');
+    assert.equal(done.status.state, TaskState.TASK_STATE_COMPLETED);
+  });
+
+  test('serving beyond loopback without authentication is refused', TIMEOUT, async () => {
+    await assert.rejects(serve(bridge, { listen: '0.0.0.0:0' }), (e) => e instanceof AgentlogError && e.kind === 'config' && /allowAnonymous/.test(e.message));
+    await assert.rejects(serve(bridge, { listen: 'nonsense' }), (e) => e instanceof AgentlogError && e.kind === 'config');
+  });
+});
