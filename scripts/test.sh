@@ -9,9 +9,12 @@
 # npm on the first run, after which the installs are cached).
 # Then the Node binding's tests (bindings/node/run-tests.sh: npm ci, the addon built with the
 # dev profile in the same target directory, node --test).
+# Then the Python binding's tests (bindings/python/run-tests.sh: the module built in the dev
+# profile against the same target directory, pytest, mypy --strict, stubtest).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 cargo test --workspace --locked
 bindings/node/run-tests.sh
 tests/interop/run.sh
+bindings/python/run-tests.sh

@@ -1,0 +1,464 @@
+//! `agentlog.Bridge`: the typed verbs over plain data, `handle_rpc`, and event streams as
+//! async iterators.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agentlog::bridge::json::{from_params, to_json};
+use agentlog::bridge::{
+    RpcOptions, RpcReply, RpcStream, TaskStream, card_from_file, card_from_json,
+};
+use agentlog::{Bridge, BridgeConfig, ErrorKind};
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use pyo3::exceptions::PyStopAsyncIteration;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyString};
+use serde_json::Value;
+use tokio::sync::Mutex;
+
+use crate::aio::{self, OnCancel};
+use crate::error::{err, to_py_err};
+use crate::json::{to_json as py_to_json, to_py};
+use crate::{PyCaller, PyLog, caller_of};
+
+/// The A2A bridge of one agent over a log.
+#[pyclass(frozen, module = "agentlog", name = "Bridge")]
+#[derive(Debug, Clone)]
+pub struct PyBridge(pub Bridge);
+
+/// A card from what Python gave: a dict (A2A 1.0 `AgentCard` JSON, any subset), a path to
+/// such a JSON file, or nothing (the defaults).
+pub fn card_of(
+    py: Python<'_>,
+    agent: &str,
+    card: Option<&Bound<'_, PyAny>>,
+) -> PyResult<agentlog_wire::a2a::AgentCard> {
+    let Some(card) = card.filter(|c| !c.is_none()) else {
+        return Ok(agentlog::bridge::default_card(agent));
+    };
+    let made = if card.is_instance_of::<PyString>() || card.hasattr("__fspath__")? {
+        let path: std::path::PathBuf = card.extract()?;
+        card_from_file(agent, &path)
+    } else {
+        card_from_json(agent, &py_to_json(card, "card")?)
+    };
+    made.map_err(|e| to_py_err(py, e))
+}
+
+fn seconds(py: Python<'_>, value: Option<f64>, what: &str) -> PyResult<Option<Duration>> {
+    value
+        .map(|s| {
+            Duration::try_from_secs_f64(s).map_err(|_| {
+                err(
+                    py,
+                    ErrorKind::InvalidParams,
+                    format!("{what} must be a number of seconds >= 0, got {s}"),
+                )
+            })
+        })
+        .transpose()
+}
+
+impl PyBridge {
+    /// A typed verb: params from `request`, the result as plain data.
+    fn verb<'py, T, R, F, Fut>(
+        &self,
+        py: Python<'py>,
+        what: &'static str,
+        request: &Bound<'py, PyAny>,
+        caller: Option<&PyCaller>,
+        call: F,
+    ) -> PyResult<Bound<'py, PyAny>>
+    where
+        T: serde::de::DeserializeOwned + Send + 'static,
+        R: serde::Serialize + Send + 'static,
+        F: FnOnce(Bridge, agentlog::Caller, T) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = agentlog::Result<R>> + Send + 'static,
+    {
+        let params = py_to_json(request, "request")?;
+        let bridge = self.0.clone();
+        let caller = caller_of(caller);
+        aio::spawn(
+            py,
+            OnCancel::Finish,
+            async move {
+                let request: T = from_params(what, &params)?;
+                to_json(&call(bridge, caller, request).await?)
+            },
+            aio::json,
+        )
+    }
+}
+
+#[pymethods]
+impl PyBridge {
+    /// Open the bridge of `agent` over `log`: create its topics if needed and replay them.
+    #[staticmethod]
+    #[pyo3(signature = (log, agent, *, card = None, blocking_timeout = None, retention = None))]
+    fn open<'py>(
+        py: Python<'py>,
+        log: &PyLog,
+        agent: String,
+        card: Option<&Bound<'py, PyAny>>,
+        blocking_timeout: Option<f64>,
+        retention: Option<f64>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let mut config = BridgeConfig::new(&agent);
+        config.card = card_of(py, &agent, card)?;
+        if let Some(timeout) = seconds(py, blocking_timeout, "blocking_timeout")? {
+            config.blocking_timeout = timeout;
+        }
+        config.retention = seconds(py, retention, "retention")?;
+        let log = log.0.clone();
+        aio::spawn(
+            py,
+            OnCancel::Finish,
+            async move { Bridge::open(log, config).await },
+            |py, bridge| Ok(Py::new(py, PyBridge(bridge))?.into_any()),
+        )
+    }
+
+    /// The agent card (A2A 1.0 JSON).
+    #[getter]
+    fn agent_card<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        crate::json::serialize_to_py(py, self.0.agent_card())
+    }
+
+    /// The agent's name.
+    #[getter]
+    fn agent(&self) -> String {
+        self.0.config().topics.agent.clone()
+    }
+
+    /// `SendMessage`: a `SendMessageRequest` in, a `SendMessageResponse` (`{"task": ...}` or
+    /// `{"message": ...}`) out.
+    #[pyo3(signature = (request, *, caller = None))]
+    fn send_message<'py>(
+        &self,
+        py: Python<'py>,
+        request: &Bound<'py, PyAny>,
+        caller: Option<&PyCaller>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.verb(
+            py,
+            "SendMessageRequest",
+            request,
+            caller,
+            |b, c, r| async move { b.send_message(&c, r).await },
+        )
+    }
+
+    /// `GetTask`: a `GetTaskRequest` (`{"id": ..., "historyLength"?: n}`) in, the `Task` out.
+    #[pyo3(signature = (request, *, caller = None))]
+    fn get_task<'py>(
+        &self,
+        py: Python<'py>,
+        request: &Bound<'py, PyAny>,
+        caller: Option<&PyCaller>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.verb(
+            py,
+            "GetTaskRequest",
+            request,
+            caller,
+            |b, c, r| async move { b.get_task(&c, r).await },
+        )
+    }
+
+    /// `CancelTask`: a `CancelTaskRequest` (`{"id": ...}`) in, the `Task` out.
+    #[pyo3(signature = (request, *, caller = None))]
+    fn cancel_task<'py>(
+        &self,
+        py: Python<'py>,
+        request: &Bound<'py, PyAny>,
+        caller: Option<&PyCaller>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.verb(
+            py,
+            "CancelTaskRequest",
+            request,
+            caller,
+            |b, c, r| async move { b.cancel_task(&c, r).await },
+        )
+    }
+
+    /// `ListTasks`: a `ListTasksRequest` (filters and paging; default none) in, a
+    /// `ListTasksResponse` out.
+    #[pyo3(signature = (request = None, *, caller = None))]
+    fn list_tasks<'py>(
+        &self,
+        py: Python<'py>,
+        request: Option<&Bound<'py, PyAny>>,
+        caller: Option<&PyCaller>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let empty = pyo3::types::PyDict::new(py).into_any();
+        let request = request.unwrap_or(&empty);
+        self.verb(
+            py,
+            "ListTasksRequest",
+            request,
+            caller,
+            |b, c, r| async move { b.list_tasks(&c, r).await },
+        )
+    }
+
+    /// `SendStreamingMessage`: an async iterator of events (`{"position", "last", "event"}`);
+    /// with `resume_after` (a position seen) it goes on right after it.
+    #[pyo3(signature = (request, *, caller = None, resume_after = None))]
+    fn send_streaming_message(
+        &self,
+        request: &Bound<'_, PyAny>,
+        caller: Option<&PyCaller>,
+        resume_after: Option<u64>,
+    ) -> PyResult<EventStream> {
+        let params = py_to_json(request, "request")?;
+        let bridge = self.0.clone();
+        let caller = caller_of(caller);
+        Ok(EventStream::new(Box::pin(async move {
+            let request = from_params("SendMessageRequest", &params)?;
+            bridge
+                .send_streaming_message(&caller, request, None, resume_after)
+                .await
+        })))
+    }
+
+    /// `SubscribeToTask`: an async iterator of the task's events until it ends; with
+    /// `resume_after`, the events after that position instead of a snapshot first.
+    #[pyo3(signature = (request, *, caller = None, resume_after = None))]
+    fn subscribe_to_task(
+        &self,
+        request: &Bound<'_, PyAny>,
+        caller: Option<&PyCaller>,
+        resume_after: Option<u64>,
+    ) -> PyResult<EventStream> {
+        let params = py_to_json(request, "request")?;
+        let bridge = self.0.clone();
+        let caller = caller_of(caller);
+        Ok(EventStream::new(Box::pin(async move {
+            let request = from_params("SubscribeToTaskRequest", &params)?;
+            bridge
+                .subscribe_to_task(&caller, request, resume_after)
+                .await
+        })))
+    }
+
+    /// Answer a JSON-RPC request body (`bytes` or `str`): the response body as `bytes`, or
+    /// for a streaming method an async iterator of SSE frames (`bytes`, each a whole
+    /// `id:`/`data:` frame). `version` is the `A2A-Version` header, `extensions` the
+    /// `A2A-Extensions` URIs, `resume_after` an SSE `Last-Event-ID`.
+    #[pyo3(signature = (body, *, caller = None, version = None, extensions = Vec::new(), resume_after = None))]
+    fn handle_rpc<'py>(
+        &self,
+        py: Python<'py>,
+        body: &Bound<'py, PyAny>,
+        caller: Option<&PyCaller>,
+        version: Option<String>,
+        extensions: Vec<String>,
+        resume_after: Option<u64>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let body: Vec<u8> = if let Ok(text) = body.cast::<PyString>() {
+            text.to_str()?.as_bytes().to_vec()
+        } else {
+            body.extract()?
+        };
+        let bridge = self.0.clone();
+        let caller = caller_of(caller);
+        aio::spawn(
+            py,
+            OnCancel::Finish,
+            async move {
+                let parsed = agentlog_wire::jsonrpc::parse_request(&body);
+                let options = RpcOptions {
+                    a2a_version: version.as_deref(),
+                    extensions,
+                    resume_after,
+                };
+                Ok(bridge.handle_parsed_with(&caller, parsed, &options).await)
+            },
+            |py, reply| match reply {
+                RpcReply::Json(bytes) => Ok(PyBytes::new(py, &bytes).into_any().unbind()),
+                RpcReply::Stream(stream) => Ok(Py::new(py, RpcFrames::new(stream))?.into_any()),
+            },
+        )
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Bridge(agent={:?})", self.0.config().topics.agent)
+    }
+}
+
+/// Where an event stream stands.
+enum StreamState {
+    /// Not opened yet: the first `__anext__` opens it (an error then is the open's).
+    Opening(BoxFuture<'static, agentlog::Result<TaskStream>>),
+    Open(TaskStream),
+    Ended,
+}
+
+/// An async iterator of a task's events: `{"position", "last", "event"}` dicts.
+#[pyclass(frozen, module = "agentlog", name = "EventStream")]
+pub struct EventStream {
+    state: Arc<Mutex<StreamState>>,
+}
+
+impl std::fmt::Debug for EventStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EventStream").finish_non_exhaustive()
+    }
+}
+
+impl EventStream {
+    fn new(open: BoxFuture<'static, agentlog::Result<TaskStream>>) -> Self {
+        Self {
+            state: Arc::new(Mutex::new(StreamState::Opening(open))),
+        }
+    }
+}
+
+/// The next event of a stream, opening it first if needed; `None` at its end.
+async fn next_event(state: Arc<Mutex<StreamState>>) -> agentlog::Result<Option<Value>> {
+    let mut state = state.lock().await;
+    loop {
+        match &mut *state {
+            StreamState::Opening(open) => match open.await {
+                Ok(stream) => *state = StreamState::Open(stream),
+                Err(e) => {
+                    *state = StreamState::Ended;
+                    return Err(e);
+                }
+            },
+            StreamState::Open(stream) => {
+                return match stream.next().await {
+                    Some(Ok(event)) => Ok(Some(event.to_json()?)),
+                    Some(Err(e)) => {
+                        *state = StreamState::Ended;
+                        Err(e)
+                    }
+                    None => {
+                        *state = StreamState::Ended;
+                        Ok(None)
+                    }
+                };
+            }
+            StreamState::Ended => return Ok(None),
+        }
+    }
+}
+
+fn stop_or<T>(
+    py: Python<'_>,
+    item: Option<T>,
+    convert: impl FnOnce(Python<'_>, T) -> PyResult<Py<PyAny>>,
+) -> PyResult<Py<PyAny>> {
+    match item {
+        Some(item) => convert(py, item),
+        None => Err(PyStopAsyncIteration::new_err(())),
+    }
+}
+
+#[pymethods]
+impl EventStream {
+    fn __aiter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __anext__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let state = self.state.clone();
+        aio::spawn(py, OnCancel::Drop, next_event(state), |py, event| {
+            stop_or(py, event, |py, event| Ok(to_py(py, &event)?.unbind()))
+        })
+    }
+
+    /// Stop the stream (its place under the bridge's limits is given back).
+    fn aclose<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let state = self.state.clone();
+        aio::spawn(
+            py,
+            OnCancel::Finish,
+            async move {
+                *state.lock().await = StreamState::Ended;
+                Ok(())
+            },
+            aio::none,
+        )
+    }
+}
+
+/// An async iterator of SSE frames (`bytes`) answering a streaming JSON-RPC request.
+#[pyclass(frozen, module = "agentlog", name = "RpcFrames")]
+#[derive(Debug)]
+pub struct RpcFrames {
+    stream: Arc<Mutex<Option<RpcStream>>>,
+}
+
+impl RpcFrames {
+    fn new(stream: RpcStream) -> Self {
+        Self {
+            stream: Arc::new(Mutex::new(Some(stream))),
+        }
+    }
+}
+
+#[pymethods]
+impl RpcFrames {
+    fn __aiter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __anext__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let stream = self.stream.clone();
+        aio::spawn(
+            py,
+            OnCancel::Drop,
+            async move {
+                let mut guard = stream.lock().await;
+                let Some(rpc) = guard.as_mut() else {
+                    return Ok(None);
+                };
+                let frame = match rpc.events.next().await {
+                    Some(event) => {
+                        let frame = rpc.sse_frame(&event);
+                        // An error frame is the stream's last.
+                        if event.is_err() {
+                            *guard = None;
+                        }
+                        Some(frame)
+                    }
+                    None => {
+                        *guard = None;
+                        None
+                    }
+                };
+                Ok(frame)
+            },
+            |py, frame| {
+                stop_or(py, frame, |py, f| {
+                    Ok(PyBytes::new(py, &f).into_any().unbind())
+                })
+            },
+        )
+    }
+
+    /// Stop the stream.
+    fn aclose<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let stream = self.stream.clone();
+        aio::spawn(
+            py,
+            OnCancel::Finish,
+            async move {
+                *stream.lock().await = None;
+                Ok(())
+            },
+            aio::none,
+        )
+    }
+}
+
+/// Add the classes to the module.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyBridge>()?;
+    m.add_class::<EventStream>()?;
+    m.add_class::<RpcFrames>()?;
+    Ok(())
+}
