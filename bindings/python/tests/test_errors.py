@@ -31,6 +31,7 @@ EXPECTED = {
     "ConfigError": ("config", -32603, False),
     "InternalError": ("internal", -32603, False),
     "LoopDetectedError": ("loop_detected", -32600, False),
+    "HeaderMismatchError": ("header_mismatch", -32600, False),
 }
 
 
@@ -44,6 +45,15 @@ def test_every_kind_has_a_subclass_with_the_tables_code_and_retryability() -> No
     assert agentlog.PermissionDeniedError.kind == "permission_denied"
     assert not hasattr(agentlog, "TimeoutError")
     assert issubclass(agentlog.WireError, agentlog.Error)
+    # One subclass per kind, no more: a new kind shows up here (and in the stubs, by stubtest).
+    kinds = {
+        name
+        for name in dir(agentlog)
+        if isinstance(getattr(agentlog, name), type)
+        and issubclass(getattr(agentlog, name), agentlog.Error)
+        and name not in ("Error", "WireError")
+    }
+    assert kinds == set(EXPECTED) | {"UnauthenticatedError", "PermissionDeniedError"}
 
 
 async def test_a_bad_log_url_lists_what_is_accepted() -> None:
