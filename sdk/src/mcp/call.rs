@@ -2,7 +2,9 @@
 //! worker answers it, and the answer (with progress before it, on an event stream) goes back.
 
 use agentlog_wire::TaskState;
-use agentlog_wire::a2a::{CancelTaskRequest, Message, SendMessageRequest, StreamResponse};
+use agentlog_wire::a2a::{
+    CancelTaskRequest, Message, SendMessageRequest, SendMessageResponse, StreamResponse,
+};
 use agentlog_wire::mcp::call::{
     ERROR_MEDIA_TYPE, command_params, data_part, progress_of, result_of,
 };
@@ -180,6 +182,21 @@ impl McpBridge {
         let mut running = match started {
             Started::Answered(result) => return self.reply_result(ctx, Ok(result)),
             Started::Running(running) => running,
+            Started::Task(task) if modern => {
+                let result = self.modern_result(task.modern(), "task");
+                return McpReply::Json {
+                    status: 200,
+                    body: success(ctx.id, &result),
+                };
+            }
+            Started::Task(task) => {
+                let mut result = Map::new();
+                result.insert("task".into(), Value::Object(task.legacy()));
+                return McpReply::Json {
+                    status: 200,
+                    body: success(ctx.id, &result),
+                };
+            }
         };
         if running.progress_token.is_some() && ctx.accepts_stream {
             let this = self.clone();
@@ -273,17 +290,24 @@ impl McpBridge {
             );
             return Ok(Started::Answered(object(CallToolResult::error(text))));
         }
-        if entry.config.task_support == TaskSupport::Required {
-            return Err(Error::new(
-                ErrorKind::ExtensionSupportRequired,
-                format!(
-                    "tool {} runs only as a task: declare the {TASKS_EXTENSION} extension",
-                    params.name
-                ),
-            )
-            .with_data(json!({"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}})));
+        let as_task = runs_as_task(&ctx.era, entry.config.task_support, &params)?;
+        let (request, text, message_id) = command(&ctx.era, raw, &params, as_task)?;
+        if as_task {
+            let response = entry
+                .bridge
+                .send_message_raw(ctx.caller, request, Some(&text))
+                .await?;
+            let SendMessageResponse::Task(task) = response else {
+                return Err(Error::new(
+                    ErrorKind::Internal,
+                    "a task was asked for, a message came",
+                ));
+            };
+            // The command is on the log: every replica's tasks/get (which catches its view up
+            // with the log first) finds the task from now on.
+            let task = self.mcp_task(entry, &task, !ctx.era.is_modern());
+            return Ok(Started::Task(task));
         }
-        let (request, text, message_id) = command(&ctx.era, raw, &params)?;
         let stream = entry
             .bridge
             .send_streaming_message(ctx.caller, request, Some(&text), None)
@@ -309,8 +333,53 @@ impl McpBridge {
 enum Started {
     /// Answered without touching the log.
     Answered(Map<String, Value>),
-    /// On the log.
+    /// On the log, answered on the request.
     Running(Running),
+    /// On the log as a task.
+    Task(agentlog_wire::mcp::McpTask),
+}
+
+/// Whether a call runs as a task: the tool allows it and the client asked (modern: declared
+/// the Tasks extension on this request; legacy: sent `task`). A tool that runs only as a task
+/// refuses other calls.
+fn runs_as_task(
+    era: &agentlog_wire::mcp::Era,
+    support: TaskSupport,
+    params: &CallToolParams,
+) -> Result<bool> {
+    let asked = match era {
+        agentlog_wire::mcp::Era::Modern { .. } => era.declares_extension(TASKS_EXTENSION),
+        agentlog_wire::mcp::Era::Legacy => params.task.is_some(),
+    };
+    match (support, asked) {
+        (TaskSupport::Forbidden, true) if !era.is_modern() => Err(Error::new(
+            ErrorKind::InvalidParams,
+            format!(
+                "tool {} does not run as a task (execution.taskSupport is forbidden)",
+                params.name
+            ),
+        )
+        .with_detail("field", "task")),
+        // Modern: the server decides; a forbidden tool answers on the request.
+        (TaskSupport::Forbidden, _) => Ok(false),
+        (TaskSupport::Required, false) if era.is_modern() => Err(Error::new(
+            ErrorKind::ExtensionSupportRequired,
+            format!(
+                "tool {} runs only as a task: declare the {TASKS_EXTENSION} extension",
+                params.name
+            ),
+        )
+        .with_data(json!({"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}}))),
+        (TaskSupport::Required, false) => Err(Error::new(
+            ErrorKind::InvalidParams,
+            format!(
+                "tool {} runs only as a task: call it with \"task\"",
+                params.name
+            ),
+        )
+        .with_detail("field", "task")),
+        (_, asked) => Ok(asked),
+    }
 }
 
 fn object(result: CallToolResult) -> Map<String, Value> {
@@ -326,6 +395,7 @@ pub(super) fn command(
     era: &agentlog_wire::mcp::Era,
     raw: &str,
     params: &CallToolParams,
+    as_task: bool,
 ) -> Result<(SendMessageRequest, String, String)> {
     let mut metadata = Map::new();
     if let Some(hops) = params.meta.as_ref().and_then(|m| m.get(META_HOPS)) {
@@ -342,12 +412,14 @@ pub(super) fn command(
         agentlog_wire::mcp::Era::Modern { version, .. } => version.as_str(),
         agentlog_wire::mcp::Era::Legacy => "legacy",
     };
+    // createdAt of an MCP task: when the bridge accepted the call.
+    let now = crate::retention::now_ms();
     metadata.insert(
         "agentlog.mcp".to_owned(),
-        json!({"protocolVersion": version}),
+        json!({"protocolVersion": version, "createdAtMs": now}),
     );
     let message_id = uuid::Uuid::new_v4().to_string();
-    let text = command_params(&message_id, raw, &metadata);
+    let text = command_params(&message_id, raw, &metadata, as_task);
     let request: SendMessageRequest = serde_json::from_str(&text).map_err(|e| {
         Error::new(
             ErrorKind::InvalidParams,

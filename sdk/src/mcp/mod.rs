@@ -15,6 +15,7 @@
 mod call;
 mod config;
 mod rpc;
+mod tasks;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -269,7 +270,11 @@ impl McpBridge {
 fn agent_config(template: &BridgeConfig, agent: &str) -> BridgeConfig {
     let fresh = BridgeConfig::new(agent);
     let mut card = fresh.card;
-    card.default_input_modes = vec![agentlog_wire::mcp::call::CALL_MEDIA_TYPE.to_owned()];
+    // What the MCP bridge writes: calls, and the input responses that resume a task.
+    card.default_input_modes = vec![
+        agentlog_wire::mcp::call::CALL_MEDIA_TYPE.to_owned(),
+        agentlog_wire::mcp::call::INPUT_RESPONSES_MEDIA_TYPE.to_owned(),
+    ];
     card.description = format!("The MCP tools of agent {agent}, served by agentlog");
     BridgeConfig {
         topics: crate::agent::AgentTopics::new(

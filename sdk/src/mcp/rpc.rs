@@ -172,6 +172,25 @@ impl McpBridge {
                 let raw = parsed.params.map(RawValue::get).unwrap_or("{}");
                 return self.call_tool(&ctx, raw, params).await;
             }
+            method if method.starts_with("tasks/") => {
+                return match self.task_method(&ctx, method, params.as_ref()).await {
+                    Ok(result) if modern => McpReply::Json {
+                        status: 200,
+                        body: success(id, &self.modern_result(result, "complete")),
+                    },
+                    Ok(result) => McpReply::Json {
+                        status: 200,
+                        body: success(id, &result),
+                    },
+                    Err(error) => {
+                        let code = error["code"].as_i64().unwrap_or(-32603) as i32;
+                        McpReply::Json {
+                            status: error_status(code, modern),
+                            body: error_body(id, &error),
+                        }
+                    }
+                };
+            }
             method => Err(Error::new(
                 ErrorKind::MethodNotFound,
                 format!("Method not found: {method}"),

@@ -15,7 +15,9 @@ use std::sync::Arc;
 
 use agentlog_wire::TaskState;
 use agentlog_wire::a2a::Part;
-use agentlog_wire::mcp::call::{ERROR_MEDIA_TYPE, RESULT_MEDIA_TYPE, call_of, typed_part};
+use agentlog_wire::mcp::call::{
+    ERROR_MEDIA_TYPE, INPUT_RESPONSES_MEDIA_TYPE, RESULT_MEDIA_TYPE, call_of, data_part, typed_part,
+};
 use agentlog_wire::mcp::{CallToolParams, CallToolResult};
 use serde_json::{Map, Value, json};
 
@@ -29,6 +31,9 @@ pub struct ToolCall {
     /// The arguments (an empty object when the call had none), already checked against the
     /// tool's `inputSchema` by the bridge.
     pub arguments: Map<String, Value>,
+    /// The `inputResponses` of the client's `tasks/update` when this turn resumes a call
+    /// that asked for input ([`TaskContext::input_required`]); `None` on the call's first turn.
+    pub input_responses: Option<Map<String, Value>>,
     /// The task the call is: report progress with [`TaskContext::report`], watch
     /// [`TaskContext::cancellation`], carry [`TaskContext::hops`] on calls it makes.
     pub task: TaskContext,
@@ -99,7 +104,14 @@ impl Tools {
 #[async_trait::async_trait]
 impl Handler for Tools {
     async fn handle(&self, task: TaskContext) -> Result<(), HandlerError> {
-        let params = match call_of(task.message()) {
+        // A turn resuming a call that asked for input answers the call in the task's first
+        // message, with the responses of the follow-up.
+        let input_responses = data_part(task.message(), INPUT_RESPONSES_MEDIA_TYPE)
+            .and_then(|d| d.get("inputResponses"))
+            .and_then(Value::as_object)
+            .cloned();
+        let first = task.history().first().unwrap_or(task.message());
+        let params = match call_of(first) {
             Some(Ok(params)) => params,
             Some(Err(e)) => {
                 return fail(&task, -32602, &format!("invalid tools/call params: {e}")).await;
@@ -112,6 +124,7 @@ impl Handler for Tools {
         };
         let call = ToolCall {
             arguments: params.arguments.clone().unwrap_or_default(),
+            input_responses,
             params,
             task: task.clone(),
         };

@@ -28,6 +28,8 @@ pub const CALL_MEDIA_TYPE: &str = "application/vnd.agentlog.mcp-call+json";
 pub const RESULT_MEDIA_TYPE: &str = "application/vnd.agentlog.mcp-result+json";
 /// Media type of the data part carrying a JSON-RPC error object in a failed status.
 pub const ERROR_MEDIA_TYPE: &str = "application/vnd.agentlog.jsonrpc-error+json";
+/// Media type of the data part carrying a `tasks/update`'s `{inputResponses}` in a follow-up.
+pub const INPUT_RESPONSES_MEDIA_TYPE: &str = "application/vnd.agentlog.mcp-input-responses+json";
 /// Media type of the data part carrying a progress report in a working status.
 pub const PROGRESS_MEDIA_TYPE: &str = "application/vnd.agentlog.progress+json";
 
@@ -198,12 +200,23 @@ impl ContentBlock {
 /// `tools/call` params as received, already checked to be a JSON object) is spliced in
 /// verbatim as the data part, so the record holds the client's bytes. `metadata` is the
 /// message's metadata object (the hop path, the era).
-pub fn command_params(message_id: &str, raw_params: &str, metadata: &Map<String, Value>) -> String {
+/// With `as_task` the request asks for the task at once (`returnImmediately`): an MCP task.
+pub fn command_params(
+    message_id: &str,
+    raw_params: &str,
+    metadata: &Map<String, Value>,
+    as_task: bool,
+) -> String {
     // Strings and the metadata go through serde (escaping); only the raw params are spliced.
     let id = Value::String(message_id.to_owned());
     let metadata = Value::Object(metadata.clone());
+    let configuration = if as_task {
+        r#","configuration":{"returnImmediately":true}"#
+    } else {
+        ""
+    };
     format!(
-        r#"{{"message":{{"messageId":{id},"role":"ROLE_USER","parts":[{{"data":{raw_params},"mediaType":"{CALL_MEDIA_TYPE}"}}],"metadata":{metadata}}}}}"#
+        r#"{{"message":{{"messageId":{id},"role":"ROLE_USER","parts":[{{"data":{raw_params},"mediaType":"{CALL_MEDIA_TYPE}"}}],"metadata":{metadata}}}{configuration}}}"#
     )
 }
 
@@ -283,9 +296,13 @@ mod tests {
         let raw = r#"{ "name":"add" ,"arguments":{"b":2,"a":1.50}}"#;
         let mut metadata = Map::new();
         metadata.insert("agentlog.hops".into(), json!(["x"]));
-        let text = command_params("m\"1", raw, &metadata);
+        let text = command_params("m\"1", raw, &metadata, false);
         assert!(text.contains(raw));
         let request: SendMessageRequest = serde_json::from_str(&text).unwrap();
+        assert!(request.configuration.is_none());
+        let task: SendMessageRequest =
+            serde_json::from_str(&command_params("m", raw, &metadata, true)).unwrap();
+        assert!(task.configuration.unwrap().return_immediately);
         assert_eq!(request.message.message_id, "m\"1");
         assert_eq!(
             request.message.metadata.unwrap()["agentlog.hops"],

@@ -1,0 +1,312 @@
+//! MCP tasks over the A2A tasks of the tools' topics: the Tasks extension (modern
+//! `tasks/get`, `tasks/update`, `tasks/cancel`) and the legacy experimental variant
+//! (`tasks/get`, `tasks/result`, `tasks/list`, `tasks/cancel`).
+//!
+//! An MCP task id is `<agent>:<A2A task id>`: the agent says which tool topics hold it
+//! (one lookup, no search), the A2A id is derived from a random message id, so nobody can
+//! guess it, and every lookup is the caller's own (another caller's task answers exactly as
+//! an unknown one: -32602).
+
+use agentlog_wire::a2a::{
+    CancelTaskRequest, GetTaskRequest, ListTasksRequest, Message, Role, SendMessageConfiguration,
+    SendMessageRequest, SubscribeToTaskRequest, Task,
+};
+use agentlog_wire::mcp::call::{INPUT_RESPONSES_MEDIA_TYPE, result_of, typed_part};
+use agentlog_wire::mcp::{META_RELATED_TASK, McpTask, McpTaskStatus, TASKS_EXTENSION};
+use agentlog_wire::timestamp::format_millis;
+use futures::StreamExt;
+use serde_json::{Map, Value, json};
+
+use super::call::answer;
+use super::rpc::Ctx;
+use super::{Entry, McpBridge};
+use crate::bridge::Bridge;
+use crate::error::{Error, ErrorKind};
+
+/// A task method's answer: a result, or a JSON-RPC error object.
+pub(super) type Answer = std::result::Result<Map<String, Value>, Value>;
+
+impl McpBridge {
+    /// The MCP view of an A2A task of `entry`'s agent; `legacy` reads a tool error as
+    /// `failed` (the legacy variant's rule).
+    pub(super) fn mcp_task(&self, entry: &Entry, task: &Task, legacy: bool) -> McpTask {
+        self.task_of(&entry.config.agent(), &entry.bridge, task, legacy)
+    }
+
+    fn task_of(&self, agent: &str, bridge: &Bridge, task: &Task, legacy: bool) -> McpTask {
+        let mut status = McpTaskStatus::of(task.status.state);
+        let message = task.status.message.as_ref();
+        if legacy
+            && status == McpTaskStatus::Completed
+            && result_of(message).is_ok_and(|r| r.is_error == Some(true))
+        {
+            status = McpTaskStatus::Failed;
+        }
+        let created_ms = task
+            .history
+            .first()
+            .and_then(|m| m.metadata.as_ref())
+            .and_then(|m| m.get("agentlog.mcp"))
+            .and_then(|m| m.get("createdAtMs"))
+            .and_then(Value::as_u64);
+        let updated = task.status.timestamp.clone();
+        let created = created_ms.map(format_millis).or_else(|| updated.clone());
+        let status_message = message
+            .map(|m| {
+                m.parts
+                    .iter()
+                    .filter_map(|p| p.as_text())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .filter(|t| !t.is_empty());
+        let retention = bridge.retention_ms();
+        McpTask {
+            task_id: format!("{agent}:{}", task.id),
+            status,
+            status_message,
+            last_updated_at: updated.or_else(|| created.clone()).unwrap_or_default(),
+            created_at: created.unwrap_or_default(),
+            ttl_ms: (retention > 0).then_some(retention),
+            poll_interval_ms: Some(
+                u64::try_from(self.inner.config.poll_interval.as_millis()).unwrap_or(u64::MAX),
+            ),
+        }
+    }
+
+    /// The agent, its bridge and the A2A id of an MCP task id.
+    fn locate<'a>(&'a self, task_id: &'a str) -> crate::Result<(&'a str, &'a Bridge, &'a str)> {
+        let unknown = || {
+            Error::new(
+                ErrorKind::TaskNotFound,
+                format!("Task not found: {task_id}"),
+            )
+            .with_detail("taskId", task_id)
+        };
+        let (agent, id) = task_id.rsplit_once(':').ok_or_else(unknown)?;
+        let bridge = self.inner.bridges.get(agent).ok_or_else(unknown)?;
+        Ok((agent, bridge, id))
+    }
+
+    async fn get(&self, ctx: &Ctx<'_>, task_id: &str) -> crate::Result<(McpTask, Task)> {
+        let (agent, bridge, id) = self.locate(task_id)?;
+        let request = GetTaskRequest {
+            tenant: None,
+            id: id.to_owned(),
+            history_length: None,
+        };
+        let task = bridge.get_task(ctx.caller, request).await.map_err(|e| {
+            if e.kind() == ErrorKind::TaskNotFound {
+                Error::new(
+                    ErrorKind::TaskNotFound,
+                    format!("Task not found: {task_id}"),
+                )
+                .with_detail("taskId", task_id)
+            } else {
+                e
+            }
+        })?;
+        let legacy = !ctx.era.is_modern();
+        Ok((self.task_of(agent, bridge, &task, legacy), task))
+    }
+
+    /// A `tasks/*` method.
+    pub(super) async fn task_method(
+        &self,
+        ctx: &Ctx<'_>,
+        method: &str,
+        params: Option<&Map<String, Value>>,
+    ) -> Answer {
+        let modern = ctx.era.is_modern();
+        if modern && !ctx.era.declares_extension(TASKS_EXTENSION) {
+            return Err(Error::new(
+                ErrorKind::ExtensionSupportRequired,
+                format!("{method} needs the {TASKS_EXTENSION} extension: declare it in clientCapabilities.extensions"),
+            )
+            .with_data(json!({"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}}))
+            .to_mcp());
+        }
+        if method == "tasks/list" && !modern {
+            return self.list(ctx).await.map_err(|e| e.to_mcp());
+        }
+        let task_id = match params.and_then(|p| p.get("taskId")) {
+            Some(Value::String(id)) => id.as_str(),
+            _ => {
+                return Err(Error::new(ErrorKind::InvalidParams, "taskId is required")
+                    .with_detail("field", "taskId")
+                    .to_mcp());
+            }
+        };
+        match (method, modern) {
+            ("tasks/get", _) => self.get_answer(ctx, task_id).await,
+            ("tasks/update", true) => self
+                .update(ctx, task_id, params)
+                .await
+                .map_err(|e| e.to_mcp()),
+            ("tasks/cancel", _) => self.cancel(ctx, task_id).await,
+            ("tasks/result", false) => self.result(ctx, task_id).await,
+            _ => Err(Error::new(
+                ErrorKind::MethodNotFound,
+                format!("Method not found: {method}"),
+            )
+            .with_detail("method", method)
+            .to_mcp()),
+        }
+    }
+
+    /// `tasks/get`: modern, the task with its result or error once it has one; legacy, the
+    /// task alone (the result is `tasks/result`'s).
+    async fn get_answer(&self, ctx: &Ctx<'_>, task_id: &str) -> Answer {
+        let (mcp, task) = self.get(ctx, task_id).await.map_err(|e| e.to_mcp())?;
+        if !ctx.era.is_modern() {
+            return Ok(mcp.legacy());
+        }
+        let mut result = mcp.modern();
+        match mcp.status {
+            McpTaskStatus::Completed | McpTaskStatus::Failed => {
+                match answer(task.status.state, task.status.message.as_ref()) {
+                    Ok(call) => result.insert("result".into(), Value::Object(call)),
+                    Err(error) => result.insert("error".into(), error),
+                };
+            }
+            _ => {}
+        }
+        Ok(result)
+    }
+
+    /// `tasks/update`: the input responses go to the task as a follow-up message (resuming an
+    /// input-required task); an ack either way (the extension: eventual, unknown keys ignored).
+    async fn update(
+        &self,
+        ctx: &Ctx<'_>,
+        task_id: &str,
+        params: Option<&Map<String, Value>>,
+    ) -> crate::Result<Map<String, Value>> {
+        let responses = match params.and_then(|p| p.get("inputResponses")) {
+            Some(Value::Object(responses)) => responses.clone(),
+            _ => {
+                return Err(Error::new(
+                    ErrorKind::InvalidParams,
+                    "inputResponses must be an object",
+                )
+                .with_detail("field", "inputResponses"));
+            }
+        };
+        let (_, bridge, id) = self.locate(task_id)?;
+        let (mcp, _) = self.get(ctx, task_id).await?;
+        if mcp.status == McpTaskStatus::InputRequired {
+            let message = Message {
+                task_id: Some(id.to_owned()),
+                parts: vec![typed_part(
+                    json!({"inputResponses": responses}),
+                    INPUT_RESPONSES_MEDIA_TYPE,
+                )],
+                ..Message::new_text(Role::User, uuid::Uuid::new_v4().to_string(), "")
+            };
+            let request = SendMessageRequest {
+                tenant: None,
+                message,
+                configuration: Some(SendMessageConfiguration {
+                    return_immediately: true,
+                    ..Default::default()
+                }),
+                metadata: None,
+            };
+            bridge.send_message(ctx.caller, request).await?;
+        }
+        Ok(Map::new())
+    }
+
+    /// `tasks/cancel`: a cancel request on the log. Modern: an empty ack, also for a task
+    /// already finished (cooperative and eventual); legacy: the task, cancelled, and -32602
+    /// for a finished one.
+    async fn cancel(&self, ctx: &Ctx<'_>, task_id: &str) -> Answer {
+        let (agent, bridge, id) = self.locate(task_id).map_err(|e| e.to_mcp())?;
+        let request = CancelTaskRequest {
+            tenant: None,
+            id: id.to_owned(),
+            metadata: None,
+        };
+        match bridge.cancel_task(ctx.caller, request).await {
+            Ok(_) if ctx.era.is_modern() => Ok(Map::new()),
+            Ok(task) => Ok(self.task_of(agent, bridge, &task, true).legacy()),
+            Err(e) if e.kind() == ErrorKind::TaskNotCancelable && ctx.era.is_modern() => {
+                Ok(Map::new())
+            }
+            Err(e) if e.kind() == ErrorKind::TaskNotFound => Err(Error::new(
+                ErrorKind::TaskNotFound,
+                format!("Task not found: {task_id}"),
+            )
+            .with_detail("taskId", task_id)
+            .to_mcp()),
+            Err(e) => Err(e.to_mcp()),
+        }
+    }
+
+    /// `tasks/result` (legacy): wait until the task ends, then its call's result or error,
+    /// with the related-task `_meta`.
+    async fn result(&self, ctx: &Ctx<'_>, task_id: &str) -> Answer {
+        let (_, bridge, id) = self.locate(task_id).map_err(|e| e.to_mcp())?;
+        loop {
+            let (_, task) = self.get(ctx, task_id).await.map_err(|e| e.to_mcp())?;
+            if task.status.state.is_terminal() {
+                let mut answer = answer(task.status.state, task.status.message.as_ref());
+                let related = json!({META_RELATED_TASK: {"taskId": task_id}});
+                match &mut answer {
+                    Ok(result) => {
+                        result.insert("_meta".into(), related);
+                    }
+                    Err(error) => match error.get_mut("data").and_then(Value::as_object_mut) {
+                        Some(data) => {
+                            data.insert(
+                                META_RELATED_TASK.into(),
+                                related[META_RELATED_TASK].clone(),
+                            );
+                        }
+                        None => error["data"] = related,
+                    },
+                }
+                return answer;
+            }
+            let request = SubscribeToTaskRequest {
+                tenant: None,
+                id: id.to_owned(),
+            };
+            // Watch until it ends; a task that ended meanwhile refuses the subscription, and
+            // the next look finds it terminal.
+            if let Ok(mut stream) = bridge.subscribe_to_task(ctx.caller, request, None).await {
+                while let Some(Ok(event)) = stream.next().await {
+                    if event.last {
+                        break;
+                    }
+                }
+            }
+        }
+    }
+
+    /// `tasks/list` (legacy): the caller's tasks on every tool agent, newest update first
+    /// (at most 100 per agent; no paging).
+    async fn list(&self, ctx: &Ctx<'_>) -> crate::Result<Map<String, Value>> {
+        let mut tasks = Vec::new();
+        for (agent, bridge) in &self.inner.bridges {
+            let request = ListTasksRequest {
+                page_size: Some(100),
+                history_length: None,
+                ..ListTasksRequest::default()
+            };
+            let page = bridge.list_tasks(ctx.caller, request).await?;
+            tasks.extend(
+                page.tasks
+                    .iter()
+                    .map(|t| self.task_of(agent, bridge, t, true)),
+            );
+        }
+        tasks.sort_by(|a, b| b.last_updated_at.cmp(&a.last_updated_at));
+        let mut result = Map::new();
+        result.insert(
+            "tasks".into(),
+            Value::Array(tasks.iter().map(|t| Value::Object(t.legacy())).collect()),
+        );
+        Ok(result)
+    }
+}
