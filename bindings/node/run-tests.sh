@@ -36,6 +36,13 @@ fi
 step "build the addon (dev profile)"
 AGENTLOG_NODE_PROFILE=dev node scripts/build.js
 
+step "index.d.ts against the Rust code"
+node scripts/dts.mjs --check
+
+step "tsc --strict (index.d.ts, the TypeScript examples)"
+rm -rf .examples-build
+node_modules/.bin/tsc -p tsconfig.json --noEmit false --rootDir . --outDir .examples-build
+
 step "node --test"
 node --test --test-reporter=spec --test-timeout=120000 test/*.test.js test/*.test.mjs
 

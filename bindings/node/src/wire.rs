@@ -62,7 +62,7 @@ fn record_from(value: Value) -> napi::Result<Record> {
 }
 
 /// A record (its JSON form, `fixtures/README.md`) in the record encoding.
-#[napi(namespace = "wire", ts_args_type = "record: Record")]
+#[napi(namespace = "wire", ts_args_type = "record: LogRecord")]
 pub fn encode_record(record: Value) -> napi::Result<Buffer> {
     let record = record_from(record)?;
     Ok(record.encode().map_err(|e| wire("record", e))?.into())
@@ -70,7 +70,7 @@ pub fn encode_record(record: Value) -> napi::Result<Buffer> {
 
 /// Decode record bytes into the record's JSON form; bad bytes throw with the wire kind
 /// (`truncated`, `unknown_version`, ...) in `details.wireKind`.
-#[napi(namespace = "wire", ts_return_type = "Record")]
+#[napi(namespace = "wire", ts_return_type = "LogRecord")]
 pub fn decode_record(bytes: Buffer) -> napi::Result<Value> {
     let record = Record::decode(&bytes).map_err(|e| wire("record bytes", e))?;
     to_js(&record)
@@ -104,7 +104,7 @@ pub fn verify_record(bytes: Buffer, trust: String) -> napi::Result<String> {
 /// stats}` as in `fixtures/fold.json`.
 #[napi(
     namespace = "wire",
-    ts_args_type = "records: Record[]",
+    ts_args_type = "records: LogRecord[]",
     ts_return_type = "FoldResult"
 )]
 pub fn fold(records: Vec<Value>) -> napi::Result<Value> {
@@ -209,11 +209,12 @@ pub struct ErrorToRender {
     /// `1.0` or `0.3`.
     pub version: String,
     /// The request id (any JSON value).
+    #[napi(ts_type = "string | number | null")]
     pub id: Value,
 }
 
 /// The whole JSON-RPC error response for `error`.
-#[napi(namespace = "wire")]
+#[napi(namespace = "wire", ts_return_type = "JsonRpcErrorResponse")]
 pub fn render_error(error: ErrorToRender) -> napi::Result<Value> {
     let code = ErrorCode::from_code(error.code)
         .ok_or_else(|| invalid(format!("{} is not an error code of A2A", error.code)))?;
@@ -235,7 +236,11 @@ pub fn render_error(error: ErrorToRender) -> napi::Result<Value> {
 }
 
 /// A 0.3 `MessageSendParams` as the 1.0 `SendMessageRequest`.
-#[napi(namespace = "wire", ts_return_type = "SendMessageRequest")]
+#[napi(
+    namespace = "wire",
+    ts_args_type = "params: object",
+    ts_return_type = "SendMessageRequest"
+)]
 pub fn send_params_from_v03(params: Value) -> napi::Result<Value> {
     let request = agentlog_wire::v03::send_params_from_v03(&from_js(params))
         .map_err(|e| wire("sendParams", e))?;
@@ -243,7 +248,7 @@ pub fn send_params_from_v03(params: Value) -> napi::Result<Value> {
 }
 
 /// A 1.0 task in the 0.3 shape.
-#[napi(namespace = "wire", ts_args_type = "task: Task")]
+#[napi(namespace = "wire", ts_args_type = "task: Task", ts_return_type = "object")]
 pub fn task_to_v03(task: Value) -> napi::Result<Value> {
     let task: Task =
         agentlog_wire::a2a::from_json("Task", &from_js(task)).map_err(|e| wire("task", e))?;
@@ -251,7 +256,7 @@ pub fn task_to_v03(task: Value) -> napi::Result<Value> {
 }
 
 /// A 0.3 task in the 1.0 shape.
-#[napi(namespace = "wire", ts_return_type = "Task")]
+#[napi(namespace = "wire", ts_args_type = "task: object", ts_return_type = "Task")]
 pub fn task_from_v03(task: Value) -> napi::Result<Value> {
     let task = agentlog_wire::v03::task_from_v03(&from_js(task)).map_err(|e| wire("task", e))?;
     to_js(&task)
@@ -267,26 +272,26 @@ pub fn card_payload(card: Value) -> napi::Result<String> {
 
 /// The JWS signing input of a protected header and a payload.
 #[napi(namespace = "wire")]
-pub fn signing_input(protected: String, payload: String) -> String {
-    agentlog_wire::a2a::signing_input(&protected, &payload)
+pub fn signing_input(protected_header: String, payload: String) -> String {
+    agentlog_wire::a2a::signing_input(&protected_header, &payload)
 }
 
 /// A JWS protected header (base64url) decoded: `{alg, kid, typ, jku?}`.
-#[napi(namespace = "wire")]
-pub fn decode_protected_header(protected: String) -> napi::Result<Value> {
-    let header = ProtectedHeader::decode(&protected).map_err(|e| wire("protected header", e))?;
+#[napi(namespace = "wire", ts_return_type = "ProtectedHeader")]
+pub fn decode_protected_header(protected_header: String) -> napi::Result<Value> {
+    let header = ProtectedHeader::decode(&protected_header).map_err(|e| wire("protected header", e))?;
     to_js(&header)
 }
 
 /// A protected header encoded (sorted, compact JSON, base64url).
-#[napi(namespace = "wire")]
+#[napi(namespace = "wire", ts_args_type = "header: ProtectedHeader")]
 pub fn encode_protected_header(header: Value) -> napi::Result<String> {
     let header: ProtectedHeader = parse("protected header", header)?;
     header.encode().map_err(|e| wire("protected header", e))
 }
 
 /// Any JSON value in its RFC 8785 canonical form.
-#[napi(namespace = "wire")]
+#[napi(namespace = "wire", ts_args_type = "value: unknown")]
 pub fn canonicalize(value: Value) -> napi::Result<String> {
     agentlog_wire::jcs::canonicalize(&from_js(value)).map_err(|e| wire("value", e))
 }

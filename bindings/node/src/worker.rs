@@ -42,6 +42,7 @@ pub struct Completion {
     /// The error, if it failed.
     pub error: Option<String>,
     /// What it returned (a message for `followUp`), if anything.
+    #[napi(ts_type = "Message | null")]
     pub value: Option<Value>,
 }
 
