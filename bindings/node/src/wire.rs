@@ -248,7 +248,11 @@ pub fn send_params_from_v03(params: Value) -> napi::Result<Value> {
 }
 
 /// A 1.0 task in the 0.3 shape.
-#[napi(namespace = "wire", ts_args_type = "task: Task", ts_return_type = "object")]
+#[napi(
+    namespace = "wire",
+    ts_args_type = "task: Task",
+    ts_return_type = "object"
+)]
 pub fn task_to_v03(task: Value) -> napi::Result<Value> {
     let task: Task =
         agentlog_wire::a2a::from_json("Task", &from_js(task)).map_err(|e| wire("task", e))?;
@@ -256,7 +260,11 @@ pub fn task_to_v03(task: Value) -> napi::Result<Value> {
 }
 
 /// A 0.3 task in the 1.0 shape.
-#[napi(namespace = "wire", ts_args_type = "task: object", ts_return_type = "Task")]
+#[napi(
+    namespace = "wire",
+    ts_args_type = "task: object",
+    ts_return_type = "Task"
+)]
 pub fn task_from_v03(task: Value) -> napi::Result<Value> {
     let task = agentlog_wire::v03::task_from_v03(&from_js(task)).map_err(|e| wire("task", e))?;
     to_js(&task)
@@ -279,7 +287,8 @@ pub fn signing_input(protected_header: String, payload: String) -> String {
 /// A JWS protected header (base64url) decoded: `{alg, kid, typ, jku?}`.
 #[napi(namespace = "wire", ts_return_type = "ProtectedHeader")]
 pub fn decode_protected_header(protected_header: String) -> napi::Result<Value> {
-    let header = ProtectedHeader::decode(&protected_header).map_err(|e| wire("protected header", e))?;
+    let header =
+        ProtectedHeader::decode(&protected_header).map_err(|e| wire("protected header", e))?;
     to_js(&header)
 }
 
