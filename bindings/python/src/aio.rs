@@ -36,12 +36,28 @@ pub fn runtime() -> &'static Runtime {
         #[allow(clippy::expect_used)]
         tokio::runtime::Builder::new_multi_thread()
             .thread_name("agentlog-tokio")
+            .on_thread_start(keep_signals_for_python)
             .enable_all()
             .build()
             // Without a runtime the module can do nothing; a process that cannot start
             // threads has bigger trouble.
             .expect("cannot start the agentlog tokio runtime")
     })
+}
+
+/// Block SIGINT and SIGTERM in a runtime thread (and the threads it starts), so the kernel
+/// hands them to a thread of Python's. Python runs its handlers on the main thread only, and
+/// a process-directed signal may go to any thread that does not block it (Linux prefers the
+/// main thread; POSIX does not promise it): one taken by a tokio thread would not wake the
+/// asyncio loop, and Ctrl-C would wait for the loop's next wake-up.
+fn keep_signals_for_python() {
+    use nix::sys::signal::{SigSet, SigmaskHow, Signal, pthread_sigmask};
+    let mut set = SigSet::empty();
+    set.add(Signal::SIGINT);
+    set.add(Signal::SIGTERM);
+    if let Err(e) = pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&set), None) {
+        eprintln!("agentlog: cannot block signals in a runtime thread: {e}");
+    }
 }
 
 /// One event loop's side of the bridge.
