@@ -277,6 +277,34 @@ async fn modern_requests_carry_headers_that_match_the_body() {
             "{headers:?}"
         );
     }
+    // A modern header without the modern _meta (or half of it) is -32602; a body naming
+    // another version than its header is a mismatch, even an unknown version.
+    for params in [
+        json!({}),
+        json!({"_meta": {"io.modelcontextprotocol/clientCapabilities": {}}}),
+    ] {
+        let answer = post(
+            server.addr,
+            &modern_headers("server/discover", None),
+            json!({"jsonrpc": "2.0", "id": 11, "method": "server/discover", "params": params}),
+        )
+        .await;
+        assert_eq!(
+            (answer.status, answer.json()["error"]["code"].as_i64()),
+            (400, Some(-32602)),
+            "{}",
+            answer.body
+        );
+        assert_eq!(answer.json()["id"], 11);
+    }
+    let mut future = meta();
+    future["io.modelcontextprotocol/protocolVersion"] = json!("v999.0.0");
+    let mismatch = post(server.addr, &modern_headers("server/discover", None),
+        json!({"jsonrpc": "2.0", "id": 12, "method": "server/discover", "params": {"_meta": future}})).await;
+    assert_eq!(
+        (mismatch.status, mismatch.json()["error"]["code"].as_i64()),
+        (400, Some(-32020))
+    );
     // Unknown methods are 404 -32601 in the modern era; a bad version 400 -32022.
     let ping = post(
         server.addr,

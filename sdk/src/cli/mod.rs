@@ -9,10 +9,12 @@
 mod card;
 mod client;
 mod diagnostics;
+mod exec;
 mod keygen;
 mod output;
 mod serve;
 mod serve_auth;
+mod serve_mcp;
 mod signing;
 mod tail;
 mod tasks;

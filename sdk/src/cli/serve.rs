@@ -90,8 +90,12 @@ pub(super) struct ServeArgs {
     #[command(flatten)]
     signing: super::signing::ServeSigningArgs,
 
+    #[command(flatten)]
+    mcp: super::serve_mcp::McpArgs,
+
     /// Also run the built-in demo worker in this process (echo, `sleep N`, `input`, `fail`, `reply TEXT`),
-    /// and describe it in the card's skills.
+    /// and describe it in the card's skills; and serve the demo MCP tools on /mcp (echo and
+    /// the MCP conformance suite's fixture tools), answered in this process too.
     #[arg(long)]
     demo: bool,
 
@@ -212,6 +216,8 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
     if args.conformance {
         config.extension_scope = conformance::extension_scope();
     }
+    let mcp =
+        super::serve_mcp::open(&args.mcp, args.demo, &log, &config, public_url.host_str()).await?;
     let bridge = Bridge::open(log.clone(), config).await?;
     let worker = if args.demo || args.conformance {
         let mut config = WorkerConfig::new(&args.log.agent);
@@ -229,9 +235,26 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
 
     let stop = CancellationToken::new();
     let view = bridge.view().clone();
+    let (mcp_router, mcp_worker, mcp_banner) = match mcp {
+        Some(mcp) => {
+            let at = public_url
+                .join(mcp.path.trim_start_matches('/'))
+                .map_or_else(|_| mcp.path.clone(), |u| u.to_string());
+            (
+                Some(mcp.router),
+                mcp.worker,
+                format!("; MCP at {at} ({} tools)", mcp.tools),
+            )
+        }
+        None => (None, None, String::new()),
+    };
+    let mut app = router(bridge, http);
+    if let Some(mcp_router) = mcp_router {
+        app = app.merge(mcp_router);
+    }
     let mut server = tokio::spawn(serve_bounded(
         listener,
-        router(bridge, http),
+        app,
         args.max_connections,
         stop.clone().cancelled_owned(),
     ));
@@ -246,7 +269,7 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
     }
     let signal = super::shutdown_signal();
     out.line(&format!(
-        "agentlog serving agent {:?} at {public_url} (log: {}; {}; {auth_banner}{})",
+        "agentlog serving agent {:?} at {public_url} (log: {}; {}; {auth_banner}{}{mcp_banner})",
         args.log.agent,
         super::display_log_url(&log_url),
         if args.conformance {
@@ -279,10 +302,21 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
         }
     };
     let drain_worker = async {
-        match worker {
-            Some(worker) => worker.shutdown().await,
-            None => Ok(()),
-        }
+        let (a2a, mcp) = tokio::join!(
+            async {
+                match worker {
+                    Some(worker) => worker.shutdown().await,
+                    None => Ok(()),
+                }
+            },
+            async {
+                match mcp_worker {
+                    Some(worker) => worker.shutdown().await,
+                    None => Ok(()),
+                }
+            }
+        );
+        a2a.and(mcp)
     };
     let (served, stopped) = tokio::join!(drain_server, drain_worker);
     // A checkpoint of where the view stands, so that the next start replays nothing.

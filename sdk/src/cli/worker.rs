@@ -23,6 +23,9 @@ EXAMPLES:
       each task runs `tr a-z A-Z` with the message on stdin; its stdout is the answer
   agentlog worker --agent wc --exec \"sh -c 'wc -w | tr -d \\\" \\\"'\"
       use `sh -c` for pipes and redirections
+  agentlog worker --log iggy://iggy:iggy@127.0.0.1:8090 --tool upper --exec \"sh -c 'jq -r .text | tr a-z A-Z'\"
+      answer MCP tool `upper` (served by `agentlog serve --tools FILE`): the call's arguments
+      as JSON on stdin, stdout the result
   agentlog worker --log iggy://iggy:iggy@127.0.0.1:8090 --metrics-listen 127.0.0.1:9464
       also serve the log's metrics (agentlog_log_*) on http://127.0.0.1:9464/metrics
 
@@ -59,6 +62,13 @@ pub(super) struct WorkerArgs {
     #[arg(long, value_name = "COMMAND")]
     exec: Option<String>,
 
+    /// Serve MCP tool NAME with --exec: each call runs the command with the call's arguments
+    /// (JSON) on stdin; its stdout answers (a JSON CallToolResult, or text), a non-zero exit
+    /// is a tool error. The worker serves the tool's agent, `mcp.<NAME>` unless --agent names
+    /// another (the tool definition's `agent`).
+    #[arg(long, value_name = "NAME", requires = "exec")]
+    tool: Option<String>,
+
     /// The most bytes of an --exec command's stdout taken as its answer (it is written to the
     /// log twice: as the artifact and the status message): a command that prints more is
     /// killed and its task fails, saying so. Its stderr is kept up to 64 KiB.
@@ -85,6 +95,24 @@ pub(super) struct WorkerArgs {
 /// `agentlog worker`.
 pub(super) async fn run(args: WorkerArgs, out: &Out) -> CliResult {
     match &args.exec {
+        Some(command) if args.tool.is_some() => {
+            let tool = args.tool.clone().unwrap_or_default();
+            agentlog_wire::mcp::validate_tool_name(&tool)
+                .map_err(|e| CliError::msg(format!("bad --tool: {e}")))?;
+            let exec = ExecHandler {
+                argv: split_command(command)?,
+                max_output: args.max_output,
+            };
+            let what = format!("tool {tool}: exec {command}");
+            let handler = crate::worker::Tools::new().tool(
+                tool.clone(),
+                super::exec::ToolExec {
+                    tool: tool.clone(),
+                    exec,
+                },
+            );
+            work(&args, out, &what, handler).await
+        }
         Some(command) => {
             let argv = split_command(command)?;
             let what = format!("exec {command}");
@@ -113,7 +141,12 @@ async fn work(args: &WorkerArgs, out: &Out, what: &str, handler: impl Handler) -
     let signer = args.signing.record_signer()?;
     let verifier = args.signing.verifier()?;
     let (log, log_metrics) = super::open_counted_log(&url).await?;
-    let mut config = WorkerConfig::new(&args.log.agent);
+    // A tool's worker serves the tool's agent unless --agent names one.
+    let agent = match &args.tool {
+        Some(tool) if args.log.agent == super::DEFAULT_AGENT => format!("mcp.{tool}"),
+        _ => args.log.agent.clone(),
+    };
+    let mut config = WorkerConfig::new(&agent);
     config.concurrency = args.concurrency.max(1);
     config.lease = args.lease;
     config.signer = signer;
@@ -138,7 +171,7 @@ async fn work(args: &WorkerArgs, out: &Out, what: &str, handler: impl Handler) -
     let signal = super::shutdown_signal();
     out.line(&format!(
         "agentlog worker for agent {:?} (log: {}; handler: {what}{metrics_at})",
-        args.log.agent,
+        agent,
         super::display_log_url(&url)
     ));
     signal.await;
@@ -166,10 +199,10 @@ const MAX_STDERR: usize = 64 << 10;
 
 /// Runs a command per task: the message text on stdin, stdout the answer.
 #[derive(Debug)]
-struct ExecHandler {
-    argv: Vec<String>,
+pub(super) struct ExecHandler {
+    pub(super) argv: Vec<String>,
     /// The most bytes of stdout taken.
-    max_output: usize,
+    pub(super) max_output: usize,
 }
 
 /// Up to `max` bytes of `from`, and whether there were more (the rest is drained, unread, when
@@ -194,7 +227,7 @@ async fn read_capped(
 }
 
 /// What a command left: its exit status and stdout, or why it has no answer.
-enum Ran {
+pub(super) enum Ran {
     Exited(std::process::ExitStatus, Vec<u8>, Vec<u8>),
     /// Its stdout passed the limit (it was killed).
     TooMuch,
@@ -202,7 +235,7 @@ enum Ran {
 
 impl ExecHandler {
     /// Wait for `child`, reading its stdout (up to `max_output`) and stderr as it runs.
-    async fn run(&self, child: &mut tokio::process::Child) -> std::io::Result<Ran> {
+    pub(super) async fn run(&self, child: &mut tokio::process::Child) -> std::io::Result<Ran> {
         let stderr = child
             .stderr
             .take()

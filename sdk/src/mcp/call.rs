@@ -290,6 +290,11 @@ impl McpBridge {
             );
             return Ok(Started::Answered(object(CallToolResult::error(text))));
         }
+        check_capabilities(
+            &ctx.era,
+            entry.config.required_capabilities.as_ref(),
+            &params.name,
+        )?;
         let as_task = runs_as_task(&ctx.era, entry.config.task_support, &params)?;
         let (request, text, message_id) = command(&ctx.era, raw, &params, as_task)?;
         if as_task {
@@ -337,6 +342,35 @@ enum Started {
     Running(Running),
     /// On the log as a task.
     Task(agentlog_wire::mcp::McpTask),
+}
+
+/// A modern call must declare the client capabilities its tool needs.
+fn check_capabilities(
+    era: &agentlog_wire::mcp::Era,
+    required: Option<&Map<String, Value>>,
+    tool: &str,
+) -> Result<()> {
+    let (Some(required), agentlog_wire::mcp::Era::Modern { capabilities, .. }) = (required, era)
+    else {
+        return Ok(());
+    };
+    let missing: Map<String, Value> = required
+        .iter()
+        .filter(|(name, _)| !capabilities.contains_key(*name))
+        .map(|(name, value)| (name.clone(), value.clone()))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let names: Vec<&str> = missing.keys().map(String::as_str).collect();
+    Err(Error::new(
+        ErrorKind::ExtensionSupportRequired,
+        format!(
+            "tool {tool} needs the client capabilities {}, which this request does not declare",
+            names.join(", ")
+        ),
+    )
+    .with_data(json!({"requiredCapabilities": missing})))
 }
 
 /// Whether a call runs as a task: the tool allows it and the client asked (modern: declared

@@ -36,6 +36,11 @@ pub struct ToolConfig {
     /// Whether calls may run as tasks. Default forbidden.
     #[serde(default)]
     pub task_support: TaskSupport,
+    /// Client capabilities a call needs (a capabilities object, e.g. `{"sampling": {}}`): a
+    /// modern request not declaring them all gets -32021 naming the missing ones, before
+    /// anything is written. Legacy requests carry no capabilities and are not checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub required_capabilities: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 impl ToolConfig {
@@ -45,6 +50,7 @@ impl ToolConfig {
             tool,
             agent: None,
             task_support: TaskSupport::Forbidden,
+            required_capabilities: None,
         }
     }
 

@@ -150,7 +150,8 @@ impl McpBridge {
             params.as_ref(),
             request.headers.as_ref(),
         ) {
-            return error_reply(id, &error, modern);
+            // These refusals are the modern transport's: its statuses (400) apply.
+            return error_reply(id, &error, true);
         }
         if parsed.method.starts_with("notifications/") {
             // Notifications have no answer; a legacy cancel of a running call is handled by
@@ -221,17 +222,30 @@ fn check_version_and_headers(
 ) -> Result<()> {
     match era {
         Era::Modern { version, .. } => {
-            if version != MODERN_VERSION {
-                return Err(Error::new(
+            let unsupported = || {
+                Error::new(
                     ErrorKind::VersionNotSupported,
                     format!("Unsupported protocol version: {version}"),
                 )
-                .with_data(json!({"supported": [MODERN_VERSION], "requested": version})));
-            }
-            let Some(headers) = headers else {
-                return Ok(());
+                .with_data(json!({"supported": [MODERN_VERSION], "requested": version}))
             };
-            header_matches("MCP-Protocol-Version", headers.protocol_version.as_deref(), version)?;
+            let Some(headers) = headers else {
+                return if version == MODERN_VERSION {
+                    Ok(())
+                } else {
+                    Err(unsupported())
+                };
+            };
+            // The header first: a body disagreeing with its header is a mismatch (-32020),
+            // whatever the version; both agreeing on one we do not serve is -32022.
+            header_matches(
+                "MCP-Protocol-Version",
+                headers.protocol_version.as_deref(),
+                version,
+            )?;
+            if version != MODERN_VERSION {
+                return Err(unsupported());
+            }
             header_matches("Mcp-Method", headers.method.as_deref(), method)?;
             let named = match method {
                 "tools/call" | "prompts/get" => Some("name"),
@@ -248,19 +262,26 @@ fn check_version_and_headers(
             }
             Ok(())
         }
+        // A version header that is no legacy one, on a request without the modern `_meta`:
+        // a modern request missing what it must carry (or a version we do not know).
         Era::Legacy => match headers.and_then(|h| h.protocol_version.as_deref()) {
-            Some(version) if method != "initialize" && !is_legacy_version(version) => Err(
-                Error::new(
-                    ErrorKind::InvalidRequest,
-                    format!(
-                        "Bad Request: unsupported MCP-Protocol-Version {version} (a request of version {MODERN_VERSION} names it in params._meta)"
-                    ),
-                )
-                .with_detail("header", "MCP-Protocol-Version"),
-            ),
+            Some(version) if method != "initialize" && !is_legacy_version(version) => {
+                Err(missing_meta().with_detail("header", "MCP-Protocol-Version"))
+            }
+            _ if method == "server/discover" => Err(missing_meta()),
             _ => Ok(()),
         },
     }
+}
+
+fn missing_meta() -> Error {
+    Error::new(
+        ErrorKind::InvalidParams,
+        format!(
+            "Invalid params: a {MODERN_VERSION} request carries params._meta with io.modelcontextprotocol/protocolVersion and io.modelcontextprotocol/clientCapabilities"
+        ),
+    )
+    .with_detail("field", "_meta")
 }
 
 fn header_matches(header: &'static str, sent: Option<&str>, expected: &str) -> Result<()> {

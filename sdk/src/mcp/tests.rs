@@ -428,6 +428,30 @@ async fn eras_versions_and_headers_are_checked() {
 }
 
 #[tokio::test]
+async fn a_tool_needing_a_client_capability_refuses_modern_calls_without_it() {
+    let log = crate::log::open("memory://").await.unwrap();
+    let mut needs = tool("needs", json!({"type": "object"}));
+    needs.required_capabilities = Some(json!({"sampling": {}}).as_object().unwrap().clone());
+    let mcp = McpBridge::open(log.clone(), McpConfig::new(vec![needs]))
+        .await
+        .unwrap();
+    let (status, body) = rpc(&mcp, call("needs", json!({}), Some(modern_meta()))).await;
+    assert_eq!(
+        (status, body["error"]["code"].as_i64()),
+        (400, Some(-32021)),
+        "{body}"
+    );
+    assert_eq!(
+        body["error"]["data"],
+        json!({"requiredCapabilities": {"sampling": {}}})
+    );
+    let topic = &mcp.bridges()["mcp.needs"].config().topics.events;
+    for partition in 0..4 {
+        assert!(log.read(topic, partition, 0, 10).await.unwrap().is_empty());
+    }
+}
+
+#[tokio::test]
 async fn bad_tools_are_config_errors() {
     let log = crate::log::open("memory://").await.unwrap();
     for tools in [

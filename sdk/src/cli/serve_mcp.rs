@@ -1,0 +1,147 @@
+//! `agentlog serve`'s MCP side: `--tools FILE` (and the demo tools with `--demo`) served on
+//! the MCP route beside the A2A endpoint, in the same router and process.
+
+use std::path::{Path, PathBuf};
+
+use axum::Router;
+use clap::Args;
+
+use super::{CliError, CliResult};
+use crate::bridge::BridgeConfig;
+use crate::http::mcp::{McpHttpConfig, router};
+use crate::log::Log;
+use crate::mcp::{McpBridge, McpConfig, ToolConfig};
+use crate::worker::demo_tools::{DEMO_TOOLS_AGENT, demo_tool_handlers, demo_tools};
+use crate::worker::{Worker, WorkerConfig};
+
+/// The MCP flags of `serve`.
+#[derive(Debug, Args)]
+pub(super) struct McpArgs {
+    /// Serve the MCP tools defined in FILE on the MCP route (default /mcp): a JSON array of
+    /// tool definitions (`name`, `title`, `description`, `inputSchema`, `outputSchema`,
+    /// `annotations`, plus agentlog's `agent` — the topics its calls go to, default
+    /// `mcp.<name>` — `taskSupport` (forbidden, optional, required) and
+    /// `requiredCapabilities`), or an object with such an array under `tools`. Their calls
+    /// are answered by workers of their agents (`agentlog worker --tool NAME --exec CMD`).
+    /// With --demo the demo tools are served too (and answered in this process).
+    #[arg(long, value_name = "FILE")]
+    tools: Option<PathBuf>,
+
+    /// The MCP route's path.
+    #[arg(long, value_name = "PATH", default_value = "/mcp")]
+    mcp_path: String,
+
+    /// A Host name the MCP route answers besides loopback and the --public-url host (DNS
+    /// rebinding protection); `*` answers any. Repeatable.
+    #[arg(long = "mcp-allow-host", value_name = "HOST")]
+    mcp_allow_hosts: Vec<String>,
+
+    /// An Origin browsers may call the MCP route from besides loopback (`scheme://host`, any
+    /// port, or `scheme://host:port`); `*` allows any. Repeatable.
+    #[arg(long = "mcp-allow-origin", value_name = "ORIGIN")]
+    mcp_allow_origins: Vec<String>,
+}
+
+/// The MCP route and the worker answering the demo tools.
+pub(super) struct Mcp {
+    pub(super) router: Router,
+    pub(super) worker: Option<Worker>,
+    pub(super) path: String,
+    pub(super) tools: usize,
+}
+
+/// Open the MCP bridge when there are tools to serve (`--tools`, or `--demo`); `template`
+/// is the A2A bridge's configuration (signing, trust, retention, hops), `public_host` the
+/// host clients name.
+pub(super) async fn open(
+    args: &McpArgs,
+    demo: bool,
+    log: &Log,
+    template: &BridgeConfig,
+    public_host: Option<&str>,
+) -> CliResult<Option<Mcp>> {
+    let mut tools = match &args.tools {
+        Some(path) => tools_file(path)?,
+        None => Vec::new(),
+    };
+    if demo {
+        tools.extend(demo_tools());
+    }
+    if args.tools.is_none() && !demo {
+        return Ok(None);
+    }
+    let count = tools.len();
+    let mut config = McpConfig::new(tools);
+    config.bridge = template.clone();
+    let mcp = McpBridge::open(log.clone(), config).await?;
+    let worker = match mcp.bridges().get(DEMO_TOOLS_AGENT).filter(|_| demo) {
+        Some(bridge) => {
+            let mut config = WorkerConfig::new(DEMO_TOOLS_AGENT);
+            config.view = Some(bridge.view().clone());
+            config.signer = template.signer.clone();
+            config.trust = template.trust.clone();
+            Some(Worker::start(log.clone(), config, demo_tool_handlers()).await?)
+        }
+        None => None,
+    };
+    let mut http = McpHttpConfig {
+        path: args.mcp_path.clone(),
+        ..McpHttpConfig::default()
+    };
+    http.allowed_hosts.extend(public_host.map(str::to_owned));
+    http.allowed_hosts
+        .extend(args.mcp_allow_hosts.iter().cloned());
+    http.allowed_origins
+        .extend(args.mcp_allow_origins.iter().cloned());
+    let router =
+        router(mcp, http).map_err(|e| CliError::msg(format!("bad --mcp-path: {}", e.message())))?;
+    Ok(Some(Mcp {
+        router,
+        worker,
+        path: args.mcp_path.clone(),
+        tools: count,
+    }))
+}
+
+/// The tool definitions in `path`.
+fn tools_file(path: &Path) -> CliResult<Vec<ToolConfig>> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| CliError::msg(format!("cannot read --tools {}: {e}", path.display())))?;
+    let bad = |why: String| CliError::msg(format!("bad --tools {}: {why}", path.display()));
+    let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
+    let list = match value {
+        serde_json::Value::Object(mut object) => object
+            .remove("tools")
+            .ok_or_else(|| bad("an object needs a \"tools\" array".to_owned()))?,
+        other => other,
+    };
+    serde_json::from_value(list).map_err(|e| bad(e.to_string()))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tools_file_is_an_array_or_an_object_with_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tools.json");
+        std::fs::write(
+            &path,
+            r#"[{"name": "a", "inputSchema": {"type": "object"}, "taskSupport": "optional"}]"#,
+        )
+        .unwrap();
+        assert_eq!(tools_file(&path).unwrap()[0].tool.name, "a");
+        std::fs::write(
+            &path,
+            r#"{"tools": [{"name": "b", "inputSchema": {"type": "object"}, "agent": "x"}]}"#,
+        )
+        .unwrap();
+        assert_eq!(tools_file(&path).unwrap()[0].agent(), "x");
+        for bad in ["{}", "[{\"name\": 1}]", "nope"] {
+            std::fs::write(&path, bad).unwrap();
+            assert!(tools_file(&path).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,190 @@
+//! `agentlog serve --demo` serves the demo MCP tools on /mcp beside the A2A endpoint, and
+//! `--tools FILE` adds tools from a file.
+
+mod support;
+
+use std::io::{Read, Write};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::Server;
+
+/// POST `body` to `url` (`http://host:port/path`): the status and the body.
+fn post(url: &str, headers: &[(&str, &str)], body: &Value) -> (u16, String) {
+    let rest = url.strip_prefix("http://").expect("http url");
+    let (host, path) = rest.split_at(rest.find('/').expect("path"));
+    let mut stream = std::net::TcpStream::connect(host).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("timeout");
+    let body = body.to_string();
+    let mut request = format!(
+        "POST {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        request.push_str(&format!("{k}: {v}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(&body);
+    stream.write_all(request.as_bytes()).expect("write");
+    let mut reply = String::new();
+    stream.read_to_string(&mut reply).expect("read");
+    let status = reply[9..12].parse().expect("status");
+    let body = reply
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    (status, body)
+}
+
+fn json_of(body: &str) -> Value {
+    serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"))
+}
+
+fn modern(extension: bool) -> Value {
+    let caps = if extension {
+        json!({"extensions": {"io.modelcontextprotocol/tasks": {}}})
+    } else {
+        json!({})
+    };
+    json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": caps})
+}
+
+#[test]
+fn serve_demo_serves_the_demo_tools_over_mcp() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (server, banner) = Server::start_with("memory://", &[], dir.path());
+    assert!(
+        banner.contains("MCP at http://127.0.0.1:") && banner.contains("/mcp ("),
+        "{banner}"
+    );
+    let mcp = format!("{}mcp", server.url);
+    let (status, body) = post(
+        &mcp,
+        &[],
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+    );
+    assert_eq!(status, 200, "{body}");
+    let list = json_of(&body);
+    let names: Vec<&str> = list["result"]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    for name in [
+        "echo",
+        "test_simple_text",
+        "greet",
+        "slow_compute",
+        "protocol_error_job",
+    ] {
+        assert!(names.contains(&name), "{name} in {names:?}");
+    }
+    let (_, body) = post(
+        &mcp,
+        &[],
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "greet", "arguments": {"name": "Ada"}}}),
+    );
+    assert_eq!(
+        json_of(&body)["result"]["content"][0]["text"],
+        "Hello, Ada!"
+    );
+    // A modern task on the demo worker, read back until it completes.
+    let headers = [
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "tools/call"),
+        ("Mcp-Name", "slow_compute"),
+    ];
+    let (_, body) = post(
+        &mcp,
+        &headers,
+        &json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "slow_compute", "arguments": {"seconds": 0.1}, "_meta": modern(true)}}),
+    );
+    let created = json_of(&body);
+    assert_eq!(created["result"]["resultType"], "task", "{body}");
+    let task_id = created["result"]["taskId"]
+        .as_str()
+        .expect("taskId")
+        .to_owned();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let headers = [
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", "tasks/get"),
+            ("Mcp-Name", task_id.as_str()),
+        ];
+        let (_, body) = post(
+            &mcp,
+            &headers,
+            &json!({"jsonrpc": "2.0", "id": 4, "method": "tasks/get",
+            "params": {"taskId": task_id, "_meta": modern(true)}}),
+        );
+        let got = json_of(&body);
+        if got["result"]["status"] == "completed" {
+            assert_eq!(
+                got["result"]["result"]["content"][0]["text"],
+                "Computed for 0.1 seconds"
+            );
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{body}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    server.stop();
+}
+
+#[test]
+fn serve_tools_adds_the_tools_of_a_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tools = dir.path().join("tools.json");
+    std::fs::write(
+        &tools,
+        r#"[{"name": "upper", "description": "Upper-cases", "inputSchema": {"type": "object"}}]"#,
+    )
+    .expect("write");
+    let tools = tools.to_str().expect("path");
+    let (server, banner) = Server::spawn(
+        &[
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--log",
+            "memory://",
+            "--tools",
+            tools,
+        ],
+        dir.path(),
+    );
+    assert!(banner.contains("(1 tools)"), "{banner}");
+    let url = banner
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .expect("url");
+    let (_, body) = post(
+        &format!("{url}mcp"),
+        &[],
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+    );
+    let list = json_of(&body);
+    assert_eq!(list["result"]["tools"][0]["name"], "upper");
+    server.stop();
+    let bad = dir.path().join("bad.json");
+    std::fs::write(
+        &bad,
+        r#"[{"name": "a b", "inputSchema": {"type": "object"}}]"#,
+    )
+    .expect("write");
+    let out = support::fails(&[
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--log",
+        "memory://",
+        "--tools",
+        bad.to_str().expect("path"),
+    ]);
+    assert!(out.contains("a b"), "{out}");
+}
