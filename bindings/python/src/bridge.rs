@@ -283,6 +283,35 @@ impl PyBridge {
         )
     }
 
+    /// Benchmark plumbing (`benches/http_bench.py`): `calls` sequential `get_task` calls of
+    /// the Rust verb in a Rust loop on this bridge, the seconds they took; what
+    /// `await bridge.get_task(...)` costs beyond it is the binding's.
+    #[pyo3(name = "_bench_get_task")]
+    fn bench_get_task<'py>(
+        &self,
+        py: Python<'py>,
+        request: &Bound<'py, PyAny>,
+        calls: u32,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let params = py_to_json(request, "request")?;
+        let bridge = self.0.clone();
+        aio::spawn(
+            py,
+            OnCancel::Finish,
+            async move {
+                let request: agentlog_wire::a2a::GetTaskRequest =
+                    from_params("GetTaskRequest", &params)?;
+                let caller = agentlog::Caller::anonymous();
+                let started = std::time::Instant::now();
+                for _ in 0..calls {
+                    std::hint::black_box(bridge.get_task(&caller, request.clone()).await?);
+                }
+                Ok(started.elapsed().as_secs_f64())
+            },
+            |py, seconds| Ok(seconds.into_pyobject(py)?.into_any().unbind()),
+        )
+    }
+
     fn __repr__(&self) -> String {
         format!("Bridge(agent={:?})", self.0.config().topics.agent)
     }

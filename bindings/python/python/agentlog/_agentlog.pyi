@@ -119,6 +119,7 @@ class Bridge:
         extensions: Sequence[str] = ...,
         resume_after: int | None = None,
     ) -> Awaitable[bytes | RpcFrames]: ...
+    def _bench_get_task(self, request: Params, calls: int) -> Awaitable[float]: ...
 
 @final
 class TaskContext:
