@@ -7,6 +7,9 @@
 # Then the interop tests: the official A2A clients (Python a2a-sdk, JS @a2a-js/sdk) against
 # `agentlog serve --demo` (tests/interop/run.sh; needs Python >= 3.10, Node >= 20, and PyPI and
 # npm on the first run, after which the installs are cached).
+# Then the MCP interop tests: the official MCP clients (Python mcp, TS @modelcontextprotocol/client)
+# and the MCP conformance suite (on the Node 22 it installs from npm) against `agentlog serve
+# --demo`'s /mcp, with baselines of expected failures (tests/interop/mcp/run.sh; cached installs).
 # Then the Node binding's tests (bindings/node/run-tests.sh: npm ci, the addon built with the
 # dev profile in the same target directory, node --test).
 # Then the Python binding's tests (bindings/python/run-tests.sh: the module built in the dev
@@ -17,4 +20,5 @@ cd "$(dirname "$0")/.."
 cargo test --workspace --locked
 bindings/node/run-tests.sh
 tests/interop/run.sh
+tests/interop/mcp/run.sh
 bindings/python/run-tests.sh

@@ -94,7 +94,9 @@ impl Running {
             };
             if state.is_terminal() || state.is_interrupted() {
                 self.done = true;
-                self.guard.armed = false;
+                // A call answered on the request is over once answered: a tool asking for
+                // input there gets no answer (MRTR is not built), so its task is cancelled.
+                self.guard.armed = state.is_interrupted();
                 return Some(CallEvent::Done(answer(state, message.as_ref())));
             }
             if let Some(notification) = self.progress(message.as_ref()) {
@@ -141,10 +143,14 @@ pub(super) fn answer(
             Err(e) => Err(json!({"code": -32603, "message": format!("the tool's result is not a CallToolResult: {e}")})),
         },
         TaskState::Canceled => Err(json!({"code": -32603, "message": "the call was cancelled"})),
-        TaskState::InputRequired | TaskState::AuthRequired => Err(json!({
-            "code": -32603,
-            "message": format!("the tool asked for {} ({}); this bridge relays that only for tasks", state, text_of(message)),
-        })),
+        // A tool failure the model can read: the tool needs input this call cannot carry.
+        TaskState::InputRequired | TaskState::AuthRequired => {
+            let text = format!(
+                "the tool asked for {state} ({}); this bridge relays input requests only for tasks (declare the {TASKS_EXTENSION} extension)",
+                text_of(message)
+            );
+            Ok(object(CallToolResult::error(text)))
+        }
         _ => Err(message
             .and_then(|m| data_part(m, ERROR_MEDIA_TYPE))
             .filter(|e| e.get("code").is_some_and(Value::is_i64) && e.get("message").is_some_and(Value::is_string))

@@ -250,7 +250,7 @@ fn check_version_and_headers(
             let named = match method {
                 "tools/call" | "prompts/get" => Some("name"),
                 "resources/read" => Some("uri"),
-                m if m.starts_with("tasks/") => Some("taskId"),
+                "tasks/get" | "tasks/update" | "tasks/cancel" => Some("taskId"),
                 _ => None,
             };
             if let Some(member) = named {

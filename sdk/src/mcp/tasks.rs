@@ -11,7 +11,9 @@ use agentlog_wire::a2a::{
     CancelTaskRequest, GetTaskRequest, ListTasksRequest, Message, Role, SendMessageConfiguration,
     SendMessageRequest, SubscribeToTaskRequest, Task,
 };
-use agentlog_wire::mcp::call::{INPUT_RESPONSES_MEDIA_TYPE, result_of, typed_part};
+use agentlog_wire::mcp::call::{
+    INPUT_REQUESTS_MEDIA_TYPE, INPUT_RESPONSES_MEDIA_TYPE, data_part, result_of, typed_part,
+};
 use agentlog_wire::mcp::{META_RELATED_TASK, McpTask, McpTaskStatus, TASKS_EXTENSION};
 use agentlog_wire::timestamp::format_millis;
 use futures::StreamExt;
@@ -118,6 +120,15 @@ impl McpBridge {
         params: Option<&Map<String, Value>>,
     ) -> Answer {
         let modern = ctx.era.is_modern();
+        // The legacy variant's methods do not exist in the extension, declared or not.
+        if modern && matches!(method, "tasks/result" | "tasks/list") {
+            return Err(Error::new(
+                ErrorKind::MethodNotFound,
+                format!("Method not found: {method}"),
+            )
+            .with_detail("method", method)
+            .to_mcp());
+        }
         if modern && !ctx.era.declares_extension(TASKS_EXTENSION) {
             return Err(Error::new(
                 ErrorKind::ExtensionSupportRequired,
@@ -168,6 +179,18 @@ impl McpBridge {
                     Ok(call) => result.insert("result".into(), Value::Object(call)),
                     Err(error) => result.insert("error".into(), error),
                 };
+            }
+            McpTaskStatus::InputRequired => {
+                // What the tool asked for (`ToolCall::ask`), keyed as it gave it.
+                if let Some(requests) = task
+                    .status
+                    .message
+                    .as_ref()
+                    .and_then(|m| data_part(m, INPUT_REQUESTS_MEDIA_TYPE))
+                    .and_then(|d| d.get("inputRequests"))
+                {
+                    result.insert("inputRequests".into(), requests.clone());
+                }
             }
             _ => {}
         }

@@ -452,6 +452,120 @@ async fn a_tool_needing_a_client_capability_refuses_modern_calls_without_it() {
 }
 
 #[tokio::test]
+async fn a_sync_call_whose_tool_asks_for_input_is_a_tool_error_and_its_task_is_cancelled() {
+    let log = crate::log::open("memory://").await.unwrap();
+    let mcp = McpBridge::open(
+        log.clone(),
+        McpConfig::new(vec![tool("ask", json!({"type": "object"}))]),
+    )
+    .await
+    .unwrap();
+    let bridge = mcp.bridges()["mcp.ask"].clone();
+    let tools = Tools::new().tool(
+        "ask",
+        tool_fn(|call: ToolCall| async move {
+            call.ask("which one?", serde_json::Map::new()).await?;
+            Ok(CallToolResult::text("unused"))
+        }),
+    );
+    let config = WorkerConfig {
+        view: Some(bridge.view().clone()),
+        ..WorkerConfig::new("mcp.ask")
+    };
+    let _worker = Worker::start(log.clone(), config, tools).await.unwrap();
+    let (_, body) = rpc(&mcp, call("ask", json!({}), None)).await;
+    assert_eq!(body["result"]["isError"], true, "{body}");
+    assert!(
+        body["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("which one?")
+    );
+    // The abandoned task is cancelled on the log.
+    let topic = bridge.config().topics.events.clone();
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let mut cancels = 0;
+        for partition in 0..4 {
+            for stored in log.read(&topic, partition, 0, 100).await.unwrap() {
+                let record = agentlog_wire::Record::decode(&stored.payload).unwrap();
+                cancels += usize::from(matches!(record.body, RecordBody::CancelRequest { .. }));
+            }
+        }
+        if cancels == 1 {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no cancel request written"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+/// Cancel requests on `agent`'s events topic.
+async fn cancels(log: &crate::log::Log, mcp: &McpBridge, agent: &str) -> usize {
+    let topic = mcp.bridges()[agent].config().topics.events.clone();
+    let mut cancels = 0;
+    for partition in 0..4 {
+        for stored in log.read(&topic, partition, 0, 100).await.unwrap() {
+            let record = agentlog_wire::Record::decode(&stored.payload).unwrap();
+            cancels += usize::from(matches!(record.body, RecordBody::CancelRequest { .. }));
+        }
+    }
+    cancels
+}
+
+#[tokio::test]
+async fn a_modern_client_going_away_cancels_its_call_and_a_legacy_one_does_not() {
+    let log = crate::log::open("memory://").await.unwrap();
+    let mcp = McpBridge::open(
+        log.clone(),
+        McpConfig::new(vec![tool("wait", json!({"type": "object"}))]),
+    )
+    .await
+    .unwrap();
+    let tools = Tools::new().tool(
+        "wait",
+        tool_fn(|call: ToolCall| async move {
+            call.task.cancellation().cancelled().await;
+            Ok(CallToolResult::text("cancelled"))
+        }),
+    );
+    let view = mcp.bridges()["mcp.wait"].view().clone();
+    let config = WorkerConfig {
+        view: Some(view),
+        ..WorkerConfig::new("mcp.wait")
+    };
+    let _worker = Worker::start(log.clone(), config, tools).await.unwrap();
+    for (meta, expected) in [(None, 0), (Some(modern_meta()), 1)] {
+        let this = mcp.clone();
+        let body = serde_json::to_vec(&call("wait", json!({}), meta)).unwrap();
+        let running = tokio::spawn(async move {
+            this.handle(McpRequest {
+                body: &body,
+                caller: Caller::anonymous(),
+                headers: None,
+                accepts_stream: false,
+            })
+            .await;
+        });
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        running.abort(); // the client went away: the request's future is dropped
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+        while cancels(&log, &mcp, "mcp.wait").await < expected {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "no cancel request written"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        assert_eq!(cancels(&log, &mcp, "mcp.wait").await, expected);
+    }
+}
+
+#[tokio::test]
 async fn bad_tools_are_config_errors() {
     let log = crate::log::open("memory://").await.unwrap();
     for tools in [

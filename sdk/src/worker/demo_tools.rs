@@ -125,8 +125,14 @@ pub fn demo_tools() -> Vec<ToolConfig> {
         ),
         config(
             "failing_job",
-            "Reports a tool error after about a second",
+            "Reports a tool error after about a second; runs only as a task",
             no_arguments(),
+            TaskSupport::Required,
+        ),
+        config(
+            "confirm_delete",
+            "Asks the client to confirm (an elicitation), then answers; a task when the client takes tasks",
+            json!({"type": "object", "properties": {"filename": {"type": "string"}}}),
             Optional,
         ),
         config(
@@ -295,6 +301,35 @@ pub fn demo_tool_handlers() -> Tools {
             tool_fn(|call: ToolCall| async move {
                 sleep_or_cancel(&call, Duration::from_secs(1)).await;
                 Ok(CallToolResult::error("The job failed (a tool execution error)"))
+            }),
+        )
+        .tool(
+            "confirm_delete",
+            tool_fn(|call: ToolCall| async move {
+                let filename = call
+                    .arguments
+                    .get("filename")
+                    .and_then(Value::as_str)
+                    .unwrap_or("the file")
+                    .to_owned();
+                let Some(answer) = call.input_responses.as_ref().and_then(|r| r.get("confirm")) else {
+                    // First turn, or responses that did not answer: ask (again).
+                    let mut requests = Map::new();
+                    requests.insert("confirm".to_owned(), json!({
+                        "method": "elicitation/create",
+                        "params": {"message": format!("Delete {filename}?"), "requestedSchema": {
+                            "type": "object", "properties": {"confirm": {"type": "boolean"}}, "required": ["confirm"]}}
+                    }));
+                    call.ask(&format!("Delete {filename}?"), requests).await?;
+                    return Ok(CallToolResult::text("asked"));
+                };
+                let yes = answer.get("action").and_then(Value::as_str) == Some("accept")
+                    && answer.pointer("/content/confirm").and_then(Value::as_bool) != Some(false);
+                Ok(CallToolResult::text(if yes {
+                    format!("Deleted {filename}")
+                } else {
+                    format!("Kept {filename}")
+                }))
             }),
         )
         .tool(

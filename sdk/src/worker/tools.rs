@@ -16,7 +16,8 @@ use std::sync::Arc;
 use agentlog_wire::TaskState;
 use agentlog_wire::a2a::Part;
 use agentlog_wire::mcp::call::{
-    ERROR_MEDIA_TYPE, INPUT_RESPONSES_MEDIA_TYPE, RESULT_MEDIA_TYPE, call_of, data_part, typed_part,
+    ERROR_MEDIA_TYPE, INPUT_REQUESTS_MEDIA_TYPE, INPUT_RESPONSES_MEDIA_TYPE, RESULT_MEDIA_TYPE,
+    call_of, data_part, typed_part,
 };
 use agentlog_wire::mcp::{CallToolParams, CallToolResult};
 use serde_json::{Map, Value, json};
@@ -37,6 +38,28 @@ pub struct ToolCall {
     /// The task the call is: report progress with [`TaskContext::report`], watch
     /// [`TaskContext::cancellation`], carry [`TaskContext::hops`] on calls it makes.
     pub task: TaskContext,
+}
+
+impl ToolCall {
+    /// Ask the client for input: the task becomes `input_required`, `tasks/get` shows
+    /// `input_requests` (keyed MCP requests, e.g. `{"confirm": {"method": "elicitation/create",
+    /// "params": {...}}}`) and `text` as its status message. Ends this turn (whatever the
+    /// handler returns after is dropped); the call runs again with the client's
+    /// `tasks/update` responses in [`ToolCall::input_responses`].
+    pub async fn ask(&self, text: &str, input_requests: Map<String, Value>) -> crate::Result<()> {
+        self.task
+            .finish_with(
+                TaskState::InputRequired,
+                vec![
+                    typed_part(
+                        json!({"inputRequests": input_requests}),
+                        INPUT_REQUESTS_MEDIA_TYPE,
+                    ),
+                    Part::text(text),
+                ],
+            )
+            .await
+    }
 }
 
 /// A tool's code: answers one call with a result. `Err` is a protocol failure (the client

@@ -30,6 +30,8 @@ pub const RESULT_MEDIA_TYPE: &str = "application/vnd.agentlog.mcp-result+json";
 pub const ERROR_MEDIA_TYPE: &str = "application/vnd.agentlog.jsonrpc-error+json";
 /// Media type of the data part carrying a `tasks/update`'s `{inputResponses}` in a follow-up.
 pub const INPUT_RESPONSES_MEDIA_TYPE: &str = "application/vnd.agentlog.mcp-input-responses+json";
+/// Media type of the data part carrying a tool's `{inputRequests}` in an input-required status.
+pub const INPUT_REQUESTS_MEDIA_TYPE: &str = "application/vnd.agentlog.mcp-input-requests+json";
 /// Media type of the data part carrying a progress report in a working status.
 pub const PROGRESS_MEDIA_TYPE: &str = "application/vnd.agentlog.progress+json";
 

@@ -1,0 +1,98 @@
+"""The official MCP Python client (mcp 2.3.0) against `agentlog serve --demo`'s /mcp, in each
+of its modes: auto (probes server/discover), legacy (initialize), and pinned 2026-07-28."""
+
+import json
+import os
+import time
+import urllib.request
+
+import anyio
+import pytest
+from mcp import Client
+
+URL = os.environ["AGENTLOG_MCP_URL"]
+MODES = ["auto", "legacy", "2026-07-28"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_list_call_progress_and_errors(mode):
+    async with Client(URL, mode=mode) as client:
+        assert client.server_info is None or client.server_info.name == "agentlog"
+        assert client.protocol_version == ("2025-11-25" if mode == "legacy" else "2026-07-28")
+        tools = await client.list_tools()
+        names = {t.name for t in tools.tools}
+        assert {"echo", "greet", "slow_compute", "test_tool_with_progress"} <= names
+        greeted = await client.call_tool("greet", {"name": "Ada"})
+        assert greeted.content[0].text == "Hello, Ada!" and not greeted.is_error
+        seen = []
+
+        async def progress(value, total, message):
+            seen.append((value, total))
+
+        done = await client.call_tool("test_tool_with_progress", {}, progress_callback=progress)
+        assert seen == [(0, 100), (50, 100), (100, 100)]
+        assert done.content[0].text == "Progress test completed"
+        failed = await client.call_tool("test_error_handling", {})
+        assert failed.is_error
+        invalid = await client.call_tool("echo", {"text": 5})
+        assert invalid.is_error and "Invalid arguments" in invalid.content[0].text
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_cancelled_call_leaves_the_client_usable(mode):
+    async with Client(URL, mode=mode) as client:
+        started = time.monotonic()
+        with anyio.move_on_after(0.5):
+            await client.call_tool("slow_compute", {"seconds": 30})
+            pytest.fail("slow_compute answered before it was cancelled")
+        assert time.monotonic() - started < 5
+        again = await client.call_tool("echo", {"text": "still here"})
+        assert again.content[0].text == "still here"
+
+
+def post(body, headers=None):
+    """A plain JSON-RPC POST: (status, parsed body)."""
+    request = urllib.request.Request(URL, data=json.dumps(body).encode(), method="POST")
+    request.add_header("Content-Type", "application/json")
+    request.add_header("Accept", "application/json, text/event-stream")
+    for k, v in (headers or {}).items():
+        request.add_header(k, v)
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def modern(method, params, name=None):
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+    }
+    headers = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method}
+    if name is not None:
+        headers["Mcp-Name"] = name
+    return post({"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "_meta": meta}}, headers)
+
+
+def test_a_task_runs_and_is_read_back_and_cancelled():
+    # No official v2 client has a tasks runtime: the Tasks extension over plain JSON-RPC.
+    status, created = modern("tools/call", {"name": "slow_compute", "arguments": {"seconds": 0.2}}, "slow_compute")
+    assert status == 200 and created["result"]["resultType"] == "task", created
+    task_id = created["result"]["taskId"]
+    deadline = time.monotonic() + 20
+    while True:
+        _, got = modern("tasks/get", {"taskId": task_id}, task_id)
+        if got["result"]["status"] == "completed":
+            assert got["result"]["result"]["content"][0]["text"].startswith("Computed for")
+            break
+        assert time.monotonic() < deadline, got
+        time.sleep(0.05)
+    _, slow = modern("tools/call", {"name": "slow_compute", "arguments": {"seconds": 60}}, "slow_compute")
+    slow_id = slow["result"]["taskId"]
+    _, ack = modern("tasks/cancel", {"taskId": slow_id}, slow_id)
+    assert ack["result"]["resultType"] == "complete"
+    deadline = time.monotonic() + 20
+    while modern("tasks/get", {"taskId": slow_id}, slow_id)[1]["result"]["status"] != "cancelled":
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
