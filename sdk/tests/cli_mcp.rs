@@ -11,6 +11,16 @@ use support::Server;
 
 /// POST `body` to `url` (`http://host:port/path`): the status and the body.
 fn post(url: &str, headers: &[(&str, &str)], body: &Value) -> (u16, String) {
+    let (status, reply) = post_full(url, headers, body);
+    let body = reply
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    (status, body)
+}
+
+/// POST `body` to `url`: the status and the whole reply, headers included.
+fn post_full(url: &str, headers: &[(&str, &str)], body: &Value) -> (u16, String) {
     let rest = url.strip_prefix("http://").expect("http url");
     let (host, path) = rest.split_at(rest.find('/').expect("path"));
     let mut stream = std::net::TcpStream::connect(host).expect("connect");
@@ -31,11 +41,7 @@ fn post(url: &str, headers: &[(&str, &str)], body: &Value) -> (u16, String) {
     let mut reply = String::new();
     stream.read_to_string(&mut reply).expect("read");
     let status = reply[9..12].parse().expect("status");
-    let body = reply
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
-        .unwrap_or_default();
-    (status, body)
+    (status, reply)
 }
 
 fn json_of(body: &str) -> Value {
@@ -187,4 +193,59 @@ fn serve_tools_adds_the_tools_of_a_file() {
         bad.to_str().expect("path"),
     ]);
     assert!(out.contains("a b"), "{out}");
+}
+
+#[test]
+fn a_secured_serve_makes_the_mcp_route_an_oauth_resource_server() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let key = dir.path().join("issuer.key");
+    let key = key.to_str().expect("utf-8 path");
+    support::ok(&["keygen", "--out", key]);
+    let public = format!("{key}.pub");
+    let (server, _banner) = Server::start_with(
+        "memory://",
+        &[
+            "--jwt-issuer",
+            "https://issuer.example",
+            "--jwt-audience",
+            "demo",
+            "--jwt-key",
+            &public,
+        ],
+        dir.path(),
+    );
+    let mcp = format!("{}mcp", server.url);
+    let metadata_url = format!("{}.well-known/oauth-protected-resource/mcp", server.url);
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+
+    let (status, reply) = post_full(&mcp, &[], &list);
+    assert_eq!(status, 401, "{reply}");
+    assert!(
+        reply.contains(&format!("resource_metadata=\"{metadata_url}\"")),
+        "{reply}"
+    );
+    let metadata = support::http_get(&metadata_url);
+    let metadata = json_of(metadata.split_once("\r\n\r\n").map_or("", |(_, b)| b));
+    assert_eq!(metadata["resource"], mcp.as_str(), "{metadata}");
+    assert_eq!(
+        metadata["authorization_servers"],
+        json!(["https://issuer.example"])
+    );
+
+    let token = support::ok(&[
+        "token",
+        "--key",
+        key,
+        "--issuer",
+        "https://issuer.example",
+        "--audience",
+        "demo",
+        "--subject",
+        "alice",
+    ]);
+    let bearer = format!("Bearer {}", token.trim());
+    let (status, body) = post(&mcp, &[("Authorization", &bearer)], &list);
+    assert_eq!(status, 200, "{body}");
+    assert!(json_of(&body)["result"]["tools"].is_array(), "{body}");
+    server.stop();
 }

@@ -8,7 +8,8 @@ use clap::Args;
 
 use super::{CliError, CliResult};
 use crate::bridge::BridgeConfig;
-use crate::http::mcp::{McpHttpConfig, router};
+use crate::http::auth::EdgeAuth;
+use crate::http::mcp::{McpAuth, McpHttpConfig, router};
 use crate::log::Log;
 use crate::mcp::{McpBridge, McpConfig, ToolConfig};
 use crate::worker::demo_tools::{DEMO_TOOLS_AGENT, demo_tool_handlers, demo_tools};
@@ -51,14 +52,16 @@ pub(super) struct Mcp {
 }
 
 /// Open the MCP bridge when there are tools to serve (`--tools`, or `--demo`); `template`
-/// is the A2A bridge's configuration (signing, trust, retention, hops), `public_host` the
-/// host clients name.
+/// is the A2A bridge's configuration (signing, trust, retention, hops), `public_url` the
+/// base URL clients name, `auth` the A2A endpoint's edge auth, which the MCP route
+/// enforces too (as an OAuth resource server at `<public_url><path>`).
 pub(super) async fn open(
     args: &McpArgs,
     demo: bool,
     log: &Log,
     template: &BridgeConfig,
-    public_host: Option<&str>,
+    public_url: &url::Url,
+    auth: Option<EdgeAuth>,
 ) -> CliResult<Option<Mcp>> {
     let mut tools = match &args.tools {
         Some(path) => tools_file(path)?,
@@ -88,7 +91,15 @@ pub(super) async fn open(
         path: args.mcp_path.clone(),
         ..McpHttpConfig::default()
     };
-    http.allowed_hosts.extend(public_host.map(str::to_owned));
+    http.allowed_hosts
+        .extend(public_url.host_str().map(str::to_owned));
+    if let Some(edge) = auth {
+        let bad = |why: String| CliError::msg(format!("bad --mcp-path: {why}"));
+        let resource = public_url
+            .join(args.mcp_path.trim_start_matches('/'))
+            .map_err(|e| bad(e.to_string()))?;
+        http.auth = Some(McpAuth::new(edge, resource).map_err(|e| bad(e.message().to_owned()))?);
+    }
     http.allowed_hosts
         .extend(args.mcp_allow_hosts.iter().cloned());
     http.allowed_origins

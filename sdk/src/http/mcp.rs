@@ -13,7 +13,11 @@
 //! | `Accept` takes `application/json` (or `*/*`; none sent counts as taking it) | `406` |
 //! | the body is at most [`McpHttpConfig::body_limit_bytes`] | `413` |
 //!
-//! Each refusal carries a JSON-RPC error body (`id: null`, -32600). The bridge then answers:
+//! Each refusal carries a JSON-RPC error body (`id: null`, -32600). With
+//! [`McpHttpConfig::auth`] the route is then an OAuth 2.1 resource server
+//! ([`mcp_auth`](super::mcp_auth): a bearer token and the method's scope, `401`/`403` with
+//! `resource_metadata`, the metadata at its well-known path); without it every caller is
+//! anonymous. The bridge then answers:
 //! JSON with the status of `McpReply::Json`, `202` with no body for a notification, or
 //! `text/event-stream` (`X-Accel-Buffering: no`, a keep-alive comment every 15 s) of
 //! `data:` frames, one JSON-RPC message each, for a call with a progress token from a client
@@ -34,6 +38,7 @@ use base64::Engine as _;
 use futures::StreamExt;
 
 use super::errors::{json, method_not_allowed, rpc_refusal};
+pub use super::mcp_auth::McpAuth;
 use super::rpc::{read_body, sse, utf8};
 use crate::agent::Caller;
 use crate::mcp::{McpBridge, McpHeaders, McpReply, McpRequest};
@@ -52,6 +57,9 @@ pub struct McpHttpConfig {
     pub allowed_origins: Vec<String>,
     /// The largest body accepted. Default 1 MiB.
     pub body_limit_bytes: usize,
+    /// Edge auth: every request needs a bearer token (module docs). Default `None`: every
+    /// caller is anonymous, so serve beyond loopback only with it.
+    pub auth: Option<McpAuth>,
 }
 
 impl Default for McpHttpConfig {
@@ -65,6 +73,7 @@ impl Default for McpHttpConfig {
                 .flat_map(|h| [format!("http://{h}"), format!("https://{h}")])
                 .collect(),
             body_limit_bytes: 1024 * 1024,
+            auth: None,
         }
     }
 }
@@ -88,11 +97,16 @@ pub fn router(mcp: McpBridge, config: McpHttpConfig) -> crate::Result<Router> {
         ));
     }
     let path = config.path.clone();
+    let metadata = config.auth.as_ref().map(McpAuth::metadata_router);
     let state = McpState {
         mcp,
         config: std::sync::Arc::new(config),
     };
-    Ok(Router::new().route(&path, any(handle)).with_state(state))
+    let router = Router::new().route(&path, any(handle)).with_state(state);
+    Ok(match metadata {
+        Some(metadata) => router.merge(metadata),
+        None => router,
+    })
 }
 
 async fn handle(State(state): State<McpState>, request: Request) -> Response {
@@ -133,9 +147,16 @@ async fn handle(State(state): State<McpState>, request: Request) -> Response {
         Ok(bytes) => bytes,
         Err(response) => return response,
     };
+    let caller = match &config.auth {
+        Some(auth) => match auth.admit(&parts, &bytes).await {
+            Ok(caller) => caller,
+            Err(refusal) => return refusal,
+        },
+        None => Caller::anonymous(),
+    };
     let request = McpRequest {
         body: &bytes,
-        caller: Caller::anonymous(),
+        caller,
         headers: Some(McpHeaders {
             protocol_version: header(headers, "mcp-protocol-version"),
             method: header(headers, "mcp-method"),

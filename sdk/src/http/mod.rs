@@ -125,6 +125,7 @@ mod connections;
 mod errors;
 mod health;
 pub mod mcp;
+mod mcp_auth;
 mod metrics;
 mod rpc;
 

@@ -347,4 +347,8 @@ impl Authenticator for JwtAuthenticator {
             },
         )
     }
+
+    fn authorization_servers(&self) -> Vec<String> {
+        self.issuers.clone()
+    }
 }

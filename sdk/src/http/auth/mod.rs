@@ -109,6 +109,12 @@ pub trait Authenticator: fmt::Debug + Send + Sync + 'static {
     fn challenge_scheme(&self) -> &'static str {
         "Bearer"
     }
+
+    /// The OAuth authorization servers whose tokens this accepts, for protected resource
+    /// metadata (RFC 9728; the MCP route serves it): the JWT issuers. Default none.
+    fn authorization_servers(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// The scopes each kind of method needs. An empty string needs none.
@@ -288,7 +294,7 @@ pub(super) fn challenge(auth: &EdgeAuth, refusal: Option<&Refusal>, scope: Optio
 }
 
 /// An RFC 9110 quoted-string of `text`, keeping to visible ASCII.
-fn quoted(text: &str) -> String {
+pub(super) fn quoted(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 2);
     out.push('"');
     for c in text.chars() {

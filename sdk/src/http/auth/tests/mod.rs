@@ -26,6 +26,7 @@ use cases::cases;
 mod cases;
 mod isolation;
 mod jwks;
+mod mcp;
 
 const ISSUER: &str = "https://issuer.example";
 const AUDIENCE: &str = "agent-t";
