@@ -11,8 +11,8 @@ a Rust loop on the same bridge (`Bridge._bench_get_task`).
 
 Every server runs in its own process on memory:// (servers.py); each round runs every case
 once, the servers in a rotating order; figures are medians over rounds with their range. Each
-request has a fresh messageId (wrk script send_message.lua); one request per server is checked
-to complete before timing.
+request has a fresh messageId (wrk script send_message.lua, which also checks that
+every answer is a completed task).
 
 Needs: wrk (`apt-get install wrk`), uvicorn (`pip install uvicorn==0.54.0` into the venv), the
 module built in release (`maturin develop --release`) and the release binary
@@ -32,6 +32,7 @@ import statistics
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 import uuid
 from pathlib import Path
@@ -68,8 +69,16 @@ def check(url: str) -> None:
     body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {
         "messageId": str(uuid.uuid4()), "role": "ROLE_USER", "parts": [{"text": "hi"}]}}}
     request = urllib.request.Request(url, json.dumps(body).encode(), {"Content-Type": "application/json", "A2A-Version": "1.0"})
-    with urllib.request.urlopen(request, timeout=20) as reply:
-        answer = json.loads(reply.read())
+    # uvicorn prints nothing once it listens: servers.py prints the URL first, so retry.
+    for attempt in range(100):
+        try:
+            with urllib.request.urlopen(request, timeout=20) as reply:
+                answer = json.loads(reply.read())
+            break
+        except urllib.error.URLError:
+            if attempt == 99:
+                raise
+            time.sleep(0.1)
     state = answer["result"]["task"]["status"]["state"]
     assert state == "TASK_STATE_COMPLETED", answer
 
@@ -77,10 +86,11 @@ def check(url: str) -> None:
 def wrk(url: str, connections: int, seconds: int) -> tuple[float, float]:
     """Requests per second and p50 latency (ms) of one wrk run."""
     out = subprocess.run(
-        ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--latency", "-s", str(HERE / "send_message.lua"), url],
+        ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--latency", "-s", str(HERE / "send_message.lua"),
+         url, "--", uuid.uuid4().hex],
         capture_output=True, text=True, check=True,
     ).stdout
-    if "Non-2xx" in out or "Socket errors" in out:
+    if "Non-2xx" in out or "Socket errors" in out or "not completed: 0" not in out:
         raise RuntimeError(f"errors under load at {url}:\n{out}")
     rate = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
     p50 = re.search(r"50%\s+([\d.]+)(us|ms|s)", out)
