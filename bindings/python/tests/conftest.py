@@ -60,7 +60,11 @@ def iggy_url() -> Iterator[str | None]:
         }
     )
     server = subprocess.Popen(
-        [binary], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=home
+        [binary, "--with-default-root-credentials"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        cwd=home,
     )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
