@@ -35,6 +35,9 @@ function agentlogBinary() {
   return path.join(JSON.parse(metadata.stdout).target_directory, 'release', 'agentlog');
 }
 
+const started = [];
+process.once('exit', () => started.forEach((child) => child.kill('SIGTERM')));
+
 function start(name, command, args, pattern) {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { cwd: here, stdio: ['ignore', 'pipe', 'inherit'] });
@@ -44,7 +47,9 @@ function start(name, command, args, pattern) {
       const match = pattern.exec(out);
       if (match) resolve({ name, url: match[1], child });
     });
+    child.once('error', (error) => reject(new Error(`${name}: cannot start ${command}: ${error.message}`)));
     child.once('exit', (code) => reject(new Error(`${name} exited (${code}) before it listened: ${out}`)));
+    started.push(child);
   });
 }
 

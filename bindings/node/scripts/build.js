@@ -71,6 +71,12 @@ function main() {
   // Copy to a temporary name and rename: a process that has the old addon loaded keeps it.
   const tmp = `${out}.${process.pid}.tmp`;
   fs.copyFileSync(library, tmp);
+  if (profile === 'release') {
+    // The workspace's release profile keeps line tables (~130 MB here); the installed addon
+    // needs none of it (~15 MB stripped). Without a `strip` on PATH it stays as it is.
+    const strip = spawnSync(process.env.STRIP || 'strip', ['--strip-unneeded', tmp], { stdio: 'ignore' });
+    if (strip.status !== 0) process.stderr.write('agentlog: `strip` not available: the addon keeps its debug info\n');
+  }
   fs.renameSync(tmp, out);
   process.stderr.write(`agentlog: built ${out} (${profile})\n`);
 }
