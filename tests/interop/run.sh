@@ -126,7 +126,7 @@ start_server() {
     SERVER_PIDS+=("$pid")
     STARTED_URL=""
     for _ in $(seq 300); do # up to 30 s
-        STARTED_URL="$(sed -n 's/^agentlog serving agent .* at \(http:[^ ]*\).*/\1/p' "$WORK/$name.out" | head -1)"
+        STARTED_URL="$(sed -n 's/^agentlog serving agent "[^"]*" at \(http:[^ ]*\) .*/\1/p' "$WORK/$name.out" | head -1)"
         [[ -n "$STARTED_URL" ]] && break
         kill -0 "$pid" 2>/dev/null || break
         sleep 0.1
