@@ -1,7 +1,9 @@
 //! HTTP load benchmark of the router (`agentlog::http`) on a loopback port: JSON-RPC
 //! `SendMessage` (returnImmediately), `GetTask` and the blocking round trip through the demo
 //! worker, at 1 and 32 keep-alive connections, against a bare axum handler answering a fixed
-//! JSON-RPC body (the ceiling of the HTTP layer). Prints a table; see `benches/README.md`.
+//! JSON-RPC body (the ceiling of the HTTP layer), and an MCP `tools/call` round trip through
+//! the demo tools' worker (`/mcp`, the legacy era a stateless client speaks) beside the A2A
+//! blocking one. Prints a table; see `benches/README.md`.
 //!
 //! `cargo bench -p agentlog-integration --bench http_load`
 //! (`HTTP_LOAD_FILTER=<text>[|<text>...]` keeps only the cases whose label contains one of them;
@@ -18,9 +20,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agentlog::bridge::{Bridge, BridgeConfig};
+use agentlog::http::mcp::McpHttpConfig;
 use agentlog::http::{HttpConfig, router, serve};
 use agentlog::log::Log;
 use agentlog::log::embedded::{EmbeddedLog, EmbeddedOptions, FsyncPolicy};
+use agentlog::mcp::{McpBridge, McpConfig};
+use agentlog::worker::demo_tools::{DEMO_TOOLS_AGENT, demo_tool_handlers, demo_tools};
 use agentlog::worker::{DemoHandler, Worker, WorkerConfig};
 use agentlog_integration::bench::{median, process_cpu_time};
 use axum::Router;
@@ -51,6 +56,8 @@ enum Kind {
     Send,
     Get,
     Blocking,
+    /// `tools/call` of the demo `greet` tool, answered by its worker.
+    McpCall,
 }
 
 #[derive(Clone, Copy)]
@@ -72,6 +79,7 @@ impl Case {
             Kind::Send => format!("SendMessage, returnImmediately [{fsync}]"),
             Kind::Get => format!("GetTask [{fsync}]"),
             Kind::Blocking => format!("SendMessage, blocking, demo worker [{fsync}]"),
+            Kind::McpCall => format!("MCP tools/call (greet), demo tool worker [{fsync}]"),
         }
     }
 }
@@ -108,15 +116,33 @@ fn start(server_rt: &Runtime, case: Case) -> Server {
                 )
                 .unwrap(),
             );
-            let bridge = Bridge::open(log.clone(), BridgeConfig::new("bench"))
-                .await
-                .unwrap();
-            if case.kind == Kind::Blocking {
-                let mut config = WorkerConfig::new("bench");
-                config.view = Some(bridge.view().clone());
-                worker = Some(Worker::start(log, config, DemoHandler).await.unwrap());
+            if case.kind == Kind::McpCall {
+                let mcp = McpBridge::open(log.clone(), McpConfig::new(demo_tools()))
+                    .await
+                    .unwrap();
+                let mut config = WorkerConfig::new(DEMO_TOOLS_AGENT);
+                config.view = Some(mcp.bridges()[DEMO_TOOLS_AGENT].view().clone());
+                worker = Some(
+                    Worker::start(log, config, demo_tool_handlers())
+                        .await
+                        .unwrap(),
+                );
+                let http = McpHttpConfig {
+                    allowed_hosts: vec!["*".to_owned()],
+                    ..McpHttpConfig::default()
+                };
+                agentlog::http::mcp::router(mcp, http).unwrap()
+            } else {
+                let bridge = Bridge::open(log.clone(), BridgeConfig::new("bench"))
+                    .await
+                    .unwrap();
+                if case.kind == Kind::Blocking {
+                    let mut config = WorkerConfig::new("bench");
+                    config.view = Some(bridge.view().clone());
+                    worker = Some(Worker::start(log, config, DemoHandler).await.unwrap());
+                }
+                router(bridge, HttpConfig::default())
             }
-            router(bridge, HttpConfig::default())
         };
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let done = tokio::spawn(serve(listener, app, async move {
@@ -158,10 +184,16 @@ async fn connect(address: SocketAddr) -> Sender {
     sender
 }
 
-/// One request; `Ok(true)` for a JSON-RPC success.
-async fn request(sender: &mut Sender, body: Bytes) -> bool {
+fn tool_call_body(i: u64) -> Bytes {
+    Bytes::from(format!(
+        r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":{{"name":"greet","arguments":{{"name":"bench {i}"}}}}}}"#
+    ))
+}
+
+/// One request to `path`; `Ok(true)` for a JSON-RPC success.
+async fn request(sender: &mut Sender, path: &str, body: Bytes) -> bool {
     sender.ready().await.unwrap();
-    let request = Request::post("/")
+    let request = Request::post(path)
         .header("host", "bench")
         .header("content-type", "application/json")
         .header("a2a-version", "1.0")
@@ -211,9 +243,15 @@ async fn load(address: SocketAddr, case: Case, connections: usize, task_id: Arc<
                     Kind::Bare | Kind::Send => send_body(conn, i, true),
                     Kind::Blocking => send_body(conn, i, false),
                     Kind::Get => get_body(i, &task_id),
+                    Kind::McpCall => tool_call_body(i),
+                };
+                let path = if case.kind == Kind::McpCall {
+                    "/mcp"
+                } else {
+                    "/"
                 };
                 // The router-only case is answered with an error by design.
-                let ok = request(&mut sender, body).await != (case.kind == Kind::RouterOnly);
+                let ok = request(&mut sender, path, body).await != (case.kind == Kind::RouterOnly);
                 if now >= measure_from {
                     requests += 1;
                     errors += u64::from(!ok);
@@ -284,7 +322,7 @@ fn main() {
         kind: Kind::Send,
         fsync,
     }));
-    for kind in [Kind::Get, Kind::Blocking] {
+    for kind in [Kind::Get, Kind::Blocking, Kind::McpCall] {
         cases.push(Case {
             kind,
             fsync: default_fsync,
@@ -346,6 +384,21 @@ fn main() {
                 rounds.iter().map(|r| r.errors).sum::<u64>(),
                 format!("{min:.0}–{max:.0}"),
                 median(rounds.iter().map(|r| r.cpu_us)),
+            );
+        }
+    }
+    let blocking = cases.iter().position(|c| c.kind == Kind::Blocking);
+    let mcp = cases.iter().position(|c| c.kind == Kind::McpCall);
+    if let (Some(blocking), Some(mcp)) = (blocking, mcp) {
+        println!();
+        for (c, connections) in CONNECTIONS.iter().enumerate() {
+            print_ratio(
+                &format!(
+                    "A2A blocking SendMessage / MCP tools/call at {connections} connection(s)"
+                ),
+                &runs[blocking][c],
+                &runs[mcp][c],
+                |a2a, mcp| a2a.rate / mcp.rate.max(f64::MIN_POSITIVE),
             );
         }
     }
