@@ -1,6 +1,8 @@
 // The Node binding's HTTP benchmark: blocking SendMessage (JSON-RPC over HTTP/1.1 keep-alive)
-// at 1 and 32 connections, side by side in one run, one load generator (autocannon, in this
-// process) for every server:
+// at 1 and 32 connections, side by side in one run, one load generator for every server:
+// wrk -t1 with bindings/benches/send_message.lua (the Python bench's, so both binding benches
+// load servers alike and the generator is a small C process), or autocannon in this process
+// with BENCH_LOADGEN=autocannon (a JavaScript generator takes a core's share from the servers):
 //
 //   agentlog-js       serve() from Node with a trivial JS handler (one complete)
 //   agentlog-js-demo  serve() from Node with a JS handler doing the Rust demo's echo work
@@ -16,7 +18,7 @@
 // Build first (release): `AGENTLOG_NODE_PROFILE=release node ../scripts/build.js` and
 // `cargo build --release -p agentlog --bin agentlog`; then `npm ci && node http.mjs`.
 // BENCH_ROUNDS (default 5), BENCH_SECONDS per case (default 5), AGENTLOG_BIN (default
-// <target>/release/agentlog).
+// <target>/release/agentlog), BENCH_LOADGEN (wrk, the default, or autocannon).
 import { spawn, spawnSync } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
@@ -60,7 +62,41 @@ const body = JSON.stringify({
   params: { message: { messageId: '[<id>]', role: 'ROLE_USER', parts: [{ text: 'hello bench' }] } },
 });
 
+const LOADGEN = process.env.BENCH_LOADGEN || 'wrk';
+const WRK_SCRIPT = path.join(here, '..', '..', 'benches', 'send_message.lua');
+
+// wrk's duration ("1.23ms", "850.00us", "1.01s") in ms.
+function wrkMs(text) {
+  const match = /([\d.]+)(us|ms|s)/.exec(text);
+  if (!match) return NaN;
+  return Number(match[1]) * { us: 0.001, ms: 1, s: 1000 }[match[2]];
+}
+
+// One wrk run in the shape the report reads from autocannon's result.
+function loadWrk(url, connections, seconds) {
+  const prefix = `${Date.now()}-${Math.random().toString(36).slice(2)}`;
+  const run = spawnSync('wrk', ['-t1', `-c${connections}`, `-d${seconds}s`, '--latency', '-s', WRK_SCRIPT, url, '--', prefix], { encoding: 'utf8' });
+  if (run.error) throw new Error(`cannot run wrk (apt-get install wrk, or BENCH_LOADGEN=autocannon): ${run.error.message}`);
+  const out = run.stdout;
+  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1]);
+  const bad = Number(/not completed: (\d+)/.exec(out)?.[1] ?? NaN);
+  const socket = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
+  const non2xx = Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0);
+  if (!Number.isFinite(rps) || !Number.isFinite(bad)) throw new Error(`unexpected wrk output:\n${out}${run.stderr}`);
+  const total = Math.round(rps * seconds);
+  const errors = socket ? socket.slice(1).reduce((a, n) => a + Number(n), 0) : 0;
+  return {
+    '2xx': total - bad,
+    requests: { total },
+    non2xx,
+    errors: errors + bad - non2xx,
+    timeouts: 0,
+    latency: { p50: wrkMs(/50%\s+(\S+)/.exec(out)?.[1] ?? ''), p99: wrkMs(/99%\s+(\S+)/.exec(out)?.[1] ?? '') },
+  };
+}
+
 function load(url, connections, seconds) {
+  if (LOADGEN === 'wrk') return Promise.resolve(loadWrk(url, connections, seconds));
   return new Promise((resolve, reject) => {
     autocannon(
       {
@@ -102,7 +138,7 @@ const servers = await Promise.all([
 ]);
 try {
   for (const server of servers) await check(server);
-  console.log(`# ${os.cpus().length} CPUs (${os.cpus()[0].model}), node ${process.version}, ${ROUNDS} rounds x ${SECONDS} s per case`);
+  console.log(`# ${os.cpus().length} CPUs (${os.cpus()[0].model}), node ${process.version}, ${ROUNDS} rounds x ${SECONDS} s per case, load generator ${LOADGEN}`);
   for (const server of servers) await load(server.url, 32, 1); // warm-up
   const results = new Map(); // `${name}@${connections}` -> [{rps, p50, p99, errors}]
   for (let round = 0; round < ROUNDS; round += 1) {

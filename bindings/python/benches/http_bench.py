@@ -11,7 +11,7 @@ a Rust loop on the same bridge (`Bridge._bench_get_task`).
 
 Every server runs in its own process on memory:// (servers.py); each round runs every case
 once, the servers in a rotating order; figures are medians over rounds with their range. Each
-request has a fresh messageId (wrk script send_message.lua, which also checks that
+request has a fresh messageId (wrk script bindings/benches/send_message.lua, shared with the Node bench, which also checks that
 every answer is a completed task).
 
 Needs: wrk (`apt-get install wrk`), uvicorn (`pip install uvicorn==0.54.0` into the venv), the
@@ -86,7 +86,7 @@ def check(url: str) -> None:
 def wrk(url: str, connections: int, seconds: int) -> tuple[float, float]:
     """Requests per second and p50 latency (ms) of one wrk run."""
     out = subprocess.run(
-        ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--latency", "-s", str(HERE / "send_message.lua"),
+        ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--latency", "-s", str(HERE.parent.parent / "benches" / "send_message.lua"),
          url, "--", uuid.uuid4().hex],
         capture_output=True, text=True, check=True,
     ).stdout
