@@ -3,7 +3,7 @@
 use std::net::SocketAddr;
 
 use agentlog::ErrorKind;
-use agentlog::http::{DEFAULT_MAX_CONNECTIONS, HttpConfig, router, serve_bounded};
+use agentlog::http::{DEFAULT_MAX_CONNECTIONS, HttpConfig, base_url, router, serve_bounded};
 use napi::Env;
 use napi::bindgen_prelude::PromiseRaw;
 use napi_derive::napi;
@@ -39,26 +39,6 @@ pub struct Server {
 
 fn config_error(message: String) -> napi::Error {
     to_napi(agentlog::Error::new(ErrorKind::Config, message))
-}
-
-/// The base URL for `local`: `public_url`, else `http://<address>/` with an unspecified
-/// address shown as loopback.
-fn base_url(public_url: Option<String>, local: SocketAddr) -> String {
-    if let Some(url) = public_url {
-        return if url.ends_with('/') {
-            url
-        } else {
-            format!("{url}/")
-        };
-    }
-    let mut shown = local;
-    if shown.ip().is_unspecified() {
-        shown.set_ip(match shown {
-            SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
-            SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
-        });
-    }
-    format!("http://{shown}/")
 }
 
 /// Serve `bridge` over HTTP: A2A JSON-RPC, the agent card (its interfaces at the bound URL,
@@ -103,7 +83,9 @@ pub fn serve<'env>(
         let local = listener
             .local_addr()
             .map_err(|e| config_error(format!("cannot read the listening address: {e}")))?;
-        let url = base_url(public_url, local);
+        let url = base_url(public_url.as_deref(), local)
+            .map_err(to_napi)?
+            .to_string();
         let http = HttpConfig {
             interface_url: Some(url.clone()),
             ..HttpConfig::default()

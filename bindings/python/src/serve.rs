@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 use agentlog::ErrorKind;
-use agentlog::http::{DEFAULT_MAX_CONNECTIONS, HttpConfig, router, serve_bounded};
+use agentlog::http::{DEFAULT_MAX_CONNECTIONS, HttpConfig, base_url, router, serve_bounded};
 use pyo3::prelude::*;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -98,26 +98,6 @@ impl PyServer {
     }
 }
 
-/// The base URL for `local`: `public_url`, else `http://<address>/` with an unspecified
-/// address shown as loopback.
-fn base_url(public_url: Option<String>, local: SocketAddr) -> String {
-    if let Some(url) = public_url {
-        return if url.ends_with('/') {
-            url
-        } else {
-            format!("{url}/")
-        };
-    }
-    let mut shown = local;
-    if shown.ip().is_unspecified() {
-        shown.set_ip(match shown {
-            SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
-            SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
-        });
-    }
-    format!("http://{shown}/")
-}
-
 /// Serve `bridge` over HTTP on `listen` (port 0 picks a free port): A2A JSON-RPC, the agent
 /// card (its interfaces at the bound URL, or `public_url`), /healthz, /readyz, /metrics.
 /// Every caller is anonymous, so only a loopback address is served unless
@@ -165,7 +145,7 @@ fn serve<'py>(
                     format!("cannot read the listening address: {e}"),
                 )
             })?;
-            let url = base_url(public_url, local);
+            let url = base_url(public_url.as_deref(), local)?.to_string();
             let http = HttpConfig {
                 interface_url: Some(url.clone()),
                 ..HttpConfig::default()

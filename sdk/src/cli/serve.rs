@@ -382,34 +382,11 @@ fn with_truncate_corrupt(url: &str) -> CliResult<String> {
     Ok(format!("{url}{separator}truncate_corrupt=true"))
 }
 
-/// The base URL clients use: `--public-url`, else `http://<listen address>/` with an
-/// unspecified address shown as loopback.
+/// The base URL clients use: `--public-url`, else the listen address
+/// ([`base_url`](crate::http::base_url)).
 fn public_url(given: Option<&str>, local: SocketAddr) -> CliResult<url::Url> {
-    let text = match given {
-        Some(given) => given.to_owned(),
-        None => {
-            let mut shown = local;
-            if shown.ip().is_unspecified() {
-                shown.set_ip(match shown {
-                    SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
-                    SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
-                });
-            }
-            format!("http://{shown}/")
-        }
-    };
-    let mut url = url::Url::parse(&text)
-        .map_err(|e| CliError::msg(format!("bad --public-url {text:?}: {e}")))?;
-    if !matches!(url.scheme(), "http" | "https") {
-        return Err(CliError::msg(format!(
-            "bad --public-url {text:?}: expected an http:// or https:// URL"
-        )));
-    }
-    if !url.path().ends_with('/') {
-        let path = format!("{}/", url.path());
-        url.set_path(&path);
-    }
-    Ok(url)
+    crate::http::base_url(given, local)
+        .map_err(|e| CliError::msg(format!("--public-url: {}", e.message())))
 }
 
 /// The default card for `agent` without its derived skill: `card` derives one at the end,

@@ -136,6 +136,7 @@ mod extension_tests;
 mod tests;
 
 use std::future::{Future, IntoFuture};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -192,6 +193,42 @@ impl Default for HttpConfig {
             interface_url: None,
         }
     }
+}
+
+/// The base URL clients reach a server listening on `local` at: `public_url` when given
+/// (`http` or `https`, its path ending in `/`), else `http://<local>/` with an unspecified
+/// address (`0.0.0.0`, `::`) shown as loopback. `agentlog serve` and the bindings' `serve`
+/// write it into the card. A public URL that does not parse, or of another scheme, is
+/// [`ErrorKind::Config`](crate::ErrorKind::Config).
+pub fn base_url(public_url: Option<&str>, local: SocketAddr) -> crate::Result<url::Url> {
+    let text = match public_url {
+        Some(given) => given.to_owned(),
+        None => {
+            let mut shown = local;
+            if shown.ip().is_unspecified() {
+                shown.set_ip(match shown {
+                    SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+                    SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+                });
+            }
+            format!("http://{shown}/")
+        }
+    };
+    let bad = |why: String| {
+        crate::Error::new(
+            crate::ErrorKind::Config,
+            format!("bad public URL {text:?}: {why}"),
+        )
+    };
+    let mut url = url::Url::parse(&text).map_err(|e| bad(e.to_string()))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(bad("expected an http:// or https:// URL".to_owned()));
+    }
+    if !url.path().ends_with('/') {
+        let path = format!("{}/", url.path());
+        url.set_path(&path);
+    }
+    Ok(url)
 }
 
 /// What every handler shares.
