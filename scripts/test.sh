@@ -18,6 +18,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 cargo test --workspace --locked
+# The interop tests run the binary the tests above built: building it apart would compile the
+# SDK and its dependencies once more with another feature set (time, and gigabytes of disk).
+AGENTLOG_BIN="$(scripts/agentlog-bin.sh test --workspace --locked --no-run)"
+export AGENTLOG_BIN
 bindings/node/run-tests.sh
 tests/interop/run.sh
 tests/interop/mcp/run.sh

@@ -3,7 +3,7 @@
 # `agentlog serve --demo` on free loopback ports with in-memory logs (one server signs its card).
 #
 # Self-contained and idempotent; run from anywhere:
-#   1. builds the agentlog binary (cargo build --locked);
+#   1. builds the agentlog binary (cargo build --locked), unless AGENTLOG_BIN names one;
 #   2. creates tests/interop/python/.venv and pip-installs requirements.txt (+ constraints.txt)
 #      unless the venv is already up to date (a stamp holds the hash of both files and the
 #      Python version);
@@ -43,21 +43,16 @@ node -e 'process.exit(Number(process.versions.node.split(".")[0]) < 20 ? 1 : 0)'
 hash_of() { cat "$@" | sha256sum | cut -d' ' -f1; }
 
 # --- 1. the binary ----------------------------------------------------------------------------
-step "cargo build -p agentlog --bin agentlog --locked"
-# The executable's path comes from cargo itself, so CARGO_TARGET_DIR and the like just work.
-BIN="$(
-    cd "$ROOT" &&
-        cargo build -p agentlog --bin agentlog --locked --message-format=json-render-diagnostics |
-        "$PYTHON" -c '
-import json, sys
-exe = None
-for line in sys.stdin:
-    msg = json.loads(line)
-    if msg.get("reason") == "compiler-artifact" and msg.get("executable") and msg["target"]["name"] == "agentlog":
-        exe = msg["executable"]
-print(exe or "")'
-)"
-[[ -n "$BIN" && -x "$BIN" ]] || die "cargo build did not produce the agentlog binary"
+# AGENTLOG_BIN (scripts/test.sh sets it to the binary `cargo test` built) saves a build with
+# another feature set; otherwise cargo builds it and says where (CARGO_TARGET_DIR just works).
+if [[ -n "${AGENTLOG_BIN:-}" ]]; then
+    BIN="$AGENTLOG_BIN"
+else
+    step "cargo build -p agentlog --bin agentlog --locked"
+    BIN="$("$ROOT/scripts/agentlog-bin.sh" build -p agentlog --bin agentlog --locked)" ||
+        die "cargo build did not produce the agentlog binary"
+fi
+[[ -x "$BIN" ]] || die "AGENTLOG_BIN=$BIN is not an executable"
 echo "binary: $BIN"
 
 # --- 2. Python: venv + pinned a2a-sdk ---------------------------------------------------------

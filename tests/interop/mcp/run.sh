@@ -2,7 +2,8 @@
 # MCP interop: the official MCP clients and the MCP conformance suite against
 # `agentlog serve --demo` (its /mcp route) on a free loopback port with an in-memory log.
 #
-#   1. builds the agentlog binary (cargo build --locked; the workspace target dir);
+#   1. builds the agentlog binary (cargo build --locked; the workspace target dir), unless
+#      AGENTLOG_BIN names one;
 #   2. tests/interop/mcp/python/.venv with mcp 2.3.0, every package pinned by constraints.txt
 #      (cached: a stamp holds the hash of both files and the Python version);
 #   3. npm ci in tests/interop/mcp/js (cached: a stamp of package.json + package-lock.json):
@@ -34,20 +35,16 @@ need npm "npm is needed to install the MCP client and conformance suite"
     die "$("$PYTHON" --version 2>&1) is too old: mcp needs Python >= 3.10"
 hash_of() { cat "$@" | sha256sum | cut -d' ' -f1; }
 
-step "cargo build -p agentlog --bin agentlog --locked"
-BIN="$(
-    cd "$ROOT" &&
-        cargo build -p agentlog --bin agentlog --locked --message-format=json-render-diagnostics |
-        "$PYTHON" -c '
-import json, sys
-exe = None
-for line in sys.stdin:
-    msg = json.loads(line)
-    if msg.get("reason") == "compiler-artifact" and msg.get("executable") and msg["target"]["name"] == "agentlog":
-        exe = msg["executable"]
-print(exe or "")'
-)"
-[[ -n "$BIN" && -x "$BIN" ]] || die "cargo build did not produce the agentlog binary"
+# AGENTLOG_BIN (scripts/test.sh sets it to the binary `cargo test` built) saves a build with
+# another feature set; otherwise cargo builds it and says where (CARGO_TARGET_DIR just works).
+if [[ -n "${AGENTLOG_BIN:-}" ]]; then
+    BIN="$AGENTLOG_BIN"
+else
+    step "cargo build -p agentlog --bin agentlog --locked"
+    BIN="$("$ROOT/scripts/agentlog-bin.sh" build -p agentlog --bin agentlog --locked)" ||
+        die "cargo build did not produce the agentlog binary"
+fi
+[[ -x "$BIN" ]] || die "AGENTLOG_BIN=$BIN is not an executable"
 
 PY_STAMP="$VENV/.interop-stamp"
 PY_WANT="$(hash_of "$PY_DIR/requirements.txt" "$PY_DIR/constraints.txt") $("$PYTHON" -c 'import sys; print(sys.version)' | head -1)"
