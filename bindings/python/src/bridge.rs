@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use agentlog::bridge::json::{from_params, to_json};
 use agentlog::bridge::{
-    RpcOptions, RpcReply, RpcStream, TaskStream, card_from_file, card_from_json,
+    RpcOptions, RpcReply, SseFrames, TaskStream, card_from_file, card_from_json,
 };
 use agentlog::{Bridge, BridgeConfig, ErrorKind};
 use futures::StreamExt;
@@ -58,6 +58,14 @@ fn seconds(py: Python<'_>, value: Option<f64>, what: &str) -> PyResult<Option<Du
             })
         })
         .transpose()
+}
+
+/// A JSON-RPC body given as `bytes` or `str`.
+pub fn body_bytes(body: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+    if let Ok(text) = body.cast::<PyString>() {
+        return Ok(text.to_str()?.as_bytes().to_vec());
+    }
+    body.extract()
 }
 
 impl PyBridge {
@@ -257,11 +265,7 @@ impl PyBridge {
         extensions: Vec<String>,
         resume_after: Option<u64>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let body: Vec<u8> = if let Ok(text) = body.cast::<PyString>() {
-            text.to_str()?.as_bytes().to_vec()
-        } else {
-            body.extract()?
-        };
+        let body = body_bytes(body)?;
         let bridge = self.0.clone();
         let caller = caller_of(caller);
         aio::spawn(
@@ -278,7 +282,9 @@ impl PyBridge {
             },
             |py, reply| match reply {
                 RpcReply::Json(bytes) => Ok(PyBytes::new(py, &bytes).into_any().unbind()),
-                RpcReply::Stream(stream) => Ok(Py::new(py, RpcFrames::new(stream))?.into_any()),
+                RpcReply::Stream(stream) => {
+                    Ok(Py::new(py, RpcFrames::new(stream.into_sse_frames()))?.into_any())
+                }
             },
         )
     }
@@ -414,17 +420,23 @@ impl EventStream {
     }
 }
 
-/// An async iterator of SSE frames (`bytes`) answering a streaming JSON-RPC request.
+/// An async iterator of SSE frames (`bytes`, each a whole frame) answering a streaming
+/// request: an A2A `handle_rpc` stream, or an MCP reply's `frames`.
 #[pyclass(frozen, module = "agentlog", name = "RpcFrames")]
-#[derive(Debug)]
 pub struct RpcFrames {
-    stream: Arc<Mutex<Option<RpcStream>>>,
+    stream: Arc<Mutex<Option<SseFrames>>>,
+}
+
+impl std::fmt::Debug for RpcFrames {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RpcFrames").finish_non_exhaustive()
+    }
 }
 
 impl RpcFrames {
-    fn new(stream: RpcStream) -> Self {
+    pub fn new(frames: SseFrames) -> Self {
         Self {
-            stream: Arc::new(Mutex::new(Some(stream))),
+            stream: Arc::new(Mutex::new(Some(frames))),
         }
     }
 }
@@ -442,23 +454,13 @@ impl RpcFrames {
             OnCancel::Drop,
             async move {
                 let mut guard = stream.lock().await;
-                let Some(rpc) = guard.as_mut() else {
+                let Some(frames) = guard.as_mut() else {
                     return Ok(None);
                 };
-                let frame = match rpc.events.next().await {
-                    Some(event) => {
-                        let frame = rpc.sse_frame(&event);
-                        // An error frame is the stream's last.
-                        if event.is_err() {
-                            *guard = None;
-                        }
-                        Some(frame)
-                    }
-                    None => {
-                        *guard = None;
-                        None
-                    }
-                };
+                let frame = frames.next().await;
+                if frame.is_none() {
+                    *guard = None;
+                }
                 Ok(frame)
             },
             |py, frame| {

@@ -17,7 +17,7 @@ use crate::json::{serialize_to_py, to_json as py_to_json};
 pub struct PyTaskContext(pub TaskContext);
 
 impl PyTaskContext {
-    fn report<'py, F, Fut>(&self, py: Python<'py>, call: F) -> PyResult<Bound<'py, PyAny>>
+    fn write<'py, F, Fut>(&self, py: Python<'py>, call: F) -> PyResult<Bound<'py, PyAny>>
     where
         F: FnOnce(TaskContext) -> Fut + Send + 'static,
         Fut: std::future::Future<Output = agentlog::Result<()>> + Send + 'static,
@@ -131,7 +131,23 @@ impl PyTaskContext {
     /// Report progress: status working, with an optional agent message.
     #[pyo3(signature = (text = None))]
     fn working<'py>(&self, py: Python<'py>, text: Option<String>) -> PyResult<Bound<'py, PyAny>> {
-        self.report(py, |t| async move { t.working(text.as_deref()).await })
+        self.write(py, |t| async move { t.working(text.as_deref()).await })
+    }
+
+    /// Report progress (an MCP tool call's `notifications/progress`): status working with a
+    /// progress part `{progress, total?, message?}`. `progress` should grow with each report
+    /// (the MCP bridge forwards only increasing values).
+    #[pyo3(signature = (progress, total = None, message = None))]
+    fn report<'py>(
+        &self,
+        py: Python<'py>,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<String>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.write(py, move |t| async move {
+            t.report(progress, total, message.as_deref()).await
+        })
     }
 
     /// Add an artifact (A2A 1.0 `Artifact`: `{"artifactId", "parts", "name"?...}`), or with
@@ -145,7 +161,7 @@ impl PyTaskContext {
         last_chunk: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let json = py_to_json(artifact, "artifact")?;
-        self.report(py, move |t| async move {
+        self.write(py, move |t| async move {
             let artifact: Artifact = from_params("Artifact", &json)?;
             t.artifact(artifact, append, last_chunk).await
         })
@@ -153,28 +169,28 @@ impl PyTaskContext {
 
     /// Ask the client for input; ends the turn (the handler runs again on the answer).
     fn input_required<'py>(&self, py: Python<'py>, text: String) -> PyResult<Bound<'py, PyAny>> {
-        self.report(py, |t| async move { t.input_required(&text).await })
+        self.write(py, |t| async move { t.input_required(&text).await })
     }
 
     /// Ask the client to authenticate; ends the turn.
     fn auth_required<'py>(&self, py: Python<'py>, text: String) -> PyResult<Bound<'py, PyAny>> {
-        self.report(py, |t| async move { t.auth_required(&text).await })
+        self.write(py, |t| async move { t.auth_required(&text).await })
     }
 
     /// Complete the task, with an optional final agent message.
     #[pyo3(signature = (text = None))]
     fn complete<'py>(&self, py: Python<'py>, text: Option<String>) -> PyResult<Bound<'py, PyAny>> {
-        self.report(py, |t| async move { t.complete(text.as_deref()).await })
+        self.write(py, |t| async move { t.complete(text.as_deref()).await })
     }
 
     /// Fail the task with `text`.
     fn fail<'py>(&self, py: Python<'py>, text: String) -> PyResult<Bound<'py, PyAny>> {
-        self.report(py, |t| async move { t.fail(&text).await })
+        self.write(py, |t| async move { t.fail(&text).await })
     }
 
     /// Reject the task with `text`.
     fn reject<'py>(&self, py: Python<'py>, text: String) -> PyResult<Bound<'py, PyAny>> {
-        self.report(py, |t| async move { t.reject(&text).await })
+        self.write(py, |t| async move { t.reject(&text).await })
     }
 
     /// Answer with a message instead of a task (A2A 1.0 `Part` dicts); ends the task.
@@ -184,7 +200,7 @@ impl PyTaskContext {
         parts: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let json = py_to_json(parts, "parts")?;
-        self.report(py, move |t| async move {
+        self.write(py, move |t| async move {
             let parts: Vec<Part> = from_params("parts", &json)?;
             t.reply(parts).await
         })
@@ -192,7 +208,7 @@ impl PyTaskContext {
 
     /// `reply` with one text part.
     fn reply_text<'py>(&self, py: Python<'py>, text: String) -> PyResult<Bound<'py, PyAny>> {
-        self.report(py, |t| async move { t.reply_text(&text).await })
+        self.write(py, |t| async move { t.reply_text(&text).await })
     }
 
     /// Take the oldest follow-up message sent while this turn runs, or `None`.

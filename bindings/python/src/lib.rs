@@ -9,6 +9,7 @@ mod bridge;
 mod context;
 mod error;
 mod json;
+mod mcp;
 mod serve;
 mod wire;
 mod worker;
@@ -99,6 +100,7 @@ fn _agentlog(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyLog>()?;
     m.add_function(wrap_pyfunction!(open_log, m)?)?;
     bridge::register(m)?;
+    mcp::register(m)?;
     worker::register(m)?;
     serve::register(m)?;
     m.add_submodule(&wire::module(py)?)?;

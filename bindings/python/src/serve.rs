@@ -4,6 +4,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 use agentlog::ErrorKind;
+use agentlog::http::mcp::{McpHttpConfig, router as mcp_router};
 use agentlog::http::{DEFAULT_MAX_CONNECTIONS, HttpConfig, base_url, router, serve_bounded};
 use pyo3::prelude::*;
 use tokio::task::JoinHandle;
@@ -12,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 use crate::aio::{self, OnCancel};
 use crate::bridge::PyBridge;
 use crate::error::err;
+use crate::mcp::PyMcpBridge;
 
 /// The servers running now, for the exit hook.
 static LIVE: Mutex<Vec<CancellationToken>> = Mutex::new(Vec::new());
@@ -21,6 +23,7 @@ static LIVE: Mutex<Vec<CancellationToken>> = Mutex::new(Vec::new());
 #[derive(Debug)]
 pub struct PyServer {
     url: String,
+    mcp_url: Option<String>,
     stop: CancellationToken,
     task: Arc<tokio::sync::Mutex<Option<JoinHandle<std::io::Result<()>>>>>,
 }
@@ -54,6 +57,12 @@ impl PyServer {
     #[getter]
     fn url(&self) -> &str {
         &self.url
+    }
+
+    /// The MCP route's URL (`<url>mcp`) when serving an `McpBridge`, else `None`.
+    #[getter]
+    fn mcp_url(&self) -> Option<&str> {
+        self.mcp_url.as_deref()
     }
 
     /// Stop accepting, let open requests finish (up to 10 s), and return.
@@ -99,11 +108,13 @@ impl PyServer {
 }
 
 /// Serve `bridge` over HTTP on `listen` (port 0 picks a free port): A2A JSON-RPC, the agent
-/// card (its interfaces at the bound URL, or `public_url`), /healthz, /readyz, /metrics.
-/// Every caller is anonymous, so only a loopback address is served unless
-/// `allow_anonymous`. Returns once the server answers and the bridge has replayed the log.
+/// card (its interfaces at the bound URL, or `public_url`), /healthz, /readyz, /metrics,
+/// and with `mcp` the MCP route `/mcp` beside them (as `agentlog serve --tools` merges it:
+/// Host and Origin loopback or the URL's host). Every caller is anonymous, so only a
+/// loopback address is served unless `allow_anonymous`. Returns once the server answers
+/// and the bridge has replayed the log.
 #[pyfunction]
-#[pyo3(signature = (bridge, listen = "127.0.0.1:8080".to_owned(), *, public_url = None, allow_anonymous = false, max_connections = DEFAULT_MAX_CONNECTIONS))]
+#[pyo3(signature = (bridge, listen = "127.0.0.1:8080".to_owned(), *, public_url = None, allow_anonymous = false, max_connections = DEFAULT_MAX_CONNECTIONS, mcp = None))]
 fn serve<'py>(
     py: Python<'py>,
     bridge: &PyBridge,
@@ -111,6 +122,7 @@ fn serve<'py>(
     public_url: Option<String>,
     allow_anonymous: bool,
     max_connections: usize,
+    mcp: Option<&PyMcpBridge>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let address: SocketAddr = listen.parse().map_err(|e| {
         err(
@@ -129,6 +141,7 @@ fn serve<'py>(
         ));
     }
     let bridge = bridge.0.clone();
+    let mcp = mcp.map(|m| m.0.clone());
     aio::spawn(
         py,
         OnCancel::Finish,
@@ -145,16 +158,27 @@ fn serve<'py>(
                     format!("cannot read the listening address: {e}"),
                 )
             })?;
-            let url = base_url(public_url.as_deref(), local)?.to_string();
+            let base = base_url(public_url.as_deref(), local)?;
+            let url = base.to_string();
             let http = HttpConfig {
                 interface_url: Some(url.clone()),
                 ..HttpConfig::default()
             };
             let stop = CancellationToken::new();
             let view = bridge.view().clone();
+            let mut app = router(bridge, http);
+            let mut mcp_url = None;
+            if let Some(mcp) = mcp {
+                let config = McpHttpConfig::for_base_url(&base);
+                mcp_url = base
+                    .join(config.path.trim_start_matches('/'))
+                    .ok()
+                    .map(|u| u.to_string());
+                app = app.merge(mcp_router(mcp, config)?);
+            }
             let task = aio::runtime().spawn(serve_bounded(
                 listener,
-                router(bridge, http),
+                app,
                 max_connections,
                 stop.clone().cancelled_owned(),
             ));
@@ -166,6 +190,7 @@ fn serve<'py>(
             }
             Ok(PyServer {
                 url,
+                mcp_url,
                 stop,
                 task: Arc::new(tokio::sync::Mutex::new(Some(task))),
             })

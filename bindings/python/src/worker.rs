@@ -4,14 +4,23 @@
 //! handler (which only makes the coroutine), wraps it in an asyncio task and adds a done
 //! callback that sends the outcome back over a oneshot. Cancellation (the task canceled,
 //! the turn taken over, shutdown) cancels the asyncio task. See `aio` for the loop side.
+//! With `tools=`, the worker runs the SDK's `Tools` dispatcher instead, with one `PyTool`
+//! per tool: the same path, the coroutine's return value (a `CallToolResult` dict) coming
+//! back too.
 
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use agentlog::ErrorKind;
-use agentlog::worker::{Handler, HandlerError, TaskContext, Worker, WorkerConfig};
+use agentlog::bridge::json::from_params;
+use agentlog::worker::{
+    Handler, HandlerError, TaskContext, ToolCall, ToolHandler, Tools, Worker, WorkerConfig,
+};
+use agentlog_wire::mcp::CallToolResult;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use serde_json::Value;
 use tokio::sync::oneshot;
 
 use crate::PyLog;
@@ -19,11 +28,14 @@ use crate::aio::{self, LoopBridge, OnCancel};
 use crate::bridge::PyBridge;
 use crate::context::PyTaskContext;
 use crate::error::err;
+use crate::json::to_json as py_to_json;
+use crate::mcp::{PyMcpBridge, PyToolCall};
 
 /// How a handler's asyncio task ended.
 enum Outcome {
-    Done,
-    /// It raised: the exception as `Type: message`.
+    /// It returned: its value as JSON when asked for (a tool's result), else `None`.
+    Done(Option<Value>),
+    /// It raised (or its value did not convert): the exception as `Type: message`.
     Failed(String),
     /// It was cancelled.
     Cancelled,
@@ -45,6 +57,8 @@ type Running = Arc<Mutex<Option<Py<PyAny>>>>;
 struct HandlerDone {
     reply: Reply,
     running: Running,
+    /// Send the coroutine's return value back (a tool handler's result).
+    returns: bool,
 }
 
 #[pymethods]
@@ -60,14 +74,87 @@ impl HandlerDone {
             Outcome::Cancelled
         } else {
             let exception = task.call_method0("exception")?;
-            if exception.is_none() {
-                Outcome::Done
-            } else {
+            if !exception.is_none() {
                 Outcome::Failed(PyErr::from_value(exception).to_string())
+            } else if self.returns {
+                match py_to_json(&task.call_method0("result")?, "the tool's result") {
+                    Ok(value) => Outcome::Done(Some(value)),
+                    Err(e) => Outcome::Failed(e.to_string()),
+                }
+            } else {
+                Outcome::Done(None)
             }
         };
         send(&self.reply, outcome);
         Ok(())
+    }
+}
+
+/// How a coroutine run for a turn ended, as the worker sees it.
+enum Ran {
+    /// The handler's own end.
+    Ended(Outcome),
+    /// The turn was cancelled (the task canceled, the turn taken over, shutdown): the
+    /// coroutine was cancelled and has stopped.
+    TurnCancelled,
+    /// Cancelled by its loop (asyncio.run ending) or never started (the loop is gone): not
+    /// the handler's failure. The turn is left until the worker's shutdown releases it.
+    LoopGone,
+}
+
+/// Call `function(argument(py))` on the loop as an asyncio task and wait for it, cancelling
+/// it when `task`'s turn is cancelled. `returns`: bring its return value back.
+async fn run_coroutine(
+    event_loop: &Arc<LoopBridge>,
+    function: &Arc<Py<PyAny>>,
+    task: &TaskContext,
+    argument: impl FnOnce(Python<'_>) -> PyResult<Py<PyAny>> + Send + 'static,
+    returns: bool,
+) -> Ran {
+    let cancellation = task.cancellation().clone();
+    let running: Running = Arc::default();
+    let (tx, mut outcome) = oneshot::channel();
+    let reply: Reply = Arc::new(Mutex::new(Some(tx)));
+    let (function, bridge, slot) = (function.clone(), event_loop.clone(), running.clone());
+    event_loop.post(Box::new(move |py| {
+        let started = (|| -> PyResult<Py<PyAny>> {
+            let coroutine = function.bind(py).call1((argument(py)?,))?;
+            let asyncio_task = bridge
+                .event_loop(py)
+                .call_method1(pyo3::intern!(py, "create_task"), (coroutine,))?;
+            asyncio_task.call_method1(
+                pyo3::intern!(py, "add_done_callback"),
+                (HandlerDone {
+                    reply: reply.clone(),
+                    running: slot.clone(),
+                    returns,
+                },),
+            )?;
+            Ok(asyncio_task.unbind())
+        })();
+        match started {
+            Ok(asyncio_task) => {
+                *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(asyncio_task);
+            }
+            Err(e) => send(&reply, Outcome::Failed(e.to_string())),
+        }
+    }));
+    let ended = tokio::select! {
+        ended = &mut outcome => ended,
+        () = cancellation.cancelled() => {
+            // The turn is over for this attempt: stop the coroutine and wait for it.
+            event_loop.post(Box::new(move |py| {
+                if let Some(asyncio_task) = running.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                    let _ = asyncio_task.bind(py).call_method0("cancel");
+                }
+            }));
+            let _ = outcome.await;
+            return Ran::TurnCancelled;
+        }
+    };
+    match ended {
+        Ok(Outcome::Cancelled) | Err(_) => Ran::LoopGone,
+        Ok(outcome) => Ran::Ended(outcome),
     }
 }
 
@@ -77,71 +164,59 @@ struct PyHandler {
     event_loop: Arc<LoopBridge>,
 }
 
-impl PyHandler {
-    /// Start the handler for `task` on the loop; the outcome comes on the returned channel.
-    fn start(&self, task: TaskContext, running: Running) -> oneshot::Receiver<Outcome> {
-        let (tx, rx) = oneshot::channel();
-        let reply: Reply = Arc::new(Mutex::new(Some(tx)));
-        let function = self.function.clone();
-        let event_loop = self.event_loop.clone();
-        self.event_loop.post(Box::new(move |py| {
-            let started = (|| -> PyResult<Py<PyAny>> {
-                let context = Py::new(py, PyTaskContext(task))?;
-                let coroutine = function.bind(py).call1((context,))?;
-                let asyncio_task = event_loop
-                    .event_loop(py)
-                    .call_method1(pyo3::intern!(py, "create_task"), (coroutine,))?;
-                asyncio_task.call_method1(
-                    pyo3::intern!(py, "add_done_callback"),
-                    (HandlerDone {
-                        reply: reply.clone(),
-                        running: running.clone(),
-                    },),
-                )?;
-                Ok(asyncio_task.unbind())
-            })();
-            match started {
-                Ok(asyncio_task) => {
-                    *running.lock().unwrap_or_else(|e| e.into_inner()) = Some(asyncio_task);
-                }
-                Err(e) => send(&reply, Outcome::Failed(e.to_string())),
-            }
-        }));
-        rx
-    }
-}
-
 #[async_trait::async_trait]
 impl Handler for PyHandler {
     async fn handle(&self, task: TaskContext) -> Result<(), HandlerError> {
-        let cancellation = task.cancellation().clone();
-        let running: Running = Arc::default();
-        let mut outcome = self.start(task, running.clone());
-        let ended = tokio::select! {
-            ended = &mut outcome => ended,
-            () = cancellation.cancelled() => {
-                // The turn is over for this attempt: stop the coroutine and wait for it.
-                self.event_loop.post(Box::new(move |py| {
-                    if let Some(asyncio_task) = running.lock().unwrap_or_else(|e| e.into_inner()).take() {
-                        let _ = asyncio_task.bind(py).call_method0("cancel");
-                    }
-                }));
-                let _ = outcome.await;
-                return Ok(());
-            }
-        };
-        match ended {
-            Ok(Outcome::Done) => Ok(()),
-            Ok(Outcome::Failed(text)) => Err(text.into()),
-            // Cancelled by its loop (asyncio.run ending) or never started (the loop is
-            // gone): not the handler's failure. Leave the turn until the worker's shutdown
-            // releases it to another worker.
-            Ok(Outcome::Cancelled) | Err(_) => {
-                cancellation.cancelled().await;
+        let context = task.clone();
+        let argument = move |py: Python<'_>| Ok(Py::new(py, PyTaskContext(context))?.into_any());
+        match run_coroutine(&self.event_loop, &self.function, &task, argument, false).await {
+            Ran::Ended(Outcome::Failed(text)) => Err(text.into()),
+            Ran::Ended(_) | Ran::TurnCancelled => Ok(()),
+            Ran::LoopGone => {
+                task.cancellation().cancelled().await;
                 Ok(())
             }
         }
     }
+}
+
+/// The SDK tool handler that runs a Python coroutine function taking a `ToolCall` and
+/// returning a `CallToolResult` dict. Raising is a protocol failure (a JSON-RPC error).
+struct PyTool {
+    function: Arc<Py<PyAny>>,
+    event_loop: Arc<LoopBridge>,
+}
+
+#[async_trait::async_trait]
+impl ToolHandler for PyTool {
+    async fn call(&self, call: ToolCall) -> Result<CallToolResult, HandlerError> {
+        let task = call.task.clone();
+        let argument =
+            move |py: Python<'_>| Ok(Py::new(py, PyToolCall::new(py, call)?)?.into_any());
+        match run_coroutine(&self.event_loop, &self.function, &task, argument, true).await {
+            Ran::Ended(Outcome::Done(value)) => {
+                let value = value.unwrap_or(Value::Null);
+                from_params::<CallToolResult>("CallToolResult", &value)
+                    .map_err(|e| format!("the handler returned {}", e.message()).into())
+            }
+            Ran::Ended(Outcome::Failed(text)) => Err(text.into()),
+            // The log says how the turn ended; this result is not written (the turn is over).
+            Ran::Ended(Outcome::Cancelled) | Ran::TurnCancelled => {
+                Ok(CallToolResult::error("cancelled"))
+            }
+            Ran::LoopGone => {
+                task.cancellation().cancelled().await;
+                Ok(CallToolResult::error("cancelled"))
+            }
+        }
+    }
+}
+
+/// What a worker runs: one A2A handler, or tool handlers by tool name.
+#[derive(Debug)]
+enum Serves {
+    Tasks(Arc<Py<PyAny>>),
+    Tools(Vec<(String, Arc<Py<PyAny>>)>),
 }
 
 /// The workers running now, for the exit hook.
@@ -153,7 +228,7 @@ static LIVE: Mutex<Vec<Weak<Mutex<Option<Worker>>>>> = Mutex::new(Vec::new());
 pub struct PyWorker {
     log: agentlog::log::Log,
     config: Mutex<Option<WorkerConfig>>,
-    function: Arc<Py<PyAny>>,
+    serves: Serves,
     worker: Arc<Mutex<Option<Worker>>>,
 }
 
@@ -170,6 +245,76 @@ fn is_coroutine_function(function: &Bound<'_, PyAny>) -> PyResult<bool> {
     }
 }
 
+/// What `start` builds the SDK worker with.
+enum Start {
+    Tasks(PyHandler),
+    Tools(Tools),
+}
+
+/// The tool handlers of `tools=`: a dict of tool name → coroutine function.
+fn tool_functions(tools: &Bound<'_, PyAny>) -> PyResult<Vec<(String, Arc<Py<PyAny>>)>> {
+    let tools = tools.cast::<PyDict>().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "tools must be a dict of tool name -> `async def` taking a ToolCall, got {}",
+            tools
+                .get_type()
+                .name()
+                .map_or_else(|_| "?".to_owned(), |n| n.to_string())
+        ))
+    })?;
+    if tools.is_empty() {
+        return Err(PyTypeError::new_err("tools must name at least one tool"));
+    }
+    let mut functions = Vec::with_capacity(tools.len());
+    for (name, function) in tools.iter() {
+        let name: String = name.extract().map_err(|_| {
+            PyTypeError::new_err(format!(
+                "a tool name must be a str, got {}",
+                name.repr()
+                    .map_or_else(|_| "?".to_owned(), |r| r.to_string())
+            ))
+        })?;
+        if !is_coroutine_function(&function)? {
+            return Err(PyTypeError::new_err(format!(
+                "the handler of tool {name:?} must be an `async def` function taking a ToolCall, got {}",
+                function.repr()?
+            )));
+        }
+        functions.push((name, Arc::new(function.unbind())));
+    }
+    Ok(functions)
+}
+
+/// The view a worker of `agent` shares: a `Bridge`'s, or an `McpBridge`'s bridge of that
+/// tool agent.
+fn view_of(bridge: &Bound<'_, PyAny>, agent: &str) -> PyResult<agentlog::view::TaskView> {
+    let py = bridge.py();
+    if let Ok(bridge) = bridge.cast::<PyBridge>() {
+        return Ok(bridge.get().0.view().clone());
+    }
+    if let Ok(mcp) = bridge.cast::<PyMcpBridge>() {
+        let bridges = mcp.get().0.bridges();
+        return match bridges.get(agent) {
+            Some(b) => Ok(b.view().clone()),
+            None => {
+                let mut agents: Vec<&String> = bridges.keys().collect();
+                agents.sort();
+                Err(err(
+                    py,
+                    ErrorKind::Config,
+                    format!(
+                        "the McpBridge serves no tool on agent {agent:?} (its tool agents: {agents:?})"
+                    ),
+                ))
+            }
+        };
+    }
+    Err(PyTypeError::new_err(format!(
+        "bridge must be a Bridge or an McpBridge, got {}",
+        bridge.repr()?
+    )))
+}
+
 impl PyWorker {
     fn start_inner<'py>(slf: &Bound<'py, Self>, give_self: bool) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();
@@ -180,9 +325,24 @@ impl PyWorker {
             .unwrap_or_else(|e| e.into_inner())
             .take()
             .ok_or_else(|| err(py, ErrorKind::Config, "this worker was started already"))?;
-        let handler = PyHandler {
-            function: this.function.clone(),
-            event_loop: aio::current(py)?,
+        let event_loop = aio::current(py)?;
+        let start = match &this.serves {
+            Serves::Tasks(function) => Start::Tasks(PyHandler {
+                function: function.clone(),
+                event_loop,
+            }),
+            Serves::Tools(functions) => Start::Tools(functions.iter().fold(
+                Tools::new(),
+                |tools, (name, function)| {
+                    tools.tool(
+                        name.clone(),
+                        PyTool {
+                            function: function.clone(),
+                            event_loop: event_loop.clone(),
+                        },
+                    )
+                },
+            )),
         };
         let log = this.log.clone();
         let slot = this.worker.clone();
@@ -191,7 +351,10 @@ impl PyWorker {
             py,
             OnCancel::Finish,
             async move {
-                let worker = Worker::start(log, config, handler).await?;
+                let worker = match start {
+                    Start::Tasks(handler) => Worker::start(log, config, handler).await?,
+                    Start::Tools(tools) => Worker::start(log, config, tools).await?,
+                };
                 *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(worker);
                 let mut live = LIVE.lock().unwrap_or_else(|e| e.into_inner());
                 live.retain(|w| w.strong_count() > 0);
@@ -206,28 +369,54 @@ impl PyWorker {
 #[pymethods]
 impl PyWorker {
     /// A worker for `agent` over `log` running `handler`, an `async def` taking a
-    /// `TaskContext`, for at most `concurrency` tasks at once. Not running until `start()`
-    /// (or `async with`). With `bridge`, it shares that bridge's view of the log (no second
-    /// replay). `shutdown_timeout`: how long `shutdown()` lets running handlers finish.
+    /// `TaskContext`, or (instead of `handler`) `tools`, a dict of tool name → `async def`
+    /// taking a `ToolCall` and returning a `CallToolResult` dict, serving the MCP calls on
+    /// the tool agent `agent` (`mcp.<tool>` by default); at most `concurrency` turns at
+    /// once. Not running until `start()` (or `async with`). With `bridge` (a `Bridge` of
+    /// `agent`, or an `McpBridge` serving tools on `agent`), it shares that bridge's view of
+    /// the log (no second replay). `shutdown_timeout`: how long `shutdown()` lets running
+    /// handlers finish.
     #[new]
-    #[pyo3(signature = (log, agent, handler, *, concurrency = 64, bridge = None, shutdown_timeout = 10.0))]
+    #[pyo3(signature = (log, agent, handler = None, *, tools = None, concurrency = 64, bridge = None, shutdown_timeout = 10.0))]
     fn new(
         log: &PyLog,
         agent: &str,
-        handler: &Bound<'_, PyAny>,
+        handler: Option<&Bound<'_, PyAny>>,
+        tools: Option<&Bound<'_, PyAny>>,
         concurrency: usize,
-        bridge: Option<&PyBridge>,
+        bridge: Option<&Bound<'_, PyAny>>,
         shutdown_timeout: f64,
     ) -> PyResult<Self> {
-        if !is_coroutine_function(handler)? {
-            return Err(PyTypeError::new_err(format!(
-                "the handler must be an `async def` function taking a TaskContext, got {}",
-                handler.repr()?
-            )));
-        }
+        let handler = handler.filter(|h| !h.is_none());
+        let tools = tools.filter(|t| !t.is_none());
+        let serves = match (handler, tools) {
+            (Some(handler), None) => {
+                if !is_coroutine_function(handler)? {
+                    return Err(PyTypeError::new_err(format!(
+                        "the handler must be an `async def` function taking a TaskContext, got {}",
+                        handler.repr()?
+                    )));
+                }
+                Serves::Tasks(Arc::new(handler.clone().unbind()))
+            }
+            (None, Some(tools)) => Serves::Tools(tool_functions(tools)?),
+            (Some(_), Some(_)) => {
+                return Err(PyTypeError::new_err(
+                    "a worker runs either an A2A handler or MCP tools: pass handler or tools=, not both",
+                ));
+            }
+            (None, None) => {
+                return Err(PyTypeError::new_err(
+                    "a worker needs a handler (an `async def` taking a TaskContext) or tools= (a dict of tool name -> `async def` taking a ToolCall)",
+                ));
+            }
+        };
         let mut config = WorkerConfig::new(agent);
         config.concurrency = concurrency;
-        config.view = bridge.map(|b| b.0.view().clone());
+        config.view = match bridge.filter(|b| !b.is_none()) {
+            None => None,
+            Some(b) => Some(view_of(b, agent)?),
+        };
         config.shutdown_timeout = Duration::try_from_secs_f64(shutdown_timeout).map_err(|_| {
             PyTypeError::new_err(format!(
                 "shutdown_timeout must be >= 0 seconds, got {shutdown_timeout}"
@@ -236,7 +425,7 @@ impl PyWorker {
         Ok(Self {
             log: log.0.clone(),
             config: Mutex::new(Some(config)),
-            function: Arc::new(handler.clone().unbind()),
+            serves,
             worker: Arc::default(),
         })
     }

@@ -109,4 +109,50 @@ mod tests {
             "{frame}"
         );
     }
+
+    #[tokio::test]
+    async fn sse_frames_end_after_an_error_frame() {
+        use futures::StreamExt as _;
+        let task: Task = from_params(
+            "Task",
+            &json!({"id": "t", "contextId": "c", "status": {"state": "TASK_STATE_WORKING"}}),
+        )
+        .unwrap();
+        let event = |position, last| {
+            Ok(StreamEvent {
+                position,
+                response: StreamResponse::Task(task.clone()),
+                last,
+            })
+        };
+        let stream = super::super::RpcStream {
+            id: serde_json::value::to_raw_value(&3).unwrap(),
+            version: agentlog_wire::jsonrpc::ProtocolVersion::V1_0,
+            events: Box::pin(futures::stream::iter([
+                event(1, false),
+                Err(Error::new(ErrorKind::TaskNotFound, "gone")),
+                event(2, false),
+            ])),
+        };
+        let frames: Vec<String> = stream
+            .into_sse_frames()
+            .map(|f| String::from_utf8(f).unwrap())
+            .collect()
+            .await;
+        assert_eq!(frames.len(), 2, "{frames:?}");
+        assert!(frames[0].starts_with("id: 1\ndata: "), "{}", frames[0]);
+        assert!(frames[1].starts_with("event: error\n"), "{}", frames[1]);
+        // The event marked last ends it too.
+        let stream = super::super::RpcStream {
+            id: serde_json::value::to_raw_value(&3).unwrap(),
+            version: agentlog_wire::jsonrpc::ProtocolVersion::V1_0,
+            events: Box::pin(futures::stream::iter([
+                event(1, false),
+                event(2, true),
+                event(3, false),
+            ])),
+        };
+        let frames: Vec<Vec<u8>> = stream.into_sse_frames().collect().await;
+        assert_eq!(frames.len(), 2);
+    }
 }

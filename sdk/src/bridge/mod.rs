@@ -37,7 +37,7 @@ pub use card::{
     card_from_file, card_from_json, card_over_defaults, default_card, default_skill, finish_card,
 };
 pub use limits::LimitsConfig;
-pub use rpc::{RpcOptions, RpcReply, RpcStream};
+pub use rpc::{RpcOptions, RpcReply, RpcStream, SseFrames};
 pub use stream::{StreamEvent, TaskStream};
 
 /// How a bridge behaves.

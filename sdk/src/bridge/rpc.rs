@@ -80,7 +80,37 @@ impl RpcStream {
         out.extend_from_slice(b"\n\n");
         out
     }
+
+    /// The stream as whole SSE frames ([`sse_frame`](Self::sse_frame)), ending after an
+    /// error frame or the event marked `last`: what a binding's `handle_rpc` hands out, the
+    /// same shape as an MCP stream's ([`crate::mcp::sse_frames`]).
+    pub fn into_sse_frames(self) -> SseFrames {
+        let RpcStream {
+            id,
+            version,
+            events,
+        } = self;
+        let framing = RpcStream {
+            id,
+            version,
+            events: Box::pin(futures::stream::empty()),
+        };
+        Box::pin(futures::stream::unfold(
+            Some((framing, events)),
+            |state| async move {
+                let (framing, mut events) = state?;
+                let event = futures::StreamExt::next(&mut events).await?;
+                let frame = framing.sse_frame(&event);
+                let more = event.as_ref().is_ok_and(|e| !e.last);
+                Some((frame, more.then_some((framing, events))))
+            },
+        ))
+    }
 }
+
+/// A stream of whole SSE frames (`id:`/`event:`/`data:` lines and the blank line), ready to
+/// write to a `text/event-stream` response.
+pub type SseFrames = std::pin::Pin<Box<dyn futures::Stream<Item = Vec<u8>> + Send>>;
 
 /// What a transport knows about a JSON-RPC request besides its body.
 #[derive(Debug, Clone, Default)]

@@ -11,7 +11,7 @@ use crate::bridge::BridgeConfig;
 use crate::http::auth::EdgeAuth;
 use crate::http::mcp::{McpAuth, McpHttpConfig, router};
 use crate::log::Log;
-use crate::mcp::{McpBridge, McpConfig, ToolConfig};
+use crate::mcp::{McpBridge, McpConfig, ToolConfig, tools_from_json};
 use crate::worker::demo_tools::{DEMO_TOOLS_AGENT, demo_tool_handlers, demo_tools};
 use crate::worker::{Worker, WorkerConfig};
 
@@ -89,10 +89,8 @@ pub(super) async fn open(
     };
     let mut http = McpHttpConfig {
         path: args.mcp_path.clone(),
-        ..McpHttpConfig::default()
+        ..McpHttpConfig::for_base_url(public_url)
     };
-    http.allowed_hosts
-        .extend(public_url.host_str().map(str::to_owned));
     if let Some(edge) = auth {
         let bad = |why: String| CliError::msg(format!("bad --mcp-path: {why}"));
         let resource = public_url
@@ -120,13 +118,7 @@ fn tools_file(path: &Path) -> CliResult<Vec<ToolConfig>> {
         .map_err(|e| CliError::msg(format!("cannot read --tools {}: {e}", path.display())))?;
     let bad = |why: String| CliError::msg(format!("bad --tools {}: {why}", path.display()));
     let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
-    let list = match value {
-        serde_json::Value::Object(mut object) => object
-            .remove("tools")
-            .ok_or_else(|| bad("an object needs a \"tools\" array".to_owned()))?,
-        other => other,
-    };
-    serde_json::from_value(list).map_err(|e| bad(e.to_string()))
+    tools_from_json(value).map_err(|e| bad(e.message().to_owned()))
 }
 
 #[cfg(test)]

@@ -34,7 +34,6 @@ use axum::http::header::{ACCEPT, CONTENT_TYPE, HOST, ORIGIN};
 use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Response, sse::Event};
 use axum::routing::any;
-use base64::Engine as _;
 use futures::StreamExt;
 
 use super::errors::{json, method_not_allowed, rpc_refusal};
@@ -75,6 +74,27 @@ impl Default for McpHttpConfig {
             body_limit_bytes: 1024 * 1024,
             auth: None,
         }
+    }
+}
+
+impl McpHttpConfig {
+    /// The defaults, also answering the host of `base`, the URL clients name the server by
+    /// (`serve --public-url`, or the bound address): what `agentlog serve` and the bindings'
+    /// `serve` use.
+    pub fn for_base_url(base: &url::Url) -> Self {
+        let mut config = Self::default();
+        if let Some(host) = base.host_str() {
+            // `host_str` gives an IPv6 host in brackets; the Host check compares bare names.
+            let host = host.trim_start_matches('[').trim_end_matches(']');
+            if !config
+                .allowed_hosts
+                .iter()
+                .any(|h| h.eq_ignore_ascii_case(host))
+            {
+                config.allowed_hosts.push(host.to_owned());
+            }
+        }
+        config
     }
 }
 
@@ -157,11 +177,7 @@ async fn handle(State(state): State<McpState>, request: Request) -> Response {
     let request = McpRequest {
         body: &bytes,
         caller,
-        headers: Some(McpHeaders {
-            protocol_version: header(headers, "mcp-protocol-version"),
-            method: header(headers, "mcp-method"),
-            name: header(headers, "mcp-name"),
-        }),
+        headers: Some(mcp_headers(headers)),
         accepts_stream: takes_stream,
     };
     match state.mcp.handle(request).await {
@@ -180,19 +196,13 @@ fn refusal(status: StatusCode, message: &str) -> Response {
     rpc_refusal(status, ErrorCode::InvalidRequest, message.to_owned())
 }
 
-/// A header's value, a `=?base64?…?=` one decoded (how MCP clients send non-ASCII values).
-fn header(headers: &HeaderMap, name: &str) -> Option<String> {
-    let value = headers.get(name)?.to_str().ok()?.trim();
-    if let Some(encoded) = value
-        .strip_prefix("=?base64?")
-        .and_then(|v| v.strip_suffix("?="))
-    {
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(encoded)
-            .ok()?;
-        return String::from_utf8(bytes).ok();
-    }
-    Some(value.to_owned())
+/// The MCP headers of a request (`McpHeaders::from_pairs`: a `=?base64?…?=` value decoded).
+fn mcp_headers(headers: &HeaderMap) -> McpHeaders {
+    McpHeaders::from_pairs(
+        headers
+            .iter()
+            .filter_map(|(name, value)| Some((name.as_str(), value.to_str().ok()?))),
+    )
 }
 
 fn host_allowed(headers: &HeaderMap, allowed: &[String]) -> bool {
@@ -322,9 +332,18 @@ mod tests {
             ("mcp-name", "=?base64?w6ljaG8=?="),
             ("mcp-method", "tools/call"),
         ]);
-        assert_eq!(header(&map, "mcp-name").as_deref(), Some("écho"));
-        assert_eq!(header(&map, "mcp-method").as_deref(), Some("tools/call"));
-        assert_eq!(header(&map, "mcp-protocol-version"), None);
+        let read = mcp_headers(&map);
+        assert_eq!(read.name.as_deref(), Some("écho"));
+        assert_eq!(read.method.as_deref(), Some("tools/call"));
+        assert_eq!(read.protocol_version, None);
+        // Any case, trimmed; an undecodable value counts as not sent.
+        let read = McpHeaders::from_pairs([
+            ("MCP-Protocol-Version", " 2026-07-28 "),
+            ("Mcp-Name", "=?base64?//8=?="),
+            ("content-type", "application/json"),
+        ]);
+        assert_eq!(read.protocol_version.as_deref(), Some("2026-07-28"));
+        assert_eq!((read.name, read.method), (None, None));
         assert_eq!(
             accepts(&headers(&[(
                 "accept",
@@ -338,5 +357,32 @@ mod tests {
         );
         assert_eq!(accepts(&headers(&[("accept", "*/*")])), (true, true));
         assert_eq!(accepts(&HeaderMap::new()), (true, false));
+    }
+
+    #[test]
+    fn the_base_url_host_is_answered_besides_loopback() {
+        let url = |u: &str| url::Url::parse(u).unwrap();
+        let config = McpHttpConfig::for_base_url(&url("https://agents.example.com/a/"));
+        assert!(host_allowed(
+            &headers(&[("host", "agents.example.com:443")]),
+            &config.allowed_hosts
+        ));
+        assert!(host_allowed(
+            &headers(&[("host", "localhost")]),
+            &config.allowed_hosts
+        ));
+        assert!(!host_allowed(
+            &headers(&[("host", "evil.example.com")]),
+            &config.allowed_hosts
+        ));
+        let v6 = McpHttpConfig::for_base_url(&url("http://[fd00::2]:8080/"));
+        assert!(host_allowed(
+            &headers(&[("host", "[fd00::2]:8080")]),
+            &v6.allowed_hosts
+        ));
+        assert_eq!(
+            McpHttpConfig::for_base_url(&url("http://127.0.0.1:9/")),
+            McpHttpConfig::default()
+        );
     }
 }

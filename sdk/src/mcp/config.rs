@@ -6,6 +6,7 @@ use agentlog_wire::mcp::Tool;
 use serde::{Deserialize, Serialize};
 
 use crate::bridge::BridgeConfig;
+use crate::error::{Error, ErrorKind, Result};
 
 /// Whether a tool's calls may run as MCP tasks.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -60,6 +61,26 @@ impl ToolConfig {
             .clone()
             .unwrap_or_else(|| format!("mcp.{}", self.tool.name))
     }
+}
+
+/// Tool definitions from JSON, as `serve --tools FILE` and the bindings take them: an array
+/// of [`ToolConfig`]s (the MCP `Tool` fields plus `agent`, `taskSupport`,
+/// `requiredCapabilities`), or an object holding one under `tools`. Anything else is a
+/// config error naming what is wrong. (Names and schemas are checked by
+/// [`McpBridge::open`](super::McpBridge::open).)
+pub fn tools_from_json(value: serde_json::Value) -> Result<Vec<ToolConfig>> {
+    let list = match value {
+        serde_json::Value::Object(mut object) => object.remove("tools").ok_or_else(|| {
+            Error::new(
+                ErrorKind::Config,
+                "tool definitions: an object needs a \"tools\" array",
+            )
+        })?,
+        other => other,
+    };
+    serde_json::from_value(list).map_err(|e| {
+        Error::new(ErrorKind::Config, format!("bad tool definitions: {e}")).with_source(e)
+    })
 }
 
 /// How an MCP bridge behaves.
@@ -123,5 +144,30 @@ mod tests {
         .unwrap();
         assert_eq!(shared.agent(), "math");
         assert_eq!(shared.task_support, TaskSupport::Forbidden);
+    }
+
+    #[test]
+    fn tool_definitions_are_an_array_or_an_object_with_one() {
+        let tools = tools_from_json(json!([{"name": "a", "inputSchema": {"type": "object"}}]));
+        assert_eq!(tools.unwrap()[0].tool.name, "a");
+        let tools = tools_from_json(json!({"tools": [
+            {"name": "b", "inputSchema": {"type": "object"}, "agent": "x"}
+        ]}));
+        assert_eq!(tools.unwrap()[0].agent(), "x");
+        for bad in [
+            json!({}),
+            json!([{"name": 1}]),
+            json!("nope"),
+            json!([{"name": "c"}]),
+        ] {
+            let error = tools_from_json(bad.clone()).unwrap_err();
+            assert_eq!(error.kind(), ErrorKind::Config, "{bad}");
+        }
+        let error = tools_from_json(json!([{"name": "c"}])).unwrap_err();
+        assert!(
+            error.message().contains("inputSchema"),
+            "{}",
+            error.message()
+        );
     }
 }

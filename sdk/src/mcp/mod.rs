@@ -29,8 +29,8 @@ use crate::bridge::{Bridge, BridgeConfig};
 use crate::error::{Error, ErrorKind, Result};
 use crate::log::Log;
 
-pub use config::{McpConfig, TaskSupport, ToolConfig};
-pub use rpc::{McpHeaders, McpReply, McpRequest, McpStream};
+pub use config::{McpConfig, TaskSupport, ToolConfig, tools_from_json};
+pub use rpc::{McpHeaders, McpReply, McpRequest, McpStream, sse_frames};
 
 /// The MCP bridge over the tools' topics. Cheap to clone.
 #[derive(Debug, Clone)]

@@ -24,6 +24,48 @@ pub struct McpHeaders {
     pub name: Option<String>,
 }
 
+impl McpHeaders {
+    /// The MCP headers among `pairs` of HTTP header names (any case) and values, as a
+    /// transport received them: `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`, each
+    /// trimmed and a `=?base64?…?=` value decoded (how MCP clients send non-ASCII values;
+    /// one that does not decode to UTF-8 counts as not sent). Other headers are ignored.
+    pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
+        let mut headers = Self::default();
+        for (name, value) in pairs {
+            let slot = if name.eq_ignore_ascii_case("mcp-protocol-version") {
+                &mut headers.protocol_version
+            } else if name.eq_ignore_ascii_case("mcp-method") {
+                &mut headers.method
+            } else if name.eq_ignore_ascii_case("mcp-name") {
+                &mut headers.name
+            } else {
+                continue;
+            };
+            // The first value of a repeated header, as `HeaderMap::get` reads it.
+            if slot.is_none() {
+                *slot = decode_value(value);
+            }
+        }
+        headers
+    }
+}
+
+/// A header value, a `=?base64?…?=` one decoded.
+fn decode_value(value: &str) -> Option<String> {
+    use base64::Engine as _;
+    let value = value.trim();
+    if let Some(encoded) = value
+        .strip_prefix("=?base64?")
+        .and_then(|v| v.strip_suffix("?="))
+    {
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(encoded)
+            .ok()?;
+        return String::from_utf8(bytes).ok();
+    }
+    Some(value.to_owned())
+}
+
 /// One request to [`McpBridge::handle`].
 #[derive(Debug, Clone)]
 pub struct McpRequest<'a> {
@@ -69,6 +111,40 @@ impl std::fmt::Debug for McpReply {
             McpReply::Stream(_) => f.write_str("Stream"),
         }
     }
+}
+
+impl McpReply {
+    /// The HTTP status to answer with (`Json`'s own, 202, or 200 for a stream).
+    pub fn status(&self) -> u16 {
+        match self {
+            McpReply::Json { status, .. } => *status,
+            McpReply::Accepted => 202,
+            McpReply::Stream(_) => 200,
+        }
+    }
+
+    /// The response's `Content-Type` (`None`: no body).
+    pub fn content_type(&self) -> Option<&'static str> {
+        match self {
+            McpReply::Json { .. } => Some("application/json"),
+            McpReply::Accepted => None,
+            McpReply::Stream(_) => Some("text/event-stream"),
+        }
+    }
+}
+
+/// `messages` as whole SSE frames, one `data:` frame per JSON-RPC message (the framing of
+/// the `/mcp` route), for a transport that writes frames itself (the bindings'
+/// `handle_rpc`). The messages are compact JSON, so each is one `data:` line.
+pub fn sse_frames(messages: McpStream) -> crate::bridge::SseFrames {
+    use futures::StreamExt as _;
+    Box::pin(messages.map(|message| {
+        let mut frame = Vec::with_capacity(message.len() + 8);
+        frame.extend_from_slice(b"data: ");
+        frame.extend_from_slice(&message);
+        frame.extend_from_slice(b"\n\n");
+        frame
+    }))
 }
 
 /// What a method needs to know about its request.
@@ -297,5 +373,43 @@ fn header_matches(header: &'static str, sent: Option<&str>, expected: &str) -> R
             format!("Header mismatch: {header} is required (the body says {expected:?})"),
         )
         .with_detail("header", header)),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use futures::StreamExt as _;
+
+    #[tokio::test]
+    async fn a_stream_reply_is_data_frames_and_each_reply_has_its_status() {
+        let messages: McpStream = Box::pin(futures::stream::iter([
+            br#"{"jsonrpc":"2.0","method":"notifications/progress"}"#.to_vec(),
+            br#"{"jsonrpc":"2.0","id":1,"result":{}}"#.to_vec(),
+        ]));
+        let frames: Vec<Vec<u8>> = sse_frames(messages).collect().await;
+        assert_eq!(
+            frames,
+            [
+                b"data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\n\n".to_vec(),
+                b"data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n".to_vec(),
+            ]
+        );
+        let json = McpReply::Json {
+            status: 400,
+            body: Vec::new(),
+        };
+        assert_eq!(
+            (json.status(), json.content_type()),
+            (400, Some("application/json"))
+        );
+        let accepted = McpReply::Accepted;
+        assert_eq!((accepted.status(), accepted.content_type()), (202, None));
+        let stream = McpReply::Stream(Box::pin(futures::stream::empty()));
+        assert_eq!(
+            (stream.status(), stream.content_type()),
+            (200, Some("text/event-stream"))
+        );
     }
 }

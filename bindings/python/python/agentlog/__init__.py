@@ -1,5 +1,6 @@
 """agentlog from Python: publish A2A tasks onto a durable log, run asyncio workers that answer
-them, and serve A2A over HTTP, over the agentlog Rust core.
+them, serve A2A over HTTP, and serve MCP tools from the log (``McpBridge``, ``Worker(log,
+agent, tools={...})``, ``serve(..., mcp=...)``), over the agentlog Rust core.
 
 Everything is asyncio-native: ``await agentlog.open_log(url)``, ``await Bridge.open(log,
 agent)``, ``async with Worker(log, agent, handler)``, ``await agentlog.serve(bridge)``. Values
@@ -29,6 +30,8 @@ from ._agentlog import (
     InvalidRequestError,
     Log,
     LoopDetectedError,
+    McpBridge,
+    McpReply,
     MethodNotFoundError,
     OverloadedError,
     ParseError,
@@ -39,6 +42,7 @@ from ._agentlog import (
     TaskContext,
     TaskNotCancelableError,
     TaskNotFoundError,
+    ToolCall,
     UnauthenticatedError,
     UnavailableError,
     UnsupportedOperationError,
@@ -73,6 +77,8 @@ __all__ = [
     "InvalidRequestError",
     "Log",
     "LoopDetectedError",
+    "McpBridge",
+    "McpReply",
     "MethodNotFoundError",
     "OverloadedError",
     "ParseError",
@@ -83,6 +89,7 @@ __all__ = [
     "TaskContext",
     "TaskNotCancelableError",
     "TaskNotFoundError",
+    "ToolCall",
     "UnauthenticatedError",
     "UnavailableError",
     "UnsupportedOperationError",

@@ -6,13 +6,14 @@
 # agentlog.types; inputs take any mapping of that shape (`Params`).
 
 import os
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from types import ModuleType, TracebackType
 from typing import Any, ClassVar, final
 
 __version__: str
 
 from .types import (
+    CallToolResult,
     Handler,
     ListTasksResponse,
     Message,
@@ -20,6 +21,8 @@ from .types import (
     SendMessageResponse,
     StreamEvent,
     Task,
+    Tool,
+    ToolHandler,
 )
 
 class Error(Exception):
@@ -149,6 +152,9 @@ class TaskContext:
     def cancelled(self) -> bool: ...
     def wait_cancelled(self) -> Awaitable[None]: ...
     def working(self, text: str | None = None) -> Awaitable[None]: ...
+    def report(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> Awaitable[None]: ...
     def artifact(
         self, artifact: Params, *, append: bool = False, last_chunk: bool = False
     ) -> Awaitable[None]: ...
@@ -168,10 +174,11 @@ class Worker:
         cls,
         log: Log,
         agent: str,
-        handler: Handler,
+        handler: Handler | None = None,
         *,
+        tools: Mapping[str, ToolHandler] | None = None,
         concurrency: int = 64,
-        bridge: Bridge | None = None,
+        bridge: Bridge | McpBridge | None = None,
         shutdown_timeout: float = 10.0,
     ) -> Worker: ...
     def start(self) -> Awaitable[None]: ...
@@ -185,9 +192,60 @@ class Worker:
     ) -> Awaitable[None]: ...
 
 @final
+class McpReply:
+    @property
+    def status(self) -> int: ...
+    @property
+    def content_type(self) -> str | None: ...
+    @property
+    def body(self) -> bytes | None: ...
+    @property
+    def frames(self) -> RpcFrames | None: ...
+
+@final
+class McpBridge:
+    @staticmethod
+    def open(
+        log: Log,
+        tools: Sequence[Params] | Params,
+        *,
+        name: str | None = None,
+        version: str | None = None,
+        instructions: str | None = None,
+    ) -> Awaitable[McpBridge]: ...
+    @property
+    def tools(self) -> list[Tool]: ...
+    @property
+    def agents(self) -> list[str]: ...
+    def handle_rpc(
+        self,
+        body: bytes | str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        caller: Caller | None = None,
+        accepts_stream: bool = False,
+    ) -> Awaitable[McpReply]: ...
+
+@final
+class ToolCall:
+    @property
+    def name(self) -> str: ...
+    @property
+    def arguments(self) -> dict[str, Any]: ...
+    @property
+    def params(self) -> dict[str, Any]: ...
+    @property
+    def input_responses(self) -> dict[str, Any] | None: ...
+    @property
+    def task(self) -> TaskContext: ...
+    def ask(self, text: str, input_requests: Params) -> Awaitable[None]: ...
+
+@final
 class Server:
     @property
     def url(self) -> str: ...
+    @property
+    def mcp_url(self) -> str | None: ...
     def close(self) -> Awaitable[None]: ...
     def serve_forever(self) -> Awaitable[None]: ...
     def __aenter__(self) -> Awaitable[Server]: ...
@@ -203,6 +261,7 @@ def serve(
     public_url: str | None = None,
     allow_anonymous: bool = False,
     max_connections: int = ...,
+    mcp: McpBridge | None = None,
 ) -> Awaitable[Server]: ...
 def _at_exit() -> None: ...
 
@@ -242,6 +301,9 @@ __all__ = [
     "RpcFrames",
     "Worker",
     "TaskContext",
+    "McpBridge",
+    "McpReply",
+    "ToolCall",
     "Server",
     "serve",
     "_at_exit",

@@ -8,7 +8,7 @@ from collections.abc import Callable, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 if TYPE_CHECKING:
-    from ._agentlog import TaskContext
+    from ._agentlog import TaskContext, ToolCall
 
 Params = Mapping[str, object]
 """A verb's request, an artifact, a card: a mapping in the A2A 1.0 JSON shape."""
@@ -93,8 +93,62 @@ class StreamEvent(TypedDict):
     event: StreamResponse
 
 
+# ---- MCP -------------------------------------------------------------------------------
+
+
+class ToolAnnotations(TypedDict, total=False):
+    title: str
+    readOnlyHint: bool
+    destructiveHint: bool
+    idempotentHint: bool
+    openWorldHint: bool
+
+class Tool(TypedDict, total=False):
+    """A tool definition, as ``McpBridge.open`` and ``agentlog serve --tools FILE`` take it:
+    the MCP ``Tool`` fields, plus where its calls go (``agent``, default ``mcp.<name>``),
+    ``taskSupport`` (``forbidden``, ``optional``, ``required``) and
+    ``requiredCapabilities``. ``name`` and ``inputSchema`` are required."""
+
+    name: str
+    title: str
+    description: str
+    inputSchema: dict[str, Any]
+    outputSchema: dict[str, Any]
+    annotations: ToolAnnotations
+    agent: str
+    taskSupport: Literal["forbidden", "optional", "required"]
+    requiredCapabilities: dict[str, Any]
+
+class ContentBlock(TypedDict, total=False):
+    """One block of a tool's answer: ``{"type": "text", "text": ...}``, ``image``/``audio``
+    (``data`` base64, ``mimeType``), ``resource_link``, ``resource``."""
+
+    type: Literal["text", "image", "audio", "resource_link", "resource"]
+    text: str
+    data: str
+    mimeType: str
+    uri: str
+    name: str
+    resource: dict[str, Any]
+    annotations: dict[str, Any]
+
+class CallToolResult(TypedDict, total=False):
+    """A tool's answer: ``content`` (required, may be empty), ``structuredContent``
+    (matching the tool's ``outputSchema``), ``isError`` (a tool failure the model reads;
+    raising in the handler is a protocol error instead)."""
+
+    content: list[ContentBlock]
+    structuredContent: Any
+    isError: bool
+
+ToolHandler = Callable[["ToolCall"], Coroutine[Any, Any, "CallToolResult | Params"]]
+"""A tool's handler: an ``async def`` taking a ToolCall and returning a CallToolResult."""
+
+
 __all__ = [
     "Artifact",
+    "CallToolResult",
+    "ContentBlock",
     "Handler",
     "ListTasksResponse",
     "Message",
@@ -107,4 +161,7 @@ __all__ = [
     "TaskArtifactUpdateEvent",
     "TaskStatus",
     "TaskStatusUpdateEvent",
+    "Tool",
+    "ToolAnnotations",
+    "ToolHandler",
 ]

@@ -1,0 +1,183 @@
+//! `McpBridge`: the SDK's MCP bridge over plain values, and `McpReply`, what `handleRpc`
+//! answers. The tool handlers run in `worker` (`Worker.start(log, agent, { tools })`).
+
+use std::collections::HashMap;
+
+use agentlog::mcp::{
+    McpBridge as SdkMcpBridge, McpConfig, McpHeaders, McpReply as SdkReply, McpRequest, sse_frames,
+    tools_from_json,
+};
+use napi::Env;
+use napi::bindgen_prelude::{Buffer, Either, PromiseRaw};
+use napi_derive::napi;
+use serde_json::Value;
+
+use crate::bridge::{Caller, RpcFrames};
+use crate::convert::{from_js, to_js};
+use crate::error::OrThrow;
+use crate::log::Log;
+
+/// How an MCP bridge is opened.
+#[napi(object)]
+#[derive(Debug)]
+pub struct McpBridgeOptions {
+    /// `serverInfo.name`. Default `agentlog`.
+    pub name: Option<String>,
+    /// `serverInfo.version`. Default the SDK's version.
+    pub version: Option<String>,
+    /// `instructions` for the model.
+    pub instructions: Option<String>,
+}
+
+/// Open the MCP bridge serving `tools` (definitions as `agentlog serve --tools FILE` reads
+/// them: an array, or `{tools: [...]}`) over `log`, creating each tool agent's topics
+/// (`McpBridge.open` in index.js). A bad definition rejects with `config`.
+#[napi(
+    ts_args_type = "log: Log, tools: Tool[] | { tools: Tool[] }, options?: McpBridgeOptions | null",
+    ts_return_type = "Promise<McpBridge>"
+)]
+pub fn open_mcp_bridge<'env>(
+    env: &'env Env,
+    log: &Log,
+    tools: Value,
+    options: Option<McpBridgeOptions>,
+) -> napi::Result<PromiseRaw<'env, McpBridge>> {
+    let mut config = McpConfig::new(tools_from_json(from_js(tools)).or_throw()?);
+    if let Some(options) = options {
+        if let Some(name) = options.name {
+            config.name = name;
+        }
+        if let Some(version) = options.version {
+            config.version = version;
+        }
+        config.instructions = options.instructions;
+    }
+    let log = log.inner.clone();
+    env.spawn_future(async move {
+        let inner = SdkMcpBridge::open(log, config).await.or_throw()?;
+        Ok(McpBridge { inner })
+    })
+}
+
+/// What `handleRpc` is told about the request besides its body.
+#[napi(object)]
+#[derive(Debug)]
+pub struct McpRpcOptions {
+    /// The HTTP request's headers (names in any case): `MCP-Protocol-Version`, `Mcp-Method`
+    /// and `Mcp-Name` are checked against the body, as the `/mcp` route does. Leave it out
+    /// for a transport without headers.
+    pub headers: Option<HashMap<String, String>>,
+    /// Who is calling (default: anonymous).
+    pub caller: Option<Caller>,
+    /// The client takes `text/event-stream`: a call with a progress token is answered as
+    /// SSE frames.
+    pub accepts_stream: Option<bool>,
+}
+
+/// The MCP bridge over the tools' topics: `tools/list`, `tools/call` (a durable task a
+/// worker answers), MCP tasks, both protocol eras.
+#[napi]
+#[derive(Debug, Clone)]
+pub struct McpBridge {
+    pub(crate) inner: SdkMcpBridge,
+}
+
+#[napi]
+impl McpBridge {
+    /// The tool definitions served, as given (`agent`, `taskSupport` filled in).
+    #[napi(getter, ts_return_type = "Tool[]")]
+    pub fn tools(&self) -> napi::Result<Value> {
+        to_js(&self.inner.config().tools)
+    }
+
+    /// The tool agents (whose workers answer the calls), sorted.
+    #[napi(getter)]
+    pub fn agents(&self) -> Vec<String> {
+        let mut agents: Vec<String> = self.inner.bridges().keys().cloned().collect();
+        agents.sort();
+        agents
+    }
+
+    /// Answer one JSON-RPC message: the HTTP status and a JSON body, SSE frames, or
+    /// neither (202). Never rejects for a bad request: every problem is in the reply.
+    #[napi]
+    pub async fn handle_rpc(
+        &self,
+        body: Either<String, Buffer>,
+        options: Option<McpRpcOptions>,
+    ) -> napi::Result<McpReply> {
+        let body: Vec<u8> = match body {
+            Either::A(text) => text.into_bytes(),
+            Either::B(buffer) => buffer.to_vec(),
+        };
+        let (headers, caller, accepts_stream) = match options {
+            Some(o) => (o.headers, o.caller, o.accepts_stream.unwrap_or(false)),
+            None => (None, None, false),
+        };
+        let request = McpRequest {
+            body: &body,
+            caller: Caller::of(caller),
+            headers: headers
+                .map(|h| McpHeaders::from_pairs(h.iter().map(|(k, v)| (k.as_str(), v.as_str())))),
+            accepts_stream,
+        };
+        let reply = self.inner.handle(request).await;
+        let (status, content_type) = (reply.status(), reply.content_type());
+        let (body, frames) = match reply {
+            SdkReply::Json { body, .. } => (Some(body), None),
+            SdkReply::Accepted => (None, None),
+            SdkReply::Stream(messages) => (None, Some(RpcFrames::new(sse_frames(messages)))),
+        };
+        Ok(McpReply {
+            status,
+            content_type,
+            body,
+            frames,
+        })
+    }
+}
+
+/// What `McpBridge.handleRpc` answers.
+#[napi]
+pub struct McpReply {
+    status: u16,
+    content_type: Option<&'static str>,
+    body: Option<Vec<u8>>,
+    frames: Option<RpcFrames>,
+}
+
+impl std::fmt::Debug for McpReply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpReply")
+            .field("status", &self.status)
+            .finish_non_exhaustive()
+    }
+}
+
+#[napi]
+impl McpReply {
+    /// The HTTP status to answer with.
+    #[napi(getter)]
+    pub fn status(&self) -> u16 {
+        self.status
+    }
+
+    /// The response's `Content-Type` (`null` without a body).
+    #[napi(getter)]
+    pub fn content_type(&self) -> Option<String> {
+        self.content_type.map(str::to_owned)
+    }
+
+    /// The JSON-RPC response, unless the reply is a stream or 202.
+    #[napi(getter)]
+    pub fn body(&self) -> Option<Buffer> {
+        self.body.clone().map(Buffer::from)
+    }
+
+    /// The SSE frames (progress notifications, then the response) of a stream reply; the
+    /// same stream on every read.
+    #[napi(getter)]
+    pub fn frames(&self) -> Option<RpcFrames> {
+        self.frames.as_ref().map(|f| f.share())
+    }
+}

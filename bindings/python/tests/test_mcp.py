@@ -1,0 +1,277 @@
+"""MCP from Python: an McpBridge serving tools whose handlers are Python (Worker(tools=...)),
+called through McpBridge.handle_rpc (both eras, the MCP headers, progress as SSE frames,
+invalid arguments, an unknown tool, a handler that raises or returns junk) and through serve
+with the official MCP Python client (mcp 2.3.0, the version tests/interop/mcp pins), also as
+the example script over memory:// and file://."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+
+import agentlog
+from agentlog import ToolCall
+from agentlog.types import CallToolResult, Tool
+
+from conftest import agent_name
+
+MODERN = "2026-07-28"
+CALLS: list[dict[str, Any]] = []
+
+
+def tools(agent: str) -> list[Tool]:
+    """greet (a structured answer, progress), boom (raises), junk (returns no result), all
+    on one tool agent so one worker serves them."""
+    name_schema = {
+        "type": "object",
+        "properties": {"name": {"type": "string"}},
+        "required": ["name"],
+    }
+    return [
+        {"name": "greet", "description": "Says hello", "inputSchema": name_schema, "agent": agent},
+        {"name": "boom", "inputSchema": {"type": "object"}, "agent": agent},
+        {"name": "junk", "inputSchema": {"type": "object"}, "agent": agent, "taskSupport": "optional"},
+    ]
+
+
+async def greet(call: ToolCall) -> CallToolResult:
+    CALLS.append({"name": call.name, "arguments": call.arguments, "task": call.task.task_id})
+    await call.task.report(1, 2, "halfway")
+    await call.task.report(2, 2)
+    who = call.arguments["name"]
+    return {
+        "content": [{"type": "text", "text": f"Hello, {who}!"}],
+        "structuredContent": {"greeting": f"Hello, {who}!"},
+    }
+
+
+async def boom(call: ToolCall) -> CallToolResult:
+    raise ValueError(f"boom from {call.name}")
+
+
+async def junk(call: ToolCall) -> CallToolResult:
+    return {"content": "not a list"}  # type: ignore[typeddict-item]
+
+
+@pytest.fixture
+async def served() -> AsyncIterator[tuple[agentlog.McpBridge, agentlog.Bridge]]:
+    """An McpBridge over memory:// with its worker, and an A2A bridge on the tool agent (to
+    read what reached the log)."""
+    CALLS.clear()
+    agent = agent_name()
+    log = await agentlog.open_log("memory://")
+    mcp = await agentlog.McpBridge.open(log, tools(agent), name="pytools", version="9.9")
+    handlers = {"greet": greet, "boom": boom, "junk": junk}
+    async with agentlog.Worker(log, agent, tools=handlers, bridge=mcp):
+        yield mcp, await agentlog.Bridge.open(log, agent)
+
+
+def rpc(method: str, params: dict[str, Any] | None = None, id: int = 1) -> bytes:
+    body: dict[str, Any] = {"jsonrpc": "2.0", "id": id, "method": method}
+    if params is not None:
+        body["params"] = params
+    return json.dumps(body).encode()
+
+
+def modern(params: dict[str, Any]) -> dict[str, Any]:
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    return {**params, "_meta": meta}
+
+
+async def answer(reply: agentlog.McpReply) -> dict[str, Any]:
+    assert reply.body is not None, reply
+    parsed: dict[str, Any] = json.loads(reply.body)
+    return parsed
+
+
+async def test_tools_list_gives_the_definitions_in_both_eras(served: tuple[agentlog.McpBridge, agentlog.Bridge]) -> None:
+    mcp, _ = served
+    assert [t["name"] for t in mcp.tools] == ["greet", "boom", "junk"]
+    assert mcp.tools[2]["taskSupport"] == "optional"
+    assert len(mcp.agents) == 1
+    legacy = await mcp.handle_rpc(rpc("tools/list"))
+    assert (legacy.status, legacy.content_type, legacy.frames) == (200, "application/json", None)
+    listed = (await answer(legacy))["result"]["tools"]
+    assert [t["name"] for t in listed] == ["boom", "greet", "junk"]
+    assert listed[1]["description"] == "Says hello"
+    assert listed[2]["execution"] == {"taskSupport": "optional"}
+    headers = {"mcp-protocol-version": MODERN, "MCP-METHOD": "tools/list"}
+    result = (await answer(await mcp.handle_rpc(rpc("tools/list", modern({})), headers=headers)))["result"]
+    assert [t["name"] for t in result["tools"]] == ["boom", "greet", "junk"]
+    assert result["resultType"] == "complete" and "execution" not in result["tools"][0]
+    info = result["_meta"]["io.modelcontextprotocol/serverInfo"]
+    assert info == {"name": "pytools", "version": "9.9"}
+
+
+async def test_a_call_round_trips_through_the_python_handler(served: tuple[agentlog.McpBridge, agentlog.Bridge]) -> None:
+    mcp, bridge = served
+    call = {"name": "greet", "arguments": {"name": "Ada"}}
+    result = (await answer(await mcp.handle_rpc(rpc("tools/call", call))))["result"]
+    assert result["content"] == [{"type": "text", "text": "Hello, Ada!"}]
+    assert result["structuredContent"] == {"greeting": "Hello, Ada!"}
+    assert not result.get("isError")
+    assert CALLS[0]["name"] == "greet" and CALLS[0]["arguments"] == {"name": "Ada"}
+    # The call was a task on the tool agent's topics, completed by the handler.
+    task = await bridge.get_task({"id": CALLS[0]["task"]})
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+    # Modern, over "HTTP" (headers checked against the body, names in any case).
+    headers = {"MCP-Protocol-Version": MODERN, "mcp-method": "tools/call", "Mcp-Name": "greet"}
+    reply = await mcp.handle_rpc(rpc("tools/call", modern(call)), headers=headers)
+    assert reply.status == 200
+    assert (await answer(reply))["result"]["content"][0]["text"] == "Hello, Ada!"
+    # A header naming another tool than the body: -32020, 400, nothing run.
+    headers["Mcp-Name"] = "boom"
+    reply = await mcp.handle_rpc(rpc("tools/call", modern(call)), headers=headers)
+    assert reply.status == 400
+    assert (await answer(reply))["error"]["code"] == -32020
+    assert len(CALLS) == 2
+
+
+async def test_progress_streams_as_sse_frames_before_the_answer(served: tuple[agentlog.McpBridge, agentlog.Bridge]) -> None:
+    mcp, _ = served
+    call = {"name": "greet", "arguments": {"name": "Bo"}, "_meta": {"progressToken": "p1"}}
+    reply = await mcp.handle_rpc(rpc("tools/call", call, id=7), accepts_stream=True)
+    assert (reply.status, reply.content_type, reply.body) == (200, "text/event-stream", None)
+    assert reply.frames is not None
+    frames = [frame async for frame in reply.frames]
+    messages = []
+    for frame in frames:
+        assert frame.startswith(b"data: ") and frame.endswith(b"\n\n"), frame
+        messages.append(json.loads(frame[len(b"data: ") :]))
+    progress = [m["params"] for m in messages if m.get("method") == "notifications/progress"]
+    assert progress == [
+        {"progressToken": "p1", "progress": 1.0, "total": 2.0, "message": "halfway"},
+        {"progressToken": "p1", "progress": 2.0, "total": 2.0},
+    ]
+    assert messages[-1]["id"] == 7
+    assert messages[-1]["result"]["content"][0]["text"] == "Hello, Bo!"
+
+
+async def test_invalid_arguments_and_unknown_tools_write_nothing(served: tuple[agentlog.McpBridge, agentlog.Bridge]) -> None:
+    mcp, bridge = served
+    before = len((await bridge.list_tasks()).get("tasks", []))
+    # Arguments failing inputSchema: a tool error the model can correct (SEP-1303), as the
+    # SDK answers it, not -32602; the handler never runs.
+    bad = await answer(await mcp.handle_rpc(rpc("tools/call", {"name": "greet", "arguments": {"name": 5}})))
+    assert bad["result"]["isError"] is True
+    assert "Invalid arguments for tool greet" in bad["result"]["content"][0]["text"]
+    # A tool nobody serves: -32602.
+    unknown = await answer(await mcp.handle_rpc(rpc("tools/call", {"name": "nope", "arguments": {}})))
+    assert unknown["error"]["code"] == -32602 and "nope" in unknown["error"]["message"]
+    modern_unknown = await mcp.handle_rpc(rpc("tools/call", modern({"name": "nope"})))
+    assert modern_unknown.status == 400
+    assert CALLS == []
+    assert len((await bridge.list_tasks()).get("tasks", [])) == before
+
+
+async def test_a_handler_that_raises_or_returns_junk_is_a_json_rpc_error(served: tuple[agentlog.McpBridge, agentlog.Bridge]) -> None:
+    mcp, _ = served
+    raised = await answer(await mcp.handle_rpc(rpc("tools/call", {"name": "boom", "arguments": {}})))
+    assert raised["error"]["code"] == -32603
+    assert "ValueError: boom from boom" in raised["error"]["message"]
+    returned = await answer(await mcp.handle_rpc(rpc("tools/call", {"name": "junk"})))
+    assert returned["error"]["code"] == -32603
+    assert "the handler returned" in returned["error"]["message"], returned
+
+
+async def test_a_notification_is_accepted_without_a_body(served: tuple[agentlog.McpBridge, agentlog.Bridge]) -> None:
+    mcp, _ = served
+    reply = await mcp.handle_rpc(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+    assert (reply.status, reply.body, reply.frames, reply.content_type) == (202, None, None, None)
+
+
+async def test_bad_tools_and_bad_workers_are_refused_clearly() -> None:
+    log = await agentlog.open_log("memory://")
+    with pytest.raises(agentlog.ConfigError, match="inputSchema"):
+        await agentlog.McpBridge.open(log, [{"name": "x"}])
+    with pytest.raises(agentlog.ConfigError, match="tool \"bad name\""):
+        await agentlog.McpBridge.open(log, [{"name": "bad name", "inputSchema": {"type": "object"}}])
+    with pytest.raises(agentlog.ConfigError, match="tools"):
+        await agentlog.McpBridge.open(log, {"not": "tools"})
+    mcp = await agentlog.McpBridge.open(log, {"tools": [{"name": "t", "inputSchema": {"type": "object"}}]})
+    assert mcp.agents == ["mcp.t"]
+
+    async def task_handler(task: agentlog.TaskContext) -> None:
+        await task.complete()
+
+    def not_async(call: ToolCall) -> CallToolResult:
+        return {"content": []}
+
+    with pytest.raises(TypeError, match="not both"):
+        agentlog.Worker(log, "mcp.t", task_handler, tools={"t": greet})
+    with pytest.raises(TypeError, match="needs a handler"):
+        agentlog.Worker(log, "mcp.t")
+    with pytest.raises(TypeError, match="tool \"t\" must be an `async def`"):
+        agentlog.Worker(log, "mcp.t", tools={"t": not_async})  # type: ignore[dict-item]
+    with pytest.raises(agentlog.ConfigError, match="no tool on agent \"elsewhere\""):
+        agentlog.Worker(log, "elsewhere", tools={"t": greet}, bridge=mcp)
+
+
+async def test_the_official_mcp_client_calls_python_tools_through_serve() -> None:
+    CALLS.clear()
+    agent = agent_name()
+    log = await agentlog.open_log("memory://")
+    bridge = await agentlog.Bridge.open(log, agent_name())
+    mcp = await agentlog.McpBridge.open(log, tools(agent))
+    async with agentlog.Worker(log, agent, tools={"greet": greet, "boom": boom}, bridge=mcp):
+        async with await agentlog.serve(bridge, "127.0.0.1:0", mcp=mcp) as server:
+            assert server.mcp_url == f"{server.url}mcp"
+            for mode in ("auto", "legacy", MODERN):
+                async with Client(server.mcp_url, mode=mode) as client:
+                    listed = await client.list_tools()
+                    assert {t.name for t in listed.tools} == {"greet", "boom", "junk"}
+                    seen: list[tuple[float, float | None]] = []
+
+                    async def progress(progress: float, total: float | None, message: str | None) -> None:
+                        seen.append((progress, total))
+
+                    done = await client.call_tool("greet", {"name": "Cy"}, progress_callback=progress)
+                    assert done.content[0].text == "Hello, Cy!"  # type: ignore[union-attr]
+                    assert done.structured_content == {"greeting": "Hello, Cy!"}
+                    assert seen == [(1, 2), (2, 2)], (mode, seen)
+                    invalid = await client.call_tool("greet", {})
+                    assert invalid.is_error
+                    with pytest.raises(Exception, match="boom from boom"):
+                        await client.call_tool("boom", {})
+    assert len(CALLS) == 3
+
+
+@pytest.mark.parametrize("log", ["memory://", "file"])
+async def test_the_mcp_example_serves_python_tools_to_the_official_client(log: str, tmp_path: Path) -> None:
+    url = f"file://{tmp_path / 'log'}" if log == "file" else log
+    example = Path(__file__).resolve().parents[1] / "examples" / "mcp_tools.py"
+    agent = await asyncio.create_subprocess_exec(
+        sys.executable, str(example), "--listen", "127.0.0.1:0", "--log", url, stdout=asyncio.subprocess.PIPE
+    )
+    try:
+        assert agent.stdout is not None
+        banner = (await asyncio.wait_for(agent.stdout.readline(), 30)).decode()
+        assert banner.startswith("serving MCP tools at http://127.0.0.1:"), banner
+        mcp_url = banner.split(" at ")[1].split(" ")[0]
+        async with Client(mcp_url, mode="legacy") as client:
+            assert client.server_info is not None and client.server_info.name == "python-tools"
+            assert {t.name for t in (await client.list_tools()).tools} == {"greet", "add", "divide"}
+            added = await client.call_tool("add", {"a": 2, "b": 3.5})
+            assert added.structured_content == {"sum": 5.5}
+            divided = await client.call_tool("divide", {"a": 1, "b": 0})
+            assert divided.is_error and divided.content[0].text == "cannot divide by zero"  # type: ignore[union-attr]
+            greeted = await client.call_tool("greet", {"name": "Di"})
+            assert greeted.content[0].text == "Hello, Di!"  # type: ignore[union-attr]
+        agent.send_signal(signal.SIGINT)
+        out, _ = await asyncio.wait_for(agent.communicate(), 20)
+        assert agent.returncode == 0 and out.decode().strip().endswith("stopped"), out
+    finally:
+        if agent.returncode is None:
+            agent.kill()
+            await agent.wait()
