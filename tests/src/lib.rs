@@ -31,6 +31,7 @@ pub mod conformance;
 pub mod crash;
 pub mod fault_suite;
 pub mod iggy_server;
+pub mod mcp_rpc;
 pub mod retention_suite;
 pub mod streamer;
 pub mod turn_suite;

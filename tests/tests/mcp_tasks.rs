@@ -10,10 +10,9 @@ use agentlog::worker::{ToolCall, Tools, Worker, WorkerConfig, tool_fn};
 use agentlog::{Caller, ErrorKind};
 use agentlog_integration::backends::Dir;
 use agentlog_integration::bridge_suite::Backend;
+use agentlog_integration::mcp_rpc::{create, modern, rpc, rpc_as, wait_status};
 use agentlog_wire::mcp::{CallToolResult, Tool};
 use serde_json::{Value, json};
-
-const SOON: Duration = Duration::from_secs(20);
 
 fn tool(name: &str, support: TaskSupport) -> ToolConfig {
     ToolConfig {
@@ -85,79 +84,6 @@ async fn worker(log: &Log, lease: Duration) -> Worker {
     Worker::start(log.clone(), config, tools())
         .await
         .expect("worker")
-}
-
-fn modern(extension: bool) -> Value {
-    let caps = if extension {
-        json!({"extensions": {"io.modelcontextprotocol/tasks": {}}})
-    } else {
-        json!({})
-    };
-    json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": caps})
-}
-
-async fn rpc_as(
-    mcp: &McpBridge,
-    caller: &Caller,
-    method: &str,
-    mut params: Value,
-    meta: Option<Value>,
-) -> (u16, Value) {
-    if let Some(meta) = meta {
-        params["_meta"] = meta;
-    }
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
-    let request = McpRequest {
-        body: body.as_bytes(),
-        caller: caller.clone(),
-        headers: None,
-        accepts_stream: false,
-    };
-    match mcp.handle(request).await {
-        McpReply::Json { status, body } => (status, serde_json::from_slice(&body).expect("json")),
-        other => panic!("{method}: {other:?}"),
-    }
-}
-
-async fn rpc(mcp: &McpBridge, method: &str, params: Value, meta: Option<Value>) -> (u16, Value) {
-    rpc_as(mcp, &Caller::principal("alice"), method, params, meta).await
-}
-
-/// Poll `tasks/get` (modern) until the status is `want`.
-async fn wait_status(mcp: &McpBridge, task_id: &str, want: &str) -> Value {
-    let deadline = tokio::time::Instant::now() + SOON;
-    loop {
-        let (_, body) = rpc(
-            mcp,
-            "tasks/get",
-            json!({"taskId": task_id}),
-            Some(modern(true)),
-        )
-        .await;
-        if body["result"]["status"] == want {
-            return body["result"].clone();
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{task_id} never became {want}: {body}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-async fn create(mcp: &McpBridge, name: &str) -> String {
-    let (status, body) = rpc(mcp, "tools/call", json!({"name": name}), Some(modern(true))).await;
-    assert_eq!(status, 200, "{body}");
-    let result = &body["result"];
-    assert_eq!(result["resultType"], "task", "{body}");
-    assert_eq!(result["status"], "working");
-    assert!(
-        result["createdAt"]
-            .as_str()
-            .is_some_and(|t| t.ends_with('Z'))
-    );
-    assert_eq!(result["pollIntervalMs"], 500);
-    result["taskId"].as_str().expect("taskId").to_owned()
 }
 
 #[tokio::test]

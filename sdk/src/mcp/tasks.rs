@@ -11,10 +11,10 @@ use agentlog_wire::a2a::{
     CancelTaskRequest, GetTaskRequest, ListTasksRequest, Message, Role, SendMessageConfiguration,
     SendMessageRequest, SubscribeToTaskRequest, Task,
 };
-use agentlog_wire::mcp::call::{
-    INPUT_REQUESTS_MEDIA_TYPE, INPUT_RESPONSES_MEDIA_TYPE, data_part, result_of, typed_part,
+use agentlog_wire::mcp::call::{INPUT_RESPONSES_MEDIA_TYPE, result_of, typed_part};
+use agentlog_wire::mcp::{
+    META_RELATED_TASK, McpTask, McpTaskStatus, PendingInput, TASKS_EXTENSION,
 };
-use agentlog_wire::mcp::{META_RELATED_TASK, McpTask, McpTaskStatus, TASKS_EXTENSION};
 use agentlog_wire::timestamp::format_millis;
 use futures::StreamExt;
 use serde_json::{Map, Value, json};
@@ -28,6 +28,14 @@ use crate::error::{Error, ErrorKind};
 /// A task method's answer: a result, or a JSON-RPC error object.
 pub(super) type Answer = std::result::Result<Map<String, Value>, Value>;
 
+/// The last ask of a live task, when keys of it are still unanswered.
+fn unanswered(task: &Task) -> Option<PendingInput> {
+    if McpTaskStatus::of(task.status.state).is_terminal() {
+        return None;
+    }
+    PendingInput::of(&task.history).filter(|pending| !pending.is_answered())
+}
+
 impl McpBridge {
     /// The MCP view of an A2A task of `entry`'s agent; `legacy` reads a tool error as
     /// `failed` (the legacy variant's rule).
@@ -37,7 +45,16 @@ impl McpBridge {
 
     fn task_of(&self, agent: &str, bridge: &Bridge, task: &Task, legacy: bool) -> McpTask {
         let mut status = McpTaskStatus::of(task.status.state);
-        let message = task.status.message.as_ref();
+        let mut message = task.status.message.as_ref();
+        // A partial `tasks/update` resumed the A2A task, but the tool still waits for the
+        // rest: the MCP task stays input_required (`agentlog_wire::mcp::input`).
+        let pending = unanswered(task);
+        if status == McpTaskStatus::Working
+            && let Some(pending) = &pending
+        {
+            status = McpTaskStatus::InputRequired;
+            message = pending.ask.as_ref().or(message);
+        }
         if legacy
             && status == McpTaskStatus::Completed
             && result_of(message).is_ok_and(|r| r.is_error == Some(true))
@@ -181,15 +198,10 @@ impl McpBridge {
                 };
             }
             McpTaskStatus::InputRequired => {
-                // What the tool asked for (`ToolCall::ask`), keyed as it gave it.
-                if let Some(requests) = task
-                    .status
-                    .message
-                    .as_ref()
-                    .and_then(|m| data_part(m, INPUT_REQUESTS_MEDIA_TYPE))
-                    .and_then(|d| d.get("inputRequests"))
-                {
-                    result.insert("inputRequests".into(), requests.clone());
+                // What the tool asked for (`ToolCall::ask`) and is not answered yet, keyed
+                // as it gave it.
+                if let Some(pending) = unanswered(&task) {
+                    result.insert("inputRequests".into(), Value::Object(pending.outstanding()));
                 }
             }
             _ => {}
@@ -198,7 +210,9 @@ impl McpBridge {
     }
 
     /// `tasks/update`: the input responses go to the task as a follow-up message (resuming an
-    /// input-required task); an ack either way (the extension: eventual, unknown keys ignored).
+    /// input-required task); an ack either way (the extension: eventual). Unknown and
+    /// already-answered keys are dropped, and nothing is written when none is left; a partial
+    /// answer leaves the task input_required (`agentlog_wire::mcp::input`).
     async fn update(
         &self,
         ctx: &Ctx<'_>,
@@ -216,8 +230,15 @@ impl McpBridge {
             }
         };
         let (_, bridge, id) = self.locate(task_id)?;
-        let (mcp, _) = self.get(ctx, task_id).await?;
-        if mcp.status == McpTaskStatus::InputRequired {
+        let (mcp, task) = self.get(ctx, task_id).await?;
+        if mcp.status != McpTaskStatus::InputRequired {
+            return Ok(Map::new());
+        }
+        let responses = match PendingInput::of(&task.history) {
+            Some(pending) => pending.still_wanted(&responses),
+            None => responses,
+        };
+        if !responses.is_empty() {
             let message = Message {
                 task_id: Some(id.to_owned()),
                 parts: vec![typed_part(

@@ -16,10 +16,10 @@ use std::sync::Arc;
 use agentlog_wire::TaskState;
 use agentlog_wire::a2a::Part;
 use agentlog_wire::mcp::call::{
-    ERROR_MEDIA_TYPE, INPUT_REQUESTS_MEDIA_TYPE, INPUT_RESPONSES_MEDIA_TYPE, RESULT_MEDIA_TYPE,
-    call_of, data_part, typed_part,
+    ERROR_MEDIA_TYPE, INPUT_REQUESTS_MEDIA_TYPE, RESULT_MEDIA_TYPE, call_of, typed_part,
 };
-use agentlog_wire::mcp::{CallToolParams, CallToolResult};
+use agentlog_wire::mcp::input::responses_of;
+use agentlog_wire::mcp::{CallToolParams, CallToolResult, PendingInput};
 use serde_json::{Map, Value, json};
 
 use super::{Handler, HandlerError, TaskContext};
@@ -32,8 +32,11 @@ pub struct ToolCall {
     /// The arguments (an empty object when the call had none), already checked against the
     /// tool's `inputSchema` by the bridge.
     pub arguments: Map<String, Value>,
-    /// The `inputResponses` of the client's `tasks/update` when this turn resumes a call
-    /// that asked for input ([`TaskContext::input_required`]); `None` on the call's first turn.
+    /// The client's `inputResponses` when this turn resumes a call that asked for input:
+    /// after [`ToolCall::ask`], one response per key asked, gathered over every
+    /// `tasks/update` that answered it (the call does not run again until all are in);
+    /// after a plain [`TaskContext::input_required`], the update's responses. `None` on the
+    /// call's first turn.
     pub input_responses: Option<Map<String, Value>>,
     /// The task the call is: report progress with [`TaskContext::report`], watch
     /// [`TaskContext::cancellation`], carry [`TaskContext::hops`] on calls it makes.
@@ -44,8 +47,9 @@ impl ToolCall {
     /// Ask the client for input: the task becomes `input_required`, `tasks/get` shows
     /// `input_requests` (keyed MCP requests, e.g. `{"confirm": {"method": "elicitation/create",
     /// "params": {...}}}`) and `text` as its status message. Ends this turn (whatever the
-    /// handler returns after is dropped); the call runs again with the client's
-    /// `tasks/update` responses in [`ToolCall::input_responses`].
+    /// handler returns after is dropped); the call runs again once the client's
+    /// `tasks/update`s have answered every key, with the responses in
+    /// [`ToolCall::input_responses`]. Keys must be new within the task (the extension's rule).
     pub async fn ask(&self, text: &str, input_requests: Map<String, Value>) -> crate::Result<()> {
         self.task
             .finish_with(
@@ -128,11 +132,20 @@ impl Tools {
 impl Handler for Tools {
     async fn handle(&self, task: TaskContext) -> Result<(), HandlerError> {
         // A turn resuming a call that asked for input answers the call in the task's first
-        // message, with the responses of the follow-up.
-        let input_responses = data_part(task.message(), INPUT_RESPONSES_MEDIA_TYPE)
-            .and_then(|d| d.get("inputResponses"))
-            .and_then(Value::as_object)
-            .cloned();
+        // message, once every key the tool asked for has its response (a partial
+        // `tasks/update` asks again with the same requests: `agentlog_wire::mcp::input`).
+        let input_responses = match responses_of(task.message()) {
+            None => None,
+            Some(responses) => match PendingInput::of(task.history()) {
+                Some(pending) if !pending.is_answered() => {
+                    let parts = pending.ask.map(|ask| ask.parts).unwrap_or_default();
+                    task.finish_with(TaskState::InputRequired, parts).await?;
+                    return Ok(());
+                }
+                Some(pending) => Some(pending.responses),
+                None => Some(responses.clone()),
+            },
+        };
         let first = task.history().first().unwrap_or(task.message());
         let params = match call_of(first) {
             Some(Ok(params)) => params,

@@ -10,12 +10,14 @@
 //! A2A command) is in [`call`]'s docs and `skills/mcp-bridge/SKILL.md`.
 
 pub mod call;
+pub mod input;
 pub mod task;
 pub mod tool;
 
 use serde_json::{Map, Value};
 
 pub use call::{CallToolParams, CallToolResult, ContentBlock};
+pub use input::PendingInput;
 pub use task::{McpTask, McpTaskStatus};
 pub use tool::{Tool, ToolAnnotations, validate_tool_name};
 
