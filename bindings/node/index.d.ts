@@ -193,6 +193,52 @@ export interface AgentCard {
   signatures?: { protected: string; signature: string; header?: Metadata }[];
 }
 
+// ---- MCP (the shapes of wire/src/mcp) ---------------------------------------------------
+
+export interface ToolAnnotations {
+  title?: string;
+  readOnlyHint?: boolean;
+  destructiveHint?: boolean;
+  idempotentHint?: boolean;
+  openWorldHint?: boolean;
+}
+
+/**
+ * A tool definition, as `McpBridge.open` and `agentlog serve --tools FILE` take it: the MCP
+ * `Tool` fields, plus where its calls go (`agent`, default `mcp.<name>`), `taskSupport` and
+ * `requiredCapabilities`.
+ */
+export interface Tool {
+  name: string;
+  title?: string;
+  description?: string;
+  inputSchema: { [key: string]: unknown };
+  outputSchema?: { [key: string]: unknown };
+  annotations?: ToolAnnotations;
+  agent?: string;
+  taskSupport?: 'forbidden' | 'optional' | 'required';
+  requiredCapabilities?: { [key: string]: unknown };
+}
+
+/** One block of a tool's answer. */
+export type ContentBlock =
+  | { type: 'text'; text: string; annotations?: Metadata; _meta?: Metadata }
+  | { type: 'image' | 'audio'; data: string; mimeType: string; annotations?: Metadata; _meta?: Metadata }
+  | { type: 'resource_link'; uri: string; name: string; [field: string]: unknown }
+  | { type: 'resource'; resource: { uri: string; [field: string]: unknown }; [field: string]: unknown };
+
+/**
+ * A tool's answer: `content` (may be empty), `structuredContent` (matching the tool's
+ * `outputSchema`), `isError` (a tool failure the model reads; throwing in the handler is a
+ * protocol error instead).
+ */
+export interface CallToolResult {
+  content: ContentBlock[];
+  structuredContent?: unknown;
+  isError?: boolean;
+  _meta?: Metadata;
+}
+
 // ---- the contract's own shapes (fixtures/README.md) ------------------------------------
 
 /** A log record in its JSON form: the header fields, `kind`, and the kind's body fields. */
@@ -325,8 +371,40 @@ export declare class Log {
 }
 
 /**
- * The SSE frames of a streaming JSON-RPC answer: each a whole `id:`/`data:` frame, ready to
- * write to an HTTP response. `next()` gives `null` at the end.
+ * The MCP bridge over the tools' topics: `tools/list`, `tools/call` (a durable task a
+ * worker answers), MCP tasks, both protocol eras.
+ */
+export declare class McpBridge {
+  /** The tool definitions served, as given (`agent`, `taskSupport` filled in). */
+  get tools(): Tool[]
+  /** The tool agents (whose workers answer the calls), sorted. */
+  get agents(): Array<string>
+  /**
+   * Answer one JSON-RPC message: the HTTP status and a JSON body, SSE frames, or
+   * neither (202). Never rejects for a bad request: every problem is in the reply.
+   */
+  handleRpc(body: string | Buffer, options?: McpRpcOptions | undefined | null): Promise<McpReply>
+}
+
+/** What `McpBridge.handleRpc` answers. */
+export declare class McpReply {
+  /** The HTTP status to answer with. */
+  get status(): number
+  /** The response's `Content-Type` (`null` without a body). */
+  get contentType(): string | null
+  /** The JSON-RPC response, unless the reply is a stream or 202. */
+  get body(): Buffer | null
+  /**
+   * The SSE frames (progress notifications, then the response) of a stream reply; the
+   * same stream on every read.
+   */
+  get frames(): RpcFrames | null
+}
+
+/**
+ * The SSE frames of a streaming answer (an A2A `handleRpc` stream, or an MCP reply's
+ * `frames`): each a whole frame, ready to write to an HTTP response. `next()` gives `null`
+ * at the end.
  */
 export declare class RpcFrames {
   /** The next frame, or `null` once the stream has ended. */
@@ -342,6 +420,8 @@ export declare class Server {
    * `<url>.well-known/agent-card.json`.
    */
   get url(): string
+  /** The MCP route's URL (`<url>mcp`) when serving an `McpBridge`, else `null`. */
+  get mcpUrl(): string | null
   /**
    * Stop accepting, let open requests finish (streams: up to 10 s), and resolve once
    * the server has stopped.
@@ -384,10 +464,18 @@ export declare class TaskContext {
   /** Whether the task was canceled (or the turn taken over, or shutdown gave up on it). */
   get cancelled(): boolean
   /**
-   * The handler settled: `failure` (the task fails with it as the agent's message), or
-   * `null` (the turn ends as the handler left it; completed if it did not end it).
+   * The handler settled: `failure` (the task fails with it as the agent's message; a
+   * tool call answers a JSON-RPC error), or `null` (the turn ends as the handler left
+   * it; a tool call answers `result`).
    */
-  _settle(failure?: string | undefined | null): void
+  _settle(failure: string | null, result?: unknown): void
+  /**
+   * The MCP tool call this turn answers (`{name, arguments, params, inputResponses}`),
+   * or `null` for an A2A task (index.js makes a `ToolCall` of it).
+   */
+  get _tool(): { name: string; arguments: { [key: string]: unknown }; params: { [key: string]: unknown }; inputResponses: { [key: string]: unknown } | null } | null
+  _report(id: number, progress: number, total?: number | undefined | null, message?: string | undefined | null): void
+  _ask(id: number, text: string, inputRequests: { [key: string]: unknown }): void
   _working(id: number, text?: string | undefined | null): void
   _artifact(id: number, artifact: Artifact, append: boolean, lastChunk: boolean): void
   _inputRequired(id: number, text: string): void
@@ -419,6 +507,17 @@ export declare class Worker {
    */
   _waitClosed(): Promise<void>
 }
+
+/**
+ * Serve `bridge` over HTTP: A2A JSON-RPC, the agent card (its interfaces at the bound URL,
+ * or `publicUrl`), /healthz, /readyz, /metrics, and with `mcp` (index.js takes it from
+ * `options.mcp`) the MCP route `/mcp` beside them, as `agentlog serve --tools` merges it
+ * (Host and Origin: loopback or the URL's host). Every caller is anonymous, so only a
+ * loopback address is served unless `allowAnonymous`. Resolves once the server answers and
+ * the bridge has replayed the log. The server does not keep the process alive: await
+ * `server.closed` for that.
+ */
+export declare function _serve(bridge: Bridge, options?: ServeOptions | null, mcp?: McpBridge | null): Promise<Server>
 
 /** How a bridge is opened. */
 export interface BridgeOptions {
@@ -484,6 +583,33 @@ export interface ErrorKindInfo {
  */
 export declare function errorKinds(): Array<ErrorKindInfo>
 
+/** How an MCP bridge is opened. */
+export interface McpBridgeOptions {
+  /** `serverInfo.name`. Default `agentlog`. */
+  name?: string
+  /** `serverInfo.version`. Default the SDK's version. */
+  version?: string
+  /** `instructions` for the model. */
+  instructions?: string
+}
+
+/** What `handleRpc` is told about the request besides its body. */
+export interface McpRpcOptions {
+  /**
+   * The HTTP request's headers (names in any case): `MCP-Protocol-Version`, `Mcp-Method`
+   * and `Mcp-Name` are checked against the body, as the `/mcp` route does. Leave it out
+   * for a transport without headers.
+   */
+  headers?: Record<string, string>
+  /** Who is calling (default: anonymous). */
+  caller?: Caller
+  /**
+   * The client takes `text/event-stream`: a call with a progress token is answered as
+   * SSE frames.
+   */
+  acceptsStream?: boolean
+}
+
 /**
  * Open the bridge of `agent` over `log`: create its topics if needed and replay them
  * (`Bridge.open` in index.js).
@@ -497,6 +623,13 @@ export declare function openBridge(log: Log, agent: string, options?: BridgeOpti
  */
 export declare function openLog(url: string): Promise<Log>
 
+/**
+ * Open the MCP bridge serving `tools` (definitions as `agentlog serve --tools FILE` reads
+ * them: an array, or `{tools: [...]}`) over `log`, creating each tool agent's topics
+ * (`McpBridge.open` in index.js). A bad definition rejects with `config`.
+ */
+export declare function openMcpBridge(log: Log, tools: Tool[] | { tools: Tool[] }, options?: McpBridgeOptions | null): Promise<McpBridge>
+
 /** What a transport knows about a JSON-RPC request besides its body. */
 export interface RpcCallOptions {
   /** Who is calling (default: anonymous). */
@@ -508,15 +641,6 @@ export interface RpcCallOptions {
   /** An SSE `Last-Event-ID`: a streaming method continues right after that position. */
   resumeAfter?: number
 }
-
-/**
- * Serve `bridge` over HTTP: A2A JSON-RPC, the agent card (its interfaces at the bound URL,
- * or `publicUrl`), /healthz, /readyz, /metrics. Every caller is anonymous, so only a
- * loopback address is served unless `allowAnonymous`. Resolves once the server answers and
- * the bridge has replayed the log. The server does not keep the process alive: await
- * `server.closed` for that.
- */
-export declare function serve(bridge: Bridge, options?: ServeOptions | undefined | null): Promise<Server>
 
 /** How `serve` listens. */
 export interface ServeOptions {
@@ -539,8 +663,10 @@ export interface ServeOptions {
 /**
  * Start a worker for `agent` over `log` whose turns `dispatch` (index.js's dispatcher)
  * runs; with `bridge`, it shares that bridge's view of the log (no second replay).
+ * With `tools` (tool names), the turns are MCP tool calls of those tools (the SDK's
+ * `Tools` dispatcher), and with `mcp` the worker shares that MCP bridge's view of `agent`.
  */
-export declare function startWorker(log: Log, agent: string, dispatch: (tasks: TaskContext[], done: Completion[], cancelled: number[]) => void, options?: WorkerOptions | null, bridge?: Bridge | null): Promise<Worker>
+export declare function startWorker(log: Log, agent: string, dispatch: (tasks: TaskContext[], done: Completion[], cancelled: number[]) => void, options?: WorkerOptions | null, bridge?: Bridge | null, mcp?: McpBridge | null, tools?: string[] | null): Promise<Worker>
 
 /** Options of a streaming verb. */
 export interface StreamOptions {
@@ -681,10 +807,64 @@ export interface StartWorkerOptions extends WorkerOptions {
   bridge?: Bridge;
 }
 
+/** One call of an MCP tool, as a tool handler gets it. */
+export declare class ToolCall {
+  private constructor();
+  /** The tool's name. */
+  readonly name: string;
+  /** The arguments (checked against the tool's `inputSchema` already). */
+  readonly arguments: { [key: string]: unknown };
+  /** The call's params as the client sent them (`name`, `arguments`, `_meta`). */
+  readonly params: { [key: string]: unknown };
+  /** The client's `inputResponses` when this turn resumes a call that asked (`ask`), else null. */
+  readonly inputResponses: { [key: string]: unknown } | null;
+  /** The task the call is: `report(...)` progress, `signal`, `hops`. */
+  readonly task: TaskContext;
+  /**
+   * Ask the client for input (`inputRequests`: keyed MCP requests); ends this turn: what the
+   * handler returns after is dropped, and the call runs again with the answers.
+   */
+  ask(text: string, inputRequests: { [key: string]: unknown }): Promise<void>;
+}
+
+/** A tool's handler: returns the call's result; a throw or a rejection is a JSON-RPC error. */
+export type ToolHandler = (call: ToolCall) => Promise<CallToolResult> | CallToolResult;
+
+export interface ToolWorkerOptions extends WorkerOptions {
+  /** The tool handlers, by tool name. */
+  tools: { [name: string]: ToolHandler };
+  /** Share this bridge's view of the log (an McpBridge serving tools on the agent, or a Bridge). */
+  bridge?: Bridge | McpBridge;
+}
+
 export declare namespace Worker {
   /** Start a worker for `agent` over `log` running `handler` once per turn. */
   function start(log: Log, agent: string, handler: Handler, options?: StartWorkerOptions): Promise<Worker>;
+  /** Start a worker of tool agent `agent` answering MCP calls with `options.tools`. */
+  function start(log: Log, agent: string, options: ToolWorkerOptions): Promise<Worker>;
+  function start(log: Log, agent: string, handler: null, options: ToolWorkerOptions): Promise<Worker>;
 }
+
+export declare namespace McpBridge {
+  /**
+   * Open the MCP bridge serving `tools` (definitions as `agentlog serve --tools FILE` reads
+   * them) over `log`, creating each tool agent's topics; a bad definition rejects with `config`.
+   */
+  function open(log: Log, tools: Tool[] | { tools: Tool[] }, options?: McpBridgeOptions): Promise<McpBridge>;
+}
+
+export interface ServeMcpOptions extends ServeOptions {
+  /** Serve this MCP bridge on `/mcp` beside the A2A router (`server.mcpUrl`). */
+  mcp?: McpBridge | null;
+}
+
+/**
+ * Serve `bridge` over HTTP: A2A JSON-RPC, the agent card, /healthz, /readyz, /metrics, and
+ * with `mcp` the MCP route `/mcp` beside them. Every caller is anonymous, so only a loopback
+ * address is served unless `allowAnonymous`. Resolves once the server answers; await
+ * `server.closed` to keep the process alive.
+ */
+export declare function serve(bridge: Bridge, options?: ServeMcpOptions | null): Promise<Server>;
 
 export interface Worker {
   /** Resolves once `close()` has finished; awaiting it keeps the process alive. */
@@ -701,6 +881,8 @@ export interface TaskContext {
   readonly signal: AbortSignal;
   /** Report progress: status working, with an optional message. */
   working(text?: string): Promise<void>;
+  /** Report progress as numbers (an MCP call's `notifications/progress`); `progress` should grow. */
+  report(progress: number, total?: number | null, message?: string | null): Promise<void>;
   /** Add an artifact, or with `append` a chunk to the one with the same id. */
   artifact(artifact: Artifact, options?: { append?: boolean; lastChunk?: boolean }): Promise<void>;
   /** Ask the client for input: ends this turn; the next message starts the next one. */

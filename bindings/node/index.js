@@ -1,6 +1,7 @@
 // agentlog for Node: loads the native addon and adds what N-API cannot express itself: the
 // AgentlogError class every failure becomes, async iterators over streams, and the worker's
-// dispatcher (the JS end of its one batched queue). Everything else is the Rust SDK.
+// dispatcher (the JS end of its one batched queue; tool calls as ToolCall objects). Everything
+// else is the Rust SDK.
 'use strict';
 
 const path = require('node:path');
@@ -141,13 +142,15 @@ function iterable(cls) {
   };
 }
 
-for (const cls of [native.Log, native.Bridge, native.EventStream, native.RpcFrames, native.Worker, native.TaskContext, native.Server]) {
+for (const cls of [native.Log, native.Bridge, native.EventStream, native.RpcFrames, native.Worker, native.TaskContext, native.Server, native.McpBridge, native.McpReply]) {
   guardClass(cls);
 }
 iterable(native.EventStream);
 /** Open the bridge of `agent` over `log` (options: card, blockingTimeoutMs, retentionMs). */
 native.Bridge.open = guardAsync(native.openBridge);
 iterable(native.RpcFrames);
+/** Open the MCP bridge serving `tools` over `log` (options: name, version, instructions). */
+native.McpBridge.open = guardAsync(native.openMcpBridge);
 
 // ---- the worker ------------------------------------------------------------------------
 //
@@ -233,6 +236,9 @@ Object.assign(Task.prototype, {
   replyText(text) {
     return contextCall(this, '_replyText', text);
   },
+  report(progress, total, message) {
+    return contextCall(this, '_report', progress, total ?? null, message ?? null);
+  },
   followUp() {
     return contextCall(this, '_followUp');
   },
@@ -247,19 +253,47 @@ Object.assign(Task.prototype, {
   },
 });
 
-function dispatcher(handler) {
+/** One call of an MCP tool, as a tool handler gets it. */
+class ToolCall {
+  constructor(task, call) {
+    /** The tool's name. */
+    this.name = call.name;
+    /** The arguments (checked against the tool's inputSchema already). */
+    this.arguments = call.arguments;
+    /** The call's params as the client sent them (name, arguments, _meta). */
+    this.params = call.params;
+    /** The client's inputResponses when this turn resumes a call that asked (`ask`), else null. */
+    this.inputResponses = call.inputResponses;
+    /** The task the call is: `report(...)` progress, `signal`, `hops`. */
+    this.task = task;
+  }
+
+  /** Ask the client for input; ends this turn (the call runs again with the answers). */
+  ask(text, inputRequests) {
+    return contextCall(this.task, '_ask', text, inputRequests);
+  }
+}
+
+/** The dispatcher of a worker running `handler` per A2A turn, or `tools[name]` per tool call. */
+function dispatcher(handler, tools) {
   const running = new Map();
   async function run(task) {
     running.set(task._handle, task);
     let failure = null;
+    let result = null;
     try {
-      await handler(task);
+      if (tools) {
+        const call = task._tool;
+        result = await tools[call.name](new ToolCall(task, call));
+      } else {
+        await handler(task);
+      }
     } catch (error) {
       failure = failureText(error);
     } finally {
       running.delete(task._handle);
     }
-    task._settle(failure);
+    task._settle(failure, result ?? null);
   }
   return function dispatch(tasks, done, cancelled) {
     for (const completion of done) {
@@ -281,14 +315,41 @@ const Worker = native.Worker;
 const startWorker = guardAsync(native.startWorker);
 /**
  * Start a worker for `agent` over `log`: `handler(task)` runs once per turn (an async
- * function; a throw or a rejection fails the task with its message).
+ * function; a throw or a rejection fails the task with its message). Or, instead of a
+ * handler, `{ tools: { name: async (call) => CallToolResult } }` (as the third argument or in
+ * `options`): the worker answers MCP calls of those tools on tool agent `agent`; a throw is a
+ * JSON-RPC error. `options.bridge`: a Bridge of `agent`, or an McpBridge serving tools on it,
+ * whose view of the log the worker shares.
  */
-Worker.start = function start(log, agent, handler, options = {}) {
-  if (typeof handler !== 'function') {
+Worker.start = function start(log, agent, handler, options) {
+  if (handler !== null && typeof handler === 'object' && options === undefined) {
+    options = handler;
+    handler = null;
+  }
+  const { bridge, tools, ...rest } = options || {};
+  const hasHandler = handler !== null && handler !== undefined;
+  if (hasHandler && tools !== undefined) {
+    return Promise.reject(new AgentlogError('invalid_params', 'a worker runs either an A2A handler or MCP tools: pass a handler or { tools }, not both'));
+  }
+  if (!hasHandler && tools === undefined) {
+    return Promise.reject(new AgentlogError('invalid_params', 'a worker needs a handler (a function taking a TaskContext) or { tools } (tool name -> function taking a ToolCall)'));
+  }
+  if (hasHandler && typeof handler !== 'function') {
     return Promise.reject(new AgentlogError('invalid_params', `the handler must be a function taking a TaskContext, got ${typeof handler}`));
   }
-  const { bridge, ...rest } = options || {};
-  return startWorker(log, agent, dispatcher(handler), rest, bridge ?? null);
+  let names = null;
+  if (tools !== undefined) {
+    names = tools !== null && typeof tools === 'object' ? Object.keys(tools) : [];
+    if (names.length === 0) {
+      return Promise.reject(new AgentlogError('invalid_params', 'tools must be an object naming at least one tool: { name: (call) => result }'));
+    }
+    const bad = names.find((name) => typeof tools[name] !== 'function');
+    if (bad !== undefined) {
+      return Promise.reject(new AgentlogError('invalid_params', `the handler of tool ${JSON.stringify(bad)} must be a function taking a ToolCall, got ${typeof tools[bad]}`));
+    }
+  }
+  const isMcp = bridge instanceof native.McpBridge;
+  return startWorker(log, agent, dispatcher(handler, tools), rest, isMcp ? null : bridge ?? null, isMcp ? bridge : null, names);
 };
 const closedPromises = new WeakMap();
 /** `cls.prototype.closed`: one Promise per object, made on first use (a pending Promise keeps
@@ -317,10 +378,16 @@ module.exports = {
   Bridge: native.Bridge,
   Worker,
   TaskContext: native.TaskContext,
-  serve: guardAsync(native.serve),
+  serve: guardAsync(function serve(bridge, options) {
+    const { mcp, ...rest } = options || {};
+    return native._serve(bridge, rest, mcp ?? null);
+  }),
   Server: native.Server,
   EventStream: native.EventStream,
   RpcFrames: native.RpcFrames,
+  McpBridge: native.McpBridge,
+  McpReply: native.McpReply,
+  ToolCall,
   errorKinds: native.errorKinds,
   wire: guardAll(native.wire),
 };

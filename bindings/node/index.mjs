@@ -13,6 +13,9 @@ export const {
   Server,
   EventStream,
   RpcFrames,
+  McpBridge,
+  McpReply,
+  ToolCall,
   wire,
 } = agentlog;
 export default agentlog;

@@ -7,7 +7,7 @@ use std::time::Duration;
 use agentlog::Caller as SdkCaller;
 use agentlog::bridge::json::{from_params, to_json};
 use agentlog::bridge::{
-    Bridge as SdkBridge, BridgeConfig, RpcOptions, RpcReply, RpcStream, TaskStream, card_from_file,
+    Bridge as SdkBridge, BridgeConfig, RpcOptions, RpcReply, SseFrames, TaskStream, card_from_file,
     card_from_json, default_card,
 };
 use futures::StreamExt;
@@ -314,9 +314,7 @@ impl Bridge {
                 .await
             {
                 RpcReply::Json(bytes) => Either::A(bytes.into()),
-                RpcReply::Stream(stream) => Either::B(RpcFrames {
-                    stream: Arc::new(Mutex::new(Some(stream))),
-                }),
+                RpcReply::Stream(stream) => Either::B(RpcFrames::new(stream.into_sse_frames())),
             },
         )
     }
@@ -394,16 +392,32 @@ impl EventStream {
     }
 }
 
-/// The SSE frames of a streaming JSON-RPC answer: each a whole `id:`/`data:` frame, ready to
-/// write to an HTTP response. `next()` gives `null` at the end.
+/// The SSE frames of a streaming answer (an A2A `handleRpc` stream, or an MCP reply's
+/// `frames`): each a whole frame, ready to write to an HTTP response. `next()` gives `null`
+/// at the end.
 #[napi]
 pub struct RpcFrames {
-    stream: Arc<Mutex<Option<RpcStream>>>,
+    stream: Arc<Mutex<Option<SseFrames>>>,
 }
 
 impl std::fmt::Debug for RpcFrames {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RpcFrames").finish_non_exhaustive()
+    }
+}
+
+impl RpcFrames {
+    pub(crate) fn new(frames: SseFrames) -> Self {
+        Self {
+            stream: Arc::new(Mutex::new(Some(frames))),
+        }
+    }
+
+    /// Another handle on the same stream.
+    pub(crate) fn share(&self) -> Self {
+        Self {
+            stream: self.stream.clone(),
+        }
     }
 }
 
@@ -413,23 +427,14 @@ impl RpcFrames {
     #[napi]
     pub async fn next(&self) -> napi::Result<Option<Buffer>> {
         let mut slot = self.stream.lock().await;
-        let Some(stream) = slot.as_mut() else {
+        let Some(frames) = slot.as_mut() else {
             return Ok(None);
         };
-        match stream.events.next().await {
-            None => {
-                *slot = None;
-                Ok(None)
-            }
-            Some(event) => {
-                let frame = stream.sse_frame(&event);
-                // An error frame, or the last event, ends the stream.
-                if event.as_ref().map_or(true, |e| e.last) {
-                    *slot = None;
-                }
-                Ok(Some(frame.into()))
-            }
+        let frame = frames.next().await;
+        if frame.is_none() {
+            *slot = None;
         }
+        Ok(frame.map(Buffer::from))
     }
 
     /// Stop reading: the stream is dropped.

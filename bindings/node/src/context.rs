@@ -6,24 +6,35 @@
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 
-use agentlog::worker::TaskContext as SdkContext;
+use agentlog::worker::{TaskContext as SdkContext, ToolCall};
 use agentlog_wire::a2a::{Artifact, Part};
 use napi_derive::napi;
 use serde_json::Value;
 use tokio::sync::oneshot;
 
 use crate::bridge::Caller;
-use crate::convert::{parse, to_js};
-use crate::error::reason;
+use crate::convert::{from_js, parse, to_js};
+use crate::error::{invalid, reason};
 use crate::worker::{Completion, Dispatcher};
+
+/// How a JS handler settled.
+#[derive(Debug)]
+pub enum Settled {
+    /// It returned: its value (a tool handler's `CallToolResult`), if any.
+    Done(Option<Value>),
+    /// It threw or rejected: `"<name>: <message>"`.
+    Failed(String),
+}
 
 /// One turn of a task, as handed to a worker's handler.
 #[napi]
 pub struct TaskContext {
     ctx: SdkContext,
     handle: u32,
-    settle: Mutex<Option<oneshot::Sender<Option<String>>>>,
+    settle: Mutex<Option<oneshot::Sender<Settled>>>,
     dispatcher: Arc<Dispatcher>,
+    /// The MCP tool call this turn answers, when the worker serves tools.
+    tool: Option<ToolCall>,
 }
 
 impl std::fmt::Debug for TaskContext {
@@ -39,14 +50,16 @@ impl TaskContext {
     pub(crate) fn new(
         ctx: SdkContext,
         handle: u32,
-        settle: oneshot::Sender<Option<String>>,
+        settle: oneshot::Sender<Settled>,
         dispatcher: Arc<Dispatcher>,
+        tool: Option<ToolCall>,
     ) -> Self {
         Self {
             ctx,
             handle,
             settle: Mutex::new(Some(settle)),
             dispatcher,
+            tool,
         }
     }
 
@@ -172,15 +185,68 @@ impl TaskContext {
         self.ctx.cancellation().is_cancelled()
     }
 
-    /// The handler settled: `failure` (the task fails with it as the agent's message), or
-    /// `null` (the turn ends as the handler left it; completed if it did not end it).
-    #[napi(js_name = "_settle")]
-    pub fn settle(&self, failure: Option<String>) {
+    /// The handler settled: `failure` (the task fails with it as the agent's message; a
+    /// tool call answers a JSON-RPC error), or `null` (the turn ends as the handler left
+    /// it; a tool call answers `result`).
+    #[napi(
+        js_name = "_settle",
+        ts_args_type = "failure: string | null, result?: unknown"
+    )]
+    pub fn settle(&self, failure: Option<String>, result: Option<Value>) {
         let sender = self.settle.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some(sender) = sender {
+            let settled = match failure {
+                Some(failure) => Settled::Failed(failure),
+                None => Settled::Done(result.map(from_js)),
+            };
             // The worker stopped waiting (the task was canceled): nothing to tell.
-            let _ = sender.send(failure);
+            let _ = sender.send(settled);
         }
+    }
+
+    /// The MCP tool call this turn answers (`{name, arguments, params, inputResponses}`),
+    /// or `null` for an A2A task (index.js makes a `ToolCall` of it).
+    #[napi(
+        getter,
+        js_name = "_tool",
+        ts_return_type = "{ name: string; arguments: { [key: string]: unknown }; params: { [key: string]: unknown }; inputResponses: { [key: string]: unknown } | null } | null"
+    )]
+    pub fn tool(&self) -> napi::Result<Option<Value>> {
+        let Some(call) = &self.tool else {
+            return Ok(None);
+        };
+        Ok(Some(serde_json::json!({
+            "name": call.params.name,
+            "arguments": to_js(&call.arguments)?,
+            "params": to_js(&call.params)?,
+            "inputResponses": to_js(&call.input_responses)?,
+        })))
+    }
+
+    #[napi(js_name = "_report")]
+    pub fn report_progress(
+        &self,
+        id: u32,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<String>,
+    ) {
+        self.write(id, move |ctx| async move {
+            ctx.report(progress, total, message.as_deref()).await
+        });
+    }
+
+    #[napi(
+        js_name = "_ask",
+        ts_args_type = "id: number, text: string, inputRequests: { [key: string]: unknown }"
+    )]
+    pub fn ask(&self, id: u32, text: String, input_requests: Value) -> napi::Result<()> {
+        let Some(call) = self.tool.clone() else {
+            return Err(invalid("ask() is for a tool call's turn"));
+        };
+        let requests: serde_json::Map<String, Value> = parse("inputRequests", input_requests)?;
+        self.write(id, move |_| async move { call.ask(&text, requests).await });
+        Ok(())
     }
 
     #[napi(js_name = "_working")]

@@ -14,6 +14,7 @@ mod context;
 mod convert;
 mod error;
 mod log;
+mod mcp;
 mod serve;
 mod wire;
 mod worker;

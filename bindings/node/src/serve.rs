@@ -3,6 +3,7 @@
 use std::net::SocketAddr;
 
 use agentlog::ErrorKind;
+use agentlog::http::mcp::{McpHttpConfig, router as mcp_router};
 use agentlog::http::{DEFAULT_MAX_CONNECTIONS, HttpConfig, base_url, router, serve_bounded};
 use napi::Env;
 use napi::bindgen_prelude::PromiseRaw;
@@ -11,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::bridge::Bridge;
 use crate::error::to_napi;
+use crate::mcp::McpBridge;
 
 /// How `serve` listens.
 #[napi(object)]
@@ -33,6 +35,7 @@ pub struct ServeOptions {
 #[derive(Debug)]
 pub struct Server {
     url: String,
+    mcp_url: Option<String>,
     stop: CancellationToken,
     stopped: CancellationToken,
 }
@@ -42,15 +45,22 @@ fn config_error(message: String) -> napi::Error {
 }
 
 /// Serve `bridge` over HTTP: A2A JSON-RPC, the agent card (its interfaces at the bound URL,
-/// or `publicUrl`), /healthz, /readyz, /metrics. Every caller is anonymous, so only a
+/// or `publicUrl`), /healthz, /readyz, /metrics, and with `mcp` (index.js takes it from
+/// `options.mcp`) the MCP route `/mcp` beside them, as `agentlog serve --tools` merges it
+/// (Host and Origin: loopback or the URL's host). Every caller is anonymous, so only a
 /// loopback address is served unless `allowAnonymous`. Resolves once the server answers and
 /// the bridge has replayed the log. The server does not keep the process alive: await
 /// `server.closed` for that.
-#[napi(ts_return_type = "Promise<Server>")]
+#[napi(
+    js_name = "_serve",
+    ts_args_type = "bridge: Bridge, options?: ServeOptions | null, mcp?: McpBridge | null",
+    ts_return_type = "Promise<Server>"
+)]
 pub fn serve<'env>(
     env: &'env Env,
     bridge: &Bridge,
     options: Option<ServeOptions>,
+    mcp: Option<&McpBridge>,
 ) -> napi::Result<PromiseRaw<'env, Server>> {
     let options = options.unwrap_or(ServeOptions {
         listen: None,
@@ -76,6 +86,7 @@ pub fn serve<'env>(
         .map_or(DEFAULT_MAX_CONNECTIONS, |n| n as usize);
     let public_url = options.public_url;
     let bridge = bridge.inner.clone();
+    let mcp = mcp.map(|m| m.inner.clone());
     env.spawn_future(async move {
         let listener = tokio::net::TcpListener::bind(address)
             .await
@@ -83,9 +94,8 @@ pub fn serve<'env>(
         let local = listener
             .local_addr()
             .map_err(|e| config_error(format!("cannot read the listening address: {e}")))?;
-        let url = base_url(public_url.as_deref(), local)
-            .map_err(to_napi)?
-            .to_string();
+        let base = base_url(public_url.as_deref(), local).map_err(to_napi)?;
+        let url = base.to_string();
         let http = HttpConfig {
             interface_url: Some(url.clone()),
             ..HttpConfig::default()
@@ -93,9 +103,19 @@ pub fn serve<'env>(
         let stop = CancellationToken::new();
         let stopped = CancellationToken::new();
         let view = bridge.view().clone();
+        let mut app = router(bridge, http);
+        let mut mcp_url = None;
+        if let Some(mcp) = mcp {
+            let config = McpHttpConfig::for_base_url(&base);
+            mcp_url = base
+                .join(config.path.trim_start_matches('/'))
+                .ok()
+                .map(|u| u.to_string());
+            app = app.merge(mcp_router(mcp, config).map_err(to_napi)?);
+        }
         let server = serve_bounded(
             listener,
-            router(bridge, http),
+            app,
             max_connections,
             stop.clone().cancelled_owned(),
         );
@@ -107,7 +127,12 @@ pub fn serve<'env>(
             done.cancel();
         });
         view.wait_caught_up().await;
-        Ok(Server { url, stop, stopped })
+        Ok(Server {
+            url,
+            mcp_url,
+            stop,
+            stopped,
+        })
     })
 }
 
@@ -118,6 +143,12 @@ impl Server {
     #[napi(getter)]
     pub fn url(&self) -> String {
         self.url.clone()
+    }
+
+    /// The MCP route's URL (`<url>mcp`) when serving an `McpBridge`, else `null`.
+    #[napi(getter)]
+    pub fn mcp_url(&self) -> Option<String> {
+        self.mcp_url.clone()
     }
 
     /// Stop accepting, let open requests finish (streams: up to 10 s), and resolve once

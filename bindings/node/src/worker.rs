@@ -9,6 +9,10 @@
 //! queue, so no call needs a Promise of its own from Rust (each of those is a threadsafe
 //! function of its own). The handler's result comes back by a sync call, `_settle`.
 //!
+//! A worker of MCP tools (`tools`) runs the SDK's `Tools` dispatcher with one `JsTool` per
+//! tool name: the same queue, the turn's `TaskContext` carrying the call, the handler's
+//! return value coming back through `_settle` as the `CallToolResult`.
+//!
 //! The threadsafe function is weak: a worker does not keep Node's event loop alive, so a
 //! script that ends without `close()` exits (a process that must stay up awaits
 //! `worker.closed`, a pending Promise, which does).
@@ -17,9 +21,13 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex};
 
+use agentlog::ErrorKind;
+use agentlog::bridge::json::from_params;
 use agentlog::worker::{
-    Handler, HandlerError, TaskContext as SdkContext, Worker as SdkWorker, WorkerConfig,
+    Handler, HandlerError, TaskContext as SdkContext, ToolCall, ToolHandler, Tools,
+    Worker as SdkWorker, WorkerConfig,
 };
+use agentlog_wire::mcp::CallToolResult;
 use napi::bindgen_prelude::{FnArgs, Function, PromiseRaw};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{Env, Status};
@@ -29,9 +37,10 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use crate::bridge::{Bridge, millis};
-use crate::context::TaskContext;
-use crate::error::OrThrow;
+use crate::context::{Settled, TaskContext};
+use crate::error::{OrThrow, to_napi};
 use crate::log::Log;
+use crate::mcp::McpBridge;
 
 /// A context call's result, as it reaches JS: `error` (an `AgentlogError` reason) or `value`.
 #[napi(object)]
@@ -116,6 +125,32 @@ impl Dispatcher {
     }
 }
 
+impl Dispatcher {
+    /// Hand `task` (and the tool call it answers, if any) to JS and wait until the handler
+    /// settles; `None` when the turn was cancelled first (the log says how it ended; the
+    /// handler hears it through its signal).
+    async fn run(
+        self: &Arc<Self>,
+        task: SdkContext,
+        tool: Option<ToolCall>,
+    ) -> Option<Result<Settled, HandlerError>> {
+        let (settle, settled) = oneshot::channel();
+        let handle = self.handles.fetch_add(1, Ordering::Relaxed);
+        let cancellation = task.cancellation().clone();
+        let context = TaskContext::new(task, handle, settle, self.clone(), tool);
+        self.push(|p| p.tasks.push(context));
+        tokio::select! {
+            outcome = settled => Some(outcome.map_err(|_| {
+                "the JS handler's TaskContext went away before the handler settled".into()
+            })),
+            () = cancellation.cancelled() => {
+                self.push(|p| p.cancelled.push(handle));
+                None
+            }
+        }
+    }
+}
+
 /// The SDK handler that hands each task to JS and waits for `_settle`.
 struct JsHandler {
     dispatcher: Arc<Dispatcher>,
@@ -124,23 +159,33 @@ struct JsHandler {
 #[async_trait::async_trait]
 impl Handler for JsHandler {
     async fn handle(&self, task: SdkContext) -> Result<(), HandlerError> {
-        let (settle, settled) = oneshot::channel();
-        let handle = self.dispatcher.handles.fetch_add(1, Ordering::Relaxed);
-        let cancellation = task.cancellation().clone();
-        let context = TaskContext::new(task, handle, settle, self.dispatcher.clone());
-        self.dispatcher.push(|p| p.tasks.push(context));
-        tokio::select! {
-            outcome = settled => match outcome {
-                Ok(None) => Ok(()),
-                Ok(Some(failure)) => Err(failure.into()),
-                Err(_) => Err("the JS handler's TaskContext went away before the handler settled".into()),
-            },
-            // The task was canceled (or the turn taken over, or shutdown gave up waiting):
-            // the log says how it ended; the handler hears it through its signal.
-            () = cancellation.cancelled() => {
-                self.dispatcher.push(|p| p.cancelled.push(handle));
-                Ok(())
+        match self.dispatcher.run(task, None).await {
+            None | Some(Ok(Settled::Done(_))) => Ok(()),
+            Some(Ok(Settled::Failed(failure))) => Err(failure.into()),
+            Some(Err(e)) => Err(e),
+        }
+    }
+}
+
+/// The SDK tool handler of one tool: the call goes to JS the same way, and the handler's
+/// return value is its `CallToolResult`. A throw is a protocol failure (a JSON-RPC error).
+struct JsTool {
+    dispatcher: Arc<Dispatcher>,
+}
+
+#[async_trait::async_trait]
+impl ToolHandler for JsTool {
+    async fn call(&self, call: ToolCall) -> Result<CallToolResult, HandlerError> {
+        let task = call.task.clone();
+        match self.dispatcher.run(task, Some(call)).await {
+            Some(Ok(Settled::Done(value))) => {
+                from_params::<CallToolResult>("CallToolResult", &value.unwrap_or(Value::Null))
+                    .map_err(|e| format!("the handler returned {}", e.message()).into())
             }
+            Some(Ok(Settled::Failed(failure))) => Err(failure.into()),
+            Some(Err(e)) => Err(e),
+            // The log says how the turn ended; this result is not written (the turn is over).
+            None => Ok(CallToolResult::error("cancelled")),
         }
     }
 }
@@ -172,10 +217,13 @@ pub struct Worker {
 
 /// Start a worker for `agent` over `log` whose turns `dispatch` (index.js's dispatcher)
 /// runs; with `bridge`, it shares that bridge's view of the log (no second replay).
+/// With `tools` (tool names), the turns are MCP tool calls of those tools (the SDK's
+/// `Tools` dispatcher), and with `mcp` the worker shares that MCP bridge's view of `agent`.
 #[napi(
-    ts_args_type = "log: Log, agent: string, dispatch: (tasks: TaskContext[], done: Completion[], cancelled: number[]) => void, options?: WorkerOptions | null, bridge?: Bridge | null",
+    ts_args_type = "log: Log, agent: string, dispatch: (tasks: TaskContext[], done: Completion[], cancelled: number[]) => void, options?: WorkerOptions | null, bridge?: Bridge | null, mcp?: McpBridge | null, tools?: string[] | null",
     ts_return_type = "Promise<Worker>"
 )]
+#[allow(clippy::too_many_arguments)]
 pub fn start_worker<'env>(
     env: &'env Env,
     log: &Log,
@@ -183,6 +231,8 @@ pub fn start_worker<'env>(
     dispatch: Function<'_, (), ()>,
     options: Option<WorkerOptions>,
     bridge: Option<&Bridge>,
+    mcp: Option<&McpBridge>,
+    tools: Option<Vec<String>>,
 ) -> napi::Result<PromiseRaw<'env, Worker>> {
     let mut config = WorkerConfig::new(&agent);
     if let Some(options) = options {
@@ -193,13 +243,42 @@ pub fn start_worker<'env>(
             config.shutdown_timeout = timeout;
         }
     }
-    config.view = bridge.map(|b| b.inner.view().clone());
-    let handler = JsHandler {
-        dispatcher: Arc::new(Dispatcher::new(&dispatch)?),
+    config.view = match (bridge, mcp) {
+        (Some(b), _) => Some(b.inner.view().clone()),
+        (None, Some(mcp)) => {
+            let bridges = mcp.inner.bridges();
+            let Some(b) = bridges.get(&agent) else {
+                let mut agents: Vec<&String> = bridges.keys().collect();
+                agents.sort();
+                return Err(to_napi(agentlog::Error::new(
+                    ErrorKind::Config,
+                    format!(
+                        "the McpBridge serves no tool on agent {agent:?} (its tool agents: {agents:?})"
+                    ),
+                )));
+            };
+            Some(b.view().clone())
+        }
+        (None, None) => None,
     };
+    let dispatcher = Arc::new(Dispatcher::new(&dispatch)?);
     let log = log.inner.clone();
     env.spawn_future(async move {
-        let worker = SdkWorker::start(log, config, handler).await.or_throw()?;
+        let worker = match tools {
+            None => SdkWorker::start(log, config, JsHandler { dispatcher }).await,
+            Some(names) => {
+                let tools = names.into_iter().fold(Tools::new(), |tools, name| {
+                    tools.tool(
+                        name,
+                        JsTool {
+                            dispatcher: dispatcher.clone(),
+                        },
+                    )
+                });
+                SdkWorker::start(log, config, tools).await
+            }
+        }
+        .or_throw()?;
         let id = IDS.fetch_add(1, Ordering::Relaxed);
         RUNNING
             .lock()

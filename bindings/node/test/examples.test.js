@@ -1,6 +1,6 @@
 // The TypeScript examples, as tsc compiled them (run-tests.sh runs `tsc --strict` first,
 // into .examples-build/): the publisher runs to the end; the worker-server serves the card
-// and exits 0 on SIGTERM.
+// and exits 0 on SIGTERM; mcp-tools answers tool calls on /mcp, then exits 0 on SIGTERM.
 'use strict';
 
 const { test } = require('node:test');
@@ -51,6 +51,42 @@ test('examples/worker-server.mts serves until SIGTERM', { timeout: 30000 }, asyn
   });
   const { result } = await reply.json();
   assert.equal(result.task.status.state, 'TASK_STATE_COMPLETED');
+  child.kill('SIGTERM');
+  const { code, signal } = await exited;
+  assert.equal(signal, null, err);
+  assert.equal(code, 0, err);
+});
+
+test('examples/mcp-tools.mts serves JS tools on /mcp until SIGTERM', { timeout: 30000 }, async () => {
+  const child = spawn(process.execPath, [compiled('mcp-tools.mjs')], {
+    env: { ...process.env, AGENTLOG_LOG: 'memory://', LISTEN: '127.0.0.1:0' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (d) => { out += d; });
+  child.stderr.on('data', (d) => { err += d; });
+  const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  let url;
+  for (let i = 0; !url; i += 1) {
+    assert.ok(i < 500 && child.exitCode === null, `no URL printed: ${out} ${err}`);
+    url = /at (http:\/\/\S+\/mcp) /.exec(out)?.[1];
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  const call = async (name, args) => {
+    const reply = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args } }),
+    });
+    assert.equal(reply.status, 200);
+    return (await reply.json()).result;
+  };
+  assert.deepEqual((await call('add', { a: 2, b: 3.5 })).structuredContent, { sum: 5.5 });
+  const divided = await call('divide', { a: 1, b: 0 });
+  assert.equal(divided.isError, true);
+  assert.equal(divided.content[0].text, 'cannot divide by zero');
+  assert.equal((await call('greet', { name: 'Di' })).content[0].text, 'Hello, Di!');
   child.kill('SIGTERM');
   const { code, signal } = await exited;
   assert.equal(signal, null, err);

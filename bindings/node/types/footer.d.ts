@@ -17,10 +17,64 @@ export interface StartWorkerOptions extends WorkerOptions {
   bridge?: Bridge;
 }
 
+/** One call of an MCP tool, as a tool handler gets it. */
+export declare class ToolCall {
+  private constructor();
+  /** The tool's name. */
+  readonly name: string;
+  /** The arguments (checked against the tool's `inputSchema` already). */
+  readonly arguments: { [key: string]: unknown };
+  /** The call's params as the client sent them (`name`, `arguments`, `_meta`). */
+  readonly params: { [key: string]: unknown };
+  /** The client's `inputResponses` when this turn resumes a call that asked (`ask`), else null. */
+  readonly inputResponses: { [key: string]: unknown } | null;
+  /** The task the call is: `report(...)` progress, `signal`, `hops`. */
+  readonly task: TaskContext;
+  /**
+   * Ask the client for input (`inputRequests`: keyed MCP requests); ends this turn: what the
+   * handler returns after is dropped, and the call runs again with the answers.
+   */
+  ask(text: string, inputRequests: { [key: string]: unknown }): Promise<void>;
+}
+
+/** A tool's handler: returns the call's result; a throw or a rejection is a JSON-RPC error. */
+export type ToolHandler = (call: ToolCall) => Promise<CallToolResult> | CallToolResult;
+
+export interface ToolWorkerOptions extends WorkerOptions {
+  /** The tool handlers, by tool name. */
+  tools: { [name: string]: ToolHandler };
+  /** Share this bridge's view of the log (an McpBridge serving tools on the agent, or a Bridge). */
+  bridge?: Bridge | McpBridge;
+}
+
 export declare namespace Worker {
   /** Start a worker for `agent` over `log` running `handler` once per turn. */
   function start(log: Log, agent: string, handler: Handler, options?: StartWorkerOptions): Promise<Worker>;
+  /** Start a worker of tool agent `agent` answering MCP calls with `options.tools`. */
+  function start(log: Log, agent: string, options: ToolWorkerOptions): Promise<Worker>;
+  function start(log: Log, agent: string, handler: null, options: ToolWorkerOptions): Promise<Worker>;
 }
+
+export declare namespace McpBridge {
+  /**
+   * Open the MCP bridge serving `tools` (definitions as `agentlog serve --tools FILE` reads
+   * them) over `log`, creating each tool agent's topics; a bad definition rejects with `config`.
+   */
+  function open(log: Log, tools: Tool[] | { tools: Tool[] }, options?: McpBridgeOptions): Promise<McpBridge>;
+}
+
+export interface ServeMcpOptions extends ServeOptions {
+  /** Serve this MCP bridge on `/mcp` beside the A2A router (`server.mcpUrl`). */
+  mcp?: McpBridge | null;
+}
+
+/**
+ * Serve `bridge` over HTTP: A2A JSON-RPC, the agent card, /healthz, /readyz, /metrics, and
+ * with `mcp` the MCP route `/mcp` beside them. Every caller is anonymous, so only a loopback
+ * address is served unless `allowAnonymous`. Resolves once the server answers; await
+ * `server.closed` to keep the process alive.
+ */
+export declare function serve(bridge: Bridge, options?: ServeMcpOptions | null): Promise<Server>;
 
 export interface Worker {
   /** Resolves once `close()` has finished; awaiting it keeps the process alive. */
@@ -37,6 +91,8 @@ export interface TaskContext {
   readonly signal: AbortSignal;
   /** Report progress: status working, with an optional message. */
   working(text?: string): Promise<void>;
+  /** Report progress as numbers (an MCP call's `notifications/progress`); `progress` should grow. */
+  report(progress: number, total?: number | null, message?: string | null): Promise<void>;
   /** Add an artifact, or with `append` a chunk to the one with the same id. */
   artifact(artifact: Artifact, options?: { append?: boolean; lastChunk?: boolean }): Promise<void>;
   /** Ask the client for input: ends this turn; the next message starts the next one. */

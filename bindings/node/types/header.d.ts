@@ -193,6 +193,52 @@ export interface AgentCard {
   signatures?: { protected: string; signature: string; header?: Metadata }[];
 }
 
+// ---- MCP (the shapes of wire/src/mcp) ---------------------------------------------------
+
+export interface ToolAnnotations {
+  title?: string;
+  readOnlyHint?: boolean;
+  destructiveHint?: boolean;
+  idempotentHint?: boolean;
+  openWorldHint?: boolean;
+}
+
+/**
+ * A tool definition, as `McpBridge.open` and `agentlog serve --tools FILE` take it: the MCP
+ * `Tool` fields, plus where its calls go (`agent`, default `mcp.<name>`), `taskSupport` and
+ * `requiredCapabilities`.
+ */
+export interface Tool {
+  name: string;
+  title?: string;
+  description?: string;
+  inputSchema: { [key: string]: unknown };
+  outputSchema?: { [key: string]: unknown };
+  annotations?: ToolAnnotations;
+  agent?: string;
+  taskSupport?: 'forbidden' | 'optional' | 'required';
+  requiredCapabilities?: { [key: string]: unknown };
+}
+
+/** One block of a tool's answer. */
+export type ContentBlock =
+  | { type: 'text'; text: string; annotations?: Metadata; _meta?: Metadata }
+  | { type: 'image' | 'audio'; data: string; mimeType: string; annotations?: Metadata; _meta?: Metadata }
+  | { type: 'resource_link'; uri: string; name: string; [field: string]: unknown }
+  | { type: 'resource'; resource: { uri: string; [field: string]: unknown }; [field: string]: unknown };
+
+/**
+ * A tool's answer: `content` (may be empty), `structuredContent` (matching the tool's
+ * `outputSchema`), `isError` (a tool failure the model reads; throwing in the handler is a
+ * protocol error instead).
+ */
+export interface CallToolResult {
+  content: ContentBlock[];
+  structuredContent?: unknown;
+  isError?: boolean;
+  _meta?: Metadata;
+}
+
 // ---- the contract's own shapes (fixtures/README.md) ------------------------------------
 
 /** A log record in its JSON form: the header fields, `kind`, and the kind's body fields. */

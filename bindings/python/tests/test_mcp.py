@@ -1,6 +1,7 @@
 """MCP from Python: an McpBridge serving tools whose handlers are Python (Worker(tools=...)),
 called through McpBridge.handle_rpc (both eras, the MCP headers, progress as SSE frames,
-invalid arguments, an unknown tool, a handler that raises or returns junk) and through serve
+invalid arguments, an unknown tool, a handler that raises or returns junk, a task that asks
+for input and resumes, a cancelled task) and through serve
 with the official MCP Python client (mcp 2.3.0, the version tests/interop/mcp pins), also as
 the example script over memory:// and file://."""
 
@@ -275,3 +276,73 @@ async def test_the_mcp_example_serves_python_tools_to_the_official_client(log: s
         if agent.returncode is None:
             agent.kill()
             await agent.wait()
+
+
+TASKS = {
+    "io.modelcontextprotocol/protocolVersion": MODERN,
+    "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+}
+
+
+async def test_a_task_asks_for_input_resumes_and_another_is_cancelled() -> None:
+    agent = agent_name()
+    log = await agentlog.open_log("memory://")
+    seen: dict[str, Any] = {"cancelled": False}
+
+    async def colour(call: ToolCall) -> CallToolResult:
+        if call.input_responses is None:
+            request = {"method": "elicitation/create", "params": {"message": "which colour?", "requestedSchema": {"type": "object"}}}
+            await call.ask("which colour?", {"colour": request})
+            return {"content": []}  # dropped: ask ended the turn
+        picked = call.input_responses["colour"]["content"]["c"]
+        return {"content": [{"type": "text", "text": f"picked {picked}"}]}
+
+    started = asyncio.Event()
+
+    async def wait(call: ToolCall) -> CallToolResult:
+        started.set()
+        try:
+            await call.task.wait_cancelled()
+        finally:
+            seen["cancelled"] = call.task.cancelled
+        return {"content": []}
+
+    optional = {"type": "object"}
+    definitions: list[Tool] = [
+        {"name": "colour", "inputSchema": optional, "agent": agent, "taskSupport": "optional"},
+        {"name": "wait", "inputSchema": optional, "agent": agent, "taskSupport": "required"},
+    ]
+    mcp = await agentlog.McpBridge.open(log, definitions)
+
+    async def call(method: str, params: dict[str, Any]) -> dict[str, Any]:
+        return await answer(await mcp.handle_rpc(rpc(method, {**params, "_meta": TASKS})))
+
+    async def status(task_id: str, want: str) -> dict[str, Any]:
+        for _ in range(500):
+            got: dict[str, Any] = (await call("tasks/get", {"taskId": task_id}))["result"]
+            if got["status"] == want:
+                return got
+            await asyncio.sleep(0.02)
+        raise AssertionError(f"{task_id} never became {want}: {got}")
+
+    async with agentlog.Worker(log, agent, tools={"colour": colour, "wait": wait}, bridge=mcp):
+        created = (await call("tools/call", {"name": "colour"}))["result"]
+        assert created["resultType"] == "task", created
+        asking = await status(created["taskId"], "input_required")
+        assert asking["statusMessage"] == "which colour?"
+        responses = {"colour": {"action": "accept", "content": {"c": "red"}}}
+        await call("tasks/update", {"taskId": created["taskId"], "inputResponses": responses})
+        done = await status(created["taskId"], "completed")
+        assert done["result"]["content"] == [{"type": "text", "text": "picked red"}]
+
+        waiting = (await call("tools/call", {"name": "wait"}))["result"]
+        # Cancel once the handler runs (a cancel before the worker takes the call never
+        # reaches a handler).
+        await asyncio.wait_for(started.wait(), 10)
+        await call("tasks/cancel", {"taskId": waiting["taskId"]})
+        await status(waiting["taskId"], "cancelled")
+        for _ in range(250):
+            if seen["cancelled"]:
+                break
+            await asyncio.sleep(0.02)
+        assert seen["cancelled"] is True
