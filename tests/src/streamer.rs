@@ -16,7 +16,7 @@ use agentlog_wire::fold::{TaskFold, fold};
 pub const CHILD_CHUNKS: usize = 30;
 
 /// A handler that streams `chunks` chunks `a<attempt>:<i>` into the artifact `out`, one every
-/// `delay`, then completes; on attempt 1 it stops after `hang_after` chunks and waits for its
+/// `delay` (holding the last one until `release`, if set), then completes; on attempt 1 it stops after `hang_after` chunks and waits for its
 /// cancellation (a worker that hangs, or dies, mid-turn). Counts its runs.
 #[derive(Debug, Clone)]
 pub struct Streamer {
@@ -26,6 +26,9 @@ pub struct Streamer {
     pub delay: Duration,
     /// On attempt 1, stop after this many chunks and wait for the cancellation.
     pub hang_after: Option<usize>,
+    /// When set, each run waits before its last chunk until this turns true (a test holds
+    /// every turn open for as long as it needs, whatever the machine's speed).
+    pub release: Option<tokio::sync::watch::Receiver<bool>>,
     /// Runs of the handler.
     pub runs: Arc<AtomicUsize>,
     /// Runs that were retries (attempt > 1).
@@ -39,6 +42,7 @@ impl Streamer {
             chunks,
             delay,
             hang_after: None,
+            release: None,
             runs: Arc::new(AtomicUsize::new(0)),
             retries: Arc::new(AtomicUsize::new(0)),
         }
@@ -68,6 +72,15 @@ impl Handler for Streamer {
             if self.hang_after == Some(i) && task.attempt() == 1 {
                 task.cancellation().cancelled().await;
                 return Ok(());
+            }
+            if i + 1 == self.chunks
+                && let Some(release) = &self.release
+            {
+                let mut release = release.clone();
+                tokio::select! {
+                    () = task.cancellation().cancelled() => return Ok(()),
+                    released = release.wait_for(|go| *go) => { released?; }
+                }
             }
             // Every chunk appends: a retry's first one starts the artifact over by itself.
             task.artifact(chunk(task.attempt(), i), true, i + 1 == self.chunks)

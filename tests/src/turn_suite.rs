@@ -187,7 +187,9 @@ async fn a_second_worker_joining_mid_turn_runs_nothing_twice(subject: &dyn Backe
     let log = subject.log().await;
     let b = bridge(&log, agent).await;
     let c = Caller::principal("alice");
-    let streamer = Streamer::new(20, Duration::from_millis(50));
+    let (release, held) = tokio::sync::watch::channel(false);
+    let mut streamer = Streamer::new(20, Duration::from_millis(5));
+    streamer.release = Some(held);
     let first = start(&log, worker_config(agent), streamer.clone()).await;
     let mut ids = Vec::new();
     for i in 0..16 {
@@ -204,6 +206,9 @@ async fn a_second_worker_joining_mid_turn_runs_nothing_twice(subject: &dyn Backe
     // A member joins while all 16 turns run: it receives their commands again and must
     // leave them to the live claims.
     let second = start(&log, worker_config(agent), streamer.clone()).await;
+    // Held open past two leases: the first worker renews, the second must keep out.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    release.send_replace(true);
     for id in &ids {
         let t = wait_for(&b, &c, id, |t| t.status.state.is_terminal()).await;
         assert_eq!(t.status.state, TaskState::Completed);
