@@ -5,9 +5,10 @@ description "Greets by name", input schema `{"type": "object", "properties": {"n
 "string"}}}`, result one text block `Hello, <name>!` (`world` when no name is given).
 
 It is the SDK's low-level `Server` (explicit `tools/list` and `tools/call` handlers), so the
-tool definition and the result are exactly agentlog's; `MCPServer`'s `@tool` derives a schema
-from the signature (titles, a default) and does more work per call, so the low-level server is
-the SDK's fastest path and the comparison does not flatter agentlog. The app is the SDK's
+tool definition and the result are exactly agentlog's (`MCPServer`'s `@tool` derives its own
+schema from the signature: titles, a default). It is also the SDK's thinnest layer, and it does
+not validate arguments against the schema (agentlog does), so the comparison does not flatter
+agentlog. The app is the SDK's
 Streamable HTTP app in the configuration its README recommends for scalable deployments:
 `stateless_http=True` and `json_response=True` (no SSE). `get_tool_input_schema` is given so a
 2026-07-28 `tools/call` with arguments does not run the `tools/list` handler to find the schema
