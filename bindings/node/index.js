@@ -303,9 +303,11 @@ function dispatcher(handler, tools) {
       if (completion.error != null) call.reject(fromReason(completion.error));
       else call.resolve(completion.value ?? undefined);
     }
+    // Only a signal already handed out needs aborting: one asked for later is made aborted
+    // (`task.cancelled`), so a handler that never looks costs no AbortController.
     for (const handle of cancelled) {
       const task = running.get(handle);
-      if (task) controllerOf(task).abort();
+      if (task) signals.get(task)?.abort();
     }
     for (const task of tasks) void run(task);
   };

@@ -9,6 +9,11 @@
 // --all-targets) every export looks unused. The tests are JavaScript (test/).
 #![cfg_attr(test, allow(dead_code))]
 
+/// Rust's allocations in the addon (V8 keeps its own heap): glibc's malloc under a worker's
+/// load spends its time in arena locks (`tests/benches/README.md`, the allocator notes).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod bridge;
 mod context;
 mod convert;

@@ -28,6 +28,12 @@ function makeHandler(seen) {
         await task.working('hanging');
         task.signal.addEventListener('abort', () => seen.aborted.push(task.taskId));
         await new Promise(() => {}); // never settles
+      } else if (text === 'hang late') {
+        // Looks at its signal only after the cancellation: it must come aborted.
+        await task.working('hanging');
+        while (!task.cancelled) await new Promise((resolve) => setTimeout(resolve, 5));
+        seen.lateSignal.push({ id: task.taskId, aborted: task.signal.aborted });
+        await new Promise(() => {});
       } else if (text === 'input') {
         await task.inputRequired('more?');
       } else if (text === 'reply') {
@@ -53,7 +59,7 @@ function suite(name, open) {
     let bridge;
     let worker;
     let cleanup;
-    const seen = { aborted: [] };
+    const seen = { aborted: [], lateSignal: [] };
 
     before(async () => {
       const opened = await open();
@@ -170,6 +176,16 @@ function suite(name, open) {
       assert.equal(last.event.statusUpdate.status.state, 'TASK_STATE_CANCELED');
       await until(() => seen.aborted.includes(task.id), 10000, 'the handler to see the cancellation');
       await assert.rejects(bridge.cancelTask({ id: task.id }), (e) => e.kind === 'task_not_cancelable' && e.code === -32002);
+    });
+
+    it('a signal first asked for after the cancellation comes aborted', async () => {
+      const request = send('hang late');
+      request.configuration = { returnImmediately: true };
+      const { task } = await bridge.sendMessage(request);
+      await until(async () => (await bridge.getTask({ id: task.id })).status.state === 'TASK_STATE_WORKING', 10000, 'working');
+      await bridge.cancelTask({ id: task.id });
+      await until(() => seen.lateSignal.some((s) => s.id === task.id), 10000, 'the handler to see the cancellation');
+      assert.deepEqual(seen.lateSignal.find((s) => s.id === task.id), { id: task.id, aborted: true });
     });
 
     it('handleRpc: a JSON body, and SSE frames for a stream', async () => {

@@ -4,6 +4,11 @@
 //! tokio and asyncio ([`aio`]). What anything means lives in the `agentlog` crate; a method
 //! here calls one SDK function. `skills/bindings/SKILL.md` has the rules.
 
+/// Rust's allocations in the module (Python keeps its own): glibc's malloc under load spends
+/// its time in arena locks (`tests/benches/README.md`, the allocator notes).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod aio;
 mod bridge;
 mod context;

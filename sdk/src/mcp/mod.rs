@@ -76,6 +76,17 @@ impl McpBridge {
             tool.tool
                 .validate()
                 .map_err(|e| Error::new(ErrorKind::Config, format!("tool {name:?}: {e}")))?;
+            // Clients mirror an `x-mcp-header` argument into an `Mcp-Param-*` header that the
+            // server must then check against the body: not served, so refused rather than
+            // advertised unchecked.
+            if let Some(property) = mirrored_property(&tool.tool.input_schema) {
+                return Err(Error::new(
+                    ErrorKind::Config,
+                    format!(
+                        "tool {name:?}: property {property:?} of its inputSchema carries x-mcp-header, which agentlog does not serve: remove it"
+                    ),
+                ));
+            }
             let validator = jsonschema::options()
                 .build(&tool.tool.input_schema)
                 .map_err(|e| {
@@ -292,3 +303,17 @@ fn agent_config(template: &BridgeConfig, agent: &str) -> BridgeConfig {
 
 #[cfg(test)]
 mod tests;
+
+/// The name of a property of `schema` (at any depth) carrying `x-mcp-header`, if one does.
+fn mirrored_property(schema: &Value) -> Option<String> {
+    match schema {
+        Value::Object(object) => object.iter().find_map(|(key, value)| {
+            if value.get("x-mcp-header").is_some() {
+                return Some(key.clone());
+            }
+            mirrored_property(value)
+        }),
+        Value::Array(items) => items.iter().find_map(mirrored_property),
+        _ => None,
+    }
+}

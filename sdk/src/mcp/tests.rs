@@ -579,6 +579,10 @@ async fn bad_tools_are_config_errors() {
             tool("a", json!({"type": "object"})),
             tool("a", json!({"type": "object"})),
         ],
+        vec![tool(
+            "a",
+            json!({"type": "object", "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}}),
+        )],
     ] {
         let error = McpBridge::open(log.clone(), McpConfig::new(tools))
             .await
