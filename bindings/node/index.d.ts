@@ -461,6 +461,12 @@ export declare class TaskContext {
   get idempotencyKey(): string
   /** The bridges the message came through, oldest first (the hop guard). */
   get hops(): Array<string>
+  /**
+   * index.js made the turn's AbortSignal: carry the cancellation into JS from now on.
+   * Call it before reading `cancelled`, so that a cancellation is either seen there or
+   * carried (never neither).
+   */
+  _watchCancellation(): void
   /** Whether the task was canceled (or the turn taken over, or shutdown gave up on it). */
   get cancelled(): boolean
   /**

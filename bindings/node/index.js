@@ -197,6 +197,7 @@ function controllerOf(task) {
   let controller = signals.get(task);
   if (!controller) {
     controller = new AbortController();
+    task._watchCancellation(); // before reading `cancelled`: then one of the two sees it
     if (task.cancelled) controller.abort();
     signals.set(task, controller);
   }
@@ -303,8 +304,8 @@ function dispatcher(handler, tools) {
       if (completion.error != null) call.reject(fromReason(completion.error));
       else call.resolve(completion.value ?? undefined);
     }
-    // Only a signal already handed out needs aborting: one asked for later is made aborted
-    // (`task.cancelled`), so a handler that never looks costs no AbortController.
+    // Rust sends only the cancellations of turns whose signal was made (`_watchCancellation`);
+    // one asked for later is made aborted (`task.cancelled`).
     for (const handle of cancelled) {
       const task = running.get(handle);
       if (task) signals.get(task)?.abort();

@@ -4,6 +4,7 @@
 //! it handed out.
 
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use agentlog::worker::{TaskContext as SdkContext, ToolCall};
@@ -35,6 +36,8 @@ pub struct TaskContext {
     dispatcher: Arc<Dispatcher>,
     /// The MCP tool call this turn answers, when the worker serves tools.
     tool: Option<ToolCall>,
+    /// JS holds an AbortSignal for the turn: its cancellation must be carried into JS.
+    watched: Arc<AtomicBool>,
 }
 
 impl std::fmt::Debug for TaskContext {
@@ -53,6 +56,7 @@ impl TaskContext {
         settle: oneshot::Sender<Settled>,
         dispatcher: Arc<Dispatcher>,
         tool: Option<ToolCall>,
+        watched: Arc<AtomicBool>,
     ) -> Self {
         Self {
             ctx,
@@ -60,6 +64,7 @@ impl TaskContext {
             settle: Mutex::new(Some(settle)),
             dispatcher,
             tool,
+            watched,
         }
     }
 
@@ -177,6 +182,14 @@ impl TaskContext {
     #[napi(getter)]
     pub fn hops(&self) -> Vec<String> {
         self.ctx.hops().to_vec()
+    }
+
+    /// index.js made the turn's AbortSignal: carry the cancellation into JS from now on.
+    /// Call it before reading `cancelled`, so that a cancellation is either seen there or
+    /// carried (never neither).
+    #[napi(js_name = "_watchCancellation")]
+    pub fn watch_cancellation(&self) {
+        self.watched.store(true, Ordering::SeqCst);
     }
 
     /// Whether the task was canceled (or the turn taken over, or shutdown gave up on it).

@@ -18,7 +18,7 @@
 //! `worker.closed`, a pending Promise, which does).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex};
 
 use agentlog::ErrorKind;
@@ -137,14 +137,20 @@ impl Dispatcher {
         let (settle, settled) = oneshot::channel();
         let handle = self.handles.fetch_add(1, Ordering::Relaxed);
         let cancellation = task.cancellation().clone();
-        let context = TaskContext::new(task, handle, settle, self.clone(), tool);
+        let watched = Arc::new(AtomicBool::new(false));
+        let context = TaskContext::new(task, handle, settle, self.clone(), tool, watched.clone());
         self.push(|p| p.tasks.push(context));
         tokio::select! {
             outcome = settled => Some(outcome.map_err(|_| {
                 "the JS handler's TaskContext went away before the handler settled".into()
             })),
             () = cancellation.cancelled() => {
-                self.push(|p| p.cancelled.push(handle));
+                // Every turn's token is cancelled when its task ends: only a handler holding
+                // a signal hears of it (one asked for later reads `cancelled`), so most tasks
+                // cost JS nothing more.
+                if watched.load(Ordering::SeqCst) {
+                    self.push(|p| p.cancelled.push(handle));
+                }
                 None
             }
         }
