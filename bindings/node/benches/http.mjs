@@ -67,9 +67,10 @@ const WRK_SCRIPT = path.join(here, '..', '..', 'benches', 'send_message.lua');
 
 // wrk's duration ("1.23ms", "850.00us", "1.01s") in ms.
 function wrkMs(text) {
-  const match = /([\d.]+)(us|ms|s)/.exec(text);
+  // wrk picks the unit: us, ms, s, or m (minutes).
+  const match = /([\d.]+)(us|ms|s|m)/.exec(text);
   if (!match) return NaN;
-  return Number(match[1]) * { us: 0.001, ms: 1, s: 1000 }[match[2]];
+  return Number(match[1]) * { us: 0.001, ms: 1, s: 1000, m: 60000 }[match[2]];
 }
 
 // One wrk run in the shape the report reads from autocannon's result.
