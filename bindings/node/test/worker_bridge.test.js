@@ -25,8 +25,11 @@ function makeHandler(seen) {
         await task.artifact({ artifactId: 'echo', parts: [{ text: text.slice(5) }] }, { lastChunk: true });
         await task.complete(`echo: ${text.slice(5)}`);
       } else if (text === 'hang') {
+        // As AbortSignals go, it may already be aborted (a cancel that came first): check.
+        const { signal } = task;
+        if (signal.aborted) seen.aborted.push(task.taskId);
+        else signal.addEventListener('abort', () => seen.aborted.push(task.taskId));
         await task.working('hanging');
-        task.signal.addEventListener('abort', () => seen.aborted.push(task.taskId));
         await new Promise(() => {}); // never settles
       } else if (text === 'hang late') {
         // Looks at its signal only after the cancellation: it must come aborted.
