@@ -26,18 +26,25 @@ fn tool(name: &str) -> ToolConfig {
     })
 }
 
-/// A server with an `echo` and a `count` (progress) tool, and its workers.
+/// A server with an `echo`, a `count` (progress) and a `route` (mirrored arguments) tool,
+/// and its workers.
 struct Server {
     addr: SocketAddr,
+    log: agentlog::log::Log,
+    mcp: McpBridge,
     _workers: Vec<Worker>,
     _stop: tokio::sync::oneshot::Sender<()>,
 }
 
 async fn server() -> Server {
     let log = agentlog::log::open("memory://").await.expect("log");
+    let mut route = tool("route");
+    route.tool.input_schema = json!({"type": "object", "properties": {
+        "region": {"type": "string", "x-mcp-header": "Region"},
+        "limit": {"type": "integer", "x-mcp-header": "Limit"}}, "required": ["region"]});
     let mcp = McpBridge::open(
         log.clone(),
-        McpConfig::new(vec![tool("echo"), tool("count")]),
+        McpConfig::new(vec![tool("echo"), tool("count"), route]),
     )
     .await
     .expect("mcp");
@@ -63,6 +70,15 @@ async fn server() -> Server {
                     Ok(CallToolResult::text("counted"))
                 }),
             )
+            .tool(
+                "route",
+                tool_fn(|call: ToolCall| async move {
+                    Ok(CallToolResult::text(format!(
+                        "routed to {}",
+                        call.arguments["region"]
+                    )))
+                }),
+            )
     };
     let mut workers = Vec::new();
     for (agent, bridge) in mcp.bridges() {
@@ -80,7 +96,7 @@ async fn server() -> Server {
         .await
         .expect("a2a");
     let router = agentlog::http::router(a2a, agentlog::http::HttpConfig::default())
-        .merge(mcp_router(mcp, McpHttpConfig::default()).expect("router"));
+        .merge(mcp_router(mcp.clone(), McpHttpConfig::default()).expect("router"));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
@@ -91,6 +107,8 @@ async fn server() -> Server {
     }));
     Server {
         addr,
+        log,
+        mcp,
         _workers: workers,
         _stop: stop,
     }
@@ -215,7 +233,7 @@ async fn the_legacy_handshake_then_list_and_call() {
     .await;
     assert_eq!(
         list.json()["result"]["tools"].as_array().map(Vec::len),
-        Some(2)
+        Some(3)
     );
     let call = post(
         server.addr,
@@ -436,4 +454,104 @@ async fn transport_refusals_come_with_their_status() {
     let card = send_to(server.addr, "GET", "/.well-known/agent-card.json", &[], "").await;
     assert_eq!(card.status, 200, "{}", card.body);
     assert_eq!(card.json()["name"], "a2a");
+}
+
+/// How many records the tool agent `agent`'s events topic holds.
+async fn records(server: &Server, agent: &str) -> usize {
+    let topics = server.mcp.bridges()[agent].config().topics.clone();
+    let topic = topics.events;
+    let mut count = 0;
+    for partition in 0..topics.partitions {
+        count += server
+            .log
+            .read(&topic, partition, 0, usize::MAX)
+            .await
+            .expect("read")
+            .len();
+    }
+    count
+}
+
+#[tokio::test]
+async fn mirrored_arguments_must_match_their_mcp_param_headers() {
+    let server = server().await;
+    let list = post(
+        server.addr,
+        &modern_headers("tools/list", None),
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta()}}),
+    )
+    .await;
+    let tools = list.json()["result"]["tools"].clone();
+    let route = tools
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["name"] == "route"))
+        .expect("route");
+    assert_eq!(
+        route["inputSchema"]["properties"]["region"]["x-mcp-header"],
+        "Region"
+    );
+    let call = |id: u64, arguments: Value| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": "route", "arguments": arguments, "_meta": meta()}})
+    };
+    let headers = |extra: &[(&'static str, &'static str)]| {
+        let mut headers = modern_headers("tools/call", Some("route"));
+        headers.extend_from_slice(extra);
+        headers
+    };
+    // A non-ASCII value comes base64-wrapped; an integer compares as a number.
+    let ok = post(
+        server.addr,
+        &headers(&[
+            ("Mcp-Param-Region", "=?base64?5p2x5Lqs?="),
+            ("mcp-param-limit", "5.0"),
+        ]),
+        call(2, json!({"region": "東京", "limit": 5})),
+    )
+    .await;
+    assert_eq!(ok.status, 200, "{}", ok.body);
+    assert_eq!(
+        ok.json()["result"]["content"][0]["text"],
+        "routed to \"東京\""
+    );
+    let written = records(&server, "mcp.route").await;
+    assert!(written >= 3, "a command, a claim and a terminal: {written}");
+    for (extra, arguments) in [
+        (&[][..], json!({"region": "eu"})),
+        (&[("mcp-param-region", "us")][..], json!({"region": "eu"})),
+        (
+            &[("mcp-param-region", "eu"), ("mcp-param-limit", "6")][..],
+            json!({"region": "eu", "limit": 5}),
+        ),
+        (
+            &[("mcp-param-region", "eu"), ("mcp-param-limit", "5")][..],
+            json!({"region": "eu"}),
+        ),
+        (
+            &[("mcp-param-region", "=?base64?ZXU?=")][..],
+            json!({"region": "eu"}),
+        ),
+    ] {
+        let refused = post(server.addr, &headers(extra), call(3, arguments.clone())).await;
+        assert_eq!(
+            (refused.status, refused.json()["error"]["code"].as_i64()),
+            (400, Some(-32020)),
+            "{extra:?} {arguments}: {}",
+            refused.body
+        );
+    }
+    assert_eq!(
+        records(&server, "mcp.route").await,
+        written,
+        "a refused call writes nothing"
+    );
+    // Legacy requests mirror nothing, and are not checked.
+    let legacy = post(server.addr, &[("mcp-protocol-version", "2025-11-25")],
+        json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "route", "arguments": {"region": "eu"}}})).await;
+    assert_eq!(
+        legacy.json()["result"]["content"][0]["text"],
+        "routed to \"eu\"",
+        "{}",
+        legacy.body
+    );
 }

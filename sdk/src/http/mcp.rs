@@ -22,8 +22,9 @@
 //! `text/event-stream` (`X-Accel-Buffering: no`, a keep-alive comment every 15 s) of
 //! `data:` frames, one JSON-RPC message each, for a call with a progress token from a client
 //! that accepts a stream. `Mcp-Session-Id` and `Last-Event-ID` are ignored: no sessions, no
-//! resumption. `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` are handed to the bridge
-//! (a `=?base64?…?=` value decoded first), which checks them against the body.
+//! resumption. `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name` and the `Mcp-Param-*` headers
+//! are handed to the bridge (a `=?base64?…?=` value decoded first), which checks them against
+//! the body.
 
 use std::convert::Infallible;
 
@@ -198,10 +199,24 @@ fn refusal(status: StatusCode, message: &str) -> Response {
 
 /// The MCP headers of a request (`McpHeaders::from_pairs`: a `=?base64?…?=` value decoded).
 fn mcp_headers(headers: &HeaderMap) -> McpHeaders {
+    // An `Mcp-Param-*` value with bytes beyond visible ASCII must still be seen, so that it
+    // fails the check (the spec: reject such a header) instead of counting as not sent; its
+    // lossy text holds a non-ASCII character, which `McpHeaders` refuses.
+    let lossy: Vec<(&str, String)> = headers
+        .iter()
+        .filter(|(name, value)| name.as_str().starts_with("mcp-param-") && value.to_str().is_err())
+        .map(|(name, value)| {
+            (
+                name.as_str(),
+                String::from_utf8_lossy(value.as_bytes()).into_owned(),
+            )
+        })
+        .collect();
     McpHeaders::from_pairs(
         headers
             .iter()
-            .filter_map(|(name, value)| Some((name.as_str(), value.to_str().ok()?))),
+            .filter_map(|(name, value)| Some((name.as_str(), value.to_str().ok()?)))
+            .chain(lossy.iter().map(|(name, value)| (*name, value.as_str()))),
     )
 }
 

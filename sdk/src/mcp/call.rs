@@ -274,6 +274,11 @@ impl McpBridge {
                 )
             })?;
         let entry = self.entry(&params.name)?;
+        // The x-mcp-header rule is the 2026-07-28 transport's: legacy clients mirror nothing,
+        // and a transport without headers has none to check (as for `Mcp-Name`).
+        if let (true, Some(headers)) = (ctx.era.is_modern(), ctx.headers) {
+            super::params::check(&entry.mirrored, params.arguments.as_ref(), headers)?;
+        }
         let arguments = Value::Object(params.arguments.clone().unwrap_or_default());
         let problems: Vec<String> = entry
             .validator

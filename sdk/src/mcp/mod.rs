@@ -14,6 +14,7 @@
 
 mod call;
 mod config;
+mod params;
 mod rpc;
 mod tasks;
 
@@ -62,6 +63,8 @@ struct Entry {
     modern: Value,
     legacy: Value,
     validator: jsonschema::Validator,
+    /// The arguments its modern calls mirror into `Mcp-Param-*` headers (`x-mcp-header`).
+    mirrored: Vec<params::Mirrored>,
     bridge: Bridge,
 }
 
@@ -76,17 +79,14 @@ impl McpBridge {
             tool.tool
                 .validate()
                 .map_err(|e| Error::new(ErrorKind::Config, format!("tool {name:?}: {e}")))?;
-            // Clients mirror an `x-mcp-header` argument into an `Mcp-Param-*` header that the
-            // server must then check against the body: not served, so refused rather than
-            // advertised unchecked.
-            if let Some(property) = mirrored_property(&tool.tool.input_schema) {
-                return Err(Error::new(
+            // Conforming clients drop a tool whose x-mcp-header annotations break the
+            // spec's constraints, so such a definition is refused rather than served.
+            let mirrored = params::mirrored(&tool.tool.input_schema).map_err(|e| {
+                Error::new(
                     ErrorKind::Config,
-                    format!(
-                        "tool {name:?}: property {property:?} of its inputSchema carries x-mcp-header, which agentlog does not serve: remove it"
-                    ),
-                ));
-            }
+                    format!("tool {name:?}: its inputSchema's {e}"),
+                )
+            })?;
             let validator = jsonschema::options()
                 .build(&tool.tool.input_schema)
                 .map_err(|e| {
@@ -117,6 +117,7 @@ impl McpBridge {
                 modern,
                 legacy,
                 validator,
+                mirrored,
                 bridge,
             };
             if tools.insert(name.clone(), entry).is_some() {
@@ -303,17 +304,3 @@ fn agent_config(template: &BridgeConfig, agent: &str) -> BridgeConfig {
 
 #[cfg(test)]
 mod tests;
-
-/// The name of a property of `schema` (at any depth) carrying `x-mcp-header`, if one does.
-fn mirrored_property(schema: &Value) -> Option<String> {
-    match schema {
-        Value::Object(object) => object.iter().find_map(|(key, value)| {
-            if value.get("x-mcp-header").is_some() {
-                return Some(key.clone());
-            }
-            mirrored_property(value)
-        }),
-        Value::Array(items) => items.iter().find_map(mirrored_property),
-        _ => None,
-    }
-}

@@ -1,6 +1,7 @@
 //! [`McpBridge::handle`]: one JSON-RPC message in, one reply out; the era, header and status
 //! rules of the Streamable HTTP transport that do not need HTTP itself.
 
+use std::collections::BTreeMap;
 use std::pin::Pin;
 
 use agentlog_wire::jsonrpc::parse_request;
@@ -22,16 +23,37 @@ pub struct McpHeaders {
     pub method: Option<String>,
     /// `Mcp-Name`.
     pub name: Option<String>,
+    /// The `Mcp-Param-{Name}` headers (SEP-2243), keyed by `{Name}` in ASCII lowercase
+    /// (header names compare case-insensitively): the value decoded, or `None` when it does
+    /// not decode (characters a header value may not carry, a malformed `=?base64?…?=`, or
+    /// the header sent twice), which fails the check of a tool that mirrors that name.
+    pub params: BTreeMap<String, Option<String>>,
 }
 
 impl McpHeaders {
     /// The MCP headers among `pairs` of HTTP header names (any case) and values, as a
     /// transport received them: `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`, each
     /// trimmed and a `=?base64?…?=` value decoded (how MCP clients send non-ASCII values;
-    /// one that does not decode to UTF-8 counts as not sent). Other headers are ignored.
+    /// one that does not decode to UTF-8 counts as not sent), and every `Mcp-Param-*`
+    /// header into [`McpHeaders::params`]. Other headers are ignored.
     pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
         let mut headers = Self::default();
         for (name, value) in pairs {
+            if let Some(param) = name
+                .get(..PARAM_PREFIX.len())
+                .filter(|p| p.eq_ignore_ascii_case(PARAM_PREFIX))
+                .and_then(|_| name.get(PARAM_PREFIX.len()..))
+                .filter(|p| !p.is_empty())
+            {
+                let key = param.to_ascii_lowercase();
+                // A repeated header is refused: readers taking the first and the last copy
+                // would disagree.
+                let decoded = (!headers.params.contains_key(&key))
+                    .then(|| decode_param(value))
+                    .flatten();
+                headers.params.insert(key, decoded);
+                continue;
+            }
             let slot = if name.eq_ignore_ascii_case("mcp-protocol-version") {
                 &mut headers.protocol_version
             } else if name.eq_ignore_ascii_case("mcp-method") {
@@ -48,6 +70,22 @@ impl McpHeaders {
         }
         headers
     }
+}
+
+/// The name prefix of the headers mirroring tool arguments.
+const PARAM_PREFIX: &str = "mcp-param-";
+
+/// An `Mcp-Param-*` value: a `=?base64?…?=` one decoded (strict base64: padded, canonical),
+/// else the plain value, which may hold only visible ASCII, spaces and tabs (RFC 9110).
+fn decode_param(value: &str) -> Option<String> {
+    let value = value.trim_matches([' ', '\t']);
+    if value.starts_with("=?base64?") && value.ends_with("?=") {
+        return decode_value(value);
+    }
+    value
+        .bytes()
+        .all(|b| b == b'\t' || (0x20..=0x7e).contains(&b))
+        .then(|| value.to_owned())
 }
 
 /// A header value, a `=?base64?…?=` one decoded.
@@ -153,6 +191,8 @@ pub(super) struct Ctx<'a> {
     pub(super) caller: &'a Caller,
     pub(super) era: Era,
     pub(super) accepts_stream: bool,
+    /// The MCP headers, when the request came over HTTP.
+    pub(super) headers: Option<&'a McpHeaders>,
 }
 
 /// A success body.
@@ -239,6 +279,7 @@ impl McpBridge {
             caller: &request.caller,
             era,
             accepts_stream: request.accepts_stream,
+            headers: request.headers.as_ref(),
         };
         let result = match parsed.method {
             "server/discover" => Ok(self.discover()),

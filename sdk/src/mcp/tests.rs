@@ -373,6 +373,7 @@ async fn eras_versions_and_headers_are_checked() {
         protocol_version: Some("2026-07-28".into()),
         method: Some("tools/call".into()),
         name: name.map(str::to_owned),
+        ..McpHeaders::default()
     };
     for name in [None, Some("other")] {
         let reply = mcp
@@ -581,7 +582,8 @@ async fn bad_tools_are_config_errors() {
         ],
         vec![tool(
             "a",
-            json!({"type": "object", "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}}),
+            // x-mcp-header on a number property (the spec allows string, integer, boolean).
+            json!({"type": "object", "properties": {"n": {"type": "number", "x-mcp-header": "N"}}}),
         )],
     ] {
         let error = McpBridge::open(log.clone(), McpConfig::new(tools))
@@ -589,4 +591,9 @@ async fn bad_tools_are_config_errors() {
             .unwrap_err();
         assert_eq!(error.kind(), ErrorKind::Config, "{error}");
     }
+    // A valid annotation is served (`params.rs` has the rule).
+    let region = json!({"type": "object", "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}});
+    McpBridge::open(log, McpConfig::new(vec![tool("a", region)]))
+        .await
+        .unwrap();
 }

@@ -112,6 +112,14 @@ pub fn demo_tools() -> Vec<ToolConfig> {
             Forbidden,
         ),
         config(
+            "route_query",
+            "Answers which region a query runs in; its region is mirrored into the Mcp-Param-Region header (x-mcp-header)",
+            json!({"type": "object", "properties": {
+                "region": {"type": "string", "x-mcp-header": "Region"},
+                "query": {"type": "string"}}, "required": ["region"]}),
+            Forbidden,
+        ),
+        config(
             "greet",
             "Greets by name",
             json!({"type": "object", "properties": {"name": {"type": "string"}}}),
@@ -282,6 +290,13 @@ pub fn demo_tool_handlers() -> Tools {
             tool_fn(|call: ToolCall| async move {
                 let name = call.arguments.get("name").and_then(Value::as_str).unwrap_or("world");
                 Ok(CallToolResult::text(format!("Hello, {name}!")))
+            }),
+        )
+        .tool(
+            "route_query",
+            tool_fn(|call: ToolCall| async move {
+                let region = call.arguments.get("region").and_then(Value::as_str).unwrap_or_default();
+                Ok(CallToolResult::text(format!("Runs in {region}")))
             }),
         )
         .tool(

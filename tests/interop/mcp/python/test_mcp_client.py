@@ -50,6 +50,22 @@ async def test_a_cancelled_call_leaves_the_client_usable(mode):
         assert again.content[0].text == "still here"
 
 
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_mirrored_argument_travels_in_its_header(mode):
+    # route_query's region carries x-mcp-header: in 2026-07-28 the client mirrors it into
+    # Mcp-Param-Region (base64 for non-ASCII), which the bridge checks against the body.
+    async with Client(URL, mode=mode) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert tools["route_query"].input_schema["properties"]["region"]["x-mcp-header"] == "Region"
+        for region in ["us-west1", "São Paulo"]:
+            routed = await client.call_tool("route_query", {"region": region, "query": "select 1"})
+            assert not routed.is_error and routed.content[0].text == f"Runs in {region}"
+    if mode != "legacy":
+        # Without the header a modern call is refused: 400, -32020.
+        status, body = modern("tools/call", {"name": "route_query", "arguments": {"region": "eu"}}, "route_query")
+        assert (status, body["error"]["code"]) == (400, -32020), body
+
+
 def post(body, headers=None):
     """A plain JSON-RPC POST: (status, parsed body)."""
     request = urllib.request.Request(URL, data=json.dumps(body).encode(), method="POST")
