@@ -480,19 +480,19 @@ export declare class TaskContext {
    * or `null` for an A2A task (index.js makes a `ToolCall` of it).
    */
   get _tool(): { name: string; arguments: { [key: string]: unknown }; params: { [key: string]: unknown }; inputResponses: { [key: string]: unknown } | null } | null
-  _report(id: number, progress: number, total?: number | undefined | null, message?: string | undefined | null): void
-  _ask(id: number, text: string, inputRequests: { [key: string]: unknown }): void
-  _working(id: number, text?: string | undefined | null): void
-  _artifact(id: number, artifact: Artifact, append: boolean, lastChunk: boolean): void
-  _inputRequired(id: number, text: string): void
-  _authRequired(id: number, text: string): void
-  _complete(id: number, text?: string | undefined | null): void
-  _fail(id: number, text: string): void
-  _reject(id: number, text: string): void
-  _reply(id: number, parts: Part[]): void
-  _replyText(id: number, text: string): void
-  _followUp(id: number): void
-  _waitFollowUp(id: number): void
+  _report(id: number, progress: number, total?: number | undefined | null, message?: string | undefined | null): Completion | null
+  _ask(id: number, text: string, inputRequests: { [key: string]: unknown }): Completion | null
+  _working(id: number, text?: string | undefined | null): Completion | null
+  _artifact(id: number, artifact: Artifact, append: boolean, lastChunk: boolean): Completion | null
+  _inputRequired(id: number, text: string): Completion | null
+  _authRequired(id: number, text: string): Completion | null
+  _complete(id: number, text?: string | undefined | null): Completion | null
+  _fail(id: number, text: string): Completion | null
+  _reject(id: number, text: string): Completion | null
+  _reply(id: number, parts: Part[]): Completion | null
+  _replyText(id: number, text: string): Completion | null
+  _followUp(id: number): Completion | null
+  _waitFollowUp(id: number): Completion | null
 }
 
 /** A running worker (from `Worker.start`). */

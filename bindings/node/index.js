@@ -161,19 +161,23 @@ native.McpBridge.open = guardAsync(native.openMcpBridge);
 const calls = new Map();
 let nextCall = 1;
 
-/** Call `method` of the native context with a fresh id; a Promise of its result. */
+/**
+ * Call `method` of the native context with a fresh id; a Promise of its result. A call that
+ * finished at once (an append to a local log) returns its completion, settled here without
+ * a trip through the queue; one still running comes back through it.
+ */
 function contextCall(ctx, method, ...args) {
   const id = nextCall;
   nextCall = nextCall >= 0xffffffff ? 1 : nextCall + 1;
-  return new Promise((resolve, reject) => {
-    calls.set(id, { resolve, reject });
-    try {
-      ctx[method](id, ...args);
-    } catch (error) {
-      calls.delete(id);
-      reject(convert(error));
-    }
-  });
+  let now;
+  try {
+    now = ctx[method](id, ...args);
+  } catch (error) {
+    return Promise.reject(convert(error));
+  }
+  if (now) return now.error != null ? Promise.reject(fromReason(now.error)) : Promise.resolve(now.value ?? undefined);
+  // The queue is drained on this thread, so the completion cannot come before this is set.
+  return new Promise((resolve, reject) => calls.set(id, { resolve, reject }));
 }
 
 function fromReason(reason) {

@@ -6,6 +6,7 @@
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
 
 use agentlog::worker::{TaskContext as SdkContext, ToolCall};
 use agentlog_wire::a2a::{Artifact, Part};
@@ -68,39 +69,53 @@ impl TaskContext {
         }
     }
 
-    /// Run `call` on the runtime; its result goes back to JS as completion `id`.
-    fn report<Fut>(&self, id: u32, call: impl FnOnce(SdkContext) -> Fut)
+    /// Run `call`; its result goes back to JS as completion `id`. The call is polled once
+    /// here first: a report that needs no wait (an append to a `memory://` or `file://`
+    /// log) returns its completion at once, sparing a hand-over to the runtime and a
+    /// crossing back into JS; one still pending goes on on the runtime and comes back
+    /// through the worker's queue.
+    fn report<Fut>(&self, id: u32, call: impl FnOnce(SdkContext) -> Fut) -> Option<Completion>
     where
         Fut: Future<Output = agentlog::Result<Option<Value>>> + Send + 'static,
     {
+        let mut call = Box::pin(call(self.ctx.clone()));
+        let mut now = Context::from_waker(Waker::noop());
+        let polled =
+            napi::bindgen_prelude::within_runtime_if_available(|| call.as_mut().poll(&mut now));
+        if let Poll::Ready(result) = polled {
+            return Some(completion(id, result));
+        }
         let dispatcher = self.dispatcher.clone();
-        let call = call(self.ctx.clone());
         napi::bindgen_prelude::spawn(async move {
-            let done = match call.await {
-                Ok(value) => Completion {
-                    id,
-                    error: None,
-                    value,
-                },
-                Err(e) => Completion {
-                    id,
-                    error: Some(reason(&e)),
-                    value: None,
-                },
-            };
-            dispatcher.done(done);
+            dispatcher.done(completion(id, call.await));
         });
+        None
     }
 
     /// `call` for a report that returns nothing.
-    fn write<Fut>(&self, id: u32, call: impl FnOnce(SdkContext) -> Fut)
+    fn write<Fut>(&self, id: u32, call: impl FnOnce(SdkContext) -> Fut) -> Option<Completion>
     where
         Fut: Future<Output = agentlog::Result<()>> + Send + 'static,
     {
         self.report(id, |ctx| {
             let call = call(ctx);
             async move { call.await.map(|()| None) }
-        });
+        })
+    }
+}
+
+fn completion(id: u32, result: agentlog::Result<Option<Value>>) -> Completion {
+    match result {
+        Ok(value) => Completion {
+            id,
+            error: None,
+            value,
+        },
+        Err(e) => Completion {
+            id,
+            error: Some(reason(&e)),
+            value: None,
+        },
     }
 }
 
@@ -243,28 +258,32 @@ impl TaskContext {
         progress: f64,
         total: Option<f64>,
         message: Option<String>,
-    ) {
+    ) -> Option<Completion> {
         self.write(id, move |ctx| async move {
             ctx.report(progress, total, message.as_deref()).await
-        });
+        })
     }
 
     #[napi(
         js_name = "_ask",
         ts_args_type = "id: number, text: string, inputRequests: { [key: string]: unknown }"
     )]
-    pub fn ask(&self, id: u32, text: String, input_requests: Value) -> napi::Result<()> {
+    pub fn ask(
+        &self,
+        id: u32,
+        text: String,
+        input_requests: Value,
+    ) -> napi::Result<Option<Completion>> {
         let Some(call) = self.tool.clone() else {
             return Err(invalid("ask() is for a tool call's turn"));
         };
         let requests: serde_json::Map<String, Value> = parse("inputRequests", input_requests)?;
-        self.write(id, move |_| async move { call.ask(&text, requests).await });
-        Ok(())
+        Ok(self.write(id, move |_| async move { call.ask(&text, requests).await }))
     }
 
     #[napi(js_name = "_working")]
-    pub fn working(&self, id: u32, text: Option<String>) {
-        self.write(id, |ctx| async move { ctx.working(text.as_deref()).await });
+    pub fn working(&self, id: u32, text: Option<String>) -> Option<Completion> {
+        self.write(id, |ctx| async move { ctx.working(text.as_deref()).await })
     }
 
     #[napi(
@@ -277,66 +296,64 @@ impl TaskContext {
         artifact: Value,
         append: bool,
         last_chunk: bool,
-    ) -> napi::Result<()> {
+    ) -> napi::Result<Option<Completion>> {
         let artifact: Artifact = parse("artifact", artifact)?;
-        self.write(id, move |ctx| async move {
+        Ok(self.write(id, move |ctx| async move {
             ctx.artifact(artifact, append, last_chunk).await
-        });
-        Ok(())
+        }))
     }
 
     #[napi(js_name = "_inputRequired")]
-    pub fn input_required(&self, id: u32, text: String) {
-        self.write(id, |ctx| async move { ctx.input_required(&text).await });
+    pub fn input_required(&self, id: u32, text: String) -> Option<Completion> {
+        self.write(id, |ctx| async move { ctx.input_required(&text).await })
     }
 
     #[napi(js_name = "_authRequired")]
-    pub fn auth_required(&self, id: u32, text: String) {
-        self.write(id, |ctx| async move { ctx.auth_required(&text).await });
+    pub fn auth_required(&self, id: u32, text: String) -> Option<Completion> {
+        self.write(id, |ctx| async move { ctx.auth_required(&text).await })
     }
 
     #[napi(js_name = "_complete")]
-    pub fn complete(&self, id: u32, text: Option<String>) {
-        self.write(id, |ctx| async move { ctx.complete(text.as_deref()).await });
+    pub fn complete(&self, id: u32, text: Option<String>) -> Option<Completion> {
+        self.write(id, |ctx| async move { ctx.complete(text.as_deref()).await })
     }
 
     #[napi(js_name = "_fail")]
-    pub fn fail(&self, id: u32, text: String) {
-        self.write(id, |ctx| async move { ctx.fail(&text).await });
+    pub fn fail(&self, id: u32, text: String) -> Option<Completion> {
+        self.write(id, |ctx| async move { ctx.fail(&text).await })
     }
 
     #[napi(js_name = "_reject")]
-    pub fn reject(&self, id: u32, text: String) {
-        self.write(id, |ctx| async move { ctx.reject(&text).await });
+    pub fn reject(&self, id: u32, text: String) -> Option<Completion> {
+        self.write(id, |ctx| async move { ctx.reject(&text).await })
     }
 
     #[napi(js_name = "_reply", ts_args_type = "id: number, parts: Part[]")]
-    pub fn reply(&self, id: u32, parts: Vec<Value>) -> napi::Result<()> {
+    pub fn reply(&self, id: u32, parts: Vec<Value>) -> napi::Result<Option<Completion>> {
         let parts = parts
             .into_iter()
             .map(|p| parse::<Part>("part", p))
             .collect::<napi::Result<Vec<_>>>()?;
-        self.write(id, |ctx| async move { ctx.reply(parts).await });
-        Ok(())
+        Ok(self.write(id, |ctx| async move { ctx.reply(parts).await }))
     }
 
     #[napi(js_name = "_replyText")]
-    pub fn reply_text(&self, id: u32, text: String) {
-        self.write(id, |ctx| async move { ctx.reply_text(&text).await });
+    pub fn reply_text(&self, id: u32, text: String) -> Option<Completion> {
+        self.write(id, |ctx| async move { ctx.reply_text(&text).await })
     }
 
     #[napi(js_name = "_followUp")]
-    pub fn follow_up(&self, id: u32) {
+    pub fn follow_up(&self, id: u32) -> Option<Completion> {
         self.report(
             id,
             |ctx| async move { message_json(ctx.follow_up().await?) },
-        );
+        )
     }
 
     #[napi(js_name = "_waitFollowUp")]
-    pub fn wait_follow_up(&self, id: u32) {
+    pub fn wait_follow_up(&self, id: u32) -> Option<Completion> {
         self.report(id, |ctx| async move {
             message_json(ctx.wait_follow_up().await?)
-        });
+        })
     }
 }

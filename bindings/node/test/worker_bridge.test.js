@@ -39,6 +39,15 @@ function makeHandler(seen) {
         await new Promise(() => {});
       } else if (text === 'input') {
         await task.inputRequired('more?');
+      } else if (text === 'bad report') {
+        // A report refused at once (it settles inline, without the queue) rejects all the same.
+        const refused = await task.report(Number.NaN).then(() => 'resolved', (e) => `${e instanceof AgentlogError} ${e.kind}`);
+        await task.complete(refused);
+      } else if (text === 'wait') {
+        // A report that waits (it settles through the queue, later).
+        await task.working('waiting');
+        const next = await task.waitFollowUp();
+        await task.complete(`took: ${next.parts.map((p) => p.text).join('')}`);
       } else if (text === 'reply') {
         await task.replyText('a message, not a task');
       } else if (text === 'about') {
@@ -122,6 +131,22 @@ function suite(name, open) {
       const { task } = await bridge.sendMessage(send('reject'));
       assert.equal(task.status.state, 'TASK_STATE_FAILED');
       assert.equal(statusText(task), 'TypeError: nope');
+    });
+
+    it('a context call refused at once rejects with an AgentlogError', async () => {
+      const { task } = await bridge.sendMessage(send('bad report'));
+      assert.equal(task.status.state, 'TASK_STATE_COMPLETED');
+      assert.equal(statusText(task), 'true invalid_params');
+    });
+
+    it('a context call that waits (waitFollowUp) resolves when the follow-up comes', async () => {
+      const request = send('wait');
+      request.configuration = { returnImmediately: true };
+      const { task } = await bridge.sendMessage(request);
+      await until(async () => (await bridge.getTask({ id: task.id })).status.state === 'TASK_STATE_WORKING', 10000, 'working');
+      const { task: done } = await bridge.sendMessage(send('more', { taskId: task.id, contextId: task.contextId }));
+      assert.equal(done.status.state, 'TASK_STATE_COMPLETED');
+      assert.equal(statusText(done), 'took: more');
     });
 
     it('a handler returning a plain value completes the task', async () => {

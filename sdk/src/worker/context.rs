@@ -262,6 +262,13 @@ impl TaskContext {
         message: Option<&str>,
     ) -> Result<()> {
         use agentlog_wire::mcp::call::{PROGRESS_MEDIA_TYPE, Progress as Report, typed_part};
+        // JSON has no NaN or infinity (serde would write null), and a client needs a number.
+        if !progress.is_finite() || total.is_some_and(|t| !t.is_finite()) {
+            return Err(Error::new(
+                ErrorKind::InvalidParams,
+                format!("progress must be a finite number (progress {progress}, total {total:?})"),
+            ));
+        }
         let report = Report {
             progress,
             total,

@@ -156,3 +156,15 @@ async fn nothing_is_written_after_the_turn_ends_or_the_token_fires() {
     assert!(records(&log, &events).await.is_empty());
     assert_eq!(ctx.progress(), Progress::Open);
 }
+
+#[tokio::test]
+async fn progress_that_is_not_a_finite_number_is_refused_and_writes_nothing() {
+    let (ctx, log, events) = context(vec![Message::user_text("m1", "hi")], 0).await;
+    for (progress, total) in [(f64::NAN, None), (1.0, Some(f64::INFINITY))] {
+        let e = ctx.report(progress, total, None).await.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidParams, "{e}");
+    }
+    assert!(records(&log, &events).await.is_empty());
+    ctx.report(1.0, Some(2.0), None).await.unwrap();
+    assert_eq!(records(&log, &events).await.len(), 1);
+}
