@@ -11,6 +11,10 @@ mod card;
 pub mod extensions;
 pub mod json;
 mod limits;
+mod live;
+#[cfg(test)]
+#[path = "live_tests.rs"]
+mod live_tests;
 mod media;
 mod requeue;
 mod rpc;
@@ -37,6 +41,7 @@ pub use card::{
     card_from_file, card_from_json, card_over_defaults, default_card, default_skill, finish_card,
 };
 pub use limits::LimitsConfig;
+pub(crate) use live::TurnEvents;
 pub use rpc::{RpcOptions, RpcReply, RpcStream, SseFrames};
 pub use stream::{StreamEvent, TaskStream};
 

@@ -1,12 +1,13 @@
 //! `SendMessage` and `SendStreamingMessage`: new tasks and follow-up messages.
 
-use std::time::Duration;
+use std::sync::Arc;
 
 use agentlog_wire::a2a::{Message, Role, SendMessageRequest, SendMessageResponse};
 use agentlog_wire::fold::submitted_task;
 use agentlog_wire::{Record, RecordBody, RecordHeader, ids};
 use tokio::sync::broadcast::error::RecvError;
 
+use super::live::{Settled, TurnEvents};
 use super::stream::{Close, Start, TaskStream, task_stream};
 use super::{Bridge, Topics, not_found, trim_history};
 use crate::agent::Caller;
@@ -82,11 +83,42 @@ impl Bridge {
                 .ok_or_else(|| not_found(&accepted.task_id))?;
             return self.respond(&info, history_length).await;
         }
-        let info = self
-            .wait_settled(caller, &accepted, self.inner.config.blocking_timeout)
-            .await?;
+        let deadline = tokio::time::Instant::now() + self.inner.config.blocking_timeout;
+        if let Some(header) = &accepted.created
+            && let Some(events) = self.follow_created(caller, &accepted).await?
+        {
+            // The new task folded from the view's events: nothing read back from the log.
+            match super::live::settle(events, header, request, deadline).await {
+                Settled::Task(task) => {
+                    let task = trim_history(task, history_length);
+                    return Ok(SendMessageResponse::Task(task));
+                }
+                Settled::Answer(answer) => return Ok(SendMessageResponse::Message(answer)),
+                Settled::Unknown => {}
+            }
+        }
+        let info = self.wait_settled(caller, &accepted, deadline).await?;
         drop(waiting);
         self.respond(&info, history_length).await
+    }
+
+    /// The events of the task this call has just created (`accepted`), subscribed to while its
+    /// command is the last record the view applied for it (see [`super::live`]); `None` if
+    /// the view has moved past it already.
+    async fn follow_created(
+        &self,
+        caller: &Caller,
+        accepted: &Accepted,
+    ) -> Result<Option<super::live::Events>> {
+        let view = &self.inner.view;
+        view.sync_to(
+            accepted.partition,
+            accepted.visible_at,
+            self.inner.config.sync_timeout,
+        )
+        .await?;
+        let command = accepted.visible_at.saturating_sub(1);
+        Ok(view.subscribe_after(Some(caller), &accepted.task_id, command))
     }
 
     /// The answer to a send about the task `info` describes: the task, or the reply that
@@ -125,6 +157,46 @@ impl Bridge {
     ) -> Result<TaskStream> {
         let place = self.inner.limits.stream(caller)?;
         let accepted = self.accept(caller, &request, raw_params).await?;
+        let stream = self
+            .stream_accepted(caller, &request, &accepted, resume_after)
+            .await?;
+        Ok(super::limits::holding(stream, place))
+    }
+
+    /// Start a turn as [`send_streaming_message`](Self::send_streaming_message) does, and
+    /// follow it until it ends, without the stream's first snapshot: from the view's events
+    /// when the call created the task (nothing read back, see [`super::live`]), else from a
+    /// task stream.
+    pub(crate) async fn send_turn(
+        &self,
+        caller: &Caller,
+        request: SendMessageRequest,
+        raw_params: Option<&str>,
+    ) -> Result<TurnEvents> {
+        let place = self.inner.limits.stream(caller)?;
+        let accepted = self.accept(caller, &request, raw_params).await?;
+        if accepted.created.is_some()
+            && let Some(events) = self.follow_created(caller, &accepted).await?
+        {
+            let view = self.inner.view.clone();
+            let command = accepted.visible_at.saturating_sub(1);
+            let task_id = Arc::from(accepted.task_id);
+            return Ok(TurnEvents::live(view, task_id, events, command, place));
+        }
+        let stream = self
+            .stream_accepted(caller, &request, &accepted, None)
+            .await?;
+        Ok(TurnEvents::stream(stream, place))
+    }
+
+    /// The stream of a send's turn once its message is `accepted` on the log.
+    async fn stream_accepted(
+        &self,
+        caller: &Caller,
+        request: &SendMessageRequest,
+        accepted: &Accepted,
+        resume_after: Option<u64>,
+    ) -> Result<TaskStream> {
         let view = &self.inner.view;
         view.sync_to(
             accepted.partition,
@@ -143,14 +215,13 @@ impl Bridge {
             (end, true) => Start::Held(Some(end - 1)),
             (end, false) => Start::SnapshotAt(end - 1),
         };
-        let stream = task_stream(
+        Ok(task_stream(
             view.clone(),
             info,
             events,
             Start::resuming(resume_after, from),
             Close::AtTurnEnd,
-        );
-        Ok(super::limits::holding(stream, place))
+        ))
     }
 
     /// Validate the message and put it on the log (or find it there already).
@@ -389,7 +460,7 @@ impl Bridge {
         &self,
         caller: &Caller,
         accepted: &Accepted,
-        timeout: Duration,
+        deadline: tokio::time::Instant,
     ) -> Result<TaskInfo> {
         let view = &self.inner.view;
         view.sync_to(
@@ -401,7 +472,6 @@ impl Bridge {
         let (mut info, mut events) = view
             .subscribe(Some(caller), &accepted.task_id)
             .ok_or_else(|| not_found(&accepted.task_id))?;
-        let deadline = tokio::time::Instant::now() + timeout;
         while !settled(&info) {
             match tokio::time::timeout_at(deadline, events.recv()).await {
                 Err(_) => break, // answer with the task as it is

@@ -68,7 +68,7 @@ pub(crate) enum Close {
 }
 
 impl Close {
-    fn ends(self, state: TaskState) -> bool {
+    pub(crate) fn ends(self, state: TaskState) -> bool {
         state.is_terminal() || (self == Close::AtTurnEnd && state.is_interrupted())
     }
 }
@@ -341,7 +341,7 @@ fn status_event(event: &TaskEvent, state: TaskState, message: Option<Message>) -
 /// the one that starts a submitted turn (reported as `working`): no event for them. A
 /// status that went on at once to a waiting follow-up (fold rule 13) is reported as the
 /// `submitted` state it led to, carrying the status message the agent wrote.
-fn to_response(event: &TaskEvent) -> Option<StreamResponse> {
+pub(super) fn to_response(event: &TaskEvent) -> Option<StreamResponse> {
     Some(match &event.change {
         Change::Created(_) | Change::FollowedUp(_) => return None,
         Change::Claimed(claimed) if claimed.started => {

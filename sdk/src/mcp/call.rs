@@ -9,13 +9,12 @@ use agentlog_wire::mcp::call::{
     ERROR_MEDIA_TYPE, command_params, data_part, progress_of, result_of,
 };
 use agentlog_wire::mcp::{CallToolParams, CallToolResult, META_HOPS, TASKS_EXTENSION};
-use futures::StreamExt;
 use serde_json::{Map, Value, json};
 
 use super::rpc::{Ctx, McpReply, error_body, error_reply, success};
 use super::{McpBridge, TaskSupport};
 use crate::agent::Caller;
-use crate::bridge::{Bridge, TaskStream};
+use crate::bridge::{Bridge, TurnEvents};
 use crate::error::{Error, ErrorKind, Result};
 
 /// What a running call yields.
@@ -59,7 +58,7 @@ impl Drop for CancelOnDrop {
 
 /// A call on the log: its task's events, read until the answer.
 struct Running {
-    stream: TaskStream,
+    events: TurnEvents,
     guard: CancelOnDrop,
     progress_token: Option<Value>,
     last_progress: Option<f64>,
@@ -69,7 +68,7 @@ struct Running {
 impl Running {
     async fn next(&mut self) -> Option<CallEvent> {
         while !self.done {
-            let Some(event) = self.stream.next().await else {
+            let Some(event) = self.events.next().await else {
                 self.done = true;
                 let error = Error::new(
                     ErrorKind::Internal,
@@ -324,14 +323,14 @@ impl McpBridge {
             let task = self.mcp_task(entry, &task, !ctx.era.is_modern());
             return Ok(Started::Task(task));
         }
-        let stream = entry
+        let events = entry
             .bridge
-            .send_streaming_message(ctx.caller, request, Some(&text), None)
+            .send_turn(ctx.caller, request, Some(&text))
             .await?;
         let task_id =
             agentlog_wire::ids::task_id(&ctx.caller.tenant, &ctx.caller.principal, &message_id);
         Ok(Started::Running(Running {
-            stream,
+            events,
             guard: CancelOnDrop {
                 bridge: entry.bridge.clone(),
                 caller: ctx.caller.clone(),

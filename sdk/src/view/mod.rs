@@ -593,6 +593,33 @@ impl TaskView {
         Self::subscribe_locked(self.info(entry), slot, &mut tasks)
     }
 
+    /// Start receiving the task's next events if the last record the view applied for it is
+    /// the one at `offset` (a command the caller has just written): the events then begin
+    /// right after it, so a caller that holds what that record made of the task (its own
+    /// command, parsed) follows the task from the events alone. `None` if the task is not
+    /// `caller`'s (when given), not live, or has moved past `offset` already.
+    pub fn subscribe_after(
+        &self,
+        caller: Option<&Caller>,
+        task_id: &str,
+        offset: u64,
+    ) -> Option<broadcast::Receiver<Arc<TaskEvent>>> {
+        let mut tasks = self.write();
+        let (slot, entry) = tasks.live_slot(task_id, now_ms())?;
+        if caller.is_some_and(|caller| tasks.owners.find(caller) != Some(entry.owner))
+            || applied::position(&entry.records) != offset
+            || entry.machine.state().is_none_or(TaskState::is_terminal)
+        {
+            return None;
+        }
+        let rx = tasks
+            .watchers
+            .entry(slot)
+            .or_insert_with(|| broadcast::channel(SUBSCRIBER_BUFFER).0)
+            .subscribe();
+        Some(rx)
+    }
+
     /// [`lookup_any`](Self::lookup_any) and [`subscribe`](Self::subscribe) at once, for a
     /// worker: the task whoever owns it, its owner, and its next events.
     pub fn watch(

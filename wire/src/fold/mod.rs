@@ -290,6 +290,64 @@ impl TaskFold {
     }
 }
 
+/// A task folded from the changes its [`TaskMachine`] applied, told one by one by a reader
+/// that runs the machine itself (the bridge's view tells its subscribers so): the same task,
+/// and the same answer, as [`TaskFold`] of the same records, without the records.
+///
+/// It starts from the command ([`submitted_task`]: the header and the params it parsed) and
+/// takes every change after it that the machine applied and that can change the task (a
+/// lease's extension or a first claim that starts nothing can be left out: they change
+/// nothing here).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChangeFold {
+    task: Task,
+    /// The reply that answered in the task's place (rule 15).
+    answer: Option<Message>,
+}
+
+impl ChangeFold {
+    /// The task the command of `header`, with its params parsed into `request`, creates.
+    pub fn new(header: &RecordHeader, request: SendMessageRequest) -> Self {
+        Self {
+            task: submitted_task(header, request),
+            answer: None,
+        }
+    }
+
+    /// Apply the next change the machine applied, from a record with `timestamp_ms`.
+    /// `false` for a change this cannot take: a command (a new incarnation of the task, rule
+    /// 14, which only its own fold can start).
+    pub fn apply(&mut self, change: &Change, timestamp_ms: u64) -> bool {
+        match change {
+            Change::Created(_) => return false,
+            Change::Replied {
+                message,
+                answered: true,
+            } => {
+                self.answer = Some(answering((**message).clone(), &self.task.context_id));
+            }
+            change => apply_change(&mut self.task, change.clone(), timestamp_ms),
+        }
+        true
+    }
+
+    /// The task so far; `None` once a reply answered in its place (as [`TaskFold::task`]).
+    pub fn task(&self) -> Option<&Task> {
+        Some(&self.task).filter(|_| self.answer.is_none())
+    }
+
+    /// The reply that answered in the task's place (rule 15), if one did.
+    pub fn answer(&self) -> Option<&Message> {
+        self.answer.as_ref()
+    }
+
+    /// The task as folded, and the reply that answered in its place if one did (then there
+    /// is no task for readers: rule 15).
+    pub fn into_parts(self) -> (Task, Option<Message>) {
+        (self.task, self.answer)
+    }
+}
+
 /// The task a command record creates (fold rule 1), from its header and its already parsed
 /// params: what folding that one record gives, without parsing the params again.
 pub fn submitted_task(header: &RecordHeader, request: SendMessageRequest) -> Task {

@@ -458,6 +458,31 @@ fn fold_of_content(records: &[Record]) -> Option<Task> {
     fold_content(content, machine.status()?)
 }
 
+/// What a subscriber of the bridge's view does: the machine decides every record, and the
+/// changes it applied go to a [`ChangeFold`] started by the command's (a new incarnation
+/// starts a new one, as the subscriber of the new task would).
+fn fold_of_changes(records: &[Record]) -> (Option<Task>, Option<Message>) {
+    let mut machine = TaskMachine::new();
+    let mut folded: Option<ChangeFold> = None;
+    for record in records {
+        match machine.apply(record) {
+            Ok(Change::Created(request)) => {
+                folded = Some(ChangeFold::new(&record.header, *request));
+            }
+            Ok(change) => {
+                if let Some(fold) = folded.as_mut() {
+                    assert!(fold.apply(&change, record.header.timestamp_ms));
+                }
+            }
+            Err(_) => {}
+        }
+    }
+    match folded {
+        Some(fold) => (fold.task().cloned(), fold.answer().cloned()),
+        None => (None, None),
+    }
+}
+
 #[test]
 fn the_content_records_and_the_status_fold_to_the_same_task() {
     // Random histories over every kind of record, legal or not, with repeated message
@@ -578,6 +603,11 @@ fn the_content_records_and_the_status_fold_to_the_same_task() {
         assert_eq!(
             fold_of_content(&records).as_ref(),
             all.task(),
+            "history {history}: {records:?}"
+        );
+        assert_eq!(
+            fold_of_changes(&records),
+            (all.task().cloned(), all.answer().cloned()),
             "history {history}: {records:?}"
         );
     }
