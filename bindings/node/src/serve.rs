@@ -3,7 +3,7 @@
 use std::net::SocketAddr;
 
 use agentlog::ErrorKind;
-use agentlog::http::mcp::{McpHttpConfig, router as mcp_router};
+use agentlog::http::mcp;
 use agentlog::http::{DEFAULT_MAX_CONNECTIONS, HttpConfig, base_url, router, serve_bounded};
 use napi::Env;
 use napi::bindgen_prelude::PromiseRaw;
@@ -106,12 +106,8 @@ pub fn serve<'env>(
         let mut app = router(bridge, http);
         let mut mcp_url = None;
         if let Some(mcp) = mcp {
-            let config = McpHttpConfig::for_base_url(&base);
-            mcp_url = base
-                .join(config.path.trim_start_matches('/'))
-                .ok()
-                .map(|u| u.to_string());
-            app = app.merge(mcp_router(mcp, config).map_err(to_napi)?);
+            let (with_mcp, url) = mcp::mount(app, mcp, &base).map_err(to_napi)?;
+            (app, mcp_url) = (with_mcp, Some(url));
         }
         let server = serve_bounded(
             listener,

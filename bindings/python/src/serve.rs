@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 use agentlog::ErrorKind;
-use agentlog::http::mcp::{McpHttpConfig, router as mcp_router};
+use agentlog::http::mcp;
 use agentlog::http::{DEFAULT_MAX_CONNECTIONS, HttpConfig, base_url, router, serve_bounded};
 use pyo3::prelude::*;
 use tokio::task::JoinHandle;
@@ -169,12 +169,8 @@ fn serve<'py>(
             let mut app = router(bridge, http);
             let mut mcp_url = None;
             if let Some(mcp) = mcp {
-                let config = McpHttpConfig::for_base_url(&base);
-                mcp_url = base
-                    .join(config.path.trim_start_matches('/'))
-                    .ok()
-                    .map(|u| u.to_string());
-                app = app.merge(mcp_router(mcp, config)?);
+                let (with_mcp, url) = mcp::mount(app, mcp, &base)?;
+                (app, mcp_url) = (with_mcp, Some(url));
             }
             let task = aio::runtime().spawn(serve_bounded(
                 listener,

@@ -243,16 +243,11 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
     let stop = CancellationToken::new();
     let view = bridge.view().clone();
     let (mcp_router, mcp_worker, mcp_banner) = match mcp {
-        Some(mcp) => {
-            let at = public_url
-                .join(mcp.path.trim_start_matches('/'))
-                .map_or_else(|_| mcp.path.clone(), |u| u.to_string());
-            (
-                Some(mcp.router),
-                mcp.worker,
-                format!("; MCP at {at} ({} tools)", mcp.tools),
-            )
-        }
+        Some(mcp) => (
+            Some(mcp.router),
+            mcp.worker,
+            format!("; MCP at {} ({} tools)", mcp.url, mcp.tools),
+        ),
         None => (None, None, String::new()),
     };
     let mut app = router(bridge, http);

@@ -47,7 +47,8 @@ pub(super) struct McpArgs {
 pub(super) struct Mcp {
     pub(super) router: Router,
     pub(super) worker: Option<Worker>,
-    pub(super) path: String,
+    /// Where the route answers (`<public_url><path>`).
+    pub(super) url: String,
     pub(super) tools: usize,
 }
 
@@ -102,12 +103,13 @@ pub(super) async fn open(
         .extend(args.mcp_allow_hosts.iter().cloned());
     http.allowed_origins
         .extend(args.mcp_allow_origins.iter().cloned());
+    let url = http.url(public_url);
     let router =
         router(mcp, http).map_err(|e| CliError::msg(format!("bad --mcp-path: {}", e.message())))?;
     Ok(Some(Mcp {
         router,
         worker,
-        path: args.mcp_path.clone(),
+        url,
         tools: count,
     }))
 }

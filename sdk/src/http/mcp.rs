@@ -97,6 +97,21 @@ impl McpHttpConfig {
         }
         config
     }
+
+    /// Where this route answers on a server clients reach at `base`.
+    pub fn url(&self, base: &url::Url) -> String {
+        base.join(self.path.trim_start_matches('/'))
+            .map_or_else(|_| self.path.clone(), |u| u.to_string())
+    }
+}
+
+/// `app` with the MCP route of `mcp` merged in, configured for a server clients reach at
+/// `base` ([`McpHttpConfig::for_base_url`]), and the route's URL: what the bindings' `serve`
+/// mounts.
+pub fn mount(app: Router, mcp: McpBridge, base: &url::Url) -> crate::Result<(Router, String)> {
+    let config = McpHttpConfig::for_base_url(base);
+    let url = config.url(base);
+    Ok((app.merge(router(mcp, config)?), url))
 }
 
 #[derive(Debug, Clone)]
