@@ -26,6 +26,18 @@ struct Accepted {
 }
 
 impl Bridge {
+    /// Catch the view up until `accepted` is visible in it.
+    async fn sync_to_accepted(&self, accepted: &Accepted) -> Result<()> {
+        self.inner
+            .view
+            .sync_to(
+                accepted.partition,
+                accepted.visible_at,
+                self.inner.config.sync_timeout,
+            )
+            .await
+    }
+
     /// `SendMessage`: start a task, or send a message to an existing one (when the message
     /// names a `taskId`): it resumes an input- or auth-required task, or joins a running one
     /// as a follow-up. Blocking by default: waits for a terminal or interrupted state, at most
@@ -68,14 +80,7 @@ impl Bridge {
                     history_length,
                 )));
             }
-            self.inner
-                .view
-                .sync_to(
-                    accepted.partition,
-                    accepted.visible_at,
-                    self.inner.config.sync_timeout,
-                )
-                .await?;
+            self.sync_to_accepted(&accepted).await?;
             let info = self
                 .inner
                 .view
@@ -111,12 +116,7 @@ impl Bridge {
         accepted: &Accepted,
     ) -> Result<Option<super::live::Events>> {
         let view = &self.inner.view;
-        view.sync_to(
-            accepted.partition,
-            accepted.visible_at,
-            self.inner.config.sync_timeout,
-        )
-        .await?;
+        self.sync_to_accepted(accepted).await?;
         let command = accepted.visible_at.saturating_sub(1);
         Ok(view.subscribe_after(Some(caller), &accepted.task_id, command))
     }
@@ -198,12 +198,7 @@ impl Bridge {
         resume_after: Option<u64>,
     ) -> Result<TaskStream> {
         let view = &self.inner.view;
-        view.sync_to(
-            accepted.partition,
-            accepted.visible_at,
-            self.inner.config.sync_timeout,
-        )
-        .await?;
+        self.sync_to_accepted(accepted).await?;
         let (info, events) = view
             .subscribe(Some(caller), &accepted.task_id)
             .ok_or_else(|| not_found(&accepted.task_id))?;
@@ -463,12 +458,7 @@ impl Bridge {
         deadline: tokio::time::Instant,
     ) -> Result<TaskInfo> {
         let view = &self.inner.view;
-        view.sync_to(
-            accepted.partition,
-            accepted.visible_at,
-            self.inner.config.sync_timeout,
-        )
-        .await?;
+        self.sync_to_accepted(accepted).await?;
         let (mut info, mut events) = view
             .subscribe(Some(caller), &accepted.task_id)
             .ok_or_else(|| not_found(&accepted.task_id))?;
