@@ -306,7 +306,14 @@ impl McpBridge {
             &params.name,
         )?;
         let as_task = runs_as_task(&ctx.era, entry.config.task_support, &params)?;
-        let (request, text, message_id) = command(&ctx.era, raw, &params, as_task)?;
+        // A legacy sync call is cancelled by a notification naming its JSON-RPC id: its
+        // context is derived from that id, so the notification finds it (`super::cancel`).
+        let context = (!as_task && !ctx.era.is_modern()).then(|| {
+            let id = serde_json::from_str(ctx.id.get()).unwrap_or(Value::Null);
+            super::cancel::request_context(ctx.caller, &id)
+        });
+        let (request, text, message_id) =
+            command(&ctx.era, raw, &params, as_task, context.as_deref())?;
         if as_task {
             let response = entry
                 .bridge
@@ -434,12 +441,14 @@ fn object(result: CallToolResult) -> Map<String, Value> {
 }
 
 /// The command recording a call: a minted message id (MCP has no idempotency key, so every
-/// call is a new task whose id nobody can guess), the raw params, the hop path.
+/// call is a new task whose id nobody can guess), the raw params, the hop path, and the
+/// context `context_id` when given (else the bridge derives one from the message id).
 pub(super) fn command(
     era: &agentlog_wire::mcp::Era,
     raw: &str,
     params: &CallToolParams,
     as_task: bool,
+    context_id: Option<&str>,
 ) -> Result<(SendMessageRequest, String, String)> {
     let mut metadata = Map::new();
     if let Some(hops) = params.meta.as_ref().and_then(|m| m.get(META_HOPS)) {
@@ -463,7 +472,7 @@ pub(super) fn command(
         json!({"protocolVersion": version, "createdAtMs": now}),
     );
     let message_id = uuid::Uuid::new_v4().to_string();
-    let text = command_params(&message_id, raw, &metadata, as_task);
+    let text = command_params(&message_id, context_id, raw, &metadata, as_task);
     let request: SendMessageRequest = serde_json::from_str(&text).map_err(|e| {
         Error::new(
             ErrorKind::InvalidParams,

@@ -13,6 +13,7 @@
 //! mapping onto the log are in `skills/mcp-bridge/SKILL.md`.
 
 mod call;
+mod cancel;
 mod config;
 mod params;
 mod rpc;

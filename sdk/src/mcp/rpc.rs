@@ -270,8 +270,11 @@ impl McpBridge {
             return error_reply(id, &error, true);
         }
         if parsed.method.starts_with("notifications/") {
-            // Notifications have no answer; a legacy cancel of a running call is handled by
-            // the client going away or by tasks/cancel (see the skill).
+            // Notifications have no answer. A modern call is cancelled by its client going
+            // away, a task by tasks/cancel; a legacy sync call by this notification.
+            if parsed.method == "notifications/cancelled" && !modern {
+                self.cancel_request(&request.caller, params.as_ref()).await;
+            }
             return McpReply::Accepted;
         }
         let ctx = Ctx {

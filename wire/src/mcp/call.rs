@@ -201,16 +201,22 @@ impl ContentBlock {
 /// The `SendMessageRequest` JSON of a command recording a tool call: `raw_params` (the
 /// `tools/call` params as received, already checked to be a JSON object) is spliced in
 /// verbatim as the data part, so the record holds the client's bytes. `metadata` is the
-/// message's metadata object (the hop path, the era).
+/// message's metadata object (the hop path, the era); `context_id`, when given, the message's
+/// context (the task's: a legacy sync call's, so `notifications/cancelled` can find it).
 /// With `as_task` the request asks for the task at once (`returnImmediately`): an MCP task.
 pub fn command_params(
     message_id: &str,
+    context_id: Option<&str>,
     raw_params: &str,
     metadata: &Map<String, Value>,
     as_task: bool,
 ) -> String {
     // Strings and the metadata go through serde (escaping); only the raw params are spliced.
     let id = Value::String(message_id.to_owned());
+    let context = match context_id {
+        Some(context) => format!(r#","contextId":{}"#, Value::String(context.to_owned())),
+        None => String::new(),
+    };
     let metadata = Value::Object(metadata.clone());
     let configuration = if as_task {
         r#","configuration":{"returnImmediately":true}"#
@@ -218,7 +224,7 @@ pub fn command_params(
         ""
     };
     format!(
-        r#"{{"message":{{"messageId":{id},"role":"ROLE_USER","parts":[{{"data":{raw_params},"mediaType":"{CALL_MEDIA_TYPE}"}}],"metadata":{metadata}}}{configuration}}}"#
+        r#"{{"message":{{"messageId":{id}{context},"role":"ROLE_USER","parts":[{{"data":{raw_params},"mediaType":"{CALL_MEDIA_TYPE}"}}],"metadata":{metadata}}}{configuration}}}"#
     )
 }
 
@@ -298,13 +304,15 @@ mod tests {
         let raw = r#"{ "name":"add" ,"arguments":{"b":2,"a":1.50}}"#;
         let mut metadata = Map::new();
         metadata.insert("agentlog.hops".into(), json!(["x"]));
-        let text = command_params("m\"1", raw, &metadata, false);
+        let text = command_params("m\"1", None, raw, &metadata, false);
         assert!(text.contains(raw));
         let request: SendMessageRequest = serde_json::from_str(&text).unwrap();
         assert!(request.configuration.is_none());
+        assert_eq!(request.message.context_id, None);
         let task: SendMessageRequest =
-            serde_json::from_str(&command_params("m", raw, &metadata, true)).unwrap();
+            serde_json::from_str(&command_params("m", Some("c\"1"), raw, &metadata, true)).unwrap();
         assert!(task.configuration.unwrap().return_immediately);
+        assert_eq!(task.message.context_id.as_deref(), Some("c\"1"));
         assert_eq!(request.message.message_id, "m\"1");
         assert_eq!(
             request.message.metadata.unwrap()["agentlog.hops"],

@@ -38,6 +38,7 @@ for (const mode of ['legacy', 'auto']) {
   });
 
   test(`${mode}: a cancelled call rejects and the client goes on`, async () => {
+    const cancelledBefore = (await taskStatuses()).filter((s) => s === 'cancelled').length;
     const client = await connect(mode);
     try {
       const controller = new AbortController();
@@ -51,5 +52,28 @@ for (const mode of ['legacy', 'auto']) {
     } finally {
       await client.close();
     }
+    // The call's task ends cancelled long before its 30 s: legacy, by the client's
+    // notifications/cancelled naming the call's id; modern, by the client closing the stream.
+    const deadline = Date.now() + 10000;
+    for (;;) {
+      const statuses = await taskStatuses();
+      const cancelled = statuses.filter((s) => s === 'cancelled').length;
+      if (!statuses.includes('working') && cancelled === cancelledBefore + 1) break;
+      assert.ok(Date.now() < deadline, JSON.stringify(statuses));
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
   });
+}
+
+// The status of every task of this (anonymous) caller, by a plain legacy tasks/list, which
+// also lists the tasks of sync calls.
+async function taskStatuses() {
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tasks/list', params: {} }),
+  });
+  assert.equal(response.status, 200);
+  const body = await response.json();
+  return body.result.tasks.map((task) => task.status);
 }

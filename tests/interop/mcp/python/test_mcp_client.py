@@ -40,6 +40,7 @@ async def test_list_call_progress_and_errors(mode):
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_a_cancelled_call_leaves_the_client_usable(mode):
+    cancelled_before = task_statuses().count("cancelled")
     async with Client(URL, mode=mode) as client:
         started = time.monotonic()
         with anyio.move_on_after(0.5):
@@ -48,6 +49,23 @@ async def test_a_cancelled_call_leaves_the_client_usable(mode):
         assert time.monotonic() - started < 5
         again = await client.call_tool("echo", {"text": "still here"})
         assert again.content[0].text == "still here"
+    # The call's task ends cancelled long before its 30 s: legacy, by the client's
+    # notifications/cancelled naming the call's id; modern, by the client closing the stream.
+    deadline = time.monotonic() + 10
+    while True:
+        statuses = task_statuses()
+        if "working" not in statuses and statuses.count("cancelled") == cancelled_before + 1:
+            break
+        assert time.monotonic() < deadline, statuses
+        time.sleep(0.05)
+
+
+def task_statuses():
+    """The status of every task of this (anonymous) caller, by legacy tasks/list, which also
+    lists the tasks of sync calls."""
+    status, body = post({"jsonrpc": "2.0", "id": 1, "method": "tasks/list", "params": {}})
+    assert status == 200, body
+    return [task["status"] for task in body["result"]["tasks"]]
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -1,0 +1,147 @@
+//! Legacy `notifications/cancelled {requestId}` cancels the sync `tools/call` it names, through
+//! any bridge: the call on bridge A, the notification on bridge B, the worker's handler sees
+//! the cancellation and the call answers as cancelled. Another caller's notification, or one
+//! naming another id, cancels nothing.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agentlog::Caller;
+use agentlog::mcp::{McpBridge, McpConfig, McpReply, McpRequest, ToolConfig};
+use agentlog::worker::{ToolCall, Tools, Worker, WorkerConfig, tool_fn};
+use agentlog_integration::mcp_rpc::SOON;
+use agentlog_wire::TaskState;
+use agentlog_wire::a2a::ListTasksRequest;
+use agentlog_wire::mcp::{CallToolResult, Tool};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+const AGENT: &str = "mcp.cancel";
+
+fn config() -> McpConfig {
+    McpConfig::new(vec![ToolConfig {
+        agent: Some(AGENT.into()),
+        ..ToolConfig::new(Tool {
+            name: "hang".into(),
+            title: None,
+            description: None,
+            icons: None,
+            input_schema: json!({"type": "object"}),
+            output_schema: None,
+            annotations: None,
+            execution: None,
+            meta: None,
+        })
+    }])
+}
+
+/// `hang` says it started, waits for its cancellation, and says it saw it.
+fn tools(events: mpsc::UnboundedSender<&'static str>) -> Tools {
+    let events = Arc::new(events);
+    Tools::new().tool(
+        "hang",
+        tool_fn(move |call: ToolCall| {
+            let events = events.clone();
+            async move {
+                let _ = events.send("started");
+                call.task.cancellation().cancelled().await;
+                let _ = events.send("cancelled");
+                Ok(CallToolResult::text("cancelled"))
+            }
+        }),
+    )
+}
+
+/// One legacy JSON-RPC message (no `_meta`), as `caller`.
+async fn send(mcp: &McpBridge, caller: &Caller, body: Value) -> McpReply {
+    let body = body.to_string();
+    let request = McpRequest {
+        body: body.as_bytes(),
+        caller: caller.clone(),
+        headers: None,
+        accepts_stream: false,
+    };
+    mcp.handle(request).await
+}
+
+async fn cancelled(mcp: &McpBridge, caller: &Caller, request_id: Value) {
+    let reply = send(
+        mcp,
+        caller,
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+               "params": {"requestId": request_id, "reason": "test"}}),
+    )
+    .await;
+    assert!(matches!(reply, McpReply::Accepted), "{reply:?}");
+}
+
+/// The state of alice's only task, as bridge `mcp` sees it now.
+async fn state(mcp: &McpBridge) -> TaskState {
+    let page = mcp.bridges()[AGENT]
+        .list_tasks(&Caller::principal("alice"), ListTasksRequest::default())
+        .await
+        .expect("list");
+    assert_eq!(page.tasks.len(), 1, "{page:?}");
+    page.tasks[0].status.state
+}
+
+#[tokio::test]
+async fn a_legacy_cancel_notification_cancels_the_sync_call_it_names_on_any_bridge() {
+    let log = agentlog::log::open("memory://").await.expect("log");
+    let a = McpBridge::open(log.clone(), config()).await.expect("mcp a");
+    let b = McpBridge::open(log.clone(), config()).await.expect("mcp b");
+    let (events, mut seen) = mpsc::unbounded_channel();
+    let worker_config = WorkerConfig {
+        lease: Duration::from_secs(10),
+        ..WorkerConfig::new(AGENT)
+    };
+    let _worker = Worker::start(log.clone(), worker_config, tools(events))
+        .await
+        .expect("worker");
+    let alice = Caller::principal("alice");
+
+    let call = tokio::spawn({
+        let (a, alice) = (a.clone(), alice.clone());
+        async move {
+            let body = json!({"jsonrpc": "2.0", "id": 42, "method": "tools/call",
+                              "params": {"name": "hang", "arguments": {}}});
+            send(&a, &alice, body).await
+        }
+    });
+    let started = tokio::time::timeout(SOON, seen.recv()).await;
+    assert_eq!(started, Ok(Some("started")));
+
+    // Another caller's notification, another id, a string of the same digits, or a modern
+    // notification (a modern call is cancelled by its client going away): nothing.
+    cancelled(&b, &Caller::principal("bob"), json!(42)).await;
+    cancelled(&b, &alice, json!(41)).await;
+    cancelled(&b, &alice, json!("42")).await;
+    let modern = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {
+        "requestId": 42,
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientCapabilities": {}}}});
+    assert!(matches!(send(&b, &alice, modern).await, McpReply::Accepted));
+    assert!(!state(&b).await.is_terminal());
+    assert!(seen.try_recv().is_err(), "the handler was cancelled");
+
+    // The call's own id, on the other bridge: the handler sees it, the call answers.
+    cancelled(&b, &alice, json!(42)).await;
+    let seen = tokio::time::timeout(SOON, seen.recv()).await;
+    assert_eq!(seen, Ok(Some("cancelled")));
+    let reply = tokio::time::timeout(SOON, call)
+        .await
+        .expect("the call answered")
+        .expect("joined");
+    let McpReply::Json { status, body } = reply else {
+        panic!("{reply:?}");
+    };
+    let body: Value = serde_json::from_slice(&body).expect("json");
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["id"], 42, "{body}");
+    assert_eq!(body["error"]["message"], "the call was cancelled", "{body}");
+    assert_eq!(state(&a).await, TaskState::Canceled);
+
+    // Once it is over, the same notification again is accepted and changes nothing.
+    cancelled(&a, &alice, json!(42)).await;
+    assert_eq!(state(&a).await, TaskState::Canceled);
+}
