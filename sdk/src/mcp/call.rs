@@ -11,10 +11,10 @@ use agentlog_wire::mcp::call::{
 use agentlog_wire::mcp::{CallToolParams, CallToolResult, META_HOPS, TASKS_EXTENSION};
 use serde_json::{Map, Value, json};
 
-use super::rpc::{Ctx, McpReply, error_body, error_reply, success};
+use super::rpc::{Ctx, McpReply, error_body, error_reply, error_status, success};
 use super::{McpBridge, TaskSupport};
 use crate::agent::Caller;
-use crate::bridge::{Bridge, TurnEvents};
+use crate::bridge::{Bridge, StreamEvent, TaskStream, TurnEvents};
 use crate::error::{Error, ErrorKind, Result};
 
 /// What a running call yields.
@@ -56,16 +56,61 @@ impl Drop for CancelOnDrop {
     }
 }
 
+/// Where a running call's events come from.
+pub(super) enum Follow {
+    /// The turn this call started (a new call, or an MRTR retry's continue).
+    Turn(TurnEvents),
+    /// A task already running when an MRTR retry came, from its snapshot on.
+    Task(TaskStream),
+}
+
+impl Follow {
+    async fn next(&mut self) -> Option<Result<StreamEvent>> {
+        match self {
+            Follow::Turn(events) => events.next().await,
+            Follow::Task(stream) => futures::StreamExt::next(stream).await,
+        }
+    }
+}
+
 /// A call on the log: its task's events, read until the answer.
-struct Running {
-    events: TurnEvents,
+pub(super) struct Running {
+    events: Follow,
     guard: CancelOnDrop,
     progress_token: Option<Value>,
     last_progress: Option<f64>,
+    /// A modern call: a tool asking for input answers `input_required` (MRTR) with the
+    /// request's capabilities, under this tool agent's MCP task id.
+    mrtr: Option<super::mrtr::Mrtr>,
     done: bool,
 }
 
 impl Running {
+    /// Follow `events` of the A2A task `task_id` of `bridge` for `caller`, cancelling it if
+    /// dropped before the answer when `cancel_on_drop` (a modern call).
+    pub(super) fn new(
+        events: Follow,
+        bridge: &Bridge,
+        caller: &Caller,
+        task_id: String,
+        progress_token: Option<Value>,
+        mrtr: Option<super::mrtr::Mrtr>,
+    ) -> Self {
+        Self {
+            events,
+            guard: CancelOnDrop {
+                bridge: bridge.clone(),
+                caller: caller.clone(),
+                task_id,
+                armed: mrtr.is_some(),
+            },
+            progress_token,
+            last_progress: None,
+            mrtr,
+            done: false,
+        }
+    }
+
     async fn next(&mut self) -> Option<CallEvent> {
         while !self.done {
             let Some(event) = self.events.next().await else {
@@ -93,8 +138,19 @@ impl Running {
             };
             if state.is_terminal() || state.is_interrupted() {
                 self.done = true;
+                if state.is_interrupted()
+                    && let Some(mrtr) = &self.mrtr
+                    && let Some((answer, cancel)) = mrtr
+                        .ask(&self.guard.bridge, &self.guard.caller, &self.guard.task_id)
+                        .await
+                {
+                    // The task waits for the client's retry, unless it can never come.
+                    self.guard.armed = cancel;
+                    return Some(CallEvent::Done(answer));
+                }
                 // A call answered on the request is over once answered: a tool asking for
-                // input there gets no answer (MRTR is not built), so its task is cancelled.
+                // input it cannot get (legacy, or no keyed requests) makes it a tool error,
+                // and its task is cancelled.
                 self.guard.armed = state.is_interrupted();
                 return Some(CallEvent::Done(answer(state, message.as_ref())));
             }
@@ -185,7 +241,7 @@ impl McpBridge {
             Err(error) => return error_reply(ctx.id, &error, modern),
         };
         let mut running = match started {
-            Started::Answered(result) => return self.reply_result(ctx, Ok(result)),
+            Started::Answered(answer) => return self.reply_result(ctx, answer),
             Started::Running(running) => running,
             Started::Task(task) if modern => {
                 let result = self.modern_result(task.modern(), "task");
@@ -239,9 +295,14 @@ impl McpBridge {
         ctx: &Ctx<'_>,
         answer: std::result::Result<Map<String, Value>, Value>,
     ) -> McpReply {
+        let modern = ctx.era.is_modern();
+        let status = match &answer {
+            Ok(_) => 200,
+            Err(error) => error_status(error["code"].as_i64().unwrap_or(-32603) as i32, modern),
+        };
         McpReply::Json {
-            status: 200,
-            body: self.answer_body(ctx.id, ctx.era.is_modern(), answer),
+            status,
+            body: self.answer_body(ctx.id, modern, answer),
         }
     }
 
@@ -298,13 +359,22 @@ impl McpBridge {
                 params.name,
                 problems.join("; ")
             );
-            return Ok(Started::Answered(object(CallToolResult::error(text))));
+            return Ok(Started::Answered(Ok(object(CallToolResult::error(text)))));
         }
         check_capabilities(
             &ctx.era,
             entry.config.required_capabilities.as_ref(),
             &params.name,
         )?;
+        if let Some(responses) = &params.input_responses {
+            super::mrtr::check_responses(responses)?;
+        }
+        if let (Some(state), Some(mrtr)) =
+            (&params.request_state, super::mrtr::Mrtr::of(ctx, entry))
+        {
+            // An MRTR retry continues the task its state names instead of starting one.
+            return self.resume(ctx, entry, &params, state, mrtr).await;
+        }
         let as_task = runs_as_task(&ctx.era, entry.config.task_support, &params)?;
         // A legacy sync call is cancelled by a notification naming its JSON-RPC id: its
         // context is derived from that id, so the notification finds it (`super::cancel`).
@@ -336,25 +406,21 @@ impl McpBridge {
             .await?;
         let task_id =
             agentlog_wire::ids::task_id(&ctx.caller.tenant, &ctx.caller.principal, &message_id);
-        Ok(Started::Running(Running {
-            events,
-            guard: CancelOnDrop {
-                bridge: entry.bridge.clone(),
-                caller: ctx.caller.clone(),
-                task_id,
-                armed: ctx.era.is_modern(),
-            },
-            progress_token: params.progress_token().cloned(),
-            last_progress: None,
-            done: false,
-        }))
+        Ok(Started::Running(Running::new(
+            Follow::Turn(events),
+            &entry.bridge,
+            ctx.caller,
+            task_id,
+            params.progress_token().cloned(),
+            super::mrtr::Mrtr::of(ctx, entry),
+        )))
     }
 }
 
 /// How a call started.
-enum Started {
-    /// Answered without touching the log.
-    Answered(Map<String, Value>),
+pub(super) enum Started {
+    /// Answered without waiting for a worker: a result, or a JSON-RPC error object.
+    Answered(std::result::Result<Map<String, Value>, Value>),
     /// On the log, answered on the request.
     Running(Running),
     /// On the log as a task.

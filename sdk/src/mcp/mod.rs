@@ -15,6 +15,7 @@
 mod call;
 mod cancel;
 mod config;
+mod mrtr;
 mod params;
 mod rpc;
 mod tasks;
@@ -261,13 +262,16 @@ impl McpBridge {
         Ok(result)
     }
 
-    /// Decorate a modern result: `resultType` and the server info in `_meta`.
+    /// Decorate a modern result: `resultType` (unless it has one) and the server info in `_meta`.
     fn modern_result(
         &self,
         mut result: Map<String, Value>,
         result_type: &str,
     ) -> Map<String, Value> {
-        result.insert("resultType".into(), json!(result_type));
+        // An `input_required` answer names its own type.
+        result
+            .entry("resultType")
+            .or_insert_with(|| json!(result_type));
         let meta = result
             .entry("_meta")
             .or_insert_with(|| Value::Object(Map::new()));

@@ -8,10 +8,10 @@
 //! an unknown one: -32602).
 
 use agentlog_wire::a2a::{
-    CancelTaskRequest, GetTaskRequest, ListTasksRequest, Message, Role, SendMessageConfiguration,
+    CancelTaskRequest, GetTaskRequest, ListTasksRequest, SendMessageConfiguration,
     SendMessageRequest, SubscribeToTaskRequest, Task,
 };
-use agentlog_wire::mcp::call::{INPUT_RESPONSES_MEDIA_TYPE, result_of, typed_part};
+use agentlog_wire::mcp::call::result_of;
 use agentlog_wire::mcp::{
     META_RELATED_TASK, McpTask, McpTaskStatus, PendingInput, TASKS_EXTENSION,
 };
@@ -94,7 +94,10 @@ impl McpBridge {
     }
 
     /// The agent, its bridge and the A2A id of an MCP task id.
-    fn locate<'a>(&'a self, task_id: &'a str) -> crate::Result<(&'a str, &'a Bridge, &'a str)> {
+    pub(super) fn locate<'a>(
+        &'a self,
+        task_id: &'a str,
+    ) -> crate::Result<(&'a str, &'a Bridge, &'a str)> {
         let unknown = || {
             Error::new(
                 ErrorKind::TaskNotFound,
@@ -239,14 +242,7 @@ impl McpBridge {
             None => responses,
         };
         if !responses.is_empty() {
-            let message = Message {
-                task_id: Some(id.to_owned()),
-                parts: vec![typed_part(
-                    json!({"inputResponses": responses}),
-                    INPUT_RESPONSES_MEDIA_TYPE,
-                )],
-                ..Message::new_text(Role::User, uuid::Uuid::new_v4().to_string(), "")
-            };
+            let message = super::mrtr::input_message(id, responses);
             let request = SendMessageRequest {
                 tenant: None,
                 message,

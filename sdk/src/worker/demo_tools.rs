@@ -18,7 +18,12 @@ pub const DEMO_TOOLS_AGENT: &str = "mcp.demo";
 /// A 1×1 red PNG.
 const RED_PIXEL_PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
 
-fn config(name: &str, description: &str, schema: Value, support: TaskSupport) -> ToolConfig {
+pub(super) fn config(
+    name: &str,
+    description: &str,
+    schema: Value,
+    support: TaskSupport,
+) -> ToolConfig {
     ToolConfig {
         agent: Some(DEMO_TOOLS_AGENT.to_owned()),
         task_support: support,
@@ -36,7 +41,7 @@ fn config(name: &str, description: &str, schema: Value, support: TaskSupport) ->
     }
 }
 
-fn no_arguments() -> Value {
+pub(super) fn no_arguments() -> Value {
     json!({"type": "object", "properties": {}, "additionalProperties": false})
 }
 
@@ -160,6 +165,7 @@ pub fn demo_tools() -> Vec<ToolConfig> {
     sampling.insert("sampling".to_owned(), json!({}));
     missing.required_capabilities = Some(sampling);
     tools.push(missing);
+    tools.extend(super::demo_input_tools::demo_input_tools());
     tools
 }
 
@@ -209,6 +215,11 @@ async fn sleep_or_cancel(call: &ToolCall, duration: Duration) -> bool {
 
 /// The demo tools' handlers.
 pub fn demo_tool_handlers() -> Tools {
+    super::demo_input_tools::with_demo_input_handlers(base_handlers())
+}
+
+/// The handlers of the tools that ask for no input.
+fn base_handlers() -> Tools {
     Tools::new()
         .tool(
             "echo",
@@ -354,11 +365,9 @@ pub fn demo_tool_handlers() -> Tools {
         .tool(
             "test_missing_capability",
             tool_fn(|_: ToolCall| async {
-                // Reached only with `sampling` declared; the bridge does not relay
-                // server-to-client requests (no MRTR), so say so as a tool error.
-                Ok(CallToolResult::error(
-                    "this bridge does not send sampling requests to clients (MRTR is not built)",
-                ))
+                // Reached only with `sampling` declared: the check is the bridge's (-32021
+                // otherwise); test_input_required_result_sampling is the one that samples.
+                Ok(CallToolResult::text("the sampling capability is declared"))
             }),
         )
 }

@@ -32,6 +32,7 @@ pub mod conformance;
 mod conformance_tests;
 mod context;
 pub mod demo;
+mod demo_input_tools;
 pub mod demo_tools;
 mod handler;
 mod pending;

@@ -19,7 +19,7 @@ use agentlog_wire::mcp::call::{
     ERROR_MEDIA_TYPE, INPUT_REQUESTS_MEDIA_TYPE, RESULT_MEDIA_TYPE, call_of, typed_part,
 };
 use agentlog_wire::mcp::input::responses_of;
-use agentlog_wire::mcp::{CallToolParams, CallToolResult, PendingInput};
+use agentlog_wire::mcp::{CallToolParams, CallToolResult, META_CLIENT_CAPABILITIES, PendingInput};
 use serde_json::{Map, Value, json};
 
 use super::{Handler, HandlerError, TaskContext};
@@ -35,8 +35,9 @@ pub struct ToolCall {
     /// The client's `inputResponses` when this turn resumes a call that asked for input:
     /// after [`ToolCall::ask`], one response per key asked, gathered over every
     /// `tasks/update` that answered it (the call does not run again until all are in);
-    /// after a plain [`TaskContext::input_required`], the update's responses. `None` on the
-    /// call's first turn.
+    /// after a plain [`TaskContext::input_required`], the update's responses. On the call's
+    /// first turn, the call's own `inputResponses` (an MRTR retry that came without
+    /// `requestState`, answered as a new call), else `None`.
     pub input_responses: Option<Map<String, Value>>,
     /// The task the call is: report progress with [`TaskContext::report`], watch
     /// [`TaskContext::cancellation`], carry [`TaskContext::hops`] on calls it makes.
@@ -44,12 +45,29 @@ pub struct ToolCall {
 }
 
 impl ToolCall {
+    /// The client capabilities the call declared (modern era; an empty object for a legacy
+    /// call): a sync call's [`ToolCall::ask`] may only ask for kinds declared here
+    /// (`elicitation`, `sampling`, `roots`), else the call fails with -32021. A task's turns
+    /// see its first call's.
+    pub fn client_capabilities(&self) -> Map<String, Value> {
+        self.params
+            .meta
+            .as_ref()
+            .and_then(|m| m.get(META_CLIENT_CAPABILITIES))
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default()
+    }
+
     /// Ask the client for input: the task becomes `input_required`, `tasks/get` shows
     /// `input_requests` (keyed MCP requests, e.g. `{"confirm": {"method": "elicitation/create",
     /// "params": {...}}}`) and `text` as its status message. Ends this turn (whatever the
     /// handler returns after is dropped); the call runs again once the client's
-    /// `tasks/update`s have answered every key, with the responses in
-    /// [`ToolCall::input_responses`]. Keys must be new within the task (the extension's rule).
+    /// `tasks/update`s (or, for a sync call, its MRTR retries) have answered every key, with
+    /// the responses in [`ToolCall::input_responses`]. Keys must be new within the task (the
+    /// extension's rule). A modern sync call answers `input_required` with these requests
+    /// when [`ToolCall::client_capabilities`] declares their kinds (-32021 otherwise); a
+    /// legacy one answers a tool error, and its task is cancelled.
     pub async fn ask(&self, text: &str, input_requests: Map<String, Value>) -> crate::Result<()> {
         self.task
             .finish_with(
@@ -160,7 +178,10 @@ impl Handler for Tools {
         };
         let call = ToolCall {
             arguments: params.arguments.clone().unwrap_or_default(),
-            input_responses,
+            input_responses: input_responses.or_else(|| {
+                let first_turn = task.message().message_id == first.message_id;
+                first_turn.then(|| params.input_responses.clone()).flatten()
+            }),
             params,
             task: task.clone(),
         };

@@ -50,6 +50,21 @@ pub struct CallToolParams {
     /// Legacy era: run the call as a task (`{ttl?}`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task: Option<Value>,
+    /// Modern era (MRTR): the client's answers to an `input_required` result's
+    /// `inputRequests`, by key.
+    #[serde(
+        default,
+        rename = "inputResponses",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub input_responses: Option<Map<String, Value>>,
+    /// Modern era (MRTR): the `requestState` of the `input_required` result this call retries.
+    #[serde(
+        default,
+        rename = "requestState",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub request_state: Option<String>,
 }
 
 impl CallToolParams {

@@ -32,6 +32,9 @@ pub struct PendingInput {
     pub requests: Map<String, Value>,
     /// The responses to those requests so far, by key (the first one per key).
     pub responses: Map<String, Value>,
+    /// How many messages of the history asked with keyed requests, the last ask included
+    /// (re-asks too): 1 for the first ask. The round an MRTR `requestState` names.
+    pub round: usize,
 }
 
 impl PendingInput {
@@ -43,13 +46,16 @@ impl PendingInput {
             .rev()
             .find_map(|m| Some((m, requests_of(m)?)))?;
         let mut responses = Map::new();
+        let mut round = 0;
         for message in history {
             collect(message, requests, &mut responses);
+            round += usize::from(requests_of(message).is_some());
         }
         Some(Self {
             ask: Some(ask.clone()),
             requests: requests.clone(),
             responses,
+            round,
         })
     }
 
@@ -80,6 +86,54 @@ impl PendingInput {
             .map(|(key, response)| (key.clone(), response.clone()))
             .collect()
     }
+}
+
+/// The client capabilities that `requests` (keyed `inputRequests`) need and `declared` (a
+/// request's `clientCapabilities`) lacks, as a capabilities object (empty: all declared), or
+/// the method of a request that is no input request MCP knows (`Err`).
+///
+/// `elicitation/create` needs `elicitation` (with `url` for `mode: "url"`, and, when the
+/// client declared sub-capabilities, `form` for a form: an empty object means form only);
+/// `sampling/createMessage` needs `sampling` (with `tools` when it offers tools);
+/// `roots/list` needs `roots`.
+pub fn missing_capabilities(
+    requests: &Map<String, Value>,
+    declared: &Map<String, Value>,
+) -> Result<Map<String, Value>, String> {
+    let mut missing = Map::new();
+    for request in requests.values() {
+        let method = request.get("method").and_then(Value::as_str).unwrap_or("");
+        let params = request.get("params");
+        let (capability, sub) = match method {
+            "elicitation/create" => {
+                let url = params.and_then(|p| p.get("mode")).and_then(Value::as_str) == Some("url");
+                ("elicitation", Some(if url { "url" } else { "form" }))
+            }
+            "sampling/createMessage" => {
+                let tools = params.and_then(|p| p.get("tools")).is_some();
+                ("sampling", tools.then_some("tools"))
+            }
+            "roots/list" => ("roots", None),
+            other => return Err(other.to_owned()),
+        };
+        let have = declared.get(capability).and_then(Value::as_object);
+        let lacks = match (have, sub) {
+            (None, _) => true,
+            (Some(_), None) => false,
+            // A bare `elicitation: {}` declares form mode (the spec's default).
+            (Some(have), Some("form")) => !have.is_empty() && !have.contains_key("form"),
+            (Some(have), Some(sub)) => !have.contains_key(sub),
+        };
+        if lacks {
+            let entry = missing
+                .entry(capability)
+                .or_insert_with(|| Value::Object(Map::new()));
+            if let (Some(sub), Some(entry)) = (sub, entry.as_object_mut()) {
+                entry.insert(sub.to_owned(), Value::Object(Map::new()));
+            }
+        }
+    }
+    Ok(missing)
 }
 
 /// The `inputRequests` a message asks with, if it asks.
@@ -175,6 +229,46 @@ mod tests {
         assert!(pending.is_answered());
         assert_eq!(Value::Object(pending.responses), json!({"a": 1, "b": 2}));
         assert_eq!(pending.ask.unwrap().message_id, "s2");
+        assert_eq!(pending.round, 2);
+    }
+
+    #[test]
+    fn the_capabilities_input_requests_need() {
+        let requests = json!({
+            "a": {"method": "elicitation/create", "params": {"message": "?"}},
+            "b": {"method": "sampling/createMessage", "params": {"messages": [], "tools": []}},
+            "c": {"method": "roots/list"},
+            "d": {"method": "elicitation/create", "params": {"mode": "url", "url": "https://x"}},
+        });
+        let requests = requests.as_object().unwrap();
+        let missing = |declared: Value| {
+            Value::Object(missing_capabilities(requests, declared.as_object().unwrap()).unwrap())
+        };
+        assert_eq!(
+            missing(json!({})),
+            json!({"elicitation": {"form": {}, "url": {}}, "sampling": {"tools": {}}, "roots": {}})
+        );
+        assert_eq!(
+            missing(json!({"elicitation": {}, "sampling": {}, "roots": {}})),
+            json!({"elicitation": {"url": {}}, "sampling": {"tools": {}}})
+        );
+        assert_eq!(
+            missing(
+                json!({"elicitation": {"url": {}}, "sampling": {"tools": {}}, "roots": {"listChanged": true}})
+            ),
+            json!({"elicitation": {"form": {}}})
+        );
+        assert_eq!(
+            missing(
+                json!({"elicitation": {"form": {}, "url": {}}, "sampling": {"tools": {}}, "roots": {}})
+            ),
+            json!({})
+        );
+        let unknown = json!({"x": {"method": "tools/call"}});
+        assert_eq!(
+            missing_capabilities(unknown.as_object().unwrap(), &Map::new()),
+            Err("tools/call".to_owned())
+        );
     }
 
     #[test]

@@ -17,7 +17,7 @@ pub mod tool;
 use serde_json::{Map, Value};
 
 pub use call::{CallToolParams, CallToolResult, ContentBlock};
-pub use input::PendingInput;
+pub use input::{PendingInput, missing_capabilities};
 pub use task::{McpTask, McpTaskStatus};
 pub use tool::{Tool, ToolAnnotations, validate_tool_name};
 

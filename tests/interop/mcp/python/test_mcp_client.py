@@ -9,6 +9,8 @@ import urllib.request
 import anyio
 import pytest
 from mcp import Client
+from mcp.shared.exceptions import MCPError
+from mcp.types import ElicitResult
 
 URL = os.environ["AGENTLOG_MCP_URL"]
 MODES = ["auto", "legacy", "2026-07-28"]
@@ -82,6 +84,31 @@ async def test_a_mirrored_argument_travels_in_its_header(mode):
         # Without the header a modern call is refused: 400, -32020.
         status, body = modern("tools/call", {"name": "route_query", "arguments": {"region": "eu"}}, "route_query")
         assert (status, body["error"]["code"]) == (400, -32020), body
+
+
+async def test_a_tool_asking_for_input_is_answered_through_the_elicitation_callback():
+    # MRTR (2026-07-28): the call answers input_required, the client runs its callback and
+    # retries with the responses and the requestState, and the retry continues the tool.
+    asked = []
+
+    async def elicit(context, params):
+        asked.append(params.message)
+        field = next(iter(params.requested_schema["properties"]))
+        return ElicitResult(action="accept", content={field: {"name": "Ada", "color": "blue"}[field]})
+
+    async with Client(URL, mode="2026-07-28", elicitation_callback=elicit) as client:
+        greeted = await client.call_tool("test_input_required_result_elicitation", {})
+        assert greeted.content[0].text == "Hello, Ada!" and not greeted.is_error
+        assert asked == ["What is your name?"]
+        rounds = await client.call_tool("test_input_required_result_multi_round", {})
+        assert rounds.content[0].text == "Your favorite color is blue"
+        assert asked[1:] == ["Step 1: What is your name?", "Step 2: What is your favorite color?"]
+    # Without the callback the client declares no elicitation: the spec's -32021.
+    async with Client(URL, mode="2026-07-28") as client:
+        with pytest.raises(MCPError) as refused:
+            await client.call_tool("test_input_required_result_elicitation", {})
+        assert refused.value.code == -32021
+        assert "elicitation" in refused.value.error.data["requiredCapabilities"]
 
 
 def post(body, headers=None):

@@ -1,0 +1,242 @@
+//! Multi round-trip requests (MRTR, 2026-07-28) on sync `tools/call`s: a tool that asks
+//! (`ToolCall::ask`) makes the call answer `resultType: "input_required"` with its
+//! `inputRequests` and a `requestState`; the client's retry (`inputResponses` + the state)
+//! continues that same task, as `tasks/update` does, and is answered like a new sync call.
+//!
+//! The `requestState` is `<MCP task id>#<round>`: the task id is unguessable (a random
+//! message id's) and every lookup is the caller's own, so the state needs no signature while
+//! it carries nothing else; the round (the number of asks so far, `PendingInput::round`)
+//! makes each round's state differ, and one that names no ask of the task is refused like a
+//! tampered one. A retry is refused (-32602, nothing written) unless its state names a task of
+//! the caller on this tool's agent, called with the same tool and arguments, and an ask that
+//! happened. An old round's state is answered as the task is now.
+//!
+//! The requests sent are only kinds the request's `clientCapabilities` declare (the spec's
+//! MUST NOT); a tool asking for another kind cannot be answered on this call, so the call gets
+//! -32021 with `data.requiredCapabilities` (the spec's answer to a request needing a
+//! capability it did not declare) and its task is cancelled.
+//!
+//! An abandoned input-required call (no retry ever comes) keeps its task input_required: the
+//! log's retention expires finished tasks only, so such a task is cancelled only by its owner
+//! (`tasks/cancel`, when the client declares the Tasks extension, with the state's task id).
+
+use agentlog_wire::a2a::{
+    GetTaskRequest, Message, SendMessageRequest, SubscribeToTaskRequest, Task,
+};
+use agentlog_wire::mcp::call::call_of;
+use agentlog_wire::mcp::{CallToolParams, Era, McpTaskStatus, PendingInput, missing_capabilities};
+use serde_json::{Map, Value, json};
+
+use super::call::{Follow, Running, Started, answer};
+use super::rpc::Ctx;
+use super::tasks::Answer;
+use super::{Entry, McpBridge};
+use crate::agent::Caller;
+use crate::bridge::Bridge;
+use crate::error::{Error, ErrorKind, Result};
+
+/// A modern sync call's MRTR context: what the request declared, and the tool agent.
+pub(super) struct Mrtr {
+    capabilities: Map<String, Value>,
+    agent: String,
+}
+
+impl Mrtr {
+    /// A modern call's (legacy calls have no MRTR: `None`).
+    pub(super) fn of(ctx: &Ctx<'_>, entry: &Entry) -> Option<Self> {
+        match &ctx.era {
+            Era::Modern { capabilities, .. } => Some(Self {
+                capabilities: capabilities.clone(),
+                agent: entry.config.agent(),
+            }),
+            Era::Legacy => None,
+        }
+    }
+
+    /// The answer of a call whose task (A2A `task_id` of `bridge`) stopped for input, and
+    /// whether the task is to be cancelled; `None` when no keyed request is outstanding (a
+    /// plain question MRTR cannot carry).
+    pub(super) async fn ask(
+        &self,
+        bridge: &Bridge,
+        caller: &Caller,
+        task_id: &str,
+    ) -> Option<(Answer, bool)> {
+        let request = GetTaskRequest {
+            tenant: None,
+            id: task_id.to_owned(),
+            history_length: None,
+        };
+        match bridge.get_task(caller, request).await {
+            Ok(task) => self.input_required(&task),
+            Err(e) => Some((Err(e.to_mcp()), true)),
+        }
+    }
+
+    /// [`Mrtr::ask`] on the task as loaded.
+    fn input_required(&self, task: &Task) -> Option<(Answer, bool)> {
+        let pending = PendingInput::of(&task.history).filter(|p| !p.is_answered())?;
+        let requests = pending.outstanding();
+        let missing = match missing_capabilities(&requests, &self.capabilities) {
+            Ok(missing) => missing,
+            Err(method) => {
+                let message =
+                    format!("the tool asked for input MCP has no request for: {method:?}");
+                return Some((Err(json!({"code": -32603, "message": message})), true));
+            }
+        };
+        if !missing.is_empty() {
+            let names: Vec<&str> = missing.keys().map(String::as_str).collect();
+            let error = Error::new(
+                ErrorKind::ExtensionSupportRequired,
+                format!(
+                    "the tool asks for input this request's clientCapabilities do not declare: {}",
+                    names.join(", ")
+                ),
+            )
+            .with_data(json!({"requiredCapabilities": missing}));
+            return Some((Err(error.to_mcp()), true));
+        }
+        let mut result = Map::new();
+        result.insert("resultType".into(), json!("input_required"));
+        result.insert("inputRequests".into(), Value::Object(requests));
+        let state = format!("{}:{}#{}", self.agent, task.id, pending.round);
+        result.insert("requestState".into(), json!(state));
+        Some((Ok(result), false))
+    }
+}
+
+/// `inputResponses` must map each key to a result object (an `ElicitResult`,
+/// `CreateMessageResult` or `ListRootsResult`), checked before anything is written.
+pub(super) fn check_responses(responses: &Map<String, Value>) -> Result<()> {
+    match responses.iter().find(|(_, response)| !response.is_object()) {
+        None => Ok(()),
+        Some((key, _)) => Err(Error::new(
+            ErrorKind::InvalidParams,
+            format!("inputResponses.{key} must be an object (the client's result of that request)"),
+        )
+        .with_detail("field", format!("inputResponses.{key}"))),
+    }
+}
+
+fn refused() -> Error {
+    Error::new(ErrorKind::InvalidParams, "Invalid or expired requestState")
+        .with_detail("field", "requestState")
+}
+
+impl McpBridge {
+    /// An MRTR retry of `params` with `state`: check it names the caller's task of this call,
+    /// then answer from the task, write the responses it still waits for and follow it, or
+    /// follow it as it runs.
+    pub(super) async fn resume(
+        &self,
+        ctx: &Ctx<'_>,
+        entry: &Entry,
+        params: &CallToolParams,
+        state: &str,
+        mrtr: Mrtr,
+    ) -> Result<Started> {
+        let (task_id, round) = state.rsplit_once('#').ok_or_else(refused)?;
+        let round: usize = round.parse().map_err(|_| refused())?;
+        let (agent, bridge, id) = self.locate(task_id).map_err(|_| refused())?;
+        if agent != mrtr.agent {
+            return Err(refused());
+        }
+        let request = GetTaskRequest {
+            tenant: None,
+            id: id.to_owned(),
+            history_length: None,
+        };
+        let task = bridge.get_task(ctx.caller, request).await.map_err(|e| {
+            if e.kind() == ErrorKind::TaskNotFound {
+                refused()
+            } else {
+                e
+            }
+        })?;
+        let call = task
+            .history
+            .first()
+            .and_then(call_of)
+            .and_then(std::result::Result::ok)
+            .ok_or_else(refused)?;
+        let arguments = |p: &CallToolParams| p.arguments.clone().unwrap_or_default();
+        if call.name != params.name || arguments(&call) != arguments(params) {
+            return Err(refused());
+        }
+        let pending = PendingInput::of(&task.history);
+        if round == 0 || round > pending.as_ref().map_or(0, |p| p.round) {
+            return Err(refused());
+        }
+        let progress = params.progress_token().cloned();
+        match self.mcp_task(entry, &task, false).status {
+            status if status.is_terminal() => Ok(Started::Answered(answer(
+                task.status.state,
+                task.status.message.as_ref(),
+            ))),
+            McpTaskStatus::InputRequired => {
+                let responses = params.input_responses.clone().unwrap_or_default();
+                let wanted = match &pending {
+                    Some(pending) => pending.still_wanted(&responses),
+                    None => responses,
+                };
+                if wanted.is_empty() {
+                    // Nothing new: ask again for what is still outstanding.
+                    let asked = mrtr.input_required(&task);
+                    let answer = asked.map_or_else(
+                        || answer(task.status.state, task.status.message.as_ref()),
+                        |(answer, _)| answer,
+                    );
+                    return Ok(Started::Answered(answer));
+                }
+                let request = SendMessageRequest {
+                    tenant: None,
+                    message: input_message(id, wanted),
+                    configuration: None,
+                    metadata: None,
+                };
+                let events = bridge.send_turn(ctx.caller, request, None).await?;
+                let running = Running::new(
+                    Follow::Turn(events),
+                    bridge,
+                    ctx.caller,
+                    id.to_owned(),
+                    progress,
+                    Some(mrtr),
+                );
+                Ok(Started::Running(running))
+            }
+            _ => {
+                let request = SubscribeToTaskRequest {
+                    tenant: None,
+                    id: id.to_owned(),
+                };
+                let stream = bridge.subscribe_to_task(ctx.caller, request, None).await?;
+                let running = Running::new(
+                    Follow::Task(stream),
+                    bridge,
+                    ctx.caller,
+                    id.to_owned(),
+                    progress,
+                    Some(mrtr),
+                );
+                Ok(Started::Running(running))
+            }
+        }
+    }
+}
+
+/// The follow-up message carrying `responses` to task `task_id` (a `tasks/update`'s, or an
+/// MRTR retry's).
+pub(super) fn input_message(task_id: &str, responses: Map<String, Value>) -> Message {
+    use agentlog_wire::a2a::Role;
+    use agentlog_wire::mcp::call::{INPUT_RESPONSES_MEDIA_TYPE, typed_part};
+    Message {
+        task_id: Some(task_id.to_owned()),
+        parts: vec![typed_part(
+            json!({"inputResponses": responses}),
+            INPUT_RESPONSES_MEDIA_TYPE,
+        )],
+        ..Message::new_text(Role::User, uuid::Uuid::new_v4().to_string(), "")
+    }
+}
