@@ -44,6 +44,7 @@ pub use limits::LimitsConfig;
 pub(crate) use live::TurnEvents;
 pub use rpc::{RpcOptions, RpcReply, RpcStream, SseFrames};
 pub use stream::{StreamEvent, TaskStream};
+pub(crate) use tasks::encode_cursor as page_token;
 
 /// How a bridge behaves.
 #[derive(Debug, Clone)]

@@ -203,8 +203,10 @@ fn not_cancelable(task_id: &str, state: &str) -> Error {
     .with_detail("taskId", task_id)
 }
 
-/// The page token: `base64url(status_ms ":" task_id)`, opaque to clients.
-fn encode_cursor(status_ms: u64, task_id: &str) -> String {
+/// The page token: `base64url(status_ms ":" task_id)`, opaque to clients. A token for any
+/// (status time, id) is a position in every view's `ListTasks` order (the MCP bridge's legacy
+/// `tasks/list` pages several agents under one).
+pub(crate) fn encode_cursor(status_ms: u64, task_id: &str) -> String {
     URL_SAFE_NO_PAD.encode(format!("{status_ms}:{task_id}"))
 }
 

@@ -96,6 +96,8 @@ pub struct McpConfig {
     pub instructions: Option<String>,
     /// Tools per `tools/list` page. Default 100.
     pub page_size: usize,
+    /// Tasks per legacy `tasks/list` page (1 to 100). Default 50.
+    pub tasks_page_size: usize,
     /// The freshness hint on modern list and discover results (`ttlMs`). Default 60 s.
     pub cache_ttl: Duration,
     /// How often a client should poll a task (`pollIntervalMs`). Default 500 ms.
@@ -115,6 +117,7 @@ impl McpConfig {
             version: env!("CARGO_PKG_VERSION").to_owned(),
             instructions: None,
             page_size: 100,
+            tasks_page_size: 50,
             cache_ttl: Duration::from_secs(60),
             poll_interval: Duration::from_millis(500),
             bridge: BridgeConfig::new("mcp"),

@@ -15,6 +15,7 @@
 mod call;
 mod cancel;
 mod config;
+mod list;
 mod mrtr;
 mod params;
 mod rpc;

@@ -8,8 +8,8 @@
 //! an unknown one: -32602).
 
 use agentlog_wire::a2a::{
-    CancelTaskRequest, GetTaskRequest, ListTasksRequest, SendMessageConfiguration,
-    SendMessageRequest, SubscribeToTaskRequest, Task,
+    CancelTaskRequest, GetTaskRequest, SendMessageConfiguration, SendMessageRequest,
+    SubscribeToTaskRequest, Task,
 };
 use agentlog_wire::mcp::call::result_of;
 use agentlog_wire::mcp::{
@@ -43,7 +43,13 @@ impl McpBridge {
         self.task_of(&entry.config.agent(), &entry.bridge, task, legacy)
     }
 
-    fn task_of(&self, agent: &str, bridge: &Bridge, task: &Task, legacy: bool) -> McpTask {
+    pub(super) fn task_of(
+        &self,
+        agent: &str,
+        bridge: &Bridge,
+        task: &Task,
+        legacy: bool,
+    ) -> McpTask {
         let mut status = McpTaskStatus::of(task.status.state);
         let mut message = task.status.message.as_ref();
         // A partial `tasks/update` resumed the A2A task, but the tool still waits for the
@@ -158,7 +164,7 @@ impl McpBridge {
             .to_mcp());
         }
         if method == "tasks/list" && !modern {
-            return self.list(ctx).await.map_err(|e| e.to_mcp());
+            return self.list(ctx, params).await.map_err(|e| e.to_mcp());
         }
         let task_id = match params.and_then(|p| p.get("taskId")) {
             Some(Value::String(id)) => id.as_str(),
@@ -322,31 +328,5 @@ impl McpBridge {
                 }
             }
         }
-    }
-
-    /// `tasks/list` (legacy): the caller's tasks on every tool agent, newest update first
-    /// (at most 100 per agent; no paging).
-    async fn list(&self, ctx: &Ctx<'_>) -> crate::Result<Map<String, Value>> {
-        let mut tasks = Vec::new();
-        for (agent, bridge) in &self.inner.bridges {
-            let request = ListTasksRequest {
-                page_size: Some(100),
-                history_length: None,
-                ..ListTasksRequest::default()
-            };
-            let page = bridge.list_tasks(ctx.caller, request).await?;
-            tasks.extend(
-                page.tasks
-                    .iter()
-                    .map(|t| self.task_of(agent, bridge, t, true)),
-            );
-        }
-        tasks.sort_by(|a, b| b.last_updated_at.cmp(&a.last_updated_at));
-        let mut result = Map::new();
-        result.insert(
-            "tasks".into(),
-            Value::Array(tasks.iter().map(|t| Value::Object(t.legacy())).collect()),
-        );
-        Ok(result)
     }
 }

@@ -52,6 +52,12 @@ pub use index::ListFilter;
 pub use persist::CheckpointInfo;
 use tasks::{Entry, Tasks};
 
+/// How `ListTasks` orders tasks of equal status time (descending, after the status time): a
+/// hash of the id every replica computes alike, for merging the pages of several views.
+pub(crate) fn list_tie(task_id: &str) -> u32 {
+    key::stable_hash(key::KeyRef::of(task_id))
+}
+
 /// How many events a slow subscriber may fall behind before it re-reads from the log.
 const SUBSCRIBER_BUFFER: usize = 64;
 

@@ -65,15 +65,21 @@ for (const mode of ['legacy', 'auto']) {
   });
 }
 
-// The status of every task of this (anonymous) caller, by a plain legacy tasks/list, which
-// also lists the tasks of sync calls.
+// The status of every task of this (anonymous) caller, by plain legacy tasks/list (every
+// page), which also lists the tasks of sync calls.
 async function taskStatuses() {
-  const response = await fetch(url, {
-    method: 'POST',
-    headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tasks/list', params: {} }),
-  });
-  assert.equal(response.status, 200);
-  const body = await response.json();
-  return body.result.tasks.map((task) => task.status);
+  const statuses = [];
+  let params = {};
+  for (;;) {
+    const response = await fetch(url, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tasks/list', params }),
+    });
+    assert.equal(response.status, 200);
+    const { result } = await response.json();
+    statuses.push(...result.tasks.map((task) => task.status));
+    if (result.nextCursor === undefined) return statuses;
+    params = { cursor: result.nextCursor };
+  }
 }

@@ -63,11 +63,16 @@ async def test_a_cancelled_call_leaves_the_client_usable(mode):
 
 
 def task_statuses():
-    """The status of every task of this (anonymous) caller, by legacy tasks/list, which also
-    lists the tasks of sync calls."""
-    status, body = post({"jsonrpc": "2.0", "id": 1, "method": "tasks/list", "params": {}})
-    assert status == 200, body
-    return [task["status"] for task in body["result"]["tasks"]]
+    """The status of every task of this (anonymous) caller, by legacy tasks/list (every page),
+    which also lists the tasks of sync calls."""
+    statuses, params = [], {}
+    while True:
+        status, body = post({"jsonrpc": "2.0", "id": 1, "method": "tasks/list", "params": params})
+        assert status == 200, body
+        statuses += [task["status"] for task in body["result"]["tasks"]]
+        if "nextCursor" not in body["result"]:
+            return statuses
+        params = {"cursor": body["result"]["nextCursor"]}
 
 
 @pytest.mark.parametrize("mode", MODES)
