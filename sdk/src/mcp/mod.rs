@@ -16,6 +16,7 @@ mod call;
 mod cancel;
 mod config;
 mod list;
+mod listen;
 mod mrtr;
 mod params;
 mod rpc;

@@ -289,6 +289,7 @@ impl McpBridge {
             "initialize" if !modern => Ok(self.initialize(params.as_ref())),
             "ping" if !modern => Ok(Map::new()),
             "tools/list" => self.list_tools(params.as_ref(), modern),
+            "subscriptions/listen" if modern => return self.listen(&ctx, params.as_ref()).await,
             "tools/call" => {
                 let raw = parsed.params.map(RawValue::get).unwrap_or("{}");
                 return self.call_tool(&ctx, raw, params).await;

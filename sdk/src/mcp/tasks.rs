@@ -22,6 +22,7 @@ use serde_json::{Map, Value, json};
 use super::call::answer;
 use super::rpc::Ctx;
 use super::{Entry, McpBridge};
+use crate::agent::Caller;
 use crate::bridge::Bridge;
 use crate::error::{Error, ErrorKind};
 
@@ -117,13 +118,23 @@ impl McpBridge {
     }
 
     async fn get(&self, ctx: &Ctx<'_>, task_id: &str) -> crate::Result<(McpTask, Task)> {
+        self.get_as(ctx.caller, task_id, !ctx.era.is_modern()).await
+    }
+
+    /// The MCP task `task_id` of `caller` (`legacy`: that era's status rule) and its A2A task.
+    async fn get_as(
+        &self,
+        caller: &Caller,
+        task_id: &str,
+        legacy: bool,
+    ) -> crate::Result<(McpTask, Task)> {
         let (agent, bridge, id) = self.locate(task_id)?;
         let request = GetTaskRequest {
             tenant: None,
             id: id.to_owned(),
             history_length: None,
         };
-        let task = bridge.get_task(ctx.caller, request).await.map_err(|e| {
+        let task = bridge.get_task(caller, request).await.map_err(|e| {
             if e.kind() == ErrorKind::TaskNotFound {
                 Error::new(
                     ErrorKind::TaskNotFound,
@@ -134,7 +145,6 @@ impl McpBridge {
                 e
             }
         })?;
-        let legacy = !ctx.era.is_modern();
         Ok((self.task_of(agent, bridge, &task, legacy), task))
     }
 
@@ -194,10 +204,21 @@ impl McpBridge {
     /// `tasks/get`: modern, the task with its result or error once it has one; legacy, the
     /// task alone (the result is `tasks/result`'s).
     async fn get_answer(&self, ctx: &Ctx<'_>, task_id: &str) -> Answer {
-        let (mcp, task) = self.get(ctx, task_id).await.map_err(|e| e.to_mcp())?;
-        if !ctx.era.is_modern() {
-            return Ok(mcp.legacy());
+        if ctx.era.is_modern() {
+            return self.detailed(ctx.caller, task_id).await;
         }
+        let (mcp, _) = self.get(ctx, task_id).await.map_err(|e| e.to_mcp())?;
+        Ok(mcp.legacy())
+    }
+
+    /// The extension's `DetailedTask` of `caller`'s task `task_id`: the task with its result
+    /// or error once it has one, or its outstanding `inputRequests` (what modern `tasks/get`
+    /// and `notifications/tasks` carry).
+    pub(super) async fn detailed(&self, caller: &Caller, task_id: &str) -> Answer {
+        let (mcp, task) = self
+            .get_as(caller, task_id, false)
+            .await
+            .map_err(|e| e.to_mcp())?;
         let mut result = mcp.modern();
         match mcp.status {
             McpTaskStatus::Completed | McpTaskStatus::Failed => {

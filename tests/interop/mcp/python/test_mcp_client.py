@@ -130,11 +130,14 @@ def post(body, headers=None):
         return e.code, json.loads(e.read())
 
 
+META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+}
+
+
 def modern(method, params, name=None):
-    meta = {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}},
-    }
+    meta = META
     headers = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method}
     if name is not None:
         headers["Mcp-Name"] = name
@@ -162,3 +165,35 @@ def test_a_task_runs_and_is_read_back_and_cancelled():
     while modern("tasks/get", {"taskId": slow_id}, slow_id)[1]["result"]["status"] != "cancelled":
         assert time.monotonic() < deadline
         time.sleep(0.05)
+
+
+def test_a_listen_stream_pushes_a_task_as_it_changes():
+    # subscriptions/listen over real HTTP: an SSE response that acknowledges the task, pushes
+    # its whole state (notifications/tasks) until it completes, then ends with the result.
+    _, created = modern("tools/call", {"name": "slow_compute", "arguments": {"seconds": 0.3}}, "slow_compute")
+    task_id = created["result"]["taskId"]
+    body = {"jsonrpc": "2.0", "id": "listen-1", "method": "subscriptions/listen",
+            "params": {"notifications": {"taskIds": [task_id]}, "_meta": META}}
+    request = urllib.request.Request(URL, data=json.dumps(body).encode(), method="POST")
+    for k, v in {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+                 "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "subscriptions/listen"}.items():
+        request.add_header(k, v)
+    frames = []
+    with urllib.request.urlopen(request, timeout=30) as response:
+        assert response.headers["Content-Type"].startswith("text/event-stream")
+        for line in response:
+            line = line.decode().strip()
+            if line.startswith("data:"):
+                frames.append(json.loads(line[len("data:"):]))
+                if "id" in frames[-1]:
+                    break
+    assert frames[0]["method"] == "notifications/subscriptions/acknowledged", frames
+    assert frames[0]["params"]["notifications"]["taskIds"] == [task_id]
+    tasks = [f["params"] for f in frames[1:-1]]
+    assert all(f["method"] == "notifications/tasks" for f in frames[1:-1]), frames
+    assert tasks and all(t["taskId"] == task_id for t in tasks), frames
+    assert tasks[-1]["status"] == "completed", frames
+    assert tasks[-1]["result"]["content"][0]["text"].startswith("Computed for")
+    assert frames[-1]["id"] == "listen-1" and frames[-1]["result"]["resultType"] == "complete", frames
+    for frame in frames[:-1]:
+        assert frame["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == "listen-1"
