@@ -822,7 +822,7 @@ export declare class ToolCall {
   readonly arguments: { [key: string]: unknown };
   /** The call's params as the client sent them (`name`, `arguments`, `_meta`). */
   readonly params: { [key: string]: unknown };
-  /** The client's `inputResponses` when this turn resumes a call that asked (`ask`), else null. */
+  /** The client's `inputResponses` when this turn resumes a call that asked (`ask`), or, on its first turn, the call's own (an MRTR retry without `requestState`); else null. */
   readonly inputResponses: { [key: string]: unknown } | null;
   /** The task the call is: `report(...)` progress, `signal`, `hops`. */
   readonly task: TaskContext;

@@ -267,7 +267,7 @@ class ToolCall {
     this.arguments = call.arguments;
     /** The call's params as the client sent them (name, arguments, _meta). */
     this.params = call.params;
-    /** The client's inputResponses when this turn resumes a call that asked (`ask`), else null. */
+    /** The client's inputResponses when this turn resumes a call that asked (`ask`), or, on its first turn, the call's own (an MRTR retry without requestState); else null. */
     this.inputResponses = call.inputResponses;
     /** The task the call is: `report(...)` progress, `signal`, `hops`. */
     this.task = task;

@@ -225,7 +225,8 @@ impl PyToolCall {
     }
 
     /// The client's `inputResponses` when this turn resumes a call that asked for input
-    /// (`ask`); `None` on the first turn.
+    /// (`ask`); on the first turn, the call's own (an MRTR retry without `requestState`), else
+    /// `None`.
     #[getter]
     fn input_responses<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         serialize_to_py(py, &self.call.input_responses)
