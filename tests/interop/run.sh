@@ -116,6 +116,10 @@ start_server() {
     local name="$1"
     shift
     step "$BIN serve $*"
+    # Created before the server starts: the background job opens its redirections itself, so
+    # the first read below could otherwise come before the file exists (seen on a loaded CI).
+    : >"$WORK/$name.out"
+    : >"$WORK/$name.err"
     "$BIN" serve "$@" --color never >"$WORK/$name.out" 2>"$WORK/$name.err" &
     local pid=$!
     SERVER_PIDS+=("$pid")

@@ -93,6 +93,10 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 step "$BIN serve --demo --listen 127.0.0.1:0 --log memory://"
+# Created before the server starts: the background job opens its redirections itself, so the
+# first read below could otherwise come before the file exists (seen on a loaded CI machine).
+: >"$WORK/server.out"
+: >"$WORK/server.err"
 "$BIN" serve --demo --listen 127.0.0.1:0 --log memory:// --color never >"$WORK/server.out" 2>"$WORK/server.err" &
 PID=$!
 MCP_URL=""
