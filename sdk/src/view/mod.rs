@@ -36,7 +36,7 @@ mod tests;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use agentlog_wire::fold::{Change, Claim, StatusMark};
+use agentlog_wire::fold::{Change, Claim, Parsed, StatusMark};
 use agentlog_wire::{Record, RecordBody, TaskState};
 use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
@@ -427,6 +427,43 @@ impl TaskView {
         first_offset: u64,
         records: &[Record],
     ) -> Option<Option<Claim>> {
+        let task_id = records.first()?.header.task_id.as_str();
+        self.apply_own_with(partition, first_offset, records.len() as u64, |tasks| {
+            for (offset, record) in (first_offset..).zip(records) {
+                tasks.apply(partition, offset, record);
+            }
+            tasks
+                .entries
+                .get(task_id)
+                .and_then(|entry| entry.machine.claim().cloned())
+        })
+    }
+
+    /// [`apply_own`](Self::apply_own) of one record whose payload its writer has `parsed`
+    /// already ([`Parsed::status`]): applied without parsing it back. `false` when it did
+    /// nothing.
+    pub fn apply_own_parsed(
+        &self,
+        partition: u32,
+        offset: u64,
+        record: &Record,
+        parsed: Parsed,
+    ) -> bool {
+        self.apply_own_with(partition, offset, 1, |tasks| {
+            tasks.apply_parsed(partition, offset, record, parsed);
+        })
+        .is_some()
+    }
+
+    /// Run `apply` on the tasks when the view stands right at `first_offset` of `partition`
+    /// and nobody else is applying it, then move the partition on by `count` records.
+    fn apply_own_with<T>(
+        &self,
+        partition: u32,
+        first_offset: u64,
+        count: u64,
+        apply: impl FnOnce(&mut Tasks) -> T,
+    ) -> Option<T> {
         let inner = &self.inner;
         let feed = inner.feeds.get(partition as usize)?;
         let applied = inner.applied.get(partition as usize)?;
@@ -435,21 +472,14 @@ impl TaskView {
             return None;
         }
         let mut tasks = self.write();
-        for (offset, record) in (first_offset..).zip(records) {
-            tasks.apply(partition, offset, record);
-        }
-        let claim = records
-            .first()
-            .and_then(|r| tasks.entries.get(r.header.task_id.as_str()))
-            .and_then(|entry| entry.machine.claim().cloned());
-        let count = records.len() as u64;
+        let result = apply(&mut tasks);
         inner.records_seen.fetch_add(count, Ordering::Relaxed);
         *next = first_offset + count;
         // Under the tasks lock: a checkpoint reads the positions with the tasks.
         applied.send_replace(*next);
         inner.expire_locked(&mut tasks);
         drop(tasks);
-        Some(claim)
+        Some(result)
     }
 
     /// The claim on the task's current turn, if any: what a worker checks after writing one.

@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agentlog_wire::a2a::{Message, Part};
+use agentlog_wire::fold::Parsed;
 use agentlog_wire::{Record, RecordBody, RecordHeader, TaskState, ids};
 use bytes::Bytes;
 
@@ -176,21 +177,35 @@ impl Attempt {
         state: TaskState,
         parts: Option<Vec<Part>>,
     ) -> Result<Record> {
+        self.status_record_parsed(state, parts)
+            .map(|(record, _)| record)
+    }
+
+    /// [`status_parts_record`](Self::status_parts_record), with the change the record makes
+    /// as parsing it would give it ([`Parsed::status`]), for applying it to the worker's view
+    /// without parsing its message back.
+    pub(super) fn status_record_parsed(
+        &self,
+        state: TaskState,
+        parts: Option<Vec<Part>>,
+    ) -> Result<(Record, Parsed)> {
         let id = self.next_id();
-        let message = match parts {
+        let (json, message) = match parts {
             Some(parts) => {
                 let mut message = Message::agent_text(id.clone(), "");
                 message.parts = parts;
                 message.task_id = Some(self.task.id.clone());
                 message.context_id = Some(self.task.context_id.clone());
-                serde_json::to_string(&message).map_err(|e| {
+                let json = serde_json::to_string(&message).map_err(|e| {
                     Error::new(ErrorKind::InvalidParams, "the message cannot be encoded")
                         .with_source(e)
-                })?
+                })?;
+                (json, Some(message))
             }
-            None => String::new(),
+            None => (String::new(), None),
         };
-        Ok(self.record(id, RecordBody::status(state, message)))
+        let record = self.record(id, RecordBody::status(state, json));
+        Ok((record, Parsed::status(state, message)))
     }
 
     /// A claim of `turn` under this attempt, leased for [`Attempt::lease`] from now (or, with

@@ -441,8 +441,8 @@ impl TaskContext {
         if self.skips() {
             return Ok(());
         }
-        let record = self.inner.attempt.status_record(state, text)?;
-        self.end(record, then).await
+        self.status_parts(state, text.map(|t| vec![Part::text(t)]), then)
+            .await
     }
 
     /// [`status`](Self::status) with a message of `parts`.
@@ -455,29 +455,58 @@ impl TaskContext {
         if self.skips() {
             return Ok(());
         }
-        let record = self.inner.attempt.status_parts_record(state, parts)?;
-        self.end(record, then).await
+        let (record, parsed) = self.inner.attempt.status_record_parsed(state, parts)?;
+        self.append(record, Some(parsed)).await?;
+        self.moved_to(then);
+        Ok(())
     }
 
     /// Write `record` and move the turn to `then` once it is written.
     async fn end(&self, record: agentlog_wire::Record, then: Progress) -> Result<()> {
-        let appended = self.inner.attempt.writer.append(&[record]).await?;
-        self.inner
-            .last_written
-            .fetch_max(appended.first_offset, Ordering::AcqRel);
-        if then != Progress::Open {
-            self.inner.progress.store(then as u8, Ordering::Release);
-        }
+        self.append(record, None).await?;
+        self.moved_to(then);
         Ok(())
     }
 
+    /// The turn has come to `then` (its record is written).
+    fn moved_to(&self, then: Progress) {
+        if then != Progress::Open {
+            self.inner.progress.store(then as u8, Ordering::Release);
+        }
+    }
+
     async fn write(&self, message_id: String, body: RecordBody) -> Result<()> {
+        let record = self.inner.attempt.record(message_id, body);
+        self.append(record, None).await
+    }
+
+    /// Append one record of this attempt, and apply it to the worker's view at once when the
+    /// view stands right before it (as a claim is): the turn's end then reaches whoever
+    /// follows the task (the bridge's waiting call, the supervisor's confirmation) without
+    /// waiting for the view's follower to read the record back from the log. When the view
+    /// is elsewhere, the follower applies it as any record.
+    /// `parsed`: the change the record makes, as its writer knows it (none: parsed here).
+    async fn append(
+        &self,
+        record: agentlog_wire::Record,
+        parsed: Option<agentlog_wire::fold::Parsed>,
+    ) -> Result<()> {
         let attempt = &self.inner.attempt;
-        let record = attempt.record(message_id, body);
-        let appended = attempt.writer.append(&[record]).await?;
-        self.inner
-            .last_written
-            .fetch_max(appended.first_offset, Ordering::AcqRel);
+        let records = [record];
+        let appended = attempt.writer.append(&records).await?;
+        let offset = appended.first_offset;
+        self.inner.last_written.fetch_max(offset, Ordering::AcqRel);
+        let view = &self.inner.view;
+        let partition = view.partition_of(&attempt.task.id);
+        match parsed {
+            Some(parsed) => {
+                let [record] = &records;
+                view.apply_own_parsed(partition, offset, record, parsed);
+            }
+            None => {
+                view.apply_own(partition, offset, &records);
+            }
+        }
         Ok(())
     }
 }

@@ -521,6 +521,18 @@ impl Parsed {
     pub fn of(record: &Record) -> Self {
         Self(parse_change(&record.body))
     }
+
+    /// What [`Parsed::of`] gives a status or terminal record setting `state` whose message
+    /// is `message` serialized (none: no message), without parsing that JSON back: for the
+    /// writer of the record, which holds the message it encoded (a message decodes to what
+    /// was encoded).
+    pub fn status(state: TaskState, message: Option<crate::a2a::Message>) -> Self {
+        Self(Ok(Change::Status {
+            state,
+            message: message.map(Box::new),
+            resumed: false,
+        }))
+    }
 }
 
 /// Everything a [`TaskMachine`] holds, field by field: what a checkpoint of a reader's view

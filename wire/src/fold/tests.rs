@@ -57,6 +57,32 @@ fn a_parsed_command_applies_exactly_as_the_record() {
 }
 
 #[test]
+fn a_status_parsed_by_its_writer_is_what_parsing_its_record_gives() {
+    use crate::a2a::{Message, Part};
+    let mut message = Message::agent_text("s1".to_owned(), "");
+    message.parts = vec![
+        Part::text("done"),
+        Part {
+            media_type: Some("application/vnd.agentlog.mcp-result+json".to_owned()),
+            ..Part::data(
+                serde_json::json!({"content": [{"type": "text", "text": "Hello, é!"}], "n": 1.5, "big": 12345678901234567u64}),
+            )
+        },
+    ];
+    message.task_id = Some("t".to_owned());
+    let json = serde_json::to_string(&message).unwrap();
+    for state in [TaskState::Working, TaskState::Completed, TaskState::Failed] {
+        let with = record(1, "s1", RecordBody::status(state, json.clone()));
+        assert_eq!(
+            Parsed::of(&with),
+            Parsed::status(state, Some(message.clone()))
+        );
+        let without = status(2, "s2", state);
+        assert_eq!(Parsed::of(&without), Parsed::status(state, None));
+    }
+}
+
+#[test]
 fn first_terminal_wins() {
     let records = [
         command(),
