@@ -449,6 +449,7 @@ impl Partition {
         let mut plan = Vec::with_capacity(offsets.len());
         {
             let state = lock(&self.state)?;
+            warm_entries(&state.entries, offsets);
             let mut i = 0;
             while let Some(&offset) = offsets.get(i) {
                 if offset >= state.end {
@@ -469,6 +470,9 @@ impl Partition {
                 plan.push((state.plan(index)?, i..i + held));
                 i += held;
             }
+        }
+        for (planned, _) in &plan {
+            planned.warm();
         }
         let mut out = Vec::with_capacity(offsets.len());
         for (planned, held) in plan {
@@ -528,12 +532,42 @@ enum Source {
 }
 
 impl Planned {
+    /// Load the first bytes of a batch that lies in a mapped segment, so that the reads of
+    /// several batches wait for their cache and TLB misses together (see [`warm_entries`]).
+    fn warm(&self) {
+        if let Source::Segment(segment, loc) = &self.source
+            && let Some(bytes) = segment.map.bytes(&segment.file, loc.pos, loc.len)
+        {
+            std::hint::black_box(bytes.first().copied());
+        }
+    }
+
     /// The batch's records: cloned from the cache, or read back and verified.
     fn records(&self) -> Result<Cow<'_, [Bytes]>> {
         Ok(match &self.source {
             Source::Cached(records) => Cow::Borrowed(&records[..]),
             Source::Segment(segment, loc) => Cow::Owned(read_batch(segment, *loc, self.base)?),
         })
+    }
+}
+
+/// Load the index entries where `offsets` lie if every batch holds one record (the direct
+/// guess of [`entry_index`]) before the lookups use them. A task's records are scattered over a
+/// long log whose index lies far outside the caches: loads that depend on nothing are issued
+/// together and their misses overlap, where the lookups, one after another, would take them in
+/// turn. A wrong guess costs one wasted load.
+fn warm_entries(entries: &[Entry], offsets: &[u64]) {
+    let Some(first) = entries.first() else {
+        return;
+    };
+    for &offset in offsets {
+        let guess = offset
+            .checked_sub(first.base)
+            .and_then(|distance| usize::try_from(distance).ok())
+            .and_then(|i| entries.get(i));
+        if let Some(entry) = guess {
+            std::hint::black_box(entry.base);
+        }
     }
 }
 
