@@ -14,15 +14,11 @@ use serde_json::{Value, json};
 
 fn tool(name: &str) -> ToolConfig {
     ToolConfig::new(Tool {
-        name: name.into(),
-        title: None,
         description: Some(format!("the {name} tool")),
-        icons: None,
-        input_schema: json!({"type": "object", "properties": {"text": {"type": "string"}}}),
-        output_schema: None,
-        annotations: None,
-        execution: None,
-        meta: None,
+        ..Tool::new(
+            name,
+            json!({"type": "object", "properties": {"text": {"type": "string"}}}),
+        )
     })
 }
 

@@ -21,17 +21,7 @@ const AGENT: &str = "mcp.cancel";
 fn config() -> McpConfig {
     McpConfig::new(vec![ToolConfig {
         agent: Some(AGENT.into()),
-        ..ToolConfig::new(Tool {
-            name: "hang".into(),
-            title: None,
-            description: None,
-            icons: None,
-            input_schema: json!({"type": "object"}),
-            output_schema: None,
-            annotations: None,
-            execution: None,
-            meta: None,
-        })
+        ..ToolConfig::new(Tool::new("hang", json!({"type": "object"})))
     }])
 }
 

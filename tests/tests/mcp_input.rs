@@ -19,17 +19,7 @@ fn config() -> McpConfig {
     McpConfig::new(vec![ToolConfig {
         task_support: TaskSupport::Optional,
         agent: Some(AGENT.into()),
-        ..ToolConfig::new(Tool {
-            name: "confirm".into(),
-            title: None,
-            description: None,
-            icons: None,
-            input_schema: json!({"type": "object"}),
-            output_schema: None,
-            annotations: None,
-            execution: None,
-            meta: None,
-        })
+        ..ToolConfig::new(Tool::new("confirm", json!({"type": "object"})))
     }])
 }
 

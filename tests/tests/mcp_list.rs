@@ -16,17 +16,7 @@ use serde_json::json;
 fn tool(name: &str, agent: &str) -> ToolConfig {
     ToolConfig {
         agent: Some(agent.into()),
-        ..ToolConfig::new(Tool {
-            name: name.into(),
-            title: None,
-            description: None,
-            icons: None,
-            input_schema: json!({"type": "object"}),
-            output_schema: None,
-            annotations: None,
-            execution: None,
-            meta: None,
-        })
+        ..ToolConfig::new(Tool::new(name, json!({"type": "object"})))
     }
 }
 

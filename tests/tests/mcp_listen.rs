@@ -23,17 +23,7 @@ fn tool(name: &str) -> ToolConfig {
     ToolConfig {
         task_support: TaskSupport::Optional,
         agent: Some(AGENT.into()),
-        ..ToolConfig::new(Tool {
-            name: name.into(),
-            title: None,
-            description: None,
-            icons: None,
-            input_schema: json!({"type": "object"}),
-            output_schema: None,
-            annotations: None,
-            execution: None,
-            meta: None,
-        })
+        ..ToolConfig::new(Tool::new(name, json!({"type": "object"})))
     }
 }
 

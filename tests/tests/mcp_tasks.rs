@@ -18,17 +18,7 @@ fn tool(name: &str, support: TaskSupport) -> ToolConfig {
     ToolConfig {
         task_support: support,
         agent: Some("mcp.tasks".into()),
-        ..ToolConfig::new(Tool {
-            name: name.into(),
-            title: None,
-            description: None,
-            icons: None,
-            input_schema: json!({"type": "object"}),
-            output_schema: None,
-            annotations: None,
-            execution: None,
-            meta: None,
-        })
+        ..ToolConfig::new(Tool::new(name, json!({"type": "object"})))
     }
 }
 

@@ -130,17 +130,10 @@ mod tests {
         use crate::worker::{Tools, Worker, WorkerConfig};
         let log = crate::log::open("memory://").await.unwrap();
         let tool = |name: &str| {
-            ToolConfig::new(agentlog_wire::mcp::Tool {
-                name: name.into(),
-                title: None,
-                description: None,
-                icons: None,
-                input_schema: serde_json::json!({"type": "object"}),
-                output_schema: None,
-                annotations: None,
-                execution: None,
-                meta: None,
-            })
+            ToolConfig::new(agentlog_wire::mcp::Tool::new(
+                name,
+                serde_json::json!({"type": "object"}),
+            ))
         };
         let mcp = McpBridge::open(
             log.clone(),

@@ -13,15 +13,8 @@ use crate::worker::{ToolCall, Tools, Worker, WorkerConfig, tool_fn};
 
 pub(crate) fn tool(name: &str, schema: Value) -> ToolConfig {
     ToolConfig::new(Tool {
-        name: name.into(),
-        title: None,
         description: Some(format!("the {name} tool")),
-        icons: None,
-        input_schema: schema,
-        output_schema: None,
-        annotations: None,
-        execution: None,
-        meta: None,
+        ..Tool::new(name, schema)
     })
 }
 

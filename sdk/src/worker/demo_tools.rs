@@ -28,15 +28,8 @@ pub(super) fn config(
         agent: Some(DEMO_TOOLS_AGENT.to_owned()),
         task_support: support,
         ..ToolConfig::new(Tool {
-            name: name.to_owned(),
-            title: None,
             description: Some(description.to_owned()),
-            icons: None,
-            input_schema: schema,
-            output_schema: None,
-            annotations: None,
-            execution: None,
-            meta: None,
+            ..Tool::new(name, schema)
         })
     }
 }

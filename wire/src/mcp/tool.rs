@@ -76,6 +76,22 @@ pub fn validate_tool_name(name: &str) -> Result<(), String> {
 }
 
 impl Tool {
+    /// A tool with its name and input schema, and nothing else set: fill in the optional
+    /// fields with struct update syntax (`Tool { description: ..., ..Tool::new(..) }`).
+    pub fn new(name: impl Into<String>, input_schema: Value) -> Self {
+        Self {
+            name: name.into(),
+            title: None,
+            description: None,
+            icons: None,
+            input_schema,
+            output_schema: None,
+            annotations: None,
+            execution: None,
+            meta: None,
+        }
+    }
+
     /// Check what serde cannot: the name, and that each schema's root is an object schema
     /// (`type: "object"`).
     pub fn validate(&self) -> Result<(), String> {
