@@ -70,7 +70,7 @@ impl Bridge {
         let waiting = (!configuration.return_immediately)
             .then(|| self.inner.limits.blocking_send())
             .transpose()?;
-        let accepted = self.accept(caller, &request, raw_params).await?;
+        let accepted = self.accept(caller, &request, raw_params, Fresh::No).await?;
         if configuration.return_immediately {
             if let Some(header) = &accepted.created {
                 // Exactly what folding the new command gives, without parsing its params again.
@@ -156,7 +156,7 @@ impl Bridge {
         resume_after: Option<u64>,
     ) -> Result<TaskStream> {
         let place = self.inner.limits.stream(caller)?;
-        let accepted = self.accept(caller, &request, raw_params).await?;
+        let accepted = self.accept(caller, &request, raw_params, Fresh::No).await?;
         let stream = self
             .stream_accepted(caller, &request, &accepted, resume_after)
             .await?;
@@ -173,8 +173,32 @@ impl Bridge {
         request: SendMessageRequest,
         raw_params: Option<&str>,
     ) -> Result<TurnEvents> {
+        self.send_turn_as(caller, request, raw_params, Fresh::No)
+            .await
+    }
+
+    /// [`send_turn`](Self::send_turn) of a new task whose `messageId` the caller minted just
+    /// now (a v4 uuid: no record of the log can name it yet), so there is no earlier send of
+    /// it to find and the view is not caught up with the log first to look for one.
+    pub(crate) async fn send_minted_turn(
+        &self,
+        caller: &Caller,
+        request: SendMessageRequest,
+        raw_params: Option<&str>,
+    ) -> Result<TurnEvents> {
+        self.send_turn_as(caller, request, raw_params, Fresh::Minted)
+            .await
+    }
+
+    async fn send_turn_as(
+        &self,
+        caller: &Caller,
+        request: SendMessageRequest,
+        raw_params: Option<&str>,
+        fresh: Fresh,
+    ) -> Result<TurnEvents> {
         let place = self.inner.limits.stream(caller)?;
-        let accepted = self.accept(caller, &request, raw_params).await?;
+        let accepted = self.accept(caller, &request, raw_params, fresh).await?;
         if accepted.created.is_some()
             && let Some(events) = self.follow_created(caller, &accepted).await?
         {
@@ -225,6 +249,7 @@ impl Bridge {
         caller: &Caller,
         request: &SendMessageRequest,
         raw_params: Option<&str>,
+        fresh: Fresh,
     ) -> Result<Accepted> {
         let message = &request.message;
         message.validate().map_err(|e| {
@@ -256,7 +281,7 @@ impl Bridge {
                     .await
             }
             None => {
-                self.accept_new(caller, request, params, raw_params.is_some(), path)
+                self.accept_new(caller, request, params, raw_params.is_some(), path, fresh)
                     .await
             }
         }
@@ -271,14 +296,17 @@ impl Bridge {
         params: String,
         params_parsed: bool,
         path: Vec<String>,
+        fresh: Fresh,
     ) -> Result<Accepted> {
         let message = &request.message;
         let task_id = ids::task_id(&caller.tenant, &caller.principal, &message.message_id);
         let view = &self.inner.view;
         let partition = view.partition_of(&task_id);
-        self.sync_task(&task_id).await?;
-        if let Some(info) = view.lookup(caller, &task_id) {
-            return self.accept_retry(&info, message).await;
+        if fresh == Fresh::No {
+            self.sync_task(&task_id).await?;
+            if let Some(info) = view.lookup(caller, &task_id) {
+                return self.accept_retry(&info, message).await;
+            }
         }
         let context_id = message.context_id.clone().unwrap_or_else(|| {
             ids::context_id(&caller.tenant, &caller.principal, &message.message_id)
@@ -479,6 +507,15 @@ impl Bridge {
         view.lookup(caller, &accepted.task_id)
             .ok_or_else(|| not_found(&accepted.task_id))
     }
+}
+
+/// Whether a send's `messageId` may have been sent before.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fresh {
+    /// It may: look for the earlier send first (a retry is answered from the log).
+    No,
+    /// The caller minted it just now (a v4 uuid): nothing on the log can name it.
+    Minted,
 }
 
 fn settled(info: &TaskInfo) -> bool {

@@ -402,7 +402,7 @@ impl McpBridge {
         }
         let events = entry
             .bridge
-            .send_turn(ctx.caller, request, Some(&text))
+            .send_minted_turn(ctx.caller, request, Some(&text))
             .await?;
         let task_id =
             agentlog_wire::ids::task_id(&ctx.caller.tenant, &ctx.caller.principal, &message_id);
