@@ -23,11 +23,13 @@ mod expiry;
 mod follow;
 mod index;
 mod key;
+mod own;
 mod persist;
 mod read;
 #[cfg(test)]
 mod retention_tests;
 mod snapshot;
+mod subscribe;
 mod task_map;
 mod tasks;
 #[cfg(test)]
@@ -36,9 +38,9 @@ mod tests;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use agentlog_wire::fold::{Change, Claim, Parsed, StatusMark};
-use agentlog_wire::{Record, RecordBody, TaskState};
-use tokio::sync::{broadcast, watch};
+use agentlog_wire::fold::{Change, Claim, StatusMark};
+use agentlog_wire::{RecordBody, TaskState};
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::Caller;
@@ -49,6 +51,7 @@ use crate::retention::now_ms;
 pub use applied::Applied;
 pub use compact::{CompactTopics, Compacted};
 pub use index::ListFilter;
+pub use own::OwnCommand;
 pub use persist::CheckpointInfo;
 use tasks::{Entry, Tasks};
 
@@ -56,20 +59,6 @@ use tasks::{Entry, Tasks};
 /// hash of the id every replica computes alike, for merging the pages of several views.
 pub(crate) fn list_tie(task_id: &str) -> u32 {
     key::stable_hash(key::KeyRef::of(task_id))
-}
-
-/// How many events a slow subscriber may fall behind before it re-reads from the log.
-const SUBSCRIBER_BUFFER: usize = 64;
-
-/// What [`TaskView::apply_own_command`] did with a command record.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OwnCommand {
-    /// Not applied here: the view was elsewhere or busy; it applies it from the log.
-    NotApplied,
-    /// Applied: the command created its task.
-    Created,
-    /// Applied as a duplicate: a command for the task came first.
-    Duplicate,
 }
 
 /// One applied record of a task, as subscribers receive it.
@@ -351,137 +340,6 @@ impl TaskView {
         self.inner.partitions
     }
 
-    /// Apply the command record this process has just appended at `offset` of `partition`
-    /// (`record`, whose params it parsed into a request with the header's message id, asking
-    /// for the task at once when `return_immediately`), if the
-    /// view stands right before it and nobody else is applying that partition: the record
-    /// is then applied without being read back, decoded and parsed again. Otherwise this
-    /// does nothing, and the record is applied from the log as any other.
-    ///
-    /// The caller vouches that its parse was of exactly the record's params text (see
-    /// [`TaskMachine::apply_parsed_command`]), so every replica still folds the same.
-    ///
-    /// Returns what became of the record here: not applied (the caller looks at the view once
-    /// it has applied the record), or applied as the task's command, or found a duplicate (a
-    /// command for the task came first).
-    pub fn apply_own_command(
-        &self,
-        partition: u32,
-        offset: u64,
-        record: &Record,
-        return_immediately: bool,
-    ) -> OwnCommand {
-        let RecordBody::Command { retention_ms, .. } = record.body else {
-            return OwnCommand::NotApplied;
-        };
-        let header = &record.header;
-        let inner = &self.inner;
-        let (Some(feed), Some(applied)) = (
-            inner.feeds.get(partition as usize),
-            inner.applied.get(partition as usize),
-        ) else {
-            return OwnCommand::NotApplied;
-        };
-        let Ok(mut next) = feed.try_lock() else {
-            return OwnCommand::NotApplied;
-        };
-        if *next != offset {
-            return OwnCommand::NotApplied;
-        }
-        let mut created = false;
-        let mut tasks = self.write();
-        tasks.apply_with(partition, offset, header, |machine| {
-            let applied = machine.apply_parsed_command(
-                header,
-                &header.message_id,
-                retention_ms,
-                return_immediately,
-            );
-            created = applied.is_ok();
-            applied.map(|()| None)
-        });
-        inner.records_seen.fetch_add(1, Ordering::Relaxed);
-        *next = offset + 1;
-        // Under the tasks lock: a checkpoint reads the positions with the tasks.
-        applied.send_replace(offset + 1);
-        inner.expire_locked(&mut tasks);
-        drop(tasks);
-        if created {
-            OwnCommand::Created
-        } else {
-            OwnCommand::Duplicate
-        }
-    }
-
-    /// Apply `records` (of one task), which this process has just appended at `first_offset`
-    /// onward in `partition`, if the view stands right before them and nobody else is applying
-    /// that partition: they are then applied as the decoded records they are, without being
-    /// read back (the same as reading them: a record decodes to what was encoded). Otherwise
-    /// this does nothing, and they are applied from the log as any other.
-    ///
-    /// Returns `None` when it did nothing, else the claim on the task's turn after them (what
-    /// a worker confirming its claim wants: no wait for its follower, no second look).
-    pub fn apply_own(
-        &self,
-        partition: u32,
-        first_offset: u64,
-        records: &[Record],
-    ) -> Option<Option<Claim>> {
-        let task_id = records.first()?.header.task_id.as_str();
-        self.apply_own_with(partition, first_offset, records.len() as u64, |tasks| {
-            for (offset, record) in (first_offset..).zip(records) {
-                tasks.apply(partition, offset, record);
-            }
-            tasks
-                .entries
-                .get(task_id)
-                .and_then(|entry| entry.machine.claim().cloned())
-        })
-    }
-
-    /// [`apply_own`](Self::apply_own) of one record whose payload its writer has `parsed`
-    /// already ([`Parsed::status`]): applied without parsing it back. `false` when it did
-    /// nothing.
-    pub fn apply_own_parsed(
-        &self,
-        partition: u32,
-        offset: u64,
-        record: &Record,
-        parsed: Parsed,
-    ) -> bool {
-        self.apply_own_with(partition, offset, 1, |tasks| {
-            tasks.apply_parsed(partition, offset, record, parsed);
-        })
-        .is_some()
-    }
-
-    /// Run `apply` on the tasks when the view stands right at `first_offset` of `partition`
-    /// and nobody else is applying it, then move the partition on by `count` records.
-    fn apply_own_with<T>(
-        &self,
-        partition: u32,
-        first_offset: u64,
-        count: u64,
-        apply: impl FnOnce(&mut Tasks) -> T,
-    ) -> Option<T> {
-        let inner = &self.inner;
-        let feed = inner.feeds.get(partition as usize)?;
-        let applied = inner.applied.get(partition as usize)?;
-        let mut next = feed.try_lock().ok()?;
-        if *next != first_offset {
-            return None;
-        }
-        let mut tasks = self.write();
-        let result = apply(&mut tasks);
-        inner.records_seen.fetch_add(count, Ordering::Relaxed);
-        *next = first_offset + count;
-        // Under the tasks lock: a checkpoint reads the positions with the tasks.
-        applied.send_replace(*next);
-        inner.expire_locked(&mut tasks);
-        drop(tasks);
-        Some(result)
-    }
-
     /// The claim on the task's current turn, if any: what a worker checks after writing one.
     pub fn claim_of(&self, task_id: &str) -> Option<Claim> {
         let tasks = self.read();
@@ -612,78 +470,6 @@ impl TaskView {
         let entry = tasks.live_entry(task_id, now_ms())?;
         let owner = tasks.owners.caller(entry.owner).clone();
         Some((self.info(entry), owner))
-    }
-
-    /// Like [`lookup`](Self::lookup), and also start receiving the task's next events, with
-    /// no gap and no overlap between the returned info (its `offsets`) and the events.
-    pub fn subscribe(
-        &self,
-        caller: Option<&Caller>,
-        task_id: &str,
-    ) -> Option<(TaskInfo, broadcast::Receiver<Arc<TaskEvent>>)> {
-        let mut tasks = self.write();
-        let (slot, entry) = tasks.live_slot(task_id, now_ms())?;
-        if caller.is_some_and(|caller| tasks.owners.find(caller) != Some(entry.owner)) {
-            return None;
-        }
-        Self::subscribe_locked(self.info(entry), slot, &mut tasks)
-    }
-
-    /// Start receiving the task's next events if the last record the view applied for it is
-    /// the one at `offset` (a command the caller has just written): the events then begin
-    /// right after it, so a caller that holds what that record made of the task (its own
-    /// command, parsed) follows the task from the events alone. `None` if the task is not
-    /// `caller`'s (when given), not live, or has moved past `offset` already.
-    pub fn subscribe_after(
-        &self,
-        caller: Option<&Caller>,
-        task_id: &str,
-        offset: u64,
-    ) -> Option<broadcast::Receiver<Arc<TaskEvent>>> {
-        let mut tasks = self.write();
-        let (slot, entry) = tasks.live_slot(task_id, now_ms())?;
-        if caller.is_some_and(|caller| tasks.owners.find(caller) != Some(entry.owner))
-            || applied::position(&entry.records) != offset
-            || entry.machine.state().is_none_or(TaskState::is_terminal)
-        {
-            return None;
-        }
-        let rx = tasks
-            .watchers
-            .entry(slot)
-            .or_insert_with(|| broadcast::channel(SUBSCRIBER_BUFFER).0)
-            .subscribe();
-        Some(rx)
-    }
-
-    /// [`lookup_any`](Self::lookup_any) and [`subscribe`](Self::subscribe) at once, for a
-    /// worker: the task whoever owns it, its owner, and its next events.
-    pub fn watch(
-        &self,
-        task_id: &str,
-    ) -> Option<(TaskInfo, Caller, broadcast::Receiver<Arc<TaskEvent>>)> {
-        let mut tasks = self.write();
-        let (slot, entry) = tasks.live_slot(task_id, now_ms())?;
-        let owner = tasks.owners.caller(entry.owner).clone();
-        let info = self.info(entry);
-        Self::subscribe_locked(info, slot, &mut tasks).map(|(info, rx)| (info, owner, rx))
-    }
-
-    fn subscribe_locked(
-        info: TaskInfo,
-        slot: task_map::Slot,
-        tasks: &mut Tasks,
-    ) -> Option<(TaskInfo, broadcast::Receiver<Arc<TaskEvent>>)> {
-        if info.state.is_terminal() {
-            // Nothing follows a terminal record: a closed channel, and no entry left behind.
-            return Some((info, broadcast::channel(1).1));
-        }
-        let rx = tasks
-            .watchers
-            .entry(slot)
-            .or_insert_with(|| broadcast::channel(SUBSCRIBER_BUFFER).0)
-            .subscribe();
-        Some((info, rx))
     }
 
     /// The caller's tasks matching `filter`, newest status first: one page and the total

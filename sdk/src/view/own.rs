@@ -1,0 +1,157 @@
+//! Records this process has just appended, applied to the view at once: when the view stands
+//! right before them and nobody else is applying their partition, a bridge's command and a
+//! worker's reports reach the view without being read back, decoded and parsed again. The
+//! applied record is the one appended (the log stays the truth); a view standing elsewhere
+//! gets it from its follower as any other record.
+
+use std::sync::atomic::Ordering;
+
+use agentlog_wire::fold::{Claim, Parsed};
+use agentlog_wire::{Record, RecordBody};
+
+use super::TaskView;
+use super::tasks::Tasks;
+
+/// What [`TaskView::apply_own_command`] did with a command record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OwnCommand {
+    /// Not applied here: the view was elsewhere or busy; it applies it from the log.
+    NotApplied,
+    /// Applied: the command created its task.
+    Created,
+    /// Applied as a duplicate: a command for the task came first.
+    Duplicate,
+}
+
+impl TaskView {
+    /// Apply the command record this process has just appended at `offset` of `partition`
+    /// (`record`, whose params it parsed into a request with the header's message id, asking
+    /// for the task at once when `return_immediately`), if the
+    /// view stands right before it and nobody else is applying that partition: the record
+    /// is then applied without being read back, decoded and parsed again. Otherwise this
+    /// does nothing, and the record is applied from the log as any other.
+    ///
+    /// The caller vouches that its parse was of exactly the record's params text (see
+    /// [`TaskMachine::apply_parsed_command`]), so every replica still folds the same.
+    ///
+    /// Returns what became of the record here: not applied (the caller looks at the view once
+    /// it has applied the record), or applied as the task's command, or found a duplicate (a
+    /// command for the task came first).
+    pub fn apply_own_command(
+        &self,
+        partition: u32,
+        offset: u64,
+        record: &Record,
+        return_immediately: bool,
+    ) -> OwnCommand {
+        let RecordBody::Command { retention_ms, .. } = record.body else {
+            return OwnCommand::NotApplied;
+        };
+        let header = &record.header;
+        let inner = &self.inner;
+        let (Some(feed), Some(applied)) = (
+            inner.feeds.get(partition as usize),
+            inner.applied.get(partition as usize),
+        ) else {
+            return OwnCommand::NotApplied;
+        };
+        let Ok(mut next) = feed.try_lock() else {
+            return OwnCommand::NotApplied;
+        };
+        if *next != offset {
+            return OwnCommand::NotApplied;
+        }
+        let mut created = false;
+        let mut tasks = self.write();
+        tasks.apply_with(partition, offset, header, |machine| {
+            let applied = machine.apply_parsed_command(
+                header,
+                &header.message_id,
+                retention_ms,
+                return_immediately,
+            );
+            created = applied.is_ok();
+            applied.map(|()| None)
+        });
+        inner.records_seen.fetch_add(1, Ordering::Relaxed);
+        *next = offset + 1;
+        // Under the tasks lock: a checkpoint reads the positions with the tasks.
+        applied.send_replace(offset + 1);
+        inner.expire_locked(&mut tasks);
+        drop(tasks);
+        if created {
+            OwnCommand::Created
+        } else {
+            OwnCommand::Duplicate
+        }
+    }
+
+    /// Apply `records` (of one task), which this process has just appended at `first_offset`
+    /// onward in `partition`, if the view stands right before them and nobody else is applying
+    /// that partition: they are then applied as the decoded records they are, without being
+    /// read back (the same as reading them: a record decodes to what was encoded). Otherwise
+    /// this does nothing, and they are applied from the log as any other.
+    ///
+    /// Returns `None` when it did nothing, else the claim on the task's turn after them (what
+    /// a worker confirming its claim wants: no wait for its follower, no second look).
+    pub fn apply_own(
+        &self,
+        partition: u32,
+        first_offset: u64,
+        records: &[Record],
+    ) -> Option<Option<Claim>> {
+        let task_id = records.first()?.header.task_id.as_str();
+        self.apply_own_with(partition, first_offset, records.len() as u64, |tasks| {
+            for (offset, record) in (first_offset..).zip(records) {
+                tasks.apply(partition, offset, record);
+            }
+            tasks
+                .entries
+                .get(task_id)
+                .and_then(|entry| entry.machine.claim().cloned())
+        })
+    }
+
+    /// [`apply_own`](Self::apply_own) of one record whose payload its writer has `parsed`
+    /// already ([`Parsed::status`]): applied without parsing it back. `false` when it did
+    /// nothing.
+    pub fn apply_own_parsed(
+        &self,
+        partition: u32,
+        offset: u64,
+        record: &Record,
+        parsed: Parsed,
+    ) -> bool {
+        self.apply_own_with(partition, offset, 1, |tasks| {
+            tasks.apply_parsed(partition, offset, record, parsed);
+        })
+        .is_some()
+    }
+
+    /// Run `apply` on the tasks when the view stands right at `first_offset` of `partition`
+    /// and nobody else is applying it, then move the partition on by `count` records.
+    fn apply_own_with<T>(
+        &self,
+        partition: u32,
+        first_offset: u64,
+        count: u64,
+        apply: impl FnOnce(&mut Tasks) -> T,
+    ) -> Option<T> {
+        let inner = &self.inner;
+        let feed = inner.feeds.get(partition as usize)?;
+        let applied = inner.applied.get(partition as usize)?;
+        let mut next = feed.try_lock().ok()?;
+        if *next != first_offset {
+            return None;
+        }
+        let mut tasks = self.write();
+        let result = apply(&mut tasks);
+        inner.records_seen.fetch_add(count, Ordering::Relaxed);
+        *next = first_offset + count;
+        // Under the tasks lock: a checkpoint reads the positions with the tasks.
+        applied.send_replace(*next);
+        inner.expire_locked(&mut tasks);
+        drop(tasks);
+        Some(result)
+    }
+}
