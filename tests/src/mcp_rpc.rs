@@ -4,7 +4,8 @@
 use std::time::Duration;
 
 use agentlog::Caller;
-use agentlog::mcp::{McpBridge, McpReply, McpRequest};
+use agentlog::mcp::{McpBridge, McpConfig, McpReply, McpRequest};
+use agentlog::worker::{Tools, Worker, WorkerConfig};
 use serde_json::{Value, json};
 
 /// How long a task may take to reach a status.
@@ -18,6 +19,26 @@ pub fn modern(extension: bool) -> Value {
         json!({})
     };
     json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": caps})
+}
+
+/// Two bridges of `config` over one in-memory log and a worker of `tools` for tool agent
+/// `agent` (a 10 s lease): what the cross-replica MCP tests start from.
+pub async fn two_bridges(
+    config: impl Fn() -> McpConfig,
+    agent: &str,
+    tools: Tools,
+) -> (McpBridge, McpBridge, Worker) {
+    let log = agentlog::log::open("memory://").await.expect("log");
+    let a = McpBridge::open(log.clone(), config()).await.expect("mcp a");
+    let b = McpBridge::open(log.clone(), config()).await.expect("mcp b");
+    let worker_config = WorkerConfig {
+        lease: Duration::from_secs(10),
+        ..WorkerConfig::new(agent)
+    };
+    let worker = Worker::start(log, worker_config, tools)
+        .await
+        .expect("worker");
+    (a, b, worker)
 }
 
 /// One request as `caller`, with `meta` as its `_meta`: the HTTP status and the reply.

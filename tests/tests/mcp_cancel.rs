@@ -9,7 +9,7 @@ use std::time::Duration;
 use agentlog::Caller;
 use agentlog::mcp::{McpBridge, McpConfig, McpReply, McpRequest, ToolConfig};
 use agentlog::worker::{ToolCall, Tools, Worker, WorkerConfig, tool_fn};
-use agentlog_integration::mcp_rpc::SOON;
+use agentlog_integration::mcp_rpc::{SOON, two_bridges};
 use agentlog_wire::TaskState;
 use agentlog_wire::a2a::ListTasksRequest;
 use agentlog_wire::mcp::{CallToolResult, Tool};
@@ -77,17 +77,8 @@ async fn state(mcp: &McpBridge) -> TaskState {
 
 #[tokio::test]
 async fn a_legacy_cancel_notification_cancels_the_sync_call_it_names_on_any_bridge() {
-    let log = agentlog::log::open("memory://").await.expect("log");
-    let a = McpBridge::open(log.clone(), config()).await.expect("mcp a");
-    let b = McpBridge::open(log.clone(), config()).await.expect("mcp b");
     let (events, mut seen) = mpsc::unbounded_channel();
-    let worker_config = WorkerConfig {
-        lease: Duration::from_secs(10),
-        ..WorkerConfig::new(AGENT)
-    };
-    let _worker = Worker::start(log.clone(), worker_config, tools(events))
-        .await
-        .expect("worker");
+    let (a, b, _worker) = two_bridges(config, AGENT, tools(events)).await;
     let alice = Caller::principal("alice");
 
     let call = tokio::spawn({

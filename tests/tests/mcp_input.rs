@@ -8,7 +8,7 @@ use std::time::Duration;
 use agentlog::Caller;
 use agentlog::mcp::{McpBridge, McpConfig, TaskSupport, ToolConfig};
 use agentlog::worker::{ToolCall, Tools, Worker, WorkerConfig, tool_fn};
-use agentlog_integration::mcp_rpc::{create, modern, rpc, wait_status};
+use agentlog_integration::mcp_rpc::{create, modern, rpc, two_bridges, wait_status};
 use agentlog_wire::a2a::GetTaskRequest;
 use agentlog_wire::mcp::{CallToolResult, Tool};
 use serde_json::{Map, Value, json};
@@ -83,16 +83,7 @@ fn keys(value: &Value) -> Vec<&str> {
 
 #[tokio::test]
 async fn a_partial_update_leaves_the_task_input_required_until_every_key_is_answered() {
-    let log = agentlog::log::open("memory://").await.expect("log");
-    let a = McpBridge::open(log.clone(), config()).await.expect("mcp a");
-    let b = McpBridge::open(log.clone(), config()).await.expect("mcp b");
-    let worker_config = WorkerConfig {
-        lease: Duration::from_secs(10),
-        ..WorkerConfig::new(AGENT)
-    };
-    let _worker = Worker::start(log.clone(), worker_config, tools())
-        .await
-        .expect("worker");
+    let (a, b, _worker) = two_bridges(config, AGENT, tools()).await;
 
     let task = create(&a, "confirm").await;
     let asked = wait_status(&a, &task, "input_required").await;

@@ -12,7 +12,7 @@ use agentlog::mcp::{
     McpBridge, McpConfig, McpReply, McpRequest, McpStream, TaskSupport, ToolConfig,
 };
 use agentlog::worker::{ToolCall, Tools, Worker, WorkerConfig, tool_fn};
-use agentlog_integration::mcp_rpc::{SOON, create, modern, rpc, rpc_as};
+use agentlog_integration::mcp_rpc::{SOON, create, modern, rpc, rpc_as, two_bridges};
 use agentlog_wire::mcp::{CallToolResult, Tool};
 use futures::StreamExt as _;
 use serde_json::{Value, json};
@@ -77,17 +77,8 @@ async fn listen(mcp: &McpBridge, body: &str) -> McpReply {
 
 #[tokio::test]
 async fn a_listen_stream_carries_each_asked_task_as_it_changes_and_ends_with_them() {
-    let log = agentlog::log::open("memory://").await.expect("log");
     let config = || McpConfig::new(vec![tool("ask"), tool("slow")]);
-    let a = McpBridge::open(log.clone(), config()).await.expect("mcp a");
-    let b = McpBridge::open(log.clone(), config()).await.expect("mcp b");
-    let worker_config = WorkerConfig {
-        lease: Duration::from_secs(10),
-        ..WorkerConfig::new(AGENT)
-    };
-    let _worker = Worker::start(log.clone(), worker_config, tools())
-        .await
-        .expect("worker");
+    let (a, b, _worker) = two_bridges(config, AGENT, tools()).await;
 
     let asking = create(&a, "ask").await;
     let slow = create(&a, "slow").await;

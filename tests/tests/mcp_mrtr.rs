@@ -10,7 +10,7 @@ use std::time::Duration;
 use agentlog::Caller;
 use agentlog::mcp::{McpBridge, McpConfig, ToolConfig};
 use agentlog::worker::{ToolCall, Tools, Worker, WorkerConfig, tool_fn};
-use agentlog_integration::mcp_rpc::{SOON, rpc_as};
+use agentlog_integration::mcp_rpc::{SOON, rpc_as, two_bridges};
 use agentlog_wire::TaskState;
 use agentlog_wire::a2a::{GetTaskRequest, ListTasksRequest};
 use agentlog_wire::mcp::{CallToolResult, Tool};
@@ -111,17 +111,7 @@ async fn wait_state(mcp: &McpBridge, want: TaskState) {
 }
 
 async fn open() -> (McpBridge, McpBridge, Worker) {
-    let log = agentlog::log::open("memory://").await.expect("log");
-    let a = McpBridge::open(log.clone(), config()).await.expect("mcp a");
-    let b = McpBridge::open(log.clone(), config()).await.expect("mcp b");
-    let worker_config = WorkerConfig {
-        lease: Duration::from_secs(10),
-        ..WorkerConfig::new(AGENT)
-    };
-    let worker = Worker::start(log, worker_config, tools())
-        .await
-        .expect("worker");
-    (a, b, worker)
+    two_bridges(config, AGENT, tools()).await
 }
 
 #[tokio::test]
@@ -134,6 +124,9 @@ async fn a_sync_call_that_asks_answers_input_required_and_its_retry_continues_th
             params.extend(extra.clone());
         }
         params
+    };
+    let retry = |responses: &Value, state: &str| {
+        call(json!({"inputResponses": responses, "requestState": state}))
     };
 
     let (status, body) = rpc_as(
@@ -162,30 +155,12 @@ async fn a_sync_call_that_asks_answers_input_required_and_its_retry_continues_th
     // caller's retry, another tool or other arguments, a response that is no result object.
     let name = json!({"name": {"action": "accept", "content": {"v": "Ada"}}});
     let refusals = [
-        (
-            alice.clone(),
-            call(json!({"inputResponses": name, "requestState": "nope"})),
-        ),
-        (
-            alice.clone(),
-            call(json!({"inputResponses": name, "requestState": format!("{first}-TAMPERED")})),
-        ),
-        (
-            alice.clone(),
-            call(json!({"inputResponses": name, "requestState": format!("{task_id}#0")})),
-        ),
-        (
-            alice.clone(),
-            call(json!({"inputResponses": name, "requestState": format!("{task_id}#2")})),
-        ),
-        (
-            alice.clone(),
-            call(json!({"inputResponses": name, "requestState": format!("x{first}")})),
-        ),
-        (
-            Caller::principal("bob"),
-            call(json!({"inputResponses": name, "requestState": first})),
-        ),
+        (alice.clone(), retry(&name, "nope")),
+        (alice.clone(), retry(&name, &format!("{first}-TAMPERED"))),
+        (alice.clone(), retry(&name, &format!("{task_id}#0"))),
+        (alice.clone(), retry(&name, &format!("{task_id}#2"))),
+        (alice.clone(), retry(&name, &format!("x{first}"))),
+        (Caller::principal("bob"), retry(&name, &first)),
         (
             alice.clone(),
             json!({"name": "other", "inputResponses": name, "requestState": first}),
@@ -194,10 +169,7 @@ async fn a_sync_call_that_asks_answers_input_required_and_its_retry_continues_th
             alice.clone(),
             call(json!({"arguments": {"x": 1}, "inputResponses": name, "requestState": first})),
         ),
-        (
-            alice.clone(),
-            call(json!({"inputResponses": {"name": 5}, "requestState": first})),
-        ),
+        (alice.clone(), retry(&json!({"name": 5}), &first)),
     ];
     for (caller, params) in refusals {
         let (status, body) = rpc_as(
@@ -221,7 +193,7 @@ async fn a_sync_call_that_asks_answers_input_required_and_its_retry_continues_th
         &b,
         &alice,
         "tools/call",
-        call(json!({"inputResponses": name, "requestState": first})),
+        retry(&name, &first),
         Some(elicitation()),
     )
     .await;
@@ -242,7 +214,7 @@ async fn a_sync_call_that_asks_answers_input_required_and_its_retry_continues_th
         &a,
         &alice,
         "tools/call",
-        call(json!({"inputResponses": name, "requestState": first})),
+        retry(&name, &first),
         Some(elicitation()),
     )
     .await;
@@ -256,7 +228,7 @@ async fn a_sync_call_that_asks_answers_input_required_and_its_retry_continues_th
         &a,
         &alice,
         "tools/call",
-        call(json!({"inputResponses": ok, "requestState": second})),
+        retry(&ok, &second),
         Some(elicitation()),
     )
     .await;

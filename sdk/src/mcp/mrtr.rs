@@ -169,11 +169,13 @@ impl McpBridge {
             return Err(refused());
         }
         let progress = params.progress_token().cloned();
-        match self.mcp_task(entry, &task, false).status {
-            status if status.is_terminal() => Ok(Started::Answered(answer(
-                task.status.state,
-                task.status.message.as_ref(),
-            ))),
+        let follow = match self.mcp_task(entry, &task, false).status {
+            status if status.is_terminal() => {
+                return Ok(Started::Answered(answer(
+                    task.status.state,
+                    task.status.message.as_ref(),
+                )));
+            }
             McpTaskStatus::InputRequired => {
                 let responses = params.input_responses.clone().unwrap_or_default();
                 let wanted = match &pending {
@@ -195,34 +197,25 @@ impl McpBridge {
                     configuration: None,
                     metadata: None,
                 };
-                let events = bridge.send_turn(ctx.caller, request, None).await?;
-                let running = Running::new(
-                    Follow::Turn(events),
-                    bridge,
-                    ctx.caller,
-                    id.to_owned(),
-                    progress,
-                    Some(mrtr),
-                );
-                Ok(Started::Running(running))
+                Follow::Turn(bridge.send_turn(ctx.caller, request, None).await?)
             }
             _ => {
                 let request = SubscribeToTaskRequest {
                     tenant: None,
                     id: id.to_owned(),
                 };
-                let stream = bridge.subscribe_to_task(ctx.caller, request, None).await?;
-                let running = Running::new(
-                    Follow::Task(stream),
-                    bridge,
-                    ctx.caller,
-                    id.to_owned(),
-                    progress,
-                    Some(mrtr),
-                );
-                Ok(Started::Running(running))
+                Follow::Task(bridge.subscribe_to_task(ctx.caller, request, None).await?)
             }
-        }
+        };
+        let running = Running::new(
+            follow,
+            bridge,
+            ctx.caller,
+            id.to_owned(),
+            progress,
+            Some(mrtr),
+        );
+        Ok(Started::Running(running))
     }
 }
 
