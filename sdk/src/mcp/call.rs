@@ -6,9 +6,11 @@ use agentlog_wire::a2a::{
     CancelTaskRequest, Message, SendMessageRequest, SendMessageResponse, StreamResponse,
 };
 use agentlog_wire::mcp::call::{
-    ERROR_MEDIA_TYPE, command_params, data_part, progress_of, result_of,
+    ERROR_MEDIA_TYPE, command_params, data_part, log_of, progress_of, result_of,
 };
-use agentlog_wire::mcp::{CallToolParams, CallToolResult, META_HOPS, TASKS_EXTENSION};
+use agentlog_wire::mcp::{
+    CallToolParams, CallToolResult, LoggingLevel, META_HOPS, TASKS_EXTENSION,
+};
 use serde_json::{Map, Value, json};
 
 use super::rpc::{Ctx, McpReply, error_body, error_reply, error_status, success};
@@ -19,8 +21,8 @@ use crate::error::{Error, ErrorKind, Result};
 
 /// What a running call yields.
 enum CallEvent {
-    /// A `notifications/progress` message.
-    Progress(Value),
+    /// A `notifications/progress` or `notifications/message` message.
+    Notification(Value),
     /// The call's answer: a result, or a JSON-RPC error object.
     Done(std::result::Result<Map<String, Value>, Value>),
 }
@@ -79,6 +81,8 @@ pub(super) struct Running {
     guard: CancelOnDrop,
     progress_token: Option<Value>,
     last_progress: Option<f64>,
+    /// The least severe log level the client takes (`None`: no log messages).
+    log_level: Option<LoggingLevel>,
     /// A modern call: a tool asking for input answers `input_required` (MRTR) with the
     /// request's capabilities, under this tool agent's MCP task id.
     mrtr: Option<super::mrtr::Mrtr>,
@@ -106,9 +110,16 @@ impl Running {
             },
             progress_token,
             last_progress: None,
+            log_level: None,
             mrtr,
             done: false,
         }
+    }
+
+    /// Forward the tool's log messages of `level` and more severe ones.
+    pub(super) fn logs(mut self, level: Option<LoggingLevel>) -> Self {
+        self.log_level = level;
+        self
     }
 
     async fn next(&mut self) -> Option<CallEvent> {
@@ -128,6 +139,9 @@ impl Running {
                     return Some(CallEvent::Done(Err(e.to_mcp())));
                 }
             };
+            // A snapshot shows a status written before the call followed the task: its log
+            // message, if it is one, was not logged while this call waited.
+            let snapshot = matches!(event.response, StreamResponse::Task(_));
             let (state, message) = match event.response {
                 StreamResponse::Task(task) => (task.status.state, task.status.message),
                 StreamResponse::StatusUpdate(update) => {
@@ -155,7 +169,10 @@ impl Running {
                 return Some(CallEvent::Done(answer(state, message.as_ref())));
             }
             if let Some(notification) = self.progress(message.as_ref()) {
-                return Some(CallEvent::Progress(notification));
+                return Some(CallEvent::Notification(notification));
+            }
+            if let Some(notification) = self.log(message.as_ref()).filter(|_| !snapshot) {
+                return Some(CallEvent::Notification(notification));
             }
         }
         None
@@ -181,6 +198,13 @@ impl Running {
             params["message"] = json!(text);
         }
         Some(json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": params}))
+    }
+
+    /// The log notification a working status carries, when the client takes its level.
+    fn log(&self, message: Option<&Message>) -> Option<Value> {
+        let least = self.log_level?;
+        let log = log_of(message?).filter(|log| log.level >= least)?;
+        Some(json!({"jsonrpc": "2.0", "method": "notifications/message", "params": log}))
     }
 }
 
@@ -259,15 +283,29 @@ impl McpBridge {
                 };
             }
         };
-        if running.progress_token.is_some() && ctx.accepts_stream {
+        // A call taking only log messages answers JSON unless one comes before the answer
+        // (most tools log nothing, and a legacy call takes every level).
+        let mut first = None;
+        if running.progress_token.is_none() && running.log_level.is_some() && ctx.accepts_stream {
+            match running.next().await {
+                Some(CallEvent::Notification(n)) => first = Some(n),
+                Some(CallEvent::Done(answer)) => return self.reply_result(ctx, answer),
+                None => {
+                    let error = Error::new(ErrorKind::Internal, "the call ended without an answer");
+                    return error_reply(ctx.id, &error, modern);
+                }
+            }
+        }
+        if (running.progress_token.is_some() || first.is_some()) && ctx.accepts_stream {
             let this = self.clone();
             let id = ctx.id.to_owned();
+            let first = first.map(|n| serde_json::to_vec(&n).unwrap_or_default());
             let stream = futures::stream::unfold(Some(running), move |state| {
                 let (this, id) = (this.clone(), id.clone());
                 async move {
                     let mut running = state?;
                     match running.next().await? {
-                        CallEvent::Progress(n) => {
+                        CallEvent::Notification(n) => {
                             Some((serde_json::to_vec(&n).unwrap_or_default(), Some(running)))
                         }
                         CallEvent::Done(answer) => {
@@ -276,11 +314,14 @@ impl McpBridge {
                     }
                 }
             });
-            return McpReply::Stream(Box::pin(stream));
+            return McpReply::Stream(Box::pin(futures::StreamExt::chain(
+                futures::stream::iter(first),
+                stream,
+            )));
         }
         loop {
             match running.next().await {
-                Some(CallEvent::Progress(_)) => {}
+                Some(CallEvent::Notification(_)) => {}
                 Some(CallEvent::Done(answer)) => return self.reply_result(ctx, answer),
                 None => {
                     let error = Error::new(ErrorKind::Internal, "the call ended without an answer");
@@ -334,6 +375,7 @@ impl McpBridge {
                 )
             })?;
         let entry = self.entry(&params.name)?;
+        let log_level = log_level(&ctx.era, &params)?;
         // The x-mcp-header rule is the 2026-07-28 transport's: legacy clients mirror nothing,
         // and a transport without headers has none to check (as for `Mcp-Name`).
         if let (true, Some(headers)) = (ctx.era.is_modern(), ctx.headers) {
@@ -406,14 +448,16 @@ impl McpBridge {
             .await?;
         let task_id =
             agentlog_wire::ids::task_id(&ctx.caller.tenant, &ctx.caller.principal, &message_id);
-        Ok(Started::Running(Running::new(
+        let running = Running::new(
             Follow::Turn(events),
             &entry.bridge,
             ctx.caller,
             task_id,
             params.progress_token().cloned(),
             super::mrtr::Mrtr::of(ctx, entry),
-        )))
+        )
+        .logs(log_level);
+        Ok(Started::Running(running))
     }
 }
 
@@ -425,6 +469,24 @@ pub(super) enum Started {
     Running(Running),
     /// On the log as a task.
     Task(agentlog_wire::mcp::McpTask),
+}
+
+/// The least severe log level a call takes: modern, the level its `_meta` asks (none: no log
+/// messages); legacy, every level (`logging/setLevel` would set it for a session, and a
+/// stateless bridge has none to keep it in).
+pub(super) fn log_level(
+    era: &agentlog_wire::mcp::Era,
+    params: &CallToolParams,
+) -> Result<Option<LoggingLevel>> {
+    if !era.is_modern() {
+        return Ok(Some(LoggingLevel::Debug));
+    }
+    LoggingLevel::of_meta(params.meta.as_ref()).map_err(|e| {
+        Error::new(ErrorKind::InvalidParams, e).with_detail(
+            "field",
+            format!("_meta.{}", agentlog_wire::mcp::META_LOG_LEVEL),
+        )
+    })
 }
 
 /// A modern call must declare the client capabilities its tool needs.

@@ -179,7 +179,7 @@ impl McpBridge {
         result.insert("supportedVersions".into(), json!(versions));
         result.insert(
             "capabilities".into(),
-            json!({"tools": {}, "extensions": {TASKS_EXTENSION: {}}}),
+            json!({"tools": {}, "logging": {}, "extensions": {TASKS_EXTENSION: {}}}),
         );
         if let Some(instructions) = &self.inner.config.instructions {
             result.insert("instructions".into(), json!(instructions));
@@ -205,6 +205,7 @@ impl McpBridge {
             "capabilities".into(),
             json!({
                 "tools": {},
+                "logging": {},
                 "tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
             }),
         );

@@ -169,6 +169,7 @@ impl McpBridge {
             return Err(refused());
         }
         let progress = params.progress_token().cloned();
+        let log_level = super::call::log_level(&ctx.era, params)?;
         let follow = match self.mcp_task(entry, &task, false).status {
             status if status.is_terminal() => {
                 return Ok(Started::Answered(answer(
@@ -214,7 +215,8 @@ impl McpBridge {
             id.to_owned(),
             progress,
             Some(mrtr),
-        );
+        )
+        .logs(log_level);
         Ok(Started::Running(running))
     }
 }

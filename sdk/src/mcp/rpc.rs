@@ -288,6 +288,7 @@ impl McpBridge {
             "server/discover" => Ok(self.discover()),
             "initialize" if !modern => Ok(self.initialize(params.as_ref())),
             "ping" if !modern => Ok(Map::new()),
+            "logging/setLevel" if !modern => set_level(params.as_ref()),
             "tools/list" => self.list_tools(params.as_ref(), modern),
             "subscriptions/listen" if modern => return self.listen(&ctx, params.as_ref()).await,
             "tools/call" => {
@@ -330,6 +331,25 @@ impl McpBridge {
             },
             Err(error) => error_reply(id, &error, modern),
         }
+    }
+}
+
+/// Legacy `logging/setLevel {level}`: the level checked, then `{}`. It would set a session's
+/// level, and the bridge keeps no session, so legacy calls get every level (the spec lets a
+/// server choose what to send when no level was set); a modern request asks its level in its
+/// own `_meta` instead (this method is gone there: -32601).
+fn set_level(params: Option<&Map<String, Value>>) -> Result<Map<String, Value>> {
+    let level = params.and_then(|p| p.get("level"));
+    match level
+        .and_then(Value::as_str)
+        .map(str::parse::<agentlog_wire::mcp::LoggingLevel>)
+    {
+        Some(Ok(_)) => Ok(Map::new()),
+        Some(Err(e)) => Err(Error::new(ErrorKind::InvalidParams, e).with_detail("field", "level")),
+        None => Err(
+            Error::new(ErrorKind::InvalidParams, "logging/setLevel needs a level")
+                .with_detail("field", "level"),
+        ),
     }
 }
 

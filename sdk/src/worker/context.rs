@@ -282,6 +282,31 @@ impl TaskContext {
             .await
     }
 
+    /// Log a message (an MCP tool call's `notifications/message`): status `working` with a
+    /// message holding a log part (`{level, logger?, data}`, media type
+    /// [`LOG_MEDIA_TYPE`](agentlog_wire::mcp::call::LOG_MEDIA_TYPE)). The MCP bridge sends it
+    /// on a sync call's event stream, in order and before the result, when the client asked
+    /// for `level` (modern: the request's `_meta` log level or a less severe one; legacy:
+    /// every level); it is on the task's log either way.
+    pub async fn log(
+        &self,
+        level: agentlog_wire::mcp::LoggingLevel,
+        logger: Option<&str>,
+        data: serde_json::Value,
+    ) -> Result<()> {
+        use agentlog_wire::mcp::call::{LOG_MEDIA_TYPE, typed_part};
+        let message = agentlog_wire::mcp::LogMessage {
+            level,
+            logger: logger.map(str::to_owned),
+            data,
+        };
+        let data = serde_json::to_value(&message)
+            .map_err(|e| Error::new(ErrorKind::InvalidParams, "bad log message").with_source(e))?;
+        let parts = vec![typed_part(data, LOG_MEDIA_TYPE)];
+        self.status_parts(TaskState::Working, Some(parts), Progress::Open)
+            .await
+    }
+
     /// End the turn with `state` (terminal, or an interruption) and a status message of
     /// `parts`: how a handler answers with data rather than text (an MCP tool's result).
     pub async fn finish_with(&self, state: TaskState, parts: Vec<Part>) -> Result<()> {

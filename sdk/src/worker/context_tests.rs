@@ -168,3 +168,60 @@ async fn progress_that_is_not_a_finite_number_is_refused_and_writes_nothing() {
     ctx.report(1.0, Some(2.0), None).await.unwrap();
     assert_eq!(records(&log, &events).await.len(), 1);
 }
+
+#[tokio::test]
+async fn a_log_message_is_a_working_status_with_a_log_part_until_the_turn_ends() {
+    use agentlog_wire::mcp::LoggingLevel;
+    use agentlog_wire::mcp::call::log_of;
+    let (ctx, log, events) = context(vec![Message::user_text("m1", "hi")], 0).await;
+    ctx.log(
+        LoggingLevel::Notice,
+        Some("db"),
+        serde_json::json!({"rows": 3}),
+    )
+    .await
+    .unwrap();
+    ctx.log(LoggingLevel::Debug, None, serde_json::json!("plain"))
+        .await
+        .unwrap();
+    ctx.complete(None).await.unwrap();
+    ctx.log(
+        LoggingLevel::Error,
+        None,
+        serde_json::json!("after the end"),
+    )
+    .await
+    .unwrap();
+    let records = records(&log, &events).await;
+    assert_eq!(records.len(), 3, "nothing is written once the turn ended");
+    let logged: Vec<_> = records[..2]
+        .iter()
+        .map(|r| {
+            let RecordBody::StatusUpdate { state, message } = &r.body else {
+                panic!("not a status update: {:?}", r.body);
+            };
+            assert_eq!(state.state().unwrap(), TaskState::Working);
+            log_of(&serde_json::from_str(message).unwrap()).unwrap()
+        })
+        .collect();
+    assert_eq!(
+        (
+            logged[0].level,
+            logged[0].logger.as_deref(),
+            &logged[0].data
+        ),
+        (
+            LoggingLevel::Notice,
+            Some("db"),
+            &serde_json::json!({"rows": 3})
+        )
+    );
+    assert_eq!(
+        (
+            logged[1].level,
+            logged[1].logger.as_deref(),
+            &logged[1].data
+        ),
+        (LoggingLevel::Debug, None, &serde_json::json!("plain"))
+    );
+}

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use agentlog_wire::mcp::{CallToolResult, ContentBlock, Tool};
+use agentlog_wire::mcp::{CallToolResult, ContentBlock, LoggingLevel, Tool};
 use base64::Engine as _;
 use serde_json::{Map, Value, json};
 
@@ -87,6 +87,18 @@ pub fn demo_tools() -> Vec<ToolConfig> {
         config(
             "test_tool_with_progress",
             "Reports progress 0, 50 and 100 of 100",
+            no_arguments(),
+            Forbidden,
+        ),
+        config(
+            "test_tool_with_logging",
+            "Logs three info messages 50 ms apart",
+            no_arguments(),
+            Forbidden,
+        ),
+        config(
+            "test_logging_tool",
+            "Logs one message at debug, info and warning",
             no_arguments(),
             Forbidden,
         ),
@@ -281,6 +293,29 @@ fn base_handlers() -> Tools {
                     call.task.report(progress, Some(100.0), None).await?;
                 }
                 Ok(CallToolResult::text("Progress test completed"))
+            }),
+        )
+        .tool(
+            "test_tool_with_logging",
+            tool_fn(|call: ToolCall| async move {
+                let steps = ["Tool execution started", "Tool processing data", "Tool execution completed"];
+                for (i, text) in steps.into_iter().enumerate() {
+                    if i > 0 && !sleep_or_cancel(&call, Duration::from_millis(50)).await {
+                        return Ok(CallToolResult::error("cancelled"));
+                    }
+                    call.task.log(LoggingLevel::Info, None, json!(text)).await?;
+                }
+                Ok(CallToolResult::text("Logging test completed"))
+            }),
+        )
+        .tool(
+            "test_logging_tool",
+            tool_fn(|call: ToolCall| async move {
+                for level in [LoggingLevel::Debug, LoggingLevel::Info, LoggingLevel::Warning] {
+                    let data = json!(format!("a {level} message"));
+                    call.task.log(level, Some("test_logging_tool"), data).await?;
+                }
+                Ok(CallToolResult::text("Logged at debug, info and warning"))
             }),
         )
         .tool(

@@ -11,6 +11,8 @@
 //!   the call's bridge path in its metadata (`agentlog.hops`, the hop guard);
 //! - a **progress** report is a `working` status whose message has a data part of media type
 //!   [`PROGRESS_MEDIA_TYPE`] (`{progress, total?, message?}`);
+//! - a **log message** is a `working` status whose message has a data part of media type
+//!   [`LOG_MEDIA_TYPE`] (`{level, logger?, data}`: [`LogMessage`](super::LogMessage));
 //! - the **result** is a `completed` terminal whose message has a data part of media type
 //!   [`RESULT_MEDIA_TYPE`] holding the `CallToolResult` (also when `isError` is true: a
 //!   tool failure is a result);
@@ -34,6 +36,9 @@ pub const INPUT_RESPONSES_MEDIA_TYPE: &str = "application/vnd.agentlog.mcp-input
 pub const INPUT_REQUESTS_MEDIA_TYPE: &str = "application/vnd.agentlog.mcp-input-requests+json";
 /// Media type of the data part carrying a progress report in a working status.
 pub const PROGRESS_MEDIA_TYPE: &str = "application/vnd.agentlog.progress+json";
+/// Media type of the data part carrying a log message (`notifications/message`'s params) in a
+/// working status.
+pub const LOG_MEDIA_TYPE: &str = "application/vnd.agentlog.mcp-log+json";
 
 /// `tools/call` params (the members the bridge reads; the raw text is what is recorded).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -307,6 +312,11 @@ pub fn progress_of(message: &Message) -> Option<Progress> {
     data_part(message, PROGRESS_MEDIA_TYPE).and_then(|d| Progress::deserialize(d).ok())
 }
 
+/// The log message a working status message carries, if any.
+pub fn log_of(message: &Message) -> Option<super::LogMessage> {
+    data_part(message, LOG_MEDIA_TYPE).and_then(|d| super::LogMessage::deserialize(d).ok())
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -393,5 +403,17 @@ mod tests {
         )];
         let progress = progress_of(&message).unwrap();
         assert_eq!((progress.progress, progress.total), (50.0, Some(100.0)));
+        assert!(log_of(&message).is_none());
+        message.parts = vec![typed_part(
+            json!({"level": "warning", "logger": "db", "data": {"slow": true}}),
+            LOG_MEDIA_TYPE,
+        )];
+        let log = log_of(&message).unwrap();
+        assert_eq!(log.level, super::super::LoggingLevel::Warning);
+        assert_eq!(
+            (log.logger.as_deref(), log.data),
+            (Some("db"), json!({"slow": true}))
+        );
+        assert!(progress_of(&message).is_none());
     }
 }

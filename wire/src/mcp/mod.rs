@@ -11,6 +11,7 @@
 
 pub mod call;
 pub mod input;
+pub mod log;
 pub mod task;
 pub mod tool;
 
@@ -18,6 +19,7 @@ use serde_json::{Map, Value};
 
 pub use call::{CallToolParams, CallToolResult, ContentBlock};
 pub use input::{PendingInput, missing_capabilities};
+pub use log::{LogMessage, LoggingLevel};
 pub use task::{McpTask, McpTaskStatus};
 pub use tool::{Tool, ToolAnnotations, validate_tool_name};
 
@@ -38,6 +40,8 @@ pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion
 pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
 /// `_meta` key of a modern request's client info (optional).
 pub const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+/// `_meta` key of the level a modern request asks log messages at (absent: none are sent).
+pub const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
 /// `_meta` key of the server info in modern results.
 pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 /// `_meta` key naming the task a legacy `tasks/result` answer belongs to.

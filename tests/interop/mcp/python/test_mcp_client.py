@@ -41,6 +41,28 @@ async def test_list_call_progress_and_errors(mode):
 
 
 @pytest.mark.parametrize("mode", MODES)
+async def test_log_messages_reach_the_logging_callback(mode):
+    # test_logging_tool logs at debug, info and warning. Modern: only the request's
+    # _meta logLevel and above (the client stamps log_level), none without it; legacy: the
+    # stateless bridge keeps no logging/setLevel, so every level comes.
+    for log_level, want in [("info", ["info", "warning"]), (None, [])]:
+        seen = []
+
+        async def logged(params):
+            seen.append((params.level, params.logger, params.data))
+
+        async with Client(URL, mode=mode, logging_callback=logged, log_level=log_level) as client:
+            if mode == "legacy":
+                await client.set_logging_level("info")
+                want = ["debug", "info", "warning"]
+            done = await client.call_tool("test_logging_tool", {})
+            assert not done.is_error, done
+        assert [level for level, _, _ in seen] == want, seen
+        assert all(logger == "test_logging_tool" for _, logger, _ in seen)
+        assert [data for _, _, data in seen] == [f"a {level} message" for level in want]
+
+
+@pytest.mark.parametrize("mode", MODES)
 async def test_a_cancelled_call_leaves_the_client_usable(mode):
     cancelled_before = task_statuses().count("cancelled")
     async with Client(URL, mode=mode) as client:
