@@ -595,10 +595,12 @@ pub(super) fn command(
     };
     // createdAt of an MCP task: when the bridge accepted the call.
     let now = crate::retention::now_ms();
-    metadata.insert(
-        "agentlog.mcp".to_owned(),
-        json!({"protocolVersion": version, "createdAtMs": now}),
-    );
+    let mut mcp = json!({"protocolVersion": version, "createdAtMs": now});
+    if as_task {
+        // A task's asks wait for tasks/update with no deadline; a sync call's expire.
+        mcp["task"] = json!(true);
+    }
+    metadata.insert("agentlog.mcp".to_owned(), mcp);
     let message_id = uuid::Uuid::new_v4().to_string();
     let text = command_params(&message_id, context_id, raw, &metadata, as_task);
     let request: SendMessageRequest = serde_json::from_str(&text).map_err(|e| {

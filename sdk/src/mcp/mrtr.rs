@@ -16,14 +16,16 @@
 //! -32021 with `data.requiredCapabilities` (the spec's answer to a request needing a
 //! capability it did not declare) and its task is cancelled.
 //!
-//! An abandoned input-required call (no retry ever comes) keeps its task input_required: the
-//! log's retention expires finished tasks only, so such a task is cancelled only by its owner
-//! (`tasks/cancel`, when the client declares the Tasks extension, with the state's task id).
+//! An abandoned input-required call (no retry ever comes) expires: the ask records a deadline
+//! (`Tools::input_timeout`) past which the workers' sweeper cancels its task
+//! (`worker::expiry`), and a retry after it is refused (-32602, "expired").
 
+use agentlog_wire::TaskState;
 use agentlog_wire::a2a::{
     GetTaskRequest, Message, SendMessageRequest, SubscribeToTaskRequest, Task,
 };
 use agentlog_wire::mcp::call::call_of;
+use agentlog_wire::mcp::input::deadline_of;
 use agentlog_wire::mcp::{CallToolParams, Era, McpTaskStatus, PendingInput, missing_capabilities};
 use serde_json::{Map, Value, json};
 
@@ -167,6 +169,25 @@ impl McpBridge {
         let pending = PendingInput::of(&task.history);
         if round == 0 || round > pending.as_ref().map_or(0, |p| p.round) {
             return Err(refused());
+        }
+        // Past the last ask's deadline the call is over, whether or not a sweeper has
+        // cancelled its task yet (`worker::expiry`); a task that went on answers as it is.
+        let expired = pending
+            .as_ref()
+            .and_then(|p| p.ask.as_ref())
+            .and_then(deadline_of)
+            .is_some_and(|deadline| deadline <= crate::retention::now_ms());
+        if expired
+            && matches!(
+                task.status.state,
+                TaskState::InputRequired | TaskState::Canceled
+            )
+        {
+            return Err(Error::new(
+                ErrorKind::InvalidParams,
+                "Invalid or expired requestState: the call's input was not answered before its deadline",
+            )
+            .with_detail("field", "requestState"));
         }
         let progress = params.progress_token().cloned();
         let log_level = super::call::log_level(&ctx.era, params)?;

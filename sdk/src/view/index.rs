@@ -379,8 +379,9 @@ pub(super) fn context_hash(context: KeyRef<'_>) -> u64 {
     GROUPING.hash_one(context)
 }
 
-/// One partition's tasks whose turn no worker has claimed, by (since when, slot): what a
-/// worker's sweeper looks at to put a lost command back on the queue.
+/// One partition's tasks waiting for something, by (since when, slot): those whose turn no
+/// worker has claimed (what a worker's sweeper puts back on the queue), or those waiting
+/// for input (whose asks it expires).
 #[derive(Default)]
 pub(super) struct AwaitingClaim {
     tasks: BTreeSet<(u64, Slot)>,
@@ -403,6 +404,11 @@ impl AwaitingClaim {
             .iter()
             .take_while(move |(since, _)| *since < before_ms)
             .map(|(_, slot)| *slot)
+    }
+
+    /// Every task with since when it waits, oldest first.
+    pub(super) fn all(&self) -> impl Iterator<Item = (u64, Slot)> + '_ {
+        self.tasks.iter().copied()
     }
 }
 

@@ -557,6 +557,29 @@ impl TaskView {
             .collect()
     }
 
+    /// The input-required tasks of `partition`, oldest first, with since when each waits
+    /// (its status time, Unix milliseconds): what a sweeper expires abandoned asks among.
+    ///
+    /// The first call starts the index (a view nobody sweeps keeps none).
+    pub fn awaiting_input(&self, partition: u32) -> Vec<(Arc<str>, u64)> {
+        let mut tasks = self.write();
+        let partitions = self.inner.partitions;
+        tasks.track_awaiting_input(partitions, |id| {
+            partition_for_key(id.as_bytes(), partitions)
+        });
+        let Some(waiting) = tasks
+            .awaiting_input
+            .as_ref()
+            .and_then(|a| a.get(partition as usize))
+        else {
+            return Vec::new();
+        };
+        waiting
+            .all()
+            .filter_map(|(since, slot)| Some((tasks.entries.entry(slot)?.id.to_arc(), since)))
+            .collect()
+    }
+
     fn read(&self) -> RwLockReadGuard<'_, Tasks> {
         self.inner.read()
     }

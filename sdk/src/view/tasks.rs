@@ -54,6 +54,10 @@ pub(super) struct Tasks {
     /// Per partition, the tasks whose turn no worker has claimed yet; kept only once a worker
     /// asked for it ([`Tasks::track_awaiting`]): a bridge's view does not pay for it.
     pub(super) awaiting: Option<Vec<AwaitingClaim>>,
+    /// Per partition, the input-required tasks by since when they wait; kept only once a
+    /// worker asked for it ([`Tasks::track_awaiting_input`]: its sweeper expires abandoned
+    /// asks).
+    pub(super) awaiting_input: Option<Vec<AwaitingClaim>>,
     pub(super) watchers: HashMap<Slot, broadcast::Sender<Arc<TaskEvent>>>,
     /// Finished tasks by when they expire (fold rule 14): what [`Tasks::expire`] drops. Built
     /// with the list index, once the replay is done: a replay expires nothing.
@@ -78,6 +82,7 @@ impl Tasks {
             owners: Owners::default(),
             index: ListIndex::default(),
             awaiting: None,
+            awaiting_input: None,
             watchers: HashMap::new(),
             expiring: Expiring::default(),
             live: (0..partitions)
@@ -160,6 +165,28 @@ impl Tasks {
             }
         }
         self.awaiting = Some(awaiting);
+    }
+
+    /// Keep the input-required index from now on, built from the tasks known so far.
+    pub(super) fn track_awaiting_input(
+        &mut self,
+        partitions: u32,
+        partition_of: impl Fn(&str) -> u32,
+    ) {
+        if self.awaiting_input.is_some() {
+            return;
+        }
+        let mut waiting: Vec<AwaitingClaim> =
+            (0..partitions).map(|_| AwaitingClaim::default()).collect();
+        for (slot, entry) in self.entries.iter() {
+            if let Some(since) = awaits_input(&entry.machine)
+                && let Some(index) =
+                    waiting.get_mut(partition_of(entry.id.text(&mut [0; 36])) as usize)
+            {
+                index.update(slot, None, Some(since));
+            }
+        }
+        self.awaiting_input = Some(waiting);
     }
 
     /// The task's entry if it exists, belongs to `caller` and has not expired at `now_ms`.
@@ -292,10 +319,21 @@ impl Tasks {
             .as_mut()
             .and_then(|a| a.get_mut(partition as usize))
         {
-            let was = before.and_then(|b| b.awaiting);
+            let was = before.as_ref().and_then(|b| b.awaiting);
             let now = machine.awaits_claim().then_some(ts);
             if was != now {
                 awaiting.update(slot, was, now);
+            }
+        }
+        if let Some(waiting) = self
+            .awaiting_input
+            .as_mut()
+            .and_then(|a| a.get_mut(partition as usize))
+        {
+            let was = before.and_then(|b| b.input);
+            let now = awaits_input(machine);
+            if was != now {
+                waiting.update(slot, was, now);
             }
         }
         let (Some(sender), Some(change)) = (self.watchers.get(&slot), change) else {
@@ -327,6 +365,8 @@ struct Before {
     listed: Option<Listed>,
     /// Since when the task has waited for a claim, if it does.
     awaiting: Option<u64>,
+    /// Since when the task has waited for input, if it does.
+    input: Option<u64>,
     /// When it expires, if it is finished and not kept forever.
     expires_at: Option<u64>,
 }
@@ -339,9 +379,15 @@ impl Before {
         Self {
             listed: if listed { entry.listed() } else { None },
             awaiting: machine.awaits_claim().then_some(status_ms),
+            input: awaits_input(machine),
             expires_at: machine.expires_at_ms(),
         }
     }
+}
+
+/// Since when the task has been input-required, if it is.
+fn awaits_input(machine: &TaskMachine) -> Option<u64> {
+    (machine.state() == Some(TaskState::InputRequired)).then(|| machine.status_timestamp_ms())
 }
 
 /// Whether `change` is a renewal that extends the holder's lease (from `lease`, when known):

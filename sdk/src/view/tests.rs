@@ -231,3 +231,44 @@ async fn a_task_read_back_from_its_content_records_is_the_fold_of_all_of_them() 
     );
     assert!(view.get(&caller, "nope").await.unwrap().is_none());
 }
+
+#[tokio::test]
+async fn the_input_required_index_follows_each_task_in_and_out() {
+    let (log, topic, view) = view_over_memory().await;
+    let asks = |task: &str, at: u64| {
+        let mut r = record(
+            task,
+            &format!("ask-{task}"),
+            RecordBody::status(TaskState::InputRequired, String::new()),
+        );
+        r.header.timestamp_ms = at;
+        r
+    };
+    append(&log, &topic, &command("t1")).await;
+    append(&log, &topic, &asks("t1", 1_700_000_000_500)).await;
+    append(&log, &topic, &command("t2")).await;
+    view.sync(None, PATIENCE).await.unwrap();
+    // Built on the first call from what the view holds, then kept record by record.
+    let ids = |v: Vec<(Arc<str>, u64)>| -> Vec<(String, u64)> {
+        v.into_iter().map(|(id, at)| (id.to_string(), at)).collect()
+    };
+    assert_eq!(
+        ids(view.awaiting_input(0)),
+        [("t1".to_owned(), 1_700_000_000_500)]
+    );
+    append(&log, &topic, &asks("t2", 1_700_000_000_900)).await;
+    let cancel = record(
+        "t1",
+        "cancel-t1",
+        RecordBody::CancelRequest {
+            metadata: String::new(),
+        },
+    );
+    append(&log, &topic, &cancel).await;
+    view.sync(None, PATIENCE).await.unwrap();
+    assert_eq!(
+        ids(view.awaiting_input(0)),
+        [("t2".to_owned(), 1_700_000_000_900)]
+    );
+    assert!(view.awaiting_input(7).is_empty());
+}

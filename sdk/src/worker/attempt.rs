@@ -189,11 +189,23 @@ impl Attempt {
         state: TaskState,
         parts: Option<Vec<Part>>,
     ) -> Result<(Record, Parsed)> {
+        self.status_record_with(state, parts, None)
+    }
+
+    /// [`status_record_parsed`](Self::status_record_parsed) whose message (when it has
+    /// `parts`) carries `metadata`.
+    pub(super) fn status_record_with(
+        &self,
+        state: TaskState,
+        parts: Option<Vec<Part>>,
+        metadata: Option<serde_json::Map<String, serde_json::Value>>,
+    ) -> Result<(Record, Parsed)> {
         let id = self.next_id();
         let (json, message) = match parts {
             Some(parts) => {
                 let mut message = Message::agent_text(id.clone(), "");
                 message.parts = parts;
+                message.metadata = metadata;
                 message.task_id = Some(self.task.id.clone());
                 message.context_id = Some(self.task.context_id.clone());
                 let json = serde_json::to_string(&message).map_err(|e| {

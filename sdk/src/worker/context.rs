@@ -310,6 +310,17 @@ impl TaskContext {
     /// End the turn with `state` (terminal, or an interruption) and a status message of
     /// `parts`: how a handler answers with data rather than text (an MCP tool's result).
     pub async fn finish_with(&self, state: TaskState, parts: Vec<Part>) -> Result<()> {
+        self.finish_with_metadata(state, parts, None).await
+    }
+
+    /// [`finish_with`](Self::finish_with), the status message carrying `metadata` too (an
+    /// MCP ask's deadline: `ToolCall::ask`).
+    pub(crate) async fn finish_with_metadata(
+        &self,
+        state: TaskState,
+        parts: Vec<Part>,
+        metadata: Option<serde_json::Map<String, serde_json::Value>>,
+    ) -> Result<()> {
         let then = if state.is_terminal() {
             Progress::Terminal
         } else if state.is_interrupted() {
@@ -317,7 +328,14 @@ impl TaskContext {
         } else {
             Progress::Open
         };
-        self.status_parts(state, Some(parts), then).await
+        if self.skips() {
+            return Ok(());
+        }
+        let attempt = &self.inner.attempt;
+        let (record, parsed) = attempt.status_record_with(state, Some(parts), metadata)?;
+        self.append(record, Some(parsed)).await?;
+        self.moved_to(then);
+        Ok(())
     }
 
     /// Answer the client's message with a message instead of a task (A2A: "respond with a

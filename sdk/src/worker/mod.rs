@@ -34,6 +34,7 @@ mod context;
 pub mod demo;
 mod demo_input_tools;
 pub mod demo_tools;
+mod expiry;
 mod handler;
 mod pending;
 #[cfg(test)]
@@ -61,6 +62,7 @@ use crate::view::{TaskView, ViewOptions};
 pub use conformance::ConformanceHandler;
 pub use context::TaskContext;
 pub use demo::DemoHandler;
+pub use expiry::DEFAULT_INPUT_TIMEOUT;
 pub use handler::{Handler, HandlerError, handler_fn};
 pub use tools::{ToolCall, ToolHandler, Tools, tool_fn};
 

@@ -19,6 +19,9 @@
 //! The bound: a lost command is back on the queue within `requeue_after` plus one sweep
 //! period (1 s) plus an append, so at most 5 s with the defaults, while the owning worker has
 //! a free supervisor slot to receive it.
+//!
+//! The same sweep cancels the input-required tasks of those partitions whose ask's deadline
+//! has passed (an abandoned MCP call: [`super::expiry`]), within one sweep period of it.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -43,6 +46,8 @@ pub(super) struct Sweeper {
     next: Instant,
     /// Turns this worker put back on the queue, and when.
     requeued: HashMap<TurnKey, Instant>,
+    /// The asks waiting in the owned partitions, with their deadlines.
+    expiry: super::expiry::InputExpiry,
 }
 
 impl Sweeper {
@@ -51,6 +56,7 @@ impl Sweeper {
             requeue_after,
             next: Instant::now() + SWEEP_EVERY,
             requeued: HashMap::new(),
+            expiry: super::expiry::InputExpiry::default(),
         }
     }
 
@@ -87,6 +93,7 @@ impl Sweeper {
                 }
             }
         }
+        self.expiry.sweep(shared, owned).await;
     }
 }
 

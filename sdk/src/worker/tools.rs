@@ -12,6 +12,7 @@
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use agentlog_wire::TaskState;
 use agentlog_wire::a2a::Part;
@@ -42,6 +43,8 @@ pub struct ToolCall {
     /// The task the call is: report progress with [`TaskContext::report`], watch
     /// [`TaskContext::cancellation`], carry [`TaskContext::hops`] on calls it makes.
     pub task: TaskContext,
+    /// How long an ask of this call waits for the client ([`Tools::input_timeout`]).
+    input_timeout: Duration,
 }
 
 impl ToolCall {
@@ -67,10 +70,13 @@ impl ToolCall {
     /// the responses in [`ToolCall::input_responses`]. Keys must be new within the task (the
     /// extension's rule). A modern sync call answers `input_required` with these requests
     /// when [`ToolCall::client_capabilities`] declares their kinds (-32021 otherwise); a
-    /// legacy one answers a tool error, and its task is cancelled.
+    /// legacy one answers a tool error, and its task is cancelled. A call answered on its
+    /// request records a deadline ([`Tools::input_timeout`]): past it the workers cancel the
+    /// task and a retry is refused as expired; a task waits without one.
     pub async fn ask(&self, text: &str, input_requests: Map<String, Value>) -> crate::Result<()> {
+        let metadata = super::expiry::ask_metadata(&self.task, self.input_timeout);
         self.task
-            .finish_with(
+            .finish_with_metadata(
                 TaskState::InputRequired,
                 vec![
                     typed_part(
@@ -79,6 +85,7 @@ impl ToolCall {
                     ),
                     Part::text(text),
                 ],
+                metadata,
             )
             .await
     }
@@ -118,6 +125,8 @@ where
 #[derive(Clone, Default)]
 pub struct Tools {
     handlers: BTreeMap<String, Arc<dyn ToolHandler>>,
+    /// Per tool, how long its asks wait (others: [`DEFAULT_INPUT_TIMEOUT`](super::DEFAULT_INPUT_TIMEOUT)).
+    input_timeouts: BTreeMap<String, Duration>,
 }
 
 impl std::fmt::Debug for Tools {
@@ -140,6 +149,24 @@ impl Tools {
         self
     }
 
+    /// How long an ask ([`ToolCall::ask`]) of tool `name`'s calls answered on their request
+    /// waits for the client's retry before the task is cancelled (default
+    /// [`DEFAULT_INPUT_TIMEOUT`](super::DEFAULT_INPUT_TIMEOUT), 15 minutes; zero: for ever,
+    /// until its owner cancels it). The deadline is written with the ask, so it holds on
+    /// every worker and across restarts whatever they are configured with. Calls that run as
+    /// tasks have none.
+    pub fn input_timeout(mut self, name: impl Into<String>, timeout: Duration) -> Self {
+        self.input_timeouts.insert(name.into(), timeout);
+        self
+    }
+
+    fn input_timeout_of(&self, name: &str) -> Duration {
+        self.input_timeouts
+            .get(name)
+            .copied()
+            .unwrap_or(super::DEFAULT_INPUT_TIMEOUT)
+    }
+
     /// The tools served, by name.
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.handlers.keys().map(String::as_str)
@@ -157,7 +184,15 @@ impl Handler for Tools {
             Some(responses) => match PendingInput::of(task.history()) {
                 Some(pending) if !pending.is_answered() => {
                     let parts = pending.ask.map(|ask| ask.parts).unwrap_or_default();
-                    task.finish_with(TaskState::InputRequired, parts).await?;
+                    // An answer came: the ask waits its whole timeout again.
+                    let name = call_of(task.history().first().unwrap_or(task.message()))
+                        .and_then(std::result::Result::ok)
+                        .map(|call| call.name)
+                        .unwrap_or_default();
+                    let timeout = self.input_timeout_of(&name);
+                    let metadata = super::expiry::ask_metadata(&task, timeout);
+                    task.finish_with_metadata(TaskState::InputRequired, parts, metadata)
+                        .await?;
                     return Ok(());
                 }
                 Some(pending) => Some(pending.responses),
@@ -182,6 +217,7 @@ impl Handler for Tools {
                 let first_turn = task.message().message_id == first.message_id;
                 first_turn.then(|| params.input_responses.clone()).flatten()
             }),
+            input_timeout: self.input_timeout_of(&params.name),
             params,
             task: task.clone(),
         };

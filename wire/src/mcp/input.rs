@@ -17,6 +17,11 @@
 //! The answers to an ask are the first response to each of its keys anywhere in the
 //! history: keys are never reused within a task (the extension's rule), and a response is
 //! only written for a key that was asked.
+//!
+//! An ask of a call answered on its request (MRTR) records when it expires: its status
+//! message's metadata holds `{"agentlog.mcp": {"inputDeadlineMs": <Unix ms>}}`
+//! ([`deadline_metadata`], [`deadline_of`]). Past it, the workers' sweeper cancels the task and
+//! a retry is refused as an expired `requestState`; every replica reads the same deadline.
 
 use serde_json::{Map, Value};
 
@@ -143,6 +148,31 @@ fn requests_of(message: &Message) -> Option<&Map<String, Value>> {
         .as_object()
 }
 
+/// The metadata member holding agentlog's MCP fields (in a command's message: the era and
+/// `createdAtMs`; in an ask's status message: its deadline).
+pub const MCP_METADATA_KEY: &str = "agentlog.mcp";
+/// The member of [`MCP_METADATA_KEY`] holding an ask's deadline, Unix milliseconds.
+pub const INPUT_DEADLINE_KEY: &str = "inputDeadlineMs";
+
+/// The metadata of an ask that expires at `deadline_ms`.
+pub fn deadline_metadata(deadline_ms: u64) -> Map<String, Value> {
+    let mut mcp = Map::new();
+    mcp.insert(INPUT_DEADLINE_KEY.to_owned(), Value::from(deadline_ms));
+    let mut metadata = Map::new();
+    metadata.insert(MCP_METADATA_KEY.to_owned(), Value::Object(mcp));
+    metadata
+}
+
+/// When the ask `message` expires, if it records a deadline.
+pub fn deadline_of(message: &Message) -> Option<u64> {
+    message
+        .metadata
+        .as_ref()?
+        .get(MCP_METADATA_KEY)?
+        .get(INPUT_DEADLINE_KEY)?
+        .as_u64()
+}
+
 /// The `inputResponses` a message answers with, if it answers.
 pub fn responses_of(message: &Message) -> Option<&Map<String, Value>> {
     data_part(message, INPUT_RESPONSES_MEDIA_TYPE)?
@@ -188,6 +218,25 @@ mod tests {
             INPUT_RESPONSES_MEDIA_TYPE,
         )];
         m
+    }
+
+    #[test]
+    fn an_ask_records_its_deadline_in_its_metadata() {
+        let mut message = ask("s", json!({"k": {"method": "roots/list"}}));
+        assert_eq!(deadline_of(&message), None);
+        message.metadata = Some(deadline_metadata(1_700_000_000_123));
+        assert_eq!(
+            serde_json::to_value(&message.metadata).unwrap(),
+            json!({"agentlog.mcp": {"inputDeadlineMs": 1_700_000_000_123_u64}})
+        );
+        assert_eq!(deadline_of(&message), Some(1_700_000_000_123));
+        message.metadata = Some(
+            json!({"agentlog.mcp": {"inputDeadlineMs": "soon"}})
+                .as_object()
+                .unwrap()
+                .clone(),
+        );
+        assert_eq!(deadline_of(&message), None);
     }
 
     #[test]
