@@ -243,6 +243,33 @@ async fn two_workers_sweeping_cancel_every_abandoned_call_once_as_every_reader_s
             assert_eq!(info.state, TaskState::Canceled);
         }
     }
+    // What a second sweeper's cancel (an ownership change between two sweeps) would add:
+    // the fold keeps the first terminal record, so every reader still agrees.
+    let twice = Record {
+        header: agentlog_wire::RecordHeader {
+            task_id: ids[0].clone(),
+            message_id: "expired-again".into(),
+            principal: "alice".into(),
+            source: "another-worker".into(),
+            timestamp_ms: agentlog::retention::now_ms(),
+            content_type: "application/json".into(),
+            ..Default::default()
+        },
+        body: RecordBody::CancelRequest {
+            metadata: r#"{"agentlog.mcp":{"expired":true}}"#.into(),
+        },
+    };
+    let before = task(&a, &ids[0]).await;
+    let topics = agentlog::AgentTopics::of(AGENT);
+    let payload = bytes::Bytes::from(twice.encode().expect("encode"));
+    log.append(&topics.events, ids[0].as_bytes(), vec![payload])
+        .await
+        .expect("append");
+    for mcp in [&a, &b] {
+        let again = wait_state(mcp, &ids[0], TaskState::Canceled).await;
+        assert_eq!(again.status.timestamp, before.status.timestamp);
+        assert_eq!(again.history.len(), before.history.len());
+    }
     let alice = Caller::principal("alice");
     for mcp in [&a, &b] {
         let page = mcp.bridges()[AGENT]
