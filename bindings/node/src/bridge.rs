@@ -7,11 +7,10 @@ use std::time::Duration;
 use agentlog::Caller as SdkCaller;
 use agentlog::bridge::json::{from_params, to_json};
 use agentlog::bridge::{
-    Bridge as SdkBridge, BridgeConfig, RpcOptions, RpcReply, SseFrames, TaskStream, card_from_file,
-    card_from_json, default_card,
+    Bridge as SdkBridge, BridgeConfig, PulledStream, RpcOptions, RpcReply, SseFrames, TaskStream,
+    card_from_file, card_from_json, default_card,
 };
 use futures::StreamExt;
-use futures::future::BoxFuture;
 use napi::Env;
 use napi::bindgen_prelude::{Buffer, Either, PromiseRaw};
 use napi_derive::napi;
@@ -250,12 +249,12 @@ impl Bridge {
         };
         let request = from_js(request);
         let bridge = self.inner.clone();
-        Ok(EventStream::new(Box::pin(async move {
+        Ok(EventStream::new(async move {
             let request = from_params("SendMessageRequest", &request)?;
             bridge
                 .send_streaming_message(&caller, request, None, resume_after)
                 .await
-        })))
+        }))
     }
 
     /// `SubscribeToTask`: the task's events until it is terminal (through interruptions).
@@ -271,12 +270,12 @@ impl Bridge {
         };
         let request = from_js(request);
         let bridge = self.inner.clone();
-        Ok(EventStream::new(Box::pin(async move {
+        Ok(EventStream::new(async move {
             let request = from_params("SubscribeToTaskRequest", &request)?;
             bridge
                 .subscribe_to_task(&caller, request, resume_after)
                 .await
-        })))
+        }))
     }
 
     /// Answer a JSON-RPC request body: the response body, or for a streaming method the SSE
@@ -320,29 +319,18 @@ impl Bridge {
     }
 }
 
-enum StreamState {
-    Opening(BoxFuture<'static, agentlog::Result<TaskStream>>),
-    Open(TaskStream),
-    Done,
-}
-
 /// A task's events, each `{position, last, event}`. `for await (const e of stream)` reads
 /// them (index.js); `next()` gives `null` at the end.
 #[napi]
+#[derive(Debug)]
 pub struct EventStream {
-    state: Arc<Mutex<StreamState>>,
-}
-
-impl std::fmt::Debug for EventStream {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("EventStream").finish_non_exhaustive()
-    }
+    stream: Arc<PulledStream>,
 }
 
 impl EventStream {
-    fn new(open: BoxFuture<'static, agentlog::Result<TaskStream>>) -> Self {
+    fn new(open: impl Future<Output = agentlog::Result<TaskStream>> + Send + 'static) -> Self {
         Self {
-            state: Arc::new(Mutex::new(StreamState::Opening(open))),
+            stream: Arc::new(PulledStream::new(open)),
         }
     }
 }
@@ -352,43 +340,16 @@ impl EventStream {
     /// The next event, or `null` once the stream has ended.
     #[napi(ts_return_type = "Promise<StreamEvent | null>")]
     pub async fn next(&self) -> napi::Result<Option<Value>> {
-        let mut state = self.state.lock().await;
-        loop {
-            match &mut *state {
-                StreamState::Done => return Ok(None),
-                StreamState::Opening(open) => match open.await {
-                    Ok(stream) => *state = StreamState::Open(stream),
-                    Err(e) => {
-                        *state = StreamState::Done;
-                        return Err(crate::error::to_napi(e));
-                    }
-                },
-                StreamState::Open(stream) => {
-                    return match stream.next().await {
-                        None => {
-                            *state = StreamState::Done;
-                            Ok(None)
-                        }
-                        Some(Ok(event)) => {
-                            if event.last {
-                                *state = StreamState::Done;
-                            }
-                            event.to_json().map(Some).or_throw()
-                        }
-                        Some(Err(e)) => {
-                            *state = StreamState::Done;
-                            Err(crate::error::to_napi(e))
-                        }
-                    };
-                }
-            }
+        match self.stream.next().await.map_err(crate::error::to_napi)? {
+            Some(event) => event.to_json().map(Some).or_throw(),
+            None => Ok(None),
         }
     }
 
     /// Stop reading: the stream is dropped (its place among the bridge's streams freed).
     #[napi]
     pub async fn close(&self) {
-        *self.state.lock().await = StreamState::Done;
+        self.stream.close().await;
     }
 }
 

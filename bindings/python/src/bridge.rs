@@ -6,15 +6,13 @@ use std::time::Duration;
 
 use agentlog::bridge::json::{from_params, to_json};
 use agentlog::bridge::{
-    RpcOptions, RpcReply, SseFrames, TaskStream, card_from_file, card_from_json,
+    PulledStream, RpcOptions, RpcReply, SseFrames, TaskStream, card_from_file, card_from_json,
 };
 use agentlog::{Bridge, BridgeConfig, ErrorKind};
 use futures::StreamExt;
-use futures::future::BoxFuture;
 use pyo3::exceptions::PyStopAsyncIteration;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
-use serde_json::Value;
 use tokio::sync::Mutex;
 
 use crate::aio::{self, OnCancel};
@@ -223,12 +221,12 @@ impl PyBridge {
         let params = py_to_json(request, "request")?;
         let bridge = self.0.clone();
         let caller = caller_of(caller);
-        Ok(EventStream::new(Box::pin(async move {
+        Ok(EventStream::new(async move {
             let request = from_params("SendMessageRequest", &params)?;
             bridge
                 .send_streaming_message(&caller, request, None, resume_after)
                 .await
-        })))
+        }))
     }
 
     /// `SubscribeToTask`: an async iterator of the task's events until it ends; with
@@ -243,12 +241,12 @@ impl PyBridge {
         let params = py_to_json(request, "request")?;
         let bridge = self.0.clone();
         let caller = caller_of(caller);
-        Ok(EventStream::new(Box::pin(async move {
+        Ok(EventStream::new(async move {
             let request = from_params("SubscribeToTaskRequest", &params)?;
             bridge
                 .subscribe_to_task(&caller, request, resume_after)
                 .await
-        })))
+        }))
     }
 
     /// Answer a JSON-RPC request body (`bytes` or `str`): the response body as `bytes`, or
@@ -323,60 +321,17 @@ impl PyBridge {
     }
 }
 
-/// Where an event stream stands.
-enum StreamState {
-    /// Not opened yet: the first `__anext__` opens it (an error then is the open's).
-    Opening(BoxFuture<'static, agentlog::Result<TaskStream>>),
-    Open(TaskStream),
-    Ended,
-}
-
 /// An async iterator of a task's events: `{"position", "last", "event"}` dicts.
 #[pyclass(frozen, module = "agentlog", name = "EventStream")]
+#[derive(Debug)]
 pub struct EventStream {
-    state: Arc<Mutex<StreamState>>,
-}
-
-impl std::fmt::Debug for EventStream {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("EventStream").finish_non_exhaustive()
-    }
+    stream: Arc<PulledStream>,
 }
 
 impl EventStream {
-    fn new(open: BoxFuture<'static, agentlog::Result<TaskStream>>) -> Self {
+    fn new(open: impl Future<Output = agentlog::Result<TaskStream>> + Send + 'static) -> Self {
         Self {
-            state: Arc::new(Mutex::new(StreamState::Opening(open))),
-        }
-    }
-}
-
-/// The next event of a stream, opening it first if needed; `None` at its end.
-async fn next_event(state: Arc<Mutex<StreamState>>) -> agentlog::Result<Option<Value>> {
-    let mut state = state.lock().await;
-    loop {
-        match &mut *state {
-            StreamState::Opening(open) => match open.await {
-                Ok(stream) => *state = StreamState::Open(stream),
-                Err(e) => {
-                    *state = StreamState::Ended;
-                    return Err(e);
-                }
-            },
-            StreamState::Open(stream) => {
-                return match stream.next().await {
-                    Some(Ok(event)) => Ok(Some(event.to_json()?)),
-                    Some(Err(e)) => {
-                        *state = StreamState::Ended;
-                        Err(e)
-                    }
-                    None => {
-                        *state = StreamState::Ended;
-                        Ok(None)
-                    }
-                };
-            }
-            StreamState::Ended => return Ok(None),
+            stream: Arc::new(PulledStream::new(open)),
         }
     }
 }
@@ -399,20 +354,26 @@ impl EventStream {
     }
 
     fn __anext__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let state = self.state.clone();
-        aio::spawn(py, OnCancel::Drop, next_event(state), |py, event| {
+        let stream = self.stream.clone();
+        let next = async move {
+            match stream.next().await? {
+                Some(event) => event.to_json().map(Some),
+                None => Ok(None),
+            }
+        };
+        aio::spawn(py, OnCancel::Drop, next, |py, event| {
             stop_or(py, event, |py, event| Ok(to_py(py, &event)?.unbind()))
         })
     }
 
     /// Stop the stream (its place under the bridge's limits is given back).
     fn aclose<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let state = self.state.clone();
+        let stream = self.stream.clone();
         aio::spawn(
             py,
             OnCancel::Finish,
             async move {
-                *state.lock().await = StreamState::Ended;
+                stream.close().await;
                 Ok(())
             },
             aio::none,

@@ -16,6 +16,7 @@ mod live;
 #[path = "live_tests.rs"]
 mod live_tests;
 mod media;
+mod pull;
 mod requeue;
 mod rpc;
 mod send;
@@ -42,6 +43,7 @@ pub use card::{
 };
 pub use limits::LimitsConfig;
 pub(crate) use live::TurnEvents;
+pub use pull::PulledStream;
 pub use rpc::{RpcOptions, RpcReply, RpcStream, SseFrames};
 pub use stream::{StreamEvent, TaskStream};
 pub(crate) use tasks::encode_cursor as page_token;
