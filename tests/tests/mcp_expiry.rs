@@ -324,3 +324,30 @@ async fn a_worker_started_after_a_restart_expires_the_call_at_its_recorded_deadl
         "{body}"
     );
 }
+
+#[tokio::test]
+async fn more_abandoned_calls_than_one_sweep_reads_all_expire() {
+    // A sweep reads at most 64 deadlines; a worker starting beside more learns the rest over
+    // the next sweeps.
+    let log = agentlog::log::open("memory://").await.expect("log");
+    let mcp = McpBridge::open(log.clone(), config()).await.expect("mcp");
+    let worker = Worker::start(log.clone(), worker_config(), tools(Duration::from_secs(2)))
+        .await
+        .expect("worker");
+    let mut ids = Vec::new();
+    for _ in 0..100 {
+        ids.push(task_id(&ask(&mcp).await));
+    }
+    worker.shutdown().await.expect("shutdown");
+    let _worker = Worker::start(log.clone(), worker_config(), tools(Duration::from_secs(2)))
+        .await
+        .expect("worker again");
+    for id in &ids {
+        wait_state(&mcp, id, TaskState::Canceled).await;
+    }
+    let counts = cancels(&log).await;
+    assert!(
+        ids.iter().all(|id| counts.get(id) == Some(&1)),
+        "{counts:?}"
+    );
+}

@@ -6,8 +6,9 @@
 //! [`Tools::input_timeout`](super::Tools::input_timeout), default [`DEFAULT_INPUT_TIMEOUT`];
 //! 0 records none), except for a call that runs as a task (its command says so), which waits
 //! for `tasks/update` as long as its owner likes. Each worker's sweeper looks at the
-//! input-required tasks of the partitions it owns, reads each ask's deadline once, and once it
-//! has passed appends a cancel request (metadata `{"agentlog.mcp": {"expired": true}}`). Any
+//! input-required tasks of the partitions it owns, reads each ask's deadline once (at most
+//! 64 reads a sweep, so a worker starting beside many waiting tasks keeps serving its queue),
+//! and once it has passed appends a cancel request (metadata `{"agentlog.mcp": {"expired": true}}`). Any
 //! worker, restarted or not, reads the same deadline from the same record; two sweepers that
 //! both cancel (an ownership change between sweeps) write two cancel requests, and the fold's
 //! first terminal record wins, so the second changes nothing. A retry after the deadline is
@@ -55,6 +56,11 @@ fn runs_as_task(task: &TaskContext) -> bool {
         == Some(true)
 }
 
+/// How many asks' deadlines one sweep reads from the log at most: the sweep runs in the
+/// worker's loop, so a worker that starts beside many waiting tasks learns their deadlines
+/// over a few sweeps instead of pausing its queue for all of them.
+const READS_PER_SWEEP: usize = 64;
+
 /// One worker's knowledge of the asks waiting in the partitions it owns.
 #[derive(Debug, Default)]
 pub(super) struct InputExpiry {
@@ -68,19 +74,24 @@ impl InputExpiry {
     pub(super) async fn sweep(&mut self, shared: &Shared, owned: &[u32]) {
         let now = now_ms();
         let mut seen = HashSet::new();
+        let mut reads = 0;
         for &partition in owned {
             for (task_id, since) in shared.view.awaiting_input(partition) {
                 let key = (task_id, since);
                 seen.insert(key.clone());
                 let deadline = match self.known.get(&key) {
                     Some(deadline) => *deadline,
-                    None => match deadline(shared, &key.0).await {
-                        Ok(deadline) => *self.known.entry(key.clone()).or_insert(deadline),
-                        Err(error) => {
-                            tracing::warn!(task_id = %key.0, %error, "worker: cannot read an ask's deadline; trying again next sweep");
-                            continue;
+                    None if reads == READS_PER_SWEEP => continue,
+                    None => {
+                        reads += 1;
+                        match deadline(shared, &key.0).await {
+                            Ok(deadline) => *self.known.entry(key.clone()).or_insert(deadline),
+                            Err(error) => {
+                                tracing::warn!(task_id = %key.0, %error, "worker: cannot read an ask's deadline; trying again next sweep");
+                                continue;
+                            }
                         }
-                    },
+                    }
                 };
                 if deadline.is_none_or(|deadline| deadline > now) {
                     continue;
