@@ -4,11 +4,10 @@
 //! naming another id, cancels nothing.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use agentlog::Caller;
 use agentlog::mcp::{McpBridge, McpConfig, McpReply, McpRequest, ToolConfig};
-use agentlog::worker::{ToolCall, Tools, Worker, WorkerConfig, tool_fn};
+use agentlog::worker::{ToolCall, Tools, tool_fn};
 use agentlog_integration::mcp_rpc::{SOON, two_bridges};
 use agentlog_wire::TaskState;
 use agentlog_wire::a2a::ListTasksRequest;

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use agentlog::Caller;
 use agentlog::mcp::{McpBridge, McpConfig, TaskSupport, ToolConfig};
-use agentlog::worker::{ToolCall, Tools, Worker, WorkerConfig, tool_fn};
+use agentlog::worker::{ToolCall, Tools, tool_fn};
 use agentlog_integration::mcp_rpc::{create, modern, rpc, two_bridges, wait_status};
 use agentlog_wire::a2a::GetTaskRequest;
 use agentlog_wire::mcp::{CallToolResult, Tool};

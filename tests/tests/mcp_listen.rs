@@ -5,13 +5,11 @@
 //! frame carries the subscription id, and the stream ends with the listen result once every
 //! task followed has ended. Asking without the extension is -32021.
 
-use std::time::Duration;
-
 use agentlog::Caller;
 use agentlog::mcp::{
     McpBridge, McpConfig, McpReply, McpRequest, McpStream, TaskSupport, ToolConfig,
 };
-use agentlog::worker::{ToolCall, Tools, Worker, WorkerConfig, tool_fn};
+use agentlog::worker::{ToolCall, Tools, tool_fn};
 use agentlog_integration::mcp_rpc::{SOON, create, modern, rpc, rpc_as, two_bridges};
 use agentlog_wire::mcp::{CallToolResult, Tool};
 use futures::StreamExt as _;

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use agentlog::Caller;
 use agentlog::mcp::{McpBridge, McpConfig, ToolConfig};
-use agentlog::worker::{ToolCall, Tools, Worker, WorkerConfig, tool_fn};
+use agentlog::worker::{ToolCall, Tools, Worker, tool_fn};
 use agentlog_integration::mcp_rpc::{SOON, rpc_as, two_bridges};
 use agentlog_wire::TaskState;
 use agentlog_wire::a2a::{GetTaskRequest, ListTasksRequest};
