@@ -227,6 +227,9 @@ export type ContentBlock =
   | { type: 'resource_link'; uri: string; name: string; [field: string]: unknown }
   | { type: 'resource'; resource: { uri: string; [field: string]: unknown }; [field: string]: unknown };
 
+/** A log message's level (`TaskContext.log`), least severe first: MCP's (RFC 5424's). */
+export type LoggingLevel = 'debug' | 'info' | 'notice' | 'warning' | 'error' | 'critical' | 'alert' | 'emergency';
+
 /**
  * A tool's answer: `content` (may be empty), `structuredContent` (matching the tool's
  * `outputSchema`), `isError` (a tool failure the model reads; throwing in the handler is a
@@ -481,6 +484,8 @@ export declare class TaskContext {
    */
   get _tool(): { name: string; arguments: { [key: string]: unknown }; params: { [key: string]: unknown }; inputResponses: { [key: string]: unknown } | null } | null
   _report(id: number, progress: number, total?: number | undefined | null, message?: string | undefined | null): Completion | null
+  /** `level` is parsed by the SDK (another is `invalid_params`, nothing written). */
+  _log(id: number, level: LoggingLevel, data: unknown, logger: string | null): Completion | null
   _ask(id: number, text: string, inputRequests: { [key: string]: unknown }): Completion | null
   _working(id: number, text?: string | undefined | null): Completion | null
   _artifact(id: number, artifact: Artifact, append: boolean, lastChunk: boolean): Completion | null
@@ -670,9 +675,11 @@ export interface ServeOptions {
  * Start a worker for `agent` over `log` whose turns `dispatch` (index.js's dispatcher)
  * runs; with `bridge`, it shares that bridge's view of the log (no second replay).
  * With `tools` (tool names), the turns are MCP tool calls of those tools (the SDK's
- * `Tools` dispatcher), and with `mcp` the worker shares that MCP bridge's view of `agent`.
+ * `Tools` dispatcher), and with `mcp` the worker shares that MCP bridge's view of `agent`;
+ * `input_timeout_ms`: how long the asks of every tool wait, or by tool name for those tools
+ * (the others, and all without it: the SDK's default).
  */
-export declare function startWorker(log: Log, agent: string, dispatch: (tasks: TaskContext[], done: Completion[], cancelled: number[]) => void, options?: WorkerOptions | null, bridge?: Bridge | null, mcp?: McpBridge | null, tools?: string[] | null): Promise<Worker>
+export declare function startWorker(log: Log, agent: string, dispatch: (tasks: TaskContext[], done: Completion[], cancelled: number[]) => void, options?: WorkerOptions | null, bridge?: Bridge | null, mcp?: McpBridge | null, tools?: string[] | null, inputTimeoutMs?: number | { [tool: string]: number } | null): Promise<Worker>
 
 /** Options of a streaming verb. */
 export interface StreamOptions {
@@ -839,6 +846,12 @@ export type ToolHandler = (call: ToolCall) => Promise<CallToolResult> | CallTool
 export interface ToolWorkerOptions extends WorkerOptions {
   /** The tool handlers, by tool name. */
   tools: { [name: string]: ToolHandler };
+  /**
+   * How long a call answered on its request whose tool asks (`ToolCall.ask`) waits for the
+   * client's retry before its task is cancelled, for every tool or by tool name. Default 15
+   * minutes; 0: no deadline.
+   */
+  inputTimeoutMs?: number | { [tool: string]: number };
   /** Share this bridge's view of the log (an McpBridge serving tools on the agent, or a Bridge). */
   bridge?: Bridge | McpBridge;
 }
@@ -889,6 +902,12 @@ export interface TaskContext {
   working(text?: string): Promise<void>;
   /** Report progress as numbers (an MCP call's `notifications/progress`); `progress` should grow. */
   report(progress: number, total?: number | null, message?: string | null): Promise<void>;
+  /**
+   * Log a message (an MCP call's `notifications/message`; `data` any JSON value, `logger`
+   * the logger's name): sent in order with progress, before the result, to a client that
+   * asked for `level`. Another level rejects with `invalid_params`.
+   */
+  log(level: LoggingLevel, data: unknown, logger?: string | null): Promise<void>;
   /** Add an artifact, or with `append` a chunk to the one with the same id. */
   artifact(artifact: Artifact, options?: { append?: boolean; lastChunk?: boolean }): Promise<void>;
   /** Ask the client for input: ends this turn; the next message starts the next one. */

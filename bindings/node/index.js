@@ -244,6 +244,9 @@ Object.assign(Task.prototype, {
   report(progress, total, message) {
     return contextCall(this, '_report', progress, total ?? null, message ?? null);
   },
+  log(level, data, logger) {
+    return contextCall(this, '_log', level, data, logger ?? null);
+  },
   followUp() {
     return contextCall(this, '_followUp');
   },
@@ -325,21 +328,26 @@ const startWorker = guardAsync(native.startWorker);
  * function; a throw or a rejection fails the task with its message). Or, instead of a
  * handler, `{ tools: { name: async (call) => CallToolResult } }` (as the third argument or in
  * `options`): the worker answers MCP calls of those tools on tool agent `agent`; a throw is a
- * JSON-RPC error. `options.bridge`: a Bridge of `agent`, or an McpBridge serving tools on it,
- * whose view of the log the worker shares.
+ * JSON-RPC error; `options.inputTimeoutMs`: how long a tool's ask waits for the client's
+ * retry before its task is cancelled (a number for every tool, or by tool name; default 15
+ * minutes; 0: no deadline). `options.bridge`: a Bridge of `agent`, or an McpBridge serving
+ * tools on it, whose view of the log the worker shares.
  */
 Worker.start = function start(log, agent, handler, options) {
   if (handler !== null && typeof handler === 'object' && options === undefined) {
     options = handler;
     handler = null;
   }
-  const { bridge, tools, ...rest } = options || {};
+  const { bridge, tools, inputTimeoutMs, ...rest } = options || {};
   const hasHandler = handler !== null && handler !== undefined;
   if (hasHandler && tools !== undefined) {
     return Promise.reject(new AgentlogError('invalid_params', 'a worker runs either an A2A handler or MCP tools: pass a handler or { tools }, not both'));
   }
   if (!hasHandler && tools === undefined) {
     return Promise.reject(new AgentlogError('invalid_params', 'a worker needs a handler (a function taking a TaskContext) or { tools } (tool name -> function taking a ToolCall)'));
+  }
+  if (tools === undefined && inputTimeoutMs !== undefined) {
+    return Promise.reject(new AgentlogError('invalid_params', "inputTimeoutMs is how long a tool's ask waits: it needs { tools }"));
   }
   if (hasHandler && typeof handler !== 'function') {
     return Promise.reject(new AgentlogError('invalid_params', `the handler must be a function taking a TaskContext, got ${typeof handler}`));
@@ -356,7 +364,7 @@ Worker.start = function start(log, agent, handler, options) {
     }
   }
   const isMcp = bridge instanceof native.McpBridge;
-  return startWorker(log, agent, dispatcher(handler, tools), rest, isMcp ? null : bridge ?? null, isMcp ? bridge : null, names);
+  return startWorker(log, agent, dispatcher(handler, tools), rest, isMcp ? null : bridge ?? null, isMcp ? bridge : null, names, inputTimeoutMs ?? null);
 };
 const closedPromises = new WeakMap();
 /** `cls.prototype.closed`: one Promise per object, made on first use (a pending Promise keeps

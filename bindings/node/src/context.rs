@@ -8,15 +8,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 
+use agentlog::bridge::json::from_params;
 use agentlog::worker::{TaskContext as SdkContext, ToolCall};
 use agentlog_wire::a2a::{Artifact, Part};
+use agentlog_wire::mcp::LoggingLevel;
 use napi_derive::napi;
 use serde_json::Value;
 use tokio::sync::oneshot;
 
 use crate::bridge::Caller;
 use crate::convert::{from_js, parse, to_js};
-use crate::error::{invalid, reason};
+use crate::error::{invalid, reason, to_napi};
 use crate::worker::{Completion, Dispatcher};
 
 /// How a JS handler settled.
@@ -262,6 +264,25 @@ impl TaskContext {
         self.write(id, move |ctx| async move {
             ctx.report(progress, total, message.as_deref()).await
         })
+    }
+
+    /// `level` is parsed by the SDK (another is `invalid_params`, nothing written).
+    #[napi(
+        js_name = "_log",
+        ts_args_type = "id: number, level: LoggingLevel, data: unknown, logger: string | null"
+    )]
+    pub fn log(
+        &self,
+        id: u32,
+        level: String,
+        data: Value,
+        logger: Option<String>,
+    ) -> napi::Result<Option<Completion>> {
+        let level: LoggingLevel = from_params("level", &Value::String(level)).map_err(to_napi)?;
+        let data = from_js(data);
+        Ok(self.write(id, move |ctx| async move {
+            ctx.log(level, logger.as_deref(), data).await
+        }))
     }
 
     #[napi(

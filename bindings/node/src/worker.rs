@@ -20,6 +20,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex};
+use std::time::Duration;
 
 use agentlog::ErrorKind;
 use agentlog::bridge::json::from_params;
@@ -28,7 +29,7 @@ use agentlog::worker::{
     Worker as SdkWorker, WorkerConfig,
 };
 use agentlog_wire::mcp::CallToolResult;
-use napi::bindgen_prelude::{FnArgs, Function, PromiseRaw};
+use napi::bindgen_prelude::{Either, FnArgs, Function, PromiseRaw};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{Env, Status};
 use napi_derive::napi;
@@ -38,7 +39,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::bridge::{Bridge, millis};
 use crate::context::{Settled, TaskContext};
-use crate::error::{OrThrow, to_napi};
+use crate::error::{OrThrow, invalid, to_napi};
 use crate::log::Log;
 use crate::mcp::McpBridge;
 
@@ -224,9 +225,11 @@ pub struct Worker {
 /// Start a worker for `agent` over `log` whose turns `dispatch` (index.js's dispatcher)
 /// runs; with `bridge`, it shares that bridge's view of the log (no second replay).
 /// With `tools` (tool names), the turns are MCP tool calls of those tools (the SDK's
-/// `Tools` dispatcher), and with `mcp` the worker shares that MCP bridge's view of `agent`.
+/// `Tools` dispatcher), and with `mcp` the worker shares that MCP bridge's view of `agent`;
+/// `input_timeout_ms`: how long the asks of every tool wait, or by tool name for those tools
+/// (the others, and all without it: the SDK's default).
 #[napi(
-    ts_args_type = "log: Log, agent: string, dispatch: (tasks: TaskContext[], done: Completion[], cancelled: number[]) => void, options?: WorkerOptions | null, bridge?: Bridge | null, mcp?: McpBridge | null, tools?: string[] | null",
+    ts_args_type = "log: Log, agent: string, dispatch: (tasks: TaskContext[], done: Completion[], cancelled: number[]) => void, options?: WorkerOptions | null, bridge?: Bridge | null, mcp?: McpBridge | null, tools?: string[] | null, inputTimeoutMs?: number | { [tool: string]: number } | null",
     ts_return_type = "Promise<Worker>"
 )]
 #[allow(clippy::too_many_arguments)]
@@ -239,7 +242,9 @@ pub fn start_worker<'env>(
     bridge: Option<&Bridge>,
     mcp: Option<&McpBridge>,
     tools: Option<Vec<String>>,
+    input_timeout_ms: Option<Either<f64, HashMap<String, f64>>>,
 ) -> napi::Result<PromiseRaw<'env, Worker>> {
+    let input_timeouts = input_timeouts(input_timeout_ms, tools.as_deref().unwrap_or_default())?;
     let mut config = WorkerConfig::new(&agent);
     if let Some(options) = options {
         if let Some(n) = options.concurrency {
@@ -281,6 +286,11 @@ pub fn start_worker<'env>(
                         },
                     )
                 });
+                let tools = input_timeouts
+                    .into_iter()
+                    .fold(tools, |tools, (name, timeout)| {
+                        tools.input_timeout(name, timeout)
+                    });
                 SdkWorker::start(log, config, tools).await
             }
         }
@@ -296,6 +306,35 @@ pub fn start_worker<'env>(
             closed: CancellationToken::new(),
         })
     })
+}
+
+/// The input timeouts of `inputTimeoutMs`: one for each of `tools`, or by tool name (each one
+/// of `tools`: another name is a typo that would keep the default silently).
+fn input_timeouts(
+    timeout_ms: Option<Either<f64, HashMap<String, f64>>>,
+    tools: &[String],
+) -> napi::Result<Vec<(String, Duration)>> {
+    let of = |ms: f64| -> napi::Result<Duration> {
+        Ok(millis(Some(ms), "inputTimeoutMs")?.unwrap_or_default())
+    };
+    match timeout_ms {
+        None => Ok(Vec::new()),
+        Some(Either::A(ms)) => {
+            let timeout = of(ms)?;
+            Ok(tools.iter().map(|name| (name.clone(), timeout)).collect())
+        }
+        Some(Either::B(per_tool)) => per_tool
+            .into_iter()
+            .map(|(name, ms)| {
+                if !tools.contains(&name) {
+                    return Err(invalid(format!(
+                        "inputTimeoutMs names tool {name:?}, which tools does not have"
+                    )));
+                }
+                Ok((name, of(ms)?))
+            })
+            .collect(),
+    }
 }
 
 #[napi]

@@ -1,7 +1,8 @@
 // MCP from Node: an McpBridge serving tools whose handlers are JS (Worker.start with
 // { tools }), called through handleRpc (both eras, the MCP headers, progress as SSE frames,
 // invalid arguments, an unknown tool, handlers that throw, reject or return junk, a task that
-// asks for input and resumes, a cancelled task) and through
+// asks for input and resumes, a cancelled task, log messages at a modern call's level, an ask
+// expiring after inputTimeoutMs) and through
 // serve({ mcp }) over HTTP (plain requests and the official @modelcontextprotocol/client
 // 2.4.0, legacy and auto), over memory:// and file://.
 'use strict';
@@ -292,6 +293,130 @@ test('a task asks for input and resumes, another is cancelled and its handler he
     await status(waiting.taskId, 'cancelled');
     for (let i = 0; i < 250 && !aborted; i += 1) await new Promise((r) => setTimeout(r, 20));
     assert.equal(aborted, true);
+  } finally {
+    await worker.close();
+    await log.close();
+  }
+});
+
+/** A modern `_meta` asking log messages at `level` (and progress under `tok`). */
+function logLevel(level, capabilities = {}) {
+  return {
+    'io.modelcontextprotocol/protocolVersion': MODERN,
+    'io.modelcontextprotocol/clientCapabilities': capabilities,
+    'io.modelcontextprotocol/logLevel': level,
+    progressToken: 'tok',
+  };
+}
+
+test('log messages stream in order before the result, at the level the call asked', TIMEOUT, async () => {
+  const log = await openLog('memory://');
+  const refused = [];
+  const mcp = await McpBridge.open(log, [{ name: 'chatty', inputSchema: { type: 'object' }, agent: 'jslogs' }]);
+  const worker = await Worker.start(log, 'jslogs', {
+    bridge: mcp,
+    tools: {
+      async chatty(call) {
+        await call.task.log('debug', { step: 'connect' }, 'db');
+        await call.task.report(1, 2);
+        await call.task.log('info', 'halfway');
+        await call.task.report(2, 2);
+        await call.task.log('error', { slow: true }, 'db');
+        await call.task.log('loud', 'no such level').catch((e) => refused.push(e));
+        return { content: [{ type: 'text', text: 'done' }] };
+      },
+    },
+  });
+  try {
+    const reply = await mcp.handleRpc(rpc('tools/call', { name: 'chatty', _meta: logLevel('info') }, 3), { acceptsStream: true });
+    assert.equal(reply.status, 200);
+    assert.equal(reply.contentType, 'text/event-stream');
+    const messages = [];
+    for await (const frame of reply.frames) messages.push(JSON.parse(frame.toString().slice('data: '.length)));
+    const summary = messages.map((m) => {
+      if (m.method === 'notifications/message') return ['log', m.params];
+      if (m.method === 'notifications/progress') return ['progress', m.params.progress];
+      return ['result', m.result.content[0].text];
+    });
+    // debug is below the level asked: on the log, not sent.
+    assert.deepEqual(summary, [
+      ['progress', 1],
+      ['log', { level: 'info', data: 'halfway' }],
+      ['progress', 2],
+      ['log', { level: 'error', logger: 'db', data: { slow: true } }],
+      ['result', 'done'],
+    ]);
+    assert.equal(messages.at(-1).id, 3);
+    assert.equal(refused.length, 1);
+    assert.ok(refused[0] instanceof AgentlogError && refused[0].kind === 'invalid_params' && /level/.test(refused[0].message), String(refused[0]));
+  } finally {
+    await worker.close();
+    await log.close();
+  }
+});
+
+test('an ask waits inputTimeoutMs, then the call expires', TIMEOUT, async () => {
+  const log = await openLog('memory://');
+  const anything = { type: 'object' };
+  const mcp = await McpBridge.open(log, [
+    { name: 'confirm', inputSchema: anything, agent: 'jsexpiry' },
+    { name: 'patient', inputSchema: anything, agent: 'jsexpiry' },
+  ]);
+  const bridge = await Bridge.open(log, 'jsexpiry');
+  const confirm = async (call) => {
+    if (call.inputResponses === null) {
+      await call.ask('sure?', { ok: { method: 'elicitation/create', params: { message: 'sure?', requestedSchema: { type: 'object' } } } });
+      return { content: [] };
+    }
+    return { content: [{ type: 'text', text: 'confirmed' }] };
+  };
+  const tools = { confirm, patient: confirm };
+  const refusesWith = (pattern) => (e) => e instanceof AgentlogError && e.kind === 'invalid_params' && pattern.test(e.message);
+  await assert.rejects(Worker.start(log, 'jsexpiry', { tools, inputTimeoutMs: -1 }), refusesWith(/inputTimeoutMs must be/));
+  await assert.rejects(Worker.start(log, 'jsexpiry', { tools, inputTimeoutMs: 'soon' }), refusesWith(/./));
+  await assert.rejects(Worker.start(log, 'jsexpiry', { tools, inputTimeoutMs: { confrim: 1 } }), refusesWith(/names tool "confrim"/));
+  await assert.rejects(Worker.start(log, 'jsexpiry', async () => {}, { inputTimeoutMs: 1000 }), refusesWith(/needs \{ tools \}/));
+  // A modern sync call of `name`: the call, its task id and its recorded deadline (ms).
+  const ask = async (name) => {
+    const call = { name, _meta: logLevel('info', { elicitation: {} }) };
+    const asked = answer(await mcp.handleRpc(rpc('tools/call', call))).result;
+    assert.equal(asked.resultType, 'input_required', JSON.stringify(asked));
+    const state = asked.requestState;
+    const taskId = state.slice(0, state.lastIndexOf('#')).split(':').slice(1).join(':');
+    const waiting = await bridge.getTask({ id: taskId });
+    assert.equal(waiting.status.state, 'TASK_STATE_INPUT_REQUIRED');
+    return { call: { ...call, requestState: state }, taskId, deadline: waiting.status.message.metadata['agentlog.mcp'].inputDeadlineMs };
+  };
+  const within = (deadline, from, ms) => assert.ok(deadline >= from + ms && deadline < from + ms + 5000, `from ${from} +${ms}: deadline ${deadline}`);
+  // One number: every tool's asks wait that long.
+  let worker = await Worker.start(log, 'jsexpiry', { tools, bridge: mcp, inputTimeoutMs: 30000 });
+  try {
+    const askedAt = Date.now();
+    within((await ask('patient')).deadline, askedAt, 30000);
+  } finally {
+    await worker.close();
+  }
+  // By tool name: those tools; the others keep the default (15 minutes).
+  worker = await Worker.start(log, 'jsexpiry', { tools, bridge: mcp, inputTimeoutMs: { confirm: 500 } });
+  try {
+    let askedAt = Date.now();
+    within((await ask('patient')).deadline, askedAt, 900000);
+    askedAt = Date.now();
+    const { call, taskId, deadline } = await ask('confirm');
+    within(deadline, askedAt, 500);
+    let task;
+    for (let i = 0; i < 500; i += 1) {
+      task = await bridge.getTask({ id: taskId });
+      if (task.status.state === 'TASK_STATE_CANCELED') break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    assert.equal(task.status.state, 'TASK_STATE_CANCELED');
+    assert.ok(Date.now() >= deadline);
+    const refused = await mcp.handleRpc(rpc('tools/call', { ...call, inputResponses: { ok: { action: 'accept', content: {} } } }));
+    const body = answer(refused);
+    assert.equal(refused.status, 400);
+    assert.equal(body.error.code, -32602);
+    assert.match(body.error.message, /expired/);
   } finally {
     await worker.close();
     await log.close();

@@ -43,6 +43,12 @@ export type ToolHandler = (call: ToolCall) => Promise<CallToolResult> | CallTool
 export interface ToolWorkerOptions extends WorkerOptions {
   /** The tool handlers, by tool name. */
   tools: { [name: string]: ToolHandler };
+  /**
+   * How long a call answered on its request whose tool asks (`ToolCall.ask`) waits for the
+   * client's retry before its task is cancelled, for every tool or by tool name. Default 15
+   * minutes; 0: no deadline.
+   */
+  inputTimeoutMs?: number | { [tool: string]: number };
   /** Share this bridge's view of the log (an McpBridge serving tools on the agent, or a Bridge). */
   bridge?: Bridge | McpBridge;
 }
@@ -93,6 +99,12 @@ export interface TaskContext {
   working(text?: string): Promise<void>;
   /** Report progress as numbers (an MCP call's `notifications/progress`); `progress` should grow. */
   report(progress: number, total?: number | null, message?: string | null): Promise<void>;
+  /**
+   * Log a message (an MCP call's `notifications/message`; `data` any JSON value, `logger`
+   * the logger's name): sent in order with progress, before the result, to a client that
+   * asked for `level`. Another level rejects with `invalid_params`.
+   */
+  log(level: LoggingLevel, data: unknown, logger?: string | null): Promise<void>;
   /** Add an artifact, or with `append` a chunk to the one with the same id. */
   artifact(artifact: Artifact, options?: { append?: boolean; lastChunk?: boolean }): Promise<void>;
   /** Ask the client for input: ends this turn; the next message starts the next one. */

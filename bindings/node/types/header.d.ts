@@ -227,6 +227,9 @@ export type ContentBlock =
   | { type: 'resource_link'; uri: string; name: string; [field: string]: unknown }
   | { type: 'resource'; resource: { uri: string; [field: string]: unknown }; [field: string]: unknown };
 
+/** A log message's level (`TaskContext.log`), least severe first: MCP's (RFC 5424's). */
+export type LoggingLevel = 'debug' | 'info' | 'notice' | 'warning' | 'error' | 'critical' | 'alert' | 'emergency';
+
 /**
  * A tool's answer: `content` (may be empty), `structuredContent` (matching the tool's
  * `outputSchema`), `isError` (a tool failure the model reads; throwing in the handler is a

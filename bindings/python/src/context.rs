@@ -4,6 +4,7 @@
 use agentlog::bridge::json::from_params;
 use agentlog::worker::TaskContext;
 use agentlog_wire::a2a::{Artifact, Part};
+use agentlog_wire::mcp::LoggingLevel;
 use pyo3::prelude::*;
 
 use crate::PyCaller;
@@ -147,6 +148,25 @@ impl PyTaskContext {
     ) -> PyResult<Bound<'py, PyAny>> {
         self.write(py, move |t| async move {
             t.report(progress, total, message.as_deref()).await
+        })
+    }
+
+    /// Log a message (an MCP tool call's `notifications/message`): `level` one of MCP's
+    /// (`"debug"` ... `"emergency"`; another is an `InvalidParamsError`), `data` any JSON
+    /// value, `logger` the logger's name. The MCP bridge sends it, in order with progress and
+    /// before the result, to a client that asked for the level.
+    #[pyo3(signature = (level, data, logger = None))]
+    fn log<'py>(
+        &self,
+        py: Python<'py>,
+        level: String,
+        data: &Bound<'py, PyAny>,
+        logger: Option<String>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let data = py_to_json(data, "data")?;
+        self.write(py, move |t| async move {
+            let level: LoggingLevel = from_params("level", &serde_json::Value::String(level))?;
+            t.log(level, logger.as_deref(), data).await
         })
     }
 

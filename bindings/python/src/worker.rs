@@ -216,7 +216,11 @@ impl ToolHandler for PyTool {
 #[derive(Debug)]
 enum Serves {
     Tasks(Arc<Py<PyAny>>),
-    Tools(Vec<(String, Arc<Py<PyAny>>)>),
+    Tools {
+        functions: Vec<(String, Arc<Py<PyAny>>)>,
+        /// How long the asks of these tools wait (the others: the SDK's default).
+        input_timeouts: Vec<(String, Duration)>,
+    },
 }
 
 /// The workers running now, for the exit hook.
@@ -285,6 +289,50 @@ fn tool_functions(tools: &Bound<'_, PyAny>) -> PyResult<Vec<(String, Arc<Py<PyAn
     Ok(functions)
 }
 
+/// `secs`, the value of the duration argument `name`, as a `Duration`.
+fn seconds(name: &str, secs: f64) -> PyResult<Duration> {
+    Duration::try_from_secs_f64(secs)
+        .map_err(|_| PyTypeError::new_err(format!("{name} must be >= 0 seconds, got {secs}")))
+}
+
+/// The input timeouts of `input_timeout=`: seconds for each tool of `tools`, or a dict of
+/// tool name → seconds (each a tool of `tools`: another name is a typo that would keep the
+/// default silently).
+fn input_timeouts(
+    timeout: &Bound<'_, PyAny>,
+    tools: &[(String, Arc<Py<PyAny>>)],
+) -> PyResult<Vec<(String, Duration)>> {
+    let secs_of = |value: &Bound<'_, PyAny>| -> PyResult<Duration> {
+        let secs: f64 = value.extract().map_err(|_| {
+            PyTypeError::new_err(format!(
+                "input_timeout must be seconds or a dict of tool name -> seconds, got {}",
+                value
+                    .repr()
+                    .map_or_else(|_| "?".to_owned(), |r| r.to_string())
+            ))
+        })?;
+        seconds("input_timeout", secs)
+    };
+    let Ok(per_tool) = timeout.cast::<PyDict>() else {
+        let timeout = secs_of(timeout)?;
+        return Ok(tools
+            .iter()
+            .map(|(name, _)| (name.clone(), timeout))
+            .collect());
+    };
+    let mut timeouts = Vec::with_capacity(per_tool.len());
+    for (name, secs) in per_tool.iter() {
+        let name: String = name.extract()?;
+        if !tools.iter().any(|(served, _)| *served == name) {
+            return Err(PyTypeError::new_err(format!(
+                "input_timeout names tool {name:?}, which tools= does not have"
+            )));
+        }
+        timeouts.push((name, secs_of(&secs)?));
+    }
+    Ok(timeouts)
+}
+
 /// The view a worker of `agent` shares: a `Bridge`'s, or an `McpBridge`'s bridge of that
 /// tool agent.
 fn view_of(bridge: &Bound<'_, PyAny>, agent: &str) -> PyResult<agentlog::view::TaskView> {
@@ -331,18 +379,25 @@ impl PyWorker {
                 function: function.clone(),
                 event_loop,
             }),
-            Serves::Tools(functions) => Start::Tools(functions.iter().fold(
-                Tools::new(),
-                |tools, (name, function)| {
-                    tools.tool(
-                        name.clone(),
-                        PyTool {
-                            function: function.clone(),
-                            event_loop: event_loop.clone(),
-                        },
-                    )
-                },
-            )),
+            Serves::Tools {
+                functions,
+                input_timeouts,
+            } => {
+                let tools = functions
+                    .iter()
+                    .fold(Tools::new(), |tools, (name, function)| {
+                        tools.tool(
+                            name.clone(),
+                            PyTool {
+                                function: function.clone(),
+                                event_loop: event_loop.clone(),
+                            },
+                        )
+                    });
+                Start::Tools(input_timeouts.iter().fold(tools, |tools, (name, timeout)| {
+                    tools.input_timeout(name.clone(), *timeout)
+                }))
+            }
         };
         let log = this.log.clone();
         let slot = this.worker.clone();
@@ -375,9 +430,13 @@ impl PyWorker {
     /// once. Not running until `start()` (or `async with`). With `bridge` (a `Bridge` of
     /// `agent`, or an `McpBridge` serving tools on `agent`), it shares that bridge's view of
     /// the log (no second replay). `shutdown_timeout`: how long `shutdown()` lets running
-    /// handlers finish.
+    /// handlers finish. `input_timeout` (with `tools`): how long, in seconds, a call answered
+    /// on its request whose tool asks (`ToolCall.ask`) waits for the client's retry before
+    /// the task is cancelled (default 15 minutes; 0: no deadline), for every tool, or a dict
+    /// of tool name → seconds for those tools.
     #[new]
-    #[pyo3(signature = (log, agent, handler = None, *, tools = None, concurrency = 64, bridge = None, shutdown_timeout = 10.0))]
+    #[pyo3(signature = (log, agent, handler = None, *, tools = None, concurrency = 64, bridge = None, shutdown_timeout = 10.0, input_timeout = None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         log: &PyLog,
         agent: &str,
@@ -386,10 +445,17 @@ impl PyWorker {
         concurrency: usize,
         bridge: Option<&Bound<'_, PyAny>>,
         shutdown_timeout: f64,
+        input_timeout: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let handler = handler.filter(|h| !h.is_none());
         let tools = tools.filter(|t| !t.is_none());
+        let input_timeout = input_timeout.filter(|t| !t.is_none());
         let serves = match (handler, tools) {
+            (Some(_), None) if input_timeout.is_some() => {
+                return Err(PyTypeError::new_err(
+                    "input_timeout is how long a tool's ask waits: it needs tools=",
+                ));
+            }
             (Some(handler), None) => {
                 if !is_coroutine_function(handler)? {
                     return Err(PyTypeError::new_err(format!(
@@ -399,7 +465,17 @@ impl PyWorker {
                 }
                 Serves::Tasks(Arc::new(handler.clone().unbind()))
             }
-            (None, Some(tools)) => Serves::Tools(tool_functions(tools)?),
+            (None, Some(tools)) => {
+                let functions = tool_functions(tools)?;
+                let input_timeouts = match input_timeout {
+                    Some(timeout) => input_timeouts(timeout, &functions)?,
+                    None => Vec::new(),
+                };
+                Serves::Tools {
+                    functions,
+                    input_timeouts,
+                }
+            }
             (Some(_), Some(_)) => {
                 return Err(PyTypeError::new_err(
                     "a worker runs either an A2A handler or MCP tools: pass handler or tools=, not both",
@@ -417,11 +493,7 @@ impl PyWorker {
             None => None,
             Some(b) => Some(view_of(b, agent)?),
         };
-        config.shutdown_timeout = Duration::try_from_secs_f64(shutdown_timeout).map_err(|_| {
-            PyTypeError::new_err(format!(
-                "shutdown_timeout must be >= 0 seconds, got {shutdown_timeout}"
-            ))
-        })?;
+        config.shutdown_timeout = seconds("shutdown_timeout", shutdown_timeout)?;
         Ok(Self {
             log: log.0.clone(),
             config: Mutex::new(Some(config)),

@@ -1,7 +1,8 @@
 """MCP from Python: an McpBridge serving tools whose handlers are Python (Worker(tools=...)),
 called through McpBridge.handle_rpc (both eras, the MCP headers, progress as SSE frames,
 invalid arguments, an unknown tool, a handler that raises or returns junk, a task that asks
-for input and resumes, a cancelled task) and through serve
+for input and resumes, a cancelled task, log messages at a modern call's level, an ask
+expiring after input_timeout) and through serve
 with the official MCP Python client (mcp 2.3.0, the version tests/interop/mcp pins), also as
 the example script over memory:// and file://."""
 
@@ -11,6 +12,7 @@ import asyncio
 import json
 import signal
 import sys
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -346,3 +348,130 @@ async def test_a_task_asks_for_input_resumes_and_another_is_cancelled() -> None:
                 break
             await asyncio.sleep(0.02)
         assert seen["cancelled"] is True
+
+
+def log_level(level: str, *, elicitation: bool = False) -> dict[str, Any]:
+    """A modern ``_meta`` asking log messages at ``level`` (and progress under ``tok``)."""
+    capabilities: dict[str, Any] = {"elicitation": {}} if elicitation else {}
+    return {
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
+        "io.modelcontextprotocol/logLevel": level,
+        "progressToken": "tok",
+    }
+
+
+async def test_log_messages_stream_in_order_before_the_result_at_the_level_asked() -> None:
+    agent = agent_name()
+    log = await agentlog.open_log("memory://")
+    refused: list[str] = []
+
+    async def chatty(call: ToolCall) -> CallToolResult:
+        await call.task.log("debug", {"step": "connect"}, "db")
+        await call.task.report(1, 2)
+        await call.task.log("info", "halfway")
+        await call.task.report(2, 2)
+        await call.task.log("error", {"slow": True}, logger="db")
+        try:
+            await call.task.log("loud", "no such level")  # type: ignore[arg-type]
+        except agentlog.InvalidParamsError as e:
+            refused.append(str(e))
+        return {"content": [{"type": "text", "text": "done"}]}
+
+    definitions: list[Tool] = [{"name": "chatty", "inputSchema": {"type": "object"}, "agent": agent}]
+    mcp = await agentlog.McpBridge.open(log, definitions)
+    async with agentlog.Worker(log, agent, tools={"chatty": chatty}, bridge=mcp):
+        call = {"name": "chatty", "_meta": log_level("info")}
+        reply = await mcp.handle_rpc(rpc("tools/call", call, id=3), accepts_stream=True)
+        assert (reply.status, reply.content_type) == (200, "text/event-stream"), reply
+        assert reply.frames is not None
+        messages = [json.loads(frame[len(b"data: ") :]) async for frame in reply.frames]
+    summary = []
+    for m in messages:
+        if m.get("method") == "notifications/message":
+            summary.append(("log", m["params"]))
+        elif m.get("method") == "notifications/progress":
+            summary.append(("progress", m["params"]["progress"]))
+        else:
+            summary.append(("result", m["result"]["content"][0]["text"]))
+    # debug is below the level asked: on the log, not sent.
+    assert summary == [
+        ("progress", 1.0),
+        ("log", {"level": "info", "data": "halfway"}),
+        ("progress", 2.0),
+        ("log", {"level": "error", "logger": "db", "data": {"slow": True}}),
+        ("result", "done"),
+    ]
+    assert messages[-1]["id"] == 3
+    assert len(refused) == 1 and "level" in refused[0], refused
+
+
+async def test_an_ask_waits_input_timeout_then_the_call_expires() -> None:
+    agent = agent_name()
+    log = await agentlog.open_log("memory://")
+
+    async def confirm(call: ToolCall) -> CallToolResult:
+        if call.input_responses is None:
+            request = {"method": "elicitation/create", "params": {"message": "sure?", "requestedSchema": {"type": "object"}}}
+            await call.ask("sure?", {"ok": request})
+            return {"content": []}
+        return {"content": [{"type": "text", "text": "confirmed"}]}
+
+    anything = {"type": "object"}
+    definitions: list[Tool] = [
+        {"name": "confirm", "inputSchema": anything, "agent": agent},
+        {"name": "patient", "inputSchema": anything, "agent": agent},
+    ]
+    handlers = {"confirm": confirm, "patient": confirm}
+    mcp = await agentlog.McpBridge.open(log, definitions)
+    bridge = await agentlog.Bridge.open(log, agent)
+
+    async def task_handler(task: agentlog.TaskContext) -> None:
+        await task.complete()
+
+    with pytest.raises(TypeError, match="input_timeout must be >= 0"):
+        agentlog.Worker(log, agent, tools=handlers, input_timeout=-1)
+    with pytest.raises(TypeError, match="input_timeout must be seconds or a dict"):
+        agentlog.Worker(log, agent, tools=handlers, input_timeout="soon")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match='names tool "confrim"'):
+        agentlog.Worker(log, agent, tools=handlers, input_timeout={"confrim": 1})
+    with pytest.raises(TypeError, match="needs tools="):
+        agentlog.Worker(log, agent, task_handler, input_timeout=1)
+
+    async def ask(name: str) -> tuple[dict[str, Any], str, float]:
+        """A modern sync call of ``name``: the call, its task id, its recorded deadline (ms)."""
+        call = {"name": name, "_meta": log_level("info", elicitation=True)}
+        asked = (await answer(await mcp.handle_rpc(rpc("tools/call", call))))["result"]
+        assert asked["resultType"] == "input_required", asked
+        call["requestState"] = asked["requestState"]
+        task_id = asked["requestState"].rsplit("#", 1)[0].split(":", 1)[1]
+        waiting = await bridge.get_task({"id": task_id})
+        assert waiting["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+        deadline: float = waiting["status"]["message"]["metadata"]["agentlog.mcp"]["inputDeadlineMs"]
+        return call, task_id, deadline
+
+    # One number: every tool's asks wait that long.
+    async with agentlog.Worker(log, agent, tools=handlers, bridge=mcp, input_timeout=30):
+        asked_at = time.time() * 1000
+        _, _, deadline = await ask("patient")
+        assert asked_at + 30_000 <= deadline < asked_at + 35_000, (asked_at, deadline)
+    # A dict: those tools; the others keep the default (15 minutes).
+    async with agentlog.Worker(log, agent, tools=handlers, bridge=mcp, input_timeout={"confirm": 0.5}):
+        asked_at = time.time() * 1000
+        _, _, deadline = await ask("patient")
+        assert asked_at + 900_000 <= deadline < asked_at + 905_000, (asked_at, deadline)
+        asked_at = time.time() * 1000
+        call, task_id, deadline = await ask("confirm")
+        assert asked_at + 500 <= deadline < asked_at + 5_500, (asked_at, deadline)
+        for _ in range(500):
+            task = await bridge.get_task({"id": task_id})
+            if task["status"]["state"] == "TASK_STATE_CANCELED":
+                break
+            await asyncio.sleep(0.02)
+        assert task["status"]["state"] == "TASK_STATE_CANCELED", task
+        assert time.time() * 1000 >= deadline
+        call["inputResponses"] = {"ok": {"action": "accept", "content": {}}}
+        refused = await mcp.handle_rpc(rpc("tools/call", call))
+        body = await answer(refused)
+        assert (refused.status, body["error"]["code"]) == (400, -32602), body
+        assert "expired" in body["error"]["message"], body

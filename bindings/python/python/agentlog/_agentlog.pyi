@@ -8,7 +8,7 @@
 import os
 from collections.abc import Awaitable, Mapping, Sequence
 from types import ModuleType, TracebackType
-from typing import Any, ClassVar, final
+from typing import Any, ClassVar, Literal, final
 
 __version__: str
 
@@ -155,6 +155,13 @@ class TaskContext:
     def report(
         self, progress: float, total: float | None = None, message: str | None = None
     ) -> Awaitable[None]: ...
+    def log(
+        self,
+        # MCP's levels (RFC 5424's), least severe first.
+        level: Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"],
+        data: Any,
+        logger: str | None = None,
+    ) -> Awaitable[None]: ...
     def artifact(
         self, artifact: Params, *, append: bool = False, last_chunk: bool = False
     ) -> Awaitable[None]: ...
@@ -180,6 +187,7 @@ class Worker:
         concurrency: int = 64,
         bridge: Bridge | McpBridge | None = None,
         shutdown_timeout: float = 10.0,
+        input_timeout: float | Mapping[str, float] | None = None,
     ) -> Worker: ...
     def start(self) -> Awaitable[None]: ...
     def shutdown(self) -> Awaitable[None]: ...
