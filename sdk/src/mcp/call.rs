@@ -418,6 +418,9 @@ impl McpBridge {
             return self.resume(ctx, entry, &params, state, mrtr).await;
         }
         let as_task = runs_as_task(&ctx.era, entry.config.task_support, &params)?;
+        // MRTR, then a task: the first round is followed like a sync call, and the retry
+        // answering its ask makes the task (`super::mrtr`).
+        let as_task = as_task && !super::mrtr::input_before_task(ctx, entry);
         // A legacy sync call is cancelled by a notification naming its JSON-RPC id: its
         // context is derived from that id, so the notification finds it (`super::cancel`).
         let context = (!as_task && !ctx.era.is_modern()).then(|| {

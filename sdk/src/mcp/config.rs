@@ -37,6 +37,13 @@ pub struct ToolConfig {
     /// Whether calls may run as tasks. Default forbidden.
     #[serde(default)]
     pub task_support: TaskSupport,
+    /// MRTR, then a task (modern calls declaring the Tasks extension, on a tool whose calls
+    /// may be tasks): the first round runs as a sync call: if the tool asks, the call answers
+    /// `input_required` (MRTR); the retry that answers it becomes the task (a
+    /// `CreateTaskResult` for the same A2A task). A first round that does not ask answers its
+    /// result. Default false: such calls are tasks before the tool runs.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub input_before_task: bool,
     /// Client capabilities a call needs (a capabilities object, e.g. `{"sampling": {}}`): a
     /// modern request not declaring them all gets -32021 naming the missing ones, before
     /// anything is written. Legacy requests carry no capabilities and are not checked.
@@ -51,6 +58,7 @@ impl ToolConfig {
             tool,
             agent: None,
             task_support: TaskSupport::Forbidden,
+            input_before_task: false,
             required_capabilities: None,
         }
     }
@@ -64,7 +72,7 @@ impl ToolConfig {
 }
 
 /// Tool definitions from JSON, as `serve --tools FILE` and the bindings take them: an array
-/// of [`ToolConfig`]s (the MCP `Tool` fields plus `agent`, `taskSupport`,
+/// of [`ToolConfig`]s (the MCP `Tool` fields plus `agent`, `taskSupport`, `inputBeforeTask`,
 /// `requiredCapabilities`), or an object holding one under `tools`. Anything else is a
 /// config error naming what is wrong. (Names and schemas are checked by
 /// [`McpBridge::open`](super::McpBridge::open).)
@@ -141,6 +149,23 @@ mod tests {
         .unwrap();
         assert_eq!(config.agent(), "mcp.add");
         assert_eq!(config.task_support, TaskSupport::Optional);
+        assert!(!config.input_before_task);
+        let composed: ToolConfig = serde_json::from_value(json!({
+            "name": "ask", "inputSchema": {"type": "object"},
+            "taskSupport": "required", "inputBeforeTask": true
+        }))
+        .unwrap();
+        assert!(composed.input_before_task);
+        assert_eq!(
+            serde_json::to_value(&composed).unwrap()["inputBeforeTask"],
+            true
+        );
+        assert!(
+            serde_json::to_value(&config)
+                .unwrap()
+                .get("inputBeforeTask")
+                .is_none()
+        );
         let shared: ToolConfig = serde_json::from_value(json!({
             "name": "sub", "inputSchema": {"type": "object"}, "agent": "math"
         }))

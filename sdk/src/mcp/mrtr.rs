@@ -2,6 +2,9 @@
 //! (`ToolCall::ask`) makes the call answer `resultType: "input_required"` with its
 //! `inputRequests` and a `requestState`; the client's retry (`inputResponses` + the state)
 //! continues that same task, as `tasks/update` does, and is answered like a new sync call.
+//! A tool with `ToolConfig::input_before_task`, called with the Tasks extension declared,
+//! composes the two: its first round is such a sync call, and the retry whose responses are
+//! written answers a `CreateTaskResult` for that same task instead ([`input_before_task`]).
 //!
 //! The `requestState` is `<MCP task id>#<round>`: the task id is unguessable (a random
 //! message id's) and every lookup is the caller's own, so the state needs no signature while
@@ -22,17 +25,20 @@
 
 use agentlog_wire::TaskState;
 use agentlog_wire::a2a::{
-    GetTaskRequest, Message, SendMessageRequest, SubscribeToTaskRequest, Task,
+    GetTaskRequest, Message, SendMessageConfiguration, SendMessageRequest, SendMessageResponse,
+    SubscribeToTaskRequest, Task,
 };
 use agentlog_wire::mcp::call::call_of;
-use agentlog_wire::mcp::input::deadline_of;
-use agentlog_wire::mcp::{CallToolParams, Era, McpTaskStatus, PendingInput, missing_capabilities};
+use agentlog_wire::mcp::input::{MCP_METADATA_KEY, deadline_of};
+use agentlog_wire::mcp::{
+    CallToolParams, Era, McpTaskStatus, PendingInput, TASKS_EXTENSION, missing_capabilities,
+};
 use serde_json::{Map, Value, json};
 
 use super::call::{Follow, Running, Started, answer};
 use super::rpc::Ctx;
 use super::tasks::Answer;
-use super::{Entry, McpBridge};
+use super::{Entry, McpBridge, TaskSupport};
 use crate::agent::Caller;
 use crate::bridge::Bridge;
 use crate::error::{Error, ErrorKind, Result};
@@ -213,6 +219,9 @@ impl McpBridge {
                     );
                     return Ok(Started::Answered(answer));
                 }
+                if input_before_task(ctx, entry) {
+                    return self.become_task(ctx, entry, bridge, id, wanted).await;
+                }
                 let request = SendMessageRequest {
                     tenant: None,
                     message: input_message(id, wanted),
@@ -220,6 +229,10 @@ impl McpBridge {
                     metadata: None,
                 };
                 Follow::Turn(bridge.send_turn(ctx.caller, request, None).await?)
+            }
+            // An old round's retry of a call that became a task answers the task again.
+            _ if input_before_task(ctx, entry) => {
+                return Ok(Started::Task(self.mcp_task(entry, &task, false)));
             }
             _ => {
                 let request = SubscribeToTaskRequest {
@@ -240,6 +253,53 @@ impl McpBridge {
         .logs(log_level);
         Ok(Started::Running(running))
     }
+}
+
+impl McpBridge {
+    /// MRTR, then a task: the retry's `responses` go to A2A task `id` as a follow-up marked
+    /// as the task's from now on (its later asks wait for `tasks/update` with no deadline),
+    /// and the call answers that task once the follow-up is on the log.
+    async fn become_task(
+        &self,
+        ctx: &Ctx<'_>,
+        entry: &Entry,
+        bridge: &Bridge,
+        id: &str,
+        responses: Map<String, Value>,
+    ) -> Result<Started> {
+        let mut message = input_message(id, responses);
+        let mut metadata = Map::new();
+        metadata.insert(MCP_METADATA_KEY.to_owned(), json!({"task": true}));
+        message.metadata = Some(metadata);
+        let request = SendMessageRequest {
+            tenant: None,
+            message,
+            configuration: Some(SendMessageConfiguration {
+                return_immediately: true,
+                ..Default::default()
+            }),
+            metadata: None,
+        };
+        match bridge.send_message(ctx.caller, request).await? {
+            SendMessageResponse::Task(task) => {
+                Ok(Started::Task(self.mcp_task(entry, &task, false)))
+            }
+            SendMessageResponse::Message(_) => Err(Error::new(
+                ErrorKind::Internal,
+                "a task was asked for, a message came",
+            )),
+        }
+    }
+}
+
+/// Whether a modern call of `entry`'s tool is MRTR, then a task
+/// ([`ToolConfig::input_before_task`](super::ToolConfig::input_before_task)): the tool
+/// composes them, may run as a task, and the request declares the Tasks extension.
+pub(super) fn input_before_task(ctx: &Ctx<'_>, entry: &Entry) -> bool {
+    entry.config.input_before_task
+        && entry.config.task_support != TaskSupport::Forbidden
+        && ctx.era.is_modern()
+        && ctx.era.declares_extension(TASKS_EXTENSION)
 }
 
 /// The follow-up message carrying `responses` to task `task_id` (a `tasks/update`'s, or an

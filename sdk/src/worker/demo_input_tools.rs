@@ -1,8 +1,8 @@
 //! The demo tools that ask the client for input (`ToolCall::ask`): the MCP conformance
 //! suite's MRTR fixtures (`test_input_required_result_*`, `test_streaming_elicitation`) and
-//! the Tasks scenarios' `multi_input`. On a sync modern call each ask is an
-//! `input_required` result (MRTR); on a task, `tasks/get` shows it and `tasks/update`
-//! answers it.
+//! the Tasks scenarios' `multi_input` and `test_tool_with_task` (MRTR, then a task:
+//! `ToolConfig::input_before_task`). On a sync modern call each ask is an `input_required`
+//! result (MRTR); on a task, `tasks/get` shows it and `tasks/update` answers it.
 
 use agentlog_wire::mcp::CallToolResult;
 use serde_json::{Map, Value, json};
@@ -68,6 +68,15 @@ pub(super) fn demo_input_tools() -> Vec<ToolConfig> {
             "test_streaming_elicitation",
             "Asks the user's name (elicitation) as an input_required result, never a request on the stream",
         ),
+        ToolConfig {
+            input_before_task: true,
+            ..config(
+                "test_tool_with_task",
+                "Asks the user's name (MRTR before any task exists), then greets as a task; runs only as a task",
+                no_arguments(),
+                TaskSupport::Required,
+            )
+        },
         config(
             "multi_input",
             "Asks two questions at once (two elicitations), then answers both; a task when the client takes tasks",
@@ -195,6 +204,12 @@ pub(super) fn with_demo_input_handlers(tools: Tools) -> Tools {
                     )
                 },
             ),
+        )
+        .tool(
+            "test_tool_with_task",
+            asking("What is your name?", name.clone(), |r| {
+                format!("Hello, {}!", field(r, "user_name", "name"))
+            }),
         )
         .tool(
             "test_streaming_elicitation",

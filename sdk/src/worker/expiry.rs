@@ -4,7 +4,8 @@
 //! The bridge that answered holds no state, so the deadline is on the log: the ask's status
 //! message records `agentlog.mcp.inputDeadlineMs` (now plus the tool's input timeout,
 //! [`Tools::input_timeout`](super::Tools::input_timeout), default [`DEFAULT_INPUT_TIMEOUT`];
-//! 0 records none), except for a call that runs as a task (its command says so), which waits
+//! 0 records none), except for a call that runs as a task (its command says so, or the MRTR
+//! retry that made it one: `ToolConfig::input_before_task`), which waits
 //! for `tasks/update` as long as its owner likes. Each worker's sweeper looks at the
 //! input-required tasks of the partitions it owns, reads each ask's deadline once (at most
 //! 64 reads a sweep, so a worker starting beside many waiting tasks keeps serving its queue),
@@ -44,16 +45,18 @@ pub(super) fn ask_metadata(task: &TaskContext, timeout: Duration) -> Option<Map<
     Some(deadline_metadata(now_ms().saturating_add(millis(timeout))))
 }
 
-/// Whether the call's command asked for a task (the MCP bridge marks it `agentlog.mcp.task`).
+/// Whether the call runs as a task: its command asked for one, or (MRTR, then a task) the
+/// retry that made it one came (the MCP bridge marks either message `agentlog.mcp.task`).
 fn runs_as_task(task: &TaskContext) -> bool {
-    let first = task.history().first().unwrap_or(task.message());
-    first
-        .metadata
-        .as_ref()
-        .and_then(|m| m.get(MCP_METADATA_KEY))
-        .and_then(|m| m.get("task"))
-        .and_then(Value::as_bool)
-        == Some(true)
+    task.history().iter().any(|message| {
+        message
+            .metadata
+            .as_ref()
+            .and_then(|m| m.get(MCP_METADATA_KEY))
+            .and_then(|m| m.get("task"))
+            .and_then(Value::as_bool)
+            == Some(true)
+    })
 }
 
 /// How many asks' deadlines one sweep reads from the log at most: the sweep runs in the
