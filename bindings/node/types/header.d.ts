@@ -205,7 +205,9 @@ export interface ToolAnnotations {
 
 /**
  * A tool definition, as `McpBridge.open` and `agentlog serve --tools FILE` take it: the MCP
- * `Tool` fields, plus where its calls go (`agent`, default `mcp.<name>`), `taskSupport` and
+ * `Tool` fields, plus where its calls go (`agent`, default `mcp.<name>`), `taskSupport`,
+ * `inputBeforeTask` (with the Tasks extension declared, the first round runs as a sync call: a
+ * tool that asks answers `input_required`, and the retry answering it becomes the task) and
  * `requiredCapabilities`.
  */
 export interface Tool {
@@ -217,6 +219,7 @@ export interface Tool {
   annotations?: ToolAnnotations;
   agent?: string;
   taskSupport?: 'forbidden' | 'optional' | 'required';
+  inputBeforeTask?: boolean;
   requiredCapabilities?: { [key: string]: unknown };
 }
 

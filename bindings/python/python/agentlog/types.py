@@ -106,7 +106,9 @@ class ToolAnnotations(TypedDict, total=False):
 class Tool(TypedDict, total=False):
     """A tool definition, as ``McpBridge.open`` and ``agentlog serve --tools FILE`` take it:
     the MCP ``Tool`` fields, plus where its calls go (``agent``, default ``mcp.<name>``),
-    ``taskSupport`` (``forbidden``, ``optional``, ``required``) and
+    ``taskSupport`` (``forbidden``, ``optional``, ``required``), ``inputBeforeTask`` (with
+    the Tasks extension declared, the first round runs as a sync call: a tool that asks
+    answers ``input_required``, and the retry answering it becomes the task) and
     ``requiredCapabilities``. ``name`` and ``inputSchema`` are required."""
 
     name: str
@@ -117,6 +119,7 @@ class Tool(TypedDict, total=False):
     annotations: ToolAnnotations
     agent: str
     taskSupport: Literal["forbidden", "optional", "required"]
+    inputBeforeTask: bool
     requiredCapabilities: dict[str, Any]
 
 class ContentBlock(TypedDict, total=False):
