@@ -157,8 +157,9 @@ impl Bridge {
     ) -> Result<TaskStream> {
         let place = self.inner.limits.stream(caller)?;
         let accepted = self.accept(caller, &request, raw_params, Fresh::No).await?;
+        let new_task = request.message.task_id.is_none();
         let stream = self
-            .stream_accepted(caller, &request, &accepted, resume_after)
+            .stream_accepted(caller, new_task, &accepted, resume_after)
             .await?;
         Ok(super::limits::holding(stream, place))
     }
@@ -199,6 +200,15 @@ impl Bridge {
     ) -> Result<TurnEvents> {
         let place = self.inner.limits.stream(caller)?;
         let accepted = self.accept(caller, &request, raw_params, fresh).await?;
+        let new_task = request.message.task_id.is_none();
+        if let Some(header) = &accepted.created
+            && raw_params.is_some()
+        {
+            // Parsed from exactly the command's params: a worker sharing the view folds the
+            // first turn from it (a load that comes first reads the log, as always).
+            let offset = accepted.visible_at.saturating_sub(1);
+            self.inner.view.hand_off(offset, header, request);
+        }
         if accepted.created.is_some()
             && let Some(events) = self.follow_created(caller, &accepted).await?
         {
@@ -208,16 +218,17 @@ impl Bridge {
             return Ok(TurnEvents::live(view, task_id, events, command, place));
         }
         let stream = self
-            .stream_accepted(caller, &request, &accepted, None)
+            .stream_accepted(caller, new_task, &accepted, None)
             .await?;
         Ok(TurnEvents::stream(stream, place))
     }
 
-    /// The stream of a send's turn once its message is `accepted` on the log.
+    /// The stream of a send's turn once its message is `accepted` on the log; `new_task`: the
+    /// message named no task.
     async fn stream_accepted(
         &self,
         caller: &Caller,
-        request: &SendMessageRequest,
+        new_task: bool,
         accepted: &Accepted,
         resume_after: Option<u64>,
     ) -> Result<TaskStream> {
@@ -228,7 +239,7 @@ impl Bridge {
             .ok_or_else(|| not_found(&accepted.task_id))?;
         // A message this call put on the log: show the task from that record on; a new
         // task's (or its retry's) once it shows itself, or its answer.
-        let from = match (accepted.visible_at, request.message.task_id.is_none()) {
+        let from = match (accepted.visible_at, new_task) {
             (0, true) => Start::Held(None),
             (0, false) => Start::Snapshot,
             (end, true) => Start::Held(Some(end - 1)),

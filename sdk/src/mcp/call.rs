@@ -2,15 +2,10 @@
 //! worker answers it, and the answer (with progress before it, on an event stream) goes back.
 
 use agentlog_wire::TaskState;
-use agentlog_wire::a2a::{
-    CancelTaskRequest, Message, SendMessageRequest, SendMessageResponse, StreamResponse,
-};
-use agentlog_wire::mcp::call::{
-    ERROR_MEDIA_TYPE, command_params, data_part, log_of, progress_of, result_of,
-};
-use agentlog_wire::mcp::{
-    CallToolParams, CallToolResult, LoggingLevel, META_HOPS, TASKS_EXTENSION,
-};
+use agentlog_wire::a2a::{CancelTaskRequest, Message, SendMessageResponse, StreamResponse};
+use agentlog_wire::mcp::call::{ERROR_MEDIA_TYPE, data_part, log_of, progress_of, result_of};
+use agentlog_wire::mcp::{CallToolParams, CallToolResult, LoggingLevel, TASKS_EXTENSION};
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::rpc::{Ctx, McpReply, error_body, error_reply, error_status, success};
@@ -367,13 +362,14 @@ impl McpBridge {
         raw: &str,
         params: Option<Map<String, Value>>,
     ) -> Result<Started> {
-        let params: CallToolParams =
-            serde_json::from_value(Value::Object(params.unwrap_or_default())).map_err(|e| {
-                Error::new(
-                    ErrorKind::InvalidParams,
-                    format!("invalid tools/call params: {e}"),
-                )
-            })?;
+        // The params as parsed from `raw`: the command's data part, so kept whole.
+        let data = Value::Object(params.unwrap_or_default());
+        let params = CallToolParams::deserialize(&data).map_err(|e| {
+            Error::new(
+                ErrorKind::InvalidParams,
+                format!("invalid tools/call params: {e}"),
+            )
+        })?;
         let entry = self.entry(&params.name)?;
         let log_level = log_level(&ctx.era, &params)?;
         // The x-mcp-header rule is the 2026-07-28 transport's: legacy clients mirror nothing,
@@ -381,10 +377,15 @@ impl McpBridge {
         if let (true, Some(headers)) = (ctx.era.is_modern(), ctx.headers) {
             super::params::check(&entry.mirrored, params.arguments.as_ref(), headers)?;
         }
-        let arguments = Value::Object(params.arguments.clone().unwrap_or_default());
+        // What `params.arguments` holds, or an empty object for none (absent or null).
+        let no_arguments = Value::Object(Map::new());
+        let arguments = data
+            .get("arguments")
+            .filter(|a| a.is_object())
+            .unwrap_or(&no_arguments);
         let problems: Vec<String> = entry
             .validator
-            .iter_errors(&arguments)
+            .iter_errors(arguments)
             .map(|e| {
                 let at = e.instance_path().to_string();
                 if at.is_empty() {
@@ -428,7 +429,7 @@ impl McpBridge {
             super::cancel::request_context(ctx.caller, &id)
         });
         let (request, text, message_id) =
-            command(&ctx.era, raw, &params, as_task, context.as_deref())?;
+            super::command::command(&ctx.era, raw, data, &params, as_task, context.as_deref())?;
         if as_task {
             let response = entry
                 .bridge
@@ -569,48 +570,4 @@ fn object(result: CallToolResult) -> Map<String, Value> {
         Ok(Value::Object(map)) => map,
         _ => Map::new(),
     }
-}
-
-/// The command recording a call: a minted message id (MCP has no idempotency key, so every
-/// call is a new task whose id nobody can guess), the raw params, the hop path, and the
-/// context `context_id` when given (else the bridge derives one from the message id).
-pub(super) fn command(
-    era: &agentlog_wire::mcp::Era,
-    raw: &str,
-    params: &CallToolParams,
-    as_task: bool,
-    context_id: Option<&str>,
-) -> Result<(SendMessageRequest, String, String)> {
-    let mut metadata = Map::new();
-    if let Some(hops) = params.meta.as_ref().and_then(|m| m.get(META_HOPS)) {
-        let path = crate::hops::parse_path(hops).ok_or_else(|| {
-            Error::new(
-                ErrorKind::InvalidParams,
-                format!("_meta[\"{META_HOPS}\"] must be an array of bridge ids"),
-            )
-            .with_detail("field", format!("_meta.{META_HOPS}"))
-        })?;
-        metadata.insert(crate::hops::HOPS_METADATA_KEY.to_owned(), json!(path));
-    }
-    let version = match era {
-        agentlog_wire::mcp::Era::Modern { version, .. } => version.as_str(),
-        agentlog_wire::mcp::Era::Legacy => "legacy",
-    };
-    // createdAt of an MCP task: when the bridge accepted the call.
-    let now = crate::retention::now_ms();
-    let mut mcp = json!({"protocolVersion": version, "createdAtMs": now});
-    if as_task {
-        // A task's asks wait for tasks/update with no deadline; a sync call's expire.
-        mcp["task"] = json!(true);
-    }
-    metadata.insert("agentlog.mcp".to_owned(), mcp);
-    let message_id = uuid::Uuid::new_v4().to_string();
-    let text = command_params(&message_id, context_id, raw, &metadata, as_task);
-    let request: SendMessageRequest = serde_json::from_str(&text).map_err(|e| {
-        Error::new(
-            ErrorKind::InvalidParams,
-            format!("invalid tools/call params: {e}"),
-        )
-    })?;
-    Ok((request, text, message_id))
 }

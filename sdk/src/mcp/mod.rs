@@ -14,6 +14,7 @@
 
 mod call;
 mod cancel;
+mod command;
 mod config;
 mod list;
 mod listen;

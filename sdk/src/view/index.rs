@@ -1,6 +1,6 @@
 //! The view's indexes: owners interned to small ids, and each owner's tasks by status time.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, btree_map};
 use std::ops::Bound;
 
 use agentlog_wire::{StateCode, TaskState};
@@ -173,21 +173,27 @@ impl ListIndex {
 
     /// Put `slot` at `key`, or at the next free tie-break after it; whether it was not there.
     fn insert(&mut self, mut key: u128, slot: Slot) -> bool {
-        while let Some(&other) = self.map.get(&key) {
-            if other == slot {
-                return false;
+        // One search per key tried (an `entry`, not a `get` then an `insert`): every status
+        // change of every task comes here twice.
+        loop {
+            match self.map.entry(key) {
+                btree_map::Entry::Vacant(free) => {
+                    free.insert(slot);
+                    return true;
+                }
+                btree_map::Entry::Occupied(taken) if *taken.get() == slot => return false,
+                btree_map::Entry::Occupied(_) => key = bump(key),
             }
-            key = bump(key);
         }
-        self.map.insert(key, slot);
-        true
     }
 
     /// Take `slot` out from `key`, or from a later tie-break of the same time, where an
     /// equal id hash put it. Whether it was there.
     fn remove(&mut self, key: u128, slot: Slot) -> bool {
-        if self.map.get(&key) == Some(&slot) {
-            self.map.remove(&key);
+        if let btree_map::Entry::Occupied(found) = self.map.entry(key)
+            && *found.get() == slot
+        {
+            found.remove();
             return true;
         }
         let same_time = (key >> 32) << 32;

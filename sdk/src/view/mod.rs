@@ -21,6 +21,7 @@ mod checkpoint;
 mod compact;
 mod expiry;
 mod follow;
+mod handoff;
 mod index;
 mod key;
 mod own;
@@ -160,6 +161,8 @@ struct Inner {
     checkpoints_known: Mutex<persist::KnownCheckpoints>,
     /// Held while a checkpoint is written: one at a time.
     checkpointing: tokio::sync::Mutex<()>,
+    /// New commands kept parsed for a worker's first turn.
+    handoff: handoff::Handoff,
 }
 
 impl Inner {
@@ -284,6 +287,7 @@ impl TaskView {
             caught_up: watch::channel(positions.iter().zip(&start_ends).all(|(p, end)| p >= end)).0,
             restored: mark.as_ref().map(|m| m.positions.clone()),
             checkpointing: tokio::sync::Mutex::new(()),
+            handoff: handoff::Handoff::default(),
             checkpoints_known: Mutex::new(persist::KnownCheckpoints {
                 previous: None,
                 last: mark,

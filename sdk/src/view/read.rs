@@ -3,7 +3,7 @@
 
 use agentlog_wire::Record;
 use agentlog_wire::a2a::{Message, Task};
-use agentlog_wire::fold::{StatusMark, fold_content};
+use agentlog_wire::fold::{StatusMark, fold_content, fold_content_after};
 
 use super::applied::{self, content_offsets};
 use super::{TaskInfo, TaskView};
@@ -87,6 +87,22 @@ impl TaskView {
             return Ok((task, path));
         }
         let content = content_offsets(&info.records);
+        // A first turn whose command this process appended: folded from its parse.
+        if let [command] = content.as_slice()
+            && let Some(kept) = self.take_handed_off(&info.id, *command)
+        {
+            let path = match turn {
+                Some(turn) if kept.header.message_id == turn => kept.header.bridge_hops.clone(),
+                _ => Vec::new(),
+            };
+            let task = fold_content_after(&kept.header, kept.request, [], info.status());
+            return task.map(|task| (task, path)).ok_or_else(|| {
+                Error::new(
+                    ErrorKind::Internal,
+                    format!("task {}: its command does not fold", info.id),
+                )
+            });
+        }
         self.fold_content(&info.id, info.partition, &content, info.status(), turn)
             .await
     }

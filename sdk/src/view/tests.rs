@@ -272,3 +272,65 @@ async fn the_input_required_index_follows_each_task_in_and_out() {
     );
     assert!(view.awaiting_input(7).is_empty());
 }
+
+#[tokio::test]
+async fn a_handed_off_command_gives_the_first_turn_the_log_gives_at_its_offset_only() {
+    let (log, topic, view) = view_over_memory().await;
+    let caller = Caller::principal("p");
+    let parsed = |record: &Record| match &record.body {
+        RecordBody::Command { params, .. } => {
+            serde_json::from_str::<agentlog_wire::a2a::SendMessageRequest>(params).unwrap()
+        }
+        _ => unreachable!("a command"),
+    };
+    let mut a = command("a");
+    a.header.bridge_hops = vec!["b1".into()];
+    append(&log, &topic, &a).await;
+    view.sync(None, PATIENCE).await.unwrap();
+    let info = view.lookup(&caller, "a").unwrap();
+    let from_log = view.load_turn(&info, Some("m-a")).await.unwrap();
+    assert_eq!(from_log.1, ["b1"]);
+
+    // Nothing kept until a worker asks.
+    view.hand_off(0, &a.header, parsed(&a));
+    assert!(view.take_handed_off("a", 0).is_none());
+    view.hand_off_commands();
+    view.hand_off(0, &a.header, parsed(&a));
+    assert_eq!(view.load_turn(&info, Some("m-a")).await.unwrap(), from_log);
+    assert!(view.take_handed_off("a", 0).is_none(), "taken by that load");
+
+    // Kept at another offset than the task's command: not used, the log is read.
+    let mut other = parsed(&a);
+    other.message.parts = vec![agentlog_wire::a2a::Part::text("not what the log holds")];
+    view.hand_off(7, &a.header, other.clone());
+    assert_eq!(view.load_turn(&info, Some("m-a")).await.unwrap(), from_log);
+    // At the command's offset it is used: the parse is the caller's word (here a wrong one,
+    // to see that the log was not read).
+    view.hand_off(0, &a.header, other);
+    let (task, _) = view.load_turn(&info, Some("m-a")).await.unwrap();
+    assert_eq!(
+        task.history[0].parts[0].as_text(),
+        Some("not what the log holds")
+    );
+
+    // Once the task has more content than its command, the log is read.
+    view.hand_off(0, &a.header, parsed(&a));
+    let done = record(
+        "a",
+        "s1",
+        RecordBody::StatusUpdate {
+            state: TaskState::Working.into(),
+            message: serde_json::to_string(&agentlog_wire::a2a::Message::agent_text("s1", "on it"))
+                .unwrap(),
+        },
+    );
+    append(&log, &topic, &done).await;
+    view.sync(None, PATIENCE).await.unwrap();
+    let later = view.lookup(&caller, "a").unwrap();
+    let (task, _) = view.load_turn(&later, Some("m-a")).await.unwrap();
+    assert_eq!(task.status.state, TaskState::Working);
+    assert!(
+        view.take_handed_off("a", 0).is_some(),
+        "not taken by that load"
+    );
+}

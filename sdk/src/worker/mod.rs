@@ -140,7 +140,11 @@ impl Worker {
         let topics = config.topics;
         topics.ensure(&log).await?;
         let view = match config.view {
-            Some(view) => view,
+            // A bridge's in this process: its new commands reach the first turns parsed.
+            Some(view) => {
+                view.hand_off_commands();
+                view
+            }
             None => {
                 let options = ViewOptions {
                     verifier: config.trust.clone(),

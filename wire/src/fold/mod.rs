@@ -392,9 +392,21 @@ pub fn fold_content<'a>(
     let Ok(Change::Created(request)) = parse_change(&command.body) else {
         return None;
     };
-    let mut task = submitted_task(&command.header, *request);
+    fold_content_after(&command.header, *request, records, status)
+}
+
+/// [`fold_content`] of a command whose params are already parsed (`request`, the params of
+/// the command record with `header`), then of `rest`, the content records after it: the same
+/// task, without parsing the command again.
+pub fn fold_content_after<'a>(
+    header: &RecordHeader,
+    request: SendMessageRequest,
+    rest: impl IntoIterator<Item = &'a Record>,
+    status: StatusMark,
+) -> Option<Task> {
+    let mut task = submitted_task(header, request);
     let mut status_message = None;
-    for record in records {
+    for record in rest {
         let change = parse_change(&record.body).ok()?;
         apply_change(&mut task, change, record.header.timestamp_ms);
         if matches!(

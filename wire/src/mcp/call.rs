@@ -232,20 +232,34 @@ pub fn command_params(
     as_task: bool,
 ) -> String {
     // Strings and the metadata go through serde (escaping); only the raw params are spliced.
-    let id = Value::String(message_id.to_owned());
-    let context = match context_id {
-        Some(context) => format!(r#","contextId":{}"#, Value::String(context.to_owned())),
-        None => String::new(),
-    };
-    let metadata = Value::Object(metadata.clone());
-    let configuration = if as_task {
-        r#","configuration":{"returnImmediately":true}"#
-    } else {
-        ""
-    };
-    format!(
-        r#"{{"message":{{"messageId":{id}{context},"role":"ROLE_USER","parts":[{{"data":{raw_params},"mediaType":"{CALL_MEDIA_TYPE}"}}],"metadata":{metadata}}}{configuration}}}"#
-    )
+    // Written into one buffer: a call's bridge writes this text once per call.
+    let mut out = Vec::with_capacity(raw_params.len() + 256);
+    out.extend_from_slice(br#"{"message":{"messageId":"#);
+    push_json(&mut out, message_id);
+    if let Some(context) = context_id {
+        out.extend_from_slice(br#","contextId":"#);
+        push_json(&mut out, context);
+    }
+    out.extend_from_slice(br#","role":"ROLE_USER","parts":[{"data":"#);
+    out.extend_from_slice(raw_params.as_bytes());
+    out.extend_from_slice(br#","mediaType":""#);
+    out.extend_from_slice(CALL_MEDIA_TYPE.as_bytes());
+    out.extend_from_slice(br#""}],"metadata":"#);
+    push_json(&mut out, metadata);
+    out.push(b'}');
+    if as_task {
+        out.extend_from_slice(br#","configuration":{"returnImmediately":true}"#);
+    }
+    out.push(b'}');
+    // Only UTF-8 went in (the raw params are a `str`, serde writes UTF-8).
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+/// Append `value`'s JSON to `out`; a string or a JSON object's map cannot fail to encode.
+fn push_json<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
+    if serde_json::to_writer(&mut *out, value).is_err() {
+        out.extend_from_slice(b"null");
+    }
 }
 
 /// The data of the first part of `message` with media type `media_type`.
@@ -330,7 +344,18 @@ mod tests {
         let mut metadata = Map::new();
         metadata.insert("agentlog.hops".into(), json!(["x"]));
         let text = command_params("m\"1", None, raw, &metadata, false);
-        assert!(text.contains(raw));
+        assert_eq!(
+            text,
+            format!(
+                r#"{{"message":{{"messageId":"m\"1","role":"ROLE_USER","parts":[{{"data":{raw},"mediaType":"{CALL_MEDIA_TYPE}"}}],"metadata":{{"agentlog.hops":["x"]}}}}}}"#
+            )
+        );
+        assert_eq!(
+            command_params("m", Some("c\"1"), raw, &metadata, true),
+            format!(
+                r#"{{"message":{{"messageId":"m","contextId":"c\"1","role":"ROLE_USER","parts":[{{"data":{raw},"mediaType":"{CALL_MEDIA_TYPE}"}}],"metadata":{{"agentlog.hops":["x"]}}}},"configuration":{{"returnImmediately":true}}}}"#
+            )
+        );
         let request: SendMessageRequest = serde_json::from_str(&text).unwrap();
         assert!(request.configuration.is_none());
         assert_eq!(request.message.context_id, None);

@@ -1,0 +1,102 @@
+//! New commands this process appended, kept parsed for a worker that decides with the same
+//! view: the turn a new command starts is its task's first, and that turn's history is the
+//! command alone, so the handler gets it without the command being read back from the log,
+//! decoded and parsed again.
+//!
+//! Kept only once a worker asked ([`TaskView::hand_off_commands`]): a bridge whose workers run
+//! elsewhere pays nothing. An entry is used only while the task's content records are exactly
+//! that command (the first turn, before anything else with content), so it gives the task the
+//! log gives; it is taken by the first load, and dropped once [`KEPT`] newer commands came
+//! (the turn ran elsewhere, or was never loaded): a load without it reads the log, as always.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use agentlog_wire::RecordHeader;
+use agentlog_wire::a2a::SendMessageRequest;
+
+use super::TaskView;
+
+/// How many commands are kept at most: far more than a worker has turns starting at once.
+const KEPT: usize = 1024;
+
+/// A command record and its params as parsed from exactly the record's text.
+pub(super) struct HandedOff {
+    pub(super) offset: u64,
+    pub(super) header: RecordHeader,
+    pub(super) request: SendMessageRequest,
+}
+
+#[derive(Default)]
+pub(super) struct Handoff {
+    enabled: AtomicBool,
+    kept: Mutex<Kept>,
+}
+
+#[derive(Default)]
+struct Kept {
+    by_task: HashMap<String, HandedOff>,
+    /// (task id, offset) in the order kept, for dropping the oldest; a taken entry's stays
+    /// here until its turn comes.
+    order: VecDeque<(String, u64)>,
+}
+
+impl Handoff {
+    fn kept(&self) -> std::sync::MutexGuard<'_, Kept> {
+        // Plain data: a panic elsewhere while holding it leaves nothing half-done that
+        // matters (an entry is only a shortcut).
+        self.kept.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl TaskView {
+    /// Keep the new commands this process appends ([`hand_off`](Self::hand_off)) for the
+    /// first turn of their tasks: what a worker deciding with this view asks for.
+    pub fn hand_off_commands(&self) {
+        self.inner.handoff.enabled.store(true, Ordering::Relaxed);
+    }
+
+    /// Keep the command record with `header` that this process appended at `offset` of its
+    /// task's partition, with `request` parsed from exactly its params, for the first turn's
+    /// load ([`load_turn`](Self::load_turn)); nothing unless a worker asked
+    /// ([`hand_off_commands`](Self::hand_off_commands)). Right after the append, so that the
+    /// first turn finds it: a load that comes first reads the log.
+    ///
+    /// The caller vouches for the parse (as for [`apply_own_command`](Self::apply_own_command)):
+    /// the task is folded from it as from the record.
+    pub fn hand_off(&self, offset: u64, header: &RecordHeader, request: SendMessageRequest) {
+        let handoff = &self.inner.handoff;
+        if !handoff.enabled.load(Ordering::Relaxed) {
+            return;
+        }
+        let task_id = header.task_id.clone();
+        let entry = HandedOff {
+            offset,
+            header: header.clone(),
+            request,
+        };
+        let mut kept = handoff.kept();
+        if kept.order.len() >= KEPT
+            && let Some((oldest, at)) = kept.order.pop_front()
+            && kept.by_task.get(&oldest).is_some_and(|e| e.offset == at)
+        {
+            kept.by_task.remove(&oldest);
+        }
+        kept.order.push_back((task_id.clone(), offset));
+        kept.by_task.insert(task_id, entry);
+    }
+
+    /// Take the command kept for `task_id` if it is the record at `offset`.
+    pub(super) fn take_handed_off(&self, task_id: &str, offset: u64) -> Option<HandedOff> {
+        let handoff = &self.inner.handoff;
+        if !handoff.enabled.load(Ordering::Relaxed) {
+            return None;
+        }
+        let mut kept = handoff.kept();
+        if kept.by_task.get(task_id)?.offset != offset {
+            return None;
+        }
+        kept.by_task.remove(task_id)
+    }
+}
