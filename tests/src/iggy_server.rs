@@ -36,13 +36,40 @@ struct Ports {
     websocket: u16,
 }
 
+/// Where ports are picked when the kernel's ephemeral range cannot be read.
+const EPHEMERAL_START: u16 = 32768;
+
+/// The lowest port picked: above the well-known and most registered services' ports.
+const LOWEST_PORT: u16 = 10000;
+
 impl Ports {
-    /// Four currently free ports; the sockets are held until all are picked so none repeats.
+    /// Four free ports below the kernel's ephemeral range (`net.ipv4.ip_local_port_range`):
+    /// between this pick and the server's binds, a port bound as port 0 (the server's own
+    /// single-node replica listener binds one) or an outgoing connection's source port never
+    /// lands on one of them, as it could on ports the kernel handed out from that range. The
+    /// sockets are held until all are picked, so none repeats.
     fn pick() -> std::io::Result<Self> {
-        let tcp = TcpListener::bind("127.0.0.1:0")?;
-        let http = TcpListener::bind("127.0.0.1:0")?;
-        let websocket = TcpListener::bind("127.0.0.1:0")?;
-        let quic = UdpSocket::bind("127.0.0.1:0")?;
+        let below = ephemeral_start().max(LOWEST_PORT + 1024);
+        let mut held_tcp = Vec::new();
+        let mut quic = None;
+        for _ in 0..10_000 {
+            if held_tcp.len() == 3 && quic.is_some() {
+                break;
+            }
+            let port = rand::random_range(LOWEST_PORT..below);
+            if held_tcp.len() < 3 {
+                if let Ok(socket) = TcpListener::bind(("127.0.0.1", port)) {
+                    held_tcp.push(socket);
+                }
+            } else if let Ok(socket) = UdpSocket::bind(("127.0.0.1", port)) {
+                quic = Some(socket);
+            }
+        }
+        let (Some(quic), [tcp, http, websocket]) = (quic, held_tcp.as_slice()) else {
+            return Err(std::io::Error::other(format!(
+                "no four free loopback ports in {LOWEST_PORT}..{below}"
+            )));
+        };
         Ok(Self {
             tcp: tcp.local_addr()?.port(),
             http: http.local_addr()?.port(),
@@ -50,6 +77,14 @@ impl Ports {
             websocket: websocket.local_addr()?.port(),
         })
     }
+}
+
+/// The first port of the kernel's ephemeral range.
+fn ephemeral_start() -> u16 {
+    std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|range| range.split_whitespace().next()?.parse().ok())
+        .unwrap_or(EPHEMERAL_START)
 }
 
 /// A running (or stopped, between restarts) `iggy-server` owned by a test.
@@ -266,6 +301,27 @@ impl Drop for IggyServer {
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
             let _ = child.wait();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ports_are_picked_apart_and_below_the_ephemeral_range() {
+        let below = ephemeral_start().max(LOWEST_PORT + 1024);
+        for _ in 0..50 {
+            let ports = Ports::pick().expect("ports");
+            let tcp = [ports.tcp, ports.http, ports.websocket];
+            for port in tcp.iter().chain([&ports.quic]) {
+                assert!((LOWEST_PORT..below).contains(port), "{ports:?}");
+            }
+            assert!(
+                tcp[0] != tcp[1] && tcp[1] != tcp[2] && tcp[0] != tcp[2],
+                "{ports:?}"
+            );
         }
     }
 }
