@@ -127,16 +127,11 @@ impl IggyServer {
             .tempdir()
             .expect("create a temporary directory for iggy-server");
         let ports = Ports::pick().expect("pick free loopback ports");
-        let at = |port: u16| format!("127.0.0.1:{port}");
         let mut env = vec![
             (
                 "IGGY_SYSTEM_PATH".to_owned(),
                 dir.path().join("data").display().to_string(),
             ),
-            ("IGGY_TCP_ADDRESS".to_owned(), at(ports.tcp)),
-            ("IGGY_HTTP_ADDRESS".to_owned(), at(ports.http)),
-            ("IGGY_QUIC_ADDRESS".to_owned(), at(ports.quic)),
-            ("IGGY_WEBSOCKET_ADDRESS".to_owned(), at(ports.websocket)),
             // A member that dies holding partitions releases them after 3 s, not 30 s.
             (
                 "IGGY_CONSUMER_GROUP_REBALANCING_TIMEOUT".to_owned(),
@@ -163,8 +158,30 @@ impl IggyServer {
             env,
             child: None,
         };
-        server.launch().await;
+        // Another test's server may take a port between this pick and the bind (they are
+        // picked apart from the kernel's, not from each other's): pick again then.
+        for attempt in 1.. {
+            match server.try_launch().await {
+                Ok(()) => break,
+                Err(error) if attempt < 3 && error.contains("CannotBindToSocket") => {
+                    server.ports = Ports::pick().expect("pick free loopback ports");
+                }
+                Err(error) => panic!("{error}"),
+            }
+        }
         Some(server)
+    }
+
+    /// The listeners' `IGGY_*` addresses.
+    fn address_env(&self) -> [(String, String); 4] {
+        let at = |port: u16| format!("127.0.0.1:{port}");
+        let ports = self.ports;
+        [
+            ("IGGY_TCP_ADDRESS".to_owned(), at(ports.tcp)),
+            ("IGGY_HTTP_ADDRESS".to_owned(), at(ports.http)),
+            ("IGGY_QUIC_ADDRESS".to_owned(), at(ports.quic)),
+            ("IGGY_WEBSOCKET_ADDRESS".to_owned(), at(ports.websocket)),
+        ]
     }
 
     /// The log URL of this server (`iggy://iggy:iggy@127.0.0.1:PORT`).
@@ -230,6 +247,13 @@ impl IggyServer {
 
     /// Start the server (again) and wait until its TCP port accepts connections.
     pub async fn launch(&mut self) {
+        if let Err(error) = self.try_launch().await {
+            panic!("{error}");
+        }
+    }
+
+    /// [`launch`](Self::launch), the failure to start given back.
+    async fn try_launch(&mut self) -> Result<(), String> {
         assert!(self.child.is_none(), "iggy-server is already running");
         let log = self.log_file();
         let mut command = Command::new(&self.binary);
@@ -237,6 +261,7 @@ impl IggyServer {
             .arg("--with-default-root-credentials")
             .current_dir(self.dir.path())
             .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .envs(self.address_env())
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("clone the log file handle"))
             .stderr(log);
@@ -244,27 +269,32 @@ impl IggyServer {
             .spawn()
             .unwrap_or_else(|e| panic!("start {}: {e}", self.binary.display()));
         self.child = Some(child);
-        self.wait_ready().await;
+        self.wait_ready().await
     }
 
-    async fn wait_ready(&mut self) {
+    async fn wait_ready(&mut self) -> Result<(), String> {
         let deadline = tokio::time::Instant::now() + READY_TIMEOUT;
         loop {
             if tokio::net::TcpStream::connect(self.address()).await.is_ok() {
-                return;
+                return Ok(());
             }
             if !self.is_running() {
-                panic!(
+                self.child = None;
+                return Err(format!(
                     "iggy-server exited during start-up; its output ends with:\n{}",
                     self.log_tail()
-                );
+                ));
             }
             if tokio::time::Instant::now() >= deadline {
-                panic!(
+                if let Some(mut child) = self.child.take() {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                }
+                return Err(format!(
                     "iggy-server did not open {} within {READY_TIMEOUT:?}; its output ends with:\n{}",
                     self.address(),
                     self.log_tail()
-                );
+                ));
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
