@@ -5,12 +5,10 @@
 //! shows completing; a first round that does not ask answers its result; retries are refused
 //! as other MRTR retries are; clients without the extension keep the tool's task support.
 
-use std::time::Duration;
-
 use agentlog::Caller;
 use agentlog::mcp::{McpBridge, McpConfig, TaskSupport, ToolConfig};
 use agentlog::worker::{ToolCall, Tools, Worker, tool_fn};
-use agentlog_integration::mcp_rpc::{SOON, rpc_as, two_bridges};
+use agentlog_integration::mcp_rpc::{rpc_as, two_bridges, wait_status};
 use agentlog_wire::TaskState;
 use agentlog_wire::a2a::{GetTaskRequest, ListTasksRequest, Task};
 use agentlog_wire::mcp::input::deadline_of;
@@ -137,30 +135,6 @@ async fn summary(mcp: &McpBridge) -> Vec<(String, TaskState, usize)> {
         .into_iter()
         .map(|t| (t.id, t.status.state, t.history.len()))
         .collect()
-}
-
-/// Poll modern `tasks/get` of `task_id` until its status is `want`: the `DetailedTask`.
-async fn wait_status(mcp: &McpBridge, task_id: &str, want: &str) -> Value {
-    let alice = Caller::principal("alice");
-    let deadline = tokio::time::Instant::now() + SOON;
-    loop {
-        let (_, body) = rpc_as(
-            mcp,
-            &alice,
-            "tasks/get",
-            json!({"taskId": task_id}),
-            Some(meta(true)),
-        )
-        .await;
-        if body["result"]["status"] == want {
-            return body["result"].clone();
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{task_id} never became {want}: {body}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 async fn open() -> (McpBridge, McpBridge, Worker) {

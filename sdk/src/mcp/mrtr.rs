@@ -271,16 +271,7 @@ impl McpBridge {
         let mut metadata = Map::new();
         metadata.insert(MCP_METADATA_KEY.to_owned(), json!({"task": true}));
         message.metadata = Some(metadata);
-        let request = SendMessageRequest {
-            tenant: None,
-            message,
-            configuration: Some(SendMessageConfiguration {
-                return_immediately: true,
-                ..Default::default()
-            }),
-            metadata: None,
-        };
-        match bridge.send_message(ctx.caller, request).await? {
+        match bridge.send_message(ctx.caller, at_once(message)).await? {
             SendMessageResponse::Task(task) => {
                 Ok(Started::Task(self.mcp_task(entry, &task, false)))
             }
@@ -300,6 +291,19 @@ pub(super) fn input_before_task(ctx: &Ctx<'_>, entry: &Entry) -> bool {
         && entry.config.task_support != TaskSupport::Forbidden
         && ctx.era.is_modern()
         && ctx.era.declares_extension(TASKS_EXTENSION)
+}
+
+/// A send of `message` that answers once it is on the log, without waiting for the task.
+pub(super) fn at_once(message: Message) -> SendMessageRequest {
+    SendMessageRequest {
+        tenant: None,
+        message,
+        configuration: Some(SendMessageConfiguration {
+            return_immediately: true,
+            ..Default::default()
+        }),
+        metadata: None,
+    }
 }
 
 /// The follow-up message carrying `responses` to task `task_id` (a `tasks/update`'s, or an

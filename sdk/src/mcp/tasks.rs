@@ -7,10 +7,7 @@
 //! guess it, and every lookup is the caller's own (another caller's task answers exactly as
 //! an unknown one: -32602).
 
-use agentlog_wire::a2a::{
-    CancelTaskRequest, GetTaskRequest, SendMessageConfiguration, SendMessageRequest,
-    SubscribeToTaskRequest, Task,
-};
+use agentlog_wire::a2a::{CancelTaskRequest, GetTaskRequest, SubscribeToTaskRequest, Task};
 use agentlog_wire::mcp::call::result_of;
 use agentlog_wire::mcp::{
     META_RELATED_TASK, McpTask, McpTaskStatus, PendingInput, TASKS_EXTENSION,
@@ -269,16 +266,7 @@ impl McpBridge {
             None => responses,
         };
         if !responses.is_empty() {
-            let message = super::mrtr::input_message(id, responses);
-            let request = SendMessageRequest {
-                tenant: None,
-                message,
-                configuration: Some(SendMessageConfiguration {
-                    return_immediately: true,
-                    ..Default::default()
-                }),
-                metadata: None,
-            };
+            let request = super::mrtr::at_once(super::mrtr::input_message(id, responses));
             bridge.send_message(ctx.caller, request).await?;
         }
         Ok(Map::new())
