@@ -3,9 +3,9 @@
 //! caller could open them without bound; past a limit the call is refused before anything is
 //! written, with a retryable [`ErrorKind::Overloaded`].
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use foldhash::HashMap;
 use futures::StreamExt;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 

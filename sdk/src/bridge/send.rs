@@ -199,19 +199,18 @@ impl Bridge {
         fresh: Fresh,
     ) -> Result<TurnEvents> {
         let place = self.inner.limits.stream(caller)?;
-        let accepted = self.accept(caller, &request, raw_params, fresh).await?;
+        let mut accepted = self.accept(caller, &request, raw_params, fresh).await?;
         let new_task = request.message.task_id.is_none();
-        if let Some(header) = &accepted.created
-            && raw_params.is_some()
+        let created = accepted.created.is_some();
+        if raw_params.is_some()
+            && let Some(header) = accepted.created.take()
         {
             // Parsed from exactly the command's params: a worker sharing the view folds the
             // first turn from it (a load that comes first reads the log, as always).
             let offset = accepted.visible_at.saturating_sub(1);
             self.inner.view.hand_off(offset, header, request);
         }
-        if accepted.created.is_some()
-            && let Some(events) = self.follow_created(caller, &accepted).await?
-        {
+        if created && let Some(events) = self.follow_created(caller, &accepted).await? {
             let view = self.inner.view.clone();
             let command = accepted.visible_at.saturating_sub(1);
             let task_id = Arc::from(accepted.task_id);

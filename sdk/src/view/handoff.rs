@@ -9,12 +9,13 @@
 //! log gives; it is taken by the first load, and dropped once [`KEPT`] newer commands came
 //! (the turn ran elsewhere, or was never loaded): a load without it reads the log, as always.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use agentlog_wire::RecordHeader;
 use agentlog_wire::a2a::SendMessageRequest;
+use foldhash::HashMap;
 
 use super::TaskView;
 
@@ -65,7 +66,7 @@ impl TaskView {
     ///
     /// The caller vouches for the parse (as for [`apply_own_command`](Self::apply_own_command)):
     /// the task is folded from it as from the record.
-    pub fn hand_off(&self, offset: u64, header: &RecordHeader, request: SendMessageRequest) {
+    pub fn hand_off(&self, offset: u64, header: RecordHeader, request: SendMessageRequest) {
         let handoff = &self.inner.handoff;
         if !handoff.enabled.load(Ordering::Relaxed) {
             return;
@@ -73,7 +74,7 @@ impl TaskView {
         let task_id = header.task_id.clone();
         let entry = HandedOff {
             offset,
-            header: header.clone(),
+            header,
             request,
         };
         let mut kept = handoff.kept();

@@ -2,11 +2,11 @@
 //! applied records, the owner and status indexes, the tasks waiting for a worker's claim, the
 //! finished tasks by expiry, the offsets retained tasks need, and the live subscribers.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use agentlog_wire::fold::{Change, ClaimKind, Outcome, Parsed, TaskMachine};
 use agentlog_wire::{Record, RecordHeader, TaskState};
+use foldhash::HashMap;
 use smallvec::SmallVec;
 use tokio::sync::broadcast;
 
@@ -83,7 +83,7 @@ impl Tasks {
             index: ListIndex::default(),
             awaiting: None,
             awaiting_input: None,
-            watchers: HashMap::new(),
+            watchers: HashMap::default(),
             expiring: Expiring::default(),
             live: (0..partitions)
                 .filter(|_| count_live)

@@ -292,21 +292,21 @@ async fn a_handed_off_command_gives_the_first_turn_the_log_gives_at_its_offset_o
     assert_eq!(from_log.1, ["b1"]);
 
     // Nothing kept until a worker asks.
-    view.hand_off(0, &a.header, parsed(&a));
+    view.hand_off(0, a.header.clone(), parsed(&a));
     assert!(view.take_handed_off("a", 0).is_none());
     view.hand_off_commands();
-    view.hand_off(0, &a.header, parsed(&a));
+    view.hand_off(0, a.header.clone(), parsed(&a));
     assert_eq!(view.load_turn(&info, Some("m-a")).await.unwrap(), from_log);
     assert!(view.take_handed_off("a", 0).is_none(), "taken by that load");
 
     // Kept at another offset than the task's command: not used, the log is read.
     let mut other = parsed(&a);
     other.message.parts = vec![agentlog_wire::a2a::Part::text("not what the log holds")];
-    view.hand_off(7, &a.header, other.clone());
+    view.hand_off(7, a.header.clone(), other.clone());
     assert_eq!(view.load_turn(&info, Some("m-a")).await.unwrap(), from_log);
     // At the command's offset it is used: the parse is the caller's word (here a wrong one,
     // to see that the log was not read).
-    view.hand_off(0, &a.header, other);
+    view.hand_off(0, a.header.clone(), other);
     let (task, _) = view.load_turn(&info, Some("m-a")).await.unwrap();
     assert_eq!(
         task.history[0].parts[0].as_text(),
@@ -314,7 +314,7 @@ async fn a_handed_off_command_gives_the_first_turn_the_log_gives_at_its_offset_o
     );
 
     // Once the task has more content than its command, the log is read.
-    view.hand_off(0, &a.header, parsed(&a));
+    view.hand_off(0, a.header.clone(), parsed(&a));
     let done = record(
         "a",
         "s1",

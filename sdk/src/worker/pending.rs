@@ -5,7 +5,9 @@
 //! record whose handler is running would lose it if the worker crashed, while committing
 //! before it merely re-delivers records that were finished (at least once).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use foldhash::HashMap;
 
 /// In-flight offsets of the polled partitions.
 #[derive(Debug, Default)]

@@ -6,11 +6,11 @@
 //! commits up to the first of them, so a command whose turn this worker has not settled is
 //! delivered again to whoever owns the partition next.
 
-use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
 use agentlog_wire::{Record, RecordBody};
+use foldhash::{HashMap, HashSet};
 use tokio::sync::Semaphore;
 use tokio::task::{Id, JoinError, JoinSet};
 use tokio_util::sync::CancellationToken;
@@ -90,8 +90,8 @@ pub(super) async fn run(shared: Arc<Shared>, mut consumer: Box<dyn GroupConsumer
         sweeper: Sweeper::new(shared.requeue_after),
         shared: shared.clone(),
         pending: Pending::default(),
-        running: HashMap::new(),
-        turns: HashSet::new(),
+        running: HashMap::default(),
+        turns: HashSet::default(),
         set: JoinSet::new(),
     };
     let mut backoff = Backoff::default();

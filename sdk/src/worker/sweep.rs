@@ -23,11 +23,12 @@
 //! The same sweep cancels the input-required tasks of those partitions whose ask's deadline
 //! has passed (an abandoned MCP call: [`super::expiry`]), within one sweep period of it.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use agentlog_wire::{Record, RecordBody};
+use foldhash::HashSet;
 use tokio::time::Instant;
 
 use super::attempt::{millis, now_ms};

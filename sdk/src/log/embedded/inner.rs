@@ -1,13 +1,13 @@
 //! The state every handle of one embedded log shares, and how it finds topics and
 //! partitions, refuses writes when read-only, and stops its writer.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex, RwLock};
 use std::thread::JoinHandle;
 
+use foldhash::HashMap;
 use tokio::sync::oneshot;
 
 use super::group::Group;
@@ -52,7 +52,7 @@ impl Inner {
             dir,
             options: EmbeddedOptions::default(),
             topics: RwLock::new(topics),
-            groups: Mutex::new(HashMap::new()),
+            groups: Mutex::new(HashMap::default()),
             closed: Arc::new(AtomicBool::new(false)),
             writer: None,
             write_config: writer::Config {

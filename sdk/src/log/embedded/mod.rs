@@ -84,7 +84,6 @@ mod segment;
 mod topic;
 mod writer;
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
@@ -93,6 +92,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
+use foldhash::HashMap;
 use tokio::sync::{oneshot, watch};
 
 pub use options::{EmbeddedOptions, FsyncPolicy};
@@ -125,7 +125,7 @@ impl EmbeddedLog {
     /// A log that lives in memory only and vanishes when dropped (`memory://`).
     pub fn in_memory() -> Self {
         Self {
-            inner: Arc::new(Inner::without_writer(None, HashMap::new(), false)),
+            inner: Arc::new(Inner::without_writer(None, HashMap::default(), false)),
         }
     }
 
@@ -158,7 +158,7 @@ impl EmbeddedLog {
                 dir: Some(dir),
                 options,
                 topics: RwLock::new(topics),
-                groups: Mutex::new(HashMap::new()),
+                groups: Mutex::new(HashMap::default()),
                 closed: Arc::new(AtomicBool::new(false)),
                 writer: Some(tx),
                 write_config,
