@@ -8,15 +8,66 @@ use agentlog_wire::{Record, RecordBody, RecordHeader, TaskState};
 use bytes::Bytes;
 
 /// Run a benchmark's `main` on the runtime every benchmark uses: tokio multi-thread with
-/// 2 workers (the reference machine has 2 cores).
+/// 2 workers (the reference machine has 2 cores). At the end it prints the share of the
+/// machine's CPU time the hypervisor took while it ran ([`CpuSteal`]).
 #[allow(clippy::expect_used)]
 pub fn block_on<F: Future>(bench: F) -> F::Output {
-    tokio::runtime::Builder::new_multi_thread()
+    let steal = CpuSteal::start();
+    let output = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .expect("a tokio runtime for the benchmark")
-        .block_on(bench)
+        .block_on(bench);
+    if let Some(share) = steal.share() {
+        println!(
+            "\nCPU steal during this run: {:.1}% of the machine's CPU time (/proc/stat; a VM's vCPU \
+             waiting for its host: tail latencies and rates under steal are the host's, not the code's)",
+            share * 100.0
+        );
+    }
+    output
+}
+
+/// Steal time over a window: the time a virtual machine's vCPUs were ready to run but the
+/// host ran something else. On a shared VM it comes and goes (0 to 25% seen on the reference
+/// machine), and while it is high a thread can stall for tens of milliseconds, so a bench
+/// reports it beside figures that are read as the code's.
+pub struct CpuSteal {
+    start: Option<(u64, u64)>,
+}
+
+impl CpuSteal {
+    /// Start a window now.
+    pub fn start() -> Self {
+        Self { start: cpu_ticks() }
+    }
+
+    /// The share of the machine's CPU time stolen since [`start`](Self::start) (0 to 1);
+    /// `None` where `/proc/stat` cannot be read or no time passed.
+    pub fn share(&self) -> Option<f64> {
+        let (steal_then, total_then) = self.start?;
+        let (steal_now, total_now) = cpu_ticks()?;
+        let total = total_now.checked_sub(total_then).filter(|t| *t > 0)?;
+        Some(steal_now.saturating_sub(steal_then) as f64 / total as f64)
+    }
+}
+
+/// (steal, total) ticks of every CPU so far: the first line of `/proc/stat`, whose fields are
+/// user, nice, system, idle, iowait, irq, softirq, steal, guest, guest_nice (guest time is
+/// already counted in user and nice, so it is left out of the total).
+fn cpu_ticks() -> Option<(u64, u64)> {
+    steal_and_total(&std::fs::read_to_string("/proc/stat").ok()?)
+}
+
+fn steal_and_total(stat: &str) -> Option<(u64, u64)> {
+    let line = stat.lines().next()?.strip_prefix("cpu ")?;
+    let fields: Vec<u64> = line
+        .split_whitespace()
+        .map(|f| f.parse().ok())
+        .collect::<Option<_>>()?;
+    let steal = *fields.get(7)?;
+    Some((steal, fields.iter().take(8).sum()))
 }
 
 /// The median of `values` (the mean of the middle two for an even count; 0 for none): what
@@ -218,6 +269,20 @@ mod tests {
             }
         };
         assert!(used >= std::time::Duration::from_millis(50), "{used:?}");
+    }
+
+    #[test]
+    fn steal_is_the_eighth_field_of_the_cpu_line_and_guest_time_is_not_counted_twice() {
+        let stat = "cpu  100 5 30 800 10 0 5 50 20 0\ncpu0 50 2 15 400 5 0 2 25 10 0\n";
+        assert_eq!(super::steal_and_total(stat), Some((50, 1000)));
+        assert_eq!(super::steal_and_total("intr 1 2 3\n"), None);
+        assert_eq!(super::steal_and_total("cpu  1 x 3\n"), None);
+        // This machine's own counters give a share between 0 and 1 once time has passed.
+        let window = super::CpuSteal::start();
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        if let Some(share) = window.share() {
+            assert!((0.0..=1.0).contains(&share), "{share}");
+        }
     }
 
     #[test]
