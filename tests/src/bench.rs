@@ -33,6 +33,7 @@ pub fn block_on<F: Future>(bench: F) -> F::Output {
 /// host ran something else. On a shared VM it comes and goes (0 to 25% seen on the reference
 /// machine), and while it is high a thread can stall for tens of milliseconds, so a bench
 /// reports it beside figures that are read as the code's.
+#[derive(Debug)]
 pub struct CpuSteal {
     start: Option<(u64, u64)>,
 }
