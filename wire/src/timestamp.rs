@@ -32,7 +32,9 @@ pub fn format_millis(ms: u64) -> String {
             value /= 10;
         }
     }
-    text.iter().copied().map(char::from).collect()
+    // ASCII digits and separators only, so this never falls back (a `char` at a time cost
+    // more than the arithmetic).
+    String::from_utf8(text.to_vec()).unwrap_or_default()
 }
 
 /// Parse an RFC 3339 timestamp (`2025-10-28T10:30:00Z`, with optional fraction and a `Z` or
