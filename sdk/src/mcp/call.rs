@@ -1,5 +1,6 @@
-//! `tools/call` answered on the request: the call becomes a command on the tool's topics, a
-//! worker answers it, and the answer (with progress before it, on an event stream) goes back.
+//! `tools/call` started and followed: the call is checked and becomes a command on the tool's
+//! topics (or a task), a worker answers it, and its events are read until that answer. The
+//! reply on the request (JSON or an event stream) is `super::reply`.
 
 use agentlog_wire::TaskState;
 use agentlog_wire::a2a::{CancelTaskRequest, Message, SendMessageResponse, StreamResponse};
@@ -8,14 +9,14 @@ use agentlog_wire::mcp::{CallToolParams, CallToolResult, LoggingLevel, TASKS_EXT
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::rpc::{Ctx, McpReply, error_body, error_reply, error_status, success};
+use super::rpc::{Ctx, McpReply, error_reply};
 use super::{McpBridge, TaskSupport};
 use crate::agent::Caller;
 use crate::bridge::{Bridge, StreamEvent, TaskStream, TurnEvents};
 use crate::error::{Error, ErrorKind, Result};
 
 /// What a running call yields.
-enum CallEvent {
+pub(super) enum CallEvent {
     /// A `notifications/progress` or `notifications/message` message.
     Notification(Value),
     /// The call's answer: a result, or a JSON-RPC error object.
@@ -74,10 +75,10 @@ impl Follow {
 pub(super) struct Running {
     events: Follow,
     guard: CancelOnDrop,
-    progress_token: Option<Value>,
+    pub(super) progress_token: Option<Value>,
     last_progress: Option<f64>,
     /// The least severe log level the client takes (`None`: no log messages).
-    log_level: Option<LoggingLevel>,
+    pub(super) log_level: Option<LoggingLevel>,
     /// A modern call: a tool asking for input answers `input_required` (MRTR) with the
     /// request's capabilities, under this tool agent's MCP task id.
     mrtr: Option<super::mrtr::Mrtr>,
@@ -117,7 +118,7 @@ impl Running {
         self
     }
 
-    async fn next(&mut self) -> Option<CallEvent> {
+    pub(super) async fn next(&mut self) -> Option<CallEvent> {
         while !self.done {
             let Some(event) = self.events.next().await else {
                 self.done = true;
@@ -259,100 +260,7 @@ impl McpBridge {
             Ok(started) => started,
             Err(error) => return error_reply(ctx.id, &error, modern),
         };
-        let mut running = match started {
-            Started::Answered(answer) => return self.reply_result(ctx, answer),
-            Started::Running(running) => running,
-            Started::Task(task) if modern => {
-                let result = self.modern_result(task.modern(), "task");
-                return McpReply::Json {
-                    status: 200,
-                    body: success(ctx.id, &result),
-                };
-            }
-            Started::Task(task) => {
-                let mut result = Map::new();
-                result.insert("task".into(), Value::Object(task.legacy()));
-                return McpReply::Json {
-                    status: 200,
-                    body: success(ctx.id, &result),
-                };
-            }
-        };
-        // A call taking only log messages answers JSON unless one comes before the answer
-        // (most tools log nothing, and a legacy call takes every level).
-        let mut first = None;
-        if running.progress_token.is_none() && running.log_level.is_some() && ctx.accepts_stream {
-            match running.next().await {
-                Some(CallEvent::Notification(n)) => first = Some(n),
-                Some(CallEvent::Done(answer)) => return self.reply_result(ctx, answer),
-                None => {
-                    let error = Error::new(ErrorKind::Internal, "the call ended without an answer");
-                    return error_reply(ctx.id, &error, modern);
-                }
-            }
-        }
-        if (running.progress_token.is_some() || first.is_some()) && ctx.accepts_stream {
-            let this = self.clone();
-            let id = ctx.id.to_owned();
-            let first = first.map(|n| serde_json::to_vec(&n).unwrap_or_default());
-            let stream = futures::stream::unfold(Some(running), move |state| {
-                let (this, id) = (this.clone(), id.clone());
-                async move {
-                    let mut running = state?;
-                    match running.next().await? {
-                        CallEvent::Notification(n) => {
-                            Some((serde_json::to_vec(&n).unwrap_or_default(), Some(running)))
-                        }
-                        CallEvent::Done(answer) => {
-                            Some((this.answer_body(&id, modern, answer), None))
-                        }
-                    }
-                }
-            });
-            return McpReply::Stream(Box::pin(futures::StreamExt::chain(
-                futures::stream::iter(first),
-                stream,
-            )));
-        }
-        loop {
-            match running.next().await {
-                Some(CallEvent::Notification(_)) => {}
-                Some(CallEvent::Done(answer)) => return self.reply_result(ctx, answer),
-                None => {
-                    let error = Error::new(ErrorKind::Internal, "the call ended without an answer");
-                    return error_reply(ctx.id, &error, modern);
-                }
-            }
-        }
-    }
-
-    fn reply_result(
-        &self,
-        ctx: &Ctx<'_>,
-        answer: std::result::Result<Map<String, Value>, Value>,
-    ) -> McpReply {
-        let modern = ctx.era.is_modern();
-        let status = match &answer {
-            Ok(_) => 200,
-            Err(error) => error_status(error["code"].as_i64().unwrap_or(-32603) as i32, modern),
-        };
-        McpReply::Json {
-            status,
-            body: self.answer_body(ctx.id, modern, answer),
-        }
-    }
-
-    fn answer_body(
-        &self,
-        id: &serde_json::value::RawValue,
-        modern: bool,
-        answer: std::result::Result<Map<String, Value>, Value>,
-    ) -> Vec<u8> {
-        match answer {
-            Ok(result) if modern => success(id, &self.modern_result(result, "complete")),
-            Ok(result) => success(id, &result),
-            Err(error) => error_body(id, &error),
-        }
+        self.reply(ctx, started).await
     }
 
     /// Check the call and put it on the log; or answer it at once (invalid arguments).

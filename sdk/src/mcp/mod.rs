@@ -20,6 +20,7 @@ mod list;
 mod listen;
 mod mrtr;
 mod params;
+mod reply;
 mod rpc;
 mod tasks;
 

@@ -1,0 +1,112 @@
+//! The reply on the request of a `tools/call` that started: JSON, or an event stream of its
+//! progress and log messages, then the answer, when one comes before the answer.
+
+use serde_json::{Map, Value};
+
+use super::McpBridge;
+use super::call::{CallEvent, Started};
+use super::rpc::{Ctx, McpReply, error_body, error_reply, error_status, success};
+use crate::error::{Error, ErrorKind};
+
+impl McpBridge {
+    /// Reply to the call `started`: at once (answered, or a task), or once its answer came;
+    /// on an event stream when the client takes one and asked for progress, or when a log
+    /// message comes before the answer.
+    pub(super) async fn reply(&self, ctx: &Ctx<'_>, started: Started) -> McpReply {
+        let modern = ctx.era.is_modern();
+        let mut running = match started {
+            Started::Answered(answer) => return self.reply_result(ctx, answer),
+            Started::Running(running) => running,
+            Started::Task(task) if modern => {
+                let result = self.modern_result(task.modern(), "task");
+                return McpReply::Json {
+                    status: 200,
+                    body: success(ctx.id, &result),
+                };
+            }
+            Started::Task(task) => {
+                let mut result = Map::new();
+                result.insert("task".into(), Value::Object(task.legacy()));
+                return McpReply::Json {
+                    status: 200,
+                    body: success(ctx.id, &result),
+                };
+            }
+        };
+        // A call taking only log messages answers JSON unless one comes before the answer
+        // (most tools log nothing, and a legacy call takes every level).
+        let mut first = None;
+        if running.progress_token.is_none() && running.log_level.is_some() && ctx.accepts_stream {
+            match running.next().await {
+                Some(CallEvent::Notification(n)) => first = Some(n),
+                Some(CallEvent::Done(answer)) => return self.reply_result(ctx, answer),
+                None => {
+                    let error = Error::new(ErrorKind::Internal, "the call ended without an answer");
+                    return error_reply(ctx.id, &error, modern);
+                }
+            }
+        }
+        if (running.progress_token.is_some() || first.is_some()) && ctx.accepts_stream {
+            let this = self.clone();
+            let id = ctx.id.to_owned();
+            let first = first.map(|n| serde_json::to_vec(&n).unwrap_or_default());
+            let stream = futures::stream::unfold(Some(running), move |state| {
+                let (this, id) = (this.clone(), id.clone());
+                async move {
+                    let mut running = state?;
+                    match running.next().await? {
+                        CallEvent::Notification(n) => {
+                            Some((serde_json::to_vec(&n).unwrap_or_default(), Some(running)))
+                        }
+                        CallEvent::Done(answer) => {
+                            Some((this.answer_body(&id, modern, answer), None))
+                        }
+                    }
+                }
+            });
+            return McpReply::Stream(Box::pin(futures::StreamExt::chain(
+                futures::stream::iter(first),
+                stream,
+            )));
+        }
+        loop {
+            match running.next().await {
+                Some(CallEvent::Notification(_)) => {}
+                Some(CallEvent::Done(answer)) => return self.reply_result(ctx, answer),
+                None => {
+                    let error = Error::new(ErrorKind::Internal, "the call ended without an answer");
+                    return error_reply(ctx.id, &error, modern);
+                }
+            }
+        }
+    }
+
+    fn reply_result(
+        &self,
+        ctx: &Ctx<'_>,
+        answer: std::result::Result<Map<String, Value>, Value>,
+    ) -> McpReply {
+        let modern = ctx.era.is_modern();
+        let status = match &answer {
+            Ok(_) => 200,
+            Err(error) => error_status(error["code"].as_i64().unwrap_or(-32603) as i32, modern),
+        };
+        McpReply::Json {
+            status,
+            body: self.answer_body(ctx.id, modern, answer),
+        }
+    }
+
+    fn answer_body(
+        &self,
+        id: &serde_json::value::RawValue,
+        modern: bool,
+        answer: std::result::Result<Map<String, Value>, Value>,
+    ) -> Vec<u8> {
+        match answer {
+            Ok(result) if modern => success(id, &self.modern_result(result, "complete")),
+            Ok(result) => success(id, &result),
+            Err(error) => error_body(id, &error),
+        }
+    }
+}
