@@ -16,6 +16,7 @@ mod error;
 mod json;
 mod mcp;
 mod serve;
+mod tools;
 mod wire;
 mod worker;
 
