@@ -40,10 +40,7 @@ impl McpBridge {
             match running.next().await {
                 Some(CallEvent::Notification(n)) => first = Some(n),
                 Some(CallEvent::Done(answer)) => return self.reply_result(ctx, answer),
-                None => {
-                    let error = Error::new(ErrorKind::Internal, "the call ended without an answer");
-                    return error_reply(ctx.id, &error, modern);
-                }
+                None => return no_answer(ctx),
             }
         }
         if (running.progress_token.is_some() || first.is_some()) && ctx.accepts_stream {
@@ -73,10 +70,7 @@ impl McpBridge {
             match running.next().await {
                 Some(CallEvent::Notification(_)) => {}
                 Some(CallEvent::Done(answer)) => return self.reply_result(ctx, answer),
-                None => {
-                    let error = Error::new(ErrorKind::Internal, "the call ended without an answer");
-                    return error_reply(ctx.id, &error, modern);
-                }
+                None => return no_answer(ctx),
             }
         }
     }
@@ -109,4 +103,10 @@ impl McpBridge {
             Err(error) => error_body(id, &error),
         }
     }
+}
+
+/// The reply to a call whose events ended before its answer.
+fn no_answer(ctx: &Ctx<'_>) -> McpReply {
+    let error = Error::new(ErrorKind::Internal, "the call ended without an answer");
+    error_reply(ctx.id, &error, ctx.era.is_modern())
 }
