@@ -1,5 +1,6 @@
 //! The command in operation: a SIGTERM that drains, diagnostics on stderr (text and JSON),
-//! readiness, and a damaged embedded log repaired from the command line.
+//! readiness, a damaged embedded log repaired from the command line, and the runtime's
+//! thread count.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -163,4 +164,19 @@ fn a_damaged_log_is_refused_and_repaired_with_truncate_corrupt() {
     server.stop();
     let err = fails(&["serve", "--log", "memory://", "--truncate-corrupt"]);
     assert!(err.contains("file://"), "{err}");
+}
+
+#[test]
+fn threads_sets_the_runtime_worker_count_and_refuses_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    for threads in ["1", "3"] {
+        let (server, _) = Server::start_with("memory://", &["--threads", threads], dir.path());
+        let metrics = http_get(&format!("{}metrics", server.url));
+        let line = format!("agentlog_runtime_worker_threads {threads}\n");
+        assert!(metrics.contains(&line), "no {line:?} in\n{metrics}");
+        server.stop();
+    }
+    let refused = agentlog(&["--threads", "0", "serve", "--demo"]);
+    assert_eq!(refused.status.code(), Some(2), "{refused:?}");
+    assert!(text(&refused.stderr).contains("--threads"), "{refused:?}");
 }

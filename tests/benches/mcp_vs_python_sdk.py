@@ -11,6 +11,8 @@ own server with the same trivial tool, side by side in one run under one load ge
                       stateless, JSON responses, under uvicorn with its default single worker
     python-sdk-wN     the same app under uvicorn with N workers (N = cores; an extra row, not
                       the comparison the target is about)
+    agentlog-t1       agentlog as above with `--threads 1`: one runtime thread, as the SDK's
+                      single worker has one event loop (an extra row, like-for-like in threads)
 
 Load: wrk -t1, keep-alive, at 1 and 32 connections (mcp_tools_call.lua: every request a complete
 `tools/call` without a session, 2026-07-28 shape by default; every answer checked, a bad one
@@ -24,6 +26,7 @@ mcp_python/.venv itself, pinned by mcp_python/requirements.txt and the interop c
 cargo unless AGENTLOG_BIN names a release binary. From the repository root:
 
     python3 tests/benches/mcp_vs_python_sdk.py [--rounds 5] [--seconds 5] [--era modern|legacy]
+        [--workers N] [--agentlog-threads N]
 """
 
 from __future__ import annotations
@@ -156,13 +159,15 @@ def wait_for_url(out: Path, proc: subprocess.Popen[bytes], pattern: str, seconds
     raise AssertionError
 
 
-def start_agentlog(binary: str, work: Path) -> Server:
-    out = work / "agentlog.out"
+def start_agentlog(binary: str, work: Path, threads: int | None = None) -> Server:
+    name = "agentlog" if threads is None else f"agentlog-t{threads}"
+    out = work / f"{name}.out"
+    extra = [] if threads is None else ["--threads", str(threads)]
     with out.open("wb") as sink:
-        proc = subprocess.Popen([binary, "serve", "--demo", "--listen", "127.0.0.1:0", "--log", "memory://"],
-                                stdout=sink, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen([binary, "serve", "--demo", "--listen", "127.0.0.1:0", "--log", "memory://",
+                                 *extra], stdout=sink, stderr=subprocess.STDOUT)
     base = wait_for_url(out, proc, r"http://127\.0\.0\.1:\d+/", 60)
-    return Server("agentlog", base + "mcp", proc)
+    return Server(name, base + "mcp", proc)
 
 
 def start_python(python: Path, workers: int, work: Path, era: str) -> Server:
@@ -266,17 +271,19 @@ def report(servers: list[Server], connections: list[int], args: argparse.Namespa
                       f"{statistics.median(u for _, _, u in runs):,.0f}"]
         print(f"| {server.name} | " + " | ".join(cells) + " |")
     print()
-    agentlog = servers[0]
-    for other in servers[1:]:
-        for c in connections:
-            ratio = statistics.median(r for r, _, _ in agentlog.runs[c]) / statistics.median(
-                r for r, _, _ in other.runs[c])
-            per_round = [a[0] / b[0] for a, b in zip(agentlog.runs[c], other.runs[c])]
-            verdict = ""
-            if other.name == "python-sdk" and c == 32:
-                verdict = f"; target >= {TARGET:.0f}: {'met' if ratio >= TARGET else 'MISSED'}"
-            print(f"- agentlog / {other.name} at {c} conn: {ratio:.2f}x "
-                  f"(per round {min(per_round):.2f}–{max(per_round):.2f}){verdict}")
+    ours = [s for s in servers if s.name.startswith("agentlog")]
+    theirs = [s for s in servers if s.name.startswith("python-sdk")]
+    for agentlog in ours:
+        for other in theirs:
+            for c in connections:
+                ratio = statistics.median(r for r, _, _ in agentlog.runs[c]) / statistics.median(
+                    r for r, _, _ in other.runs[c])
+                per_round = [a[0] / b[0] for a, b in zip(agentlog.runs[c], other.runs[c])]
+                verdict = ""
+                if agentlog.name == "agentlog" and other.name == "python-sdk" and c == 32:
+                    verdict = f"; target >= {TARGET:.0f}: {'met' if ratio >= TARGET else 'MISSED'}"
+                print(f"- {agentlog.name} / {other.name} at {c} conn: {ratio:.2f}x "
+                      f"(per round {min(per_round):.2f}–{max(per_round):.2f}){verdict}")
     if steal is not None:
         # A VM's vCPUs waiting for their host: rates under steal are the host's, the ratios
         # less so (every server meets it, rounds rotate the order).
@@ -292,6 +299,8 @@ def main() -> int:
                         help="request shape: 2026-07-28 with its headers, or a bare legacy tools/call")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1,
                         help="uvicorn workers of the extra python-sdk row (0 or 1: no extra row)")
+    parser.add_argument("--agentlog-threads", type=int, default=1,
+                        help="runtime threads of the extra agentlog row (0: no extra row)")
     args = parser.parse_args()
     connections = [int(c) for c in args.connections.split(",")]
     if shutil.which("wrk") is None:
@@ -306,6 +315,8 @@ def main() -> int:
             servers.append(start_python(python, 1, work, args.era))
             if args.workers > 1:
                 servers.append(start_python(python, args.workers, work, args.era))
+            if args.agentlog_threads > 0:
+                servers.append(start_agentlog(binary, work, args.agentlog_threads))
             for server in servers:
                 server.check(args.era)
                 wrk(server, max(connections), 1, args.era)  # warm-up, not counted

@@ -71,6 +71,14 @@ pub struct Cli {
     #[arg(long, global = true, value_enum, default_value_t = diagnostics::LogFormat::Text)]
     log_format: diagnostics::LogFormat,
 
+    /// Threads of the runtime that serves requests, runs workers and drives the log (default:
+    /// one per core this process may run on). Fewer than the cores suits a machine shared with
+    /// other busy processes: threads that outnumber the free cores are preempted and wait on
+    /// each other (see tests/benches/README.md, "Runtime threads").
+    #[arg(long, global = true, env = "AGENTLOG_THREADS", value_name = "N",
+          value_parser = clap::value_parser!(u16).range(1..))]
+    threads: Option<u16>,
+
     #[command(subcommand)]
     command: Command,
 }
@@ -209,10 +217,11 @@ pub fn main() -> ExitCode {
         }
     };
     diagnostics::install(cli.log_format, cli.color);
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if let Some(threads) = cli.threads {
+        builder.worker_threads(usize::from(threads));
+    }
+    let runtime = match builder.enable_all().build() {
         Ok(runtime) => runtime,
         Err(err) => return fail(&CliError::msg(format!("cannot start the runtime: {err}"))),
     };

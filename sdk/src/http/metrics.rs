@@ -1,6 +1,6 @@
 //! Prometheus metrics (OpenMetrics text): requests by method and code, request durations,
-//! the task view's lag and counters, and the log's operations when a [`LogMetrics`] is
-//! given, read on each scrape.
+//! the task view's lag and counters, the runtime's worker threads, and the log's operations
+//! when a [`LogMetrics`] is given, read on each scrape.
 
 use std::sync::atomic::AtomicU64;
 use std::time::{Duration, Instant};
@@ -84,6 +84,16 @@ impl Metrics {
             "Records in the events topic not yet applied by the task view (measured by a scrape, at most once a second)",
             lag.clone(),
         );
+        // Fixed for the process's life: what `--threads` (or the core count) gave the runtime.
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let workers = Gauge::<u64, AtomicU64>::default();
+            workers.set(runtime.metrics().num_workers() as u64);
+            registry.register(
+                "agentlog_runtime_worker_threads",
+                "Worker threads of the async runtime serving this process",
+                workers,
+            );
+        }
         registry.register_collector(Box::new(ViewCounters(view.clone())));
         if let Some(verifier) = view.verifier() {
             registry.register_collector(Box::new(RejectedRecords(verifier.clone())));

@@ -902,6 +902,8 @@ async fn metrics_count_requests_by_method_and_code() {
         "agentlog_view_lag_records ",
         "agentlog_view_records_total ",
         "agentlog_view_undecodable_records_total 0",
+        // A current-thread test runtime: one worker.
+        "agentlog_runtime_worker_threads 1",
         "# EOF",
     ] {
         assert!(text.contains(line), "missing {line:?} in\n{text}");
