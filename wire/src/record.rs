@@ -167,7 +167,7 @@ pub struct RecordHeader {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub bridge_hops: Vec<String>,
     /// The ed25519 signature of [`Record::signing_payload`] by `key_id`: empty, or
-    /// [`SIGNATURE_LEN`] bytes. In JSON, standard base64.
+    /// 64 bytes (`SIGNATURE_LEN`). In JSON, standard base64.
     #[serde(default, skip_serializing_if = "Vec::is_empty", with = "base64_bytes")]
     pub signature: Vec<u8>,
 }

@@ -68,8 +68,9 @@ pub struct StatusMark {
 /// The state-level half of the fold: which records apply, and the state they lead to, without
 /// keeping history or artifacts.
 ///
-/// [`TaskFold`] wraps it to build the whole [`Task`]; the bridge's view keeps one per task so
-/// that it decides exactly as the fold does while holding a few dozen bytes per task.
+/// [`TaskFold`](super::TaskFold) wraps it to build the whole [`Task`](crate::a2a::Task); the
+/// bridge's view keeps one per task so that it decides exactly as the fold does while holding a
+/// few dozen bytes per task.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TaskMachine {
     state: Option<TaskState>,
