@@ -40,6 +40,7 @@ mod pending;
 #[cfg(test)]
 mod reply_tests;
 mod run;
+mod settle;
 mod sweep;
 #[cfg(test)]
 mod tests;
