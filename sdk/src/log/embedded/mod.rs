@@ -72,6 +72,12 @@
 //! through a read-only map of their segment (see `mapped`). Under `Interval` and `Never`, appends
 //! `pwrite` on the calling task (page cache, microseconds); a segment roll (every
 //! `segment_bytes`) also syncs the full segment and creates the next one there.
+//!
+//! # Scheduling
+//!
+//! Memory and direct appends, and reads, complete without waiting on anything, so a task
+//! looping over them would never give its runtime thread back: each of them first takes a
+//! unit of tokio's cooperative budget (`cooperate`), as tokio's own I/O does.
 
 mod files;
 mod group;
@@ -239,6 +245,7 @@ impl LogBackend for EmbeddedLog {
     }
 
     async fn append(&self, topic: &TopicRef, key: &[u8], payloads: Vec<Bytes>) -> Result<Appended> {
+        cooperate().await;
         let inner = &self.inner;
         inner.check_writable()?;
         let (index, partition) = inner.route(topic, key)?;
@@ -279,6 +286,7 @@ impl LogBackend for EmbeddedLog {
     /// One round for every batch: written in order by the calling task (direct path), or
     /// handed to the writer thread as one request with one acknowledgement (`Always`).
     async fn append_all(&self, batches: Vec<AppendBatch<'_>>) -> Result<Vec<Appended>> {
+        cooperate().await;
         let inner = &self.inner;
         inner.check_writable()?;
         let mut routed = Vec::with_capacity(batches.len());
@@ -353,6 +361,7 @@ impl LogBackend for EmbeddedLog {
         from: u64,
         max: usize,
     ) -> Result<Vec<StoredRecord>> {
+        cooperate().await;
         self.inner.partition(topic, partition)?.read(from, max)
     }
 
@@ -362,6 +371,7 @@ impl LogBackend for EmbeddedLog {
         partition: u32,
         offsets: &[u64],
     ) -> Result<Vec<StoredRecord>> {
+        cooperate().await;
         self.inner.partition(topic, partition)?.read_at(offsets)
     }
 
@@ -466,6 +476,15 @@ impl LogBackend for EmbeddedLog {
     }
 }
 
+/// Take a unit of the task's cooperative budget, yielding to the runtime once it is spent.
+/// An append or read that never suspends would otherwise let a task that loops over them
+/// (a writer publishing a burst, a follower catching up) hold its worker thread for
+/// milliseconds while requests queue behind it. Taken before the operation, so that a task
+/// dropped at the yield did nothing.
+async fn cooperate() {
+    tokio::task::coop::consume_budget().await;
+}
+
 /// Follow a read-only partition's files: read them again every [`POLL_BUSY`] while its end
 /// moves, backing off to [`POLL_IDLE`] while it does not. Ends when the log closes.
 async fn poll_files(partition: std::sync::Weak<Partition>) {
@@ -489,6 +508,8 @@ async fn poll_files(partition: std::sync::Weak<Partition>) {
     }
 }
 
+#[cfg(test)]
+mod coop_tests;
 #[cfg(test)]
 mod delete_tests;
 #[cfg(test)]
