@@ -143,8 +143,9 @@ fn behind(topic: &TopicRef, timeout: Duration) -> Error {
     )
 }
 
-/// Records applied under one hold of the view's write lock (about a fifth of a millisecond's
-/// work): what a reader waits for at most while a follower catches up.
+/// Records applied under one hold of the view's write lock: what a reader waits for at most
+/// while a follower catches up (a whole 1,024-record batch held it for 2 to 9 ms in the
+/// growth bench).
 const APPLY_SLICE: usize = 128;
 
 impl Inner {
@@ -218,24 +219,20 @@ impl Inner {
         let mut decoded = decoded.into_iter().peekable();
         loop {
             let mut tasks = self.write();
-            let mut through = None;
             for (offset, record, parsed) in decoded.by_ref().take(APPLY_SLICE) {
                 tasks.apply_parsed(partition, offset, &record, parsed);
-                through = Some(offset);
             }
-            let finished = decoded.peek().is_none();
-            // Under the tasks lock: a checkpoint reads the positions with the tasks. The
-            // whole batch once its last slice is in (records that did not decode included).
-            match (finished, through) {
-                (true, _) => {
+            // Under the tasks lock: a checkpoint reads the positions with the tasks.
+            match decoded.peek() {
+                // Every record before the next one is in (those that did not decode too).
+                Some((next, ..)) => {
+                    sender.send_replace(*next);
+                }
+                None => {
                     sender.send_replace(last.offset + 1);
                     self.expire_locked(&mut tasks);
                     return;
                 }
-                (false, Some(offset)) => {
-                    sender.send_replace(offset + 1);
-                }
-                (false, None) => {}
             }
         }
     }
