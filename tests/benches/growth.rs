@@ -4,7 +4,7 @@
 //! `cargo bench -p agentlog-integration --bench growth`
 //! (`GROWTH_BENCH=latency|disk` runs one part; `GROWTH_TASKS=<n>` sets the task count,
 //! 1,000,000 by default; `GROWTH_CHECKPOINT_S=<s>` the checkpoint interval, 10 by default, 0
-//! for none.)
+//! for none; `GROWTH_CLIENT=task|main` where the client loop runs, `task` by default.)
 #![allow(clippy::unwrap_used)]
 
 use std::sync::Arc;
@@ -78,6 +78,36 @@ async fn latency() {
             done.store(true, Ordering::Release);
         })
     };
+    let client = {
+        let (bridge, written, done) = (bridge.clone(), written.clone(), done.clone());
+        async move { client(&bridge, &written, &done, total).await }
+    };
+    // The client runs as a task on the runtime's two threads, as a server's request handlers
+    // do. `GROWTH_CLIENT=main` runs it on the thread that started the runtime instead: a third
+    // busy thread on two cores, whose tail is mostly the kernel's run queue (a 6 ms ListTasks
+    // with 0.05 ms of CPU, read from /proc/thread-self/schedstat).
+    let on_main = std::env::var("GROWTH_CLIENT").as_deref() == Ok("main");
+    let (get, list, grew) = if on_main {
+        client.await
+    } else {
+        tokio::spawn(client).await.unwrap()
+    };
+    writer.await.unwrap();
+    let client = if on_main {
+        "main thread"
+    } else {
+        "runtime task"
+    };
+    report(total, every, client, grew, &get, &list);
+    log.close().await.unwrap();
+}
+
+async fn client(
+    bridge: &Bridge,
+    written: &AtomicUsize,
+    done: &AtomicBool,
+    total: usize,
+) -> (Histogram<u64>, Histogram<u64>, Duration) {
     let caller = Caller::principal("bench");
     let mut get = Histogram::<u64>::new(3).unwrap();
     let mut list = Histogram::<u64>::new(3).unwrap();
@@ -109,17 +139,26 @@ async fn latency() {
             .unwrap();
         list.record(at.elapsed().as_nanos() as u64).unwrap();
     }
-    writer.await.unwrap();
-    let grew = started.elapsed();
+    (get, list, started.elapsed())
+}
+
+fn report(
+    total: usize,
+    every: u64,
+    client: &str,
+    grew: Duration,
+    get: &Histogram<u64>,
+    list: &Histogram<u64>,
+) {
     let ms = |h: &Histogram<u64>, q: f64| h.value_at_quantile(q) as f64 / 1e6;
     println!(
-        "## Requests while the view grows from 0 to {total} tasks ({:.0} s, {} records/s; file://; a checkpoint every {every} s, 0 = none)\n",
+        "## Requests while the view grows from 0 to {total} tasks ({:.0} s, {} records/s; file://; a checkpoint every {every} s, 0 = none; client on a {client})\n",
         grew.as_secs_f64(),
         (total * 4) as f64 / grew.as_secs_f64()
     );
     println!("| request | count | p50 ms | p99 ms | p99.99 ms | max ms |");
     println!("| --- | --- | --- | --- | --- | --- |");
-    for (name, h) in [("GetTask", &get), ("ListTasks", &list)] {
+    for (name, h) in [("GetTask", get), ("ListTasks", list)] {
         println!(
             "| {name} | {} | {:.3} | {:.3} | {:.3} | {:.3} |",
             h.len(),
@@ -130,7 +169,6 @@ async fn latency() {
         );
     }
     println!();
-    log.close().await.unwrap();
 }
 
 /// 1,000,000 finished tasks with a one-minute retention, then the retention passes: how
