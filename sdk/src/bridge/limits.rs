@@ -111,7 +111,12 @@ impl Limits {
                 self.config.streams_per_caller
             )));
         }
-        *open.entry(caller.clone()).or_default() += 1;
+        match open.get_mut(caller) {
+            Some(count) => *count += 1,
+            None => {
+                open.insert(caller.clone(), 1);
+            }
+        }
         Ok(Permit {
             _place: place,
             caller: Some((caller.clone(), Arc::clone(&self.per_caller))),

@@ -513,4 +513,6 @@ mod coop_tests;
 #[cfg(test)]
 mod delete_tests;
 #[cfg(test)]
+mod read_only_tests;
+#[cfg(test)]
 mod tests;
