@@ -579,4 +579,6 @@ fn merge_artifact(artifacts: &mut Vec<Artifact>, artifact: Artifact, append: boo
 }
 
 #[cfg(test)]
+mod content_tests;
+#[cfg(test)]
 mod tests;
