@@ -450,17 +450,22 @@ async def test_an_ask_waits_input_timeout_then_the_call_expires() -> None:
         deadline: float = waiting["status"]["message"]["metadata"]["agentlog.mcp"]["inputDeadlineMs"]
         return call, task_id, deadline
 
+    # Whole milliseconds, truncated as the worker's clock is: with the fraction, a deadline
+    # set in the same millisecond would read as up to 1 ms early.
+    def now_ms() -> int:
+        return time.time_ns() // 1_000_000
+
     # One number: every tool's asks wait that long.
     async with agentlog.Worker(log, agent, tools=handlers, bridge=mcp, input_timeout=30):
-        asked_at = time.time() * 1000
+        asked_at = now_ms()
         _, _, deadline = await ask("patient")
         assert asked_at + 30_000 <= deadline < asked_at + 35_000, (asked_at, deadline)
     # A dict: those tools; the others keep the default (15 minutes).
     async with agentlog.Worker(log, agent, tools=handlers, bridge=mcp, input_timeout={"confirm": 0.5}):
-        asked_at = time.time() * 1000
+        asked_at = now_ms()
         _, _, deadline = await ask("patient")
         assert asked_at + 900_000 <= deadline < asked_at + 905_000, (asked_at, deadline)
-        asked_at = time.time() * 1000
+        asked_at = now_ms()
         call, task_id, deadline = await ask("confirm")
         assert asked_at + 500 <= deadline < asked_at + 5_500, (asked_at, deadline)
         for _ in range(500):
