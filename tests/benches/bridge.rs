@@ -112,6 +112,8 @@ async fn get_task_part() {
         }
     }
     // Rounds alternate the cases, so a slow spell of this shared machine hits them alike.
+    // The memory floor over the same two logs' files (floor.rs), in the same rounds.
+    let mut floors = [&small, &large].map(|log| floor::Floor::new(log.dir.path(), log.tasks));
     let rounds = 10;
     let per_round: usize = agentlog_integration::bench::env_number("BRIDGE_GET_REQUESTS", 2_000);
     // Steady state, as in a bridge that has served for a while: a warm-up pass reads every
@@ -120,9 +122,15 @@ async fn get_task_part() {
         let pass = case.ids.len();
         case.run(pass, false).await;
     }
+    for floor in &mut floors {
+        floor.warm();
+    }
     for _ in 0..rounds {
         for case in &mut cases {
             case.run(per_round, true).await;
+        }
+        for floor in &mut floors {
+            floor.run(per_round, true);
         }
     }
     println!(
@@ -145,6 +153,34 @@ async fn get_task_part() {
         "\nGetTask p50 ratio 1M/1k: {:.2} reading the same 250 tasks, {:.2} reading every task (target ≤ 1.2)\n",
         p50(2) / p50(0),
         p50(3) / p50(1)
+    );
+    let floor_p50 = |i: usize| floors[i].latency_ns.value_at_quantile(0.5) as f64;
+    println!(
+        "The memory floor (one 64-byte line per task in memory, then one byte of the log's \
+         mapped files where that line points; every task, same rounds):\n"
+    );
+    println!("| records in log | mapped MB | floor p50 ns | p99 ns |");
+    println!("|---|---|---|---|");
+    for (log, floor) in [&small, &large].iter().zip(&floors) {
+        println!(
+            "| {} | {:.1} | {:.0} | {:.0} |",
+            log.records,
+            floor.mapped_bytes() as f64 / 1e6,
+            floor.latency_ns.value_at_quantile(0.5) as f64,
+            floor.latency_ns.value_at_quantile(0.99) as f64
+        );
+    }
+    let extra = floor_p50(1) - floor_p50(0);
+    let allowance = 0.2 * p50(1);
+    println!(
+        "\nEvery task: the floor's extra at 1M over 1k is {extra:.0} ns; a ratio of 1.2 allows \
+         {allowance:.0} ns over GetTask's {:.0} ns at 1k ({})\n",
+        p50(1),
+        if extra > allowance {
+            "the floor alone is over it"
+        } else {
+            "the floor leaves room"
+        }
     );
 }
 
@@ -385,5 +421,7 @@ async fn throughput(log: Log, config: BridgeConfig, senders: usize) -> f64 {
     total as f64 / started.elapsed().as_secs_f64()
 }
 
+#[path = "bridge/floor.rs"]
+mod floor;
 #[path = "bridge/signing.rs"]
 mod signing;

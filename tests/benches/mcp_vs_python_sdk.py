@@ -13,6 +13,11 @@ own server with the same trivial tool, side by side in one run under one load ge
                       the comparison the target is about)
     agentlog-t1       agentlog as above with `--threads 1`: one runtime thread, as the SDK's
                       single worker has one event loop (an extra row, like-for-like in threads)
+    floor             not a tool call: `agentlog serve --log memory://` with no worker, each
+                      request an A2A `SendMessage` with `returnImmediately` (a2a_send_immediate.lua):
+                      one command on the log and the answer, the least any durable call through
+                      agentlog costs (a tool call is that plus a worker's claim and result). An
+                      extra row: its ratio to the SDK bounds what the tools/call row can reach
 
 Load: wrk -t1, keep-alive, at 1 and 32 connections (mcp_tools_call.lua: every request a complete
 `tools/call` without a session, 2026-07-28 shape by default; every answer checked, a bad one
@@ -26,7 +31,7 @@ mcp_python/.venv itself, pinned by mcp_python/requirements.txt and the interop c
 cargo unless AGENTLOG_BIN names a release binary. From the repository root:
 
     python3 tests/benches/mcp_vs_python_sdk.py [--rounds 5] [--seconds 5] [--era modern|legacy]
-        [--workers N] [--agentlog-threads N]
+        [--workers N] [--agentlog-threads N] [--no-floor]
 """
 
 from __future__ import annotations
@@ -58,6 +63,7 @@ REQUIREMENTS = PY_DIR / "requirements.txt"
 # The interop tests' pins: the bench's SDK is the version those tests run.
 CONSTRAINTS = ROOT / "tests" / "interop" / "mcp" / "python" / "constraints.txt"
 LUA = HERE / "mcp_tools_call.lua"
+FLOOR_LUA = HERE / "a2a_send_immediate.lua"
 MODERN = "2026-07-28"
 GREET_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}}
 TARGET = 10.0
@@ -129,10 +135,13 @@ class Server:
     name: str
     url: str
     proc: subprocess.Popen[bytes]
+    lua: Path = LUA
     runs: dict[int, list[tuple[float, float, float]]] = field(default_factory=dict)
 
     def check(self, era: str) -> None:
         """A correct answer to the bench's call, and the same `greet` definition as agentlog's."""
+        if self.lua != LUA:
+            return  # the floor answers A2A; its script checks every answer
         status, answer = post(self.url, "tools/call", {"name": "greet", "arguments": {"name": "check"}}, era, "greet")
         result = answer.get("result") if isinstance(answer, dict) else None
         if status != 200 or not result or result.get("isError") or result.get("content") != [
@@ -168,6 +177,16 @@ def start_agentlog(binary: str, work: Path, threads: int | None = None) -> Serve
                                  *extra], stdout=sink, stderr=subprocess.STDOUT)
     base = wait_for_url(out, proc, r"http://127\.0\.0\.1:\d+/", 60)
     return Server(name, base + "mcp", proc)
+
+
+def start_floor(binary: str, work: Path) -> Server:
+    """`agentlog serve` with no worker (no `--demo`), taking A2A sends on its root."""
+    out = work / "floor.out"
+    with out.open("wb") as sink:
+        proc = subprocess.Popen([binary, "serve", "--listen", "127.0.0.1:0", "--log", "memory://"],
+                                stdout=sink, stderr=subprocess.STDOUT)
+    base = wait_for_url(out, proc, r"http://127\.0\.0\.1:\d+/", 60)
+    return Server("floor", base, proc, FLOOR_LUA)
 
 
 def start_python(python: Path, workers: int, work: Path, era: str) -> Server:
@@ -234,7 +253,7 @@ def wrk(server: Server, connections: int, seconds: int, era: str) -> tuple[float
     """Calls per second, p50 latency (ms) and server CPU µs per call of one wrk run."""
     cpu_before = tree_cpu_seconds(server.proc.pid)
     out = subprocess.run(
-        ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--latency", "-s", str(LUA), server.url,
+        ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--latency", "-s", str(server.lua), server.url,
          "--", uuid.uuid4().hex[:12], era],
         capture_output=True, text=True, check=True,
     ).stdout
@@ -270,8 +289,11 @@ def report(servers: list[Server], connections: list[int], args: argparse.Namespa
             cells += [spread([r for r, _, _ in runs]), f"{statistics.median(p for _, p, _ in runs):.2f}",
                       f"{statistics.median(u for _, _, u in runs):,.0f}"]
         print(f"| {server.name} | " + " | ".join(cells) + " |")
+    if any(s.lua == FLOOR_LUA for s in servers):
+        print("\n(floor: not a tool call, an A2A SendMessage with returnImmediately to agentlog with no "
+              "worker: one command on the log and the answer; a tool call costs that and more)")
     print()
-    ours = [s for s in servers if s.name.startswith("agentlog")]
+    ours = [s for s in servers if s.name.startswith("agentlog") or s.name == "floor"]
     theirs = [s for s in servers if s.name.startswith("python-sdk")]
     for agentlog in ours:
         for other in theirs:
@@ -301,6 +323,8 @@ def main() -> int:
                         help="uvicorn workers of the extra python-sdk row (0 or 1: no extra row)")
     parser.add_argument("--agentlog-threads", type=int, default=1,
                         help="runtime threads of the extra agentlog row (0: no extra row)")
+    parser.add_argument("--no-floor", action="store_true",
+                        help="leave out the floor row (an A2A send with no worker)")
     args = parser.parse_args()
     connections = [int(c) for c in args.connections.split(",")]
     if shutil.which("wrk") is None:
@@ -317,6 +341,8 @@ def main() -> int:
                 servers.append(start_python(python, args.workers, work, args.era))
             if args.agentlog_threads > 0:
                 servers.append(start_agentlog(binary, work, args.agentlog_threads))
+            if not args.no_floor:
+                servers.append(start_floor(binary, work))
             for server in servers:
                 server.check(args.era)
                 wrk(server, max(connections), 1, args.era)  # warm-up, not counted
