@@ -14,7 +14,7 @@ own server with the same trivial tool, side by side in one run under one load ge
     agentlog-t1       agentlog as above with `--threads 1`: one runtime thread, as the SDK's
                       single worker has one event loop (an extra row, like-for-like in threads)
     floor             not a tool call: `agentlog serve --log memory://` with no worker, each
-                      request an A2A `SendMessage` with `returnImmediately` (a2a_send_immediate.lua):
+                      request an A2A `SendMessage` with `returnImmediately` (the Lua's floor shape):
                       one command on the log and the answer, the least any durable call through
                       agentlog costs (a tool call is that plus a worker's claim and result). An
                       extra row: its ratio to the SDK bounds what the tools/call row can reach
@@ -63,7 +63,6 @@ REQUIREMENTS = PY_DIR / "requirements.txt"
 # The interop tests' pins: the bench's SDK is the version those tests run.
 CONSTRAINTS = ROOT / "tests" / "interop" / "mcp" / "python" / "constraints.txt"
 LUA = HERE / "mcp_tools_call.lua"
-FLOOR_LUA = HERE / "a2a_send_immediate.lua"
 MODERN = "2026-07-28"
 GREET_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}}
 TARGET = 10.0
@@ -135,13 +134,14 @@ class Server:
     name: str
     url: str
     proc: subprocess.Popen[bytes]
-    lua: Path = LUA
+    # The Lua script's request shape when not the run's era: "floor" for the floor row.
+    shape: str | None = None
     runs: dict[int, list[tuple[float, float, float]]] = field(default_factory=dict)
 
     def check(self, era: str) -> None:
         """A correct answer to the bench's call, and the same `greet` definition as agentlog's."""
-        if self.lua != LUA:
-            return  # the floor answers A2A; its script checks every answer
+        if self.shape == "floor":
+            return  # the floor answers A2A; the script checks every answer
         status, answer = post(self.url, "tools/call", {"name": "greet", "arguments": {"name": "check"}}, era, "greet")
         result = answer.get("result") if isinstance(answer, dict) else None
         if status != 200 or not result or result.get("isError") or result.get("content") != [
@@ -186,7 +186,7 @@ def start_floor(binary: str, work: Path) -> Server:
         proc = subprocess.Popen([binary, "serve", "--listen", "127.0.0.1:0", "--log", "memory://"],
                                 stdout=sink, stderr=subprocess.STDOUT)
     base = wait_for_url(out, proc, r"http://127\.0\.0\.1:\d+/", 60)
-    return Server("floor", base, proc, FLOOR_LUA)
+    return Server("floor", base, proc, shape="floor")
 
 
 def start_python(python: Path, workers: int, work: Path, era: str) -> Server:
@@ -253,8 +253,8 @@ def wrk(server: Server, connections: int, seconds: int, era: str) -> tuple[float
     """Calls per second, p50 latency (ms) and server CPU µs per call of one wrk run."""
     cpu_before = tree_cpu_seconds(server.proc.pid)
     out = subprocess.run(
-        ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--latency", "-s", str(server.lua), server.url,
-         "--", uuid.uuid4().hex[:12], era],
+        ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--latency", "-s", str(LUA), server.url,
+         "--", uuid.uuid4().hex[:12], server.shape or era],
         capture_output=True, text=True, check=True,
     ).stdout
     cpu = tree_cpu_seconds(server.proc.pid) - cpu_before
@@ -289,7 +289,7 @@ def report(servers: list[Server], connections: list[int], args: argparse.Namespa
             cells += [spread([r for r, _, _ in runs]), f"{statistics.median(p for _, p, _ in runs):.2f}",
                       f"{statistics.median(u for _, _, u in runs):,.0f}"]
         print(f"| {server.name} | " + " | ".join(cells) + " |")
-    if any(s.lua == FLOOR_LUA for s in servers):
+    if any(s.shape == "floor" for s in servers):
         print("\n(floor: not a tool call, an A2A SendMessage with returnImmediately to agentlog with no "
               "worker: one command on the log and the answer; a tool call costs that and more)")
     print()
