@@ -2,6 +2,18 @@
 
 use super::*;
 
+/// `GET /metrics` of `app`: 200 with an OpenMetrics body, its text.
+async fn scrape(app: &Router) -> String {
+    let reply = call(app, Request::get("/metrics").body(Body::empty()).unwrap()).await;
+    assert_eq!(reply.status, StatusCode::OK);
+    assert!(
+        reply
+            .content_type()
+            .starts_with("application/openmetrics-text")
+    );
+    reply.text()
+}
+
 #[tokio::test]
 async fn the_card_has_an_etag_and_answers_304() {
     let bridge = bridge().await;
@@ -175,14 +187,7 @@ async fn metrics_count_requests_by_method_and_code() {
         envelope(json!(5), "SubscribeToTask", json!({"id": "nope"})),
     )
     .await;
-    let reply = call(&app, Request::get("/metrics").body(Body::empty()).unwrap()).await;
-    assert_eq!(reply.status, StatusCode::OK);
-    assert!(
-        reply
-            .content_type()
-            .starts_with("application/openmetrics-text")
-    );
-    let text = reply.text();
+    let text = scrape(&app).await;
     for line in [
         r#"agentlog_rpc_requests_total{method="SendMessage",code="0"} 1"#,
         r#"agentlog_rpc_requests_total{method="GetTask",code="-32001"} 2"#,
@@ -227,12 +232,7 @@ async fn metrics_count_log_operations_when_given_the_logs_metrics() {
     faults.drop_connection(1);
     let topic = crate::log::TopicRef::new("agentlog", "t.events");
     assert!(log.end_offsets(&topic).await.is_err());
-    let text = call(
-        &counted,
-        Request::get("/metrics").body(Body::empty()).unwrap(),
-    )
-    .await
-    .text();
+    let text = scrape(&counted).await;
     for line in [
         r#"agentlog_log_operations_total{op="append_all",outcome="ok"} 1"#,
         r#"agentlog_log_operations_total{op="end_offsets",outcome="unavailable"} 1"#,
@@ -248,12 +248,7 @@ async fn metrics_count_log_operations_when_given_the_logs_metrics() {
     assert!(!text.contains(r#"outcome="corrupt""#), "{text}");
     assert!(!text.contains(r#"op="leave""#), "{text}");
     // Without the field, no log metrics.
-    let plain = call(
-        &app().await,
-        Request::get("/metrics").body(Body::empty()).unwrap(),
-    )
-    .await
-    .text();
+    let plain = scrape(&app().await).await;
     assert!(!plain.contains("agentlog_log_operations_total{"), "{plain}");
 }
 
@@ -267,12 +262,11 @@ async fn scraping_in_a_loop_reaches_the_log_at_most_once_a_second() {
         .layer(MetricsLayer::new(metrics.clone()));
     let bridge = Bridge::open(log, BridgeConfig::new("t")).await.unwrap();
     let app = router(bridge, HttpConfig::default());
-    let scrape = || call(&app, Request::get("/metrics").body(Body::empty()).unwrap());
     let before = metrics.calls(LogOp::EndOffsets);
-    let first = scrape().await.text();
+    let first = scrape(&app).await;
     assert!(first.contains("agentlog_view_lag_records 0"), "{first}");
     for _ in 0..50 {
-        assert_eq!(scrape().await.status, StatusCode::OK);
+        scrape(&app).await;
     }
     let measured = metrics.calls(LogOp::EndOffsets) - before;
     assert_eq!(measured, 1, "51 scrapes asked the log {measured} times");
@@ -292,14 +286,7 @@ async fn the_log_metrics_router_serves_only_the_logs_metrics() {
         .await
         .unwrap();
     let app = log_metrics_router(metrics);
-    let reply = call(&app, Request::get("/metrics").body(Body::empty()).unwrap()).await;
-    assert_eq!(reply.status, StatusCode::OK);
-    assert!(
-        reply
-            .content_type()
-            .starts_with("application/openmetrics-text")
-    );
-    let text = reply.text();
+    let text = scrape(&app).await;
     for line in [
         r#"agentlog_log_operations_total{op="ensure_topic",outcome="ok"} 1"#,
         r#"agentlog_log_records_total{op="append"} 1"#,

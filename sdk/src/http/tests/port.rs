@@ -20,6 +20,45 @@ async fn raw_get_task(mut stream: tokio::net::TcpStream) -> String {
     response
 }
 
+/// `app()` served on a loopback port until [`Running::stop`].
+struct Running {
+    address: std::net::SocketAddr,
+    stop: tokio::sync::oneshot::Sender<()>,
+    server: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl Running {
+    /// Through [`serve`], or [`serve_bounded`] with `max_connections`.
+    async fn start(max_connections: Option<usize>) -> Running {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let shutdown = async move {
+            let _ = stopped.await;
+        };
+        let app = app().await;
+        let server = match max_connections {
+            None => tokio::spawn(serve(listener, app, shutdown)),
+            Some(bound) => tokio::spawn(serve_bounded(listener, app, bound, shutdown)),
+        };
+        Running {
+            address,
+            stop,
+            server,
+        }
+    }
+
+    /// Shut down, and wait for the server to return cleanly.
+    async fn stop(self) {
+        self.stop.send(()).unwrap();
+        tokio::time::timeout(PATIENCE, self.server)
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+    }
+}
+
 #[tokio::test]
 async fn accepted_sockets_get_nodelay() {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -35,22 +74,14 @@ async fn accepted_sockets_get_nodelay() {
 
 #[tokio::test]
 async fn serves_on_loopback_and_shuts_down() {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(serve(listener, app().await, async move {
-        let _ = stopped.await;
-    }));
-    let stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    let running = Running::start(None).await;
+    let stream = tokio::net::TcpStream::connect(running.address)
+        .await
+        .unwrap();
     let response = raw_get_task(stream).await;
     assert!(response.starts_with("HTTP/1.1 200 OK"), "{response}");
     assert!(response.contains("-32001"), "{response}");
-    stop.send(()).unwrap();
-    tokio::time::timeout(PATIENCE, server)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    running.stop().await;
 }
 
 #[tokio::test]
@@ -79,12 +110,8 @@ async fn a_body_that_does_not_arrive_in_time_gets_408() {
 
 #[tokio::test]
 async fn connections_past_the_bound_get_503_at_once() {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(super::serve_bounded(listener, app().await, 1, async move {
-        let _ = stopped.await;
-    }));
+    let running = Running::start(Some(1)).await;
+    let address = running.address;
     // One connection open and idle holds the only place.
     let idle = tokio::net::TcpStream::connect(address).await.unwrap();
     tokio::time::sleep(Duration::from_millis(100)).await;
@@ -99,10 +126,5 @@ async fn connections_past_the_bound_get_503_at_once() {
     let served = tokio::net::TcpStream::connect(address).await.unwrap();
     let response = raw_get_task(served).await;
     assert!(response.starts_with("HTTP/1.1 200 OK"), "{response}");
-    stop.send(()).unwrap();
-    tokio::time::timeout(PATIENCE, server)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    running.stop().await;
 }
