@@ -1,5 +1,6 @@
-//! Benchmark of the A2A bridge on the embedded log: GetTask against log length, the blocking
-//! round trip through a worker, returnImmediately throughput, and the view's memory per task.
+//! Benchmark of the A2A bridge on the embedded log: GetTask against log length (with the
+//! memory floor beside it, `bridge/floor.rs`), the blocking round trip through a worker,
+//! returnImmediately throughput, and the view's memory per task.
 //! Prints a table; see `benches/README.md`.
 //!
 //! `cargo bench -p agentlog-integration --bench bridge`
