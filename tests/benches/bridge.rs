@@ -112,9 +112,9 @@ async fn get_task_part() {
             });
         }
     }
-    // Rounds alternate the cases, so a slow spell of this shared machine hits them alike.
     // The memory floor over the same two logs' files (floor.rs), in the same rounds.
     let mut floors = [&small, &large].map(|log| floor::Floor::new(log.dir.path(), log.tasks));
+    // Rounds alternate the cases, so a slow spell of this shared machine hits them alike.
     let rounds = 10;
     let per_round: usize = agentlog_integration::bench::env_number("BRIDGE_GET_REQUESTS", 2_000);
     // Steady state, as in a bridge that has served for a while: a warm-up pass reads every
