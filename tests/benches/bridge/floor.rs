@@ -8,6 +8,10 @@
 //! today), and the log's real segment files, mapped as the embedded log maps them. Its extra
 //! cost at 1 M records over 1 k is the least any GetTask pays there; set beside the 1.2 ratio's
 //! allowance (a fifth of GetTask's p50 at 1 k), it says whether the target is reachable.
+//!
+//! The same with more lines before the file's byte models a longer chain: with four (a
+//! hash table's control bytes, its slot, the task's entry, the log's index entry), then the
+//! batch, it is the chain a GetTask walks today, each line a load that waits for the last.
 
 use std::fs::File;
 use std::hint::black_box;
@@ -37,7 +41,9 @@ fn mapped_files(dir: &Path, maps: &mut Vec<Mmap>) {
 
 /// The floor over one log: `tasks` entries, the files under `dir`.
 pub struct Floor {
+    /// `hops` lines per task; each line's first word says where the next load goes.
     lines: Vec<u64>,
+    hops: usize,
     maps: Vec<Mmap>,
     /// Where each map starts in the maps' bytes laid end to end.
     starts: Vec<u64>,
@@ -48,7 +54,9 @@ pub struct Floor {
 }
 
 impl Floor {
-    pub fn new(dir: &Path, tasks: usize) -> Floor {
+    /// `hops` dependent lines of memory per request (at least 1), then the file's byte.
+    pub fn new(dir: &Path, tasks: usize, hops: usize) -> Floor {
+        let hops = hops.max(1);
         let mut maps = Vec::new();
         mapped_files(dir, &mut maps);
         let mut starts = Vec::with_capacity(maps.len());
@@ -57,18 +65,20 @@ impl Floor {
             starts.push(total);
             total += map.len() as u64;
         }
-        // Each line's first word is where its task's "records" are: scattered over the files
-        // like a task's records in an interleaved log, unknown until the line is read.
+        // Each line's first word is a random number: the next line to load, and at the last
+        // hop where the task's "records" are, scattered over the files like a task's records
+        // in an interleaved log; either is unknown until the line is read.
         let mut seed = 0x9E37_79B9_7F4A_7C15u64;
-        let mut lines = vec![0u64; tasks * LINE_WORDS];
-        for task in 0..tasks {
+        let mut lines = vec![0u64; tasks * hops * LINE_WORDS];
+        for line in 0..tasks * hops {
             seed ^= seed << 13;
             seed ^= seed >> 7;
             seed ^= seed << 17;
-            lines[task * LINE_WORDS] = seed;
+            lines[line * LINE_WORDS] = seed;
         }
         Floor {
             lines,
+            hops,
             maps,
             starts,
             total,
@@ -78,12 +88,18 @@ impl Floor {
         }
     }
 
-    /// `requests` pairs of dependent loads, visiting tasks with GetCase's stride.
+    /// `requests` chains of dependent loads, starting at tasks with GetCase's stride.
     pub fn run(&mut self, requests: usize, record: bool) {
+        let line_count = (self.tasks * self.hops) as u64;
         for _ in 0..requests {
             self.next = (self.next + 7919) % self.tasks;
             let started = Instant::now();
-            let at = black_box(self.lines[self.next * LINE_WORDS]) % self.total;
+            let mut word = black_box(self.lines[self.next * LINE_WORDS]);
+            for _ in 1..self.hops {
+                let line = (word % line_count) as usize;
+                word = black_box(self.lines[line * LINE_WORDS]);
+            }
+            let at = word % self.total;
             let file = self.starts.partition_point(|start| *start <= at) - 1;
             let byte = self.maps[file][(at - self.starts[file]) as usize];
             black_box(byte);
