@@ -293,7 +293,7 @@ def report(servers: list[Server], connections: list[int], args: argparse.Namespa
         print("\n(floor: not a tool call, an A2A SendMessage with returnImmediately to agentlog with no "
               "worker: one command on the log and the answer; a tool call costs that and more)")
     print()
-    ours = [s for s in servers if s.name.startswith("agentlog") or s.name == "floor"]
+    ours = [s for s in servers if s.name.startswith("agentlog") or s.shape == "floor"]
     theirs = [s for s in servers if s.name.startswith("python-sdk")]
     for agentlog in ours:
         for other in theirs:
