@@ -22,6 +22,7 @@ mod compact;
 mod expiry;
 mod follow;
 mod handoff;
+mod id_table;
 mod index;
 mod key;
 mod own;

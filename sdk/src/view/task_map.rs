@@ -1,54 +1,34 @@
 //! [`TaskMap`]: the view's tasks, each in a numbered slot of a slab that grows by fixed chunks,
-//! found by id through hash tables that hold only slot numbers.
+//! found by id through a table that holds only slot numbers ([`IdTable`]).
 //!
 //! Why this shape: the indexes name a task by its 4-byte slot instead of a shared string; a
 //! task costs its entry and a few bytes of table, with no allocation of its own for a UUID id
-//! or context ([`Key`]); growing never moves the entries (a chunk is added) and never rehashes
-//! every task at once under the view's write lock (the tables are [`SHARDS`] shards: a shard
-//! of a million tasks doubles in a millisecond or so).
+//! or context ([`Key`](super::key::Key)); growing never moves the entries (a chunk is added)
+//! and never rehashes every task at once under the view's write lock (the table grows by
+//! shards).
 
 use std::hash::BuildHasher;
 
-use hashbrown::HashTable;
-
+use super::id_table::IdTable;
 use super::key::KeyRef;
 use super::tasks::Entry;
 
 /// A task's place in the map, stable for as long as the task is kept.
 pub(super) type Slot = u32;
 
-/// Hash table shards; a power of two.
-const SHARDS: usize = 64;
-
 /// Entries per slab chunk.
 const CHUNK: usize = 1024;
 
 /// Tasks by id ([module docs](self)).
+#[derive(Default)]
 pub(super) struct TaskMap {
-    shards: Box<[HashTable<Slot>]>,
+    ids: IdTable,
     /// Fast, and seeded per process (ids come from clients).
     hasher: foldhash::fast::RandomState,
     chunks: Vec<Vec<Option<Entry>>>,
     /// Slots emptied by a removal, reused first.
     free: Vec<Slot>,
     len: usize,
-}
-
-impl Default for TaskMap {
-    fn default() -> Self {
-        Self {
-            shards: (0..SHARDS).map(|_| HashTable::new()).collect(),
-            hasher: Default::default(),
-            chunks: Vec::new(),
-            free: Vec::new(),
-            len: 0,
-        }
-    }
-}
-
-fn shard_of(hash: u64) -> usize {
-    // The tables use the low bits of the hash (and the top 7 as tags); the shard, bits below.
-    (hash >> 48) as usize & (SHARDS - 1)
 }
 
 fn entry_in(chunks: &[Vec<Option<Entry>>], slot: Slot) -> Option<&Entry> {
@@ -65,12 +45,9 @@ impl TaskMap {
     pub(super) fn find(&self, id: &str) -> Option<Slot> {
         let key = KeyRef::of(id);
         let hash = self.hash(key);
-        let chunks = &self.chunks;
-        self.shards[shard_of(hash)]
-            .find(hash, |&slot| {
-                entry_in(chunks, slot).is_some_and(|entry| entry.id.as_ref() == key)
-            })
-            .copied()
+        self.ids.find(hash, |slot| {
+            entry_in(&self.chunks, slot).is_some_and(|entry| entry.id.as_ref() == key)
+        })
     }
 
     pub(super) fn get(&self, id: &str) -> Option<&Entry> {
@@ -121,15 +98,7 @@ impl TaskMap {
                 self.slot_end() - 1
             }
         };
-        let Self {
-            shards,
-            hasher,
-            chunks,
-            ..
-        } = self;
-        shards[shard_of(hash)].insert_unique(hash, slot, |&other| {
-            entry_in(chunks, other).map_or(0, |entry| hasher.hash_one(entry.id.as_ref()))
-        });
+        self.ids.insert(hash, slot);
         self.len += 1;
         slot
     }
@@ -141,10 +110,7 @@ impl TaskMap {
             .get_mut(slot as usize / CHUNK)?
             .get_mut(slot as usize % CHUNK)?
             .take()?;
-        let hash = self.hash(entry.id.as_ref());
-        if let Ok(found) = self.shards[shard_of(hash)].find_entry(hash, |&other| other == slot) {
-            found.remove();
-        }
+        self.ids.remove(self.hash(entry.id.as_ref()), slot);
         self.free.push(slot);
         self.len -= 1;
         Some(entry)
@@ -167,17 +133,7 @@ impl TaskMap {
 
     /// Room for `additional` more tasks in the tables (the slab grows by chunks anyway).
     pub(super) fn reserve(&mut self, additional: usize) {
-        let Self {
-            shards,
-            hasher,
-            chunks,
-            ..
-        } = self;
-        for shard in shards.iter_mut() {
-            shard.reserve(additional / SHARDS + 1, |&other| {
-                entry_in(chunks, other).map_or(0, |entry| hasher.hash_one(entry.id.as_ref()))
-            });
-        }
+        self.ids.reserve(additional);
     }
 
     /// Every task with its slot, in slot order.

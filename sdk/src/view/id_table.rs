@@ -1,0 +1,254 @@
+//! [`IdTable`]: which slot holds the task of an id, found in one cache line.
+//!
+//! Each entry is a task's slot beside 32 bits of its id's hash, in an open-addressed table
+//! (linear probing) kept at most half full, so a lookup almost always finds its answer, or the
+//! empty entry that says there is none, in the first line it reads.
+//!
+//! Why not `hashbrown`, which the view used before: its control bytes and its buckets are two
+//! arrays, so in a table larger than the CPU's caches a lookup waits for two misses one after
+//! the other (the control group names the bucket, then the bucket names the slot). Every
+//! `GetTask` of a view of many tasks waited for both (see `tests/benches/README.md`, issue 12).
+//!
+//! The table is [`SHARDS`] shards, each grown on its own, so that no insert rehashes every task
+//! at once under the view's write lock; growing reads only the table (the position comes from
+//! the stored hash bits), never the tasks.
+
+use super::task_map::Slot;
+
+/// Shards; a power of two.
+const SHARDS: usize = 64;
+
+/// Entries per cache line.
+const PER_LINE: usize = 8;
+
+/// An entry holding no slot. A slot of `u32::MAX` cannot be stored (it would take a slab of
+/// 4 billion tasks).
+const EMPTY: u64 = u64::MAX;
+
+/// Slots by id hash ([module docs](self)). The caller hashes ids and says which slot holds
+/// which id; the table compares the stored hash bits first and asks only on a match.
+pub(super) struct IdTable {
+    shards: Box<[Shard]>,
+}
+
+/// One shard: a power-of-two number of entries, at most half of them used.
+#[derive(Default)]
+struct Shard {
+    lines: Vec<Line>,
+    len: usize,
+}
+
+/// One cache line of entries, aligned so that a probe starting in it reads only it.
+#[derive(Clone, Copy)]
+#[repr(align(64))]
+struct Line([u64; PER_LINE]);
+
+fn shard_of(hash: u64) -> usize {
+    // The entries keep the hash's low 32 bits (and place by them); the shard, bits above.
+    (hash >> 48) as usize & (SHARDS - 1)
+}
+
+fn pack(hash: u32, slot: Slot) -> u64 {
+    debug_assert_ne!(slot, Slot::MAX, "the empty entry's slot");
+    (u64::from(hash) << 32) | u64::from(slot)
+}
+
+fn hash_of(entry: u64) -> u32 {
+    (entry >> 32) as u32
+}
+
+fn slot_of(entry: u64) -> Slot {
+    entry as Slot
+}
+
+impl Default for IdTable {
+    fn default() -> Self {
+        Self {
+            shards: (0..SHARDS).map(|_| Shard::default()).collect(),
+        }
+    }
+}
+
+impl IdTable {
+    /// The slot stored under `hash` that `is` accepts (the caller compares the slot's id).
+    pub(super) fn find(&self, hash: u64, is: impl FnMut(Slot) -> bool) -> Option<Slot> {
+        self.shards[shard_of(hash)].find(hash as u32, is)
+    }
+
+    /// Store `slot` under `hash`; the caller knows no slot of the same id is stored.
+    pub(super) fn insert(&mut self, hash: u64, slot: Slot) {
+        self.shards[shard_of(hash)].insert(hash as u32, slot);
+    }
+
+    /// Forget `slot`, stored under `hash`; whether it was stored.
+    pub(super) fn remove(&mut self, hash: u64, slot: Slot) -> bool {
+        self.shards[shard_of(hash)].remove(hash as u32, slot)
+    }
+
+    /// Room for `additional` more slots without growing.
+    pub(super) fn reserve(&mut self, additional: usize) {
+        for shard in self.shards.iter_mut() {
+            shard.reserve(additional / SHARDS + 1);
+        }
+    }
+}
+
+impl Shard {
+    fn capacity(&self) -> usize {
+        self.lines.len() * PER_LINE
+    }
+
+    fn get(&self, i: usize) -> u64 {
+        self.lines[i / PER_LINE].0[i % PER_LINE]
+    }
+
+    fn set(&mut self, i: usize, entry: u64) {
+        self.lines[i / PER_LINE].0[i % PER_LINE] = entry;
+    }
+
+    /// Where `hash` would be placed, and the mask that wraps a probe; `None` while empty.
+    fn home(&self, hash: u32) -> Option<(usize, usize)> {
+        let mask = self.capacity().checked_sub(1)?;
+        Some((hash as usize & mask, mask))
+    }
+
+    fn find(&self, hash: u32, mut is: impl FnMut(Slot) -> bool) -> Option<Slot> {
+        let (mut i, mask) = self.home(hash)?;
+        // Ends: the table is never more than half full, so an empty entry follows.
+        loop {
+            let entry = self.get(i);
+            if entry == EMPTY {
+                return None;
+            }
+            if hash_of(entry) == hash && is(slot_of(entry)) {
+                return Some(slot_of(entry));
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    fn insert(&mut self, hash: u32, slot: Slot) {
+        self.reserve(1);
+        self.place(pack(hash, slot));
+        self.len += 1;
+    }
+
+    /// Put `entry` in the first empty entry from its home on (there is one: see `find`).
+    fn place(&mut self, entry: u64) {
+        let Some((mut i, mask)) = self.home(hash_of(entry)) else {
+            return;
+        };
+        while self.get(i) != EMPTY {
+            i = (i + 1) & mask;
+        }
+        self.set(i, entry);
+    }
+
+    fn remove(&mut self, hash: u32, slot: Slot) -> bool {
+        let wanted = pack(hash, slot);
+        let Some((mut i, mask)) = self.home(hash) else {
+            return false;
+        };
+        loop {
+            match self.get(i) {
+                EMPTY => return false,
+                entry if entry == wanted => break,
+                _ => i = (i + 1) & mask,
+            }
+        }
+        // Backward-shift deletion: move later entries of the probe run into the hole when
+        // their home lies at or before it, so no probe ever stops early and no tombstone stays.
+        let mut hole = i;
+        loop {
+            i = (i + 1) & mask;
+            let entry = self.get(i);
+            if entry == EMPTY {
+                break;
+            }
+            let home = hash_of(entry) as usize & mask;
+            if (i.wrapping_sub(home) & mask) >= (i.wrapping_sub(hole) & mask) {
+                self.set(hole, entry);
+                hole = i;
+            }
+        }
+        self.set(hole, EMPTY);
+        self.len -= 1;
+        true
+    }
+
+    /// Grow (doubling) until `additional` more entries keep the table at most half full.
+    fn reserve(&mut self, additional: usize) {
+        let needed = (self.len + additional).saturating_mul(2);
+        if needed <= self.capacity() {
+            return;
+        }
+        let capacity = needed.next_power_of_two().max(PER_LINE);
+        let old = std::mem::replace(
+            &mut self.lines,
+            vec![Line([EMPTY; PER_LINE]); capacity / PER_LINE],
+        );
+        for entry in old.iter().flat_map(|line| line.0) {
+            if entry != EMPTY {
+                self.place(entry);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Hashes that collide on purpose: few distinct low bits, so probes run long and wrap.
+    fn crowded(n: u32) -> u64 {
+        (u64::from(n % 5) << 48) | u64::from(n % 7) | (u64::from(n) << 40)
+    }
+
+    #[test]
+    fn slots_are_found_under_their_hash_and_removal_keeps_probes_whole() {
+        let mut table = IdTable::default();
+        let count = 3_000u32;
+        for n in 0..count {
+            table.insert(crowded(n), n);
+        }
+        let find = |table: &IdTable, n: u32| table.find(crowded(n), |slot| slot == n);
+        assert!((0..count).all(|n| find(&table, n) == Some(n)));
+        assert_eq!(
+            table.find(crowded(1), |_| false),
+            None,
+            "the caller's test decides"
+        );
+        // Remove every third: the rest are still found (backward shifts moved them).
+        for n in (0..count).step_by(3) {
+            assert!(table.remove(crowded(n), n));
+            assert!(!table.remove(crowded(n), n), "removed once");
+        }
+        for n in 0..count {
+            assert_eq!(find(&table, n), (n % 3 != 0).then_some(n), "slot {n}");
+        }
+        for n in (0..count).step_by(3) {
+            table.insert(crowded(n), n);
+        }
+        assert!((0..count).all(|n| find(&table, n) == Some(n)));
+    }
+
+    #[test]
+    fn a_table_stays_at_most_half_full_and_grows_without_losing_slots() {
+        let mut table = IdTable::default();
+        table.reserve(10_000);
+        let capacities: Vec<usize> = table.shards.iter().map(Shard::capacity).collect();
+        let hash = |n: u32| u64::from(n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        for n in 0..10_000 {
+            table.insert(hash(n), n);
+        }
+        let after: Vec<usize> = table.shards.iter().map(Shard::capacity).collect();
+        assert_eq!(capacities, after, "reserved room is used before growing");
+        assert!(table.shards.iter().all(|s| s.len * 2 <= s.capacity()));
+        for n in 10_000..50_000 {
+            table.insert(hash(n), n);
+        }
+        assert!(table.shards.iter().all(|s| s.len * 2 <= s.capacity()));
+        assert!((0..50_000).all(|n| table.find(hash(n), |slot| slot == n) == Some(n)));
+        assert_eq!(table.shards.iter().map(|s| s.len).sum::<usize>(), 50_000);
+    }
+}
