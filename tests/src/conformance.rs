@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use agentlog::log::{
-    AppendBatch, Follower, GroupConsumer, Log, StoredRecord, TopicRef, partition_for_key,
+    AppendBatch, Follower, GroupConsumer, Log, Place, StoredRecord, TopicRef, partition_for_key,
 };
 use bytes::Bytes;
 
@@ -303,7 +303,7 @@ async fn read_past_end(subject: &dyn Subject, stream: String) {
 }
 
 /// `read_at`: scattered offsets, runs, offsets inside one multi-record batch, and offsets
-/// past the end (left out).
+/// past the end (left out); the same with the places `read` gave, and with wrong places.
 async fn read_at(subject: &dyn Subject, stream: String) {
     let log = subject.open().await;
     let topic = TopicRef::new(stream, "t");
@@ -332,12 +332,21 @@ async fn read_at(subject: &dyn Subject, stream: String) {
             &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11],
         ),
     ];
-    for (asked, found) in cases {
-        let read = log.read_at(&topic, 0, asked).await.expect("read_at");
+    let all = log.read(&topic, 0, 0, 100).await.expect("read");
+    let place = |offset: u64| all.get(offset as usize).map_or(Place::UNKNOWN, |r| r.place);
+    for ((asked, found), places) in cases.iter().flat_map(|case| {
+        let given = case.0.iter().map(|o| place(*o)).collect();
+        let wrong = case.0.iter().map(|o| place(11 - o.min(&11))).collect();
+        [(case, Vec::new()), (case, given), (case, wrong)]
+    }) {
+        let read = log
+            .read_at(&topic, 0, asked, &places)
+            .await
+            .expect("read_at");
         assert_eq!(
             read.iter().map(|r| r.offset).collect::<Vec<_>>(),
-            found,
-            "{}: read_at {asked:?}",
+            *found,
+            "{}: read_at {asked:?} at {places:?}",
             subject.name()
         );
         assert_eq!(

@@ -341,7 +341,7 @@ impl Bridge {
                 .configuration
                 .as_ref()
                 .is_some_and(|c| c.return_immediately);
-            view.apply_own_command(partition, offset, &record, immediately)
+            view.apply_own_command(partition, offset, appended.place, &record, immediately)
         } else {
             OwnCommand::NotApplied
         };

@@ -93,6 +93,47 @@ pub struct StoredRecord {
     pub offset: u64,
     /// The bytes that were appended.
     pub payload: Bytes,
+    /// Where the backend keeps it: given back to [`LogBackend::read_at`], it spares a lookup.
+    pub place: Place,
+}
+
+/// Where a backend keeps a record, as the backend said when it returned or appended it
+/// ([`StoredRecord::place`], [`Appended::place`]). Given back to [`LogBackend::read_at`]
+/// beside the record's offset, it lets the backend read the record without looking it up in
+/// its index: in a long log that lookup is a cache miss of its own, one more wait in every
+/// `GetTask` (the embedded log gives the byte position of the record's batch in its segment).
+///
+/// A place proves nothing: the backend checks what it finds there and looks the record up
+/// when it does not match, so a stale or foreign place costs a lookup, never a wrong record.
+/// Opaque to everybody else, and stable for as long as the record is kept: a view stores it
+/// in its checkpoints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Place(u32);
+
+impl Place {
+    /// No place known: the backend looks the record up (what Iggy always gives).
+    pub const UNKNOWN: Self = Self(u32::MAX);
+
+    /// A place from its raw value, as a backend makes one or a checkpoint stored it.
+    pub const fn from_raw(raw: u32) -> Self {
+        Self(raw)
+    }
+
+    /// The raw value, to store.
+    pub const fn raw(self) -> u32 {
+        self.0
+    }
+
+    /// The place's value, unless it is [`UNKNOWN`](Self::UNKNOWN).
+    pub fn known(self) -> Option<u32> {
+        (self != Self::UNKNOWN).then_some(self.0)
+    }
+}
+
+impl Default for Place {
+    fn default() -> Self {
+        Self::UNKNOWN
+    }
 }
 
 /// Where an appended batch landed.
@@ -104,6 +145,8 @@ pub struct Appended {
     pub first_offset: u64,
     /// How many records were appended.
     pub count: u32,
+    /// Where the backend keeps them (one place for the batch; see [`Place`]).
+    pub place: Place,
 }
 
 /// One batch of [`LogBackend::append_all`]: `payloads` go, in order, to the partition of
@@ -187,17 +230,21 @@ pub trait LogBackend: Send + Sync + fmt::Debug + 'static {
     ) -> Result<Vec<StoredRecord>>;
 
     /// The records at `offsets` (ascending) of `partition`, in that order: how a task's
-    /// records are read back. An offset past the end, or deleted, is left out, so the caller
-    /// compares counts. Default: [`read`](Self::read)s over each run of consecutive offsets,
-    /// reading on from where a short read stopped, until the run is whole or a read returns
-    /// nothing (past the end); the embedded log looks every offset up in one pass over its
-    /// index.
+    /// records are read back. `places` are where the backend said they are ([`Place`]), one
+    /// per offset, or empty when none are known. An offset past the end, or deleted, is left
+    /// out, so the caller compares counts. Default: [`read`](Self::read)s over each run of
+    /// consecutive offsets, reading on from where a short read stopped, until the run is
+    /// whole or a read returns nothing (past the end); the embedded log reads the records at
+    /// their places and looks the others up in one pass over its index.
     async fn read_at(
         &self,
         topic: &TopicRef,
         partition: u32,
         offsets: &[u64],
+        places: &[Place],
     ) -> Result<Vec<StoredRecord>> {
+        // Places are an embedded-log thing: read by offset.
+        let _ = places;
         read_runs(topic, partition, offsets, |from, max| {
             self.read(topic, partition, from, max)
         })

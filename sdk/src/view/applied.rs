@@ -5,6 +5,7 @@
 //! however long it runs: [`MAX_LISTED`] words.
 
 use super::expiry::LiveRecords;
+use crate::log::Place;
 
 /// The most applied records the view lists for one task.
 pub const MAX_LISTED: usize = 1024;
@@ -121,6 +122,43 @@ pub(super) fn counted(records: &[Applied], out: &mut Vec<u64>) {
     }
 }
 
+/// How many of a task's content records keep their [`Place`]: a usual finished task's
+/// command, artifact and last status message. A `GetTask` reads those at their places (no
+/// lookup in the log's index); any later ones are looked up.
+pub(super) const PLACED: usize = 3;
+
+/// The places of a task's first [`PLACED`] content records, in order (4 bytes each, beside
+/// the entry's owner, where the padding was).
+pub(super) type Places = [Place; PLACED];
+
+/// No place known.
+pub(super) const NO_PLACES: Places = [Place::UNKNOWN; PLACED];
+
+/// Note `place` for the record `records` ends with (just pushed), if it has content and is
+/// among the first [`PLACED`] that do.
+pub(super) fn note_place(places: &mut Places, records: &[Applied], place: Place) {
+    let listed = listed(records);
+    if !listed.last().is_some_and(|r| r.has_content()) || spilled(records).is_some() {
+        return;
+    }
+    let nth = listed.iter().filter(|r| r.has_content()).count() - 1;
+    if let Some(slot) = places.get_mut(nth) {
+        *slot = place;
+    }
+}
+
+/// The places of the listed records with content, as [`content_offsets`] lists them
+/// ([`Place::UNKNOWN`] past the first [`PLACED`]).
+pub(super) fn content_places(
+    records: &[Applied],
+    places: &Places,
+) -> smallvec::SmallVec<[Place; 4]> {
+    let count = listed(records).iter().filter(|r| r.has_content()).count();
+    (0..count)
+        .map(|n| places.get(n).copied().unwrap_or(Place::UNKNOWN))
+        .collect()
+}
+
 /// The offsets of the listed records with content.
 pub(super) fn content_offsets(records: &[Applied]) -> smallvec::SmallVec<[u64; 4]> {
     listed(records)
@@ -146,7 +184,7 @@ impl super::TaskView {
             .filter(|r| !content_only || r.has_content())
             .map(|r| r.offset())
             .collect();
-        let mut records = self.read_records(info.partition, &offsets).await?;
+        let mut records = self.read_records(info.partition, &offsets, &[]).await?;
         if let Some((from, last)) = spilled(&info.records) {
             records.extend(self.scan_task(info.partition, &info.id, from, last).await?);
         }

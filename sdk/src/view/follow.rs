@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{Inner, TaskView};
 use crate::error::{Error, ErrorKind, Result};
-use crate::log::{StoredRecord, TopicRef};
+use crate::log::{Place, StoredRecord, TopicRef};
 
 impl TaskView {
     /// Wait until the view has applied everything the log held when this call started, on one
@@ -180,7 +180,7 @@ impl Inner {
         // waiting for it wait only for the rules.
         // So is checking signatures (about 50 µs a record).
         let verifier = self.options.verifier.as_ref();
-        let decoded: Vec<(u64, Record, Parsed)> = batch
+        let decoded: Vec<(u64, Place, Record, Parsed)> = batch
             .iter()
             .filter_map(|stored| match Record::decode(&stored.payload) {
                 Ok(record) => {
@@ -196,7 +196,7 @@ impl Inner {
                         return None;
                     }
                     let parsed = Parsed::of(&record);
-                    Some((stored.offset, record, parsed))
+                    Some((stored.offset, stored.place, record, parsed))
                 }
                 Err(error) => {
                     self.undecodable.fetch_add(1, Ordering::Relaxed);
@@ -219,8 +219,8 @@ impl Inner {
         let mut decoded = decoded.into_iter().peekable();
         loop {
             let mut tasks = self.write();
-            for (offset, record, parsed) in decoded.by_ref().take(APPLY_SLICE) {
-                tasks.apply_parsed(partition, offset, &record, parsed);
+            for (offset, place, record, parsed) in decoded.by_ref().take(APPLY_SLICE) {
+                tasks.apply_parsed(partition, offset, place, &record, parsed);
             }
             // Under the tasks lock: a checkpoint reads the positions with the tasks.
             match decoded.peek() {

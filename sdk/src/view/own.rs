@@ -11,6 +11,7 @@ use agentlog_wire::{Record, RecordBody};
 
 use super::TaskView;
 use super::tasks::Tasks;
+use crate::log::Place;
 
 /// What [`TaskView::apply_own_command`] did with a command record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,6 +42,7 @@ impl TaskView {
         &self,
         partition: u32,
         offset: u64,
+        place: Place,
         record: &Record,
         return_immediately: bool,
     ) -> OwnCommand {
@@ -63,7 +65,7 @@ impl TaskView {
         }
         let mut created = false;
         let mut tasks = self.write();
-        tasks.apply_with(partition, offset, header, |machine| {
+        tasks.apply_with(partition, offset, place, header, |machine| {
             let applied = machine.apply_parsed_command(
                 header,
                 &header.message_id,
@@ -87,7 +89,7 @@ impl TaskView {
     }
 
     /// Apply `records` (of one task), which this process has just appended at `first_offset`
-    /// onward in `partition`, if the view stands right before them and nobody else is applying
+    /// onward in `partition` (one batch, at `place`), if the view stands right before them and nobody else is applying
     /// that partition: they are then applied as the decoded records they are, without being
     /// read back (the same as reading them: a record decodes to what was encoded). Otherwise
     /// this does nothing, and they are applied from the log as any other.
@@ -98,12 +100,13 @@ impl TaskView {
         &self,
         partition: u32,
         first_offset: u64,
+        place: Place,
         records: &[Record],
     ) -> Option<Option<Claim>> {
         let task_id = records.first()?.header.task_id.as_str();
         self.apply_own_with(partition, first_offset, records.len() as u64, |tasks| {
             for (offset, record) in (first_offset..).zip(records) {
-                tasks.apply(partition, offset, record);
+                tasks.apply(partition, offset, place, record);
             }
             tasks
                 .entries
@@ -119,11 +122,12 @@ impl TaskView {
         &self,
         partition: u32,
         offset: u64,
+        place: Place,
         record: &Record,
         parsed: Parsed,
     ) -> bool {
         self.apply_own_with(partition, offset, 1, |tasks| {
-            tasks.apply_parsed(partition, offset, record, parsed);
+            tasks.apply_parsed(partition, offset, place, record, parsed);
         })
         .is_some()
     }

@@ -5,10 +5,11 @@ use agentlog_wire::Record;
 use agentlog_wire::a2a::{Message, Task};
 use agentlog_wire::fold::{StatusMark, fold_content, fold_content_after};
 
-use super::applied::{self, content_offsets};
+use super::applied::{self, content_offsets, content_places};
 use super::{TaskInfo, TaskView};
 use crate::agent::Caller;
 use crate::error::{Error, ErrorKind, Result};
+use crate::log::Place;
 use crate::retention::now_ms;
 
 impl TaskView {
@@ -28,10 +29,11 @@ impl TaskView {
                         return Some(Err(self.info(entry)));
                     }
                     let status = entry.machine.status()?;
-                    Some(Ok((content_offsets(&entry.records), status)))
+                    let places = content_places(&entry.records, &entry.places);
+                    Some(Ok((content_offsets(&entry.records), places, status)))
                 })
         };
-        let (content, status) = match found {
+        let (content, places, status) = match found {
             None => return Ok(None),
             // A long task: folded from everything it has.
             Some(Err(info)) => return self.load(&info).await.map(Some),
@@ -39,7 +41,7 @@ impl TaskView {
         };
         let partition = self.partition_of(task_id);
         match self
-            .fold_content(task_id, partition, &content, status, None)
+            .fold_content(task_id, partition, &content, &places, status, None)
             .await
         {
             Err(error) if error.kind() == ErrorKind::TaskNotFound => Ok(None),
@@ -103,7 +105,7 @@ impl TaskView {
                 )
             });
         }
-        self.fold_content(&info.id, info.partition, &content, info.status(), turn)
+        self.fold_content(&info.id, info.partition, &content, &[], info.status(), turn)
             .await
     }
 
@@ -112,10 +114,11 @@ impl TaskView {
         task_id: &str,
         partition: u32,
         content: &[u64],
+        places: &[Place],
         status: StatusMark,
         turn: Option<&str>,
     ) -> Result<(Task, Vec<String>)> {
-        let records = match self.read_records(partition, content).await {
+        let records = match self.read_records(partition, content, places).await {
             // The task expired while it was being read, and the log deleted its records:
             // a clean not-found, as a moment later.
             Err(error) if error.kind() == ErrorKind::Corrupt && !self.is_retained(task_id) => {
@@ -138,14 +141,20 @@ impl TaskView {
         self.read().live_entry(task_id, now_ms()).is_some()
     }
 
-    /// Read and decode the records at `offsets` (ascending) of `partition`.
+    /// Read and decode the records at `offsets` (ascending) of `partition`, at `places` (one
+    /// per offset, or none known: see [`Place`]).
     pub async fn read_records(
         &self,
         partition: u32,
         offsets: &[u64],
+        places: &[Place],
     ) -> Result<Vec<(u64, Record)>> {
         let topic = &self.inner.topic;
-        let stored = self.inner.log.read_at(topic, partition, offsets).await?;
+        let stored = self
+            .inner
+            .log
+            .read_at(topic, partition, offsets, places)
+            .await?;
         if stored.len() != offsets.len() || stored.iter().zip(offsets).any(|(s, o)| s.offset != *o)
         {
             return Err(Error::new(

@@ -142,6 +142,7 @@ impl Tasks {
                     id: Key::new(task.id),
                     context: Key::new(task.context_id),
                     owner,
+                    places: task.places,
                     machine: TaskMachine::from_snapshot(task.machine),
                     records: applied,
                 });
@@ -172,14 +173,17 @@ fn encode_entry(out: &mut Vec<u8>, entry: &Entry) {
         &entry.context,
         &entry.machine.snapshot(),
         words,
+        &entry.places,
     );
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use agentlog_wire::{Record, TaskState};
 
     use super::*;
+    use crate::log::Place;
     use crate::retention::now_ms;
     use crate::view::retention_tests::{command, status};
 
@@ -200,7 +204,7 @@ mod tests {
         let now = now_ms();
         let mut offset = 0;
         let mut apply = |tasks: &mut Tasks, record: Record| {
-            tasks.apply(0, offset, &record);
+            tasks.apply(0, offset, Place::UNKNOWN, &record);
             offset += 1;
         };
         // Slots 0..10; a retention of 1 ms, so finished tasks expire at once.
@@ -239,5 +243,28 @@ mod tests {
         assert!(sliced == before, "the sliced checkpoint differs");
         assert!(tasks.snapshotting.is_none());
         assert_ne!(whole(&mut tasks), before, "the tasks did change");
+    }
+
+    #[test]
+    fn a_checkpoint_keeps_where_the_records_are() {
+        let mut tasks = Tasks::new(1, false);
+        let now = now_ms();
+        let place = |n: u32| Place::from_raw(n * 100);
+        tasks.apply(0, 0, place(1), &command("t0", "hi", now, 0));
+        tasks.apply(0, 1, place(2), &command("t1", "hi", now, 0));
+        tasks.apply(0, 2, place(3), &status("t0", "s0", now, TaskState::Working));
+        // A status with no message has no content to read back: no place kept for it.
+        let places = |tasks: &Tasks, id: &str| tasks.entries.get(id).unwrap().places;
+        let t0 = places(&tasks, "t0");
+        assert_eq!(t0, [place(1), Place::UNKNOWN, Place::UNKNOWN]);
+        assert_eq!(places(&tasks, "t1")[0], place(2));
+        let mut bytes = Vec::new();
+        codec::encode_header(&mut bytes, now, "s", "t", &[codec::Position::default()]);
+        bytes.extend(whole(&mut tasks));
+        codec::seal(&mut bytes);
+        let restored =
+            Tasks::from_checkpoint(codec::decode(&bytes).unwrap(), 1, false, |_| 0).unwrap();
+        assert_eq!(places(&restored, "t0"), t0);
+        assert_eq!(places(&restored, "t1"), places(&tasks, "t1"));
     }
 }

@@ -11,19 +11,22 @@ use smallvec::SmallVec;
 use tokio::sync::broadcast;
 
 use super::TaskEvent;
-use super::applied::{self, Applied};
+use super::applied::{self, Applied, NO_PLACES, Places};
 use super::expiry::{Expiring, LiveRecords};
 use super::index::{AwaitingClaim, ListIndex, Listed, OwnerId, Owners};
 use super::key::Key;
 use super::snapshot::Snapshotting;
 use super::task_map::{Slot, TaskMap};
 use crate::agent::Caller;
+use crate::log::Place;
 
 /// One task as the view keeps it.
 pub(super) struct Entry {
     pub(super) id: Key,
     pub(super) context: Key,
     pub(super) owner: OwnerId,
+    /// Where the log keeps its first content records ([`applied::PLACED`]).
+    pub(super) places: Places,
     pub(super) machine: TaskMachine,
     /// Inline for the usual few records: a lookup touches no other allocation for them.
     pub(super) records: SmallVec<[Applied; 4]>,
@@ -216,8 +219,8 @@ impl Tasks {
             .filter(|entry| !entry.machine.is_expired(now_ms))
     }
 
-    pub(super) fn apply(&mut self, partition: u32, offset: u64, record: &Record) {
-        self.apply_with(partition, offset, &record.header, |machine| {
+    pub(super) fn apply(&mut self, partition: u32, offset: u64, place: Place, record: &Record) {
+        self.apply_with(partition, offset, place, &record.header, |machine| {
             machine.apply(record).map(Some)
         });
     }
@@ -227,22 +230,24 @@ impl Tasks {
         &mut self,
         partition: u32,
         offset: u64,
+        place: Place,
         record: &Record,
         parsed: Parsed,
     ) {
-        self.apply_with(partition, offset, &record.header, |machine| {
+        self.apply_with(partition, offset, place, &record.header, |machine| {
             machine.apply_parsed(record, Some(parsed)).map(Some)
         });
     }
 
-    /// Apply a record of `header`'s task at `offset` of `partition`: `decide` runs the task's
-    /// machine (a fresh one for a new task) and returns the change, or `None` where the caller
-    /// has no payload to give (only for a new task's command, which nobody can be subscribed
-    /// to yet and which has content).
+    /// Apply a record of `header`'s task at `offset` of `partition` (at `place` in the log):
+    /// `decide` runs the task's machine (a fresh one for a new task) and returns the change,
+    /// or `None` where the caller has no payload to give (only for a new task's command,
+    /// which nobody can be subscribed to yet and which has content).
     pub(super) fn apply_with(
         &mut self,
         partition: u32,
         offset: u64,
+        place: Place,
         header: &RecordHeader,
         decide: impl FnOnce(&mut TaskMachine) -> Result<Option<Change>, Outcome>,
     ) {
@@ -275,8 +280,11 @@ impl Tasks {
                     entry.owner = self.owners.intern(&header.principal, &header.tenant);
                     entry.context = Key::new(&header.context_id);
                     entry.records = smallvec::smallvec![record_of(offset, change.as_ref())];
+                    entry.places = NO_PLACES;
+                    applied::note_place(&mut entry.places, &entry.records, place);
                 } else if !quiet {
                     applied::push(&mut entry.records, record_of(offset, change.as_ref()), live);
+                    applied::note_place(&mut entry.places, &entry.records, place);
                 }
                 (slot, change)
             }
@@ -289,12 +297,16 @@ impl Tasks {
                     live.add(offset);
                 }
                 let owner = self.owners.intern(&header.principal, &header.tenant);
+                let records = smallvec::smallvec![record_of(offset, change.as_ref())];
+                let mut places = NO_PLACES;
+                applied::note_place(&mut places, &records, place);
                 let slot = self.entries.insert(Entry {
                     id: Key::new(&header.task_id),
                     context: Key::new(&header.context_id),
                     owner,
+                    places,
                     machine,
-                    records: smallvec::smallvec![record_of(offset, change.as_ref())],
+                    records,
                 });
                 (slot, change)
             }

@@ -9,6 +9,7 @@ use tokio::sync::broadcast::error::RecvError;
 
 use super::applied::content_offsets;
 use super::*;
+use crate::log::Place;
 
 /// An upper bound for anything a test waits for.
 const PATIENCE: Duration = Duration::from_secs(30);
@@ -121,7 +122,7 @@ async fn an_own_command_is_applied_inline_only_right_after_what_is_applied() {
     let (a, b) = (command("a"), command("b"));
     // Appended on this (single-threaded) runtime without yielding: the follower has not run.
     append(&log, &topic, &a).await;
-    view.apply_own_command(0, 0, &a, false);
+    view.apply_own_command(0, 0, Place::UNKNOWN, &a, false);
     let inline = view
         .lookup(&caller, "a")
         .expect("applied inline, no await in between");
@@ -131,11 +132,11 @@ async fn an_own_command_is_applied_inline_only_right_after_what_is_applied() {
     // Not right after what is applied (offset 1 was not applied yet): left to the log.
     append(&log, &topic, &b).await;
     append(&log, &topic, &completed("a")).await;
-    view.apply_own_command(0, 2, &b, false);
+    view.apply_own_command(0, 2, Place::UNKNOWN, &b, false);
     assert!(view.lookup(&caller, "b").is_none());
     view.sync(None, PATIENCE).await.unwrap();
     // Already applied: a second call changes nothing.
-    view.apply_own_command(0, 0, &a, false);
+    view.apply_own_command(0, 0, Place::UNKNOWN, &a, false);
 
     // A view that folds everything from the log agrees on every task.
     let fresh = TaskView::start(log.clone(), topic.clone()).await.unwrap();

@@ -395,7 +395,7 @@ impl TaskContext {
         let claim = [attempt.claim_record(&next, false)];
         let appended = attempt.writer.append(&claim).await?;
         if view
-            .apply_own(partition, appended.first_offset, &claim)
+            .apply_own(partition, appended.first_offset, appended.place, &claim)
             .is_none()
         {
             view.sync_to(
@@ -544,10 +544,10 @@ impl TaskContext {
         match parsed {
             Some(parsed) => {
                 let [record] = &records;
-                view.apply_own_parsed(partition, offset, record, parsed);
+                view.apply_own_parsed(partition, offset, appended.place, record, parsed);
             }
             None => {
-                view.apply_own(partition, offset, &records);
+                view.apply_own(partition, offset, appended.place, &records);
             }
         }
         Ok(())

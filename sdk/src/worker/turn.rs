@@ -175,7 +175,12 @@ async fn claim(
     let records = [attempt.claim_record(&turn, false)];
     let appended = shared.writer.append(&records).await?;
     let view = &shared.view;
-    let claim = match view.apply_own(info.partition, appended.first_offset, &records) {
+    let claim = match view.apply_own(
+        info.partition,
+        appended.first_offset,
+        appended.place,
+        &records,
+    ) {
         Some(claim) => claim,
         None => {
             let end = appended.first_offset + records.len() as u64;

@@ -75,7 +75,7 @@ async fn assert_reads(log: &EmbeddedLog, end: u64, kept: &[u64]) {
         }
     }
     let all: Vec<u64> = (0..end + 2).collect();
-    let read = log.read_at(&topic(), 0, &all).await.unwrap();
+    let read = log.read_at(&topic(), 0, &all, &[]).await.unwrap();
     assert_eq!(read.iter().map(|r| r.offset).collect::<Vec<_>>(), kept);
     assert!(read.iter().all(|r| r.payload == payload(r.offset)));
     let whole = log.read(&topic(), 0, 0, usize::MAX).await.unwrap();
@@ -358,9 +358,16 @@ async fn readers_racing_deletions_get_records_or_skip_them_cleanly() {
                     assert_eq!(record.payload, payload(record.offset), "read from {from}");
                     last = Some(record.offset);
                 }
+                // The same records again at the places the read gave: they or nothing.
+                let offsets: Vec<u64> = read.iter().map(|r| r.offset).collect();
+                let places: Vec<Place> = read.iter().map(|r| r.place).collect();
+                let again = log.read_at(&topic(), 0, &offsets, &places).await.unwrap();
+                for record in &again {
+                    assert_eq!(record.payload, payload(record.offset), "read at places");
+                }
                 let asked: BTreeSet<u64> = (0..32).map(|_| rng.random_range(0..end)).collect();
                 let asked: Vec<u64> = asked.into_iter().collect();
-                let read = log.read_at(&topic(), 0, &asked).await.unwrap();
+                let read = log.read_at(&topic(), 0, &asked, &[]).await.unwrap();
                 let mut rest = asked.iter();
                 for record in &read {
                     assert!(rest.any(|o| *o == record.offset), "read_at out of order");

@@ -112,7 +112,7 @@ use self::writer::{Command, Shared};
 // The submodules name it `super::closed_error`.
 use super::closed_error;
 use super::{
-    AppendBatch, Appended, GroupConsumer, LogBackend, SegmentInfo, StoredRecord, TopicRef,
+    AppendBatch, Appended, GroupConsumer, LogBackend, Place, SegmentInfo, StoredRecord, TopicRef,
 };
 use crate::error::{Error, ErrorKind, Result};
 
@@ -256,10 +256,11 @@ impl LogBackend for EmbeddedLog {
                 partition: index,
                 first_offset: partition.end()?,
                 count,
+                place: Place::UNKNOWN,
             });
         }
-        let first_offset = match &inner.writer {
-            None => partition.append_in_memory(payloads)?,
+        let (first_offset, place) = match &inner.writer {
+            None => (partition.append_in_memory(payloads)?, Place::UNKNOWN),
             Some(_) if inner.write_config.direct() => {
                 writer::append_direct(inner.write_config, &inner.shared, &partition, payloads)?
             }
@@ -280,6 +281,7 @@ impl LogBackend for EmbeddedLog {
             partition: index,
             first_offset,
             count,
+            place,
         })
     }
 
@@ -303,10 +305,10 @@ impl LogBackend for EmbeddedLog {
                 // Memory and direct appends complete on this task: one after the other.
                 let mut out = Vec::with_capacity(routed.len());
                 for (index, count, partition, payloads) in routed {
-                    let first_offset = if count == 0 {
-                        partition.end()?
+                    let (first_offset, place) = if count == 0 {
+                        (partition.end()?, Place::UNKNOWN)
                     } else if inner.writer.is_none() {
-                        partition.append_in_memory(payloads)?
+                        (partition.append_in_memory(payloads)?, Place::UNKNOWN)
                     } else {
                         writer::append_direct(
                             inner.write_config,
@@ -319,6 +321,7 @@ impl LogBackend for EmbeddedLog {
                         partition: index,
                         first_offset,
                         count,
+                        place,
                     });
                 }
                 return Ok(out);
@@ -346,10 +349,11 @@ impl LogBackend for EmbeddedLog {
         Ok(shape
             .into_iter()
             .zip(firsts)
-            .map(|((partition, count), first_offset)| Appended {
+            .map(|((partition, count), (first_offset, place))| Appended {
                 partition,
                 first_offset,
                 count,
+                place,
             })
             .collect())
     }
@@ -370,9 +374,12 @@ impl LogBackend for EmbeddedLog {
         topic: &TopicRef,
         partition: u32,
         offsets: &[u64],
+        places: &[Place],
     ) -> Result<Vec<StoredRecord>> {
         cooperate().await;
-        self.inner.partition(topic, partition)?.read_at(offsets)
+        self.inner
+            .partition(topic, partition)?
+            .read_at(offsets, places)
     }
 
     async fn end_offsets(&self, topic: &TopicRef) -> Result<Vec<u64>> {
@@ -512,6 +519,8 @@ async fn poll_files(partition: std::sync::Weak<Partition>) {
 mod coop_tests;
 #[cfg(test)]
 mod delete_tests;
+#[cfg(test)]
+mod place_tests;
 #[cfg(test)]
 mod read_only_tests;
 #[cfg(test)]

@@ -37,9 +37,10 @@ use tokio::sync::oneshot;
 
 use super::files::{io_error, sync_dir};
 use super::options::FsyncPolicy;
-use super::partition::{Entry, Loc, Partition, Segment, Staged, WriterState, lock};
+use super::partition::{Entry, Loc, Partition, Segment, Staged, WriterState, lock, place_of};
 use super::segment::{self, HEADER_LEN};
 use crate::error::{Error, ErrorKind, Result};
+use crate::log::Place;
 
 /// Most requests taken in one drain, so acknowledgements are not held back too long.
 const MAX_DRAIN_REQUESTS: usize = 4096;
@@ -53,7 +54,7 @@ pub(crate) enum Command {
     /// first offset.
     Append {
         batches: Vec<(Arc<Partition>, Vec<Bytes>)>,
-        ack: oneshot::Sender<Result<Vec<u64>>>,
+        ack: oneshot::Sender<Result<Vec<(u64, Place)>>>,
     },
     /// Write and sync everything queued or written before, acknowledge, and stop.
     Close { ack: oneshot::Sender<Result<()>> },
@@ -150,14 +151,14 @@ pub(crate) fn spawn(
 }
 
 /// Append one batch from the calling task (direct path): write it, publish it, and return
-/// its first offset. Blocks for one positional `write` (plus, on a segment roll, a sync of
+/// its first offset and place. Blocks for one positional `write` (plus, on a segment roll, a sync of
 /// the full segment and a file creation).
 pub(crate) fn append_direct(
     config: Config,
     shared: &Shared,
     partition: &Partition,
     records: Vec<Bytes>,
-) -> Result<u64> {
+) -> Result<(u64, Place)> {
     shared.check()?;
     let mut ws = lock(&partition.writer)?;
     if ws.closed {
@@ -299,11 +300,11 @@ impl Writer {
         partition: &Arc<Partition>,
         records: Vec<Bytes>,
         touched: &mut Vec<Arc<Partition>>,
-    ) -> Result<u64> {
+    ) -> Result<(u64, Place)> {
         let mut ws = lock(&partition.writer)?;
         if records.is_empty() {
             // An empty batch of `append_all`: it lands where the next record would.
-            return Ok(ws.next_offset);
+            return Ok((ws.next_offset, Place::UNKNOWN));
         }
         let first = stage(self.config, partition, &mut ws, records)?;
         if !ws.touched {
@@ -346,13 +347,13 @@ impl Writer {
 }
 
 /// Encode a batch into its partition's buffer and assign its offsets (rolling to a new
-/// segment first if the active one is full).
+/// segment first if the active one is full); its first offset and its place.
 fn stage(
     config: Config,
     partition: &Partition,
     ws: &mut WriterState,
     records: Vec<Bytes>,
-) -> Result<u64> {
+) -> Result<(u64, Place)> {
     let batch_len = HEADER_LEN + records.iter().map(|r| 4 + r.len()).sum::<usize>();
     let count = u32::try_from(records.len())
         .ok()
@@ -384,7 +385,7 @@ fn stage(
         entry: Entry::stored(first, loc)?,
         records: records.into(),
     });
-    Ok(first)
+    Ok((first, place_of(size)))
 }
 
 /// Start a new segment at the partition's next offset. The full one is written and,

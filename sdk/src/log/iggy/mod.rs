@@ -91,7 +91,8 @@ pub use self::options::IggyOptions;
 use self::topic::{TopicHandle, end_offsets, identifiers, message, record};
 use crate::error::{Error, ErrorKind, Result};
 use crate::log::{
-    Appended, GroupConsumer, LogBackend, SegmentInfo, StoredRecord, TopicRef, partition_for_key,
+    Appended, GroupConsumer, LogBackend, Place, SegmentInfo, StoredRecord, TopicRef,
+    partition_for_key,
 };
 
 /// A log on an Apache Iggy server.
@@ -280,6 +281,7 @@ impl LogBackend for IggyLog {
                 partition,
                 first_offset: ends.get(partition as usize).copied().unwrap_or(0),
                 count: 0,
+                place: Place::UNKNOWN,
             });
         }
         let count = u32::try_from(payloads.len()).map_err(|_| {
@@ -313,6 +315,7 @@ impl LogBackend for IggyLog {
             partition,
             first_offset,
             count,
+            place: Place::UNKNOWN,
         })
     }
 

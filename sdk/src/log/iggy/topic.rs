@@ -10,7 +10,7 @@ use tokio::sync::watch;
 
 use super::errors::map_err;
 use crate::error::{Error, ErrorKind, Result};
-use crate::log::{StoredRecord, TopicRef};
+use crate::log::{Place, StoredRecord, TopicRef};
 
 /// The per-topic state shared by appends, reads, watchers and the end-offset poller.
 ///
@@ -166,6 +166,7 @@ pub(super) fn record(partition: u32, message: IggyMessage) -> StoredRecord {
         partition,
         offset: message.header.offset,
         payload: message.payload,
+        place: Place::UNKNOWN,
     }
 }
 

@@ -11,8 +11,8 @@ use tokio::sync::watch;
 use super::LogOp;
 use crate::error::{Error, ErrorKind, Result};
 use crate::log::{
-    AppendBatch, Appended, Delivery, GroupConsumer, Layer, LogBackend, SegmentInfo, StoredRecord,
-    TopicRef, read_runs,
+    AppendBatch, Appended, Delivery, GroupConsumer, Layer, LogBackend, Place, SegmentInfo,
+    StoredRecord, TopicRef, read_runs,
 };
 
 /// A testing tool: makes the log under it fail the way real ones do, when a test says so.
@@ -389,10 +389,11 @@ impl LogBackend for FaultLog {
         topic: &TopicRef,
         partition: u32,
         offsets: &[u64],
+        places: &[Place],
     ) -> Result<Vec<StoredRecord>> {
         self.faults.before(LogOp::ReadAt).await?;
         if self.faults.state().short_reads.is_none() {
-            return self.inner.read_at(topic, partition, offsets).await;
+            return self.inner.read_at(topic, partition, offsets, places).await;
         }
         // The trait's default over short reads: what a backend without its own `read_at`
         // does when its reads come back short.

@@ -13,8 +13,8 @@ use tokio::sync::watch;
 use super::{LogOp, payloads_and_bytes, records_and_bytes};
 use crate::error::{ErrorKind, Result};
 use crate::log::{
-    AppendBatch, Appended, Delivery, GroupConsumer, Layer, LogBackend, SegmentInfo, StoredRecord,
-    TopicRef,
+    AppendBatch, Appended, Delivery, GroupConsumer, Layer, LogBackend, Place, SegmentInfo,
+    StoredRecord, TopicRef,
 };
 
 /// How many latency buckets have an upper bound; one more holds the slower calls.
@@ -297,8 +297,9 @@ impl LogBackend for MetricsLog {
         topic: &TopicRef,
         partition: u32,
         offsets: &[u64],
+        places: &[Place],
     ) -> Result<Vec<StoredRecord>> {
-        let call = self.inner.read_at(topic, partition, offsets);
+        let call = self.inner.read_at(topic, partition, offsets, places);
         self.metrics
             .timed(LogOp::ReadAt, call, |r| records_and_bytes(r))
             .await
@@ -480,7 +481,7 @@ mod tests {
         .await
         .unwrap();
         assert_eq!(log.read(&topic, 0, 0, 10).await.unwrap().len(), 3);
-        assert_eq!(log.read_at(&topic, 0, &[0, 2]).await.unwrap().len(), 2);
+        assert_eq!(log.read_at(&topic, 0, &[0, 2], &[]).await.unwrap().len(), 2);
         let missing = TopicRef::new("s", "missing");
         let err = log.append(&missing, b"k", vec![payload("x")]).await;
         assert_eq!(err.unwrap_err().kind(), ErrorKind::InvalidParams);

@@ -13,8 +13,8 @@ use tokio::time::Instant;
 use super::LogOp;
 use crate::error::Result;
 use crate::log::{
-    AppendBatch, Appended, Delivery, GroupConsumer, Layer, LogBackend, SegmentInfo, StoredRecord,
-    TopicRef,
+    AppendBatch, Appended, Delivery, GroupConsumer, Layer, LogBackend, Place, SegmentInfo,
+    StoredRecord, TopicRef,
 };
 
 /// Retries a call that fails with a retryable error ([`Error::is_retryable`]: `Timeout` or
@@ -227,10 +227,11 @@ impl LogBackend for RetryLog {
         topic: &TopicRef,
         partition: u32,
         offsets: &[u64],
+        places: &[Place],
     ) -> Result<Vec<StoredRecord>> {
         self.policy
             .run(LogOp::ReadAt, || {
-                self.inner.read_at(topic, partition, offsets)
+                self.inner.read_at(topic, partition, offsets, places)
             })
             .await
     }
@@ -494,7 +495,7 @@ mod tests {
             }),
             (LogOp::ReadAt, {
                 faults.drop_connection(1);
-                log.read_at(&t, 0, &[0, 1]).await.is_ok()
+                log.read_at(&t, 0, &[0, 1], &[]).await.is_ok()
             }),
             (LogOp::EndOffsets, {
                 faults.drop_connection(1);
@@ -514,7 +515,7 @@ mod tests {
             assert_eq!(metrics.calls(op) - before[op.index()], 2, "{op}");
             assert_eq!(metrics.errors(op, ErrorKind::Unavailable), 1, "{op}");
         }
-        assert_eq!(log.read_at(&t, 0, &[0, 1]).await.unwrap().len(), 2);
+        assert_eq!(log.read_at(&t, 0, &[0, 1], &[]).await.unwrap().len(), 2);
     }
 
     #[tokio::test]

@@ -12,8 +12,8 @@ use tracing::Instrument;
 use super::{LogOp, payloads_and_bytes, records_and_bytes};
 use crate::error::Result;
 use crate::log::{
-    AppendBatch, Appended, Delivery, GroupConsumer, Layer, LogBackend, SegmentInfo, StoredRecord,
-    TopicRef,
+    AppendBatch, Appended, Delivery, GroupConsumer, Layer, LogBackend, Place, SegmentInfo,
+    StoredRecord, TopicRef,
 };
 
 /// Traces every operation: a `log` span (debug level) with the operation's `op`, `topic`
@@ -181,9 +181,15 @@ impl LogBackend for TracingLog {
         topic: &TopicRef,
         partition: u32,
         offsets: &[u64],
+        places: &[Place],
     ) -> Result<Vec<StoredRecord>> {
         let span = tracing::debug_span!("log", op = "read_at", topic = %topic, partition, offsets = offsets.len());
-        traced(span, None, self.inner.read_at(topic, partition, offsets)).await
+        traced(
+            span,
+            None,
+            self.inner.read_at(topic, partition, offsets, places),
+        )
+        .await
     }
 
     async fn end_offsets(&self, topic: &TopicRef) -> Result<Vec<u64>> {

@@ -1,13 +1,14 @@
 //! The bytes of a checkpoint: the view's tasks at known log positions, checksummed.
 //!
 //! ```text
-//! magic "agentlog/view-checkpoint\0", u8 version (= 3; 2 had no shown / answered flags, 1
-//!   stored rule 8's ids as one set: both are ignored, and the view replays)
+//! magic "agentlog/view-checkpoint\0", u8 version (= 4; 3 had no places, 2 no shown / answered
+//!   flags, 1 stored rule 8's ids as one set: all are ignored, and the view replays)
 //! u64 created_ms, str16 stream, str16 topic, u32 partitions
 //! per partition: u64 position (the next offset to apply), u32 anchor length, u32 anchor crc
 //!   (of the record at position - 1: a checkpoint of another log does not match; 0, 0 at 0)
 //! u32 owners; per owner: str16 principal, str16 tenant
-//! u64 tasks; per task: str16 id, u32 owner, str16 context id, machine, u32 records, u64 each
+//! u64 tasks; per task: str16 id, u32 owner, str16 context id, machine, u32 records, u64 each,
+//!   u32 × 3 places (of the first content records in the log's files; u32::MAX = not known)
 //!   machine: u8 state (255 = none), u64 status ms, u8 flags (1 has message, 2 last message
 //!   id, 4 seen, 8 claim, 16 shown, 32 answered: fold rule 15), [str16 last message id],
 //!   u32 attempts, u64 retention ms,
@@ -23,11 +24,13 @@
 use agentlog_wire::StateCode;
 use agentlog_wire::fold::{Claim, MachineSnapshot};
 
+use super::super::applied::{PLACED, Places};
 use super::super::key::Key;
 use crate::agent::Caller;
+use crate::log::Place;
 
 const MAGIC: &[u8] = b"agentlog/view-checkpoint\0";
-const VERSION: u8 = 3;
+const VERSION: u8 = 4;
 const NO_STATE: u8 = 255;
 const HAS_MESSAGE: u8 = 1;
 const HAS_LAST_MESSAGE: u8 = 2;
@@ -64,6 +67,8 @@ pub(crate) struct TaskRecord<'a> {
     pub machine: MachineSnapshot,
     /// The view's applied records (`Applied` words: offset and content mark).
     pub records: smallvec::SmallVec<[u64; 4]>,
+    /// Where the first content records sit in the log's files: a hint, checked when read.
+    pub places: Places,
 }
 
 /// A decoded checkpoint, borrowing its bytes.
@@ -167,6 +172,7 @@ pub(crate) fn encode_task(
     context_id: &Key,
     machine: &MachineSnapshot,
     records: impl ExactSizeIterator<Item = u64>,
+    places: &Places,
 ) {
     let mut text = [0; 36];
     put_str(out, id.text(&mut text));
@@ -176,6 +182,9 @@ pub(crate) fn encode_task(
     put_u32(out, records.len() as u32);
     for record in records {
         put_u64(out, record);
+    }
+    for place in places {
+        put_u32(out, place.raw());
     }
 }
 
@@ -192,11 +201,19 @@ pub(crate) fn encode_tasks<'a>(
     out: &mut Vec<u8>,
     owners: &[Caller],
     count: usize,
-    tasks: impl Iterator<Item = (&'a Key, u32, &'a Key, MachineSnapshot, Vec<u64>)>,
+    tasks: impl Iterator<Item = (&'a Key, u32, &'a Key, MachineSnapshot, Vec<u64>, Places)>,
 ) {
     let at = encode_owners(out, owners);
-    for (id, owner, context_id, machine, records) in tasks {
-        encode_task(out, id, owner, context_id, &machine, records.into_iter());
+    for (id, owner, context_id, machine, records, places) in tasks {
+        encode_task(
+            out,
+            id,
+            owner,
+            context_id,
+            &machine,
+            records.into_iter(),
+            &places,
+        );
     }
     patch_count(out, at, count as u64);
 }
@@ -295,12 +312,17 @@ fn task<'a>(r: &mut Reader<'a>, owners: usize) -> Result<TaskRecord<'a>, CodecEr
     let context_id = r.text()?;
     let machine = machine(r)?;
     let records = (0..r.u32()?).map(|_| r.u64()).collect::<Result<_, _>>()?;
+    let mut places = [Place::UNKNOWN; PLACED];
+    for place in &mut places {
+        *place = Place::from_raw(r.u32()?);
+    }
     Ok(TaskRecord {
         id,
         owner,
         context_id,
         machine,
         records,
+        places,
     })
 }
 
@@ -500,14 +522,22 @@ mod tests {
             answered: false,
         };
         let records = [0u64, 1 | 1 << 63, 2];
+        let places = [Place::from_raw(0), Place::from_raw(4096), Place::UNKNOWN];
         let (t1, t2, ctx) = (Key::new("t-1"), Key::new("t-2"), Key::new("ctx"));
         encode_tasks(
             &mut out,
             &owners,
             2,
             [
-                (&t1, 0, &ctx, machine, records.to_vec()),
-                (&t2, 0, &ctx, MachineSnapshot::default(), Vec::new()),
+                (&t1, 0, &ctx, machine, records.to_vec(), places),
+                (
+                    &t2,
+                    0,
+                    &ctx,
+                    MachineSnapshot::default(),
+                    Vec::new(),
+                    [Place::UNKNOWN; PLACED],
+                ),
             ]
             .into_iter(),
         );
@@ -528,6 +558,11 @@ mod tests {
         assert_eq!((tasks[0].id, tasks[0].context_id), ("t-1", "ctx"));
         assert_eq!(tasks[0].machine.pending, vec!["m-2".to_owned()]);
         assert_eq!(tasks[0].records.as_slice(), [0, 1 | 1 << 63, 2]);
+        assert_eq!(
+            tasks[0].places,
+            [Place::from_raw(0), Place::from_raw(4096), Place::UNKNOWN]
+        );
+        assert_eq!(tasks[1].places, [Place::UNKNOWN; PLACED]);
         assert_eq!(tasks[1].machine, MachineSnapshot::default());
     }
 
@@ -543,7 +578,14 @@ mod tests {
         );
         let (id, ctx) = (Key::new("t-1"), Key::new("ctx"));
         // Owner 3 of 1.
-        let task = (&id, 3, &ctx, MachineSnapshot::default(), Vec::new());
+        let task = (
+            &id,
+            3,
+            &ctx,
+            MachineSnapshot::default(),
+            Vec::new(),
+            [Place::UNKNOWN; PLACED],
+        );
         encode_tasks(&mut out, &[Caller::anonymous()], 1, [task].into_iter());
         seal(&mut out);
         let checkpoint = decode(&out).unwrap();

@@ -28,6 +28,7 @@ use tokio::sync::watch;
 
 use super::mapped::SegmentMap;
 use crate::error::{Error, ErrorKind, Result};
+use crate::log::Place;
 
 /// A segment file of the partition.
 #[derive(Debug)]
@@ -70,13 +71,19 @@ struct Slot {
     base: u64,
     /// `None` for a hole.
     segment: Option<Arc<Segment>>,
+    /// How many of the segment's first bytes hold published batches: all a read by place
+    /// may touch (past them the map may reach beyond the file). 0 where nothing is read by
+    /// place (a read-only partition's segments, which are not mapped).
+    published: u64,
 }
 
 impl Slot {
-    fn of(segment: Arc<Segment>) -> Self {
+    /// `segment`, whose first `published` bytes hold published batches.
+    fn of(segment: Arc<Segment>, published: u64) -> Self {
         Self {
             base: segment.base,
             segment: Some(segment),
+            published,
         }
     }
 
@@ -84,6 +91,7 @@ impl Slot {
         Self {
             base,
             segment: None,
+            published: 0,
         }
     }
 }
@@ -138,6 +146,11 @@ impl Entry {
         }
     }
 
+    /// Where the batch is, for readers ([`Place::UNKNOWN`] in memory mode).
+    fn place(&self) -> Place {
+        self.loc().map_or(Place::UNKNOWN, |loc| place_of(loc.pos))
+    }
+
     fn loc(&self) -> Option<Loc> {
         (self.segment != NO_SEGMENT).then_some(Loc {
             segment: self.segment as usize,
@@ -145,6 +158,16 @@ impl Entry {
             len: self.len,
         })
     }
+}
+
+/// The place ([`Place`]) of a batch at byte `pos` of its segment: that position, when it fits
+/// in one (segments of up to 4 GiB, the default being 64 MiB; a batch past that is looked up).
+pub(crate) fn place_of(pos: u64) -> Place {
+    u32::try_from(pos)
+        .ok()
+        .map(Place::from_raw)
+        .filter(|place| place.known().is_some())
+        .unwrap_or(Place::UNKNOWN)
 }
 
 /// A batch staged by the writer: its index entry and its records, cached once published.
@@ -195,6 +218,10 @@ impl PartState {
     /// The slot of segment id `id`, unless it was dropped.
     fn slot(&self, id: usize) -> Option<&Slot> {
         self.slots.get(id.checked_sub(self.first_slot)?)
+    }
+
+    fn slot_mut(&mut self, id: usize) -> Option<&mut Slot> {
+        self.slots.get_mut(id.checked_sub(self.first_slot)?)
     }
 }
 
@@ -324,8 +351,15 @@ impl Partition {
         let mut state = lock(&self.state)?;
         // The writer numbered them `segment_count`, `segment_count + 1`, ...: the ids that
         // follow the last slot, since a deletion drops slots only from the front.
-        state.slots.extend(segments.into_iter().map(Slot::of));
+        state
+            .slots
+            .extend(segments.into_iter().map(|segment| Slot::of(segment, 0)));
         for Staged { entry, records } in staged {
+            if let Some(loc) = entry.loc()
+                && let Some(slot) = state.slot_mut(loc.segment)
+            {
+                slot.published = slot.published.max(loc.pos + u64::from(loc.len));
+            }
             state.cached_bytes += cached_bytes(&records);
             state.entries.push(entry);
             state.cached.push_back(records);

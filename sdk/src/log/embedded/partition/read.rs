@@ -1,5 +1,11 @@
 //! The read path: a read is planned under the partition lock (which batches, from the tail
 //! cache or from their segment), and its batches are read and decoded after it.
+//!
+//! A record asked for with its [`Place`] is read there, through the segment's map, without its
+//! index entry: in a long log the entry is a cache miss of its own, which every `GetTask`
+//! waited for before the batch. What lies at the place is checked (a checksummed header whose
+//! batch holds the offset, inside the segment's published bytes); if it is not the record's
+//! batch, the whole read is done again by the index.
 
 use std::borrow::Cow;
 use std::os::unix::fs::FileExt;
@@ -7,11 +13,11 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use super::{Entry, Loc, PartState, Partition, Segment, lock};
+use super::{Entry, Loc, PartState, Partition, Segment, lock, place_of};
 use crate::error::{Error, ErrorKind, Result};
-use crate::log::StoredRecord;
 use crate::log::embedded::files::io_error;
-use crate::log::embedded::segment;
+use crate::log::embedded::segment::{self, HEADER_LEN};
+use crate::log::{Place, StoredRecord};
 
 impl PartState {
     /// Where batch `i`'s records come from: the tail cache, or its segment.
@@ -27,8 +33,23 @@ impl PartState {
             .ok_or_else(|| Error::new(ErrorKind::Internal, "an evicted batch has no segment"))?;
         Ok(Planned {
             base: self.entries[i].base,
+            place: self.entries[i].place(),
             source,
         })
+    }
+
+    /// The segment holding `offset` and how many of its bytes are published; `None` past the
+    /// end, before the first segment, in a hole, or in memory mode.
+    fn holding(&self, offset: u64) -> Option<(&Arc<Segment>, u64)> {
+        if offset >= self.end {
+            return None;
+        }
+        let k = self
+            .slots
+            .partition_point(|s| s.base <= offset)
+            .checked_sub(1)?;
+        let slot = self.slots.get(k)?;
+        Some((slot.segment.as_ref()?, slot.published))
     }
 
     /// The index of the first batch holding an offset at or after `from`.
@@ -74,15 +95,81 @@ impl Partition {
                 if out.len() == max {
                     return Ok(out);
                 }
-                out.push(self.stored(offset, payload));
+                out.push(self.stored(offset, payload, planned.place));
             }
         }
         Ok(out)
     }
 
     /// The records at `offsets` (ascending), in that order; offsets past the end or deleted
-    /// are left out. Every offset is looked up under one lock; the batches are read after it.
-    pub fn read_at(&self, offsets: &[u64]) -> Result<Vec<StoredRecord>> {
+    /// are left out. `places`, one per offset or none, say where the records are: read there
+    /// when every one is known and checks out, else looked up ([module docs](self)).
+    pub fn read_at(&self, offsets: &[u64], places: &[Place]) -> Result<Vec<StoredRecord>> {
+        if places.len() == offsets.len()
+            && !offsets.is_empty()
+            && let Some(read) = self.read_placed(offsets, places)?
+        {
+            return Ok(read);
+        }
+        self.read_indexed(offsets)
+    }
+
+    /// [`read_at`](Self::read_at) at the records' places; `None` where a place is unknown or
+    /// does not hold its record's batch (then the caller looks them up).
+    pub(in crate::log::embedded) fn read_placed(
+        &self,
+        offsets: &[u64],
+        places: &[Place],
+    ) -> Result<Option<Vec<StoredRecord>>> {
+        let mut plan = Vec::with_capacity(offsets.len());
+        {
+            let state = lock(&self.state)?;
+            for (&offset, place) in offsets.iter().zip(places) {
+                let Some(pos) = place.known() else {
+                    return Ok(None);
+                };
+                let Some((segment, published)) = state.holding(offset) else {
+                    return Ok(None);
+                };
+                plan.push((offset, Arc::clone(segment), u64::from(pos), published));
+            }
+        }
+        // The batches' first lines, all at once: their misses overlap (see `warm_entries`).
+        for (_, segment, pos, published) in &plan {
+            if pos + HEADER_LEN as u64 <= *published
+                && let Some(bytes) = segment.map.bytes(&segment.file, *pos, 1)
+            {
+                std::hint::black_box(bytes.first().copied());
+            }
+        }
+        let mut out = Vec::with_capacity(plan.len());
+        // The batch read last, reused by the next offset at the same place of the same
+        // segment (a place is a position in its segment: every segment has a batch at 0).
+        let mut last: Option<(Arc<Segment>, u64, u64, Vec<Bytes>)> = None;
+        for (offset, segment, pos, published) in plan {
+            let same = |(at_segment, at, _, _): &(Arc<Segment>, u64, u64, Vec<Bytes>)| {
+                Arc::ptr_eq(at_segment, &segment) && *at == pos
+            };
+            if !last.as_ref().is_some_and(same) {
+                let Some((base, records)) = batch_at(&segment, pos, published) else {
+                    return Ok(None);
+                };
+                last = Some((segment, pos, base, records));
+            }
+            let Some(payload) = last.as_ref().and_then(|(_, _, base, records)| {
+                let i = usize::try_from(offset.checked_sub(*base)?).ok()?;
+                records.get(i)
+            }) else {
+                return Ok(None);
+            };
+            out.push(self.stored(offset, payload, place_of(pos)));
+        }
+        Ok(Some(out))
+    }
+
+    /// [`read_at`](Self::read_at) by the index: every offset looked up under one lock, the
+    /// batches read after it.
+    fn read_indexed(&self, offsets: &[u64]) -> Result<Vec<StoredRecord>> {
         // Each planned batch with the range of `offsets` it holds.
         let mut plan = Vec::with_capacity(offsets.len());
         {
@@ -125,19 +212,45 @@ impl Partition {
                             "a batch is shorter than its index entry",
                         )
                     })?;
-                out.push(self.stored(offset, payload));
+                out.push(self.stored(offset, payload, planned.place));
             }
         }
         Ok(out)
     }
 
-    fn stored(&self, offset: u64, payload: &Bytes) -> StoredRecord {
+    fn stored(&self, offset: u64, payload: &Bytes, place: Place) -> StoredRecord {
         StoredRecord {
             partition: self.index,
             offset,
             payload: payload.clone(),
+            place,
         }
     }
+}
+
+/// The batch at byte `pos` of `segment`, read through its map, with its base offset: `None`
+/// unless a whole, verified batch lies there inside the `published` bytes (a place that does
+/// not hold one is not trusted, whatever it says).
+fn batch_at(segment: &Segment, pos: u64, published: u64) -> Option<(u64, Vec<Bytes>)> {
+    let within = |len: usize| {
+        pos.checked_add(len as u64)
+            .is_some_and(|end| end <= published)
+    };
+    if !within(HEADER_LEN) {
+        return None;
+    }
+    let header = segment.map.bytes(&segment.file, pos, HEADER_LEN as u32)?;
+    let header = segment::decode_header(header)?;
+    let len = header.batch_len();
+    if !within(len) {
+        return None;
+    }
+    let bytes = segment
+        .map
+        .bytes(&segment.file, pos, u32::try_from(len).ok()?)?;
+    let records =
+        segment::decode_batch_copied(bytes, &segment.path, pos, header.base_offset).ok()?;
+    Some((header.base_offset, records))
 }
 
 /// Read one batch back from its segment (through its map when it can) and verify it.
@@ -161,6 +274,7 @@ fn read_batch(segment: &Segment, loc: Loc, base: u64) -> Result<Vec<Bytes>> {
 /// One batch a read returns, and where its records come from.
 struct Planned {
     base: u64,
+    place: Place,
     source: Source,
 }
 

@@ -102,7 +102,7 @@ impl Partition {
             }
             ws.active = Some((ws.segment_count, Arc::clone(&file), 0));
             ws.segment_count += 1;
-            slots.push(Slot::of(Segment::unmapped(path, file, base)));
+            slots.push(Slot::of(Segment::unmapped(path, file, base), 0));
         }
     }
 

@@ -90,7 +90,10 @@ impl Partition {
             }
             active = Some((slots.len(), Arc::clone(&file), scan.valid_len));
             let max_len = scan.valid_len.max(options.segment_bytes);
-            slots.push(Slot::of(Segment::new(path, file, base, max_len)));
+            slots.push(Slot::of(
+                Segment::new(path, file, base, max_len),
+                scan.valid_len,
+            ));
             end = scan.next_offset;
             if cut && !is_last {
                 remove_segments(&dir, &bases[i + 1..])?;
