@@ -53,10 +53,13 @@ mod follower;
 pub mod iggy;
 pub mod layers;
 mod partitioner;
+mod place;
 mod url;
 
 pub use follower::Follower;
 pub use partitioner::partition_for_key;
+pub(crate) use place::MappedSegments;
+pub use place::{Place, Prefetcher};
 pub use url::{FileOptions, IGGY_PASSWORD_ENV, IggyTls, LogSpec, LogUrl, open, redacted};
 
 /// A topic inside a stream. Streams and topics are created on demand by [`LogBackend::ensure_topic`].
@@ -95,45 +98,6 @@ pub struct StoredRecord {
     pub payload: Bytes,
     /// Where the backend keeps it: given back to [`LogBackend::read_at`], it spares a lookup.
     pub place: Place,
-}
-
-/// Where a backend keeps a record, as the backend said when it returned or appended it
-/// ([`StoredRecord::place`], [`Appended::place`]). Given back to [`LogBackend::read_at`]
-/// beside the record's offset, it lets the backend read the record without looking it up in
-/// its index: in a long log that lookup is a cache miss of its own, one more wait in every
-/// `GetTask` (the embedded log gives the byte position of the record's batch in its segment).
-///
-/// A place proves nothing: the backend checks what it finds there and looks the record up
-/// when it does not match, so a stale or foreign place costs a lookup, never a wrong record.
-/// Opaque to everybody else, and stable for as long as the record is kept: a view stores it
-/// in its checkpoints.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Place(u32);
-
-impl Place {
-    /// No place known: the backend looks the record up (what Iggy always gives).
-    pub const UNKNOWN: Self = Self(u32::MAX);
-
-    /// A place from its raw value, as a backend makes one or a checkpoint stored it.
-    pub const fn from_raw(raw: u32) -> Self {
-        Self(raw)
-    }
-
-    /// The raw value, to store.
-    pub const fn raw(self) -> u32 {
-        self.0
-    }
-
-    /// The place's value, unless it is [`UNKNOWN`](Self::UNKNOWN).
-    pub fn known(self) -> Option<u32> {
-        (self != Self::UNKNOWN).then_some(self.0)
-    }
-}
-
-impl Default for Place {
-    fn default() -> Self {
-        Self::UNKNOWN
-    }
 }
 
 /// Where an appended batch landed.
@@ -250,6 +214,11 @@ pub trait LogBackend: Send + Sync + fmt::Debug + 'static {
         })
         .await
     }
+
+    /// What loads the batches of `topic`'s records into the CPU's cache from their places
+    /// ahead of a [`read_at`](Self::read_at) ([`Prefetcher`]), if the backend can; `None` for
+    /// a backend without places (Iggy) or an unknown topic. Cheap; a caller keeps it.
+    fn prefetcher(&self, topic: &TopicRef) -> Option<Prefetcher>;
 
     /// The end offset (next offset to be written) of every partition, indexed by partition.
     /// Deleting segments does not move it.

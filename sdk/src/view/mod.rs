@@ -49,7 +49,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::Caller;
 use crate::error::Result;
-use crate::log::{Log, TopicRef, partition_for_key};
+use crate::log::{Log, Prefetcher, TopicRef, partition_for_key};
 use crate::retention::now_ms;
 
 pub use applied::Applied;
@@ -145,6 +145,8 @@ struct Inner {
     log: Log,
     topic: TopicRef,
     partitions: u32,
+    /// Loads a task's records ahead of a `GetTask`'s read of them, where the log can.
+    prefetcher: Option<Prefetcher>,
     /// Readers (lookups, GetTask, ListTasks) share it; applying a record takes it alone.
     /// `parking_lot`'s, not std's, because it is fair: a waiting writer stops new readers and
     /// gets the lock when the last one leaves. std's lets a reader that takes it again at
@@ -280,6 +282,7 @@ impl TaskView {
         let shutdown = CancellationToken::new();
         let inner = Arc::new(Inner {
             log: log.clone(),
+            prefetcher: log.prefetcher(&topic),
             topic: topic.clone(),
             partitions,
             tasks: RwLock::new(tasks),

@@ -6,6 +6,7 @@ use agentlog_wire::a2a::{Message, Task};
 use agentlog_wire::fold::{StatusMark, fold_content, fold_content_after};
 
 use super::applied::{self, content_offsets, content_places};
+use super::task_map::Lead;
 use super::{TaskInfo, TaskView};
 use crate::agent::Caller;
 use crate::error::{Error, ErrorKind, Result};
@@ -18,9 +19,18 @@ impl TaskView {
     /// the view (unlike [`lookup`](Self::lookup) then [`load`](Self::load)), so that it
     /// touches as little memory as it can in a view of many tasks.
     pub async fn get(&self, caller: &Caller, task_id: &str) -> Result<Option<Task>> {
+        let partition = self.partition_of(task_id);
+        // The task's first records start loading while its entry does (`log/place.rs`).
+        let prefetch = |lead: Lead| {
+            if let Some(prefetcher) = &self.inner.prefetcher {
+                for place in lead {
+                    prefetcher.prefetch(partition, place);
+                }
+            }
+        };
         let found = {
             let tasks = self.read();
-            let found = tasks.owned(caller, task_id, now_ms());
+            let found = tasks.owned_ahead(caller, task_id, now_ms(), prefetch);
             // A reply answered in the task's place: there is no task (fold rule 15).
             found
                 .filter(|e| !e.machine.is_answered())
@@ -39,7 +49,6 @@ impl TaskView {
             Some(Err(info)) => return self.load(&info).await.map(Some),
             Some(Ok(found)) => found,
         };
-        let partition = self.partition_of(task_id);
         match self
             .fold_content(task_id, partition, &content, &places, status, None)
             .await

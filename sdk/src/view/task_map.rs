@@ -6,12 +6,24 @@
 //! or context ([`Key`](super::key::Key)); growing never moves the entries (a chunk is added)
 //! and never rehashes every task at once under the view's write lock (the table grows by
 //! shards).
+//!
+//! The table keeps, beside each slot, the places of the task's first [`LEAD`] content records
+//! (a copy of the entry's first places, kept equal by [`TaskMap::note_place`]), which
+//! [`TaskMap::find_ahead`] hands out before it reads the entry.
 
 use std::hash::BuildHasher;
 
+use super::applied::{self, Places};
 use super::id_table::IdTable;
 use super::key::KeyRef;
 use super::tasks::Entry;
+use crate::log::Place;
+
+/// How many of a task's first content places the id table keeps (all that fit its 8-byte hint).
+pub(super) const LEAD: usize = 2;
+
+/// The places of a task's first content records, as the id table keeps them.
+pub(super) type Lead = [Place; LEAD];
 
 /// A task's place in the map, stable for as long as the task is kept.
 pub(super) type Slot = u32;
@@ -36,6 +48,26 @@ fn entry_in(chunks: &[Vec<Option<Entry>>], slot: Slot) -> Option<&Entry> {
     chunks.get(slot / CHUNK)?.get(slot % CHUNK)?.as_ref()
 }
 
+fn entry_in_mut(chunks: &mut [Vec<Option<Entry>>], slot: Slot) -> Option<&mut Entry> {
+    let slot = slot as usize;
+    chunks
+        .get_mut(slot / CHUNK)?
+        .get_mut(slot % CHUNK)?
+        .as_mut()
+}
+
+/// The id table's hint for a task with these places.
+fn hint_of(places: &Places) -> u64 {
+    u64::from(places[0].raw()) | u64::from(places[1].raw()) << 32
+}
+
+fn lead_of(hint: u64) -> Lead {
+    [
+        Place::from_raw(hint as u32),
+        Place::from_raw((hint >> 32) as u32),
+    ]
+}
+
 impl TaskMap {
     fn hash(&self, key: KeyRef<'_>) -> u64 {
         self.hasher.hash_one(key)
@@ -43,11 +75,37 @@ impl TaskMap {
 
     /// The slot of task `id`, if the map holds it.
     pub(super) fn find(&self, id: &str) -> Option<Slot> {
+        self.find_ahead(id, |_| {})
+    }
+
+    /// [`find`](Self::find), giving `ahead` the places of the first records of a task that
+    /// may be `id`'s before it reads that task's entry: what a reader of the records starts
+    /// loading now, so that the entry's load and theirs overlap.
+    pub(super) fn find_ahead(&self, id: &str, mut ahead: impl FnMut(Lead)) -> Option<Slot> {
         let key = KeyRef::of(id);
         let hash = self.hash(key);
-        self.ids.find(hash, |slot| {
+        self.ids.find(hash, |slot, hint| {
+            ahead(lead_of(hint));
             entry_in(&self.chunks, slot).is_some_and(|entry| entry.id.as_ref() == key)
         })
+    }
+
+    /// Note that the record task `slot` took last is kept at `place` ([`applied::note_place`]),
+    /// forgetting the places noted before if `anew` (a new incarnation of the task).
+    pub(super) fn note_place(&mut self, slot: Slot, place: Place, anew: bool) {
+        let Some(entry) = entry_in_mut(&mut self.chunks, slot) else {
+            return;
+        };
+        let before = hint_of(&entry.places);
+        if anew {
+            entry.places = applied::NO_PLACES;
+        }
+        applied::note_place(&mut entry.places, &entry.records, place);
+        let hint = hint_of(&entry.places);
+        if hint != before {
+            let hash = self.hasher.hash_one(entry.id.as_ref());
+            self.ids.set_hint(hash, slot, hint);
+        }
     }
 
     pub(super) fn get(&self, id: &str) -> Option<&Entry> {
@@ -65,16 +123,13 @@ impl TaskMap {
     }
 
     pub(super) fn entry_mut(&mut self, slot: Slot) -> Option<&mut Entry> {
-        let slot = slot as usize;
-        self.chunks
-            .get_mut(slot / CHUNK)?
-            .get_mut(slot % CHUNK)?
-            .as_mut()
+        entry_in_mut(&mut self.chunks, slot)
     }
 
     /// Add a task the map does not hold yet (by its id); its slot.
     pub(super) fn insert(&mut self, entry: Entry) -> Slot {
         let hash = self.hash(entry.id.as_ref());
+        let hint = hint_of(&entry.places);
         let slot = match self.free.pop() {
             Some(slot) => {
                 if let Some(place) = self
@@ -98,7 +153,7 @@ impl TaskMap {
                 self.slot_end() - 1
             }
         };
-        self.ids.insert(hash, slot);
+        self.ids.insert(hash, slot, hint);
         self.len += 1;
         slot
     }
@@ -194,6 +249,48 @@ mod tests {
             map.iter()
                 .all(|(slot, e)| map.entry(slot).is_some_and(|f| f.id == e.id))
         );
+    }
+
+    #[test]
+    fn the_table_keeps_a_tasks_first_places_as_its_entry_does() {
+        let mut map = TaskMap::default();
+        let content = |offset| crate::view::applied::Applied::new(offset, true);
+        let mut first = entry("first");
+        first.records.push(content(1));
+        first.places[0] = Place::from_raw(11);
+        let slot = map.insert(first);
+        let other = map.insert(entry("other"));
+        let lead = |map: &TaskMap, id: &str| {
+            let mut seen = Vec::new();
+            map.find_ahead(id, |lead| seen.push(lead))?;
+            seen.pop()
+        };
+        assert_eq!(
+            lead(&map, "first"),
+            Some([Place::from_raw(11), Place::UNKNOWN])
+        );
+        assert_eq!(lead(&map, "other"), Some([Place::UNKNOWN; LEAD]));
+        assert_eq!(lead(&map, "nobody"), None);
+        // A content record noted: the table follows the entry; anew, both start over.
+        map.entry_mut(slot)
+            .expect("inserted")
+            .records
+            .push(content(7));
+        map.note_place(slot, Place::from_raw(22), false);
+        assert_eq!(
+            map.get("first").expect("inserted").places[..LEAD],
+            [11, 22].map(Place::from_raw)
+        );
+        assert_eq!(lead(&map, "first"), Some([11, 22].map(Place::from_raw)));
+        map.entry_mut(slot).expect("inserted").records = smallvec::smallvec![content(9)];
+        map.note_place(slot, Place::from_raw(33), true);
+        assert_eq!(
+            lead(&map, "first"),
+            Some([Place::from_raw(33), Place::UNKNOWN])
+        );
+        assert_eq!(lead(&map, "other"), Some([Place::UNKNOWN; LEAD]));
+        assert!(map.remove(other).is_some());
+        assert_eq!(lead(&map, "other"), None);
     }
 
     #[test]

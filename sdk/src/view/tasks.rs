@@ -16,7 +16,7 @@ use super::expiry::{Expiring, LiveRecords};
 use super::index::{AwaitingClaim, ListIndex, Listed, OwnerId, Owners};
 use super::key::Key;
 use super::snapshot::Snapshotting;
-use super::task_map::{Slot, TaskMap};
+use super::task_map::{Lead, Slot, TaskMap};
 use crate::agent::Caller;
 use crate::log::Place;
 
@@ -194,8 +194,21 @@ impl Tasks {
 
     /// The task's entry if it exists, belongs to `caller` and has not expired at `now_ms`.
     pub(super) fn owned(&self, caller: &Caller, task_id: &str, now_ms: u64) -> Option<&Entry> {
+        self.owned_ahead(caller, task_id, now_ms, |_| {})
+    }
+
+    /// [`owned`](Self::owned), giving `ahead` where the task's first records are before it
+    /// reads the task ([`TaskMap::find_ahead`]).
+    pub(super) fn owned_ahead(
+        &self,
+        caller: &Caller,
+        task_id: &str,
+        now_ms: u64,
+        ahead: impl FnMut(Lead),
+    ) -> Option<&Entry> {
         let owner = self.owners.find(caller)?;
-        let entry = self.live_entry(task_id, now_ms)?;
+        let slot = self.entries.find_ahead(task_id, ahead)?;
+        let entry = self.live_in(slot, now_ms)?;
         (entry.owner == owner).then_some(entry)
     }
 
@@ -280,11 +293,10 @@ impl Tasks {
                     entry.owner = self.owners.intern(&header.principal, &header.tenant);
                     entry.context = Key::new(&header.context_id);
                     entry.records = smallvec::smallvec![record_of(offset, change.as_ref())];
-                    entry.places = NO_PLACES;
-                    applied::note_place(&mut entry.places, &entry.records, place);
+                    self.entries.note_place(slot, place, true);
                 } else if !quiet {
                     applied::push(&mut entry.records, record_of(offset, change.as_ref()), live);
-                    applied::note_place(&mut entry.places, &entry.records, place);
+                    self.entries.note_place(slot, place, false);
                 }
                 (slot, change)
             }

@@ -11,28 +11,38 @@
 //! by the same map. A batch outside the map (one that overshot the segment size) and a
 //! segment that cannot be mapped fall back to `pread`.
 //!
+//! A mapped segment tells its partition's [`MappedSegments`] where it lies in memory, so that a
+//! `Prefetcher` can ask for a batch's bytes from its place alone (`log/place.rs`); it takes
+//! the address back when the map goes.
+//!
 //! The price of a map: a disk error under a mapped page that is not in the page cache stops
 //! the process (`SIGBUS`) where `pread` would have returned an error. A read never loses an
 //! acknowledged record, and the records are still on disk for the next start.
 
 use std::fs::File;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use memmap2::{Mmap, MmapOptions};
+
+use crate::log::MappedSegments;
 
 /// The lazily created map of one segment file.
 #[derive(Debug)]
 pub(crate) struct SegmentMap {
     len: u64,
     map: OnceLock<Option<Mmap>>,
+    /// Where the map's address is published, under the segment's id.
+    published: Option<(Arc<MappedSegments>, usize)>,
 }
 
 impl SegmentMap {
-    /// A map of up to `len` bytes, created at the first [`bytes`](Self::bytes) call.
-    pub fn new(len: u64) -> Self {
+    /// A map of up to `len` bytes, created at the first [`bytes`](Self::bytes) call, of the
+    /// segment numbered `segment`, published in `mapped` once created.
+    pub fn new(len: u64, mapped: &Arc<MappedSegments>, segment: usize) -> Self {
         Self {
             len,
             map: OnceLock::new(),
+            published: Some((Arc::clone(mapped), segment)),
         }
     }
 
@@ -41,7 +51,24 @@ impl SegmentMap {
     pub fn unmapped() -> Self {
         let map = OnceLock::new();
         let _ = map.set(None);
-        Self { len: 0, map }
+        Self {
+            len: 0,
+            map,
+            published: None,
+        }
+    }
+
+    /// The map, created at the first call.
+    fn map(&self, file: &File) -> Option<&Mmap> {
+        self.map
+            .get_or_init(|| {
+                let map = map(file, self.len);
+                if let (Some(map), Some((mapped, segment))) = (&map, &self.published) {
+                    mapped.publish(*segment, map.as_ptr() as usize);
+                }
+                map
+            })
+            .as_ref()
     }
 
     /// The bytes at `pos..pos + len` of `file`, if they lie inside the map.
@@ -49,10 +76,18 @@ impl SegmentMap {
     /// The caller must only ask for bytes of a published batch: ones already written to the
     /// file (see the safety argument in `map`).
     pub fn bytes(&self, file: &File, pos: u64, len: u32) -> Option<&[u8]> {
-        let map = self.map.get_or_init(|| map(file, self.len)).as_ref()?;
+        let map = self.map(file)?;
         let start = usize::try_from(pos).ok()?;
         let end = start.checked_add(len as usize)?;
         map.get(start..end)
+    }
+}
+
+impl Drop for SegmentMap {
+    fn drop(&mut self) {
+        if let (Some(Some(map)), Some((mapped, segment))) = (self.map.get(), &self.published) {
+            mapped.withdraw(*segment, map.as_ptr() as usize);
+        }
     }
 }
 

@@ -112,7 +112,8 @@ use self::writer::{Command, Shared};
 // The submodules name it `super::closed_error`.
 use super::closed_error;
 use super::{
-    AppendBatch, Appended, GroupConsumer, LogBackend, Place, SegmentInfo, StoredRecord, TopicRef,
+    AppendBatch, Appended, GroupConsumer, LogBackend, Place, Prefetcher, SegmentInfo, StoredRecord,
+    TopicRef,
 };
 use crate::error::{Error, ErrorKind, Result};
 
@@ -380,6 +381,17 @@ impl LogBackend for EmbeddedLog {
         self.inner
             .partition(topic, partition)?
             .read_at(offsets, places)
+    }
+
+    /// `None` in memory mode (no places) and read-only (nothing is mapped).
+    fn prefetcher(&self, topic: &TopicRef) -> Option<Prefetcher> {
+        if self.inner.read_only {
+            return None;
+        }
+        let found = self.inner.topic(topic).ok()?;
+        found.dir.as_ref()?;
+        let mapped = found.partitions.iter().map(|p| Arc::clone(&p.mapped));
+        Some(Prefetcher::new(mapped.collect()))
     }
 
     async fn end_offsets(&self, topic: &TopicRef) -> Result<Vec<u64>> {

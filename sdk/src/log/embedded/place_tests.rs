@@ -26,7 +26,7 @@ async fn placed_log(dir: &std::path::Path) -> (EmbeddedLog, Vec<StoredRecord>) {
             assert_eq!(record.place, batch.place, "offset {}", record.offset);
         }
     }
-    assert!(all.iter().all(|r| r.place.known().is_some()));
+    assert!(all.iter().all(|r| r.place != Place::UNKNOWN));
     (log, all)
 }
 
@@ -75,12 +75,15 @@ async fn wrong_places_are_looked_up_never_trusted() {
     let end = all.len() as u64;
     let place_of = |o: u64| all[o as usize].place;
     let mut rng = rand::rngs::StdRng::seed_from_u64(7);
-    // Another batch's place (in the same segment or not), a place inside a batch, past the
-    // published bytes, unknown, or random.
+    // Another batch's place (in the same segment or not), a place inside a batch, the right
+    // position in another segment, unknown, or random.
     let mut wrong = |o: u64| match rng.random_range(0..5) {
         0 => place_of((o + rng.random_range(5..end)) % end),
         1 => Place::from_raw(place_of(o).raw() + rng.random_range(1..40)),
-        2 => Place::from_raw(1 << 30),
+        2 => {
+            let (tag, pos) = place_of(o).in_segment_parts().unwrap();
+            Place::in_segment(tag + rng.random_range(1..4), pos)
+        }
         3 => Place::UNKNOWN,
         _ => Place::from_raw(rng.random()),
     };
@@ -155,4 +158,32 @@ async fn the_memory_log_has_no_places_and_reads_by_offset() {
         .await
         .unwrap();
     assert_eq!(read[0].payload, payload(0));
+}
+
+#[tokio::test]
+async fn mapped_segments_publish_where_they_lie_until_deleted() {
+    let dir = tempfile::tempdir().unwrap();
+    let (log, all) = placed_log(dir.path()).await;
+    assert!(log.prefetcher(&topic()).is_some());
+    let partition = log.inner.partition(&topic(), 0).unwrap();
+    let sealed = log.segments(&topic(), 0).await.unwrap();
+    // The read in `placed_log` mapped every sealed segment (their batches left the cache).
+    let ids = 0..sealed.len();
+    assert!(ids.clone().all(|id| partition.mapped.address(id) != 0));
+    // Prefetching any place, the records' or nonsense, changes nothing a read gives.
+    let prefetcher = log.prefetcher(&topic()).unwrap();
+    for record in &all {
+        prefetcher.prefetch(0, record.place);
+        prefetcher.prefetch(0, Place::from_raw(record.place.raw() ^ 0x0400_0000));
+    }
+    assert_eq!(log.read(&topic(), 0, 0, usize::MAX).await.unwrap(), all);
+    // A deleted segment's map goes once nothing reads it, and its address with it.
+    log.delete_segments(&topic(), 0, &[sealed[0].base])
+        .await
+        .unwrap();
+    assert_eq!(partition.mapped.address(0), 0);
+    assert!(ids.skip(1).all(|id| partition.mapped.address(id) != 0));
+    let memory = EmbeddedLog::in_memory();
+    memory.ensure_topic(&topic(), 1).await.unwrap();
+    assert!(memory.prefetcher(&topic()).is_none(), "no places in memory");
 }

@@ -37,7 +37,7 @@ use tokio::sync::oneshot;
 
 use super::files::{io_error, sync_dir};
 use super::options::FsyncPolicy;
-use super::partition::{Entry, Loc, Partition, Segment, Staged, WriterState, lock, place_of};
+use super::partition::{Entry, Loc, Partition, Segment, Staged, WriterState, lock};
 use super::segment::{self, HEADER_LEN};
 use crate::error::{Error, ErrorKind, Result};
 use crate::log::Place;
@@ -385,7 +385,7 @@ fn stage(
         entry: Entry::stored(first, loc)?,
         records: records.into(),
     });
-    Ok((first, place_of(size)))
+    Ok((first, Place::in_segment(segment_index, size)))
 }
 
 /// Start a new segment at the partition's next offset. The full one is written and,
@@ -421,6 +421,7 @@ fn roll(config: Config, partition: &Partition, ws: &mut WriterState) -> Result<(
         Arc::clone(&file),
         ws.next_offset,
         config.segment_bytes,
+        (index, &partition.mapped),
     ));
     ws.active = Some((index, file, 0));
     ws.buf_start = 0;

@@ -91,7 +91,7 @@ pub use self::options::IggyOptions;
 use self::topic::{TopicHandle, end_offsets, identifiers, message, record};
 use crate::error::{Error, ErrorKind, Result};
 use crate::log::{
-    Appended, GroupConsumer, LogBackend, Place, SegmentInfo, StoredRecord, TopicRef,
+    Appended, GroupConsumer, LogBackend, Place, Prefetcher, SegmentInfo, StoredRecord, TopicRef,
     partition_for_key,
 };
 
@@ -350,6 +350,11 @@ impl LogBackend for IggyLog {
             .filter(|m| m.header.offset >= from)
             .map(|m| record(partition, m))
             .collect())
+    }
+
+    /// None: Iggy gives no places.
+    fn prefetcher(&self, _topic: &TopicRef) -> Option<Prefetcher> {
+        None
     }
 
     async fn end_offsets(&self, topic: &TopicRef) -> Result<Vec<u64>> {

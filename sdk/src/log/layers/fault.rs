@@ -11,8 +11,8 @@ use tokio::sync::watch;
 use super::LogOp;
 use crate::error::{Error, ErrorKind, Result};
 use crate::log::{
-    AppendBatch, Appended, Delivery, GroupConsumer, Layer, LogBackend, Place, SegmentInfo,
-    StoredRecord, TopicRef, read_runs,
+    AppendBatch, Appended, Delivery, GroupConsumer, Layer, LogBackend, Place, Prefetcher,
+    SegmentInfo, StoredRecord, TopicRef, read_runs,
 };
 
 /// A testing tool: makes the log under it fail the way real ones do, when a test says so.
@@ -402,6 +402,10 @@ impl LogBackend for FaultLog {
             self.inner.read(topic, partition, from, max)
         })
         .await
+    }
+
+    fn prefetcher(&self, topic: &TopicRef) -> Option<Prefetcher> {
+        self.inner.prefetcher(topic)
     }
 
     async fn end_offsets(&self, topic: &TopicRef) -> Result<Vec<u64>> {

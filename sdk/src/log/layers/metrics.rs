@@ -13,8 +13,8 @@ use tokio::sync::watch;
 use super::{LogOp, payloads_and_bytes, records_and_bytes};
 use crate::error::{ErrorKind, Result};
 use crate::log::{
-    AppendBatch, Appended, Delivery, GroupConsumer, Layer, LogBackend, Place, SegmentInfo,
-    StoredRecord, TopicRef,
+    AppendBatch, Appended, Delivery, GroupConsumer, Layer, LogBackend, Place, Prefetcher,
+    SegmentInfo, StoredRecord, TopicRef,
 };
 
 /// How many latency buckets have an upper bound; one more holds the slower calls.
@@ -303,6 +303,10 @@ impl LogBackend for MetricsLog {
         self.metrics
             .timed(LogOp::ReadAt, call, |r| records_and_bytes(r))
             .await
+    }
+
+    fn prefetcher(&self, topic: &TopicRef) -> Option<Prefetcher> {
+        self.inner.prefetcher(topic)
     }
 
     async fn end_offsets(&self, topic: &TopicRef) -> Result<Vec<u64>> {

@@ -13,8 +13,8 @@ use tokio::time::Instant;
 use super::LogOp;
 use crate::error::Result;
 use crate::log::{
-    AppendBatch, Appended, Delivery, GroupConsumer, Layer, LogBackend, Place, SegmentInfo,
-    StoredRecord, TopicRef,
+    AppendBatch, Appended, Delivery, GroupConsumer, Layer, LogBackend, Place, Prefetcher,
+    SegmentInfo, StoredRecord, TopicRef,
 };
 
 /// Retries a call that fails with a retryable error ([`Error::is_retryable`]: `Timeout` or
@@ -234,6 +234,10 @@ impl LogBackend for RetryLog {
                 self.inner.read_at(topic, partition, offsets, places)
             })
             .await
+    }
+
+    fn prefetcher(&self, topic: &TopicRef) -> Option<Prefetcher> {
+        self.inner.prefetcher(topic)
     }
 
     async fn end_offsets(&self, topic: &TopicRef) -> Result<Vec<u64>> {

@@ -12,8 +12,8 @@ use tracing::Instrument;
 use super::{LogOp, payloads_and_bytes, records_and_bytes};
 use crate::error::Result;
 use crate::log::{
-    AppendBatch, Appended, Delivery, GroupConsumer, Layer, LogBackend, Place, SegmentInfo,
-    StoredRecord, TopicRef,
+    AppendBatch, Appended, Delivery, GroupConsumer, Layer, LogBackend, Place, Prefetcher,
+    SegmentInfo, StoredRecord, TopicRef,
 };
 
 /// Traces every operation: a `log` span (debug level) with the operation's `op`, `topic`
@@ -190,6 +190,10 @@ impl LogBackend for TracingLog {
             self.inner.read_at(topic, partition, offsets, places),
         )
         .await
+    }
+
+    fn prefetcher(&self, topic: &TopicRef) -> Option<Prefetcher> {
+        self.inner.prefetcher(topic)
     }
 
     async fn end_offsets(&self, topic: &TopicRef) -> Result<Vec<u64>> {

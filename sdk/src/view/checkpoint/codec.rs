@@ -1,14 +1,16 @@
 //! The bytes of a checkpoint: the view's tasks at known log positions, checksummed.
 //!
 //! ```text
-//! magic "agentlog/view-checkpoint\0", u8 version (= 4; 3 had no places, 2 no shown / answered
-//!   flags, 1 stored rule 8's ids as one set: all are ignored, and the view replays)
+//! magic "agentlog/view-checkpoint\0", u8 version (= 5; 4 had places without their segment's
+//!   tag, 3 no places, 2 no shown / answered flags, 1 stored rule 8's ids as one set: all are
+//!   ignored, and the view replays)
 //! u64 created_ms, str16 stream, str16 topic, u32 partitions
 //! per partition: u64 position (the next offset to apply), u32 anchor length, u32 anchor crc
 //!   (of the record at position - 1: a checkpoint of another log does not match; 0, 0 at 0)
 //! u32 owners; per owner: str16 principal, str16 tenant
 //! u64 tasks; per task: str16 id, u32 owner, str16 context id, machine, u32 records, u64 each,
-//!   u32 × 3 places (of the first content records in the log's files; u32::MAX = not known)
+//!   u32 × 3 places (of the first content records in the log's files, as the log gave them:
+//!   `log::Place`; u32::MAX = not known)
 //!   machine: u8 state (255 = none), u64 status ms, u8 flags (1 has message, 2 last message
 //!   id, 4 seen, 8 claim, 16 shown, 32 answered: fold rule 15), [str16 last message id],
 //!   u32 attempts, u64 retention ms,
@@ -30,7 +32,7 @@ use crate::agent::Caller;
 use crate::log::Place;
 
 const MAGIC: &[u8] = b"agentlog/view-checkpoint\0";
-const VERSION: u8 = 4;
+const VERSION: u8 = 5;
 const NO_STATE: u8 = 255;
 const HAS_MESSAGE: u8 = 1;
 const HAS_LAST_MESSAGE: u8 = 2;

@@ -28,7 +28,7 @@ use tokio::sync::watch;
 
 use super::mapped::SegmentMap;
 use crate::error::{Error, ErrorKind, Result};
-use crate::log::Place;
+use crate::log::{MappedSegments, Place};
 
 /// A segment file of the partition.
 #[derive(Debug)]
@@ -41,14 +41,20 @@ pub(crate) struct Segment {
 }
 
 impl Segment {
-    /// The segment starting at offset `base`, a file that may grow to `max_len` bytes (the
-    /// map covers that much).
-    pub fn new(path: PathBuf, file: Arc<File>, base: u64, max_len: u64) -> Arc<Self> {
+    /// Segment `id` of a partition whose maps `mapped` publishes, starting at offset `base`:
+    /// a file that may grow to `max_len` bytes (the map covers that much).
+    pub fn new(
+        path: PathBuf,
+        file: Arc<File>,
+        base: u64,
+        max_len: u64,
+        (id, mapped): (usize, &Arc<MappedSegments>),
+    ) -> Arc<Self> {
         Arc::new(Self {
             path,
             file,
             base,
-            map: SegmentMap::new(max_len),
+            map: SegmentMap::new(max_len, mapped, id),
         })
     }
 
@@ -148,7 +154,9 @@ impl Entry {
 
     /// Where the batch is, for readers ([`Place::UNKNOWN`] in memory mode).
     fn place(&self) -> Place {
-        self.loc().map_or(Place::UNKNOWN, |loc| place_of(loc.pos))
+        self.loc().map_or(Place::UNKNOWN, |loc| {
+            Place::in_segment(loc.segment, loc.pos)
+        })
     }
 
     fn loc(&self) -> Option<Loc> {
@@ -158,16 +166,6 @@ impl Entry {
             len: self.len,
         })
     }
-}
-
-/// The place ([`Place`]) of a batch at byte `pos` of its segment: that position, when it fits
-/// in one (segments of up to 4 GiB, the default being 64 MiB; a batch past that is looked up).
-pub(crate) fn place_of(pos: u64) -> Place {
-    u32::try_from(pos)
-        .ok()
-        .map(Place::from_raw)
-        .filter(|place| place.known().is_some())
-        .unwrap_or(Place::UNKNOWN)
 }
 
 /// A batch staged by the writer: its index entry and its records, cached once published.
@@ -249,6 +247,17 @@ pub(crate) struct WriterState {
     pub closed: bool,
 }
 
+/// What a partition is opened with: its index, its segment list and where it ends.
+struct Contents {
+    entries: Vec<Entry>,
+    slots: Vec<Slot>,
+    end: u64,
+    /// The segment appended to: its id, its file and its length.
+    active: Option<(usize, Arc<File>, u64)>,
+    /// Where the segments in `slots` publish their maps.
+    mapped: Arc<MappedSegments>,
+}
+
 /// One partition of a topic.
 #[derive(Debug)]
 pub(crate) struct Partition {
@@ -262,6 +271,8 @@ pub(crate) struct Partition {
     polled: AtomicBool,
     state: Mutex<PartState>,
     pub writer: Mutex<WriterState>,
+    /// Where its mapped segments lie, for a `Prefetcher`.
+    pub mapped: Arc<MappedSegments>,
 }
 
 /// Lock a mutex, turning poisoning (a panic while it was held) into an error.
@@ -274,17 +285,27 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> Result<MutexGuard<'_, T>> {
 impl Partition {
     /// An empty partition; `dir` must exist already in file mode.
     pub fn new(index: u32, dir: Option<PathBuf>, cache_budget: usize) -> Self {
-        Self::with_contents(index, dir, cache_budget, Vec::new(), Vec::new(), 0, None)
+        let contents = Contents {
+            entries: Vec::new(),
+            slots: Vec::new(),
+            end: 0,
+            active: None,
+            mapped: Arc::default(),
+        };
+        Self::with_contents(index, dir, cache_budget, contents)
     }
 
     fn with_contents(
         index: u32,
         dir: Option<PathBuf>,
         cache_budget: usize,
-        entries: Vec<Entry>,
-        slots: Vec<Slot>,
-        end: u64,
-        active: Option<(usize, Arc<File>, u64)>,
+        Contents {
+            entries,
+            slots,
+            end,
+            active,
+            mapped,
+        }: Contents,
     ) -> Self {
         let (end_tx, _) = watch::channel(end);
         let segment_count = slots.len();
@@ -316,6 +337,7 @@ impl Partition {
                 touched: false,
                 closed: false,
             }),
+            mapped,
         }
     }
 

@@ -3,9 +3,10 @@
 //!
 //! A record asked for with its [`Place`] is read there, through the segment's map, without its
 //! index entry: in a long log the entry is a cache miss of its own, which every `GetTask`
-//! waited for before the batch. What lies at the place is checked (a checksummed header whose
-//! batch holds the offset, inside the segment's published bytes); if it is not the record's
-//! batch, the whole read is done again by the index.
+//! waited for before the batch. What lies at the place is checked (the place's tag is the
+//! segment's that holds the offset, and a checksummed header whose batch holds the offset lies
+//! there, inside the segment's published bytes); if it is not the record's batch, the whole
+//! read is done again by the index.
 
 use std::borrow::Cow;
 use std::os::unix::fs::FileExt;
@@ -13,7 +14,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use super::{Entry, Loc, PartState, Partition, Segment, lock, place_of};
+use super::{Entry, Loc, PartState, Partition, Segment, lock};
 use crate::error::{Error, ErrorKind, Result};
 use crate::log::embedded::files::io_error;
 use crate::log::embedded::segment::{self, HEADER_LEN};
@@ -38,9 +39,9 @@ impl PartState {
         })
     }
 
-    /// The segment holding `offset` and how many of its bytes are published; `None` past the
-    /// end, before the first segment, in a hole, or in memory mode.
-    fn holding(&self, offset: u64) -> Option<(&Arc<Segment>, u64)> {
+    /// The segment holding `offset`, its id, and how many of its bytes are published; `None`
+    /// past the end, before the first segment, in a hole, or in memory mode.
+    fn holding(&self, offset: u64) -> Option<(&Arc<Segment>, usize, u64)> {
         if offset >= self.end {
             return None;
         }
@@ -49,7 +50,7 @@ impl PartState {
             .partition_point(|s| s.base <= offset)
             .checked_sub(1)?;
         let slot = self.slots.get(k)?;
-        Some((slot.segment.as_ref()?, slot.published))
+        Some((slot.segment.as_ref()?, self.first_slot + k, slot.published))
     }
 
     /// The index of the first batch holding an offset at or after `from`.
@@ -125,17 +126,20 @@ impl Partition {
         {
             let state = lock(&self.state)?;
             for (&offset, place) in offsets.iter().zip(places) {
-                let Some(pos) = place.known() else {
+                let Some((_, pos)) = place.in_segment_parts() else {
                     return Ok(None);
                 };
-                let Some((segment, published)) = state.holding(offset) else {
+                let Some((segment, id, published)) = state.holding(offset) else {
                     return Ok(None);
                 };
-                plan.push((offset, Arc::clone(segment), u64::from(pos), published));
+                if !place.is_in(id) {
+                    return Ok(None);
+                }
+                plan.push((offset, Arc::clone(segment), id, pos, published));
             }
         }
         // The batches' first lines, all at once: their misses overlap (see `warm_entries`).
-        for (_, segment, pos, published) in &plan {
+        for (_, segment, _, pos, published) in &plan {
             if pos + HEADER_LEN as u64 <= *published
                 && let Some(bytes) = segment.map.bytes(&segment.file, *pos, 1)
             {
@@ -146,7 +150,7 @@ impl Partition {
         // The batch read last, reused by the next offset at the same place of the same
         // segment (a place is a position in its segment: every segment has a batch at 0).
         let mut last: Option<(Arc<Segment>, u64, u64, Vec<Bytes>)> = None;
-        for (offset, segment, pos, published) in plan {
+        for (offset, segment, id, pos, published) in plan {
             let same = |(at_segment, at, _, _): &(Arc<Segment>, u64, u64, Vec<Bytes>)| {
                 Arc::ptr_eq(at_segment, &segment) && *at == pos
             };
@@ -162,7 +166,7 @@ impl Partition {
             }) else {
                 return Ok(None);
             };
-            out.push(self.stored(offset, payload, place_of(pos)));
+            out.push(self.stored(offset, payload, Place::in_segment(id, pos)));
         }
         Ok(Some(out))
     }

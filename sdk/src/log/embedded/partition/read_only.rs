@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::recover::segment_bases;
-use super::{Entry, Loc, Partition, Segment, Slot, WriterState, lock};
+use super::{Contents, Entry, Loc, Partition, Segment, Slot, WriterState, lock};
 use crate::error::{Error, ErrorKind, Result};
 use crate::log::embedded::files::io_error;
 use crate::log::embedded::segment::{self, Damage};
@@ -17,8 +17,14 @@ impl Partition {
     /// are opened read-only, never repaired and never mapped.
     pub fn read_only(index: u32, dir: PathBuf) -> Result<Self> {
         let start = segment_bases(&dir)?.first().copied().unwrap_or(0);
-        let mut partition =
-            Self::with_contents(index, Some(dir), 0, Vec::new(), Vec::new(), start, None);
+        let contents = Contents {
+            entries: Vec::new(),
+            slots: Vec::new(),
+            end: start,
+            active: None,
+            mapped: Arc::default(),
+        };
+        let mut partition = Self::with_contents(index, Some(dir), 0, contents);
         partition.read_only = true;
         Ok(partition)
     }

@@ -4,7 +4,7 @@ use std::fs::{self, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::{Entry, Loc, Partition, Segment, Slot};
+use super::{Contents, Entry, Loc, Partition, Segment, Slot};
 use crate::error::Result;
 use crate::log::embedded::EmbeddedOptions;
 use crate::log::embedded::files::{io_error, sync_dir};
@@ -22,6 +22,7 @@ impl Partition {
     pub fn recover(index: u32, dir: PathBuf, options: &EmbeddedOptions) -> Result<Self> {
         let bases = segment_bases(&dir)?;
 
+        let mapped = Arc::default();
         let mut entries = Vec::new();
         let mut slots = Vec::new();
         let mut end = bases.first().copied().unwrap_or(0);
@@ -90,8 +91,9 @@ impl Partition {
             }
             active = Some((slots.len(), Arc::clone(&file), scan.valid_len));
             let max_len = scan.valid_len.max(options.segment_bytes);
+            let id = slots.len();
             slots.push(Slot::of(
-                Segment::new(path, file, base, max_len),
+                Segment::new(path, file, base, max_len, (id, &mapped)),
                 scan.valid_len,
             ));
             end = scan.next_offset;
@@ -100,14 +102,18 @@ impl Partition {
                 break;
             }
         }
-        Ok(Self::with_contents(
-            index,
-            Some(dir),
-            options.cache_bytes_per_partition,
+        let contents = Contents {
             entries,
             slots,
             end,
             active,
+            mapped,
+        };
+        Ok(Self::with_contents(
+            index,
+            Some(dir),
+            options.cache_bytes_per_partition,
+            contents,
         ))
     }
 }

@@ -327,6 +327,9 @@ impl LogBackend for OneAtATime {
     ) -> Result<Vec<StoredRecord>> {
         self.0.read(topic, partition, from, max.min(1)).await
     }
+    fn prefetcher(&self, topic: &TopicRef) -> Option<crate::log::Prefetcher> {
+        self.0.prefetcher(topic)
+    }
     async fn end_offsets(&self, topic: &TopicRef) -> Result<Vec<u64>> {
         self.0.end_offsets(topic).await
     }
