@@ -128,7 +128,10 @@ fn start(server_rt: &Runtime, case: Case) -> Server {
                         .unwrap(),
                 );
                 let http = McpHttpConfig {
-                    allowed_hosts: vec!["*".to_owned()],
+                    allowed: agentlog::http::Allowed {
+                        hosts: vec!["*".to_owned()],
+                        ..Default::default()
+                    },
                     ..McpHttpConfig::default()
                 };
                 agentlog::http::mcp::router(mcp, http).unwrap()

@@ -4,6 +4,8 @@
 //! (the JS client rejects a response whose id differs in type). Dispatch never matches bare
 //! strings: [`Method`] names every 1.0 and 0.3 method.
 
+use std::borrow::Cow;
+
 use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -200,8 +202,9 @@ impl Method {
 pub struct Request<'a> {
     /// The request id as raw JSON (`null` when absent), echoed verbatim.
     pub id: &'a RawValue,
-    /// The method name as sent.
-    pub method: &'a str,
+    /// The method name, unescaped (`"tasks\/get"` is `tasks/get`); borrowed from the body
+    /// unless it had escapes.
+    pub method: Cow<'a, str>,
     /// The params as raw JSON, exactly as sent; `None` when absent.
     pub params: Option<&'a RawValue>,
 }
@@ -214,7 +217,7 @@ impl Request<'_> {
                 ErrorCode::MethodNotFound,
                 format!("Method not found: {}", self.method),
             )
-            .with_meta("method", self.method)
+            .with_meta("method", &*self.method)
         })
     }
 }
@@ -228,6 +231,10 @@ pub struct BadRequest {
     /// -32700 or -32600.
     pub error: RpcError,
 }
+
+/// A JSON string, borrowed when it has no escapes.
+#[derive(Deserialize)]
+struct Text<'a>(#[serde(borrow)] Cow<'a, str>);
 
 #[derive(Deserialize)]
 struct Envelope<'a> {
@@ -306,7 +313,7 @@ pub fn parse_request(body: &[u8]) -> Result<Request<'_>, BadRequest> {
     let method = envelope
         .method
         .ok_or_else(|| invalid("missing \"method\""))?;
-    let method: &str =
+    let Text(method) =
         serde_json::from_str(method.get()).map_err(|_| invalid("\"method\" must be a string"))?;
     if let Some(params) = envelope.params {
         let first = params.get().trim_start().as_bytes().first().copied();
@@ -496,6 +503,26 @@ mod tests {
         for bad in ["", "2.0", "0.5", "1.1", "v1", "1.0.x", "1.0.0.0"] {
             assert_eq!(ProtocolVersion::from_header(bad), None, "{bad}");
         }
+    }
+
+    #[test]
+    fn escaped_method_names_are_read_as_any_json_string() {
+        for (sent, method) in [
+            (r#""tasks\/get""#, Method::V03TasksGet),
+            (r#""Get\u0054ask""#, Method::GetTask),
+            (r#""message\/send""#, Method::V03MessageSend),
+            (r#""GetTask""#, Method::GetTask),
+        ] {
+            let body = format!(r#"{{"jsonrpc":"2.0","id":1,"method":{sent}}}"#);
+            let req = parse_request(body.as_bytes()).unwrap();
+            assert_eq!(req.method().unwrap(), method, "{sent}");
+        }
+        let borrowed = parse_request(br#"{"jsonrpc":"2.0","id":1,"method":"GetTask"}"#).unwrap();
+        assert!(matches!(borrowed.method, Cow::Borrowed(_)));
+        let unknown = parse_request(br#"{"jsonrpc":"2.0","id":1,"method":"tasks\/list"}"#).unwrap();
+        let err = unknown.method().unwrap_err();
+        assert_eq!(err.code, ErrorCode::MethodNotFound);
+        assert!(err.message.contains("tasks/list"), "{}", err.message);
     }
 
     #[test]

@@ -81,8 +81,12 @@ pub fn parse_millis(s: &str) -> Option<u64> {
             if ob.len() != 6 || !matches!(ob[0], b'+' | b'-') || ob[3] != b':' {
                 return None;
             }
-            let hours: i64 = rest.get(1..3)?.parse().ok()?;
-            let minutes: i64 = rest.get(4..6)?.parse().ok()?;
+            // RFC 3339's time-numoffset: two digits of hour (00-23), two of minute (00-59).
+            let at = s.len() - rest.len();
+            let (hours, minutes) = (num(at + 1..at + 3)?, num(at + 4..at + 6)?);
+            if hours > 23 || minutes > 59 {
+                return None;
+            }
             let sign = if ob[0] == b'-' { -1 } else { 1 };
             sign * (hours * 60 + minutes)
         }
@@ -160,6 +164,10 @@ mod tests {
             parse_millis("2023-11-15T00:13:20.123+02:00"),
             Some(1_700_000_000_123)
         );
+        assert_eq!(
+            parse_millis("2023-11-15T22:12:20.123+23:59"),
+            Some(1_700_000_000_123)
+        );
         for bad in [
             "",
             "2023-11-14",
@@ -168,6 +176,13 @@ mod tests {
             "2023-11-14T22:13:20",
             "x023-11-14T22:13:20Z",
             "2023-11-14T22:13:20.Z",
+            // Offsets out of range, or not two digits each.
+            "2025-01-01T00:00:00+25:00",
+            "2025-01-01T00:00:00+24:00",
+            "2025-01-01T00:00:00-00:60",
+            "2025-01-01T00:00:00-+5:00",
+            "2025-01-01T00:00:00+05:+9",
+            "2025-01-01T00:00:00+5:000",
         ] {
             assert_eq!(parse_millis(bad), None, "{bad}");
         }

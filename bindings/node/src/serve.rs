@@ -4,7 +4,9 @@ use std::net::SocketAddr;
 
 use agentlog::ErrorKind;
 use agentlog::http::mcp;
-use agentlog::http::{DEFAULT_MAX_CONNECTIONS, HttpConfig, base_url, router, serve_bounded};
+use agentlog::http::{
+    Allowed, DEFAULT_MAX_CONNECTIONS, HttpConfig, base_url, router, serve_bounded,
+};
 use napi::Env;
 use napi::bindgen_prelude::PromiseRaw;
 use napi_derive::napi;
@@ -98,6 +100,7 @@ pub fn serve<'env>(
         let url = base.to_string();
         let http = HttpConfig {
             interface_url: Some(url.clone()),
+            allowed: Allowed::for_base_url(&base),
             ..HttpConfig::default()
         };
         let stop = CancellationToken::new();

@@ -5,7 +5,9 @@ use std::sync::{Arc, Mutex};
 
 use agentlog::ErrorKind;
 use agentlog::http::mcp;
-use agentlog::http::{DEFAULT_MAX_CONNECTIONS, HttpConfig, base_url, router, serve_bounded};
+use agentlog::http::{
+    Allowed, DEFAULT_MAX_CONNECTIONS, HttpConfig, base_url, router, serve_bounded,
+};
 use pyo3::prelude::*;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -162,6 +164,7 @@ fn serve<'py>(
             let url = base.to_string();
             let http = HttpConfig {
                 interface_url: Some(url.clone()),
+                allowed: Allowed::for_base_url(&base),
                 ..HttpConfig::default()
             };
             let stop = CancellationToken::new();

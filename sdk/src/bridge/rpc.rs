@@ -219,7 +219,15 @@ impl Bridge {
         let version = method.version();
         let id = request.id;
         let params = request.params.map(RawValue::get);
-        let result = self.dispatch(caller, method, params, options).await;
+        let result = match params.map(str::trim_start) {
+            // JSON-RPC allows positional params; every A2A method names its params.
+            Some(raw) if raw.starts_with('[') => Err(Error::new(
+                ErrorKind::InvalidParams,
+                "Invalid parameters: params must be an object (A2A methods take named params)",
+            )
+            .with_detail("field", "params")),
+            _ => self.dispatch(caller, method, params, options).await,
+        };
         match result {
             Ok(Answer::Json(value)) => RpcReply::Json(success_body(id, &value)),
             Ok(Answer::Stream(events)) => RpcReply::Stream(RpcStream {

@@ -11,7 +11,7 @@ use super::output::Out;
 use super::serve_auth::{self, AuthArgs, CardFileExtras};
 use super::{CliError, CliResult, LogArgs, RetentionArgs};
 use crate::bridge::{Bridge, BridgeConfig, LimitsConfig, card_over_defaults, finish_card};
-use crate::http::{HttpConfig, router, serve_bounded};
+use crate::http::{Allowed, HttpConfig, ServeConfig, router, serve_with};
 use crate::security::SigningKey;
 use crate::worker::{ConformanceHandler, DemoHandler, Worker, WorkerConfig, conformance};
 
@@ -74,9 +74,36 @@ pub(super) struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = LimitsConfig::default().streams_per_caller)]
     max_streams_per_caller: usize,
 
+    /// The most connections held open at once from one IP address (default: three quarters
+    /// of --max-connections, so other addresses keep a quarter); behind a proxy, where every
+    /// client has the proxy's address, set it to --max-connections.
+    #[arg(long, value_name = "N")]
+    max_connections_per_peer: Option<usize>,
+
+    /// How long a request's head may take to arrive (then the connection is closed; an idle
+    /// keep-alive connection is closed after it too).
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = super::parse_duration)]
+    header_timeout: std::time::Duration,
+
     /// How long a request body may take to arrive once its head has (then 408).
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = super::parse_duration)]
     body_timeout: std::time::Duration,
+
+    /// A Host name the A2A and MCP endpoints answer besides loopback and the --public-url
+    /// host (DNS rebinding protection); `*` answers any (behind a proxy that checks it).
+    /// Repeatable.
+    #[arg(long = "allowed-host", alias = "mcp-allow-host", value_name = "HOST")]
+    allowed_hosts: Vec<String>,
+
+    /// An Origin browsers may call the A2A and MCP endpoints from (CORS), besides loopback
+    /// and the --public-url origin: `scheme://host` (any port) or `scheme://host:port`; `*`
+    /// allows any. Repeatable.
+    #[arg(
+        long = "allowed-origin",
+        alias = "mcp-allow-origin",
+        value_name = "ORIGIN"
+    )]
+    allowed_origins: Vec<String>,
 
     #[command(flatten)]
     log: LogArgs,
@@ -155,8 +182,12 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
         .local_addr()
         .map_err(|e| CliError::msg(format!("cannot read the listening address: {e}")))?;
     let public_url = public_url(args.public_url.as_deref(), local)?;
+    let mut allowed = Allowed::for_base_url(&public_url);
+    allowed.hosts.extend(args.allowed_hosts.iter().cloned());
+    allowed.origins.extend(args.allowed_origins.iter().cloned());
     let mut http = HttpConfig {
         body_timeout: args.body_timeout,
+        allowed: allowed.clone(),
         ..HttpConfig::default()
     };
     let endpoint = public_url
@@ -222,6 +253,7 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
         &log,
         &config,
         &public_url,
+        &allowed,
         http.auth.clone(),
     )
     .await?;
@@ -254,10 +286,16 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
     if let Some(mcp_router) = mcp_router {
         app = app.merge(mcp_router);
     }
-    let mut server = tokio::spawn(serve_bounded(
+    let mut serving = ServeConfig::new()
+        .max_connections(args.max_connections)
+        .header_timeout(args.header_timeout);
+    if let Some(per_peer) = args.max_connections_per_peer {
+        serving = serving.max_connections_per_peer(per_peer);
+    }
+    let mut server = tokio::spawn(serve_with(
         listener,
         app,
-        args.max_connections,
+        serving,
         stop.clone().cancelled_owned(),
     ));
     // The server answers at once (liveness; JSON-RPC refused with 503 while the view

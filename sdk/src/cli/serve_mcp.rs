@@ -8,6 +8,7 @@ use clap::Args;
 
 use super::{CliError, CliResult};
 use crate::bridge::BridgeConfig;
+use crate::http::Allowed;
 use crate::http::auth::EdgeAuth;
 use crate::http::mcp::{McpAuth, McpHttpConfig, router};
 use crate::log::Log;
@@ -31,16 +32,6 @@ pub(super) struct McpArgs {
     /// The MCP route's path.
     #[arg(long, value_name = "PATH", default_value = "/mcp")]
     mcp_path: String,
-
-    /// A Host name the MCP route answers besides loopback and the --public-url host (DNS
-    /// rebinding protection); `*` answers any. Repeatable.
-    #[arg(long = "mcp-allow-host", value_name = "HOST")]
-    mcp_allow_hosts: Vec<String>,
-
-    /// An Origin browsers may call the MCP route from besides loopback (`scheme://host`, any
-    /// port, or `scheme://host:port`); `*` allows any. Repeatable.
-    #[arg(long = "mcp-allow-origin", value_name = "ORIGIN")]
-    mcp_allow_origins: Vec<String>,
 }
 
 /// The MCP route and the worker answering the demo tools.
@@ -62,6 +53,7 @@ pub(super) async fn open(
     log: &Log,
     template: &BridgeConfig,
     public_url: &url::Url,
+    allowed: &Allowed,
     auth: Option<EdgeAuth>,
 ) -> CliResult<Option<Mcp>> {
     let mut tools = match &args.tools {
@@ -90,7 +82,8 @@ pub(super) async fn open(
     };
     let mut http = McpHttpConfig {
         path: args.mcp_path.clone(),
-        ..McpHttpConfig::for_base_url(public_url)
+        allowed: allowed.clone(),
+        ..McpHttpConfig::default()
     };
     if let Some(edge) = auth {
         let bad = |why: String| CliError::msg(format!("bad --mcp-path: {why}"));
@@ -99,10 +92,6 @@ pub(super) async fn open(
             .map_err(|e| bad(e.to_string()))?;
         http.auth = Some(McpAuth::new(edge, resource).map_err(|e| bad(e.message().to_owned()))?);
     }
-    http.allowed_hosts
-        .extend(args.mcp_allow_hosts.iter().cloned());
-    http.allowed_origins
-        .extend(args.mcp_allow_origins.iter().cloned());
     let url = http.url(public_url);
     let router =
         router(mcp, http).map_err(|e| CliError::msg(format!("bad --mcp-path: {}", e.message())))?;

@@ -1,25 +1,24 @@
-//! [`Bounded`]: a listener that holds at most so many connections at once. Past the bound, a
-//! new connection is answered at once with `503` and a retryable JSON-RPC error, then closed:
-//! never left waiting in the kernel's backlog, and never served. Answering holds at most
-//! [`MAX_REFUSING`] sockets; past that a connection is closed unanswered.
+//! [`Bounded`]: a listener that holds at most so many connections at once, and at most so
+//! many from one IP address. Past a bound, a new connection is answered at once with `503`
+//! and a retryable JSON-RPC error, then closed: never left waiting in the kernel's backlog,
+//! and never served. Answering holds at most [`MAX_REFUSING`] sockets; past that a
+//! connection is closed unanswered.
 
+use std::collections::HashMap;
 use std::io;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use agentlog_wire::jsonrpc::{ProtocolVersion, error_body};
-use axum::serve::Listener;
+use parking_lot::Mutex;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::error::{Error, ErrorKind};
-
-/// [`serve`](super::serve)'s default bound on open connections.
-pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
 
 /// How long a refused connection's request is read (and dropped) after the answer, so that
 /// closing does not reset the connection before the client has read the answer.
@@ -29,69 +28,116 @@ const LINGER: Duration = Duration::from_secs(1);
 /// so that refusing holds no more sockets than this.
 const MAX_REFUSING: usize = 256;
 
-/// A TCP listener bounded to `max` open connections.
+/// A TCP listener bounded to `max` open connections, `per_peer` from one address.
 pub(super) struct Bounded {
     listener: TcpListener,
     places: Arc<Semaphore>,
+    peers: Arc<Peers>,
     refusing: Arc<Semaphore>,
     max: usize,
 }
 
+/// Open connections per peer address (an address with none has no entry).
+#[derive(Debug)]
+struct Peers {
+    open: Mutex<HashMap<IpAddr, usize>>,
+    max: usize,
+}
+
+impl Peers {
+    /// A place for one more connection from `ip`, unless it has `max` open already.
+    fn take(self: &Arc<Self>, ip: IpAddr) -> Option<PeerPlace> {
+        let mut open = self.open.lock();
+        let count = open.entry(ip).or_insert(0);
+        if *count >= self.max {
+            return None;
+        }
+        *count += 1;
+        Some(PeerPlace {
+            peers: Arc::clone(self),
+            ip,
+        })
+    }
+}
+
+/// One connection's count in [`Peers`], given back on drop.
+#[derive(Debug)]
+struct PeerPlace {
+    peers: Arc<Peers>,
+    ip: IpAddr,
+}
+
+impl Drop for PeerPlace {
+    fn drop(&mut self) {
+        let mut open = self.peers.open.lock();
+        if let Some(count) = open.get_mut(&self.ip) {
+            *count -= 1;
+            if *count == 0 {
+                open.remove(&self.ip);
+            }
+        }
+    }
+}
+
 impl Bounded {
-    pub(super) fn new(listener: TcpListener, max: usize) -> Self {
+    pub(super) fn new(listener: TcpListener, max: usize, per_peer: usize) -> Self {
         Self {
             listener,
             places: Arc::new(Semaphore::new(max)),
+            peers: Arc::new(Peers {
+                open: Mutex::new(HashMap::new()),
+                max: per_peer,
+            }),
             refusing: Arc::new(Semaphore::new(MAX_REFUSING)),
             max,
         }
     }
-}
 
-impl Listener for Bounded {
-    type Io = Held;
-    type Addr = SocketAddr;
-
-    async fn accept(&mut self) -> (Held, SocketAddr) {
+    /// The next connection within the bounds; those past them are refused on the way.
+    pub(super) async fn accept(&mut self) -> (Held, SocketAddr) {
         loop {
-            let (mut stream, addr) = Listener::accept(&mut self.listener).await;
-            super::tune_accepted(&mut stream);
-            match Arc::clone(&self.places).try_acquire_owned() {
-                Ok(place) => {
-                    return (
-                        Held {
+            let (mut stream, addr) = match self.listener.accept().await {
+                Ok(accepted) => accepted,
+                Err(e) => {
+                    // Out of file descriptors and the like: wait rather than spin.
+                    tracing::warn!("cannot accept a connection: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            };
+            super::server::tune_accepted(&mut stream);
+            let why = match Arc::clone(&self.places).try_acquire_owned() {
+                Ok(place) => match self.peers.take(addr.ip()) {
+                    Some(peer) => {
+                        let held = Held {
                             stream,
                             _place: place,
-                        },
-                        addr,
-                    );
-                }
-                Err(_) => {
-                    tracing::debug!(%addr, max = self.max, "refusing a connection: too many are open");
-                    // Unanswered (dropped, so closed) when refusals are a flood already.
-                    if let Ok(refusing) = Arc::clone(&self.refusing).try_acquire_owned() {
-                        let max = self.max;
-                        tokio::spawn(async move {
-                            refuse(stream, max).await;
-                            drop(refusing);
-                        });
+                            _peer: peer,
+                        };
+                        return (held, addr);
                     }
-                }
+                    None => format!(
+                        "{} connections from your address are open already; retry later",
+                        self.peers.max
+                    ),
+                },
+                Err(_) => format!("{} connections are open already; retry later", self.max),
+            };
+            tracing::debug!(%addr, "refusing a connection: {why}");
+            // Unanswered (dropped, so closed) when refusals are a flood already.
+            if let Ok(refusing) = Arc::clone(&self.refusing).try_acquire_owned() {
+                tokio::spawn(async move {
+                    refuse(stream, why).await;
+                    drop(refusing);
+                });
             }
         }
-    }
-
-    fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.listener.local_addr()
     }
 }
 
 /// Answer `503` with a retryable JSON-RPC error, then close.
-async fn refuse(mut stream: TcpStream, max: usize) {
-    let error = Error::new(
-        ErrorKind::Overloaded,
-        format!("{max} connections are open already; retry later"),
-    );
+async fn refuse(mut stream: TcpStream, why: String) {
+    let error = Error::new(ErrorKind::Overloaded, why);
     let body = match super::errors::null_id() {
         Some(null) => error_body(&null, &error.to_rpc(), ProtocolVersion::V1_0),
         None => Vec::new(),
@@ -113,9 +159,10 @@ async fn refuse(mut stream: TcpStream, max: usize) {
 }
 
 /// An accepted connection and its place, given back when the connection is dropped.
-pub struct Held {
+pub(super) struct Held {
     stream: TcpStream,
     _place: OwnedSemaphorePermit,
+    _peer: PeerPlace,
 }
 
 impl AsyncRead for Held {

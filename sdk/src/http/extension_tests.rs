@@ -46,7 +46,9 @@ fn send(method: &str, message_id: &str) -> Value {
 }
 
 async fn post(app: &Router, body: &Value, extensions: Option<&str>) -> Reply {
-    let mut request = Request::post("/").header(header::CONTENT_TYPE, "application/json");
+    let mut request = Request::post("/")
+        .header(header::HOST, "127.0.0.1")
+        .header(header::CONTENT_TYPE, "application/json");
     if let Some(extensions) = extensions {
         request = request.header("A2A-Extensions", extensions);
     }

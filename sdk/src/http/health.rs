@@ -131,6 +131,7 @@ mod tests {
 
     fn get_task() -> Request<Body> {
         Request::post("/")
+            .header("host", "localhost")
             .header("content-type", "application/json")
             .body(Body::from(
                 r#"{"jsonrpc":"2.0","id":7,"method":"GetTask","params":{"id":"t"}}"#,

@@ -6,14 +6,17 @@
 //!
 //! | check | refusal |
 //! | --- | --- |
-//! | `Host` is one of [`McpHttpConfig::allowed_hosts`] (port aside; loopback by default: DNS rebinding) | `403` |
-//! | `Origin`, when sent, is one of [`McpHttpConfig::allowed_origins`] (loopback by default) | `403` |
+//! | one well-formed `Host` (an absolute-form target's authority instead) | `400` |
+//! | the host is one of [`McpHttpConfig::allowed`]'s hosts (port aside; loopback by default: DNS rebinding) | `403` |
+//! | `Origin`, when sent, is one of its origins (loopback by default); a CORS preflight from one is answered `204` | `403` |
 //! | the method is POST (GET and DELETE: no standalone stream, no sessions) | `405`, `Allow: POST` |
 //! | `Content-Type` is `application/json` | `415` |
 //! | `Accept` takes `application/json` (or `*/*`; none sent counts as taking it) | `406` |
-//! | the body is at most [`McpHttpConfig::body_limit_bytes`] | `413` |
+//! | `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name` hold visible ASCII only | `400` |
+//! | the body is at most [`McpHttpConfig::body_limit_bytes`], and arrives within [`McpHttpConfig::body_timeout`] | `413`, `408` |
 //!
-//! Each refusal carries a JSON-RPC error body (`id: null`, -32600). With
+//! Each refusal carries a JSON-RPC error body (`id: null`, -32600), and is sent once the
+//! request's body is read (or with `Connection: close`), so the connection stays usable. With
 //! [`McpHttpConfig::auth`] the route is then an OAuth 2.1 resource server
 //! ([`mcp_auth`](super::mcp_auth): a bearer token and the method's scope, `401`/`403` with
 //! `resource_metadata`, the metadata at its well-known path); without it every caller is
@@ -31,15 +34,21 @@ use std::convert::Infallible;
 use agentlog_wire::ErrorCode;
 use axum::Router;
 use axum::extract::{Request, State};
-use axum::http::header::{ACCEPT, CONTENT_TYPE, HOST, ORIGIN};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::header::{ACCEPT, CONTENT_TYPE};
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Response, sse::Event};
 use axum::routing::any;
 use futures::StreamExt;
 
+use super::body::{read_body_within, refuse_unread};
 use super::errors::{json, method_not_allowed, rpc_refusal};
+use super::guard::{self, Allowed};
 pub use super::mcp_auth::McpAuth;
-use super::rpc::{read_body, sse, utf8};
+use super::rpc::{sse, utf8};
 use crate::agent::Caller;
 use crate::mcp::{McpBridge, McpHeaders, McpReply, McpRequest};
 
@@ -49,14 +58,14 @@ pub struct McpHttpConfig {
     /// The route. Default `/mcp`; must start with `/` and hold no `{`, `}` or `*` (it is an
     /// axum path).
     pub path: String,
-    /// Host names (without port) the route answers; `*` answers any (behind a proxy that
-    /// checks it). Default: `localhost`, `127.0.0.1`, `::1`.
-    pub allowed_hosts: Vec<String>,
-    /// Origins (`scheme://host[:port]`, or `scheme://host` for any port) a browser may call
-    /// from; `*` allows any. Default: http and https on `localhost`, `127.0.0.1`, `[::1]`.
-    pub allowed_origins: Vec<String>,
+    /// The hosts the route answers and the browser origins it serves (with CORS), against DNS
+    /// rebinding ([`Allowed`]). Default: loopback only.
+    pub allowed: Allowed,
     /// The largest body accepted. Default 1 MiB.
     pub body_limit_bytes: usize,
+    /// How long a request's body may take to arrive once its head has; a slower one gets
+    /// `408`. Default 10 s.
+    pub body_timeout: Duration,
     /// Edge auth: every request needs a bearer token (module docs). Default `None`: every
     /// caller is anonymous, so serve beyond loopback only with it.
     pub auth: Option<McpAuth>,
@@ -64,38 +73,25 @@ pub struct McpHttpConfig {
 
 impl Default for McpHttpConfig {
     fn default() -> Self {
-        let hosts = ["localhost", "127.0.0.1", "[::1]"];
         Self {
             path: "/mcp".to_owned(),
-            allowed_hosts: vec!["localhost".into(), "127.0.0.1".into(), "::1".into()],
-            allowed_origins: hosts
-                .iter()
-                .flat_map(|h| [format!("http://{h}"), format!("https://{h}")])
-                .collect(),
+            allowed: Allowed::default(),
             body_limit_bytes: 1024 * 1024,
+            body_timeout: Duration::from_secs(10),
             auth: None,
         }
     }
 }
 
 impl McpHttpConfig {
-    /// The defaults, also answering the host of `base`, the URL clients name the server by
-    /// (`serve --public-url`, or the bound address): what `agentlog serve` and the bindings'
-    /// `serve` use.
+    /// The defaults, also answering the host and origin of `base`, the URL clients name the
+    /// server by (`serve --public-url`, or the bound address): what `agentlog serve` and the
+    /// bindings' `serve` use.
     pub fn for_base_url(base: &url::Url) -> Self {
-        let mut config = Self::default();
-        if let Some(host) = base.host_str() {
-            // `host_str` gives an IPv6 host in brackets; the Host check compares bare names.
-            let host = host.trim_start_matches('[').trim_end_matches(']');
-            if !config
-                .allowed_hosts
-                .iter()
-                .any(|h| h.eq_ignore_ascii_case(host))
-            {
-                config.allowed_hosts.push(host.to_owned());
-            }
+        Self {
+            allowed: Allowed::for_base_url(base),
+            ..Self::default()
         }
-        config
     }
 
     /// Where this route answers on a server clients reach at `base`.
@@ -146,40 +142,70 @@ pub fn router(mcp: McpBridge, config: McpHttpConfig) -> crate::Result<Router> {
 }
 
 async fn handle(State(state): State<McpState>, request: Request) -> Response {
-    let config = &state.config;
     let (parts, body) = request.into_parts();
+    let origin = match state.config.allowed.admit(&parts) {
+        Ok(origin) => origin,
+        Err(refusal) => return refuse(&state.config, &parts, body, refusal).await,
+    };
+    if let Some(preflight) = guard::preflight(&parts, origin.as_ref()) {
+        return refuse(&state.config, &parts, body, preflight).await;
+    }
+    let mut response = match checked(&parts) {
+        Ok(takes_stream) => answer(&state, parts, body, takes_stream).await,
+        Err(refusal) => refuse(&state.config, &parts, body, refusal).await,
+    };
+    guard::cors(&mut response, origin);
+    response
+}
+
+/// The transport's checks before the body is read (module docs): whether the client takes
+/// a stream, or the refusal.
+#[allow(clippy::result_large_err)] // the error is the response to send
+fn checked(parts: &Parts) -> Result<bool, Response> {
     let headers = &parts.headers;
-    if !host_allowed(headers, &config.allowed_hosts) {
-        return refusal(
-            StatusCode::FORBIDDEN,
-            "Forbidden: the Host header is not allowed",
-        );
-    }
-    if !origin_allowed(headers, &config.allowed_origins) {
-        return refusal(
-            StatusCode::FORBIDDEN,
-            "Forbidden: the Origin is not allowed",
-        );
-    }
     if parts.method != Method::POST {
-        return method_not_allowed(parts.method.as_str(), parts.uri.path(), "POST");
+        return Err(method_not_allowed(
+            parts.method.as_str(),
+            parts.uri.path(),
+            "POST",
+        ));
     }
     if !is_json(headers) {
-        return rpc_refusal(
+        return Err(rpc_refusal(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ErrorCode::InvalidRequest,
             "Unsupported Media Type: Content-Type must be application/json".into(),
-        );
+        ));
     }
     let (takes_json, takes_stream) = accepts(headers);
     if !takes_json {
-        return rpc_refusal(
+        return Err(rpc_refusal(
             StatusCode::NOT_ACCEPTABLE,
             ErrorCode::InvalidRequest,
             "Not Acceptable: Accept must include application/json".into(),
-        );
+        ));
     }
-    let bytes = match read_body(headers, body, config.body_limit_bytes).await {
+    if let Some(name) = malformed_mcp_header(headers) {
+        return Err(refusal(
+            StatusCode::BAD_REQUEST,
+            &format!("Bad Request: the {name} header must be visible ASCII"),
+        ));
+    }
+    Ok(takes_stream)
+}
+
+/// `refusal`, once the unread body is out of the connection's way.
+async fn refuse(config: &McpHttpConfig, parts: &Parts, body: Body, refusal: Response) -> Response {
+    let (limit, timeout) = (config.body_limit_bytes, config.body_timeout);
+    refuse_unread(&parts.headers, body, refusal, limit, timeout).await
+}
+
+/// A checked request: its body read, its caller known, the bridge's answer.
+async fn answer(state: &McpState, parts: Parts, body: Body, takes_stream: bool) -> Response {
+    let config = &state.config;
+    let headers = &parts.headers;
+    let read = read_body_within(headers, body, config.body_limit_bytes, config.body_timeout);
+    let bytes = match read.await {
         Ok(bytes) => bytes,
         Err(response) => return response,
     };
@@ -214,12 +240,13 @@ fn refusal(status: StatusCode, message: &str) -> Response {
 
 /// The MCP headers of a request (`McpHeaders::from_pairs`: a `=?base64?…?=` value decoded).
 fn mcp_headers(headers: &HeaderMap) -> McpHeaders {
-    // An `Mcp-Param-*` value with bytes beyond visible ASCII must still be seen, so that it
-    // fails the check (the spec: reject such a header) instead of counting as not sent; its
-    // lossy text holds a non-ASCII character, which `McpHeaders` refuses.
+    // An MCP header (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Param-*`, ...) with bytes
+    // beyond visible ASCII must still be seen, so that it fails its check (the spec: reject
+    // such a header) instead of counting as not sent; its lossy text holds a non-ASCII
+    // character, which `McpHeaders` and the version check refuse.
     let lossy: Vec<(&str, String)> = headers
         .iter()
-        .filter(|(name, value)| name.as_str().starts_with("mcp-param-") && value.to_str().is_err())
+        .filter(|(name, value)| name.as_str().starts_with("mcp-") && value.to_str().is_err())
         .map(|(name, value)| {
             (
                 name.as_str(),
@@ -235,35 +262,17 @@ fn mcp_headers(headers: &HeaderMap) -> McpHeaders {
     )
 }
 
-fn host_allowed(headers: &HeaderMap, allowed: &[String]) -> bool {
-    if allowed.iter().any(|h| h == "*") {
-        return true;
-    }
-    let Some(host) = headers.get(HOST).and_then(|v| v.to_str().ok()) else {
-        return false;
-    };
-    let name = match host.strip_prefix('[') {
-        // [::1]:8080
-        Some(rest) => rest.split(']').next().unwrap_or_default(),
-        None => host.rsplit_once(':').map_or(host, |(name, _)| name),
-    };
-    allowed.iter().any(|h| h.eq_ignore_ascii_case(name))
-}
-
-fn origin_allowed(headers: &HeaderMap, allowed: &[String]) -> bool {
-    let Some(origin) = headers.get(ORIGIN) else {
-        return true;
-    };
-    let Ok(origin) = origin.to_str() else {
-        return false;
-    };
-    allowed.iter().any(|a| {
-        a == "*"
-            || a.eq_ignore_ascii_case(origin)
-            || origin
-                .rsplit_once(':')
-                .filter(|(_, port)| port.chars().all(|c| c.is_ascii_digit()))
-                .is_some_and(|(base, _)| a.eq_ignore_ascii_case(base))
+/// The first of the MCP headers whose value is not visible ASCII (RFC 9110 field text the
+/// spec allows there): such a value is refused, never taken for an absent header.
+fn malformed_mcp_header(headers: &HeaderMap) -> Option<&'static str> {
+    const CHECKED: [&str; 3] = ["MCP-Protocol-Version", "Mcp-Method", "Mcp-Name"];
+    CHECKED.into_iter().find(|name| {
+        headers.get_all(*name).iter().any(|value| {
+            !value
+                .as_bytes()
+                .iter()
+                .all(|b| *b == b'\t' || (0x20..=0x7e).contains(b))
+        })
     })
 }
 
@@ -317,46 +326,6 @@ mod tests {
     }
 
     #[test]
-    fn hosts_and_origins_are_loopback_by_default() {
-        let config = McpHttpConfig::default();
-        for host in ["localhost:8080", "127.0.0.1", "[::1]:3000", "LOCALHOST"] {
-            assert!(
-                host_allowed(&headers(&[("host", host)]), &config.allowed_hosts),
-                "{host}"
-            );
-        }
-        for host in ["evil.example.com", "evil.example.com:80", "127.0.0.2"] {
-            assert!(
-                !host_allowed(&headers(&[("host", host)]), &config.allowed_hosts),
-                "{host}"
-            );
-        }
-        assert!(!host_allowed(&HeaderMap::new(), &config.allowed_hosts));
-        assert!(host_allowed(&HeaderMap::new(), &["*".into()]));
-        assert!(origin_allowed(&HeaderMap::new(), &config.allowed_origins));
-        for origin in [
-            "http://localhost:5173",
-            "https://127.0.0.1",
-            "http://[::1]:1",
-        ] {
-            assert!(
-                origin_allowed(&headers(&[("origin", origin)]), &config.allowed_origins),
-                "{origin}"
-            );
-        }
-        for origin in [
-            "http://evil.example.com",
-            "http://localhost.evil.com",
-            "null",
-        ] {
-            assert!(
-                !origin_allowed(&headers(&[("origin", origin)]), &config.allowed_origins),
-                "{origin}"
-            );
-        }
-    }
-
-    #[test]
     fn mcp_headers_are_read_and_base64_values_decoded() {
         let map = headers(&[
             ("mcp-name", "=?base64?w6ljaG8=?="),
@@ -387,32 +356,5 @@ mod tests {
         );
         assert_eq!(accepts(&headers(&[("accept", "*/*")])), (true, true));
         assert_eq!(accepts(&HeaderMap::new()), (true, false));
-    }
-
-    #[test]
-    fn the_base_url_host_is_answered_besides_loopback() {
-        let url = |u: &str| url::Url::parse(u).unwrap();
-        let config = McpHttpConfig::for_base_url(&url("https://agents.example.com/a/"));
-        assert!(host_allowed(
-            &headers(&[("host", "agents.example.com:443")]),
-            &config.allowed_hosts
-        ));
-        assert!(host_allowed(
-            &headers(&[("host", "localhost")]),
-            &config.allowed_hosts
-        ));
-        assert!(!host_allowed(
-            &headers(&[("host", "evil.example.com")]),
-            &config.allowed_hosts
-        ));
-        let v6 = McpHttpConfig::for_base_url(&url("http://[fd00::2]:8080/"));
-        assert!(host_allowed(
-            &headers(&[("host", "[fd00::2]:8080")]),
-            &v6.allowed_hosts
-        ));
-        assert_eq!(
-            McpHttpConfig::for_base_url(&url("http://127.0.0.1:9/")),
-            McpHttpConfig::default()
-        );
     }
 }

@@ -120,37 +120,37 @@
 //! [`LogOp`]: crate::log::layers::LogOp
 
 pub mod auth;
+mod body;
 mod card;
 mod connections;
 mod errors;
+mod guard;
 mod health;
 pub mod mcp;
 mod mcp_auth;
 mod metrics;
 mod rpc;
+mod server;
 
-pub use connections::DEFAULT_MAX_CONNECTIONS;
+pub use guard::Allowed;
+pub use server::{
+    DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_CONNECTIONS, SHUTDOWN_GRACE, ServeConfig, serve,
+    serve_bounded, serve_with,
+};
 #[cfg(test)]
 mod extension_tests;
 #[cfg(test)]
 mod tests;
 
-use std::future::{Future, IntoFuture};
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::Router;
 use axum::routing::get;
-use tokio::net::TcpListener;
 
 use crate::bridge::Bridge;
 use crate::log::layers::LogMetrics;
 use crate::security::SigningKey;
-
-/// How long [`serve`] lets open connections (long SSE streams, mostly) finish after the
-/// shutdown signal before it closes them.
-pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
 /// How the router behaves.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -179,6 +179,10 @@ pub struct HttpConfig {
     /// the language bindings' `serve` does). The interfaces' versions and bindings stay the
     /// card's. Default `None`: the card's own URLs.
     pub interface_url: Option<String>,
+    /// The hosts the RPC endpoint answers and the browser origins it serves (with CORS),
+    /// against DNS rebinding (the [`Allowed`] docs). Default: loopback only;
+    /// [`Allowed::for_base_url`] adds the server's public name.
+    pub allowed: Allowed,
 }
 
 impl Default for HttpConfig {
@@ -191,6 +195,7 @@ impl Default for HttpConfig {
             auth: None,
             signing_keys: Vec::new(),
             interface_url: None,
+            allowed: Allowed::default(),
         }
     }
 }
@@ -249,6 +254,7 @@ struct Inner {
     card: card::CardBody,
     metrics: metrics::Metrics,
     auth: Option<auth::EdgeAuth>,
+    allowed: Allowed,
 }
 
 const CARD_PATH: &str = "/.well-known/agent-card.json";
@@ -302,6 +308,7 @@ pub fn router(bridge: Bridge, config: HttpConfig) -> Router {
             body_limit: config.body_limit_bytes,
             body_timeout: config.body_timeout,
             auth: config.auth,
+            allowed: config.allowed,
             rpc_paths,
             prefixed_card_paths,
         }),
@@ -354,58 +361,4 @@ pub fn metrics_router(
                 errors::not_found(method.as_str(), uri.path())
             },
         )
-}
-
-/// Serve `router` on `listener` until `shutdown` completes, then stop accepting, let open
-/// requests finish for up to [`SHUTDOWN_GRACE`], and return.
-///
-/// Every accepted socket gets `TCP_NODELAY`: replies are small and written whole, so
-/// Nagle's algorithm would only add latency (up to the peer's delayed-ACK timer) to
-/// pipelined or streamed replies.
-pub async fn serve(
-    listener: TcpListener,
-    router: Router,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
-    serve_bounded(listener, router, DEFAULT_MAX_CONNECTIONS, shutdown).await
-}
-
-/// [`serve`] holding at most `max_connections` connections at once: past that, a new one is
-/// answered `503` with a retryable JSON-RPC error (`kind: overloaded`) and closed.
-pub async fn serve_bounded(
-    listener: TcpListener,
-    router: Router,
-    max_connections: usize,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
-    let listener = connections::Bounded::new(listener, max_connections);
-    let (stopping_tx, stopping_rx) = tokio::sync::oneshot::channel::<()>();
-    let signal = async move {
-        shutdown.await;
-        let _ = stopping_tx.send(());
-    };
-    let server = axum::serve(listener, router)
-        .with_graceful_shutdown(signal)
-        .into_future();
-    let grace = async move {
-        match stopping_rx.await {
-            Ok(()) => tokio::time::sleep(SHUTDOWN_GRACE).await,
-            // The signal future was dropped: the server is gone already.
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    tokio::select! {
-        result = server => result,
-        () = grace => {
-            tracing::info!("connections still open {SHUTDOWN_GRACE:?} after shutdown; closing them");
-            Ok(())
-        }
-    }
-}
-
-/// What [`serve`] does to every accepted socket.
-fn tune_accepted(tcp: &mut tokio::net::TcpStream) {
-    if let Err(e) = tcp.set_nodelay(true) {
-        tracing::debug!("cannot set TCP_NODELAY on an accepted socket: {e}");
-    }
 }

@@ -6,18 +6,20 @@ use std::time::{Duration, Instant};
 
 use agentlog_wire::ErrorCode;
 use agentlog_wire::jsonrpc::{self, BadRequest, ProtocolVersion, error_body, parse_request};
-use axum::body::{Body, Bytes};
+use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE};
+use axum::http::header::CONTENT_TYPE;
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::{Stream, StreamExt};
 use serde::Deserialize;
 
+use super::body::{read_body_within, refuse_unread};
 use super::errors::{self, json, rpc_refusal};
 use super::metrics::UNKNOWN_METHOD;
-use super::{AppState, card};
+use super::{AppState, card, guard};
 use crate::agent::Caller;
 use crate::bridge::{RpcOptions, RpcReply, extensions};
 use crate::error::{Error, ErrorKind};
@@ -42,11 +44,7 @@ pub(super) async fn dispatch(State(state): State<AppState>, request: Request) ->
     let path = request.uri().path();
     let inner = &state.inner;
     if inner.rpc_paths.iter().any(|p| p == path) {
-        if request.method() == Method::POST {
-            return rpc(state, request).await;
-        }
-        let (method, path) = (request.method().to_string(), path.to_owned());
-        return errors::method_not_allowed(&method, &path, "POST");
+        return endpoint(state, request).await;
     }
     if inner.prefixed_card_paths.iter().any(|p| p == path) {
         return match *request.method() {
@@ -62,8 +60,43 @@ pub(super) async fn dispatch(State(state): State<AppState>, request: Request) ->
     errors::not_found(request.method().as_str(), path)
 }
 
+/// The RPC endpoint: the host and origin checks (and a CORS preflight), then a POST is a
+/// JSON-RPC request and anything else `405`.
+async fn endpoint(state: AppState, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    let inner = &state.inner;
+    let origin = match inner.allowed.admit(&parts) {
+        Ok(origin) => origin,
+        Err(refusal) => return refuse(&state, &parts, body, refusal).await,
+    };
+    if let Some(preflight) = guard::preflight(&parts, origin.as_ref()) {
+        return refuse(&state, &parts, body, preflight).await;
+    }
+    let mut response = if parts.method == Method::POST {
+        rpc(state.clone(), parts, body).await
+    } else {
+        let refusal = errors::method_not_allowed(parts.method.as_str(), parts.uri.path(), "POST");
+        refuse(&state, &parts, body, refusal).await
+    };
+    guard::cors(&mut response, origin);
+    response
+}
+
+/// `refusal`, once the unread body is out of the connection's way ([`refuse_unread`]).
+async fn refuse(state: &AppState, parts: &Parts, body: Body, refusal: Response) -> Response {
+    let inner = &state.inner;
+    refuse_unread(
+        &parts.headers,
+        body,
+        refusal,
+        inner.body_limit,
+        inner.body_timeout,
+    )
+    .await
+}
+
 /// One JSON-RPC request.
-async fn rpc(state: AppState, request: Request) -> Response {
+async fn rpc(state: AppState, parts: Parts, body: Body) -> Response {
     let start = Instant::now();
     let inner = &state.inner;
     let metrics = &inner.metrics;
@@ -73,15 +106,15 @@ async fn rpc(state: AppState, request: Request) -> Response {
             i64::from(ErrorCode::InternalError.code()),
             start.elapsed(),
         );
-        return refusal;
+        return refuse(&state, &parts, body, refusal).await;
     }
-    if !accepted_content_type(request.headers()) {
+    if !accepted_content_type(&parts.headers) {
         metrics.observe(
             UNKNOWN_METHOD,
             i64::from(ErrorCode::ContentTypeNotSupported.code()),
             start.elapsed(),
         );
-        return rpc_refusal(
+        let refusal = rpc_refusal(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ErrorCode::ContentTypeNotSupported,
             format!(
@@ -89,21 +122,10 @@ async fn rpc(state: AppState, request: Request) -> Response {
                 ACCEPTED_TYPES[0], ACCEPTED_TYPES[1]
             ),
         );
+        return refuse(&state, &parts, body, refusal).await;
     }
-    let (parts, body) = request.into_parts();
-    let read = read_body(&parts.headers, body, inner.body_limit);
-    let read = match tokio::time::timeout(inner.body_timeout, read).await {
-        Ok(read) => read,
-        Err(_) => Err(rpc_refusal(
-            StatusCode::REQUEST_TIMEOUT,
-            ErrorCode::InvalidRequest,
-            format!(
-                "the request body did not arrive within {:?}",
-                inner.body_timeout
-            ),
-        )),
-    };
-    let body = match read {
+    let read = read_body_within(&parts.headers, body, inner.body_limit, inner.body_timeout);
+    let body = match read.await {
         Ok(body) => body,
         Err(refusal) => {
             metrics.observe(
@@ -289,64 +311,6 @@ fn accepted_content_type(headers: &HeaderMap) -> bool {
     ACCEPTED_TYPES
         .iter()
         .any(|accepted| essence.eq_ignore_ascii_case(accepted))
-}
-
-/// The body, or the 413 refusal when it is larger than `limit`.
-#[allow(clippy::result_large_err)] // the error is the response to send
-pub(super) async fn read_body(
-    headers: &HeaderMap,
-    body: Body,
-    limit: usize,
-) -> Result<Bytes, Response> {
-    let too_large = || {
-        rpc_refusal(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            ErrorCode::InvalidRequest,
-            format!("request body exceeds {limit} bytes"),
-        )
-    };
-    // Refuse before reading a byte when the announced length is too large.
-    let announced = headers
-        .get(CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    if announced.is_some_and(|n| n > limit as u64) {
-        return Err(too_large());
-    }
-    let mut chunks = body.into_data_stream();
-    // Most bodies arrive in one chunk: keep it without copying.
-    let mut first = Bytes::new();
-    let mut rest: Vec<u8> = Vec::new();
-    while let Some(chunk) = chunks.next().await {
-        let chunk = chunk.map_err(|e| {
-            rpc_refusal(
-                StatusCode::BAD_REQUEST,
-                ErrorCode::InvalidRequest,
-                format!("cannot read the request body: {e}"),
-            )
-        })?;
-        if first.len() + rest.len() + chunk.len() > limit {
-            return Err(too_large());
-        }
-        if first.is_empty() && rest.is_empty() {
-            first = chunk;
-        } else {
-            if rest.is_empty() {
-                rest.reserve(
-                    announced
-                        .map_or(0, |n| n as usize)
-                        .max(first.len() + chunk.len()),
-                );
-                rest.extend_from_slice(&first);
-            }
-            rest.extend_from_slice(&chunk);
-        }
-    }
-    Ok(if rest.is_empty() {
-        first
-    } else {
-        Bytes::from(rest)
-    })
 }
 
 fn parse_last_event_id(value: &HeaderValue) -> Option<u64> {

@@ -262,7 +262,7 @@ impl McpBridge {
         let modern = era.is_modern();
         if let Err(error) = check_version_and_headers(
             &era,
-            parsed.method,
+            &parsed.method,
             params.as_ref(),
             request.headers.as_ref(),
         ) {
@@ -284,7 +284,7 @@ impl McpBridge {
             accepts_stream: request.accepts_stream,
             headers: request.headers.as_ref(),
         };
-        let result = match parsed.method {
+        let result = match parsed.method.as_ref() {
             "server/discover" => Ok(self.discover()),
             "initialize" if !modern => Ok(self.initialize(params.as_ref())),
             "ping" if !modern => Ok(Map::new()),

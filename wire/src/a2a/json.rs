@@ -2,18 +2,20 @@
 //!
 //! serde's "missing field `message`" names the field, but "invalid type: integer `5`, expected a
 //! string" does not. On failure the input is re-read as text and the error position is turned into
-//! a field path (`message.parts[0].text`), appended as ``at `path` ``.
+//! a field path (`message.parts[0].text`), appended as ``at `path` ``. A struct is read from
+//! an object only, never from an array bound by position ([`Objects`]).
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use super::objects::Objects;
 use crate::WireError;
 
 /// Reads `value` as a `T`; `what` names the thing being read in the error (`SendMessageRequest`).
 pub fn from_json<T: DeserializeOwned>(what: &'static str, value: &Value) -> Result<T, WireError> {
-    T::deserialize(value).map_err(|first| {
+    T::deserialize(Objects(value)).map_err(|first| {
         let text = value.to_string();
-        let reason = match serde_json::from_str::<T>(&text) {
+        let reason = match read::<T>(text.as_bytes()) {
             Err(located) => describe(text.as_bytes(), &located),
             Ok(_) => first.to_string(),
         };
@@ -23,10 +25,18 @@ pub fn from_json<T: DeserializeOwned>(what: &'static str, value: &Value) -> Resu
 
 /// Reads JSON bytes as a `T`; `what` names the thing being read in the error.
 pub fn from_slice<T: DeserializeOwned>(what: &'static str, bytes: &[u8]) -> Result<T, WireError> {
-    serde_json::from_slice(bytes).map_err(|err| WireError::InvalidJson {
+    read(bytes).map_err(|err| WireError::InvalidJson {
         what,
         reason: describe(bytes, &err),
     })
+}
+
+/// `serde_json::from_slice` through [`Objects`].
+fn read<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, serde_json::Error> {
+    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+    let value = T::deserialize(Objects(&mut deserializer))?;
+    deserializer.end()?;
+    Ok(value)
 }
 
 /// serde's message, plus the field path for data errors (syntax errors keep line and column).
@@ -126,6 +136,7 @@ fn path_at(text: &[u8], end: usize) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::a2a::{Message, SendMessageRequest};
@@ -136,6 +147,21 @@ mod tests {
             WireError::InvalidJson { reason, .. } => reason,
             other => panic!("unexpected error {other:?}"),
         }
+    }
+
+    #[test]
+    fn arrays_are_never_read_as_objects() {
+        use crate::a2a::{GetTaskRequest, ListTasksRequest};
+        assert!(from_slice::<GetTaskRequest>("GetTaskRequest", br#"["t-1"]"#).is_err());
+        assert!(from_slice::<ListTasksRequest>("ListTasksRequest", b"[]").is_err());
+        let send = br#"{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"hi"}]},"configuration":[]}"#;
+        let err = from_slice::<SendMessageRequest>("SendMessageRequest", send).unwrap_err();
+        let reason = reason(err);
+        assert!(reason.ends_with("at `configuration`"), "{reason}");
+        let value: serde_json::Value = serde_json::from_slice(send).unwrap();
+        assert!(from_json::<SendMessageRequest>("SendMessageRequest", &value).is_err());
+        let message = json!({"messageId": "m", "role": "ROLE_USER", "parts": [["hi"]]});
+        assert!(from_json::<Message>("Message", &message).is_err());
     }
 
     #[test]

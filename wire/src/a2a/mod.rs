@@ -13,6 +13,7 @@ mod card_signature;
 mod events;
 mod json;
 mod message;
+mod objects;
 mod oneof;
 mod part;
 mod push;

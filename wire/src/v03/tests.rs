@@ -219,6 +219,12 @@ fn task_params() {
         "invalid task id params: invalid type: integer `7`, expected a string at `id`"
     );
     assert_eq!(err.kind(), "invalid_json");
+    // Positional params are never bound to fields.
+    assert!(get_task_params_from_v03(&json!(["t"])).is_err());
+    assert!(task_id_params_from_v03(&json!(["t", {}])).is_err());
+    let send = json!({"message": {"kind": "message", "messageId": "m", "role": "user",
+                                  "parts": [{"kind": "text", "text": "hi"}]}, "configuration": []});
+    assert!(send_params_from_v03(&send).is_err());
 }
 
 #[test]

@@ -1,13 +1,16 @@
 //! On a real loopback port: TCP_NODELAY, shutdown, the body timeout, the connection bound.
 
+use tokio::net::TcpListener;
+
 use super::*;
+use crate::http::server::tune_accepted;
 
 /// A `GetTask` of an unknown task over `stream` as raw HTTP/1.1, and the whole response.
 async fn raw_get_task(mut stream: tokio::net::TcpStream) -> String {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let body = rpc_text("GetTask", r#"{"id":"nope"}"#);
     let request = format!(
-        "POST / HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n\
+        "POST / HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n\
          content-length: {}\r\nconnection: close\r\n\r\n{body}",
         body.len()
     );
