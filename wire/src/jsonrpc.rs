@@ -244,8 +244,14 @@ struct Envelope<'a> {
     id: Option<&'a RawValue>,
     #[serde(borrow, default)]
     method: Option<&'a RawValue>,
-    #[serde(borrow, default)]
+    /// `null` is kept (as `Some`): JSON-RPC's params are an object or an array, never null.
+    #[serde(borrow, default, deserialize_with = "present")]
     params: Option<&'a RawValue>,
+}
+
+/// A member's raw value, `null` included (an `Option` would read `null` as absent).
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(d).map(Some)
 }
 
 /// Parse a JSON-RPC 2.0 request body.
@@ -431,7 +437,7 @@ mod tests {
 
     #[test]
     fn bad_envelopes_get_their_codes() {
-        let cases: [(&str, i32); 15] = [
+        let cases: [(&str, i32); 16] = [
             ("{", -32700),
             ("", -32700),
             ("[]", -32600),
@@ -460,6 +466,10 @@ mod tests {
             (r#"{"jsonrpc":"2.0","id":1,"method":5}"#, -32600),
             (
                 r#"{"jsonrpc":"2.0","id":1,"method":"GetTask","params":"x"}"#,
+                -32600,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"GetTask","params":null}"#,
                 -32600,
             ),
         ];
@@ -533,3 +543,6 @@ mod tests {
         assert!(err.message.contains("tasks/list"));
     }
 }
+
+#[cfg(test)]
+mod proptests;

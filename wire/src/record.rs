@@ -315,3 +315,6 @@ mod codec;
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod proptests;

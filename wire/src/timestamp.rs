@@ -130,6 +130,7 @@ fn civil_from_days(z: i64) -> (i64, i64, i64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     #[test]
     fn formats_known_instants() {
@@ -193,6 +194,129 @@ mod tests {
         for day in (0..36_600u64).step_by(7) {
             let ms = day * 86_400_000 + 12_345;
             assert_eq!(parse_millis(&format_millis(ms)), Some(ms));
+        }
+    }
+
+    /// The days from 1970-01-01 to `year-month-day`, counted year by year and month by
+    /// month: independent of the civil-date algorithms under test.
+    fn days_since_epoch(year: i64, month: i64, day: i64) -> i64 {
+        let leap = |y: i64| (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+        let leaps_before = |y: i64| (y - 1) / 4 - (y - 1) / 100 + (y - 1) / 400;
+        let days_before_year = |y: i64| 365 * (y - 1) + leaps_before(y);
+        const BEFORE_MONTH: [i64; 12] = [0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334];
+        let february = i64::from(month > 2 && leap(year));
+        days_before_year(year) - days_before_year(1970)
+            + BEFORE_MONTH[(month - 1) as usize]
+            + february
+            + day
+            - 1
+    }
+
+    fn month_days(year: i64, month: i64) -> i64 {
+        let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+        match month {
+            2 => 28 + i64::from(leap),
+            4 | 6 | 9 | 11 => 30,
+            _ => 31,
+        }
+    }
+
+    /// A date and time of day as RFC 3339 fields: year, month, day, hour, minute, second
+    /// (60: a leap second).
+    fn fields() -> impl Strategy<Value = (i64, i64, i64, i64, i64, i64)> {
+        (1i64..=9999, 1i64..=12)
+            .prop_flat_map(|(y, m)| (Just(y), Just(m), 1..=month_days(y, m)))
+            .prop_flat_map(|(y, m, d)| (Just(y), Just(m), Just(d), 0i64..24, 0i64..60, 0i64..=60))
+    }
+
+    /// The largest instant written with a four-digit year: 9999-12-31T23:59:59.999Z.
+    const LAST_MS: u64 = 253_402_300_799_999;
+
+    proptest! {
+        // Bounded so the properties run in the ordinary test pass; no regression files are
+        // written into the repository.
+        #![proptest_config(ProptestConfig {
+            cases: 256,
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        })]
+
+        #[test]
+        fn format_then_parse_is_the_identity(ms in 0..=LAST_MS) {
+            let text = format_millis(ms);
+            prop_assert_eq!(text.len(), 24, "{}", text);
+            prop_assert_eq!(parse_millis(&text), Some(ms), "{}", text);
+        }
+
+        #[test]
+        fn any_text_parses_or_is_refused_without_panicking(
+            text in prop_oneof![
+                any::<String>(),
+                "[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{0,12})?([Zz]|[+-][0-9]{2}:[0-9]{2})?",
+                "[0-9:+\\-.TZé\u{1F600}]{18,32}",
+            ],
+        ) {
+            if let Some(ms) = parse_millis(&text) {
+                // A four-digit year and an offset under a day name no later instant.
+                prop_assert!(ms < LAST_MS + 86_400_000, "{} -> {}", text, ms);
+                // Written back (a five-digit year past 9999 is not RFC 3339), it reads the same.
+                if ms <= LAST_MS {
+                    prop_assert_eq!(parse_millis(&format_millis(ms)), Some(ms), "{}", text);
+                }
+            }
+        }
+
+        #[test]
+        fn an_offset_in_range_shifts_the_instant_by_itself(
+            (year, month, day, hour, minute, second) in fields(),
+            fraction in "[0-9]{0,9}",
+            offset in prop_oneof![
+                Just(None),
+                (any::<bool>(), 0i64..24, 0i64..60).prop_map(Some),
+            ],
+            separator in proptest::sample::select(vec!['T', 't', ' ']),
+            zulu in proptest::sample::select(vec!['Z', 'z']),
+        ) {
+            let mut text = format!(
+                "{year:04}-{month:02}-{day:02}{separator}{hour:02}:{minute:02}:{second:02}"
+            );
+            if !fraction.is_empty() {
+                text.push('.');
+                text.push_str(&fraction);
+            }
+            let offset_minutes = match offset {
+                None => {
+                    text.push(zulu);
+                    0
+                }
+                Some((negative, h, m)) => {
+                    let sign = if negative { '-' } else { '+' };
+                    text.push_str(&format!("{sign}{h:02}:{m:02}"));
+                    (h * 60 + m) * if negative { -1 } else { 1 }
+                }
+            };
+            // Milliseconds are the fraction's first three digits, the rest truncated.
+            let millis = format!("{fraction:0<3}")[..3].parse::<i64>().unwrap_or(0);
+            let utc_secs = days_since_epoch(year, month, day) * 86_400
+                + hour * 3600
+                + minute * 60
+                + second
+                - offset_minutes * 60;
+            let want = u64::try_from(utc_secs * 1000 + millis).ok();
+            prop_assert_eq!(parse_millis(&text), want, "{}", text);
+        }
+
+        #[test]
+        fn an_offset_out_of_range_is_refused(
+            (year, month, day, hour, minute, second) in fields(),
+            negative in any::<bool>(),
+            (h, m) in prop_oneof![(24i64..100, 0i64..100), (0i64..100, 60i64..100)],
+        ) {
+            let sign = if negative { '-' } else { '+' };
+            let text = format!(
+                "{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}{sign}{h:02}:{m:02}"
+            );
+            prop_assert_eq!(parse_millis(&text), None, "{}", text);
         }
     }
 }

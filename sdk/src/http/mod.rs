@@ -62,6 +62,12 @@
 //!   restart over a long log), every JSON-RPC request is refused at once with `503`,
 //!   `Retry-After: 1` and a JSON-RPC error body (-32603, kind `unavailable`, retryable), as
 //!   the other transport-level refusals; see the `health` module.
+//! - **Host and Origin** are checked first ([`Allowed`], against DNS rebinding): a request
+//!   naming a host that is not allowed, or from a browser page of an origin that is not, is
+//!   `403` (two `Host` headers, or none on HTTP/1.1: `400`); an allowed origin gets CORS
+//!   answers. The card, `/healthz`, `/readyz` and `/metrics` are not guarded.
+//! - **A refusal keeps the connection usable**: the request's body is read before it is
+//!   answered (within the limit and deadline), else the answer says `Connection: close`.
 //! - **Caller identity** comes from [`HttpConfig::auth`]: without it every request is
 //!   [`Caller::anonymous`]; with it every JSON-RPC request is authenticated before the bridge
 //!   sees it, and refused with `401`/`403` and a challenge (see the [`auth`] module).

@@ -118,6 +118,9 @@ impl PushConfig {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct V03Message {
+    /// 0.3's discriminator: `"message"` when sent (another kind is another object).
+    #[serde(default, rename = "kind", deserialize_with = "message_kind")]
+    _kind: (),
     #[serde(alias = "message_id")]
     message_id: String,
     #[serde(default, alias = "context_id")]
@@ -133,6 +136,17 @@ pub(super) struct V03Message {
     extensions: Vec<String>,
     #[serde(default, alias = "reference_task_ids")]
     reference_task_ids: Vec<String>,
+}
+
+fn message_kind<'de, D: serde::Deserializer<'de>>(d: D) -> Result<(), D::Error> {
+    let kind = String::deserialize(d)?;
+    if kind == "message" {
+        Ok(())
+    } else {
+        Err(serde::de::Error::custom(format!(
+            "a message's kind is \"message\", not {kind:?}"
+        )))
+    }
 }
 
 impl From<V03Message> for Message {

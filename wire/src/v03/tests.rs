@@ -225,6 +225,10 @@ fn task_params() {
     let send = json!({"message": {"kind": "message", "messageId": "m", "role": "user",
                                   "parts": [{"kind": "text", "text": "hi"}]}, "configuration": []});
     assert!(send_params_from_v03(&send).is_err());
+    // A message of another kind is another object.
+    let task = json!({"message": {"kind": "task", "messageId": "m", "role": "user",
+                                  "parts": [{"kind": "text", "text": "hi"}]}});
+    assert!(send_params_from_v03(&task).is_err());
 }
 
 #[test]

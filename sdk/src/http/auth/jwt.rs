@@ -352,3 +352,6 @@ impl Authenticator for JwtAuthenticator {
         self.issuers.clone()
     }
 }
+
+#[cfg(test)]
+mod proptests;

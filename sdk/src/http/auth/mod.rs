@@ -250,7 +250,21 @@ pub fn bearer_token(headers: &HeaderMap) -> Result<Option<&str>, Refusal> {
             "the bearer token is longer than {MAX_TOKEN_BYTES} bytes"
         )));
     }
+    if !is_b64token(token) {
+        return Err(Refusal::Malformed(
+            "the bearer token holds characters no token has (RFC 6750 b64token)".to_owned(),
+        ));
+    }
     Ok(Some(token))
+}
+
+/// RFC 6750 §2.1: `1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"="`.
+fn is_b64token(token: &str) -> bool {
+    let body = token.trim_end_matches('=');
+    !body.is_empty()
+        && body
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-._~+/".contains(&b))
 }
 
 /// The longest bearer token looked at: real JWTs are a few kilobytes at most.

@@ -247,3 +247,6 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod proptests;

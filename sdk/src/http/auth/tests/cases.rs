@@ -97,11 +97,12 @@ pub(super) fn cases() -> Vec<Case> {
             "malformed",
         ),
         refused(
-            "header not base64",
+            "characters no token has",
             Some("!!!.e30.sig".into()),
-            401,
-            "not a JWS compact JWT",
+            400,
+            "b64token",
         ),
+        refused("two tokens", Some("a b".into()), 400, "b64token"),
         refused(
             "alg none",
             Some(raw_token(&json!({"alg": "none", "typ": "JWT"}), &good, "")),
