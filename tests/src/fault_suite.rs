@@ -243,6 +243,12 @@ async fn failed_polls_and_commits_are_retried(subject: &dyn Backend, agent: &str
         );
         assert_eq!(t.status.state, TaskState::Completed);
     }
+    // Commits are paced (the worker commits finished work every so often): wait for the
+    // first, which meets the failure set above.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while faults.counts().commit == 0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     let counts = faults.counts();
     assert!(counts.poll > 0 && counts.commit > 0, "{counts:?}");
     assert_eq!(streamer.runs.load(std::sync::atomic::Ordering::SeqCst), 3);

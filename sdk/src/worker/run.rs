@@ -30,6 +30,10 @@ use crate::view::TaskView;
 const POLL_TIMEOUT: Duration = Duration::from_millis(250);
 /// The most records taken in one poll.
 const POLL_MAX: usize = 64;
+/// How often finished work is committed while busy: a commit is a write (a round trip to
+/// Iggy, a file replaced on the embedded log), and what it saves is only redelivery, which
+/// the claims make harmless (a settled turn's command is skipped).
+const COMMIT_EVERY: Duration = Duration::from_millis(100);
 /// After the grace period and firing the handlers' tokens, how long to wait before aborting.
 const ABORT_AFTER: Duration = Duration::from_secs(1);
 
@@ -95,9 +99,13 @@ pub(super) async fn run(shared: Arc<Shared>, mut consumer: Box<dyn GroupConsumer
         set: JoinSet::new(),
     };
     let mut backoff = Backoff::default();
+    let mut committed_at = tokio::time::Instant::now();
     while !shared.stop.is_cancelled() {
         state.reap_ready();
-        state.commit(consumer.as_mut()).await;
+        if committed_at.elapsed() >= COMMIT_EVERY {
+            state.commit(consumer.as_mut()).await;
+            committed_at = tokio::time::Instant::now();
+        }
         state
             .sweeper
             .sweep(&shared, &consumer.owned_partitions(), &state.turns)

@@ -52,6 +52,8 @@ const RESYNC_SENTINEL: u32 = iggy_common::RESYNC_REQUIRED_PARTITION_SENTINEL;
 /// One member of an Iggy consumer group.
 pub(super) struct IggyGroupConsumer {
     client: Arc<IggyClient>,
+    /// The topic as this process sees it: its appends wake a waiting poll.
+    handle: Arc<TopicHandle>,
     topic: TopicRef,
     stream_id: Identifier,
     topic_id: Identifier,
@@ -76,7 +78,7 @@ impl IggyGroupConsumer {
     /// Connect a new session and make it a member of `group` on `topic`.
     pub(super) async fn join(
         options: &IggyOptions,
-        handle: &TopicHandle,
+        handle: &Arc<TopicHandle>,
         group: &str,
     ) -> Result<Self> {
         let named = |name: &str| {
@@ -95,6 +97,7 @@ impl IggyGroupConsumer {
         let client = Arc::new(options.connect().await?);
         let mut member = Self {
             client,
+            handle: Arc::clone(handle),
             topic: handle.name.clone(),
             stream_id: handle.stream_id.clone(),
             topic_id: handle.topic_id.clone(),
@@ -406,6 +409,11 @@ impl GroupConsumer for IggyGroupConsumer {
         let deadline = Instant::now() + timeout;
         let mut pause = POLL_PAUSE_MIN;
         loop {
+            // Made before the round, so an append through this process during it is not
+            // missed: the pause below ends at it (records written elsewhere wait it out).
+            let handle = Arc::clone(&self.handle);
+            let moved = handle.moved.notified();
+            tokio::pin!(moved);
             // A dropped connection or a rejoin in progress is retried until the deadline; only
             // if it is still failing then does the caller see the error.
             let failure = match self.poll_round(count).await {
@@ -418,8 +426,12 @@ impl GroupConsumer for IggyGroupConsumer {
             if now >= deadline {
                 return failure.map_or(Ok(None), Err);
             }
-            tokio::time::sleep(pause.min(deadline - now)).await;
-            pause = (pause * 2).min(POLL_PAUSE_MAX);
+            tokio::select! {
+                () = tokio::time::sleep(pause.min(deadline - now)) => {
+                    pause = (pause * 2).min(POLL_PAUSE_MAX);
+                }
+                () = &mut moved => pause = POLL_PAUSE_MIN,
+            }
         }
     }
 

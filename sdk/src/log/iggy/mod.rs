@@ -58,6 +58,14 @@
 //! connection dropped. Consumers must deduplicate; records carry their own ids and the
 //! bridge's fold does.
 //!
+//! # Connections, batches and what is kept
+//! The `iggy` client answers one call per connection at a time, so a handle spreads its calls
+//! over a few connections (the `pool` module). The appends waiting for one partition at the
+//! same moment go out as one batch (the `appender` module: group commit, one batch in flight
+//! per partition). `end_offsets` is one `get_topic` shared by every caller that arrived
+//! before it started. Each partition's newest records, appended or read, are kept in memory
+//! (the `tail` module), so a read of a recent task costs no round trip.
+//!
 //! # Following
 //! Iggy has no long-poll or push, so [`LogBackend::watch_end`] is served by one adaptive
 //! poller per watched topic, on a connection of its own (see the `poller` module).
@@ -66,10 +74,13 @@
 //! Every connection signs in by itself and reconnects after the server comes back (within a
 //! few hundred milliseconds, see [`IggyOptions`]); the same handle keeps working.
 
+mod appender;
 mod errors;
 mod group;
 mod options;
 mod poller;
+mod pool;
+mod tail;
 mod topic;
 
 use std::collections::HashMap;
@@ -88,7 +99,8 @@ use tokio_util::sync::CancellationToken;
 use self::errors::{STREAM_EXISTS, TOPIC_EXISTS, map_err};
 use self::group::IggyGroupConsumer;
 pub use self::options::IggyOptions;
-use self::topic::{TopicHandle, end_offsets, identifiers, message, record};
+use self::pool::Pool;
+use self::topic::{TopicHandle, identifiers, record};
 use crate::error::{Error, ErrorKind, Result};
 use crate::log::{
     Appended, GroupConsumer, LogBackend, Place, Prefetcher, SegmentInfo, StoredRecord, TopicRef,
@@ -97,11 +109,12 @@ use crate::log::{
 
 /// A log on an Apache Iggy server.
 ///
-/// One handle holds one connection for appends, reads and administration, one more (opened on
-/// first use) for the end-offset pollers, and one per consumer-group member.
+/// One handle holds a few connections for appends, reads and administration
+/// ([`IggyOptions::connections`]), one more (opened on first use) for the end-offset
+/// pollers, and one per consumer-group member.
 pub struct IggyLog {
     options: IggyOptions,
-    client: IggyClient,
+    pool: Arc<Pool>,
     /// The pollers' connection, kept apart so polling never queues behind an append.
     watch_client: OnceCell<Arc<IggyClient>>,
     topics: RwLock<HashMap<TopicRef, Arc<TopicHandle>>>,
@@ -116,10 +129,10 @@ impl IggyLog {
     /// Fails with [`ErrorKind::Config`] for a malformed address or refused credentials and
     /// with [`ErrorKind::Unavailable`] if the server cannot be reached.
     pub async fn connect(options: IggyOptions) -> Result<IggyLog> {
-        let client = options.connect().await?;
+        let pool = Arc::new(Pool::connect(&options, options.connections).await?);
         Ok(Self {
             options,
-            client,
+            pool,
             watch_client: OnceCell::new(),
             topics: RwLock::new(HashMap::new()),
             reader: Consumer::default(),
@@ -159,7 +172,11 @@ impl IggyLog {
 
     /// Cache a handle built from `details`; a handle cached meanwhile wins.
     fn remember(&self, topic: &TopicRef, details: &TopicDetails) -> Result<Arc<TopicHandle>> {
-        let handle = Arc::new(TopicHandle::new(topic.clone(), details)?);
+        let handle = Arc::new(TopicHandle::new(
+            topic.clone(),
+            details,
+            self.options.tail_bytes,
+        )?);
         let mut topics = self
             .topics
             .write()
@@ -170,7 +187,8 @@ impl IggyLog {
     /// The server's description of `topic`, or `None` if it does not exist.
     async fn describe(&self, topic: &TopicRef) -> Result<Option<TopicDetails>> {
         let (stream_id, topic_id) = identifiers(topic)?;
-        self.client
+        self.pool
+            .get()
             .get_topic(&stream_id, &topic_id)
             .await
             .map_err(|e| map_err(e, format_args!("describing {topic}")))
@@ -181,7 +199,7 @@ impl IggyLog {
     /// exists" is success, and the description is of what exists.
     async fn create(&self, topic: &TopicRef, partitions: u32) -> Result<TopicDetails> {
         let (stream_id, _) = identifiers(topic)?;
-        if let Err(e) = self.client.create_stream(&topic.stream).await
+        if let Err(e) = self.pool.get().create_stream(&topic.stream).await
             && e.as_code() != STREAM_EXISTS
         {
             return Err(map_err(
@@ -197,7 +215,8 @@ impl IggyLog {
             ..TopicCreateOptions::default()
         };
         if let Err(e) = self
-            .client
+            .pool
+            .get()
             .create_topic(&stream_id, &topic.topic, &settings)
             .await
             && e.as_code() != TOPIC_EXISTS
@@ -225,7 +244,8 @@ impl IggyLog {
             message_expiry: Some(wanted),
             ..TopicUpdateOptions::default()
         };
-        self.client
+        self.pool
+            .get()
             .update_topic(&stream_id, &topic_id, &topic.topic, &update)
             .await
             .map_err(|e| map_err(e, format_args!("setting the message expiry of {topic}")))?;
@@ -274,7 +294,7 @@ impl LogBackend for IggyLog {
     async fn append(&self, topic: &TopicRef, key: &[u8], payloads: Vec<Bytes>) -> Result<Appended> {
         let handle = self.handle(topic).await?;
         let partition = partition_for_key(key, handle.partitions());
-        let route = handle.route(partition)?;
+        handle.route(partition)?;
         if payloads.is_empty() {
             let ends = self.end_offsets(topic).await?;
             return Ok(Appended {
@@ -290,27 +310,10 @@ impl LogBackend for IggyLog {
                 "append: more than u32::MAX records",
             )
         })?;
-        let mut messages = payloads
-            .into_iter()
-            .map(message)
-            .collect::<Result<Vec<_>>>()?;
-        let sent = self
-            .client
-            .send_messages(&handle.stream_id, &handle.topic_id, route, &mut messages)
-            .await
-            .map_err(|e| map_err(e, format_args!("appending to {topic}")))?;
-        let first_offset = sent
-            .confirmations
-            .iter()
-            .find(|c| c.partition_id == partition)
-            .map(|c| c.base_offset)
-            .ok_or_else(|| {
-                Error::new(
-                    ErrorKind::Internal,
-                    format!("iggy: appending to {topic}: the server confirmed no offset"),
-                )
-            })?;
-        handle.bump(partition, first_offset + u64::from(count));
+        let first_offset = handle
+            .appender(&self.pool, partition)?
+            .append(payloads)
+            .await?;
         Ok(Appended {
             partition,
             first_offset,
@@ -331,8 +334,15 @@ impl LogBackend for IggyLog {
         let Ok(count @ 1..) = u32::try_from(max) else {
             return Ok(Vec::new());
         };
+        if let Some(tail) = handle.tail(partition) {
+            let kept = tail.read(partition, from, max);
+            if !kept.is_empty() {
+                return Ok(kept);
+            }
+        }
         let polled = self
-            .client
+            .pool
+            .get()
             .poll_messages(
                 &handle.stream_id,
                 &handle.topic_id,
@@ -344,12 +354,20 @@ impl LogBackend for IggyLog {
             )
             .await
             .map_err(|e| map_err(e, format_args!("reading {topic} partition {partition}")))?;
-        Ok(polled
+        let records: Vec<StoredRecord> = polled
             .messages
             .into_iter()
             .filter(|m| m.header.offset >= from)
             .map(|m| record(partition, m))
-            .collect())
+            .collect();
+        if let Some(first) = records.first() {
+            handle.keep(
+                partition,
+                first.offset,
+                records.iter().map(|r| r.payload.clone()),
+            );
+        }
+        Ok(records)
     }
 
     /// None: Iggy gives no places.
@@ -357,18 +375,21 @@ impl LogBackend for IggyLog {
         None
     }
 
+    /// One `get_topic`, shared by every call that arrived before it started.
     async fn end_offsets(&self, topic: &TopicRef) -> Result<Vec<u64>> {
         let handle = self.handle(topic).await?;
-        let details = self
-            .client
-            .get_topic(&handle.stream_id, &handle.topic_id)
+        handle
+            .probe(|| async {
+                self.pool
+                    .get()
+                    .get_topic(&handle.stream_id, &handle.topic_id)
+                    .await
+                    .map_err(|e| map_err(e, format_args!("reading the end offsets of {topic}")))?
+                    .ok_or_else(|| {
+                        Error::new(ErrorKind::Internal, format!("topic {topic} disappeared"))
+                    })
+            })
             .await
-            .map_err(|e| map_err(e, format_args!("reading the end offsets of {topic}")))?
-            .ok_or_else(|| Error::new(ErrorKind::Internal, format!("topic {topic} disappeared")))?;
-        handle.observe(&details);
-        let mut ends = end_offsets(&details);
-        ends.truncate(handle.partitions() as usize);
-        Ok(ends)
     }
 
     /// None: the server expires segments itself (the topic's message expiry, see the
@@ -408,7 +429,8 @@ impl LogBackend for IggyLog {
 
     async fn ready(&self) -> Result<()> {
         self.check_open()?;
-        self.client
+        self.pool
+            .get()
             .ping()
             .await
             .map_err(|e| map_err(e, "pinging the server"))
@@ -422,10 +444,7 @@ impl LogBackend for IggyLog {
         if let Some(client) = self.watch_client.get() {
             let _ = client.shutdown().await;
         }
-        self.client
-            .shutdown()
-            .await
-            .map_err(|e| map_err(e, "closing the connection"))
+        self.pool.shutdown().await
     }
 }
 

@@ -29,6 +29,8 @@ pub struct IggyOptions {
     pub(super) retention: Duration,
     pub(super) reconnect_interval: Duration,
     pub(super) reconnect_for: Duration,
+    pub(super) connections: usize,
+    pub(super) tail_bytes: usize,
     tls: Option<IggyTls>,
 }
 
@@ -44,8 +46,27 @@ impl IggyOptions {
             retention: DEFAULT_RETENTION,
             reconnect_interval: Duration::from_millis(200),
             reconnect_for: Duration::from_secs(10),
+            connections: 4,
+            tail_bytes: 4 * 1024 * 1024,
             tls: None,
         }
+    }
+
+    /// How many connections a handle opens for its appends, reads and probes (default 4,
+    /// at least 1; `connections=` in an `iggy://` URL). The `iggy` client answers one call
+    /// per connection at a time, so more connections let more calls overlap; group members
+    /// and the end-offset pollers have connections of their own besides.
+    pub fn connections(mut self, connections: usize) -> Self {
+        self.connections = connections.max(1);
+        self
+    }
+
+    /// How many bytes of each partition's newest records a handle keeps in memory (default
+    /// 4 MiB; 0 keeps none): the records it appended or read last, so that a read of a
+    /// recent task needs no round trip to the server.
+    pub fn tail_bytes(mut self, bytes: usize) -> Self {
+        self.tail_bytes = bytes;
+        self
     }
 
     /// Connect over TLS (what an `iggys://` URL asks for): the server's certificate is checked

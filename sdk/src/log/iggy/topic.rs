@@ -1,14 +1,17 @@
 //! What this process knows about one topic: its Iggy identifiers, how to route to each
 //! partition, and the last end offset seen per partition.
 
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use bytes::Bytes;
 use iggy::prelude::{Identifier, IggyMessage, Partition, Partitioning, TopicDetails};
-use tokio::sync::watch;
+use tokio::sync::{Notify, watch};
 
+use super::appender::Appender;
 use super::errors::map_err;
+use super::pool::Pool;
+use super::tail::Tail;
 use crate::error::{Error, ErrorKind, Result};
 use crate::log::{Place, StoredRecord, TopicRef};
 
@@ -31,11 +34,23 @@ pub(super) struct TopicHandle {
     /// Whether `ensure_topic` has given the topic this handle's settings (its message
     /// expiry); a handle cached by another call (an append) has not.
     ensured: AtomicBool,
+    /// Notified whenever an end moves: a group member here waits on it between polls, so a
+    /// record appended through this handle is picked up without waiting out a pause.
+    pub(super) moved: Notify,
+    /// Per partition: its newest records ([`Tail`]) and its group-commit sender.
+    tails: Vec<Tail>,
+    appenders: Vec<OnceLock<Appender>>,
+    /// End-offset probes: how many started, the newest answer, and the turn to start one
+    /// ([`TopicHandle::probe`]).
+    probes_started: AtomicU64,
+    last_probe: Mutex<Option<(u64, Vec<u64>)>>,
+    probing: tokio::sync::Mutex<()>,
 }
 
 impl TopicHandle {
-    /// The handle of `name`, from the server's description of the topic.
-    pub(super) fn new(name: TopicRef, details: &TopicDetails) -> Result<Self> {
+    /// The handle of `name`, from the server's description of the topic; each partition
+    /// keeps up to `tail_budget` bytes of its newest records.
+    pub(super) fn new(name: TopicRef, details: &TopicDetails, tail_budget: usize) -> Result<Self> {
         let (stream_id, topic_id) = identifiers(&name)?;
         let count = details.partitions_count;
         let routes = (0..count).map(Partitioning::partition_id).collect();
@@ -48,6 +63,12 @@ impl TopicHandle {
             ends,
             polling: Mutex::new(false),
             ensured: AtomicBool::new(false),
+            moved: Notify::new(),
+            tails: (0..count).map(|_| Tail::new(tail_budget)).collect(),
+            appenders: (0..count).map(|_| OnceLock::new()).collect(),
+            probes_started: AtomicU64::new(0),
+            last_probe: Mutex::new(None),
+            probing: tokio::sync::Mutex::new(()),
         };
         handle.observe(details);
         Ok(handle)
@@ -99,7 +120,7 @@ impl TopicHandle {
 
     /// Raise `partition`'s end to `end` (never lower it); returns whether it moved.
     pub(super) fn bump(&self, partition: u32, end: u64) -> bool {
-        self.ends.get(partition as usize).is_some_and(|sender| {
+        let moved = self.ends.get(partition as usize).is_some_and(|sender| {
             sender.send_if_modified(|current| {
                 let moved = end > *current;
                 if moved {
@@ -107,7 +128,75 @@ impl TopicHandle {
                 }
                 moved
             })
-        })
+        });
+        if moved {
+            self.moved.notify_waiters();
+        }
+        moved
+    }
+
+    /// The group-commit sender of `partition` (started on first use, over `pool`).
+    pub(super) fn appender(
+        self: &Arc<Self>,
+        pool: &Arc<Pool>,
+        partition: u32,
+    ) -> Result<&Appender> {
+        self.route(partition)?;
+        let slot = self
+            .appenders
+            .get(partition as usize)
+            .ok_or_else(|| Error::new(ErrorKind::Internal, "appender slot missing"))?;
+        Ok(slot.get_or_init(|| Appender::start(Arc::clone(pool), Arc::downgrade(self), partition)))
+    }
+
+    /// Keep `payloads`, the records at `first..` of `partition`, as its newest ([`Tail`]).
+    pub(super) fn keep(
+        &self,
+        partition: u32,
+        first: u64,
+        payloads: impl IntoIterator<Item = Bytes>,
+    ) {
+        if let Some(tail) = self.tails.get(partition as usize) {
+            tail.keep(first, payloads);
+        }
+    }
+
+    /// The newest records of `partition` this handle keeps.
+    pub(super) fn tail(&self, partition: u32) -> Option<&Tail> {
+        self.tails.get(partition as usize)
+    }
+
+    /// The end offsets as of a probe that started after this call did: one probe answers
+    /// every caller that arrived before it started (read-your-writes needs the ends as of
+    /// the caller's arrival, not a round trip of its own). `fetch` makes a probe.
+    pub(super) async fn probe<F, Fut>(&self, fetch: F) -> Result<Vec<u64>>
+    where
+        F: FnOnce() -> Fut,
+        Fut: std::future::Future<Output = Result<TopicDetails>>,
+    {
+        let arrived = self.probes_started.load(Ordering::Acquire);
+        let _turn = self.probing.lock().await;
+        if let Some(ends) = self.probe_since(arrived) {
+            return Ok(ends);
+        }
+        let number = self.probes_started.fetch_add(1, Ordering::AcqRel) + 1;
+        let details = fetch().await?;
+        self.observe(&details);
+        let mut ends = end_offsets(&details);
+        ends.truncate(self.partitions() as usize);
+        if let Ok(mut last) = self.last_probe.lock() {
+            *last = Some((number, ends.clone()));
+        }
+        Ok(ends)
+    }
+
+    /// The newest probe's answer if that probe started after `arrived` probes had.
+    fn probe_since(&self, arrived: u64) -> Option<Vec<u64>> {
+        let last = self.last_probe.lock().ok()?;
+        match &*last {
+            Some((number, ends)) if *number > arrived => Some(ends.clone()),
+            _ => None,
+        }
     }
 
     /// Take the end offsets in a fresh description of the topic; returns whether any moved.

@@ -1,0 +1,329 @@
+#!/usr/bin/env python3
+"""`agentlog serve --demo` under load, one backend beside another in one run: over Apache Iggy
+(`iggy://`, its own `iggy-server` on loopback), the embedded log (`file://`) and `memory://`.
+
+Rows (serve_load.lua; every answer checked, a bad one fails the run):
+    send      A2A SendMessage, blocking: the demo worker's echo, answered completed
+    submit    A2A SendMessage with returnImmediately (the demo worker runs it after the answer)
+    get       A2A GetTask of one finished task
+    call      MCP tools/call of the demo `greet` tool (2026-07-28 shape)
+
+Load: wrk -t1, keep-alive, at 1 and 32 connections. Each round runs every case once, the
+backends in a rotating order; figures are medians over rounds with min-max, and each ratio is
+the median of the per-round ratios. CPU per request is the serve process's CPU time (and
+iggy-server's, for the iggy column) over the requests of the run, from /proc. The load
+generator shares the machine's cores with the servers.
+
+Needs wrk (`apt-get install wrk`) and, for the iggy column, an `iggy-server` on PATH or in
+AGENTLOG_IGGY_SERVER (else the column says SKIPPED); cargo unless AGENTLOG_BIN names a release
+binary. From the repository root:
+
+    python3 tests/benches/serve_load.py [--rounds 5] [--seconds 5] [--backends iggy,file,memory]
+        [--shapes send,submit,get,call] [--connections 1,32]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+LUA = HERE / "serve_load.lua"
+
+
+def die(message: str) -> None:
+    sys.exit(f"serve_load: FAILED: {message}")
+
+
+def agentlog_binary() -> str:
+    given = os.environ.get("AGENTLOG_BIN")
+    if given:
+        return given
+    print("cargo build --release -p agentlog --bin agentlog --locked", file=sys.stderr)
+    built = subprocess.run(
+        [str(ROOT / "scripts" / "agentlog-bin.sh"), "build", "--release", "-p", "agentlog", "--bin", "agentlog",
+         "--locked"],
+        stdout=subprocess.PIPE, text=True,
+    )
+    if built.returncode != 0:
+        die("cargo build --release did not produce the agentlog binary")
+    return built.stdout.strip()
+
+
+def iggy_binary() -> str | None:
+    given = os.environ.get("AGENTLOG_IGGY_SERVER")
+    if given:
+        return given if Path(given).is_file() else None
+    return shutil.which("iggy-server")
+
+
+def free_port(kind: int = socket.SOCK_STREAM) -> int:
+    with socket.socket(socket.AF_INET, kind) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_iggy(binary: str, work: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """An iggy-server in `work` on free loopback ports, as the tests start one."""
+    tcp = free_port()
+    env = dict(os.environ) | {
+        "IGGY_SYSTEM_PATH": str(work / "iggy-data"),
+        "IGGY_TCP_ADDRESS": f"127.0.0.1:{tcp}",
+        "IGGY_HTTP_ADDRESS": f"127.0.0.1:{free_port()}",
+        "IGGY_QUIC_ADDRESS": f"127.0.0.1:{free_port(socket.SOCK_DGRAM)}",
+        "IGGY_WEBSOCKET_ADDRESS": f"127.0.0.1:{free_port()}",
+        "IGGY_SYSTEM_SHARDING_PIN_CORES": "false",
+        "IGGY_SYSTEM_MEMORY_POOL_SIZE": "512 MiB",
+    }
+    with (work / "iggy.out").open("wb") as sink:
+        proc = subprocess.Popen([binary, "--with-default-root-credentials"], cwd=work, env=env,
+                                stdout=sink, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", tcp), timeout=1).close()
+            return proc, f"iggy://iggy:iggy@127.0.0.1:{tcp}"
+        except OSError:
+            if proc.poll() is not None:
+                break
+            time.sleep(0.05)
+    die(f"iggy-server did not start: {(work / 'iggy.out').read_text(errors='replace')[-2000:]}")
+    raise AssertionError
+
+
+@dataclass
+class Server:
+    name: str
+    url: str
+    proc: subprocess.Popen[bytes]
+    helper: subprocess.Popen[bytes] | None = None
+    task: str = ""
+    # (shape, connections) -> [(rate, p50 ms, CPU µs per request)] by round
+    runs: dict[tuple[str, int], list[tuple[float, float, float]]] = field(default_factory=dict)
+    # (shape, connections) -> [the helper's (iggy-server's) share of that CPU] by round
+    helper_share: dict[tuple[str, int], list[float]] = field(default_factory=dict)
+
+
+def start_serve(binary: str, name: str, log: str, work: Path, helper: subprocess.Popen[bytes] | None = None) -> Server:
+    out = work / f"{name}.out"
+    with out.open("wb") as sink:
+        proc = subprocess.Popen([binary, "serve", "--demo", "--listen", "127.0.0.1:0", "--log", log],
+                                stdout=sink, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        found = re.search(r"http://127\.0\.0\.1:\d+/", out.read_text(errors="replace"))
+        if found:
+            return Server(name, found.group(0), proc, helper)
+        if proc.poll() is not None:
+            die(f"serve over {name} exited: {out.read_text(errors='replace')}")
+        time.sleep(0.05)
+    die(f"serve over {name} printed no URL")
+    raise AssertionError
+
+
+def make_task(server: Server) -> None:
+    """One finished task, for the `get` row."""
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
+        "message": {"messageId": f"bench-{uuid.uuid4()}", "role": "ROLE_USER", "parts": [{"text": "hi"}]}}})
+    request = urllib.request.Request(server.url, body.encode(), {"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as reply:
+        answer = json.loads(reply.read())
+    task = answer.get("result", {}).get("task", {})
+    if task.get("status", {}).get("state") != "TASK_STATE_COMPLETED":
+        die(f"{server.name} did not complete a task: {answer}")
+    server.task = task["id"]
+
+
+def tree_cpu_seconds(pids: list[int]) -> float:
+    """CPU time of `pids` and their descendants."""
+    parents: dict[int, int] = {}
+    ticks: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        parents[int(entry)] = int(fields[1])
+        ticks[int(entry)] = int(fields[11]) + int(fields[12])
+    total = 0
+    for candidate in ticks:
+        walk = candidate
+        while walk not in (0, 1) and walk not in pids:
+            walk = parents.get(walk, 0)
+        if walk in pids:
+            total += ticks[candidate]
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_steal_ticks() -> tuple[int, int] | None:
+    try:
+        fields = Path("/proc/stat").read_text().splitlines()[0].split()
+    except (OSError, IndexError):
+        return None
+    if fields[0] != "cpu" or len(fields) < 9:
+        return None
+    ticks = [int(f) for f in fields[1:9]]
+    return ticks[7], sum(ticks)
+
+
+def wrk(server: Server, shape: str, connections: int, seconds: int) -> tuple[float, float, float]:
+    """Requests per second, p50 latency (ms) and server CPU µs per request of one wrk run."""
+    pids = [server.proc.pid] + ([server.helper.pid] if server.helper else [])
+    cpu_before = tree_cpu_seconds(pids)
+    helper_before = tree_cpu_seconds([server.helper.pid]) if server.helper else 0.0
+    out = subprocess.run(
+        ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--latency", "-s", str(LUA), server.url,
+         "--", uuid.uuid4().hex[:12], shape, server.task],
+        capture_output=True, text=True, check=True,
+    ).stdout
+    cpu = tree_cpu_seconds(pids) - cpu_before
+    if server.helper:
+        helper = tree_cpu_seconds([server.helper.pid]) - helper_before
+        server.helper_share.setdefault((shape, connections), []).append(helper / cpu if cpu else 0.0)
+    bad = re.search(r"bad answers: (\d+)", out)
+    if bad is None or bad.group(1) != "0" or "Non-2xx" in out or "Socket errors" in out:
+        die(f"errors under load at {server.name}, {shape}, {connections} connections:\n{out}")
+    rate = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
+    total = int(re.search(r"(\d+) requests in", out).group(1))  # type: ignore[union-attr]
+    p50 = re.search(r"50%\s+([\d.]+)(us|ms|s)\b", out)
+    if p50 is None:
+        die(f"no p50 in wrk's output:\n{out}")
+    assert p50 is not None
+    scale = {"us": 0.001, "ms": 1.0, "s": 1000.0}[p50.group(2)]
+    return rate, float(p50.group(1)) * scale, cpu / max(total, 1) * 1e6
+
+
+def ratio(top: Server, bottom: Server, key: tuple[str, int]) -> str:
+    rounds = [a[0] / b[0] for a, b in zip(top.runs[key], bottom.runs[key])]
+    return f"{statistics.median(rounds):.2f} ({min(rounds):.2f}–{max(rounds):.2f})"
+
+
+def scaling(server: Server, shape: str, low: int, high: int) -> str:
+    rounds = [a[0] / b[0] for a, b in zip(server.runs[(shape, high)], server.runs[(shape, low)])]
+    return f"{statistics.median(rounds):.2f}"
+
+
+def report(servers: list[Server], shapes: list[str], connections: list[int], args: argparse.Namespace,
+           steal: float | None) -> None:
+    print(f"\nserve --demo, wrk -t1, {args.seconds} s per case, {args.rounds} rounds: requests/s median "
+          "(min–max), p50 ms, server CPU µs per request (medians)\n")
+    print("| row | conn | " + " | ".join(s.name for s in servers) + " |")
+    print("|---|---|" + "---|" * len(servers))
+    for shape in shapes:
+        for c in connections:
+            cells = []
+            for s in servers:
+                runs = s.runs[(shape, c)]
+                rates = [r for r, _, _ in runs]
+                cells.append(f"{statistics.median(rates):,.0f} ({min(rates):,.0f}–{max(rates):,.0f}), "
+                             f"{statistics.median(p for _, p, _ in runs):.2f} ms, "
+                             f"{statistics.median(u for _, _, u in runs):,.0f} µs")
+            print(f"| {shape} | {c} | " + " | ".join(cells) + " |")
+    by_name = {s.name: s for s in servers}
+    print()
+    for shape in shapes:
+        for c in connections:
+            key = (shape, c)
+            parts = []
+            if "iggy" in by_name and "file" in by_name:
+                parts.append(f"iggy/file {ratio(by_name['iggy'], by_name['file'], key)}")
+            if "file" in by_name and "memory" in by_name:
+                parts.append(f"file/memory {ratio(by_name['file'], by_name['memory'], key)}")
+            print(f"- {shape} at {c} conn: " + "; ".join(parts))
+        if len(connections) > 1:
+            low, high = min(connections), max(connections)
+            print(f"- {shape}, {high} over {low} conn: " +
+                  "; ".join(f"{s.name} {scaling(s, shape, low, high)}" for s in servers))
+    for s in servers:
+        if s.helper_share:
+            shares = ", ".join(f"{shape} {c}: {statistics.median(v) * 100:.0f}%"
+                               for (shape, c), v in s.helper_share.items())
+            print(f"- {s.name}: iggy-server's share of the CPU per request: {shares}")
+    if steal is not None:
+        print(f"- CPU steal during the rounds: {steal * 100:.1f}% of the machine's CPU time (/proc/stat)")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--seconds", type=int, default=5)
+    parser.add_argument("--connections", default="1,32")
+    parser.add_argument("--backends", default="iggy,file,memory")
+    parser.add_argument("--shapes", default="send,submit,get,call")
+    args = parser.parse_args()
+    connections = [int(c) for c in args.connections.split(",")]
+    shapes = args.shapes.split(",")
+    backends = args.backends.split(",")
+    if shutil.which("wrk") is None:
+        die("wrk not found on PATH (apt-get install wrk)")
+    binary = agentlog_binary()
+    iggy = iggy_binary()
+    if "iggy" in backends and iggy is None:
+        print("SKIPPED: the iggy column needs an iggy-server (PATH or AGENTLOG_IGGY_SERVER)")
+        backends.remove("iggy")
+    servers: list[Server] = []
+    with tempfile.TemporaryDirectory(prefix="serve-load-") as tmp:
+        work = Path(tmp)
+        try:
+            for backend in backends:
+                if backend == "iggy":
+                    assert iggy is not None
+                    proc, url = start_iggy(iggy, work)
+                    servers.append(start_serve(binary, "iggy", url, work, helper=proc))
+                elif backend == "file":
+                    servers.append(start_serve(binary, "file", f"file://{work / 'file-log'}", work))
+                elif backend == "memory":
+                    servers.append(start_serve(binary, "memory", "memory://", work))
+                else:
+                    die(f"unknown backend {backend!r}")
+            for server in servers:
+                make_task(server)
+                for shape in shapes:
+                    wrk(server, shape, max(connections), 1)  # warm-up, not counted
+            steal_from = cpu_steal_ticks()
+            for round_no in range(args.rounds):
+                shift = round_no % len(servers)
+                order = servers[shift:] + servers[:shift]
+                for shape in shapes:
+                    for c in connections:
+                        for server in order:
+                            server.runs.setdefault((shape, c), []).append(wrk(server, shape, c, args.seconds))
+                print(f"round {round_no + 1} of {args.rounds} done", file=sys.stderr)
+            steal_to = cpu_steal_ticks()
+        finally:
+            for server in servers:
+                server.proc.terminate()
+            for server in servers:
+                try:
+                    server.proc.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    server.proc.kill()
+                if server.helper:
+                    server.helper.terminate()
+                    server.helper.wait(timeout=20)
+    steal = None
+    if steal_from and steal_to and steal_to[1] > steal_from[1]:
+        steal = (steal_to[0] - steal_from[0]) / (steal_to[1] - steal_from[1])
+    report(servers, shapes, connections, args, steal)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
