@@ -5,7 +5,8 @@
 Rows (serve_load.lua; every answer checked, a bad one fails the run):
     send      A2A SendMessage, blocking: the demo worker's echo, answered completed
     submit    A2A SendMessage with returnImmediately (the demo worker runs it after the answer)
-    get       A2A GetTask of one finished task
+    get       A2A GetTask of one task finished just before the run (what a polling client reads;
+              an older task, past what a handle keeps of the log's tail, costs Iggy a read)
     call      MCP tools/call of the demo `greet` tool (2026-07-28 shape)
 
 Load: wrk -t1, keep-alive, at 1 and 32 connections. Each round runs every case once, the
@@ -185,6 +186,8 @@ def cpu_steal_ticks() -> tuple[int, int] | None:
 
 def wrk(server: Server, shape: str, connections: int, seconds: int) -> tuple[float, float, float]:
     """Requests per second, p50 latency (ms) and server CPU µs per request of one wrk run."""
+    if shape == "get":
+        make_task(server)
     pids = [server.proc.pid] + ([server.helper.pid] if server.helper else [])
     cpu_before = tree_cpu_seconds(pids)
     helper_before = tree_cpu_seconds([server.helper.pid]) if server.helper else 0.0
@@ -294,7 +297,6 @@ def main() -> int:
                 else:
                     die(f"unknown backend {backend!r}")
             for server in servers:
-                make_task(server)
                 for shape in shapes:
                     wrk(server, shape, max(connections), 1)  # warm-up, not counted
             steal_from = cpu_steal_ticks()

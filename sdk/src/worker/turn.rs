@@ -74,8 +74,20 @@ pub(super) async fn supervise(shared: Arc<Shared>, task_id: String, turn: String
     // A handler permit taken after waiting for one: the task is looked at again before it is
     // claimed (it may have moved on meanwhile), and the permit kept for that claim.
     let mut waited: Option<OwnedSemaphorePermit> = None;
+    // The first look may skip the sync when the view already shows the turn ready to claim
+    // (the bridge in this process applied its command): a claim made on a view that missed
+    // another worker's loses to it by log order, and the look after the claim syncs. Any
+    // other first look (no such task, a claim to wait on) syncs before it decides.
+    let mut first = true;
     loop {
-        if let Err(error) = view.sync(Some(partition), shared.sync_timeout).await {
+        let ready = first
+            && view.lookup_any(&task_id).is_some_and(|(info, _)| {
+                matches!(stance(&info, &turn, now_ms()), Stance::Claim(_))
+            });
+        first = false;
+        if ready {
+            // Decided below from the same view.
+        } else if let Err(error) = view.sync(Some(partition), shared.sync_timeout).await {
             tracing::warn!(task_id, %error, "worker: the task view is not catching up; retrying");
             if !backoff.sleep(&shared.stop).await {
                 return Outcome::Abandoned;

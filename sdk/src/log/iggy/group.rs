@@ -71,6 +71,10 @@ pub(super) struct IggyGroupConsumer {
     cursors: HashMap<u32, u64>,
     /// Where the next poll starts in `owned`, so busy partitions do not starve the others.
     turn: usize,
+    /// When the next round over every owned partition is due, and the pause before the one
+    /// after an empty round (doubling from [`POLL_PAUSE_MIN`] to [`POLL_PAUSE_MAX`]).
+    full_round_at: Instant,
+    pause: Duration,
     left: bool,
 }
 
@@ -110,6 +114,8 @@ impl IggyGroupConsumer {
             synced_at: None,
             cursors: HashMap::new(),
             turn: 0,
+            full_round_at: Instant::now(),
+            pause: POLL_PAUSE_MIN,
             left: false,
         };
         member.enter().await?;
@@ -319,8 +325,10 @@ impl IggyGroupConsumer {
         Ok(true)
     }
 
-    /// One round over the owned partitions; the first with records wins.
-    async fn poll_round(&mut self, count: u32) -> Result<Option<Delivery>> {
+    /// One round over the owned partitions; the first with records wins. With `moved_only`,
+    /// only the partitions this process saw grow past the member's cursor (after a wake by a
+    /// local append: a full round would ask every partition for nothing).
+    async fn poll_round(&mut self, count: u32, moved_only: bool) -> Result<Option<Delivery>> {
         if self.synced_at.is_none_or(|at| at.elapsed() >= RESYNC_EVERY) {
             self.sync().await?;
         }
@@ -330,6 +338,14 @@ impl IggyGroupConsumer {
             let Some(&partition) = self.owned.get(index) else {
                 break;
             };
+            if moved_only
+                && self
+                    .cursors
+                    .get(&partition)
+                    .is_some_and(|&next| self.handle.end(partition) <= next)
+            {
+                continue;
+            }
             let strategy = match self.cursors.get(&partition) {
                 Some(&next) => PollingStrategy::offset(next),
                 None => PollingStrategy::next(),
@@ -407,16 +423,28 @@ impl GroupConsumer for IggyGroupConsumer {
             ));
         }
         let deadline = Instant::now() + timeout;
-        let mut pause = POLL_PAUSE_MIN;
         loop {
             // Made before the round, so an append through this process during it is not
-            // missed: the pause below ends at it (records written elsewhere wait it out).
+            // missed: the wait below ends at it.
             let handle = Arc::clone(&self.handle);
             let moved = handle.moved.notified();
             tokio::pin!(moved);
+            // Every partition is asked when a full round is due (records written elsewhere
+            // show only so); between, only those this process saw grow.
+            let full = Instant::now() >= self.full_round_at;
             // A dropped connection or a rejoin in progress is retried until the deadline; only
             // if it is still failing then does the caller see the error.
-            let failure = match self.poll_round(count).await {
+            let round = self.poll_round(count, !full).await;
+            if full {
+                // Records found by a full round may come in a burst: ask again soon; an
+                // empty one backs off.
+                self.pause = match &round {
+                    Ok(Some(_)) => POLL_PAUSE_MIN,
+                    _ => (self.pause * 2).min(POLL_PAUSE_MAX),
+                };
+                self.full_round_at = Instant::now() + self.pause;
+            }
+            let failure = match round {
                 Ok(Some(delivery)) => return Ok(Some(delivery)),
                 Ok(None) => None,
                 Err(e) if e.is_retryable() => Some(e),
@@ -426,11 +454,10 @@ impl GroupConsumer for IggyGroupConsumer {
             if now >= deadline {
                 return failure.map_or(Ok(None), Err);
             }
+            let wake = self.full_round_at.min(deadline);
             tokio::select! {
-                () = tokio::time::sleep(pause.min(deadline - now)) => {
-                    pause = (pause * 2).min(POLL_PAUSE_MAX);
-                }
-                () = &mut moved => pause = POLL_PAUSE_MIN,
+                () = tokio::time::sleep_until(wake) => {}
+                () = &mut moved => {}
             }
         }
     }

@@ -113,6 +113,13 @@ impl TopicHandle {
             .ok_or_else(|| Error::new(ErrorKind::Internal, "end watch missing"))
     }
 
+    /// The highest end offset of `partition` this handle has seen (0 if none).
+    pub(super) fn end(&self, partition: u32) -> u64 {
+        self.ends
+            .get(partition as usize)
+            .map_or(0, |sender| *sender.borrow())
+    }
+
     /// Whether anyone still watches any partition of this topic.
     pub(super) fn watched(&self) -> bool {
         self.ends.iter().any(|end| end.receiver_count() > 0)
