@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Prints the path of the `agentlog` executable that `cargo <args>` builds, from cargo's own
 # messages, so CARGO_TARGET_DIR and the like just work. Cargo's output goes to stderr.
-#   scripts/agentlog-bin.sh build -p agentlog --bin agentlog --locked
+#   scripts/agentlog-bin.sh build -p agentlog-server --bin agentlog --locked
 #   scripts/agentlog-bin.sh test --workspace --locked --no-run   (the binary the tests use)
 set -euo pipefail
 cd "$(dirname "$0")/.."

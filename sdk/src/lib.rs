@@ -8,12 +8,12 @@
 //! - [`mcp`]: the MCP bridge, its sibling: tool calls become tasks on the tools' topics.
 //! - [`security`]: ed25519 keys for signed cards and records; edge authentication.
 //! - `http` (feature `http`): the axum router serving the bridge over HTTP.
-//! - `cli` (feature `cli`): the `agentlog` command.
+//!
+//! The `agentlog` program (the command, and the demo and conformance agents it serves) is
+//! the `agentlog-server` crate over this one.
 
 pub mod agent;
 pub mod bridge;
-#[cfg(feature = "cli")]
-pub mod cli;
 pub mod error;
 pub mod hops;
 #[cfg(feature = "http")]

@@ -95,9 +95,9 @@ def agentlog_binary() -> str:
     given = os.environ.get("AGENTLOG_BIN")
     if given:
         return given
-    print("cargo build --release -p agentlog --bin agentlog --locked", file=sys.stderr)
+    print("cargo build --release -p agentlog-server --bin agentlog --locked", file=sys.stderr)
     built = subprocess.run(
-        [str(ROOT / "scripts" / "agentlog-bin.sh"), "build", "--release", "-p", "agentlog", "--bin", "agentlog", "--locked"],
+        [str(ROOT / "scripts" / "agentlog-bin.sh"), "build", "--release", "-p", "agentlog-server", "--bin", "agentlog", "--locked"],
         stdout=subprocess.PIPE, text=True,
     )
     if built.returncode != 0:

@@ -48,8 +48,8 @@ hash_of() { cat "$@" | sha256sum | cut -d' ' -f1; }
 if [[ -n "${AGENTLOG_BIN:-}" ]]; then
     BIN="$AGENTLOG_BIN"
 else
-    step "cargo build -p agentlog --bin agentlog --locked"
-    BIN="$("$ROOT/scripts/agentlog-bin.sh" build -p agentlog --bin agentlog --locked)" ||
+    step "cargo build -p agentlog-server --bin agentlog --locked"
+    BIN="$("$ROOT/scripts/agentlog-bin.sh" build -p agentlog-server --bin agentlog --locked)" ||
         die "cargo build did not produce the agentlog binary"
 fi
 [[ -x "$BIN" ]] || die "AGENTLOG_BIN=$BIN is not an executable"

@@ -11,8 +11,9 @@ use std::time::Duration;
 
 use agentlog::bridge::{Bridge, BridgeConfig, StreamEvent, TaskStream};
 use agentlog::log::Log;
-use agentlog::worker::{DemoHandler, Handler, TaskContext, Worker, WorkerConfig, handler_fn};
+use agentlog::worker::{Handler, TaskContext, Worker, WorkerConfig, handler_fn};
 use agentlog::{Caller, ErrorKind};
+use agentlog_server::agents::DemoHandler;
 use agentlog_wire::TaskState;
 use agentlog_wire::a2a::{
     CancelTaskRequest, GetTaskRequest, ListTasksRequest, Message, SendMessageConfiguration,

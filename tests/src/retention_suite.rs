@@ -9,8 +9,9 @@ use std::time::Duration;
 use agentlog::bridge::Bridge;
 use agentlog::log::Log;
 use agentlog::view::{ListFilter, TaskView, ViewOptions};
-use agentlog::worker::{DemoHandler, TaskContext, Worker, WorkerConfig, handler_fn};
+use agentlog::worker::{TaskContext, Worker, WorkerConfig, handler_fn};
 use agentlog::{AgentTopics, Caller, ErrorKind};
+use agentlog_server::agents::DemoHandler;
 use agentlog_wire::TaskState;
 use agentlog_wire::a2a::{ListTasksRequest, SubscribeToTaskRequest};
 

@@ -5,9 +5,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use agentlog::Caller;
-use agentlog::worker::{DemoHandler, Worker, WorkerConfig};
+use agentlog::worker::{Worker, WorkerConfig};
 use agentlog_integration::bridge_suite::{bridge, get, request, task};
 use agentlog_integration::iggy_server::IggyServer;
+use agentlog_server::agents::DemoHandler;
 use agentlog_wire::a2a::ListTasksRequest;
 
 const ROUNDS: usize = 10_000;

@@ -32,9 +32,10 @@ async fn disk_stays_bounded_by_what_is_retained() {
 
     use agentlog::bridge::{Bridge, BridgeConfig};
     use agentlog::view::CompactTopics;
-    use agentlog::worker::{DemoHandler, Worker, WorkerConfig};
+    use agentlog::worker::{Worker, WorkerConfig};
     use agentlog::{AgentTopics, Caller};
     use agentlog_integration::bridge_suite::{follow_up, get, request, task};
+    use agentlog_server::agents::DemoHandler;
     use agentlog_wire::TaskState;
 
     let dir = tempfile::tempdir().expect("tempdir");

@@ -50,6 +50,7 @@ use crate::error::{Error, ErrorKind, Result};
 
 pub mod embedded;
 mod follower;
+#[cfg(feature = "iggy")]
 pub mod iggy;
 pub mod layers;
 mod partitioner;

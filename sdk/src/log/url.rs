@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use super::Log;
 use super::embedded::{EmbeddedLog, EmbeddedOptions, FsyncPolicy};
+#[cfg(feature = "iggy")]
 use super::iggy::{IggyLog, IggyOptions};
 use crate::error::{Error, ErrorKind, Result};
 use crate::retention::parse_duration;
@@ -267,6 +268,7 @@ pub async fn open(url: &str) -> Result<Log> {
             }
             Log::new(EmbeddedLog::open(dir, options)?)
         }
+        #[cfg(feature = "iggy")]
         LogUrl::Iggy {
             address,
             username,
@@ -281,6 +283,16 @@ pub async fn open(url: &str) -> Result<Log> {
                 options = options.retention(retention);
             }
             Log::new(IggyLog::connect(options).await?)
+        }
+        #[cfg(not(feature = "iggy"))]
+        LogUrl::Iggy { .. } => {
+            return Err(Error::new(
+                ErrorKind::Config,
+                format!(
+                    "{}: this build has no Iggy backend (the `iggy` feature of the agentlog crate)",
+                    redacted(url)
+                ),
+            ));
         }
     };
     Ok(match retention {

@@ -27,13 +27,7 @@
 //! The rules are written in `skills/workers/SKILL.md`.
 
 mod attempt;
-pub mod conformance;
-#[cfg(test)]
-mod conformance_tests;
 mod context;
-pub mod demo;
-mod demo_input_tools;
-pub mod demo_tools;
 mod expiry;
 mod handler;
 mod pending;
@@ -60,9 +54,7 @@ use crate::log::Log;
 use crate::security::{RecordSigner, RecordVerifier};
 use crate::view::{TaskView, ViewOptions};
 
-pub use conformance::ConformanceHandler;
 pub use context::TaskContext;
-pub use demo::DemoHandler;
 pub use expiry::DEFAULT_INPUT_TIMEOUT;
 pub use handler::{Handler, HandlerError, handler_fn};
 pub use tools::{ToolCall, ToolHandler, Tools, tool_fn};

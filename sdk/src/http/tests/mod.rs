@@ -13,7 +13,8 @@ use tower::ServiceExt;
 
 use super::*;
 use crate::bridge::BridgeConfig;
-use crate::worker::{DemoHandler, Worker, WorkerConfig};
+use crate::worker::{Worker, WorkerConfig};
+pub(super) use agent::TestAgent;
 
 const PATIENCE: Duration = Duration::from_secs(60);
 
@@ -38,9 +39,7 @@ pub(super) async fn app_on(log: crate::log::Log, config: HttpConfig) -> (Router,
         .unwrap();
     let mut worker_config = WorkerConfig::new("t");
     worker_config.view = Some(bridge.view().clone());
-    let worker = Worker::start(log, worker_config, DemoHandler)
-        .await
-        .unwrap();
+    let worker = Worker::start(log, worker_config, TestAgent).await.unwrap();
     (router(bridge, config), worker)
 }
 
@@ -174,6 +173,7 @@ pub(super) fn envelope(id: Value, method: &str, params: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 }
 
+mod agent;
 mod bad_input;
 mod card;
 mod port;

@@ -2,26 +2,70 @@
 //! metadata, scopes per method, and the token's principal owning the tasks it makes.
 
 use super::*;
+use agentlog_wire::mcp::{CallToolResult, Tool};
+
 use crate::http::mcp::{McpAuth, McpHttpConfig};
-use crate::mcp::{McpBridge, McpConfig};
-use crate::worker::WorkerConfig;
-use crate::worker::demo_tools::{DEMO_TOOLS_AGENT, demo_tool_handlers, demo_tools};
+use crate::mcp::{McpBridge, McpConfig, TaskSupport, ToolConfig};
+use crate::worker::{ToolCall, Tools, WorkerConfig, tool_fn};
+
+/// The agent whose topics the tools' calls go to.
+const TOOLS_AGENT: &str = "mcp.auth-tests";
+
+/// `greet` (answers at once) and `slow_compute` (sleeps `seconds`; a task when the client
+/// takes tasks).
+fn tools() -> (Vec<ToolConfig>, Tools) {
+    let config = |name: &str, schema: Value, support: TaskSupport| {
+        let mut config = ToolConfig::new(Tool::new(name, schema));
+        config.agent = Some(TOOLS_AGENT.to_owned());
+        config.task_support = support;
+        config
+    };
+    let configs = vec![
+        config(
+            "greet",
+            json!({"type": "object", "properties": {"name": {"type": "string"}}}),
+            TaskSupport::Forbidden,
+        ),
+        config(
+            "slow_compute",
+            json!({"type": "object", "properties": {"seconds": {"type": "number"}}}),
+            TaskSupport::Optional,
+        ),
+    ];
+    let handlers = Tools::new()
+        .tool(
+            "greet",
+            tool_fn(|call: ToolCall| async move {
+                let name = call.arguments["name"].as_str().unwrap_or("you").to_owned();
+                Ok(CallToolResult::text(format!("Hello, {name}!")))
+            }),
+        )
+        .tool(
+            "slow_compute",
+            tool_fn(|call: ToolCall| async move {
+                let seconds = call.arguments["seconds"].as_f64().unwrap_or(1.0);
+                tokio::select! {
+                    () = call.task.cancellation().cancelled() => {}
+                    () = tokio::time::sleep(Duration::from_secs_f64(seconds)) => {}
+                }
+                Ok(CallToolResult::text("computed"))
+            }),
+        );
+    (configs, handlers)
+}
 
 const RESOURCE: &str = "https://agent.example/mcp";
 const METADATA: &str = "https://agent.example/.well-known/oauth-protected-resource/mcp";
 
 async fn mcp_app() -> (Router, Worker) {
     let log = crate::log::open("memory://").await.unwrap();
-    let mcp = McpBridge::open(log.clone(), McpConfig::new(demo_tools()))
+    let (configs, handlers) = tools();
+    let mcp = McpBridge::open(log.clone(), McpConfig::new(configs))
         .await
         .unwrap();
-    let worker = Worker::start(
-        log,
-        WorkerConfig::new(DEMO_TOOLS_AGENT),
-        demo_tool_handlers(),
-    )
-    .await
-    .unwrap();
+    let worker = Worker::start(log, WorkerConfig::new(TOOLS_AGENT), handlers)
+        .await
+        .unwrap();
     let edge = EdgeAuth::new(JwtAuthenticator::new(&config()).unwrap());
     let http = McpHttpConfig {
         auth: Some(McpAuth::new(edge, RESOURCE.parse().unwrap()).unwrap()),
@@ -194,7 +238,7 @@ async fn a_task_belongs_to_the_token_s_principal() {
         mine.body
     );
     // Bob gets what a task that does not exist gets, for reads and for cancels.
-    let unknown = format!("{DEMO_TOOLS_AGENT}:{}", uuid::Uuid::new_v4());
+    let unknown = format!("{TOOLS_AGENT}:{}", uuid::Uuid::new_v4());
     for method in ["tasks/get", "tasks/cancel"] {
         let theirs = mcp(&app, Some(&bob), method, json!({"taskId": task_id})).await;
         let none = mcp(&app, Some(&bob), method, json!({"taskId": unknown})).await;

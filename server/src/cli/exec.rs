@@ -14,7 +14,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
 
 use super::worker::{ExecHandler, Ran};
-use crate::worker::{HandlerError, ToolCall, ToolHandler};
+use agentlog::worker::{HandlerError, ToolCall, ToolHandler};
 
 /// Runs a command per tool call.
 #[derive(Debug)]
@@ -37,7 +37,7 @@ impl ToolHandler for ToolExec {
             .env("AGENTLOG_ATTEMPT", task.attempt().to_string())
             .env("AGENTLOG_IDEMPOTENCY_KEY", task.idempotency_key())
             .env(
-                crate::hops::HOPS_ENV,
+                agentlog::hops::HOPS_ENV,
                 serde_json::to_string(task.hops()).unwrap_or_else(|_| "[]".to_owned()),
             )
             .stdin(Stdio::piped())
@@ -126,9 +126,9 @@ mod tests {
 
     #[tokio::test]
     async fn a_tool_call_runs_the_command_with_its_arguments_on_stdin() {
-        use crate::mcp::{McpBridge, McpConfig, McpReply, McpRequest, ToolConfig};
-        use crate::worker::{Tools, Worker, WorkerConfig};
-        let log = crate::log::open("memory://").await.unwrap();
+        use agentlog::mcp::{McpBridge, McpConfig, McpReply, McpRequest, ToolConfig};
+        use agentlog::worker::{Tools, Worker, WorkerConfig};
+        let log = agentlog::log::open("memory://").await.unwrap();
         let tool = |name: &str| {
             ToolConfig::new(agentlog_wire::mcp::Tool::new(
                 name,
@@ -174,7 +174,7 @@ mod tests {
             let reply = mcp
                 .handle(McpRequest {
                     body: body.as_bytes(),
-                    caller: crate::Caller::anonymous(),
+                    caller: agentlog::Caller::anonymous(),
                     headers: None,
                     accepts_stream: false,
                 })

@@ -7,14 +7,14 @@ use axum::Router;
 use clap::Args;
 
 use super::{CliError, CliResult};
-use crate::bridge::BridgeConfig;
-use crate::http::Allowed;
-use crate::http::auth::EdgeAuth;
-use crate::http::mcp::{McpAuth, McpHttpConfig, router};
-use crate::log::Log;
-use crate::mcp::{McpBridge, McpConfig, ToolConfig, tools_from_json};
-use crate::worker::demo_tools::{DEMO_TOOLS_AGENT, demo_tool_handlers, demo_tools};
-use crate::worker::{Worker, WorkerConfig};
+use crate::agents::demo_tools::{DEMO_TOOLS_AGENT, demo_tool_handlers, demo_tools};
+use agentlog::bridge::BridgeConfig;
+use agentlog::http::Allowed;
+use agentlog::http::auth::EdgeAuth;
+use agentlog::http::mcp::{McpAuth, McpHttpConfig, router};
+use agentlog::log::Log;
+use agentlog::mcp::{McpBridge, McpConfig, ToolConfig, tools_from_json};
+use agentlog::worker::{Worker, WorkerConfig};
 
 /// The MCP flags of `serve`.
 #[derive(Debug, Args)]

@@ -7,7 +7,7 @@ use clap::Args;
 
 use super::output::Out;
 use super::{CliError, CliResult};
-use crate::security::SigningKey;
+use agentlog::security::SigningKey;
 
 const EXAMPLES: &str = "\
 EXAMPLES:
@@ -65,7 +65,7 @@ pub(super) fn run(args: TokenArgs, out: &Out) -> CliResult {
         .map_err(|e| CliError::msg(format!("cannot read {}: {e}", args.key.display())))?;
     let encoding = jsonwebtoken::EncodingKey::from_ed_pem(&pem)
         .map_err(|e| CliError::msg(format!("{}: {e}", args.key.display())))?;
-    let now = crate::retention::now_ms() / 1000;
+    let now = agentlog::retention::now_ms() / 1000;
     let mut claims = serde_json::json!({
         "iss": args.issuer,
         "aud": args.audience,

@@ -6,7 +6,7 @@ use clap::Args;
 
 use super::CliResult;
 use super::output::Out;
-use crate::security::SigningKey;
+use agentlog::security::SigningKey;
 
 const EXAMPLES: &str = "\
 EXAMPLES:

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::{CliError, CliResult};
-use crate::hops::DEFAULT_MAX_HOPS;
-use crate::security::{RecordSigner, RecordVerifier, Trust};
+use agentlog::hops::DEFAULT_MAX_HOPS;
+use agentlog::security::{RecordSigner, RecordVerifier, Trust};
 
 /// `serve`'s signing, trust and hop flags.
 #[derive(Debug, Args)]

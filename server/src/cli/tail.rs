@@ -8,9 +8,9 @@ use tokio::sync::mpsc;
 
 use super::output::{Out, note, one_line, parts_text};
 use super::{CliError, CliResult, LogArgs};
-use crate::agent::AgentTopics;
-use crate::log::embedded::EmbeddedLog;
-use crate::log::{Follower, Log, LogUrl, StoredRecord, TopicRef};
+use agentlog::agent::AgentTopics;
+use agentlog::log::embedded::EmbeddedLog;
+use agentlog::log::{Follower, Log, LogUrl, StoredRecord, TopicRef};
 
 /// Records read per call.
 const BATCH: usize = 1024;
@@ -106,7 +106,7 @@ async fn tail(log: &Log, args: &TailArgs, out: &Out) -> CliResult {
     if !args.follow {
         return Ok(());
     }
-    let (tx, mut rx) = mpsc::channel::<crate::Result<Vec<StoredRecord>>>(64);
+    let (tx, mut rx) = mpsc::channel::<agentlog::Result<Vec<StoredRecord>>>(64);
     let mut followers = tokio::task::JoinSet::new();
     for (partition, end) in (0u32..).zip(&ends) {
         let mut follower = Follower::new(log.clone(), topic.clone(), partition, *end).await?;
@@ -147,7 +147,7 @@ async fn end_offsets(log: &Log, topic: &TopicRef, args: &TailArgs) -> CliResult<
     let waiting = format!("agent {agent:?} has no records yet; waiting for its topic {topic}");
     wait_for(&waiting, async || match log.end_offsets(topic).await {
         Ok(ends) => Ok(Some(ends)),
-        Err(e) if e.kind() != crate::ErrorKind::InvalidParams => {
+        Err(e) if e.kind() != agentlog::ErrorKind::InvalidParams => {
             Err(CliError::msg(format!("cannot read {topic}: {e}")))
         }
         Err(_) if !args.follow => Err(CliError::msg(format!(

@@ -9,8 +9,8 @@ use agentlog_wire::mcp::{CallToolResult, ContentBlock, LoggingLevel, Tool};
 use base64::Engine as _;
 use serde_json::{Map, Value, json};
 
-use super::{ToolCall, Tools, tool_fn};
-use crate::mcp::{TaskSupport, ToolConfig};
+use agentlog::mcp::{TaskSupport, ToolConfig};
+use agentlog::worker::{ToolCall, Tools, tool_fn};
 
 /// The tool agent of every demo tool.
 pub const DEMO_TOOLS_AGENT: &str = "mcp.demo";

@@ -12,8 +12,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::output::Out;
 use super::{CliError, CliResult, LogArgs, RetentionArgs};
-use crate::http::{metrics_router, serve};
-use crate::worker::{DemoHandler, Handler, HandlerError, TaskContext, Worker, WorkerConfig};
+use crate::agents::DemoHandler;
+use agentlog::http::{metrics_router, serve};
+use agentlog::worker::{Handler, HandlerError, TaskContext, Worker, WorkerConfig};
 
 const EXAMPLES: &str = "\
 EXAMPLES:
@@ -104,7 +105,7 @@ pub(super) async fn run(args: WorkerArgs, out: &Out) -> CliResult {
                 max_output: args.max_output,
             };
             let what = format!("tool {tool}: exec {command}");
-            let handler = crate::worker::Tools::new().tool(
+            let handler = agentlog::worker::Tools::new().tool(
                 tool.clone(),
                 super::exec::ToolExec {
                     tool: tool.clone(),
@@ -273,7 +274,7 @@ impl Handler for ExecHandler {
             .env("AGENTLOG_IDEMPOTENCY_KEY", task.idempotency_key())
             // The task's bridge path: `agentlog send` run by the command carries it on.
             .env(
-                crate::hops::HOPS_ENV,
+                agentlog::hops::HOPS_ENV,
                 serde_json::to_string(task.hops()).unwrap_or_else(|_| "[]".to_owned()),
             )
             .stdin(Stdio::piped())
@@ -421,8 +422,8 @@ fn unclosed(line: &str, quote: &str) -> CliError {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::bridge::{Bridge, BridgeConfig};
-    use crate::{Caller, log::embedded::EmbeddedLog};
+    use agentlog::bridge::{Bridge, BridgeConfig};
+    use agentlog::{Caller, log::embedded::EmbeddedLog};
     use agentlog_wire::TaskState;
     use agentlog_wire::a2a::{
         CancelTaskRequest, GetTaskRequest, Message, SendMessageConfiguration, SendMessageRequest,
@@ -440,7 +441,7 @@ mod tests {
     }
 
     async fn setup_with(command: &str, max_output: usize) -> Setup {
-        let log = crate::log::Log::new(EmbeddedLog::in_memory());
+        let log = agentlog::log::Log::new(EmbeddedLog::in_memory());
         let bridge = Bridge::open(log.clone(), BridgeConfig::new("exec"))
             .await
             .unwrap();

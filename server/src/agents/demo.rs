@@ -6,7 +6,7 @@ use std::time::Duration;
 use agentlog_wire::a2a::{Artifact, Part};
 use tokio::time::Instant;
 
-use super::{Handler, HandlerError, TaskContext};
+use agentlog::worker::{Handler, HandlerError, TaskContext};
 
 /// How often a `sleep` task reports progress.
 const PROGRESS_EVERY: Duration = Duration::from_millis(250);
@@ -125,7 +125,7 @@ fn chunks(text: &str, n: usize) -> Vec<String> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::worker::tests::Harness;
+    use crate::agents::tests::Harness;
     use agentlog_wire::TaskState;
     use agentlog_wire::a2a::{Message, PartContent};
 

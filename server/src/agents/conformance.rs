@@ -13,8 +13,8 @@ use agentlog_wire::a2a::{
     AgentCard, AgentExtension, AgentSkill, Artifact, Message, Part, PartContent,
 };
 
-use super::{Handler, HandlerError, TaskContext};
-use crate::bridge::extensions::ExtensionScope;
+use agentlog::bridge::extensions::ExtensionScope;
+use agentlog::worker::{Handler, HandlerError, TaskContext};
 
 /// The extension the kit expects a required one to be, to check -32008 (its CORE-CAP-004).
 pub const REQUIRED_EXTENSION: &str = "urn:a2a:tck:required-extension";
@@ -22,7 +22,7 @@ pub const REQUIRED_EXTENSION: &str = "urn:a2a:tck:required-extension";
 /// The `messageId` prefix of the kit's required-extension probe. The kit activates no
 /// extension in any other test, so a card requiring one for every message would fail them
 /// all: `serve --conformance` requires it for these messages only
-/// ([`ExtensionScope`](crate::bridge::extensions::ExtensionScope)).
+/// ([`ExtensionScope`](agentlog::bridge::extensions::ExtensionScope)).
 pub const REQUIRED_EXTENSION_PROBE: &str = "tck-cap-ext";
 
 /// How long the resubscription scenario keeps its task working: twice the kit's 2 s

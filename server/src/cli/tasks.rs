@@ -202,7 +202,7 @@ fn parse_state(value: &str) -> Result<TaskState, String> {
 /// The bridge path in `AGENTLOG_HOPS` (set by `agentlog worker --exec` for its command), to
 /// carry on the message sent; empty when unset or empty.
 fn hops_from_env() -> CliResult<Vec<String>> {
-    let Some(text) = std::env::var_os(crate::hops::HOPS_ENV) else {
+    let Some(text) = std::env::var_os(agentlog::hops::HOPS_ENV) else {
         return Ok(Vec::new());
     };
     let text = text.to_string_lossy();
@@ -212,11 +212,11 @@ fn hops_from_env() -> CliResult<Vec<String>> {
     serde_json::from_str::<serde_json::Value>(&text)
         .ok()
         .as_ref()
-        .and_then(crate::hops::parse_path)
+        .and_then(agentlog::hops::parse_path)
         .ok_or_else(|| {
             CliError::msg(format!(
                 "{} must be a JSON array of bridge ids (as `agentlog worker --exec` sets it), not {text}",
-                crate::hops::HOPS_ENV
+                agentlog::hops::HOPS_ENV
             ))
         })
 }
@@ -230,7 +230,7 @@ pub(super) async fn send(args: SendArgs, out: &Out) -> CliResult {
     let mut message = Message::user_text(uuid::Uuid::new_v4().to_string(), text);
     message.task_id = args.task.clone();
     message.context_id = args.context.clone();
-    crate::hops::stamp(&mut message, &hops_from_env()?);
+    agentlog::hops::stamp(&mut message, &hops_from_env()?);
     let request = SendMessageRequest {
         tenant: client.tenant().map(str::to_owned),
         message,

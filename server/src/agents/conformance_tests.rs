@@ -12,7 +12,7 @@ use futures::StreamExt;
 
 use super::tests::{Harness, request};
 use super::*;
-use crate::agent::Caller;
+use agentlog::agent::Caller;
 
 /// Whether a part's content is the one a scenario adds.
 type PartCheck = fn(&PartContent) -> bool;

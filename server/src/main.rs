@@ -1,4 +1,4 @@
-//! The `agentlog` command; everything is in [`agentlog::cli`].
+//! The `agentlog` command; everything is in the `cli` module of this crate's library.
 
 /// glibc's malloc took a fifth of a loaded server's CPU, much of it in arena locks
 /// (`tests/benches/README.md`, the allocator notes); the library itself sets no allocator.
@@ -6,5 +6,5 @@
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> std::process::ExitCode {
-    agentlog::cli::main()
+    agentlog_server::main()
 }

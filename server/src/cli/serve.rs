@@ -10,10 +10,11 @@ use tokio_util::sync::CancellationToken;
 use super::output::Out;
 use super::serve_auth::{self, AuthArgs, CardFileExtras};
 use super::{CliError, CliResult, LogArgs, RetentionArgs};
-use crate::bridge::{Bridge, BridgeConfig, LimitsConfig, card_over_defaults, finish_card};
-use crate::http::{Allowed, HttpConfig, ServeConfig, router, serve_with};
-use crate::security::SigningKey;
-use crate::worker::{ConformanceHandler, DemoHandler, Worker, WorkerConfig, conformance};
+use crate::agents::{ConformanceHandler, DemoHandler, conformance};
+use agentlog::bridge::{Bridge, BridgeConfig, LimitsConfig, card_over_defaults, finish_card};
+use agentlog::http::{Allowed, HttpConfig, ServeConfig, router, serve_with};
+use agentlog::security::SigningKey;
+use agentlog::worker::{Worker, WorkerConfig};
 
 const EXAMPLES: &str = "\
 EXAMPLES:
@@ -58,7 +59,7 @@ pub(super) struct ServeArgs {
 
     /// The most connections held open at once; past it a new one is answered 503 (a
     /// retryable JSON-RPC error) and closed.
-    #[arg(long, value_name = "N", default_value_t = crate::http::DEFAULT_MAX_CONNECTIONS)]
+    #[arg(long, value_name = "N", default_value_t = agentlog::http::DEFAULT_MAX_CONNECTIONS)]
     max_connections: usize,
 
     /// The most blocking SendMessage calls waiting at once; past it a blocking send is
@@ -218,7 +219,7 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
     let signing_keys = signing_keys(&args.signing.signing_key)?;
     // The router signs the card; signing it here first turns a card that cannot be signed
     // into a refusal to start rather than an unsigned card.
-    crate::security::sign_card(&card, &signing_keys)
+    agentlog::security::sign_card(&card, &signing_keys)
         .map_err(|e| CliError::msg(format!("cannot sign the agent card: {e}")))?;
     http.signing_keys = signing_keys.clone();
 
@@ -226,7 +227,7 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
     let signer = signing_keys
         .first()
         .cloned()
-        .map(crate::security::RecordSigner::new);
+        .map(agentlog::security::RecordSigner::new);
     let verifier = args.signing.verifier()?;
     let (log, log_metrics) = super::open_counted_log(&log_url).await?;
     http.log_metrics = Some(log_metrics);
@@ -416,9 +417,9 @@ fn with_truncate_corrupt(url: &str) -> CliResult<String> {
 }
 
 /// The base URL clients use: `--public-url`, else the listen address
-/// ([`base_url`](crate::http::base_url)).
+/// ([`base_url`](agentlog::http::base_url)).
 fn public_url(given: Option<&str>, local: SocketAddr) -> CliResult<url::Url> {
-    crate::http::base_url(given, local)
+    agentlog::http::base_url(given, local)
         .map_err(|e| CliError::msg(format!("--public-url: {}", e.message())))
 }
 

@@ -8,8 +8,8 @@ use agentlog_wire::mcp::CallToolResult;
 use serde_json::{Map, Value, json};
 
 use super::demo_tools::{config, no_arguments};
-use super::{HandlerError, ToolCall, ToolHandler, Tools, tool_fn};
-use crate::mcp::{TaskSupport, ToolConfig};
+use agentlog::mcp::{TaskSupport, ToolConfig};
+use agentlog::worker::{HandlerError, ToolCall, ToolHandler, Tools, tool_fn};
 
 fn elicit(message: &str, property: &str, kind: &str) -> Value {
     json!({"method": "elicitation/create", "params": {"message": message, "requestedSchema": {

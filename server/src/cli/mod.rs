@@ -27,7 +27,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::retention::parse_duration;
+use agentlog::retention::parse_duration;
 
 /// The default `--log` of `serve`, `worker` and `tail`: the embedded durable log in
 /// `./agentlog-data` (resolved against the current directory).
@@ -142,7 +142,7 @@ impl RetentionArgs {
         let Some(retention) = self.retention else {
             return Ok(url.to_owned());
         };
-        let ms = crate::retention::millis(retention);
+        let ms = agentlog::retention::millis(retention);
         let given = url::Url::parse(url).ok().and_then(|parsed| {
             parsed
                 .query_pairs()
@@ -196,8 +196,8 @@ impl fmt::Display for CliError {
 
 impl std::error::Error for CliError {}
 
-impl From<crate::Error> for CliError {
-    fn from(err: crate::Error) -> Self {
+impl From<agentlog::Error> for CliError {
+    fn from(err: agentlog::Error) -> Self {
         CliError::Other(err.to_string())
     }
 }
@@ -257,7 +257,7 @@ async fn run(cli: Cli) -> CliResult {
     }
 }
 
-/// A `--log` value as a URL [`crate::log::open`] accepts: a relative `file://` URL
+/// A `--log` value as a URL [`agentlog::log::open`] accepts: a relative `file://` URL
 /// (`file://./data`, `file://data`) or a plain path is resolved against `cwd`.
 fn resolve_log_url(value: &str, cwd: &Path) -> CliResult<String> {
     let value = value.trim();
@@ -306,12 +306,12 @@ fn normalize_file_url(url: url::Url) -> String {
 
 /// The log URL as shown to people: an Iggy password is masked.
 fn display_log_url(url: &str) -> String {
-    crate::log::redacted(url)
+    agentlog::log::redacted(url)
 }
 
 /// Open the log a resolved `--log` names, with a hint when an embedded log is in use.
-async fn open_log(url: &str) -> CliResult<crate::log::Log> {
-    crate::log::open(url)
+async fn open_log(url: &str) -> CliResult<agentlog::log::Log> {
+    agentlog::log::open(url)
         .await
         .map_err(|err| open_error(url, &err))
 }
@@ -321,8 +321,8 @@ async fn open_log(url: &str) -> CliResult<crate::log::Log> {
 /// write, so `/metrics` can show its operations.
 async fn open_counted_log(
     url: &str,
-) -> CliResult<(crate::log::Log, crate::log::layers::LogMetrics)> {
-    use crate::log::layers::{LogMetrics, MetricsLayer, TracingLayer};
+) -> CliResult<(agentlog::log::Log, agentlog::log::layers::LogMetrics)> {
+    use agentlog::log::layers::{LogMetrics, MetricsLayer, TracingLayer};
     let metrics = LogMetrics::new();
     let log = open_log(url)
         .await?
@@ -332,15 +332,15 @@ async fn open_counted_log(
 }
 
 /// The one line for a log that cannot be opened.
-fn open_error(url: &str, err: &crate::Error) -> CliError {
+fn open_error(url: &str, err: &agentlog::Error) -> CliError {
     let mut line = format!("cannot open the log {}: {err}", display_log_url(url));
-    if err.kind() == crate::ErrorKind::Config && err.message().contains("in use") {
+    if err.kind() == agentlog::ErrorKind::Config && err.message().contains("in use") {
         line.push_str(
             " (the embedded log is single-process: stop the other process first, \
              or share an iggy:// log)",
         );
     }
-    if err.kind() == crate::ErrorKind::Corrupt && url.starts_with("file://") {
+    if err.kind() == agentlog::ErrorKind::Corrupt && url.starts_with("file://") {
         line.push_str(
             " (damage a power loss can leave: `agentlog serve --truncate-corrupt`, or \
              ?truncate_corrupt=true in the URL, cuts each partition at it and loses what follows)",

@@ -21,7 +21,7 @@ use clap::Args;
 use serde::Deserialize;
 
 use super::{CliError, CliResult};
-use crate::http::auth::{EdgeAuth, JwtAuthenticator, JwtConfig, MethodScopes};
+use agentlog::http::auth::{EdgeAuth, JwtAuthenticator, JwtConfig, MethodScopes};
 
 /// The `--jwt-*` flags and `--allow-anonymous`.
 #[derive(Debug, Clone, Default, Args)]
@@ -229,7 +229,7 @@ mod tests {
 
     fn public_key(dir: &Path) -> PathBuf {
         let private = dir.join("issuer.key");
-        crate::security::SigningKey::generate()
+        agentlog::security::SigningKey::generate()
             .unwrap()
             .write_pair(&private)
             .unwrap()
@@ -297,7 +297,7 @@ mod tests {
         edge_auth(&auth_args(&["--jwt-audience", "b"]), &extras)
             .unwrap()
             .unwrap();
-        let public = crate::bridge::default_card("t");
+        let public = agentlog::bridge::default_card("t");
         let extended = extended_card(&public, &extras).unwrap().unwrap();
         assert_eq!(extended.description, "for members");
         assert_eq!(extended.supported_interfaces, public.supported_interfaces);

@@ -8,8 +8,8 @@ use clap::Args;
 use super::client::{FetchedCard, fetch_card};
 use super::output::Out;
 use super::{CliError, CliResult};
-use crate::security::card_signing::{SignatureCheck, check_card_signatures};
-use crate::security::{VerifyingKey, verify_card};
+use agentlog::security::card_signing::{SignatureCheck, check_card_signatures};
+use agentlog::security::{VerifyingKey, verify_card};
 
 const EXAMPLES: &str = "\
 EXAMPLES:

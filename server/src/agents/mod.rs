@@ -1,0 +1,14 @@
+//! The agents `agentlog serve` runs in its own process: the demo agent and its MCP tools
+//! (`--demo`), and the agent the official A2A conformance kit drives (`--conformance`).
+
+pub mod conformance;
+#[cfg(test)]
+mod conformance_tests;
+pub mod demo;
+mod demo_input_tools;
+pub mod demo_tools;
+#[cfg(test)]
+mod tests;
+
+pub use conformance::ConformanceHandler;
+pub use demo::DemoHandler;
