@@ -235,6 +235,15 @@ impl Error {
         }
     }
 
+    /// -32001: no task `task_id` (or not one the caller may see: the same answer).
+    pub fn task_not_found(task_id: &str) -> Self {
+        Error::new(
+            ErrorKind::TaskNotFound,
+            format!("Task not found: {task_id}"),
+        )
+        .with_detail("taskId", task_id)
+    }
+
     /// Attach a fact about the error (`taskId`, `field`, ...), reported in the JSON-RPC
     /// error's `ErrorInfo.metadata`.
     pub fn with_detail(mut self, key: &'static str, value: impl Into<String>) -> Self {

@@ -18,6 +18,8 @@ pub mod error;
 pub mod hops;
 #[cfg(feature = "http")]
 pub mod http;
+#[cfg(test)]
+mod layering;
 pub mod log;
 pub mod mcp;
 pub mod retention;

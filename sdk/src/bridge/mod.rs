@@ -333,9 +333,5 @@ pub(crate) use crate::retention::now_ms;
 use crate::retention::{DEFAULT_RETENTION, millis};
 
 pub(crate) fn not_found(task_id: &str) -> Error {
-    Error::new(
-        ErrorKind::TaskNotFound,
-        format!("Task not found: {task_id}"),
-    )
-    .with_detail("taskId", task_id)
+    Error::task_not_found(task_id)
 }

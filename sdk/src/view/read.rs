@@ -131,7 +131,7 @@ impl TaskView {
             // The task expired while it was being read, and the log deleted its records:
             // a clean not-found, as a moment later.
             Err(error) if error.kind() == ErrorKind::Corrupt && !self.is_retained(task_id) => {
-                return Err(crate::bridge::not_found(task_id));
+                return Err(Error::task_not_found(task_id));
             }
             read => read?,
         };
