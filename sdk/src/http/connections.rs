@@ -105,7 +105,7 @@ impl Bounded {
                     continue;
                 }
             };
-            super::server::tune_accepted(&mut stream);
+            tune_accepted(&mut stream);
             let why = match Arc::clone(&self.places).try_acquire_owned() {
                 Ok(place) => match self.peers.take(addr.ip()) {
                     Some(peer) => {
@@ -132,6 +132,14 @@ impl Bounded {
                 });
             }
         }
+    }
+}
+
+/// What [`serve`](super::serve) does to every accepted socket: replies are small and written
+/// whole, so Nagle's algorithm would only delay them.
+pub(super) fn tune_accepted(tcp: &mut tokio::net::TcpStream) {
+    if let Err(e) = tcp.set_nodelay(true) {
+        tracing::debug!("cannot set TCP_NODELAY on an accepted socket: {e}");
     }
 }
 

@@ -161,13 +161,6 @@ pub async fn serve_with(
     Ok(())
 }
 
-/// What [`serve`] does to every accepted socket.
-pub(super) fn tune_accepted(tcp: &mut tokio::net::TcpStream) {
-    if let Err(e) = tcp.set_nodelay(true) {
-        tracing::debug!("cannot set TCP_NODELAY on an accepted socket: {e}");
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

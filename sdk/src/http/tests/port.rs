@@ -3,7 +3,7 @@
 use tokio::net::TcpListener;
 
 use super::*;
-use crate::http::server::tune_accepted;
+use crate::http::connections::tune_accepted;
 
 /// A `GetTask` of an unknown task over `stream` as raw HTTP/1.1, and the whole response.
 async fn raw_get_task(mut stream: tokio::net::TcpStream) -> String {

@@ -9,7 +9,7 @@
 //! round trip, and a lone append waits for nothing. Each append's records stay contiguous,
 //! and an append acknowledged before another was made lands before it.
 
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, OnceLock, Weak};
 
 use bytes::Bytes;
 use iggy::prelude::{IggyMessage, MessageClient};
@@ -32,6 +32,36 @@ struct Job {
     done: oneshot::Sender<Result<u64>>,
 }
 
+/// The senders of a topic's partitions, each started on first use.
+#[derive(Debug)]
+pub(super) struct Appenders {
+    slots: Vec<OnceLock<Appender>>,
+}
+
+impl Appenders {
+    pub(super) fn new(partitions: u32) -> Appenders {
+        Appenders {
+            slots: (0..partitions).map(|_| OnceLock::new()).collect(),
+        }
+    }
+
+    /// The sender of `partition` of `handle`, over `pool`.
+    pub(super) fn get(
+        &self,
+        pool: &Arc<Pool>,
+        handle: &Arc<TopicHandle>,
+        partition: u32,
+    ) -> Result<&Appender> {
+        handle.route(partition)?;
+        let slot = self
+            .slots
+            .get(partition as usize)
+            .ok_or_else(|| Error::new(ErrorKind::Internal, "appender slot missing"))?;
+        Ok(slot
+            .get_or_init(|| Appender::start(Arc::clone(pool), Arc::downgrade(handle), partition)))
+    }
+}
+
 /// The sender of one partition's appends.
 #[derive(Debug, Clone)]
 pub(super) struct Appender {
@@ -40,8 +70,8 @@ pub(super) struct Appender {
 
 impl Appender {
     /// Start the task sending `partition` of `handle`'s appends over `pool`. The task ends
-    /// with the handle (which holds the appender: the task holds the handle weakly).
-    pub(super) fn start(pool: Arc<Pool>, handle: Weak<TopicHandle>, partition: u32) -> Appender {
+    /// once the appender is dropped (with the log's topic cache) or the handle is gone.
+    fn start(pool: Arc<Pool>, handle: Weak<TopicHandle>, partition: u32) -> Appender {
         let (jobs, queue) = mpsc::unbounded_channel();
         tokio::spawn(run(pool, handle, partition, queue));
         Appender { jobs }

@@ -96,6 +96,7 @@ use iggy::prelude::{
 use tokio::sync::{OnceCell, watch};
 use tokio_util::sync::CancellationToken;
 
+use self::appender::Appenders;
 use self::errors::{STREAM_EXISTS, TOPIC_EXISTS, map_err};
 use self::group::IggyGroupConsumer;
 pub use self::options::IggyOptions;
@@ -118,6 +119,8 @@ pub struct IggyLog {
     /// The pollers' connection, kept apart so polling never queues behind an append.
     watch_client: OnceCell<Arc<IggyClient>>,
     topics: RwLock<HashMap<TopicRef, Arc<TopicHandle>>>,
+    /// The group-commit senders of each topic's partitions, beside its handle.
+    appenders: RwLock<HashMap<TopicRef, Arc<Appenders>>>,
     /// The consumer used for reads by offset (nothing is ever stored for it).
     reader: Consumer,
     closed: CancellationToken,
@@ -135,6 +138,7 @@ impl IggyLog {
             pool,
             watch_client: OnceCell::new(),
             topics: RwLock::new(HashMap::new()),
+            appenders: RwLock::new(HashMap::new()),
             reader: Consumer::default(),
             closed: CancellationToken::new(),
         })
@@ -182,6 +186,19 @@ impl IggyLog {
             .write()
             .map_err(|_| Error::new(ErrorKind::Internal, "topic cache poisoned"))?;
         Ok(Arc::clone(topics.entry(topic.clone()).or_insert(handle)))
+    }
+
+    /// The group-commit senders of `topic` (described by `handle`).
+    fn appenders(&self, topic: &TopicRef, handle: &TopicHandle) -> Result<Arc<Appenders>> {
+        let poisoned = || Error::new(ErrorKind::Internal, "appender cache poisoned");
+        if let Some(appenders) = self.appenders.read().map_err(|_| poisoned())?.get(topic) {
+            return Ok(Arc::clone(appenders));
+        }
+        let mut all = self.appenders.write().map_err(|_| poisoned())?;
+        let appenders = all
+            .entry(topic.clone())
+            .or_insert_with(|| Arc::new(Appenders::new(handle.partitions())));
+        Ok(Arc::clone(appenders))
     }
 
     /// The server's description of `topic`, or `None` if it does not exist.
@@ -310,8 +327,9 @@ impl LogBackend for IggyLog {
                 "append: more than u32::MAX records",
             )
         })?;
-        let first_offset = handle
-            .appender(&self.pool, partition)?
+        let first_offset = self
+            .appenders(topic, &handle)?
+            .get(&self.pool, &handle, partition)?
             .append(payloads)
             .await?;
         Ok(Appended {
@@ -440,6 +458,9 @@ impl LogBackend for IggyLog {
         self.closed.cancel();
         if let Ok(mut topics) = self.topics.write() {
             topics.clear();
+        }
+        if let Ok(mut appenders) = self.appenders.write() {
+            appenders.clear();
         }
         if let Some(client) = self.watch_client.get() {
             let _ = client.shutdown().await;

@@ -1,16 +1,14 @@
 //! What this process knows about one topic: its Iggy identifiers, how to route to each
 //! partition, and the last end offset seen per partition.
 
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
 
 use bytes::Bytes;
 use iggy::prelude::{Identifier, IggyMessage, Partition, Partitioning, TopicDetails};
 use tokio::sync::{Notify, watch};
 
-use super::appender::Appender;
 use super::errors::map_err;
-use super::pool::Pool;
 use super::tail::Tail;
 use crate::error::{Error, ErrorKind, Result};
 use crate::log::{Place, StoredRecord, TopicRef};
@@ -37,9 +35,8 @@ pub(super) struct TopicHandle {
     /// Notified whenever an end moves: a group member here waits on it between polls, so a
     /// record appended through this handle is picked up without waiting out a pause.
     pub(super) moved: Notify,
-    /// Per partition: its newest records ([`Tail`]) and its group-commit sender.
+    /// Per partition: its newest records ([`Tail`]).
     tails: Vec<Tail>,
-    appenders: Vec<OnceLock<Appender>>,
     /// End-offset probes: how many started, the newest answer, and the turn to start one
     /// ([`TopicHandle::probe`]).
     probes_started: AtomicU64,
@@ -65,7 +62,6 @@ impl TopicHandle {
             ensured: AtomicBool::new(false),
             moved: Notify::new(),
             tails: (0..count).map(|_| Tail::new(tail_budget)).collect(),
-            appenders: (0..count).map(|_| OnceLock::new()).collect(),
             probes_started: AtomicU64::new(0),
             last_probe: Mutex::new(None),
             probing: tokio::sync::Mutex::new(()),
@@ -140,20 +136,6 @@ impl TopicHandle {
             self.moved.notify_waiters();
         }
         moved
-    }
-
-    /// The group-commit sender of `partition` (started on first use, over `pool`).
-    pub(super) fn appender(
-        self: &Arc<Self>,
-        pool: &Arc<Pool>,
-        partition: u32,
-    ) -> Result<&Appender> {
-        self.route(partition)?;
-        let slot = self
-            .appenders
-            .get(partition as usize)
-            .ok_or_else(|| Error::new(ErrorKind::Internal, "appender slot missing"))?;
-        Ok(slot.get_or_init(|| Appender::start(Arc::clone(pool), Arc::downgrade(self), partition)))
     }
 
     /// Keep `payloads`, the records at `first..` of `partition`, as its newest ([`Tail`]).
