@@ -7,7 +7,7 @@
 use agentlog_wire::mcp::CallToolResult;
 use serde_json::{Map, Value, json};
 
-use super::demo_tools::{config, no_arguments};
+use super::tool_config::{config, no_arguments};
 use agentlog::mcp::{TaskSupport, ToolConfig};
 use agentlog::worker::{HandlerError, ToolCall, ToolHandler, Tools, tool_fn};
 

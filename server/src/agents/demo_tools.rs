@@ -5,38 +5,18 @@
 
 use std::time::Duration;
 
-use agentlog_wire::mcp::{CallToolResult, ContentBlock, LoggingLevel, Tool};
+use agentlog_wire::mcp::{CallToolResult, ContentBlock, LoggingLevel};
 use base64::Engine as _;
 use serde_json::{Map, Value, json};
 
 use agentlog::mcp::{TaskSupport, ToolConfig};
-use agentlog::worker::{ToolCall, Tools, tool_fn};
 
-/// The tool agent of every demo tool.
-pub const DEMO_TOOLS_AGENT: &str = "mcp.demo";
+pub use super::tool_config::DEMO_TOOLS_AGENT;
+use super::tool_config::{config, no_arguments};
+use agentlog::worker::{ToolCall, Tools, tool_fn};
 
 /// A 1×1 red PNG.
 const RED_PIXEL_PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
-
-pub(super) fn config(
-    name: &str,
-    description: &str,
-    schema: Value,
-    support: TaskSupport,
-) -> ToolConfig {
-    ToolConfig {
-        agent: Some(DEMO_TOOLS_AGENT.to_owned()),
-        task_support: support,
-        ..ToolConfig::new(Tool {
-            description: Some(description.to_owned()),
-            ..Tool::new(name, schema)
-        })
-    }
-}
-
-pub(super) fn no_arguments() -> Value {
-    json!({"type": "object", "properties": {}, "additionalProperties": false})
-}
 
 /// The demo tools' definitions.
 pub fn demo_tools() -> Vec<ToolConfig> {

@@ -9,6 +9,7 @@ mod demo_input_tools;
 pub mod demo_tools;
 #[cfg(test)]
 mod tests;
+mod tool_config;
 
 pub use conformance::ConformanceHandler;
 pub use demo::DemoHandler;

@@ -13,7 +13,7 @@ use agentlog_wire::mcp::CallToolResult;
 use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
 
-use super::worker::{ExecHandler, Ran};
+use super::command::{ExecHandler, Ran};
 use agentlog::worker::{HandlerError, ToolCall, ToolHandler};
 
 /// Runs a command per tool call.

@@ -8,6 +8,7 @@
 
 mod card;
 mod client;
+mod command;
 mod diagnostics;
 mod exec;
 mod keygen;
