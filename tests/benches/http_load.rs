@@ -52,7 +52,7 @@ const FIXED_REPLY: &str = r#"{"jsonrpc":"2.0","id":1,"result":{"task":{"id":"0b4
 #[derive(Clone, Copy, PartialEq)]
 enum Kind {
     Bare,
-    /// Our router and `handle_rpc` with no log work: `GetExtendedAgentCard` (answered -32004).
+    /// Our router and `Bridge::handle` with no log work: `GetExtendedAgentCard` (answered -32004).
     RouterOnly,
     Send,
     Get,

@@ -753,17 +753,15 @@ async fn handler_errors_and_panics_fail_the_task(subject: &dyn Backend, agent: &
 }
 
 async fn protocol_03_methods(subject: &dyn Backend, agent: &str) {
-    use agentlog::bridge::RpcReply;
+    use agentlog::bridge::{RpcReply, RpcRequest};
     let (b, w) = demo_agent(subject, agent).await;
     let c = Caller::anonymous();
     let rpc = |body: serde_json::Value| {
         let b = b.clone();
         let c = c.clone();
         async move {
-            match b
-                .handle_rpc(&c, None, body.to_string().as_bytes(), None)
-                .await
-            {
+            let body = body.to_string();
+            match b.handle(RpcRequest::new(body.as_bytes(), c)).await {
                 RpcReply::Json(bytes) => {
                     serde_json::from_slice::<serde_json::Value>(&bytes).expect("json")
                 }
@@ -795,8 +793,9 @@ async fn protocol_03_methods(subject: &dyn Backend, agent: &str) {
             .await;
     assert_eq!(v1["result"]["status"]["state"], "TASK_STATE_COMPLETED");
     // message/stream frames carry `kind` and `final`.
+    let body = serde_json::json!({"jsonrpc":"2.0","id":5,"method":"message/stream","params":{"message":{"kind":"message","messageId":"v03-2","role":"user","parts":[{"kind":"text","text":"yo"}]}}}).to_string();
     let reply = b
-        .handle_rpc(&c, Some("0.3"), serde_json::json!({"jsonrpc":"2.0","id":5,"method":"message/stream","params":{"message":{"kind":"message","messageId":"v03-2","role":"user","parts":[{"kind":"text","text":"yo"}]}}}).to_string().as_bytes(), None)
+        .handle(RpcRequest::new(body.as_bytes(), c.clone()).a2a_version(Some("0.3")))
         .await;
     let RpcReply::Stream(mut stream) = reply else {
         panic!("expected a stream")

@@ -7,7 +7,7 @@ use std::time::Duration;
 use agentlog::Caller as SdkCaller;
 use agentlog::bridge::json::{from_params, to_json};
 use agentlog::bridge::{
-    Bridge as SdkBridge, BridgeConfig, PulledStream, RpcOptions, RpcReply, SseFrames, TaskStream,
+    Bridge as SdkBridge, BridgeConfig, PulledStream, RpcReply, RpcRequest, SseFrames, TaskStream,
     card_from_file, card_from_json, default_card,
 };
 use futures::StreamExt;
@@ -300,22 +300,14 @@ impl Bridge {
             ),
             None => (SdkCaller::anonymous(), None, Vec::new(), None),
         };
-        let parsed = agentlog_wire::jsonrpc::parse_request(&body);
-        let options = RpcOptions {
-            a2a_version: version.as_deref(),
-            extensions,
-            resume_after,
-        };
-        Ok(
-            match self
-                .inner
-                .handle_parsed_with(&caller, parsed, &options)
-                .await
-            {
-                RpcReply::Json(bytes) => Either::A(bytes.into()),
-                RpcReply::Stream(stream) => Either::B(RpcFrames::new(stream.into_sse_frames())),
-            },
-        )
+        let request = RpcRequest::new(&body, caller)
+            .a2a_version(version.as_deref())
+            .extensions(extensions)
+            .resume_after(resume_after);
+        Ok(match self.inner.handle(request).await {
+            RpcReply::Json(bytes) => Either::A(bytes.into()),
+            RpcReply::Stream(stream) => Either::B(RpcFrames::new(stream.into_sse_frames())),
+        })
     }
 }
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use agentlog::bridge::json::{from_params, to_json};
 use agentlog::bridge::{
-    PulledStream, RpcOptions, RpcReply, SseFrames, TaskStream, card_from_file, card_from_json,
+    PulledStream, RpcReply, RpcRequest, SseFrames, TaskStream, card_from_file, card_from_json,
 };
 use agentlog::{Bridge, BridgeConfig, ErrorKind};
 use futures::StreamExt;
@@ -270,13 +270,11 @@ impl PyBridge {
             py,
             OnCancel::Finish,
             async move {
-                let parsed = agentlog_wire::jsonrpc::parse_request(&body);
-                let options = RpcOptions {
-                    a2a_version: version.as_deref(),
-                    extensions,
-                    resume_after,
-                };
-                Ok(bridge.handle_parsed_with(&caller, parsed, &options).await)
+                let request = RpcRequest::new(&body, caller)
+                    .a2a_version(version.as_deref())
+                    .extensions(extensions)
+                    .resume_after(resume_after);
+                Ok(bridge.handle(request).await)
             },
             |py, reply| match reply {
                 RpcReply::Json(bytes) => Ok(PyBytes::new(py, &bytes).into_any().unbind()),

@@ -2,8 +2,9 @@
 //!
 //! A [`Bridge`] owns nothing but a [`TaskView`] that it rebuilds from the agent's events topic,
 //! so any number of bridges over the same log (in one process or many, restarted or not)
-//! answer alike. Transports are thin shells over it: [`Bridge::handle_rpc`] takes a JSON-RPC
-//! body and gives a JSON body or an event stream; the typed verbs serve Rust callers.
+//! answer alike. Transports are thin shells over it: [`Bridge::handle`] takes a JSON-RPC
+//! request ([`RpcRequest`]) and gives a JSON body or an event stream; the typed verbs serve
+//! Rust callers.
 //!
 //! How each verb maps onto the log is written in `skills/a2a-bridge/SKILL.md`.
 
@@ -44,7 +45,7 @@ pub use card::{
 pub use limits::LimitsConfig;
 pub(crate) use live::TurnEvents;
 pub use pull::PulledStream;
-pub use rpc::{RpcOptions, RpcReply, RpcStream, SseFrames};
+pub use rpc::{RpcReply, RpcRequest, RpcStream, SseFrames};
 pub use stream::{StreamEvent, TaskStream};
 pub(crate) use tasks::encode_cursor as page_token;
 

@@ -112,16 +112,66 @@ impl RpcStream {
 /// write to a `text/event-stream` response.
 pub type SseFrames = std::pin::Pin<Box<dyn futures::Stream<Item = Vec<u8>> + Send>>;
 
-/// What a transport knows about a JSON-RPC request besides its body.
-#[derive(Debug, Clone, Default)]
-pub struct RpcOptions<'a> {
+/// One request to [`Bridge::handle`]: a JSON-RPC body, who sends it, and what its transport
+/// knows besides (the sibling of `McpRequest`).
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct RpcRequest<'a> {
+    /// The body, parsed ([`parse_request`]), or why it does not parse: a transport that reads
+    /// the method first (for metrics, or to know a stream is coming) parses it once, here.
+    pub parsed: std::result::Result<Request<'a>, BadRequest>,
+    /// Who calls (edge auth's, or anonymous).
+    pub caller: Caller,
     /// The request's `A2A-Version` value, if it had one.
     pub a2a_version: Option<&'a str>,
     /// The extension URIs the request activates (its `A2A-Extensions` header; see
     /// [`extensions`](super::extensions)).
     pub extensions: Vec<String>,
-    /// An SSE `Last-Event-ID`: a streaming method continues right after that log position.
+    /// An SSE `Last-Event-ID`: a streaming method continues right after that log position
+    /// instead of starting with a snapshot.
     pub resume_after: Option<u64>,
+}
+
+impl<'a> RpcRequest<'a> {
+    /// The request in `body`, from `caller`, with nothing else known.
+    pub fn new(body: &'a [u8], caller: Caller) -> Self {
+        Self::parsed(parse_request(body), caller)
+    }
+
+    /// A request whose body the transport parsed already.
+    pub fn parsed(parsed: std::result::Result<Request<'a>, BadRequest>, caller: Caller) -> Self {
+        Self {
+            parsed,
+            caller,
+            a2a_version: None,
+            extensions: Vec::new(),
+            resume_after: None,
+        }
+    }
+
+    /// Sets [`RpcRequest::a2a_version`].
+    pub fn a2a_version(mut self, version: Option<&'a str>) -> Self {
+        self.a2a_version = version;
+        self
+    }
+
+    /// Sets [`RpcRequest::extensions`].
+    pub fn extensions(mut self, extensions: Vec<String>) -> Self {
+        self.extensions = extensions;
+        self
+    }
+
+    /// Sets [`RpcRequest::resume_after`].
+    pub fn resume_after(mut self, position: Option<u64>) -> Self {
+        self.resume_after = position;
+        self
+    }
+}
+
+/// What the methods need of a request besides its params.
+struct RpcOptions<'a> {
+    extensions: &'a [String],
+    resume_after: Option<u64>,
 }
 
 impl Bridge {
@@ -135,55 +185,30 @@ impl Bridge {
         raw: Option<&'r str>,
     ) -> Option<&'r str> {
         let card = &self.inner.config.card;
-        if super::extensions::activate(card, &mut request.message, &options.extensions) {
+        if super::extensions::activate(card, &mut request.message, options.extensions) {
             None
         } else {
             raw
         }
     }
 
-    /// Answer one JSON-RPC request body from `caller`, with the request's `A2A-Version`
-    /// value if it had one. Never fails: every problem becomes a JSON-RPC error.
-    ///
-    /// `resume_after` (an SSE `Last-Event-ID`) makes a streaming method continue right after
-    /// that log position instead of starting with a snapshot.
-    pub async fn handle_rpc(
-        &self,
-        caller: &Caller,
-        a2a_version: Option<&str>,
-        body: &[u8],
-        resume_after: Option<u64>,
-    ) -> RpcReply {
-        self.handle_parsed(caller, a2a_version, parse_request(body), resume_after)
-            .await
-    }
-
-    /// [`handle_rpc`](Self::handle_rpc) for a body the transport already parsed with
-    /// [`parse_request`] (to read the method before answering), so it is parsed once.
-    pub async fn handle_parsed(
-        &self,
-        caller: &Caller,
-        a2a_version: Option<&str>,
-        parsed: std::result::Result<Request<'_>, BadRequest>,
-        resume_after: Option<u64>,
-    ) -> RpcReply {
-        let options = RpcOptions {
+    /// Answer one JSON-RPC request ([`RpcRequest`]): the bridge's one entry, which the HTTP
+    /// router and the language bindings call. Never fails: every problem becomes a JSON-RPC
+    /// error.
+    pub async fn handle(&self, request: RpcRequest<'_>) -> RpcReply {
+        let RpcRequest {
+            parsed,
+            caller,
             a2a_version,
+            extensions,
             resume_after,
-            ..RpcOptions::default()
+        } = request;
+        let options = RpcOptions {
+            extensions: &extensions,
+            resume_after,
         };
-        self.handle_parsed_with(caller, parsed, &options).await
-    }
-
-    /// [`handle_parsed`](Self::handle_parsed) with everything the transport knows about the
-    /// request besides its body ([`RpcOptions`]: the extensions it activates, too).
-    pub async fn handle_parsed_with(
-        &self,
-        caller: &Caller,
-        parsed: std::result::Result<Request<'_>, BadRequest>,
-        options: &RpcOptions<'_>,
-    ) -> RpcReply {
-        let a2a_version = options.a2a_version;
+        let caller = &caller;
+        let options = &options;
         let header_version = match a2a_version.map(str::trim).filter(|v| !v.is_empty()) {
             None => None,
             Some(v) => match ProtocolVersion::from_header(v) {

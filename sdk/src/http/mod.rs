@@ -36,7 +36,7 @@
 //!     `application/a2a+json` (parameters such as `; charset=utf-8` are allowed), with
 //!     -32005 ContentTypeNotSupported (what the A2A conformance kit expects);
 //!   - `413` when the body exceeds [`HttpConfig::body_limit_bytes`].
-//! - **`A2A-Version`** is handed to [`Bridge::handle_parsed`] as sent (a value that is not valid
+//! - **`A2A-Version`** is handed to [`Bridge::handle`](crate::bridge::Bridge::handle) as sent (a value that is not valid
 //!   UTF-8 is passed lossily, so it is refused with -32009 like any unsupported version); a
 //!   missing header is accepted, as documented there.
 //! - **A streaming method's stream is `200 text/event-stream`**: each event is one SSE frame

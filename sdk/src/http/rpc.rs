@@ -21,7 +21,7 @@ use super::errors::{self, json, rpc_refusal};
 use super::metrics::UNKNOWN_METHOD;
 use super::{AppState, card, guard};
 use crate::agent::Caller;
-use crate::bridge::{RpcOptions, RpcReply, extensions};
+use crate::bridge::{RpcReply, RpcRequest, extensions};
 use crate::error::{Error, ErrorKind};
 
 const A2A_VERSION: HeaderName = HeaderName::from_static("a2a-version");
@@ -167,21 +167,18 @@ async fn rpc(state: AppState, parts: Parts, body: Body) -> Response {
         },
         _ => None,
     };
-    let extensions = requested_extensions(&parts.headers);
-    let options = RpcOptions {
-        a2a_version: version.as_deref(),
-        extensions,
-        resume_after,
-    };
-    let reply = inner
-        .bridge
-        .handle_parsed_with(&caller, parsed, &options)
-        .await;
+    let requested = requested_extensions(&parts.headers);
+    // Echoed below: the extensions this request activated, those of the card it named
+    // (A2A §4.6).
+    let activated = extensions::activated(inner.bridge.agent_card(), &requested).join(", ");
+    let request = RpcRequest::parsed(parsed, caller)
+        .a2a_version(version.as_deref())
+        .extensions(requested)
+        .resume_after(resume_after);
+    let reply = inner.bridge.handle(request).await;
     let mut response = respond(reply, &probe, &state, start);
-    // Echo the extensions this request activated: those of the card it named (A2A §4.6).
-    let activated = extensions::activated(inner.bridge.agent_card(), &options.extensions);
     if !activated.is_empty()
-        && let Ok(value) = HeaderValue::from_str(&activated.join(", "))
+        && let Ok(value) = HeaderValue::from_str(&activated)
     {
         response.headers_mut().insert(A2A_EXTENSIONS, value);
     }
