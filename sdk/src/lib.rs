@@ -12,6 +12,9 @@
 //! The `agentlog` program (the command, and the demo and conformance agents it serves) is
 //! the `agentlog-server` crate over this one.
 
+#[macro_use]
+mod setters;
+
 pub mod agent;
 pub mod bridge;
 pub mod error;

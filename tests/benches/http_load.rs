@@ -128,13 +128,10 @@ fn start(server_rt: &Runtime, case: Case) -> Server {
                         .await
                         .unwrap(),
                 );
-                let http = McpHttpConfig {
-                    allowed: agentlog::http::Allowed {
-                        hosts: vec!["*".to_owned()],
-                        ..Default::default()
-                    },
-                    ..McpHttpConfig::default()
-                };
+                let http = McpHttpConfig::new().allowed(agentlog::http::Allowed {
+                    hosts: vec!["*".to_owned()],
+                    ..Default::default()
+                });
                 agentlog::http::mcp::router(mcp, http).unwrap()
             } else {
                 let bridge = Bridge::open(log.clone(), BridgeConfig::new("bench"))

@@ -31,10 +31,7 @@ pub async fn two_bridges(
     let log = agentlog::log::open("memory://").await.expect("log");
     let a = McpBridge::open(log.clone(), config()).await.expect("mcp a");
     let b = McpBridge::open(log.clone(), config()).await.expect("mcp b");
-    let worker_config = WorkerConfig {
-        lease: Duration::from_secs(10),
-        ..WorkerConfig::new(agent)
-    };
+    let worker_config = WorkerConfig::new(agent).lease(Duration::from_secs(10));
     let worker = Worker::start(log, worker_config, tools)
         .await
         .expect("worker");

@@ -78,10 +78,7 @@ async fn server() -> Server {
     };
     let mut workers = Vec::new();
     for (agent, bridge) in mcp.bridges() {
-        let config = WorkerConfig {
-            view: Some(bridge.view().clone()),
-            ..WorkerConfig::new(agent)
-        };
+        let config = WorkerConfig::new(agent).view(bridge.view().clone());
         workers.push(
             Worker::start(log.clone(), config, tools())
                 .await

@@ -21,10 +21,7 @@ fn tool(name: &str, agent: &str) -> ToolConfig {
 }
 
 async fn worker(log: &agentlog::log::Log, agent: &str, tool: &str) -> Worker {
-    let config = WorkerConfig {
-        lease: Duration::from_secs(10),
-        ..WorkerConfig::new(agent)
-    };
+    let config = WorkerConfig::new(agent).lease(Duration::from_secs(10));
     let tools = Tools::new().tool(
         tool,
         tool_fn(|_: ToolCall| async { Ok(CallToolResult::text("done")) }),
@@ -68,10 +65,8 @@ async fn page(
 #[tokio::test]
 async fn legacy_tasks_list_pages_every_agent_in_one_order_and_inserts_do_not_shift_it() {
     let log = agentlog::log::open("memory://").await.expect("log");
-    let config = McpConfig {
-        tasks_page_size: 2,
-        ..McpConfig::new(vec![tool("one", "mcp.list.a"), tool("two", "mcp.list.b")])
-    };
+    let config = McpConfig::new(vec![tool("one", "mcp.list.a"), tool("two", "mcp.list.b")])
+        .tasks_page_size(2);
     let mcp = McpBridge::open(log.clone(), config).await.expect("mcp");
     let _a = worker(&log, "mcp.list.a", "one").await;
     let _b = worker(&log, "mcp.list.b", "two").await;

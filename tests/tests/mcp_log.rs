@@ -52,10 +52,7 @@ async fn open() -> (McpBridge, Worker) {
     )
     .await
     .expect("mcp");
-    let config = WorkerConfig {
-        view: Some(mcp.bridges()[AGENT].view().clone()),
-        ..WorkerConfig::new(AGENT)
-    };
+    let config = WorkerConfig::new(AGENT).view(mcp.bridges()[AGENT].view().clone());
     let worker = Worker::start(log, config, tools()).await.expect("worker");
     (mcp, worker)
 }

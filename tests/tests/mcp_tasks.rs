@@ -67,10 +67,7 @@ fn tools() -> Tools {
 }
 
 async fn worker(log: &Log, lease: Duration) -> Worker {
-    let config = WorkerConfig {
-        lease,
-        ..WorkerConfig::new("mcp.tasks")
-    };
+    let config = WorkerConfig::new("mcp.tasks").lease(lease);
     Worker::start(log.clone(), config, tools())
         .await
         .expect("worker")

@@ -98,11 +98,9 @@ pub fn serve<'env>(
             .map_err(|e| config_error(format!("cannot read the listening address: {e}")))?;
         let base = base_url(public_url.as_deref(), local).map_err(to_napi)?;
         let url = base.to_string();
-        let http = HttpConfig {
-            interface_url: Some(url.clone()),
-            allowed: Allowed::for_base_url(&base),
-            ..HttpConfig::default()
-        };
+        let http = HttpConfig::new()
+            .interface_url(url.clone())
+            .allowed(Allowed::for_base_url(&base));
         let stop = CancellationToken::new();
         let stopped = CancellationToken::new();
         let view = bridge.view().clone();

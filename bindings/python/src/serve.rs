@@ -162,11 +162,9 @@ fn serve<'py>(
             })?;
             let base = base_url(public_url.as_deref(), local)?;
             let url = base.to_string();
-            let http = HttpConfig {
-                interface_url: Some(url.clone()),
-                allowed: Allowed::for_base_url(&base),
-                ..HttpConfig::default()
-            };
+            let http = HttpConfig::new()
+                .interface_url(url.clone())
+                .allowed(Allowed::for_base_url(&base));
             let stop = CancellationToken::new();
             let view = bridge.view().clone();
             let mut app = router(bridge, http);

@@ -15,6 +15,7 @@ use crate::error::{Error, ErrorKind, Result};
 
 /// The bounds ([`BridgeConfig`](super::BridgeConfig) sets them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct LimitsConfig {
     /// Blocking `SendMessage` calls waiting at once. Default 1,024.
     pub blocking_sends: usize,
@@ -24,6 +25,19 @@ pub struct LimitsConfig {
     /// Streams open at once for one caller (principal and tenant). Default 64.
     pub streams_per_caller: usize,
 }
+
+impl LimitsConfig {
+    /// The defaults (each field says its own).
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+setters!(LimitsConfig {
+    blocking_sends: usize,
+    streams: usize,
+    streams_per_caller: usize,
+});
 
 impl Default for LimitsConfig {
     fn default() -> Self {

@@ -51,6 +51,7 @@ pub(crate) use tasks::encode_cursor as page_token;
 
 /// How a bridge behaves.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct BridgeConfig {
     /// The agent served, and so its topics.
     pub topics: AgentTopics,
@@ -97,6 +98,24 @@ pub struct BridgeConfig {
     /// Which sends must activate the card's required extensions: every send by default.
     pub extension_scope: extensions::ExtensionScope,
 }
+
+setters!(BridgeConfig {
+    topics: AgentTopics,
+    card: AgentCard,
+    blocking_timeout: Duration,
+    sync_timeout: Duration,
+    source: String,
+    limits: LimitsConfig,
+    id: String,
+    max_hops: u8,
+    extension_scope: extensions::ExtensionScope,
+} optional {
+    retention: Duration,
+    checkpoint_every: Duration,
+    extended_card: AgentCard,
+    signer: RecordSigner,
+    trust: RecordVerifier,
+});
 
 impl BridgeConfig {
     /// Defaults for `agent`: its topics in the default stream, a minimal card.

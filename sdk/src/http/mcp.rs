@@ -54,6 +54,7 @@ use crate::mcp::{McpBridge, McpHeaders, McpReply, McpRequest};
 
 /// How the MCP route behaves.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct McpHttpConfig {
     /// The route. Default `/mcp`; must start with `/` and hold no `{`, `}` or `*` (it is an
     /// axum path).
@@ -70,6 +71,22 @@ pub struct McpHttpConfig {
     /// caller is anonymous, so serve beyond loopback only with it.
     pub auth: Option<McpAuth>,
 }
+
+impl McpHttpConfig {
+    /// The defaults (each field says its own).
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+setters!(McpHttpConfig {
+    path: String,
+    allowed: Allowed,
+    body_limit_bytes: usize,
+    body_timeout: Duration,
+} optional {
+    auth: McpAuth,
+});
 
 impl Default for McpHttpConfig {
     fn default() -> Self {

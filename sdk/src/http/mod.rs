@@ -160,6 +160,7 @@ use crate::security::SigningKey;
 
 /// How the router behaves.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct HttpConfig {
     /// Where JSON-RPC requests are POSTed. Default `/`. Matched literally, with or without a
     /// trailing slash; a path without a leading `/` gets one.
@@ -190,6 +191,25 @@ pub struct HttpConfig {
     /// [`Allowed::for_base_url`] adds the server's public name.
     pub allowed: Allowed,
 }
+
+impl HttpConfig {
+    /// The defaults (each field says its own).
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+setters!(HttpConfig {
+    rpc_path: String,
+    body_limit_bytes: usize,
+    body_timeout: std::time::Duration,
+    signing_keys: Vec<SigningKey>,
+    allowed: Allowed,
+} optional {
+    log_metrics: LogMetrics,
+    auth: auth::EdgeAuth,
+    interface_url: String,
+});
 
 impl Default for HttpConfig {
     fn default() -> Self {

@@ -93,6 +93,7 @@ pub fn tools_from_json(value: serde_json::Value) -> Result<Vec<ToolConfig>> {
 
 /// How an MCP bridge behaves.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct McpConfig {
     /// The tools, served in name order.
     pub tools: Vec<ToolConfig>,
@@ -115,6 +116,19 @@ pub struct McpConfig {
     /// name (the hop guard).
     pub bridge: BridgeConfig,
 }
+
+setters!(McpConfig {
+    tools: Vec<ToolConfig>,
+    name: String,
+    version: String,
+    page_size: usize,
+    tasks_page_size: usize,
+    cache_ttl: Duration,
+    poll_interval: Duration,
+    bridge: BridgeConfig,
+} optional {
+    instructions: String,
+});
 
 impl McpConfig {
     /// Defaults serving `tools`.

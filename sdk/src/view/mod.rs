@@ -187,6 +187,7 @@ impl Inner {
 
 /// How a view starts and what it keeps beside the log.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct ViewOptions {
     /// The topic of checkpoints (`AgentTopics::checkpoints`): the view starts from the newest
     /// usable one there (else it replays the log from its start).
@@ -206,6 +207,22 @@ pub struct ViewOptions {
     /// ([`apply_own`](TaskView::apply_own)) are not checked again.
     pub verifier: Option<crate::security::RecordVerifier>,
 }
+
+impl ViewOptions {
+    /// No checkpoints, no compaction, no verifier.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+setters!(ViewOptions {
+    checkpoint_records: u64,
+} optional {
+    checkpoints: TopicRef,
+    checkpoint_every: std::time::Duration,
+    compact: CompactTopics,
+    verifier: crate::security::RecordVerifier,
+});
 
 impl ViewOptions {
     /// Start from the checkpoints on `topic`, and write one every minute when 10,000 records

@@ -61,6 +61,7 @@ pub use tools::{ToolCall, ToolHandler, Tools, tool_fn};
 
 /// How a worker behaves.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct WorkerConfig {
     /// The agent served, and so its topics and worker group.
     pub topics: AgentTopics,
@@ -96,6 +97,20 @@ pub struct WorkerConfig {
     /// record.
     pub trust: Option<RecordVerifier>,
 }
+
+setters!(WorkerConfig {
+    topics: AgentTopics,
+    concurrency: usize,
+    source: String,
+    shutdown_timeout: Duration,
+    lease: Duration,
+    requeue_after: Duration,
+    sync_timeout: Duration,
+} optional {
+    view: TaskView,
+    signer: RecordSigner,
+    trust: RecordVerifier,
+});
 
 impl WorkerConfig {
     /// Defaults for `agent`: its topics in the default stream.

@@ -153,10 +153,8 @@ mod tests {
                     max_output: 1 << 20,
                 },
             };
-            let config = WorkerConfig {
-                view: Some(mcp.bridges()[&format!("mcp.{name}")].view().clone()),
-                ..WorkerConfig::new(&format!("mcp.{name}"))
-            };
+            let config = WorkerConfig::new(&format!("mcp.{name}"))
+                .view(mcp.bridges()[&format!("mcp.{name}")].view().clone());
             workers.push(
                 Worker::start(log.clone(), config, Tools::new().tool(name, handler))
                     .await

@@ -186,11 +186,9 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
     let mut allowed = Allowed::for_base_url(&public_url);
     allowed.hosts.extend(args.allowed_hosts.iter().cloned());
     allowed.origins.extend(args.allowed_origins.iter().cloned());
-    let mut http = HttpConfig {
-        body_timeout: args.body_timeout,
-        allowed: allowed.clone(),
-        ..HttpConfig::default()
-    };
+    let mut http = HttpConfig::new()
+        .body_timeout(args.body_timeout)
+        .allowed(allowed.clone());
     let endpoint = public_url
         .join(http.rpc_path.trim_start_matches('/'))
         .map_err(|e| CliError::msg(format!("bad --public-url: {e}")))?;
@@ -240,11 +238,10 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
     if let Some(id) = &args.signing.bridge_id {
         config.id = id.clone();
     }
-    config.limits = LimitsConfig {
-        blocking_sends: args.max_blocking_sends,
-        streams: args.max_streams,
-        streams_per_caller: args.max_streams_per_caller,
-    };
+    config.limits = LimitsConfig::new()
+        .blocking_sends(args.max_blocking_sends)
+        .streams(args.max_streams)
+        .streams_per_caller(args.max_streams_per_caller);
     if args.conformance {
         config.extension_scope = conformance::extension_scope();
     }

@@ -151,10 +151,10 @@ pub(super) fn edge_auth(args: &AuthArgs, extras: &CardFileExtras) -> CliResult<O
     if !from_flags && file_jwt.is_none() {
         return Ok(None);
     }
-    let mut jwt = file_jwt.unwrap_or_else(|| JwtConfig {
-        issuers: Vec::new(),
-        audiences: Vec::new(),
-        ..JwtConfig::new("", "")
+    let mut jwt = file_jwt.unwrap_or_else(|| {
+        JwtConfig::new("", "")
+            .issuers(Vec::new())
+            .audiences(Vec::new())
     });
     if !args.jwt_issuer.is_empty() {
         jwt.issuers = args.jwt_issuer.clone();

@@ -80,11 +80,9 @@ pub(super) async fn open(
         }
         None => None,
     };
-    let mut http = McpHttpConfig {
-        path: args.mcp_path.clone(),
-        allowed: allowed.clone(),
-        ..McpHttpConfig::default()
-    };
+    let mut http = McpHttpConfig::new()
+        .path(args.mcp_path.clone())
+        .allowed(allowed.clone());
     if let Some(edge) = auth {
         let bad = |why: String| CliError::msg(format!("bad --mcp-path: {why}"));
         let resource = public_url

@@ -176,10 +176,8 @@ async fn replays() {
         .await;
         let mut times = Vec::new();
         for _ in 0..3 {
-            let options = ViewOptions {
-                verifier: signed.then(verifier),
-                ..ViewOptions::default()
-            };
+            let mut options = ViewOptions::new();
+            options.verifier = signed.then(verifier);
             let started = Instant::now();
             let view = TaskView::start_with(log.clone(), topics.events.clone(), options)
                 .await

@@ -31,6 +31,7 @@ const ALLOWED: [(&str, Algorithm); 4] = [
 /// How JWTs are checked: the `auth.jwt` section of the card file, or `serve --jwt-*` flags.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[non_exhaustive]
 pub struct JwtConfig {
     /// The issuers trusted (`iss`, exactly). At least one.
     pub issuers: Vec<String>,
@@ -62,6 +63,19 @@ pub struct JwtConfig {
     #[serde(default)]
     pub tenant_claim: Option<String>,
 }
+
+setters!(JwtConfig {
+    issuers: Vec<String>,
+    audiences: Vec<String>,
+    algorithms: Vec<String>,
+    keys: Vec<PathBuf>,
+    jwks_refetch_interval: Duration,
+    leeway: Duration,
+} optional {
+    jwks_url: String,
+    secret_file: PathBuf,
+    tenant_claim: String,
+});
 
 fn default_refetch() -> Duration {
     Duration::from_secs(60)

@@ -37,6 +37,7 @@ impl Default for FsyncPolicy {
 
 /// Options of the embedded log.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct EmbeddedOptions {
     /// When written batches are synced to disk. Default: [`FsyncPolicy::Interval`] of 100 ms.
     pub fsync: FsyncPolicy,
