@@ -86,7 +86,7 @@ impl PyLog {
 }
 
 /// Open the log a URL names: `file:///dir`, `memory://`, `iggy://user:pass@host:port`, with
-/// the options of the README's "Log URLs" (`?retention=7d`, `?fsync=always`, ...).
+/// the options of `docs/operations.md`, "Log URLs" (`?retention=7d`, `?fsync=always`, ...).
 #[pyfunction]
 fn open_log(py: Python<'_>, url: String) -> PyResult<Bound<'_, PyAny>> {
     aio::spawn(

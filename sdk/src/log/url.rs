@@ -43,6 +43,8 @@ pub enum LogUrl {
         password: String,
         /// `iggys://`: TLS to the server, with these settings.
         tls: Option<IggyTls>,
+        /// `connections=<N>`: the handle's connections ([`IggyOptions::connections`]).
+        connections: Option<usize>,
     },
 }
 
@@ -152,6 +154,7 @@ impl LogSpec {
         let mut file = FileOptions::default();
         let mut password_file = None;
         let mut tls = IggyTls::default();
+        let mut connections = None;
         let is_file = url.scheme() == "file";
         let is_iggy = matches!(url.scheme(), "iggy" | "iggys");
         let is_tls = url.scheme() == "iggys";
@@ -163,6 +166,14 @@ impl LogSpec {
                     );
                 }
                 ("password_file", path) if is_iggy => password_file = Some(PathBuf::from(path)),
+                ("connections", n) if is_iggy => {
+                    let n = n
+                        .parse::<usize>()
+                        .ok()
+                        .filter(|n| (1..=64).contains(n))
+                        .ok_or_else(|| bad("connections must be a number from 1 to 64"))?;
+                    connections = Some(n);
+                }
                 ("tls_ca_file", path) if is_tls => tls.ca_file = Some(PathBuf::from(path)),
                 ("tls_domain", name) if is_tls => tls.domain = Some(name.to_owned()),
                 (key, value) if is_file => {
@@ -199,6 +210,7 @@ impl LogSpec {
                     username,
                     password,
                     tls: is_tls.then_some(tls),
+                    connections,
                 }
             }
             other => return Err(bad(&format!("unknown scheme {other:?}"))),
@@ -274,10 +286,14 @@ pub async fn open(url: &str) -> Result<Log> {
             username,
             password,
             tls,
+            connections,
         } => {
             let mut options = IggyOptions::new(address, username, password);
             if let Some(tls) = tls {
                 options = options.tls(tls);
+            }
+            if let Some(connections) = connections {
+                options = options.connections(connections);
             }
             if let Some(retention) = retention {
                 options = options.retention(retention);
@@ -341,14 +357,21 @@ mod tests {
             ))
         );
         assert_eq!(
-            "iggy://iggy:secret@127.0.0.1:8090".parse::<LogUrl>().ok(),
+            "iggy://iggy:secret@127.0.0.1:8090?connections=8"
+                .parse::<LogUrl>()
+                .ok(),
             Some(LogUrl::Iggy {
                 address: "127.0.0.1:8090".into(),
                 username: "iggy".into(),
                 password: "secret".into(),
                 tls: None,
+                connections: Some(8),
             })
         );
+        for bad in ["0", "65", "many"] {
+            let url = format!("iggy://u:p@h:1?connections={bad}");
+            assert!(url.parse::<LogUrl>().is_err(), "{url}");
+        }
         assert_eq!(
             "iggys://iggy:secret@db.example:9000?tls_ca_file=/ca.pem&tls_domain=iggy.internal"
                 .parse::<LogUrl>()
@@ -361,6 +384,7 @@ mod tests {
                     ca_file: Some(PathBuf::from("/ca.pem")),
                     domain: Some("iggy.internal".into()),
                 }),
+                connections: None,
             })
         );
         assert!(matches!(
