@@ -5,7 +5,7 @@
 //! memory (the view's id table, the task's entry, the record's batch in the log's mapped
 //! segment). A load that waits for nothing does not add to the chain, so the id table keeps
 //! the places of a task's first records beside its slot and the view asks for their batches
-//! while it reads the entry: two links instead of three (`tests/benches/README.md`, issue 12).
+//! while it reads the entry: two links instead of three.
 
 use std::fmt;
 use std::sync::Arc;

@@ -178,7 +178,7 @@ impl Inner {
     fn apply_batch(&self, partition: u32, batch: &[StoredRecord]) {
         // Decoding and JSON parsing need no state: done before the lock, so that requests
         // waiting for it wait only for the rules.
-        // So is checking signatures (about 50 µs a record).
+        // So is checking signatures (the costliest step per record).
         let verifier = self.options.verifier.as_ref();
         let decoded: Vec<(u64, Place, Record, Parsed)> = batch
             .iter()

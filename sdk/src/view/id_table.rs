@@ -10,7 +10,7 @@
 //! Why not `hashbrown`, which the view used before: its control bytes and its buckets are two
 //! arrays, so in a table larger than the CPU's caches a lookup waits for two misses one after
 //! the other (the control group names the bucket, then the bucket names the slot). Every
-//! `GetTask` of a view of many tasks waited for both (see `tests/benches/README.md`, issue 12).
+//! `GetTask` of a view of many tasks waited for both.
 //!
 //! The table is [`SHARDS`] shards, each grown on its own, so that no insert rehashes every task
 //! at once under the view's write lock; growing reads only the table (the position comes from

@@ -46,8 +46,9 @@ releases them to another worker), then closes the log.
 Diagnostics go to stderr: RUST_LOG picks them (default warn,agentlog=info), --log-format json
 writes one JSON object per line.
 
-The embedded log (file://) is single-process: while `serve` runs, `agentlog tail` and
-`agentlog worker` cannot open the same directory. Share an iggy:// log to run them alongside.";
+The embedded log (file://) is written by one process: while `serve` runs, `agentlog worker`
+cannot open the same directory (`agentlog tail` can: it reads beside the writer). Share an
+iggy:// log to run workers alongside.";
 
 /// Serve an agent: A2A JSON-RPC over HTTP, every call written to the log.
 #[derive(Debug, Args)]

@@ -1,9 +1,9 @@
 //! Read-only memory maps of segment files: how batches evicted from the tail cache are read
 //! back without a system call.
 //!
-//! A `pread` per record read cost ~1 µs on the reference VM (syscall, page-cache lookup, copy
-//! into a fresh buffer), which made a `GetTask` on a long log (its records no longer in the tail
-//! cache) ~1.5× slower than on a short one. Reading through a map costs a copy from memory the
+//! A `pread` per record read costs a syscall, a page-cache lookup and a copy into a fresh
+//! buffer, which made a `GetTask` on a long log (its records no longer in the tail cache)
+//! markedly slower than on a short one. Reading through a map costs a copy from memory the
 //! page cache already holds.
 //!
 //! A segment is mapped once, lazily, at its first evicted read, with the length it may reach
