@@ -57,7 +57,7 @@ impl Bridge {
 
     /// [`send_message`](Self::send_message) carrying the request's params JSON exactly as
     /// received (`raw_params`) into the command record.
-    pub async fn send_message_raw(
+    pub(crate) async fn send_message_raw(
         &self,
         caller: &Caller,
         request: SendMessageRequest,

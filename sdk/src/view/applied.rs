@@ -14,7 +14,7 @@ pub const MAX_LISTED: usize = 1024;
 /// [has content](agentlog_wire::fold::Change::has_content) (then a snapshot reads it back).
 /// One word: the marks take the offset's top bits, which no log reaches (2^61 records).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Applied(pub(super) u64);
+pub(crate) struct Applied(pub(super) u64);
 
 impl Applied {
     const CONTENT: u64 = 1 << 63;

@@ -66,7 +66,7 @@ impl TaskView {
     ///
     /// The caller vouches for the parse (as for [`apply_own_command`](Self::apply_own_command)):
     /// the task is folded from it as from the record.
-    pub fn hand_off(&self, offset: u64, header: RecordHeader, request: SendMessageRequest) {
+    pub(crate) fn hand_off(&self, offset: u64, header: RecordHeader, request: SendMessageRequest) {
         let handoff = &self.inner.handoff;
         if !handoff.enabled.load(Ordering::Relaxed) {
             return;

@@ -52,7 +52,7 @@ use crate::error::Result;
 use crate::log::{Log, Prefetcher, TopicRef, partition_for_key};
 use crate::retention::now_ms;
 
-pub use applied::Applied;
+pub(crate) use applied::Applied;
 pub use compact::{CompactTopics, Compacted};
 pub use index::ListFilter;
 pub use own::OwnCommand;
@@ -106,7 +106,7 @@ pub struct TaskInfo {
     /// Follow-up messages queued behind the current turn, oldest first.
     pub pending: Vec<Arc<str>>,
     /// The task's applied records, in order.
-    pub records: Arc<[Applied]>,
+    pub(crate) records: Arc<[Applied]>,
     /// A reply answered in the task's place (fold rule 15): there is no task for readers,
     /// only the answer for the sender of its command ([`TaskView::answer`]).
     pub answered: bool,

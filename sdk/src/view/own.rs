@@ -38,7 +38,7 @@ impl TaskView {
     /// Returns what became of the record here: not applied (the caller looks at the view once
     /// it has applied the record), or applied as the task's command, or found a duplicate (a
     /// command for the task came first).
-    pub fn apply_own_command(
+    pub(crate) fn apply_own_command(
         &self,
         partition: u32,
         offset: u64,
@@ -96,7 +96,7 @@ impl TaskView {
     ///
     /// Returns `None` when it did nothing, else the claim on the task's turn after them (what
     /// a worker confirming its claim wants: no wait for its follower, no second look).
-    pub fn apply_own(
+    pub(crate) fn apply_own(
         &self,
         partition: u32,
         first_offset: u64,
@@ -118,7 +118,7 @@ impl TaskView {
     /// [`apply_own`](Self::apply_own) of one record whose payload its writer has `parsed`
     /// already ([`Parsed::status`]): applied without parsing it back. `false` when it did
     /// nothing.
-    pub fn apply_own_parsed(
+    pub(crate) fn apply_own_parsed(
         &self,
         partition: u32,
         offset: u64,
