@@ -3,11 +3,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
-
 use std::process::{Command, Output, Stdio};
 
-use support::*;
+use crate::support::*;
 
 fn send_with_hops(url: &str, hops: &str, text: &str) -> Output {
     Command::new(BIN)

@@ -3,12 +3,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
-
 use std::process::Command;
 use std::time::Duration;
 
-use support::*;
+use crate::support::*;
 
 #[test]
 fn every_subcommand_teaches_by_example() {

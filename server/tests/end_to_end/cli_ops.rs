@@ -4,13 +4,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use support::*;
+use crate::support::*;
 
 /// Every segment file of the demo agent's topics under a `file://` log directory.
 fn segments(data: &Path) -> Vec<PathBuf> {

@@ -3,8 +3,8 @@
 //! get the method's own error (-32001 task not found). A2A methods take named params, so an
 //! array is -32602 too (JSON-RPC allows positional params; A2A defines none).
 
-use crate::cases::{Case, method_case};
-use crate::envelope::METHODS;
+use crate::adversarial::cases::{Case, method_case};
+use crate::adversarial::envelope::METHODS;
 
 const MSG: &str = r#"{"messageId":"adv-m","role":"ROLE_USER","parts":[{"text":"hi"}]}"#;
 const MSG03: &str = r#"{"kind":"message","messageId":"adv-m03","role":"user","parts":[{"kind":"text","text":"hi"}]}"#;
@@ -54,7 +54,7 @@ pub fn cases() -> Vec<Case> {
         cases.push(
             Case::new(
                 format!("{method}, no params"),
-                crate::client::post(
+                crate::adversarial::client::post(
                     "/",
                     format!(r#"{{"jsonrpc":"2.0","id":1,"method":"{method}"}}"#).as_bytes(),
                     &[],

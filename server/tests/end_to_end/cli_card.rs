@@ -4,13 +4,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
-
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
 use std::path::Path;
 
-use support::*;
+use crate::support::*;
 
 /// `agentlog keygen --out <dir>/<name>`: the private key's path, the public key's, the kid
 /// and the public key as a JWK.

@@ -2,8 +2,8 @@
 //! JSON but no request object is -32600, an unknown method -32601; all in an HTTP 200 (A2A
 //! §9: JSON-RPC errors travel with 200, as the official SDKs send them).
 
-use crate::cases::{Case, method_case, rpc_case};
-use crate::client::post;
+use crate::adversarial::cases::{Case, method_case, rpc_case};
+use crate::adversarial::client::post;
 
 /// Every A2A method name, 1.0 and 0.3, with params that reach the method and answer without
 /// writing: the error each gets for an unknown task (or the method's own answer).
@@ -150,7 +150,7 @@ pub fn cases() -> Vec<Case> {
             "batch of one",
             format!(
                 "[{}]",
-                String::from_utf8_lossy(&crate::client::rpc("GetTask", "{}"))
+                String::from_utf8_lossy(&crate::adversarial::client::rpc("GetTask", "{}"))
             ),
             -32600,
         ),
@@ -227,17 +227,25 @@ pub fn cases() -> Vec<Case> {
         ),
         rpc_case(
             "params a string",
-            crate::client::rpc("GetTask", r#""x""#),
+            crate::adversarial::client::rpc("GetTask", r#""x""#),
             -32600,
         )
         .says(&["params"]),
         rpc_case(
             "params a number",
-            crate::client::rpc("GetTask", "3"),
+            crate::adversarial::client::rpc("GetTask", "3"),
             -32600,
         ),
-        rpc_case("params true", crate::client::rpc("GetTask", "true"), -32600),
-        rpc_case("params null", crate::client::rpc("GetTask", "null"), -32600),
+        rpc_case(
+            "params true",
+            crate::adversarial::client::rpc("GetTask", "true"),
+            -32600,
+        ),
+        rpc_case(
+            "params null",
+            crate::adversarial::client::rpc("GetTask", "null"),
+            -32600,
+        ),
         // -32601: names no method.
         method_case("camelCase 0.3-style name", "sendMessage", "{}", -32601).says(&["sendMessage"]),
         method_case("0.3 name that never existed", "tasks/list", "{}", -32601),
@@ -288,7 +296,7 @@ pub fn cases() -> Vec<Case> {
             "A2A-Version 2.0",
             post(
                 "/",
-                &crate::client::rpc("GetTask", r#"{"id":"x"}"#),
+                &crate::adversarial::client::rpc("GetTask", r#"{"id":"x"}"#),
                 &["A2A-Version: 2.0"],
             ),
             200,
@@ -298,7 +306,7 @@ pub fn cases() -> Vec<Case> {
             "A2A-Version junk",
             post(
                 "/",
-                &crate::client::rpc("GetTask", r#"{"id":"x"}"#),
+                &crate::adversarial::client::rpc("GetTask", r#"{"id":"x"}"#),
                 &["A2A-Version: banana"],
             ),
             200,
@@ -308,7 +316,7 @@ pub fn cases() -> Vec<Case> {
             "A2A-Version 1.0.7",
             post(
                 "/",
-                &crate::client::rpc("GetTask", r#"{"id":"x"}"#),
+                &crate::adversarial::client::rpc("GetTask", r#"{"id":"x"}"#),
                 &["A2A-Version: 1.0.7"],
             ),
             200,
@@ -318,7 +326,7 @@ pub fn cases() -> Vec<Case> {
             "A2A-Version 0.3 with a 1.0 name",
             post(
                 "/",
-                &crate::client::rpc("GetTask", r#"{"id":"x"}"#),
+                &crate::adversarial::client::rpc("GetTask", r#"{"id":"x"}"#),
                 &["A2A-Version: 0.3"],
             ),
             200,
@@ -328,7 +336,7 @@ pub fn cases() -> Vec<Case> {
             "A2A-Version non-UTF-8",
             {
                 let mut r = b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nA2A-Version: 1.\xff\r\n".to_vec();
-                let body = crate::client::rpc("GetTask", r#"{"id":"x"}"#);
+                let body = crate::adversarial::client::rpc("GetTask", r#"{"id":"x"}"#);
                 r.extend_from_slice(format!("Content-Length: {}\r\n\r\n", body.len()).as_bytes());
                 r.extend_from_slice(&body);
                 r

@@ -8,9 +8,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../support/mod.rs"]
-mod support;
-
 mod auth;
 mod cases;
 mod client;
@@ -23,10 +20,10 @@ mod slow;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
+use crate::support::{Server, ok};
 use serde_json::{Value, json};
-use support::{Server, ok};
 
-use crate::client::{Conn, post, raw, rpc};
+use self::client::{Conn, post, raw, rpc};
 
 /// The server's flags: short deadlines so slow clients are cut within the test, and a small
 /// connection bound so one address can try to hold all of it.

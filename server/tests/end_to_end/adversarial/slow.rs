@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::client::{Conn, post, rpc};
-use crate::raw_http::{MAX_CONNECTIONS, TIMEOUT};
+use crate::adversarial::client::{Conn, post, rpc};
+use crate::adversarial::raw_http::{MAX_CONNECTIONS, TIMEOUT};
 
 /// Where the slow connections come from (all of 127.0.0.0/8 is loopback on Linux).
 const ATTACKER: IpAddr = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2));

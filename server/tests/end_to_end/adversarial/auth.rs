@@ -10,8 +10,8 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{Value, json};
 
-use crate::cases::Case;
-use crate::client::{post, rpc};
+use crate::adversarial::cases::Case;
+use crate::adversarial::client::{post, rpc};
 
 pub const ISSUER: &str = "https://issuer.example";
 pub const AUDIENCE: &str = "demo";
@@ -324,7 +324,7 @@ pub fn cases(issuer: &Issuer) -> Vec<Case> {
         .header("www-authenticate", ""),
         Case::new(
             "the card needs no token",
-            crate::client::raw(
+            crate::adversarial::client::raw(
                 "GET /.well-known/agent-card.json HTTP/1.1\nHost: 127.0.0.1\n\n",
                 b"",
             ),

@@ -5,8 +5,8 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use crate::cases::{Case, rpc_case};
-use crate::client::{Conn, post, raw, rpc};
+use crate::adversarial::cases::{Case, rpc_case};
+use crate::adversarial::client::{Conn, post, raw, rpc};
 
 /// The suite's server runs with `--body-timeout` and `--header-timeout` of this.
 pub const TIMEOUT: Duration = Duration::from_secs(1);
@@ -155,7 +155,7 @@ pub fn sequences(addr: SocketAddr) -> Vec<String> {
     let mut failures = Vec::new();
     let mut fail = |what: &str, why: String| failures.push(format!("[raw http] {what}: {why}"));
     let good = post("/", &get_task(), &[]);
-    let served = |response: &Option<crate::client::Response>| {
+    let served = |response: &Option<crate::adversarial::client::Response>| {
         response
             .as_ref()
             .is_some_and(|r| r.status == 200 && r.rpc_code() == Some(-32001))

@@ -4,7 +4,7 @@
 
 use std::net::SocketAddr;
 
-use crate::client::{Conn, Response, post, rpc};
+use crate::adversarial::client::{Conn, Response, post, rpc};
 
 pub struct Case {
     pub name: String,

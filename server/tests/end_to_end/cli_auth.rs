@@ -3,9 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
-
-use support::*;
+use crate::support::*;
 
 #[test]
 fn a_secured_agent_answers_only_callers_with_a_token_and_keeps_them_apart() {

@@ -3,8 +3,8 @@
 //! the `initialize` era JSON-RPC errors travel with 200; in the 2026-07-28 era invalid params
 //! and header mismatches are 400, an unknown method 404 (mcp-notes.md).
 
-use crate::cases::Case;
-use crate::client::{post, raw};
+use crate::adversarial::cases::Case;
+use crate::adversarial::client::{post, raw};
 
 const META: &str = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
 

@@ -1,13 +1,11 @@
 //! `agentlog serve --demo` serves the demo MCP tools on /mcp beside the A2A endpoint, and
 //! `--tools FILE` adds tools from a file.
 
-mod support;
-
 use std::io::{Read, Write};
 use std::time::Duration;
 
+use crate::support::Server;
 use serde_json::{Value, json};
-use support::Server;
 
 /// POST `body` to `url` (`http://host:port/path`): the status and the body.
 fn post(url: &str, headers: &[(&str, &str)], body: &Value) -> (u16, String) {
@@ -183,7 +181,7 @@ fn serve_tools_adds_the_tools_of_a_file() {
         r#"[{"name": "a b", "inputSchema": {"type": "object"}}]"#,
     )
     .expect("write");
-    let out = support::fails(&[
+    let out = crate::support::fails(&[
         "serve",
         "--listen",
         "127.0.0.1:0",
@@ -200,7 +198,7 @@ fn a_secured_serve_makes_the_mcp_route_an_oauth_resource_server() {
     let dir = tempfile::tempdir().expect("tempdir");
     let key = dir.path().join("issuer.key");
     let key = key.to_str().expect("utf-8 path");
-    support::ok(&["keygen", "--out", key]);
+    crate::support::ok(&["keygen", "--out", key]);
     let public = format!("{key}.pub");
     let (server, _banner) = Server::start_with(
         "memory://",
@@ -224,7 +222,7 @@ fn a_secured_serve_makes_the_mcp_route_an_oauth_resource_server() {
         reply.contains(&format!("resource_metadata=\"{metadata_url}\"")),
         "{reply}"
     );
-    let metadata = support::http_get(&metadata_url);
+    let metadata = crate::support::http_get(&metadata_url);
     let metadata = json_of(metadata.split_once("\r\n\r\n").map_or("", |(_, b)| b));
     assert_eq!(metadata["resource"], mcp.as_str(), "{metadata}");
     assert_eq!(
@@ -232,7 +230,7 @@ fn a_secured_serve_makes_the_mcp_route_an_oauth_resource_server() {
         json!(["https://issuer.example"])
     );
 
-    let token = support::ok(&[
+    let token = crate::support::ok(&[
         "token",
         "--key",
         key,

@@ -1,0 +1,25 @@
+//! Every cross-component suite of the workspace, one test binary (linking the SDK once):
+//! each module is a suite of its own, run per backend where it says so; `cargo test -p
+//! agentlog-integration --test suites <module>::` runs one.
+
+mod bridge;
+mod faults;
+mod hops;
+mod log_conformance;
+mod log_crash;
+mod log_iggy;
+mod log_iggy_tls;
+mod mcp;
+mod mcp_cancel;
+mod mcp_compose;
+mod mcp_expiry;
+mod mcp_input;
+mod mcp_list;
+mod mcp_listen;
+mod mcp_log;
+mod mcp_mrtr;
+mod mcp_tasks;
+mod read_your_writes;
+mod retention;
+mod signed_records;
+mod turns;
