@@ -26,9 +26,9 @@ use agentlog_wire::mcp::input::{MCP_METADATA_KEY, deadline_metadata, deadline_of
 use agentlog_wire::{Record, RecordBody, RecordHeader, TaskState};
 use serde_json::{Map, Value};
 
-use super::TaskContext;
 use super::attempt::{millis, now_ms};
-use super::run::Shared;
+use super::context::TaskContext;
+use super::shared::Shared;
 use crate::error::Result;
 
 /// How long a tool's ask waits for the client's retry unless

@@ -35,6 +35,7 @@ mod pending;
 mod reply_tests;
 mod run;
 mod settle;
+mod shared;
 mod sweep;
 #[cfg(test)]
 mod tests;
@@ -166,7 +167,7 @@ impl Worker {
             .await?;
         let stop = CancellationToken::new();
         let concurrency = config.concurrency.max(1);
-        let shared = Arc::new(run::Shared {
+        let shared = Arc::new(shared::Shared {
             view: view.clone(),
             handler: Arc::new(handler),
             writer: Arc::new(attempt::Writer {

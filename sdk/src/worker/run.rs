@@ -11,19 +11,14 @@ use std::time::Duration;
 
 use agentlog_wire::{Record, RecordBody};
 use foldhash::{HashMap, HashSet};
-use tokio::sync::Semaphore;
 use tokio::task::{Id, JoinError, JoinSet};
-use tokio_util::sync::CancellationToken;
 
-use super::attempt::Writer;
-use super::handler::Handler;
 use super::pending::Pending;
+use super::shared::{Backoff, Outcome, Shared, TurnKey};
 use super::sweep::Sweeper;
 use super::turn::supervise;
 use crate::error::{Error, ErrorKind, Result};
 use crate::log::{Delivery, GroupConsumer, StoredRecord};
-use crate::security::RecordVerifier;
-use crate::view::TaskView;
 
 /// How long one poll waits for records; also how often the loop looks at the stop signal,
 /// commits finished work and sweeps while idle.
@@ -37,45 +32,12 @@ const COMMIT_EVERY: Duration = Duration::from_millis(100);
 /// After the grace period and firing the handlers' tokens, how long to wait before aborting.
 const ABORT_AFTER: Duration = Duration::from_secs(1);
 
-/// What the loop and every supervisor share.
-pub(super) struct Shared {
-    pub(super) view: TaskView,
-    pub(super) handler: Arc<dyn Handler>,
-    pub(super) writer: Arc<Writer>,
-    /// Commands and continues run only if this admits them (`None`: all).
-    pub(super) trust: Option<RecordVerifier>,
-    /// One permit per handler allowed to run at once.
-    pub(super) permits: Arc<Semaphore>,
-    /// The most turns supervised at once (running, or waiting for a lease or a permit).
-    pub(super) max_supervised: usize,
-    pub(super) lease: Duration,
-    pub(super) sync_timeout: Duration,
-    pub(super) requeue_after: Duration,
-    pub(super) shutdown_timeout: Duration,
-    /// Stop taking work (shutdown requested): waiting supervisors give up at once.
-    pub(super) stop: CancellationToken,
-    /// The grace period is over: handlers' tokens fire, their turns are released.
-    pub(super) force: CancellationToken,
-}
-
-/// How a supervisor ended, as far as its command's offset is concerned.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Outcome {
-    /// The turn is settled in the log (or never needed this worker): commit past it.
-    Done,
-    /// The worker gave up on it (shutdown): leave it uncommitted so it is delivered again.
-    Abandoned,
-}
-
 /// A supervisor in flight.
 struct Running {
     partition: u32,
     offset: u64,
     turn: TurnKey,
 }
-
-/// A turn of a task: its id and the client message it answers.
-pub(super) type TurnKey = (String, String);
 
 /// The loop's own state; only the loop touches it.
 struct Loop {
@@ -282,32 +244,6 @@ fn turn_of(stored: &StoredRecord, shared: &Shared) -> Option<TurnKey> {
         RecordBody::Command { .. } | RecordBody::Continue { .. }
     )
     .then_some((record.header.task_id, record.header.message_id))
-}
-
-/// Exponential backoff from 10 ms to 1 s.
-#[derive(Debug)]
-pub(super) struct Backoff(Duration);
-
-impl Default for Backoff {
-    fn default() -> Self {
-        Self(Duration::from_millis(10))
-    }
-}
-
-impl Backoff {
-    pub(super) fn reset(&mut self) {
-        *self = Self::default();
-    }
-
-    /// Sleep the current delay and double it; `false` (at once) if `stop` fires.
-    pub(super) async fn sleep(&mut self, stop: &CancellationToken) -> bool {
-        let delay = self.0;
-        self.0 = (self.0 * 2).min(Duration::from_secs(1));
-        tokio::select! {
-            () = stop.cancelled() => false,
-            () = tokio::time::sleep(delay) => true,
-        }
-    }
 }
 
 /// The error for a run loop that did not return normally.

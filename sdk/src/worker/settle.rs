@@ -4,7 +4,7 @@
 
 use super::attempt::Attempt;
 use super::context::TaskContext;
-use super::run::{Backoff, Shared};
+use super::shared::{Backoff, Shared};
 use agentlog_wire::TaskState;
 
 /// How a run of the handler ended.

@@ -32,7 +32,7 @@ use foldhash::HashSet;
 use tokio::time::Instant;
 
 use super::attempt::{millis, now_ms};
-use super::run::{Shared, TurnKey};
+use super::shared::{Shared, TurnKey};
 use crate::error::Result;
 
 /// How often a worker sweeps.

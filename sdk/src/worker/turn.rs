@@ -21,8 +21,8 @@ use std::time::Duration;
 
 use super::attempt::{Attempt, TaskRef, millis, now_ms};
 use super::context::{Parts, Progress, TaskContext};
-use super::run::{Backoff, Outcome, Shared};
 use super::settle::{Ran, confirm, fail_unrunnable, release, settle};
+use super::shared::{Backoff, Outcome, Shared};
 use crate::agent::Caller;
 use crate::error::Result;
 use crate::view::{TaskEvent, TaskInfo};
