@@ -3,249 +3,24 @@
 //! reply on the request (JSON or an event stream) is `super::reply`.
 
 use agentlog_wire::TaskState;
-use agentlog_wire::a2a::{CancelTaskRequest, Message, SendMessageResponse, StreamResponse};
-use agentlog_wire::mcp::call::{ERROR_MEDIA_TYPE, data_part, log_of, progress_of, result_of};
-use agentlog_wire::mcp::{CallToolParams, CallToolResult, LoggingLevel, TASKS_EXTENSION};
+use agentlog_wire::a2a::{
+    GetTaskRequest, SendMessageRequest, SendMessageResponse, SubscribeToTaskRequest,
+};
+use agentlog_wire::mcp::call::call_of;
+use agentlog_wire::mcp::input::{MCP_METADATA_KEY, deadline_of};
+use agentlog_wire::mcp::{
+    CallToolParams, CallToolResult, LoggingLevel, McpTaskStatus, PendingInput, TASKS_EXTENSION,
+};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use super::answer::{answer, object};
+use super::mrtr::{Mrtr, at_once, check_responses, input_before_task, input_message, refused};
 use super::rpc::{Ctx, McpReply, error_reply};
-use super::{McpBridge, TaskSupport};
-use crate::agent::Caller;
-use crate::bridge::{Bridge, StreamEvent, TaskStream, TurnEvents};
+use super::running::{Follow, Running, Started};
+use super::{Entry, McpBridge, TaskSupport};
+use crate::bridge::Bridge;
 use crate::error::{Error, ErrorKind, Result};
-
-/// What a running call yields.
-pub(super) enum CallEvent {
-    /// A `notifications/progress` or `notifications/message` message.
-    Notification(Value),
-    /// The call's answer: a result, or a JSON-RPC error object.
-    Done(std::result::Result<Map<String, Value>, Value>),
-}
-
-/// Cancels the call's task when dropped before the answer came (modern era: a client that
-/// goes away cancels its call; legacy: a disconnect is not a cancel, so it is never armed).
-struct CancelOnDrop {
-    bridge: Bridge,
-    caller: Caller,
-    task_id: String,
-    armed: bool,
-}
-
-impl Drop for CancelOnDrop {
-    fn drop(&mut self) {
-        if !self.armed {
-            return;
-        }
-        let (bridge, caller) = (self.bridge.clone(), self.caller.clone());
-        let request = CancelTaskRequest {
-            tenant: None,
-            id: std::mem::take(&mut self.task_id),
-            metadata: None,
-        };
-        // Drop cannot wait; the cancel request is a record any replica then folds.
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(async move {
-                if let Err(e) = bridge.cancel_task(&caller, request).await {
-                    tracing::debug!("cancelling an abandoned MCP call: {e}");
-                }
-            });
-        }
-    }
-}
-
-/// Where a running call's events come from.
-pub(super) enum Follow {
-    /// The turn this call started (a new call, or an MRTR retry's continue).
-    Turn(TurnEvents),
-    /// A task already running when an MRTR retry came, from its snapshot on.
-    Task(TaskStream),
-}
-
-impl Follow {
-    async fn next(&mut self) -> Option<Result<StreamEvent>> {
-        match self {
-            Follow::Turn(events) => events.next().await,
-            Follow::Task(stream) => futures::StreamExt::next(stream).await,
-        }
-    }
-}
-
-/// A call on the log: its task's events, read until the answer.
-pub(super) struct Running {
-    events: Follow,
-    guard: CancelOnDrop,
-    pub(super) progress_token: Option<Value>,
-    last_progress: Option<f64>,
-    /// The least severe log level the client takes (`None`: no log messages).
-    pub(super) log_level: Option<LoggingLevel>,
-    /// A modern call: a tool asking for input answers `input_required` (MRTR) with the
-    /// request's capabilities, under this tool agent's MCP task id.
-    mrtr: Option<super::mrtr::Mrtr>,
-    done: bool,
-}
-
-impl Running {
-    /// Follow `events` of the A2A task `task_id` of `bridge` for `caller`, cancelling it if
-    /// dropped before the answer when `cancel_on_drop` (a modern call).
-    pub(super) fn new(
-        events: Follow,
-        bridge: &Bridge,
-        caller: &Caller,
-        task_id: String,
-        progress_token: Option<Value>,
-        mrtr: Option<super::mrtr::Mrtr>,
-    ) -> Self {
-        Self {
-            events,
-            guard: CancelOnDrop {
-                bridge: bridge.clone(),
-                caller: caller.clone(),
-                task_id,
-                armed: mrtr.is_some(),
-            },
-            progress_token,
-            last_progress: None,
-            log_level: None,
-            mrtr,
-            done: false,
-        }
-    }
-
-    /// Forward the tool's log messages of `level` and more severe ones.
-    pub(super) fn logs(mut self, level: Option<LoggingLevel>) -> Self {
-        self.log_level = level;
-        self
-    }
-
-    pub(super) async fn next(&mut self) -> Option<CallEvent> {
-        while !self.done {
-            let Some(event) = self.events.next().await else {
-                self.done = true;
-                let error = Error::new(
-                    ErrorKind::Internal,
-                    "the call's stream ended before its answer",
-                );
-                return Some(CallEvent::Done(Err(error.to_mcp())));
-            };
-            let event = match event {
-                Ok(event) => event,
-                Err(e) => {
-                    self.done = true;
-                    return Some(CallEvent::Done(Err(e.to_mcp())));
-                }
-            };
-            // A snapshot shows a status written before the call followed the task: its log
-            // message, if it is one, was not logged while this call waited.
-            let snapshot = matches!(event.response, StreamResponse::Task(_));
-            let (state, message) = match event.response {
-                StreamResponse::Task(task) => (task.status.state, task.status.message),
-                StreamResponse::StatusUpdate(update) => {
-                    (update.status.state, update.status.message)
-                }
-                StreamResponse::Message(message) => (TaskState::Completed, Some(message)),
-                StreamResponse::ArtifactUpdate(_) => continue,
-            };
-            if state.is_terminal() || state.is_interrupted() {
-                self.done = true;
-                if state.is_interrupted()
-                    && let Some(mrtr) = &self.mrtr
-                    && let Some((answer, cancel)) = mrtr
-                        .ask(&self.guard.bridge, &self.guard.caller, &self.guard.task_id)
-                        .await
-                {
-                    // The task waits for the client's retry, unless it can never come.
-                    self.guard.armed = cancel;
-                    return Some(CallEvent::Done(answer));
-                }
-                // A call answered on the request is over once answered: a tool asking for
-                // input it cannot get (legacy, or no keyed requests) makes it a tool error,
-                // and its task is cancelled.
-                self.guard.armed = state.is_interrupted();
-                return Some(CallEvent::Done(answer(state, message.as_ref())));
-            }
-            if let Some(notification) = self.progress(message.as_ref()) {
-                return Some(CallEvent::Notification(notification));
-            }
-            if let Some(notification) = self.log(message.as_ref()).filter(|_| !snapshot) {
-                return Some(CallEvent::Notification(notification));
-            }
-        }
-        None
-    }
-
-    /// The progress notification a working status carries, when the client asked for
-    /// progress and it goes forward (the spec: strictly increasing).
-    fn progress(&mut self, message: Option<&Message>) -> Option<Value> {
-        let token = self.progress_token.clone()?;
-        let report = progress_of(message?)?;
-        if self
-            .last_progress
-            .is_some_and(|last| report.progress <= last)
-        {
-            return None;
-        }
-        self.last_progress = Some(report.progress);
-        let mut params = json!({"progressToken": token, "progress": report.progress});
-        if let Some(total) = report.total {
-            params["total"] = json!(total);
-        }
-        if let Some(text) = report.message {
-            params["message"] = json!(text);
-        }
-        Some(json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": params}))
-    }
-
-    /// The log notification a working status carries, when the client takes its level.
-    fn log(&self, message: Option<&Message>) -> Option<Value> {
-        let least = self.log_level?;
-        let log = log_of(message?).filter(|log| log.level >= least)?;
-        Some(json!({"jsonrpc": "2.0", "method": "notifications/message", "params": log}))
-    }
-}
-
-/// The answer a task that ended (or stopped for input) with `message` gives a call.
-pub(super) fn answer(
-    state: TaskState,
-    message: Option<&Message>,
-) -> std::result::Result<Map<String, Value>, Value> {
-    match state {
-        TaskState::Completed => match result_of(message) {
-            Ok(result) => match serde_json::to_value(result) {
-                Ok(Value::Object(result)) => Ok(result),
-                _ => Err(json!({"code": -32603, "message": "the tool's result cannot be encoded"})),
-            },
-            Err(e) => Err(json!({"code": -32603, "message": format!("the tool's result is not a CallToolResult: {e}")})),
-        },
-        TaskState::Canceled => Err(json!({"code": -32603, "message": "the call was cancelled"})),
-        // A tool failure the model can read: the tool needs input this call cannot carry.
-        TaskState::InputRequired | TaskState::AuthRequired => {
-            let text = format!(
-                "the tool asked for {state} ({}); this bridge relays input requests only for tasks (declare the {TASKS_EXTENSION} extension)",
-                text_of(message)
-            );
-            Ok(object(CallToolResult::error(text)))
-        }
-        _ => Err(message
-            .and_then(|m| data_part(m, ERROR_MEDIA_TYPE))
-            .filter(|e| e.get("code").is_some_and(Value::is_i64) && e.get("message").is_some_and(Value::is_string))
-            .cloned()
-            .unwrap_or_else(|| json!({"code": -32603, "message": format!("the tool failed: {}", text_of(message))}))),
-    }
-}
-
-fn text_of(message: Option<&Message>) -> String {
-    message
-        .map(|m| {
-            m.parts
-                .iter()
-                .filter_map(|p| p.as_text())
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
-        .filter(|t| !t.is_empty())
-        .unwrap_or_else(|| "no message".to_owned())
-}
 
 impl McpBridge {
     /// `tools/call`: check, record, wait for the answer.
@@ -318,18 +93,16 @@ impl McpBridge {
             &params.name,
         )?;
         if let Some(responses) = &params.input_responses {
-            super::mrtr::check_responses(responses)?;
+            check_responses(responses)?;
         }
-        if let (Some(state), Some(mrtr)) =
-            (&params.request_state, super::mrtr::Mrtr::of(ctx, entry))
-        {
+        if let (Some(state), Some(mrtr)) = (&params.request_state, Mrtr::of(ctx, entry)) {
             // An MRTR retry continues the task its state names instead of starting one.
             return self.resume(ctx, entry, &params, state, mrtr).await;
         }
         let as_task = runs_as_task(&ctx.era, entry.config.task_support, &params)?;
         // MRTR, then a task: the first round is followed like a sync call, and the retry
         // answering its ask makes the task (`super::mrtr`).
-        let as_task = as_task && !super::mrtr::input_before_task(ctx, entry);
+        let as_task = as_task && !input_before_task(ctx, entry);
         // A legacy sync call is cancelled by a notification naming its JSON-RPC id: its
         // context is derived from that id, so the notification finds it (`super::cancel`).
         let context = (!as_task && !ctx.era.is_modern()).then(|| {
@@ -366,21 +139,11 @@ impl McpBridge {
             ctx.caller,
             task_id,
             params.progress_token().cloned(),
-            super::mrtr::Mrtr::of(ctx, entry),
+            Mrtr::of(ctx, entry),
         )
         .logs(log_level);
         Ok(Started::Running(running))
     }
-}
-
-/// How a call started.
-pub(super) enum Started {
-    /// Answered without waiting for a worker: a result, or a JSON-RPC error object.
-    Answered(std::result::Result<Map<String, Value>, Value>),
-    /// On the log, answered on the request.
-    Running(Running),
-    /// On the log as a task.
-    Task(agentlog_wire::mcp::McpTask),
 }
 
 /// The least severe log level a call takes: modern, the level its `_meta` asks (none: no log
@@ -473,9 +236,153 @@ fn runs_as_task(
     }
 }
 
-fn object(result: CallToolResult) -> Map<String, Value> {
-    match serde_json::to_value(result) {
-        Ok(Value::Object(map)) => map,
-        _ => Map::new(),
+impl McpBridge {
+    /// An MRTR retry of `params` with `state`: check it names the caller's task of this call,
+    /// then answer from the task, write the responses it still waits for and follow it, or
+    /// follow it as it runs.
+    pub(super) async fn resume(
+        &self,
+        ctx: &Ctx<'_>,
+        entry: &Entry,
+        params: &CallToolParams,
+        state: &str,
+        mrtr: Mrtr,
+    ) -> Result<Started> {
+        let (task_id, round) = state.rsplit_once('#').ok_or_else(refused)?;
+        let round: usize = round.parse().map_err(|_| refused())?;
+        let (agent, bridge, id) = self.locate(task_id).map_err(|_| refused())?;
+        if agent != mrtr.agent {
+            return Err(refused());
+        }
+        let request = GetTaskRequest {
+            tenant: None,
+            id: id.to_owned(),
+            history_length: None,
+        };
+        let task = bridge.get_task(ctx.caller, request).await.map_err(|e| {
+            if e.kind() == ErrorKind::TaskNotFound {
+                refused()
+            } else {
+                e
+            }
+        })?;
+        let call = task
+            .history
+            .first()
+            .and_then(call_of)
+            .and_then(std::result::Result::ok)
+            .ok_or_else(refused)?;
+        let arguments = |p: &CallToolParams| p.arguments.clone().unwrap_or_default();
+        if call.name != params.name || arguments(&call) != arguments(params) {
+            return Err(refused());
+        }
+        let pending = PendingInput::of(&task.history);
+        if round == 0 || round > pending.as_ref().map_or(0, |p| p.round) {
+            return Err(refused());
+        }
+        // Past the last ask's deadline the call is over, whether or not a sweeper has
+        // cancelled its task yet (`worker::expiry`); a task that went on answers as it is.
+        let expired = pending
+            .as_ref()
+            .and_then(|p| p.ask.as_ref())
+            .and_then(deadline_of)
+            .is_some_and(|deadline| deadline <= crate::retention::now_ms());
+        if expired
+            && matches!(
+                task.status.state,
+                TaskState::InputRequired | TaskState::Canceled
+            )
+        {
+            return Err(Error::new(
+                ErrorKind::InvalidParams,
+                "Invalid or expired requestState: the call's input was not answered before its deadline",
+            )
+            .with_detail("field", "requestState"));
+        }
+        let progress = params.progress_token().cloned();
+        let log_level = log_level(&ctx.era, params)?;
+        let follow = match self.mcp_task(entry, &task, false).status {
+            status if status.is_terminal() => {
+                return Ok(Started::Answered(answer(
+                    task.status.state,
+                    task.status.message.as_ref(),
+                )));
+            }
+            McpTaskStatus::InputRequired => {
+                let responses = params.input_responses.clone().unwrap_or_default();
+                let wanted = match &pending {
+                    Some(pending) => pending.still_wanted(&responses),
+                    None => responses,
+                };
+                if wanted.is_empty() {
+                    // Nothing new: ask again for what is still outstanding.
+                    let asked = mrtr.input_required(&task);
+                    let answer = asked.map_or_else(
+                        || answer(task.status.state, task.status.message.as_ref()),
+                        |(answer, _)| answer,
+                    );
+                    return Ok(Started::Answered(answer));
+                }
+                if input_before_task(ctx, entry) {
+                    return self.become_task(ctx, entry, bridge, id, wanted).await;
+                }
+                let request = SendMessageRequest {
+                    tenant: None,
+                    message: input_message(id, wanted),
+                    configuration: None,
+                    metadata: None,
+                };
+                Follow::Turn(bridge.send_turn(ctx.caller, request, None).await?)
+            }
+            // An old round's retry of a call that became a task answers the task again.
+            _ if input_before_task(ctx, entry) => {
+                return Ok(Started::Task(self.mcp_task(entry, &task, false)));
+            }
+            _ => {
+                let request = SubscribeToTaskRequest {
+                    tenant: None,
+                    id: id.to_owned(),
+                };
+                Follow::Task(bridge.subscribe_to_task(ctx.caller, request, None).await?)
+            }
+        };
+        let running = Running::new(
+            follow,
+            bridge,
+            ctx.caller,
+            id.to_owned(),
+            progress,
+            Some(mrtr),
+        )
+        .logs(log_level);
+        Ok(Started::Running(running))
+    }
+}
+
+impl McpBridge {
+    /// MRTR, then a task: the retry's `responses` go to A2A task `id` as a follow-up marked
+    /// as the task's from now on (its later asks wait for `tasks/update` with no deadline),
+    /// and the call answers that task once the follow-up is on the log.
+    async fn become_task(
+        &self,
+        ctx: &Ctx<'_>,
+        entry: &Entry,
+        bridge: &Bridge,
+        id: &str,
+        responses: Map<String, Value>,
+    ) -> Result<Started> {
+        let mut message = input_message(id, responses);
+        let mut metadata = Map::new();
+        metadata.insert(MCP_METADATA_KEY.to_owned(), json!({"task": true}));
+        message.metadata = Some(metadata);
+        match bridge.send_message(ctx.caller, at_once(message)).await? {
+            SendMessageResponse::Task(task) => {
+                Ok(Started::Task(self.mcp_task(entry, &task, false)))
+            }
+            SendMessageResponse::Message(_) => Err(Error::new(
+                ErrorKind::Internal,
+                "a task was asked for, a message came",
+            )),
+        }
     }
 }

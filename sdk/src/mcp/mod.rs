@@ -12,6 +12,7 @@
 //! ([`Era::of`](agentlog_wire::mcp::Era::of)). The method table, the status codes and the
 //! mapping onto the log are in `skills/mcp-bridge/SKILL.md`.
 
+mod answer;
 mod call;
 mod cancel;
 mod command;
@@ -22,6 +23,7 @@ mod mrtr;
 mod params;
 mod reply;
 mod rpc;
+mod running;
 mod tasks;
 
 use std::collections::{BTreeMap, HashMap};

@@ -23,22 +23,15 @@
 //! (`Tools::input_timeout`) past which the workers' sweeper cancels its task
 //! (`worker::expiry`), and a retry after it is refused (-32602, "expired").
 
-use agentlog_wire::TaskState;
 use agentlog_wire::a2a::{
-    GetTaskRequest, Message, SendMessageConfiguration, SendMessageRequest, SendMessageResponse,
-    SubscribeToTaskRequest, Task,
+    GetTaskRequest, Message, SendMessageConfiguration, SendMessageRequest, Task,
 };
-use agentlog_wire::mcp::call::call_of;
-use agentlog_wire::mcp::input::{MCP_METADATA_KEY, deadline_of};
-use agentlog_wire::mcp::{
-    CallToolParams, Era, McpTaskStatus, PendingInput, TASKS_EXTENSION, missing_capabilities,
-};
+use agentlog_wire::mcp::{Era, PendingInput, TASKS_EXTENSION, missing_capabilities};
 use serde_json::{Map, Value, json};
 
-use super::call::{Follow, Running, Started, answer};
+use super::answer::Answer;
 use super::rpc::Ctx;
-use super::tasks::Answer;
-use super::{Entry, McpBridge, TaskSupport};
+use super::{Entry, TaskSupport};
 use crate::agent::Caller;
 use crate::bridge::Bridge;
 use crate::error::{Error, ErrorKind, Result};
@@ -46,7 +39,7 @@ use crate::error::{Error, ErrorKind, Result};
 /// A modern sync call's MRTR context: what the request declared, and the tool agent.
 pub(super) struct Mrtr {
     capabilities: Map<String, Value>,
-    agent: String,
+    pub(super) agent: String,
 }
 
 impl Mrtr {
@@ -82,7 +75,7 @@ impl Mrtr {
     }
 
     /// [`Mrtr::ask`] on the task as loaded.
-    fn input_required(&self, task: &Task) -> Option<(Answer, bool)> {
+    pub(super) fn input_required(&self, task: &Task) -> Option<(Answer, bool)> {
         let pending = PendingInput::of(&task.history).filter(|p| !p.is_answered())?;
         let requests = pending.outstanding();
         let missing = match missing_capabilities(&requests, &self.capabilities) {
@@ -127,160 +120,9 @@ pub(super) fn check_responses(responses: &Map<String, Value>) -> Result<()> {
     }
 }
 
-fn refused() -> Error {
+pub(super) fn refused() -> Error {
     Error::new(ErrorKind::InvalidParams, "Invalid or expired requestState")
         .with_detail("field", "requestState")
-}
-
-impl McpBridge {
-    /// An MRTR retry of `params` with `state`: check it names the caller's task of this call,
-    /// then answer from the task, write the responses it still waits for and follow it, or
-    /// follow it as it runs.
-    pub(super) async fn resume(
-        &self,
-        ctx: &Ctx<'_>,
-        entry: &Entry,
-        params: &CallToolParams,
-        state: &str,
-        mrtr: Mrtr,
-    ) -> Result<Started> {
-        let (task_id, round) = state.rsplit_once('#').ok_or_else(refused)?;
-        let round: usize = round.parse().map_err(|_| refused())?;
-        let (agent, bridge, id) = self.locate(task_id).map_err(|_| refused())?;
-        if agent != mrtr.agent {
-            return Err(refused());
-        }
-        let request = GetTaskRequest {
-            tenant: None,
-            id: id.to_owned(),
-            history_length: None,
-        };
-        let task = bridge.get_task(ctx.caller, request).await.map_err(|e| {
-            if e.kind() == ErrorKind::TaskNotFound {
-                refused()
-            } else {
-                e
-            }
-        })?;
-        let call = task
-            .history
-            .first()
-            .and_then(call_of)
-            .and_then(std::result::Result::ok)
-            .ok_or_else(refused)?;
-        let arguments = |p: &CallToolParams| p.arguments.clone().unwrap_or_default();
-        if call.name != params.name || arguments(&call) != arguments(params) {
-            return Err(refused());
-        }
-        let pending = PendingInput::of(&task.history);
-        if round == 0 || round > pending.as_ref().map_or(0, |p| p.round) {
-            return Err(refused());
-        }
-        // Past the last ask's deadline the call is over, whether or not a sweeper has
-        // cancelled its task yet (`worker::expiry`); a task that went on answers as it is.
-        let expired = pending
-            .as_ref()
-            .and_then(|p| p.ask.as_ref())
-            .and_then(deadline_of)
-            .is_some_and(|deadline| deadline <= crate::retention::now_ms());
-        if expired
-            && matches!(
-                task.status.state,
-                TaskState::InputRequired | TaskState::Canceled
-            )
-        {
-            return Err(Error::new(
-                ErrorKind::InvalidParams,
-                "Invalid or expired requestState: the call's input was not answered before its deadline",
-            )
-            .with_detail("field", "requestState"));
-        }
-        let progress = params.progress_token().cloned();
-        let log_level = super::call::log_level(&ctx.era, params)?;
-        let follow = match self.mcp_task(entry, &task, false).status {
-            status if status.is_terminal() => {
-                return Ok(Started::Answered(answer(
-                    task.status.state,
-                    task.status.message.as_ref(),
-                )));
-            }
-            McpTaskStatus::InputRequired => {
-                let responses = params.input_responses.clone().unwrap_or_default();
-                let wanted = match &pending {
-                    Some(pending) => pending.still_wanted(&responses),
-                    None => responses,
-                };
-                if wanted.is_empty() {
-                    // Nothing new: ask again for what is still outstanding.
-                    let asked = mrtr.input_required(&task);
-                    let answer = asked.map_or_else(
-                        || answer(task.status.state, task.status.message.as_ref()),
-                        |(answer, _)| answer,
-                    );
-                    return Ok(Started::Answered(answer));
-                }
-                if input_before_task(ctx, entry) {
-                    return self.become_task(ctx, entry, bridge, id, wanted).await;
-                }
-                let request = SendMessageRequest {
-                    tenant: None,
-                    message: input_message(id, wanted),
-                    configuration: None,
-                    metadata: None,
-                };
-                Follow::Turn(bridge.send_turn(ctx.caller, request, None).await?)
-            }
-            // An old round's retry of a call that became a task answers the task again.
-            _ if input_before_task(ctx, entry) => {
-                return Ok(Started::Task(self.mcp_task(entry, &task, false)));
-            }
-            _ => {
-                let request = SubscribeToTaskRequest {
-                    tenant: None,
-                    id: id.to_owned(),
-                };
-                Follow::Task(bridge.subscribe_to_task(ctx.caller, request, None).await?)
-            }
-        };
-        let running = Running::new(
-            follow,
-            bridge,
-            ctx.caller,
-            id.to_owned(),
-            progress,
-            Some(mrtr),
-        )
-        .logs(log_level);
-        Ok(Started::Running(running))
-    }
-}
-
-impl McpBridge {
-    /// MRTR, then a task: the retry's `responses` go to A2A task `id` as a follow-up marked
-    /// as the task's from now on (its later asks wait for `tasks/update` with no deadline),
-    /// and the call answers that task once the follow-up is on the log.
-    async fn become_task(
-        &self,
-        ctx: &Ctx<'_>,
-        entry: &Entry,
-        bridge: &Bridge,
-        id: &str,
-        responses: Map<String, Value>,
-    ) -> Result<Started> {
-        let mut message = input_message(id, responses);
-        let mut metadata = Map::new();
-        metadata.insert(MCP_METADATA_KEY.to_owned(), json!({"task": true}));
-        message.metadata = Some(metadata);
-        match bridge.send_message(ctx.caller, at_once(message)).await? {
-            SendMessageResponse::Task(task) => {
-                Ok(Started::Task(self.mcp_task(entry, &task, false)))
-            }
-            SendMessageResponse::Message(_) => Err(Error::new(
-                ErrorKind::Internal,
-                "a task was asked for, a message came",
-            )),
-        }
-    }
 }
 
 /// Whether a modern call of `entry`'s tool is MRTR, then a task

@@ -4,8 +4,8 @@
 use serde_json::{Map, Value};
 
 use super::McpBridge;
-use super::call::{CallEvent, Started};
 use super::rpc::{Ctx, McpReply, error_body, error_reply, error_status, success};
+use super::running::{CallEvent, Started};
 use crate::error::{Error, ErrorKind};
 
 impl McpBridge {

@@ -16,15 +16,12 @@ use agentlog_wire::timestamp::format_millis;
 use futures::StreamExt;
 use serde_json::{Map, Value, json};
 
-use super::call::answer;
+use super::answer::{Answer, answer};
 use super::rpc::Ctx;
 use super::{Entry, McpBridge};
 use crate::agent::Caller;
 use crate::bridge::Bridge;
 use crate::error::{Error, ErrorKind};
-
-/// A task method's answer: a result, or a JSON-RPC error object.
-pub(super) type Answer = std::result::Result<Map<String, Value>, Value>;
 
 /// The last ask of a live task, when keys of it are still unanswered.
 fn unanswered(task: &Task) -> Option<PendingInput> {
