@@ -18,6 +18,8 @@ mod setters;
 pub mod agent;
 pub mod bridge;
 pub mod error;
+#[cfg(test)]
+mod file_cycles;
 pub mod hops;
 #[cfg(feature = "http")]
 pub mod http;

@@ -17,9 +17,9 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 
 use crate::bridge::Caller;
+use crate::completion::{Completion, Completions};
 use crate::convert::{from_js, parse, to_js};
 use crate::error::{invalid, reason, to_napi};
-use crate::worker::{Completion, Dispatcher};
 
 /// How a JS handler settled.
 #[derive(Debug)]
@@ -36,7 +36,7 @@ pub struct TaskContext {
     ctx: SdkContext,
     handle: u32,
     settle: Mutex<Option<oneshot::Sender<Settled>>>,
-    dispatcher: Arc<Dispatcher>,
+    completions: Arc<dyn Completions>,
     /// The MCP tool call this turn answers, when the worker serves tools.
     tool: Option<ToolCall>,
     /// JS holds an AbortSignal for the turn: its cancellation must be carried into JS.
@@ -57,7 +57,7 @@ impl TaskContext {
         ctx: SdkContext,
         handle: u32,
         settle: oneshot::Sender<Settled>,
-        dispatcher: Arc<Dispatcher>,
+        completions: Arc<dyn Completions>,
         tool: Option<ToolCall>,
         watched: Arc<AtomicBool>,
     ) -> Self {
@@ -65,7 +65,7 @@ impl TaskContext {
             ctx,
             handle,
             settle: Mutex::new(Some(settle)),
-            dispatcher,
+            completions,
             tool,
             watched,
         }
@@ -87,9 +87,9 @@ impl TaskContext {
         if let Poll::Ready(result) = polled {
             return Some(completion(id, result));
         }
-        let dispatcher = self.dispatcher.clone();
+        let completions = self.completions.clone();
         napi::bindgen_prelude::spawn(async move {
-            dispatcher.done(completion(id, call.await));
+            completions.done(completion(id, call.await));
         });
         None
     }

@@ -15,6 +15,7 @@
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod bridge;
+mod completion;
 mod context;
 mod convert;
 mod error;

@@ -38,23 +38,11 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use crate::bridge::{Bridge, millis};
+use crate::completion::{Completion, Completions};
 use crate::context::{Settled, TaskContext};
 use crate::error::{OrThrow, invalid, to_napi};
 use crate::log::Log;
 use crate::mcp::McpBridge;
-
-/// A context call's result, as it reaches JS: `error` (an `AgentlogError` reason) or `value`.
-#[napi(object)]
-#[derive(Debug)]
-pub struct Completion {
-    /// The call's id (chosen by index.js).
-    pub id: u32,
-    /// The error, if it failed.
-    pub error: Option<String>,
-    /// What it returned (a message for `followUp`), if anything.
-    #[napi(ts_type = "Message | null")]
-    pub value: Option<Value>,
-}
 
 /// What waits to be carried into JS.
 #[derive(Default)]
@@ -119,9 +107,10 @@ impl Dispatcher {
             let _ = self.call.call((), ThreadsafeFunctionCallMode::NonBlocking);
         }
     }
+}
 
-    /// A context call finished.
-    pub fn done(&self, done: Completion) {
+impl Completions for Dispatcher {
+    fn done(&self, done: Completion) {
         self.push(|p| p.done.push(done));
     }
 }

@@ -271,3 +271,16 @@ pub fn none(py: Python<'_>, (): ()) -> PyResult<Py<PyAny>> {
 pub fn json(py: Python<'_>, value: serde_json::Value) -> PyResult<Py<PyAny>> {
     Ok(crate::json::to_py(py, &value)?.unbind())
 }
+
+pub(crate) fn is_coroutine_function(function: &Bound<'_, PyAny>) -> PyResult<bool> {
+    let inspect = function.py().import("inspect")?;
+    let check = inspect.getattr("iscoroutinefunction")?;
+    if check.call1((function,))?.is_truthy()? {
+        return Ok(true);
+    }
+    // An object whose __call__ is `async def`.
+    match function.getattr("__call__") {
+        Ok(call) => check.call1((call,))?.is_truthy(),
+        Err(_) => Ok(false),
+    }
+}

@@ -2,13 +2,12 @@
 //! async iterators.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use agentlog::bridge::json::{from_params, to_json};
 use agentlog::bridge::{
     PulledStream, RpcReply, RpcRequest, SseFrames, TaskStream, card_from_file, card_from_json,
 };
-use agentlog::{Bridge, BridgeConfig, ErrorKind};
+use agentlog::{Bridge, BridgeConfig};
 use futures::StreamExt;
 use pyo3::exceptions::PyStopAsyncIteration;
 use pyo3::prelude::*;
@@ -16,7 +15,8 @@ use pyo3::types::{PyBytes, PyString};
 use tokio::sync::Mutex;
 
 use crate::aio::{self, OnCancel};
-use crate::error::{err, to_py_err};
+use crate::duration::optional_seconds;
+use crate::error::to_py_err;
 use crate::json::{to_json as py_to_json, to_py};
 use crate::{PyCaller, PyLog, caller_of};
 
@@ -42,20 +42,6 @@ pub fn card_of(
         card_from_json(agent, &py_to_json(card, "card")?)
     };
     made.map_err(|e| to_py_err(py, e))
-}
-
-fn seconds(py: Python<'_>, value: Option<f64>, what: &str) -> PyResult<Option<Duration>> {
-    value
-        .map(|s| {
-            Duration::try_from_secs_f64(s).map_err(|_| {
-                err(
-                    py,
-                    ErrorKind::InvalidParams,
-                    format!("{what} must be a number of seconds >= 0, got {s}"),
-                )
-            })
-        })
-        .transpose()
 }
 
 /// A JSON-RPC body given as `bytes` or `str`.
@@ -112,10 +98,10 @@ impl PyBridge {
     ) -> PyResult<Bound<'py, PyAny>> {
         let mut config = BridgeConfig::new(&agent);
         config.card = card_of(py, &agent, card)?;
-        if let Some(timeout) = seconds(py, blocking_timeout, "blocking_timeout")? {
+        if let Some(timeout) = optional_seconds(py, blocking_timeout, "blocking_timeout")? {
             config.blocking_timeout = timeout;
         }
-        config.retention = seconds(py, retention, "retention")?;
+        config.retention = optional_seconds(py, retention, "retention")?;
         let log = log.0.clone();
         aio::spawn(
             py,

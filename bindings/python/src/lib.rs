@@ -12,6 +12,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 mod aio;
 mod bridge;
 mod context;
+mod duration;
 mod error;
 mod json;
 mod mcp;

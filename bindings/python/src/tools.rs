@@ -9,7 +9,8 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::worker::{is_coroutine_function, seconds};
+use crate::aio::is_coroutine_function;
+use crate::duration::seconds;
 
 /// The tool handlers of `tools=`: a dict of tool name → coroutine function.
 pub(crate) fn tool_functions(tools: &Bound<'_, PyAny>) -> PyResult<Vec<(String, Arc<Py<PyAny>>)>> {

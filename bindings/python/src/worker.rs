@@ -23,9 +23,10 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 
 use crate::PyLog;
-use crate::aio::{self, LoopBridge, OnCancel};
+use crate::aio::{self, LoopBridge, OnCancel, is_coroutine_function};
 use crate::bridge::PyBridge;
 use crate::context::PyTaskContext;
+use crate::duration::seconds;
 use crate::error::err;
 use crate::json::to_json as py_to_json;
 use crate::mcp::{PyMcpBridge, PyToolCall};
@@ -236,29 +237,10 @@ pub struct PyWorker {
     worker: Arc<Mutex<Option<Worker>>>,
 }
 
-pub(crate) fn is_coroutine_function(function: &Bound<'_, PyAny>) -> PyResult<bool> {
-    let inspect = function.py().import("inspect")?;
-    let check = inspect.getattr("iscoroutinefunction")?;
-    if check.call1((function,))?.is_truthy()? {
-        return Ok(true);
-    }
-    // An object whose __call__ is `async def`.
-    match function.getattr("__call__") {
-        Ok(call) => check.call1((call,))?.is_truthy(),
-        Err(_) => Ok(false),
-    }
-}
-
 /// What `start` builds the SDK worker with.
 enum Start {
     Tasks(PyHandler),
     Tools(Tools),
-}
-
-/// `secs`, the value of the duration argument `name`, as a `Duration`.
-pub(crate) fn seconds(name: &str, secs: f64) -> PyResult<Duration> {
-    Duration::try_from_secs_f64(secs)
-        .map_err(|_| PyTypeError::new_err(format!("{name} must be >= 0 seconds, got {secs}")))
 }
 
 /// The view a worker of `agent` shares: a `Bridge`'s, or an `McpBridge`'s bridge of that

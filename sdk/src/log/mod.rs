@@ -55,13 +55,15 @@ pub mod iggy;
 pub mod layers;
 mod partitioner;
 mod place;
+mod tls;
 mod url;
 
 pub use follower::Follower;
 pub use partitioner::partition_for_key;
 pub(crate) use place::MappedSegments;
 pub use place::{Place, Prefetcher};
-pub use url::{FileOptions, IGGY_PASSWORD_ENV, IggyTls, LogSpec, LogUrl, open, redacted};
+pub use tls::IggyTls;
+pub use url::{FileOptions, IGGY_PASSWORD_ENV, LogSpec, LogUrl, open, redacted};
 
 /// A topic inside a stream. Streams and topics are created on demand by [`LogBackend::ensure_topic`].
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]

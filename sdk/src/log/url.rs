@@ -7,6 +7,7 @@ use super::Log;
 use super::embedded::{EmbeddedLog, EmbeddedOptions, FsyncPolicy};
 #[cfg(feature = "iggy")]
 use super::iggy::{IggyLog, IggyOptions};
+use super::tls::IggyTls;
 use crate::error::{Error, ErrorKind, Result};
 use crate::retention::parse_duration;
 
@@ -46,16 +47,6 @@ pub enum LogUrl {
         /// `connections=<N>`: the handle's connections ([`IggyOptions::connections`]).
         connections: Option<usize>,
     },
-}
-
-/// TLS to an Iggy server (`iggys://`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct IggyTls {
-    /// `tls_ca_file=<pem>`: the certificate authority to trust (default: the web's roots).
-    pub ca_file: Option<PathBuf>,
-    /// `tls_domain=<name>`: the name the server's certificate must carry (default: the URL's
-    /// host).
-    pub domain: Option<String>,
 }
 
 impl std::fmt::Debug for LogUrl {

@@ -19,7 +19,7 @@
 //! queues again what a worker never took), so its sealed segments go once older than the
 //! retention; the checkpoint topic's once they are before the older checkpoint.
 //!
-//! [`LiveRecords`]: super::expiry::LiveRecords
+//! [`LiveRecords`]: super::tasks::expiry::LiveRecords
 
 use super::{Inner, TaskView};
 use crate::error::Result;

@@ -16,23 +16,17 @@
 //! The view writes nothing anywhere: dropping it and starting again over the same log gives
 //! the same answers.
 
-mod applied;
 mod checkpoint;
 mod compact;
-mod expiry;
 mod follow;
 mod handoff;
-mod id_table;
-mod index;
 mod key;
 mod own;
 mod persist;
 mod read;
 #[cfg(test)]
 mod retention_tests;
-mod snapshot;
 mod subscribe;
-mod task_map;
 mod tasks;
 #[cfg(test)]
 mod tests;
@@ -52,12 +46,12 @@ use crate::error::Result;
 use crate::log::{Log, Prefetcher, TopicRef, partition_for_key};
 use crate::retention::now_ms;
 
-pub(crate) use applied::Applied;
 pub use compact::{CompactTopics, Compacted};
-pub use index::ListFilter;
 pub use own::OwnCommand;
 pub use persist::CheckpointInfo;
-use tasks::{Entry, Tasks};
+pub(crate) use tasks::applied::Applied;
+pub use tasks::index::ListFilter;
+use tasks::{Entry, Tasks, applied};
 
 /// How `ListTasks` orders tasks of equal status time (descending, after the status time): a
 /// hash of the id every replica computes alike, for merging the pages of several views.
@@ -520,7 +514,7 @@ impl TaskView {
             return (Vec::new(), 0);
         };
         // A hash collision of the index, or a task expired during a replay: skipped.
-        let matching = |(ts, slot): (u64, task_map::Slot)| {
+        let matching = |(ts, slot): (u64, tasks::Slot)| {
             tasks.live_in(slot, now).filter(|entry| {
                 entry.owner == owner && filter.matches(ts, &entry.context, entry.machine.state())
             })

@@ -5,8 +5,8 @@ use agentlog_wire::Record;
 use agentlog_wire::a2a::{Message, Task};
 use agentlog_wire::fold::{StatusMark, fold_content, fold_content_after};
 
-use super::applied::{self, content_offsets, content_places};
-use super::task_map::Lead;
+use super::tasks::applied::{self, content_offsets, content_places};
+use super::tasks::task_map::Lead;
 use super::{TaskInfo, TaskView};
 use crate::agent::Caller;
 use crate::error::{Error, ErrorKind, Result};
@@ -209,4 +209,67 @@ fn turn_path(records: &[(u64, Record)], turn: Option<&str>) -> Vec<String> {
         })
         .map(|r| r.header.bridge_hops.clone())
         .unwrap_or_default()
+}
+
+impl TaskView {
+    /// The task's records read back from the log, in order: its listed applied records (only
+    /// those with content, if `content_only`), and for a task with more than [`MAX_LISTED`](applied::MAX_LISTED),
+    /// every record of the task in its partition from where the listing stops to its last
+    /// applied record (applied or not: fold them to know). What anything that reads a task
+    /// back goes through.
+    pub async fn task_records(
+        &self,
+        info: &TaskInfo,
+        content_only: bool,
+    ) -> crate::error::Result<Vec<(u64, agentlog_wire::Record)>> {
+        let offsets: Vec<u64> = applied::listed(&info.records)
+            .iter()
+            .filter(|r| !content_only || r.has_content())
+            .map(|r| r.offset())
+            .collect();
+        let mut records = self.read_records(info.partition, &offsets, &[]).await?;
+        if let Some((from, last)) = applied::spilled(&info.records) {
+            records.extend(self.scan_task(info.partition, &info.id, from, last).await?);
+        }
+        Ok(records)
+    }
+
+    /// The records of `task_id` in `partition` from `from` to `last` (inclusive).
+    async fn scan_task(
+        &self,
+        partition: u32,
+        task_id: &str,
+        from: u64,
+        last: u64,
+    ) -> crate::error::Result<Vec<(u64, agentlog_wire::Record)>> {
+        let mut found = Vec::new();
+        let mut next = from;
+        while next <= last {
+            let batch = self
+                .inner
+                .log
+                .read(&self.inner.topic, partition, next, 1024)
+                .await?;
+            let Some(end) = batch.last().map(|r| r.offset) else {
+                break;
+            };
+            for stored in batch.into_iter().filter(|r| r.offset <= last) {
+                // Another task's record, or one that does not decode or that the trust
+                // turns away (the fold skipped it too, and counted it): not this task's.
+                if let Ok(record) = agentlog_wire::Record::decode(&stored.payload)
+                    && record.header.task_id == task_id
+                    && self
+                        .inner
+                        .options
+                        .verifier
+                        .as_ref()
+                        .is_none_or(|v| v.check(&record).is_ok())
+                {
+                    found.push((stored.offset, record));
+                }
+            }
+            next = end + 1;
+        }
+        Ok(found)
+    }
 }

@@ -7,7 +7,8 @@ use agentlog_wire::TaskState;
 use tokio::sync::broadcast;
 
 use super::tasks::Tasks;
-use super::{TaskEvent, TaskInfo, TaskView, applied, task_map};
+use super::tasks::{self, applied};
+use super::{TaskEvent, TaskInfo, TaskView};
 use crate::agent::Caller;
 use crate::retention::now_ms;
 
@@ -72,7 +73,7 @@ impl TaskView {
 
     fn subscribe_locked(
         info: TaskInfo,
-        slot: task_map::Slot,
+        slot: tasks::Slot,
         tasks: &mut Tasks,
     ) -> Option<(TaskInfo, broadcast::Receiver<Arc<TaskEvent>>)> {
         if info.state.is_terminal() {

@@ -7,7 +7,7 @@ use agentlog_wire::{Record, RecordBody, RecordHeader, TaskState};
 use bytes::Bytes;
 use tokio::sync::broadcast::error::RecvError;
 
-use super::applied::content_offsets;
+use super::tasks::applied::content_offsets;
 use super::*;
 use crate::log::Place;
 

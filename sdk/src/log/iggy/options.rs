@@ -9,7 +9,7 @@ use iggy::prelude::{
 
 use super::errors::map_err;
 use crate::error::Result;
-use crate::log::IggyTls;
+use crate::log::tls::IggyTls;
 use crate::retention::DEFAULT_RETENTION;
 
 /// The longest message expiry given to a topic: what the `iggy` crate parses at most

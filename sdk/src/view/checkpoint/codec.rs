@@ -26,8 +26,8 @@
 use agentlog_wire::StateCode;
 use agentlog_wire::fold::{Claim, MachineSnapshot};
 
-use super::super::applied::{PLACED, Places};
 use super::super::key::Key;
+use super::super::tasks::applied::{PLACED, Places};
 use crate::agent::Caller;
 use crate::log::Place;
 

@@ -7,8 +7,8 @@ use agentlog_wire::TaskState;
 use agentlog_wire::fold::{Claim, MachineSnapshot};
 use proptest::prelude::*;
 
-use super::super::applied::Places;
 use super::super::key::Key;
+use super::super::tasks::applied::Places;
 use super::codec::{CodecError, Position, TaskRecord, decode, encode_header, encode_tasks, seal};
 use crate::agent::Caller;
 use crate::log::Place;

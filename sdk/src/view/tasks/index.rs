@@ -6,15 +6,15 @@ use std::ops::Bound;
 use agentlog_wire::{StateCode, TaskState};
 use smallvec::SmallVec;
 
-use super::key::{Key, KeyRef, stable_hash};
-use super::task_map::Slot;
+use super::Slot;
 use crate::agent::Caller;
+use crate::view::key::{Key, KeyRef, stable_hash};
 
 /// A caller interned to a number (tasks store 4 bytes instead of two strings).
-pub(super) type OwnerId = u32;
+pub(in crate::view) type OwnerId = u32;
 
 #[derive(Default)]
-pub(super) struct Owners {
+pub(in crate::view) struct Owners {
     /// tenant → principal → id: two levels, so that a lookup borrows the record's strings
     /// instead of building a `Caller` for every record applied.
     ids: HashMap<String, HashMap<String, OwnerId>>,
@@ -22,7 +22,7 @@ pub(super) struct Owners {
 }
 
 impl Owners {
-    pub(super) fn intern(&mut self, principal: &str, tenant: &str) -> OwnerId {
+    pub(in crate::view) fn intern(&mut self, principal: &str, tenant: &str) -> OwnerId {
         if let Some(id) = self.get(principal, tenant) {
             return id;
         }
@@ -38,7 +38,7 @@ impl Owners {
         id
     }
 
-    pub(super) fn find(&self, caller: &Caller) -> Option<OwnerId> {
+    pub(in crate::view) fn find(&self, caller: &Caller) -> Option<OwnerId> {
         self.get(&caller.principal, &caller.tenant)
     }
 
@@ -46,12 +46,12 @@ impl Owners {
         self.ids.get(tenant)?.get(principal).copied()
     }
 
-    pub(super) fn caller(&self, id: OwnerId) -> &Caller {
+    pub(in crate::view) fn caller(&self, id: OwnerId) -> &Caller {
         &self.callers[id as usize]
     }
 
     /// Every owner, by id.
-    pub(super) fn all(&self) -> &[Caller] {
+    pub(in crate::view) fn all(&self) -> &[Caller] {
         &self.callers
     }
 }
@@ -59,7 +59,7 @@ impl Owners {
 /// Where a task sits in the `ListTasks` index: its owner, context (hashed), state, status
 /// time and tie-break.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Listed {
+pub(in crate::view) struct Listed {
     pub owner: OwnerId,
     /// [`context_hash`] of the task's context.
     pub context: u64,
@@ -72,7 +72,7 @@ pub(super) struct Listed {
 impl Listed {
     /// Where a task of `owner`, `id` and `context` in `state` since `status_ms` is listed
     /// (nowhere before its command: no state).
-    pub(super) fn of(
+    pub(in crate::view) fn of(
         owner: OwnerId,
         id: KeyRef<'_>,
         context: KeyRef<'_>,
@@ -106,7 +106,7 @@ impl Listed {
 /// collision costs a skipped entry, never a wrong one. Two tasks of one grouping with equal
 /// status time and equal id hashes (one chance in 2^32 per such pair) take neighbouring keys.
 #[derive(Default)]
-pub(super) struct ListIndex {
+pub(in crate::view) struct ListIndex {
     map: BTreeMap<u128, Slot>,
     /// Tasks per owner-state grouping.
     sizes: HashMap<u64, u32, foldhash::fast::RandomState>,
@@ -146,7 +146,12 @@ impl ListIndex {
     }
 
     /// Move `slot` from where it was listed (if it was) to `now` (if it is listed).
-    pub(super) fn update(&mut self, slot: Slot, was: Option<&Listed>, now: Option<&Listed>) {
+    pub(in crate::view) fn update(
+        &mut self,
+        slot: Slot,
+        was: Option<&Listed>,
+        now: Option<&Listed>,
+    ) {
         if was == now {
             return;
         }
@@ -207,7 +212,7 @@ impl ListIndex {
 
     /// An index of `tasks` (slot and where each is listed), built at once: what a view that
     /// replayed or restored its tasks builds, instead of one update per record.
-    pub(super) fn build(tasks: impl Iterator<Item = (Slot, Listed)>) -> Self {
+    pub(in crate::view) fn build(tasks: impl Iterator<Item = (Slot, Listed)>) -> Self {
         let mut keys = Vec::with_capacity(tasks.size_hint().0 * 2);
         let mut sizes: HashMap<u64, u32, _> = HashMap::default();
         for (slot, listed) in tasks {
@@ -240,7 +245,7 @@ impl ListIndex {
     /// for a context filter, whose total the caller counts over the same candidates without
     /// the cursor ([`ListIndex::context_range`]). Candidates: the caller checks each against
     /// the filter.
-    pub(super) fn page(
+    pub(in crate::view) fn page(
         &self,
         owner: OwnerId,
         filter: &ListFilter,
@@ -298,7 +303,7 @@ impl ListIndex {
     }
 
     /// Every candidate of a context `filter` (its cursor aside), for its total.
-    pub(super) fn context_range(
+    pub(in crate::view) fn context_range(
         &self,
         owner: OwnerId,
         filter: &ListFilter,
@@ -380,7 +385,7 @@ fn group(family: u8, owner: OwnerId, context: Option<u64>, state: Option<TaskSta
 }
 
 /// A task's context as the index groups it.
-pub(super) fn context_hash(context: KeyRef<'_>) -> u64 {
+pub(in crate::view) fn context_hash(context: KeyRef<'_>) -> u64 {
     use std::hash::BuildHasher;
     GROUPING.hash_one(context)
 }
@@ -389,13 +394,13 @@ pub(super) fn context_hash(context: KeyRef<'_>) -> u64 {
 /// worker has claimed (what a worker's sweeper puts back on the queue), or those waiting
 /// for input (whose asks it expires).
 #[derive(Default)]
-pub(super) struct AwaitingClaim {
+pub(in crate::view) struct AwaitingClaim {
     tasks: BTreeSet<(u64, Slot)>,
 }
 
 impl AwaitingClaim {
     /// Move `slot` from waiting since `was` (if it waited) to waiting since `now` (if it does).
-    pub(super) fn update(&mut self, slot: Slot, was: Option<u64>, now: Option<u64>) {
+    pub(in crate::view) fn update(&mut self, slot: Slot, was: Option<u64>, now: Option<u64>) {
         if let Some(was) = was {
             self.tasks.remove(&(was, slot));
         }
@@ -405,7 +410,7 @@ impl AwaitingClaim {
     }
 
     /// The tasks that have waited since before `before_ms`, oldest first.
-    pub(super) fn since_before(&self, before_ms: u64) -> impl Iterator<Item = Slot> + '_ {
+    pub(in crate::view) fn since_before(&self, before_ms: u64) -> impl Iterator<Item = Slot> + '_ {
         self.tasks
             .iter()
             .take_while(move |(since, _)| *since < before_ms)
@@ -413,7 +418,7 @@ impl AwaitingClaim {
     }
 
     /// Every task with since when it waits, oldest first.
-    pub(super) fn all(&self) -> impl Iterator<Item = (u64, Slot)> + '_ {
+    pub(in crate::view) fn all(&self) -> impl Iterator<Item = (u64, Slot)> + '_ {
         self.tasks.iter().copied()
     }
 }
@@ -434,7 +439,12 @@ pub struct ListFilter {
 }
 
 impl ListFilter {
-    pub(super) fn matches(&self, ts: u64, context: &Key, state: Option<TaskState>) -> bool {
+    pub(in crate::view) fn matches(
+        &self,
+        ts: u64,
+        context: &Key,
+        state: Option<TaskState>,
+    ) -> bool {
         self.context_id.as_deref().is_none_or(|c| context.is(c))
             && self.state.is_none_or(|s| Some(s) == state)
             && self.status_after_ms.is_none_or(|after| ts >= after)

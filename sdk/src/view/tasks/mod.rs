@@ -2,6 +2,13 @@
 //! applied records, the owner and status indexes, the tasks waiting for a worker's claim, the
 //! finished tasks by expiry, the offsets retained tasks need, and the live subscribers.
 
+pub(super) mod applied;
+mod expiry;
+mod id_table;
+pub(super) mod index;
+mod snapshot;
+pub(super) mod task_map;
+
 use std::sync::Arc;
 
 use agentlog_wire::fold::{Change, ClaimKind, Outcome, Parsed, TaskMachine};
@@ -11,14 +18,17 @@ use smallvec::SmallVec;
 use tokio::sync::broadcast;
 
 use super::TaskEvent;
-use super::applied::{self, Applied, NO_PLACES, Places};
-use super::expiry::{Expiring, LiveRecords};
-use super::index::{AwaitingClaim, ListIndex, Listed, OwnerId, Owners};
 use super::key::Key;
-use super::snapshot::Snapshotting;
-use super::task_map::{Lead, Slot, TaskMap};
 use crate::agent::Caller;
 use crate::log::Place;
+use applied::{Applied, NO_PLACES, Places};
+use expiry::{Expiring, LiveRecords};
+use index::{AwaitingClaim, ListIndex, Listed, OwnerId, Owners};
+use snapshot::Snapshotting;
+use task_map::{Lead, TaskMap};
+
+/// A task's place in the map, stable for as long as the task is kept.
+pub(super) type Slot = u32;
 
 /// One task as the view keeps it.
 pub(super) struct Entry {

@@ -14,7 +14,7 @@ pub const MAX_LISTED: usize = 1024;
 /// [has content](agentlog_wire::fold::Change::has_content) (then a snapshot reads it back).
 /// One word: the marks take the offset's top bits, which no log reaches (2^61 records).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Applied(pub(super) u64);
+pub(crate) struct Applied(pub(in crate::view) u64);
 
 impl Applied {
     const CONTENT: u64 = 1 << 63;
@@ -24,7 +24,7 @@ impl Applied {
     const LAST: u64 = 1 << 61;
     const MARKS: u64 = Self::CONTENT | Self::SPILL | Self::LAST;
 
-    pub(super) fn new(offset: u64, has_content: bool) -> Self {
+    pub(in crate::view) fn new(offset: u64, has_content: bool) -> Self {
         debug_assert_eq!(offset & Self::MARKS, 0, "an offset of 2^61 or more");
         Self(if has_content {
             offset | Self::CONTENT
@@ -49,7 +49,7 @@ impl Applied {
 }
 
 /// From which offset a task's applied records are not listed, and its last one's offset.
-pub(super) fn spilled(records: &[Applied]) -> Option<(u64, u64)> {
+pub(in crate::view) fn spilled(records: &[Applied]) -> Option<(u64, u64)> {
     match records {
         [.., spill, last] if spill.is_spill() => Some((spill.offset(), last.offset())),
         _ => None,
@@ -57,7 +57,7 @@ pub(super) fn spilled(records: &[Applied]) -> Option<(u64, u64)> {
 }
 
 /// The records that are listed.
-pub(super) fn listed(records: &[Applied]) -> &[Applied] {
+pub(in crate::view) fn listed(records: &[Applied]) -> &[Applied] {
     match spilled(records) {
         Some(_) => &records[..records.len() - 2],
         None => records,
@@ -65,12 +65,12 @@ pub(super) fn listed(records: &[Applied]) -> &[Applied] {
 }
 
 /// The offset of the task's last applied record.
-pub(super) fn position(records: &[Applied]) -> u64 {
+pub(in crate::view) fn position(records: &[Applied]) -> u64 {
     records.last().map_or(0, |r| r.offset())
 }
 
 /// Record an applied record of a task (`records`, whose kept records `live` counts).
-pub(super) fn push(
+pub(in crate::view) fn push(
     records: &mut smallvec::SmallVec<[Applied; 4]>,
     applied: Applied,
     live: Option<&mut LiveRecords>,
@@ -104,7 +104,7 @@ pub(super) fn push(
 }
 
 /// Take a task's records out of `live` (it expired, or started again).
-pub(super) fn forget(records: &[Applied], live: &mut LiveRecords) {
+pub(in crate::view) fn forget(records: &[Applied], live: &mut LiveRecords) {
     for record in listed(records) {
         live.remove(record.offset());
     }
@@ -115,7 +115,7 @@ pub(super) fn forget(records: &[Applied], live: &mut LiveRecords) {
 
 /// The offsets a task's records keep counted in `live`, one per record (a spilled range
 /// gives every chunk it covers): what a restored view counts.
-pub(super) fn counted(records: &[Applied], out: &mut Vec<u64>) {
+pub(in crate::view) fn counted(records: &[Applied], out: &mut Vec<u64>) {
     out.extend(listed(records).iter().map(|r| r.offset()));
     if let Some((from, last)) = spilled(records) {
         out.extend(LiveRecords::chunk_offsets(from, last));
@@ -125,18 +125,18 @@ pub(super) fn counted(records: &[Applied], out: &mut Vec<u64>) {
 /// How many of a task's content records keep their [`Place`]: a usual finished task's
 /// command, artifact and last status message. A `GetTask` reads those at their places (no
 /// lookup in the log's index); any later ones are looked up.
-pub(super) const PLACED: usize = 3;
+pub(in crate::view) const PLACED: usize = 3;
 
 /// The places of a task's first [`PLACED`] content records, in order (4 bytes each, beside
 /// the entry's owner, where the padding was).
-pub(super) type Places = [Place; PLACED];
+pub(in crate::view) type Places = [Place; PLACED];
 
 /// No place known.
-pub(super) const NO_PLACES: Places = [Place::UNKNOWN; PLACED];
+pub(in crate::view) const NO_PLACES: Places = [Place::UNKNOWN; PLACED];
 
 /// Note `place` for the record `records` ends with (just pushed), if it has content and is
 /// among the first [`PLACED`] that do.
-pub(super) fn note_place(places: &mut Places, records: &[Applied], place: Place) {
+pub(in crate::view) fn note_place(places: &mut Places, records: &[Applied], place: Place) {
     let listed = listed(records);
     if !listed.last().is_some_and(|r| r.has_content()) || spilled(records).is_some() {
         return;
@@ -149,7 +149,7 @@ pub(super) fn note_place(places: &mut Places, records: &[Applied], place: Place)
 
 /// The places of the listed records with content, as [`content_offsets`] lists them
 /// ([`Place::UNKNOWN`] past the first [`PLACED`]).
-pub(super) fn content_places(
+pub(in crate::view) fn content_places(
     records: &[Applied],
     places: &Places,
 ) -> smallvec::SmallVec<[Place; 4]> {
@@ -160,75 +160,12 @@ pub(super) fn content_places(
 }
 
 /// The offsets of the listed records with content.
-pub(super) fn content_offsets(records: &[Applied]) -> smallvec::SmallVec<[u64; 4]> {
+pub(in crate::view) fn content_offsets(records: &[Applied]) -> smallvec::SmallVec<[u64; 4]> {
     listed(records)
         .iter()
         .filter(|r| r.has_content())
         .map(|r| r.offset())
         .collect()
-}
-
-impl super::TaskView {
-    /// The task's records read back from the log, in order: its listed applied records (only
-    /// those with content, if `content_only`), and for a task with more than [`MAX_LISTED`],
-    /// every record of the task in its partition from where the listing stops to its last
-    /// applied record (applied or not: fold them to know). What anything that reads a task
-    /// back goes through.
-    pub async fn task_records(
-        &self,
-        info: &super::TaskInfo,
-        content_only: bool,
-    ) -> crate::error::Result<Vec<(u64, agentlog_wire::Record)>> {
-        let offsets: Vec<u64> = listed(&info.records)
-            .iter()
-            .filter(|r| !content_only || r.has_content())
-            .map(|r| r.offset())
-            .collect();
-        let mut records = self.read_records(info.partition, &offsets, &[]).await?;
-        if let Some((from, last)) = spilled(&info.records) {
-            records.extend(self.scan_task(info.partition, &info.id, from, last).await?);
-        }
-        Ok(records)
-    }
-
-    /// The records of `task_id` in `partition` from `from` to `last` (inclusive).
-    async fn scan_task(
-        &self,
-        partition: u32,
-        task_id: &str,
-        from: u64,
-        last: u64,
-    ) -> crate::error::Result<Vec<(u64, agentlog_wire::Record)>> {
-        let mut found = Vec::new();
-        let mut next = from;
-        while next <= last {
-            let batch = self
-                .inner
-                .log
-                .read(&self.inner.topic, partition, next, 1024)
-                .await?;
-            let Some(end) = batch.last().map(|r| r.offset) else {
-                break;
-            };
-            for stored in batch.into_iter().filter(|r| r.offset <= last) {
-                // Another task's record, or one that does not decode or that the trust
-                // turns away (the fold skipped it too, and counted it): not this task's.
-                if let Ok(record) = agentlog_wire::Record::decode(&stored.payload)
-                    && record.header.task_id == task_id
-                    && self
-                        .inner
-                        .options
-                        .verifier
-                        .as_ref()
-                        .is_none_or(|v| v.check(&record).is_ok())
-                {
-                    found.push((stored.offset, record));
-                }
-            }
-            next = end + 1;
-        }
-        Ok(found)
-    }
 }
 
 #[cfg(test)]

@@ -5,12 +5,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 
-use super::task_map::Slot;
+use super::Slot;
 
 /// Finished tasks with a retention, by (expiry, slot): the soonest first. A key is 128 bits:
 /// the expiry above, the slot below.
 #[derive(Default)]
-pub(super) struct Expiring {
+pub(in crate::view) struct Expiring {
     tasks: BTreeSet<u128>,
 }
 
@@ -20,7 +20,7 @@ fn expiring_key(at: u64, slot: Slot) -> u128 {
 
 impl Expiring {
     /// Move `slot` from expiring at `was` (if it did) to expiring at `now` (if it does).
-    pub(super) fn update(&mut self, slot: Slot, was: Option<u64>, now: Option<u64>) {
+    pub(in crate::view) fn update(&mut self, slot: Slot, was: Option<u64>, now: Option<u64>) {
         if was == now {
             return;
         }
@@ -33,7 +33,7 @@ impl Expiring {
     }
 
     /// The tasks `keys` (expiry, slot) at once, for a view that replayed or restored them.
-    pub(super) fn build(keys: impl Iterator<Item = (u64, Slot)>) -> Self {
+    pub(in crate::view) fn build(keys: impl Iterator<Item = (u64, Slot)>) -> Self {
         let mut keys: Vec<u128> = keys.map(|(at, slot)| expiring_key(at, slot)).collect();
         keys.sort_unstable();
         Self {
@@ -42,19 +42,19 @@ impl Expiring {
     }
 
     /// When the next task expires.
-    pub(super) fn next_due(&self) -> Option<u64> {
+    pub(in crate::view) fn next_due(&self) -> Option<u64> {
         self.tasks.first().map(|key| (key >> 64) as u64)
     }
 
     /// Take out the next task expired at `now_ms`, if any.
-    pub(super) fn pop_expired(&mut self, now_ms: u64) -> Option<Slot> {
+    pub(in crate::view) fn pop_expired(&mut self, now_ms: u64) -> Option<Slot> {
         if self.next_due()? > now_ms {
             return None;
         }
         self.tasks.pop_first().map(|key| key as Slot)
     }
 
-    pub(super) fn len(&self) -> usize {
+    pub(in crate::view) fn len(&self) -> usize {
         self.tasks.len()
     }
 }
@@ -64,19 +64,19 @@ impl Expiring {
 /// counted holds no such record. A chunk is small against a segment (thousands of records),
 /// so a segment is kept for a neighbour's record at most at its two ends.
 #[derive(Default, Clone, PartialEq, Eq, Debug)]
-pub(super) struct LiveRecords {
+pub(in crate::view) struct LiveRecords {
     chunks: BTreeMap<u64, u32>,
 }
 
 impl LiveRecords {
     /// Offsets per chunk.
-    pub(super) const CHUNK: u64 = 64;
+    pub(in crate::view) const CHUNK: u64 = 64;
 
-    pub(super) fn add(&mut self, offset: u64) {
+    pub(in crate::view) fn add(&mut self, offset: u64) {
         *self.chunks.entry(offset / Self::CHUNK).or_default() += 1;
     }
 
-    pub(super) fn remove(&mut self, offset: u64) {
+    pub(in crate::view) fn remove(&mut self, offset: u64) {
         let chunk = offset / Self::CHUNK;
         if let Some(count) = self.chunks.get_mut(&chunk) {
             *count -= 1;
@@ -87,7 +87,7 @@ impl LiveRecords {
     }
 
     /// The counts of `offsets` at once, for a view restored from a checkpoint.
-    pub(super) fn build(mut offsets: Vec<u64>) -> Self {
+    pub(in crate::view) fn build(mut offsets: Vec<u64>) -> Self {
         for offset in &mut offsets {
             *offset /= Self::CHUNK;
         }
@@ -116,26 +116,26 @@ impl LiveRecords {
     }
 
     /// Count every chunk after `last`'s up to `offset`'s (a spilled task's range grew).
-    pub(super) fn extend(&mut self, last: u64, offset: u64) {
+    pub(in crate::view) fn extend(&mut self, last: u64, offset: u64) {
         for chunk in (last / Self::CHUNK + 1)..=(offset / Self::CHUNK) {
             *self.chunks.entry(chunk).or_default() += 1;
         }
     }
 
     /// Uncount every chunk from `from`'s to `last`'s.
-    pub(super) fn retract(&mut self, from: u64, last: u64) {
+    pub(in crate::view) fn retract(&mut self, from: u64, last: u64) {
         for chunk in (from / Self::CHUNK)..=(last / Self::CHUNK) {
             self.remove(chunk * Self::CHUNK);
         }
     }
 
     /// One offset in each chunk from `from`'s to `last`'s.
-    pub(super) fn chunk_offsets(from: u64, last: u64) -> impl Iterator<Item = u64> {
+    pub(in crate::view) fn chunk_offsets(from: u64, last: u64) -> impl Iterator<Item = u64> {
         ((from / Self::CHUNK)..=(last / Self::CHUNK)).map(|chunk| chunk * Self::CHUNK)
     }
 
     /// Whether any offset in `range` may hold a needed record.
-    pub(super) fn any_in(&self, range: Range<u64>) -> bool {
+    pub(in crate::view) fn any_in(&self, range: Range<u64>) -> bool {
         if range.is_empty() {
             return false;
         }

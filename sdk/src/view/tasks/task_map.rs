@@ -3,7 +3,7 @@
 //!
 //! Why this shape: the indexes name a task by its 4-byte slot instead of a shared string; a
 //! task costs its entry and a few bytes of table, with no allocation of its own for a UUID id
-//! or context ([`Key`](super::key::Key)); growing never moves the entries (a chunk is added)
+//! or context ([`Key`](crate::view::key::Key)); growing never moves the entries (a chunk is added)
 //! and never rehashes every task at once under the view's write lock (the table grows by
 //! shards).
 //!
@@ -15,25 +15,22 @@ use std::hash::BuildHasher;
 
 use super::applied::{self, Places};
 use super::id_table::IdTable;
-use super::key::KeyRef;
-use super::tasks::Entry;
+use super::{Entry, Slot};
 use crate::log::Place;
+use crate::view::key::KeyRef;
 
 /// How many of a task's first content places the id table keeps (all that fit its 8-byte hint).
-pub(super) const LEAD: usize = 2;
+pub(in crate::view) const LEAD: usize = 2;
 
 /// The places of a task's first content records, as the id table keeps them.
-pub(super) type Lead = [Place; LEAD];
-
-/// A task's place in the map, stable for as long as the task is kept.
-pub(super) type Slot = u32;
+pub(in crate::view) type Lead = [Place; LEAD];
 
 /// Entries per slab chunk.
 const CHUNK: usize = 1024;
 
 /// Tasks by id ([module docs](self)).
 #[derive(Default)]
-pub(super) struct TaskMap {
+pub(in crate::view) struct TaskMap {
     ids: IdTable,
     /// Fast, and seeded per process (ids come from clients).
     hasher: foldhash::fast::RandomState,
@@ -74,14 +71,18 @@ impl TaskMap {
     }
 
     /// The slot of task `id`, if the map holds it.
-    pub(super) fn find(&self, id: &str) -> Option<Slot> {
+    pub(in crate::view) fn find(&self, id: &str) -> Option<Slot> {
         self.find_ahead(id, |_| {})
     }
 
     /// [`find`](Self::find), giving `ahead` the places of the first records of a task that
     /// may be `id`'s before it reads that task's entry: what a reader of the records starts
     /// loading now, so that the entry's load and theirs overlap.
-    pub(super) fn find_ahead(&self, id: &str, mut ahead: impl FnMut(Lead)) -> Option<Slot> {
+    pub(in crate::view) fn find_ahead(
+        &self,
+        id: &str,
+        mut ahead: impl FnMut(Lead),
+    ) -> Option<Slot> {
         let key = KeyRef::of(id);
         let hash = self.hash(key);
         self.ids.find(hash, |slot, hint| {
@@ -92,7 +93,7 @@ impl TaskMap {
 
     /// Note that the record task `slot` took last is kept at `place` ([`applied::note_place`]),
     /// forgetting the places noted before if `anew` (a new incarnation of the task).
-    pub(super) fn note_place(&mut self, slot: Slot, place: Place, anew: bool) {
+    pub(in crate::view) fn note_place(&mut self, slot: Slot, place: Place, anew: bool) {
         let Some(entry) = entry_in_mut(&mut self.chunks, slot) else {
             return;
         };
@@ -108,26 +109,26 @@ impl TaskMap {
         }
     }
 
-    pub(super) fn get(&self, id: &str) -> Option<&Entry> {
+    pub(in crate::view) fn get(&self, id: &str) -> Option<&Entry> {
         self.entry(self.find(id)?)
     }
 
     /// Task `id` with its slot.
-    pub(super) fn get_slot(&self, id: &str) -> Option<(Slot, &Entry)> {
+    pub(in crate::view) fn get_slot(&self, id: &str) -> Option<(Slot, &Entry)> {
         let slot = self.find(id)?;
         Some((slot, self.entry(slot)?))
     }
 
-    pub(super) fn entry(&self, slot: Slot) -> Option<&Entry> {
+    pub(in crate::view) fn entry(&self, slot: Slot) -> Option<&Entry> {
         entry_in(&self.chunks, slot)
     }
 
-    pub(super) fn entry_mut(&mut self, slot: Slot) -> Option<&mut Entry> {
+    pub(in crate::view) fn entry_mut(&mut self, slot: Slot) -> Option<&mut Entry> {
         entry_in_mut(&mut self.chunks, slot)
     }
 
     /// Add a task the map does not hold yet (by its id); its slot.
-    pub(super) fn insert(&mut self, entry: Entry) -> Slot {
+    pub(in crate::view) fn insert(&mut self, entry: Entry) -> Slot {
         let hash = self.hash(entry.id.as_ref());
         let hint = hint_of(&entry.places);
         let slot = match self.free.pop() {
@@ -159,7 +160,7 @@ impl TaskMap {
     }
 
     /// Take the task in `slot` out; its slot is given to a later task.
-    pub(super) fn remove(&mut self, slot: Slot) -> Option<Entry> {
+    pub(in crate::view) fn remove(&mut self, slot: Slot) -> Option<Entry> {
         let entry = self
             .chunks
             .get_mut(slot as usize / CHUNK)?
@@ -171,28 +172,28 @@ impl TaskMap {
         Some(entry)
     }
 
-    pub(super) fn len(&self) -> usize {
+    pub(in crate::view) fn len(&self) -> usize {
         self.len
     }
 
     /// The slot the next [`insert`](Self::insert) takes.
-    pub(super) fn next_slot(&self) -> Slot {
+    pub(in crate::view) fn next_slot(&self) -> Slot {
         self.free.last().copied().unwrap_or(self.slot_end())
     }
 
     /// One past the highest slot ever used.
-    pub(super) fn slot_end(&self) -> Slot {
+    pub(in crate::view) fn slot_end(&self) -> Slot {
         let in_last = self.chunks.last().map_or(0, Vec::len);
         (self.chunks.len().saturating_sub(1) * CHUNK + in_last) as Slot
     }
 
     /// Room for `additional` more tasks in the tables (the slab grows by chunks anyway).
-    pub(super) fn reserve(&mut self, additional: usize) {
+    pub(in crate::view) fn reserve(&mut self, additional: usize) {
         self.ids.reserve(additional);
     }
 
     /// Every task with its slot, in slot order.
-    pub(super) fn iter(&self) -> impl Iterator<Item = (Slot, &Entry)> {
+    pub(in crate::view) fn iter(&self) -> impl Iterator<Item = (Slot, &Entry)> {
         self.chunks.iter().enumerate().flat_map(|(c, chunk)| {
             chunk
                 .iter()
@@ -212,7 +213,7 @@ mod tests {
             id: Key::new(id),
             context: Key::new("ctx"),
             owner: 0,
-            places: crate::view::applied::NO_PLACES,
+            places: crate::view::tasks::applied::NO_PLACES,
             machine: Default::default(),
             records: Default::default(),
         }
@@ -254,7 +255,7 @@ mod tests {
     #[test]
     fn the_table_keeps_a_tasks_first_places_as_its_entry_does() {
         let mut map = TaskMap::default();
-        let content = |offset| crate::view::applied::Applied::new(offset, true);
+        let content = |offset| crate::view::tasks::applied::Applied::new(offset, true);
         let mut first = entry("first");
         first.records.push(content(1));
         first.places[0] = Place::from_raw(11);

@@ -3,21 +3,21 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use super::Slot;
 use super::applied::{self, Applied};
-use super::checkpoint::Checkpoint;
-use super::checkpoint::codec::{self, CodecError, TaskRecord};
 use super::expiry::LiveRecords;
 use super::index::{ListIndex, Listed, OwnerId};
-use super::key::{Key, KeyRef};
-use super::task_map::Slot;
-use super::tasks::{Entry, Tasks};
+use super::{Entry, Tasks};
+use crate::view::checkpoint::Checkpoint;
+use crate::view::checkpoint::codec::{self, CodecError, TaskRecord};
+use crate::view::key::{Key, KeyRef};
 use agentlog_wire::fold::TaskMachine;
 
 /// A checkpoint of the tasks being encoded a slice of slots at a time, while records keep
 /// applying between slices: so that no request waits for an encoding of every task. It holds
 /// the tasks as they stood when it began: a slot the encoder has not reached yet keeps, at its
 /// first change since ([`Tasks::preserve`]), what it held then.
-pub(super) struct Snapshotting {
+pub(in crate::view) struct Snapshotting {
     /// The slots below are encoded (advanced by the encoder, under the read lock).
     upto: AtomicU32,
     /// The slots from here on were never used when it began.
@@ -33,7 +33,7 @@ impl Tasks {
     ///
     /// [`encode_checkpoint_slice`]: Self::encode_checkpoint_slice
     /// [`end_checkpoint`]: Self::end_checkpoint
-    pub(super) fn begin_checkpoint(&mut self, out: &mut Vec<u8>) -> usize {
+    pub(in crate::view) fn begin_checkpoint(&mut self, out: &mut Vec<u8>) -> usize {
         let at = codec::encode_owners(out, self.owners.all());
         self.snapshotting = Some(Snapshotting {
             upto: AtomicU32::new(0),
@@ -45,7 +45,11 @@ impl Tasks {
 
     /// Append the tasks of the checkpoint's next `slots` slots to `out`: how many, and whether
     /// those were the last.
-    pub(super) fn encode_checkpoint_slice(&self, out: &mut Vec<u8>, slots: u32) -> (u64, bool) {
+    pub(in crate::view) fn encode_checkpoint_slice(
+        &self,
+        out: &mut Vec<u8>,
+        slots: u32,
+    ) -> (u64, bool) {
         let Some(snapshot) = &self.snapshotting else {
             return (0, true);
         };
@@ -67,13 +71,13 @@ impl Tasks {
         (count, to == snapshot.end)
     }
 
-    pub(super) fn end_checkpoint(&mut self) {
+    pub(in crate::view) fn end_checkpoint(&mut self) {
         self.snapshotting = None;
     }
 
     /// Before `slot` changes (a task applies a record, arrives in it or leaves it): if a
     /// checkpoint being encoded has not reached it, keep what it holds for the checkpoint.
-    pub(super) fn preserve(&mut self, slot: Slot) {
+    pub(in crate::view) fn preserve(&mut self, slot: Slot) {
         let Some(snapshot) = &mut self.snapshotting else {
             return;
         };
@@ -94,7 +98,7 @@ impl Tasks {
     /// places a task), or why its tasks do not decode. The list index is built on a second
     /// thread while the tasks are, so that a restart is ready sooner; the later records keep
     /// it up to date.
-    pub(super) fn from_checkpoint(
+    pub(in crate::view) fn from_checkpoint(
         checkpoint: Checkpoint<'_>,
         partitions: u32,
         count_live: bool,

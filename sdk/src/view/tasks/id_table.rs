@@ -16,7 +16,7 @@
 //! at once under the view's write lock; growing reads only the table (the position comes from
 //! the stored hash bits), never the tasks.
 
-use super::task_map::Slot;
+use super::Slot;
 
 /// Shards; a power of two.
 const SHARDS: usize = 64;
@@ -30,7 +30,7 @@ const EMPTY: u64 = u64::MAX;
 
 /// Slots by id hash ([module docs](self)). The caller hashes ids and says which slot holds
 /// which id; the table compares the stored hash bits first and asks only on a match.
-pub(super) struct IdTable {
+pub(in crate::view) struct IdTable {
     shards: Box<[Shard]>,
 }
 
@@ -89,18 +89,22 @@ impl Default for IdTable {
 impl IdTable {
     /// The slot stored under `hash` that `is` accepts, given each candidate slot with its hint
     /// (the caller compares the slot's id).
-    pub(super) fn find(&self, hash: u64, is: impl FnMut(Slot, u64) -> bool) -> Option<Slot> {
+    pub(in crate::view) fn find(
+        &self,
+        hash: u64,
+        is: impl FnMut(Slot, u64) -> bool,
+    ) -> Option<Slot> {
         self.shards[shard_of(hash)].find(hash as u32, is)
     }
 
     /// Store `slot` and its `hint` under `hash`; the caller knows no slot of the same id is
     /// stored.
-    pub(super) fn insert(&mut self, hash: u64, slot: Slot, hint: u64) {
+    pub(in crate::view) fn insert(&mut self, hash: u64, slot: Slot, hint: u64) {
         self.shards[shard_of(hash)].insert(hash as u32, slot, hint);
     }
 
     /// Replace the hint of `slot`, stored under `hash`.
-    pub(super) fn set_hint(&mut self, hash: u64, slot: Slot, hint: u64) {
+    pub(in crate::view) fn set_hint(&mut self, hash: u64, slot: Slot, hint: u64) {
         let shard = &mut self.shards[shard_of(hash)];
         if let Some(i) = shard.position(hash as u32, slot) {
             shard.lines[i / PER_LINE].0[i % PER_LINE].hint = hint;
@@ -108,12 +112,12 @@ impl IdTable {
     }
 
     /// Forget `slot`, stored under `hash`; whether it was stored.
-    pub(super) fn remove(&mut self, hash: u64, slot: Slot) -> bool {
+    pub(in crate::view) fn remove(&mut self, hash: u64, slot: Slot) -> bool {
         self.shards[shard_of(hash)].remove(hash as u32, slot)
     }
 
     /// Room for `additional` more slots without growing.
-    pub(super) fn reserve(&mut self, additional: usize) {
+    pub(in crate::view) fn reserve(&mut self, additional: usize) {
         for shard in self.shards.iter_mut() {
             shard.reserve(additional / SHARDS + 1);
         }
