@@ -58,6 +58,9 @@ pub enum ErrorKind {
     Config,
     /// A bug or an unexpected condition.
     Internal,
+    /// A tool's worker failed the call (or cancelled it, or answered with something that is
+    /// not a tool result): the message says what the worker said.
+    ToolFailed,
 }
 
 /// How an [`ErrorKind`] is reported on each surface.
@@ -74,11 +77,18 @@ pub struct KindInfo {
     /// The JSON-RPC code the MCP bridge reports the kind with: JSON-RPC's own codes and the
     /// MCP-defined -32020 to -32022, never A2A's (the MCP spec reserves -32000..-32099).
     pub mcp: i32,
+    /// The HTTP status of an MCP error reply in the 2026-07-28 era (its transport's table:
+    /// -32700, -32600, -32602 and -32020..-32022 are 400, -32601 is 404, the rest 200).
+    pub mcp_status: u16,
+    /// The HTTP status of an MCP error reply in the `initialize` era: 200 (its clients read
+    /// JSON-RPC errors there and raise a transport error otherwise), except for a body that
+    /// is not a request at all (400).
+    pub mcp_legacy_status: u16,
 }
 
 impl ErrorKind {
     /// Every kind, in declaration order.
-    pub const ALL: [ErrorKind; 22] = [
+    pub const ALL: [ErrorKind; 23] = [
         ErrorKind::Parse,
         ErrorKind::InvalidRequest,
         ErrorKind::MethodNotFound,
@@ -101,6 +111,7 @@ impl ErrorKind {
         ErrorKind::Corrupt,
         ErrorKind::Config,
         ErrorKind::Internal,
+        ErrorKind::ToolFailed,
     ];
 
     /// The one table: name, protocol code, HTTP status, retryability.
@@ -156,13 +167,25 @@ impl ErrorKind {
             ErrorKind::Corrupt => ("corrupt", C::InternalError, 500, false),
             ErrorKind::Config => ("config", C::InternalError, 500, false),
             ErrorKind::Internal => ("internal", C::InternalError, 500, false),
+            // The worker behind the tool failed: HTTP's "Bad Gateway".
+            ErrorKind::ToolFailed => ("tool_failed", C::InternalError, 502, false),
         };
+        let mcp = self.mcp_code();
         KindInfo {
             name,
             rpc,
             http_status,
             retryable,
-            mcp: self.mcp_code(),
+            mcp,
+            mcp_status: match mcp {
+                -32700 | -32600 | -32602 | -32022 | -32021 | -32020 => 400,
+                -32601 => 404,
+                _ => 200,
+            },
+            mcp_legacy_status: match mcp {
+                -32700 | -32600 => 400,
+                _ => 200,
+            },
         }
     }
 
@@ -193,7 +216,8 @@ impl ErrorKind {
             | ErrorKind::Overloaded
             | ErrorKind::Corrupt
             | ErrorKind::Config
-            | ErrorKind::Internal => -32603,
+            | ErrorKind::Internal
+            | ErrorKind::ToolFailed => -32603,
         }
     }
 
@@ -257,20 +281,40 @@ impl Error {
         self
     }
 
+    /// Add one field to the MCP error object's `data` (an object; a `data` attached before
+    /// that is not an object is replaced).
+    pub fn with_data_field(mut self, key: &str, value: serde_json::Value) -> Self {
+        let mut data = match self.data.take() {
+            Some(serde_json::Value::Object(data)) => data,
+            _ => serde_json::Map::new(),
+        };
+        data.insert(key.to_owned(), value);
+        self.data = Some(serde_json::Value::Object(data));
+        self
+    }
+
     /// The JSON-RPC error object the MCP bridge answers with: `{code, message, data?}`, the
     /// code from [`KindInfo::mcp`]; the server's own trouble gets the generic message and an
-    /// `errorId`, as in [`to_rpc`](Self::to_rpc). `data` is what [`with_data`](Self::with_data)
-    /// attached, else the details as an object, else absent.
+    /// `errorId`, as in [`to_rpc`](Self::to_rpc). `data` is the details as an object with
+    /// the fields [`with_data`](Self::with_data) attached (a `data` that is not an object
+    /// stands alone), or absent when there are neither.
     pub fn to_mcp(&self) -> serde_json::Value {
         let rpc = self.to_rpc();
         let mut error = serde_json::Map::new();
         error.insert("code".into(), self.kind.info().mcp.into());
         error.insert("message".into(), rpc.message.into());
+        let details = rpc.metadata.into_iter();
         let data = match &self.data {
+            Some(serde_json::Value::Object(attached)) => {
+                let mut data: serde_json::Map<String, serde_json::Value> =
+                    details.map(|(k, v)| (k, v.into())).collect();
+                data.extend(attached.clone());
+                Some(serde_json::Value::Object(data))
+            }
             Some(data) => Some(data.clone()),
-            None if rpc.metadata.is_empty() => None,
+            None if details.len() == 0 => None,
             None => Some(serde_json::Value::Object(
-                rpc.metadata.into_iter().collect(),
+                details.map(|(k, v)| (k, v.into())).collect(),
             )),
         };
         if let Some(data) = data {
@@ -470,6 +514,40 @@ mod tests {
         assert_eq!(
             json,
             serde_json::json!({"code": -32602, "message": "bad", "data": {"field": "name"}})
+        );
+    }
+
+    #[test]
+    fn mcp_statuses_follow_each_eras_transport() {
+        let statuses = |kind: ErrorKind| (kind.info().mcp_status, kind.info().mcp_legacy_status);
+        // Not a request at all: 400 in both eras.
+        assert_eq!(statuses(ErrorKind::Parse), (400, 400));
+        assert_eq!(statuses(ErrorKind::InvalidRequest), (400, 400));
+        // The modern transport's table; a legacy client reads these on 200.
+        assert_eq!(statuses(ErrorKind::InvalidParams), (400, 200));
+        assert_eq!(statuses(ErrorKind::TaskNotFound), (400, 200));
+        assert_eq!(statuses(ErrorKind::HeaderMismatch), (400, 200));
+        assert_eq!(statuses(ErrorKind::ExtensionSupportRequired), (400, 200));
+        assert_eq!(statuses(ErrorKind::VersionNotSupported), (400, 200));
+        assert_eq!(statuses(ErrorKind::MethodNotFound), (404, 200));
+        assert_eq!(statuses(ErrorKind::ToolFailed), (200, 200));
+        assert_eq!(statuses(ErrorKind::Internal), (200, 200));
+    }
+
+    #[test]
+    fn data_fields_join_the_details() {
+        let json = Error::new(ErrorKind::ToolFailed, "the tool failed: no")
+            .with_data_field(
+                "io.modelcontextprotocol/related-task",
+                serde_json::json!({"taskId": "t"}),
+            )
+            .to_mcp();
+        assert_eq!(
+            json,
+            serde_json::json!({"code": -32603, "message": "the tool failed: no", "data": {
+                "kind": "tool_failed",
+                "io.modelcontextprotocol/related-task": {"taskId": "t"},
+            }})
         );
     }
 }

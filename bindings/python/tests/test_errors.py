@@ -30,6 +30,7 @@ EXPECTED = {
     "CorruptError": ("corrupt", -32603, False),
     "ConfigError": ("config", -32603, False),
     "InternalError": ("internal", -32603, False),
+    "ToolFailedError": ("tool_failed", -32603, False),
     "LoopDetectedError": ("loop_detected", -32600, False),
     "HeaderMismatchError": ("header_mismatch", -32600, False),
 }

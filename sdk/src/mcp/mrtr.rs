@@ -70,7 +70,7 @@ impl Mrtr {
         };
         match bridge.get_task(caller, request).await {
             Ok(task) => self.input_required(&task),
-            Err(e) => Some((Err(e.to_mcp()), true)),
+            Err(e) => Some((Err(e), true)),
         }
     }
 
@@ -83,7 +83,7 @@ impl Mrtr {
             Err(method) => {
                 let message =
                     format!("the tool asked for input MCP has no request for: {method:?}");
-                return Some((Err(json!({"code": -32603, "message": message})), true));
+                return Some((Err(Error::new(ErrorKind::ToolFailed, message)), true));
             }
         };
         if !missing.is_empty() {
@@ -96,7 +96,7 @@ impl Mrtr {
                 ),
             )
             .with_data(json!({"requiredCapabilities": missing}));
-            return Some((Err(error.to_mcp()), true));
+            return Some((Err(error), true));
         }
         let mut result = Map::new();
         result.insert("resultType".into(), json!("input_required"));

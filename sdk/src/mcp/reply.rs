@@ -4,7 +4,8 @@
 use serde_json::{Map, Value};
 
 use super::McpBridge;
-use super::rpc::{Ctx, McpReply, error_body, error_reply, error_status, success};
+use super::answer::Answer;
+use super::rpc::{Ctx, McpReply, error_body, error_reply, success};
 use super::running::{CallEvent, Started};
 use crate::error::{Error, ErrorKind};
 
@@ -55,8 +56,11 @@ impl McpBridge {
                         CallEvent::Notification(n) => {
                             Some((serde_json::to_vec(&n).unwrap_or_default(), Some(running)))
                         }
-                        CallEvent::Done(answer) => {
-                            Some((this.answer_body(&id, modern, answer), None))
+                        CallEvent::Done(Ok(result)) => {
+                            Some((this.result_body(&id, modern, result), None))
+                        }
+                        CallEvent::Done(Err(error)) => {
+                            Some((error_body(&id, &error.to_mcp()), None))
                         }
                     }
                 }
@@ -75,32 +79,27 @@ impl McpBridge {
         }
     }
 
-    fn reply_result(
-        &self,
-        ctx: &Ctx<'_>,
-        answer: std::result::Result<Map<String, Value>, Value>,
-    ) -> McpReply {
+    fn reply_result(&self, ctx: &Ctx<'_>, answer: Answer) -> McpReply {
         let modern = ctx.era.is_modern();
-        let status = match &answer {
-            Ok(_) => 200,
-            Err(error) => error_status(error["code"].as_i64().unwrap_or(-32603) as i32, modern),
-        };
-        McpReply::Json {
-            status,
-            body: self.answer_body(ctx.id, modern, answer),
+        match answer {
+            Ok(result) => McpReply::Json {
+                status: 200,
+                body: self.result_body(ctx.id, modern, result),
+            },
+            Err(error) => error_reply(ctx.id, &error, modern),
         }
     }
 
-    fn answer_body(
+    fn result_body(
         &self,
         id: &serde_json::value::RawValue,
         modern: bool,
-        answer: std::result::Result<Map<String, Value>, Value>,
+        result: Map<String, Value>,
     ) -> Vec<u8> {
-        match answer {
-            Ok(result) if modern => success(id, &self.modern_result(result, "complete")),
-            Ok(result) => success(id, &result),
-            Err(error) => error_body(id, &error),
+        if modern {
+            success(id, &self.modern_result(result, "complete"))
+        } else {
+            success(id, &result)
         }
     }
 }

@@ -205,26 +205,17 @@ pub(super) fn error_body(id: &RawValue, error: &Value) -> Vec<u8> {
     serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": id, "error": error})).unwrap_or_default()
 }
 
-/// The HTTP status of an error reply. Modern: the transport's table (-32700, -32600,
-/// -32602 and -32020..-32022 → 400, -32601 → 404, the rest 200); legacy clients read
-/// JSON-RPC errors on 200 (the official ones raise a transport error otherwise), except a
-/// body that is not a request at all.
-pub(super) fn error_status(code: i32, modern: bool) -> u16 {
-    match code {
-        -32700 | -32600 => 400,
-        _ if !modern => 200,
-        -32602 | -32022 | -32021 | -32020 => 400,
-        -32601 => 404,
-        _ => 200,
-    }
-}
-
+/// The reply carrying `error`, with its status in the request's era (the error table's
+/// [`mcp_status`](crate::error::KindInfo::mcp_status) columns).
 pub(super) fn error_reply(id: &RawValue, error: &Error, modern: bool) -> McpReply {
-    let json = error.to_mcp();
-    let code = json["code"].as_i64().unwrap_or(-32603) as i32;
+    let info = error.kind().info();
     McpReply::Json {
-        status: error_status(code, modern),
-        body: error_body(id, &json),
+        status: if modern {
+            info.mcp_status
+        } else {
+            info.mcp_legacy_status
+        },
+        body: error_body(id, &error.to_mcp()),
     }
 }
 
@@ -305,13 +296,7 @@ impl McpBridge {
                         status: 200,
                         body: success(id, &result),
                     },
-                    Err(error) => {
-                        let code = error["code"].as_i64().unwrap_or(-32603) as i32;
-                        McpReply::Json {
-                            status: error_status(code, modern),
-                            body: error_body(id, &error),
-                        }
-                    }
+                    Err(error) => error_reply(id, &error, modern),
                 };
             }
             method => Err(Error::new(

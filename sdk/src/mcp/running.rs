@@ -124,13 +124,13 @@ impl Running {
                     ErrorKind::Internal,
                     "the call's stream ended before its answer",
                 );
-                return Some(CallEvent::Done(Err(error.to_mcp())));
+                return Some(CallEvent::Done(Err(error)));
             };
             let event = match event {
                 Ok(event) => event,
                 Err(e) => {
                     self.done = true;
-                    return Some(CallEvent::Done(Err(e.to_mcp())));
+                    return Some(CallEvent::Done(Err(e)));
                 }
             };
             // A snapshot shows a status written before the call followed the task: its log
@@ -204,7 +204,7 @@ impl Running {
 
 /// How a call started.
 pub(super) enum Started {
-    /// Answered without waiting for a worker: a result, or a JSON-RPC error object.
+    /// Answered without waiting for a worker: a result, or an error.
     Answered(Answer),
     /// On the log, answered on the request.
     Running(Running),

@@ -156,42 +156,35 @@ impl McpBridge {
                 ErrorKind::MethodNotFound,
                 format!("Method not found: {method}"),
             )
-            .with_detail("method", method)
-            .to_mcp());
+            .with_detail("method", method));
         }
         if modern && !ctx.era.declares_extension(TASKS_EXTENSION) {
             return Err(Error::new(
                 ErrorKind::ExtensionSupportRequired,
                 format!("{method} needs the {TASKS_EXTENSION} extension: declare it in clientCapabilities.extensions"),
             )
-            .with_data(json!({"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}}))
-            .to_mcp());
+            .with_data(json!({"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}})));
         }
         if method == "tasks/list" && !modern {
-            return self.list(ctx, params).await.map_err(|e| e.to_mcp());
+            return self.list(ctx, params).await;
         }
         let task_id = match params.and_then(|p| p.get("taskId")) {
             Some(Value::String(id)) => id.as_str(),
             _ => {
                 return Err(Error::new(ErrorKind::InvalidParams, "taskId is required")
-                    .with_detail("field", "taskId")
-                    .to_mcp());
+                    .with_detail("field", "taskId"));
             }
         };
         match (method, modern) {
             ("tasks/get", _) => self.get_answer(ctx, task_id).await,
-            ("tasks/update", true) => self
-                .update(ctx, task_id, params)
-                .await
-                .map_err(|e| e.to_mcp()),
+            ("tasks/update", true) => self.update(ctx, task_id, params).await,
             ("tasks/cancel", _) => self.cancel(ctx, task_id).await,
             ("tasks/result", false) => self.result(ctx, task_id).await,
             _ => Err(Error::new(
                 ErrorKind::MethodNotFound,
                 format!("Method not found: {method}"),
             )
-            .with_detail("method", method)
-            .to_mcp()),
+            .with_detail("method", method)),
         }
     }
 
@@ -201,7 +194,7 @@ impl McpBridge {
         if ctx.era.is_modern() {
             return self.detailed(ctx.caller, task_id).await;
         }
-        let (mcp, _) = self.get(ctx, task_id).await.map_err(|e| e.to_mcp())?;
+        let (mcp, _) = self.get(ctx, task_id).await?;
         Ok(mcp.legacy())
     }
 
@@ -209,16 +202,13 @@ impl McpBridge {
     /// or error once it has one, or its outstanding `inputRequests` (what modern `tasks/get`
     /// and `notifications/tasks` carry).
     pub(super) async fn detailed(&self, caller: &Caller, task_id: &str) -> Answer {
-        let (mcp, task) = self
-            .get_as(caller, task_id, false)
-            .await
-            .map_err(|e| e.to_mcp())?;
+        let (mcp, task) = self.get_as(caller, task_id, false).await?;
         let mut result = mcp.modern();
         match mcp.status {
             McpTaskStatus::Completed | McpTaskStatus::Failed => {
                 match answer(task.status.state, task.status.message.as_ref()) {
                     Ok(call) => result.insert("result".into(), Value::Object(call)),
-                    Err(error) => result.insert("error".into(), error),
+                    Err(error) => result.insert("error".into(), error.to_mcp()),
                 };
             }
             McpTaskStatus::InputRequired => {
@@ -273,7 +263,7 @@ impl McpBridge {
     /// already finished (cooperative and eventual); legacy: the task, cancelled, and -32602
     /// for a finished one.
     async fn cancel(&self, ctx: &Ctx<'_>, task_id: &str) -> Answer {
-        let (agent, bridge, id) = self.locate(task_id).map_err(|e| e.to_mcp())?;
+        let (agent, bridge, id) = self.locate(task_id)?;
         let request = CancelTaskRequest {
             tenant: None,
             id: id.to_owned(),
@@ -289,36 +279,26 @@ impl McpBridge {
                 ErrorKind::TaskNotFound,
                 format!("Task not found: {task_id}"),
             )
-            .with_detail("taskId", task_id)
-            .to_mcp()),
-            Err(e) => Err(e.to_mcp()),
+            .with_detail("taskId", task_id)),
+            Err(e) => Err(e),
         }
     }
 
     /// `tasks/result` (legacy): wait until the task ends, then its call's result or error,
     /// with the related-task `_meta`.
     async fn result(&self, ctx: &Ctx<'_>, task_id: &str) -> Answer {
-        let (_, bridge, id) = self.locate(task_id).map_err(|e| e.to_mcp())?;
+        let (_, bridge, id) = self.locate(task_id)?;
         loop {
-            let (_, task) = self.get(ctx, task_id).await.map_err(|e| e.to_mcp())?;
+            let (_, task) = self.get(ctx, task_id).await?;
             if task.status.state.is_terminal() {
-                let mut answer = answer(task.status.state, task.status.message.as_ref());
-                let related = json!({META_RELATED_TASK: {"taskId": task_id}});
-                match &mut answer {
-                    Ok(result) => {
-                        result.insert("_meta".into(), related);
+                let related = json!({"taskId": task_id});
+                return match answer(task.status.state, task.status.message.as_ref()) {
+                    Ok(mut result) => {
+                        result.insert("_meta".into(), json!({META_RELATED_TASK: related}));
+                        Ok(result)
                     }
-                    Err(error) => match error.get_mut("data").and_then(Value::as_object_mut) {
-                        Some(data) => {
-                            data.insert(
-                                META_RELATED_TASK.into(),
-                                related[META_RELATED_TASK].clone(),
-                            );
-                        }
-                        None => error["data"] = related,
-                    },
-                }
-                return answer;
+                    Err(error) => Err(error.with_data_field(META_RELATED_TASK, related)),
+                };
             }
             let request = SubscribeToTaskRequest {
                 tenant: None,
