@@ -306,16 +306,13 @@ impl Error {
         let details = rpc.metadata.into_iter();
         let data = match &self.data {
             Some(serde_json::Value::Object(attached)) => {
-                let mut data: serde_json::Map<String, serde_json::Value> =
-                    details.map(|(k, v)| (k, v.into())).collect();
+                let mut data: serde_json::Map<String, serde_json::Value> = details.collect();
                 data.extend(attached.clone());
                 Some(serde_json::Value::Object(data))
             }
             Some(data) => Some(data.clone()),
             None if details.len() == 0 => None,
-            None => Some(serde_json::Value::Object(
-                details.map(|(k, v)| (k, v.into())).collect(),
-            )),
+            None => Some(serde_json::Value::Object(details.collect())),
         };
         if let Some(data) = data {
             error.insert("data".into(), data);
