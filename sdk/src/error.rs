@@ -340,7 +340,7 @@ impl Error {
         let error_id = server_side.then(|| uuid::Uuid::new_v4().to_string());
         let message = match &error_id {
             Some(id) => {
-                tracing::warn!(error_id = %id, kind = info.name, error = %self, "a request failed on the server's side");
+                tracing::warn!(error_id = %id, kind = info.name, error = %self.report(), "a request failed on the server's side");
                 format!(
                     "{} ({}); the server's log has the details under errorId {id}",
                     info.rpc.spec().message,
@@ -361,6 +361,11 @@ impl Error {
             rpc = rpc.with_meta("kind", info.name);
         }
         rpc
+    }
+
+    /// The error with its causes, for a log line or a program's last words ([`Report`]).
+    pub fn report(&self) -> Report<'_> {
+        Report(self)
     }
 
     /// Attach the underlying cause.
@@ -385,12 +390,33 @@ impl Error {
     }
 }
 
+/// The message alone: the cause is [`source`](std::error::Error::source)'s, so that a
+/// reporter walking the chain prints each once. [`Error::report`] prints the whole chain.
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.source {
-            Some(source) => write!(f, "{}: {source}", self.message),
-            None => f.write_str(&self.message),
+        f.write_str(&self.message)
+    }
+}
+
+/// An error and its causes on one line, `message: cause: cause` ([`Error::report`]): what
+/// logs and a program's last words print.
+pub struct Report<'a>(&'a Error);
+
+impl fmt::Display for Report<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0.message)?;
+        let mut cause = std::error::Error::source(self.0);
+        while let Some(error) = cause {
+            write!(f, ": {error}")?;
+            cause = error.source();
         }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for Report<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
     }
 }
 
@@ -545,6 +571,21 @@ mod tests {
                 "kind": "tool_failed",
                 "io.modelcontextprotocol/related-task": {"taskId": "t"},
             }})
+        );
+    }
+
+    #[test]
+    fn display_is_the_message_and_report_the_chain() {
+        let cause = std::io::Error::other("disk full");
+        let error = Error::new(ErrorKind::Unavailable, "cannot append").with_source(cause);
+        assert_eq!(error.to_string(), "cannot append");
+        let source = std::error::Error::source(&error).map(ToString::to_string);
+        assert_eq!(source.as_deref(), Some("disk full"));
+        assert_eq!(error.report().to_string(), "cannot append: disk full");
+        let outer = Error::new(ErrorKind::Config, "cannot open").with_source(error);
+        assert_eq!(
+            outer.report().to_string(),
+            "cannot open: cannot append: disk full"
         );
     }
 }

@@ -29,7 +29,7 @@ pub fn reason(error: &Error) -> String {
         .collect();
     let reason = json!({
         "agentlog": error.kind().as_str(),
-        "message": error.to_string(),
+        "message": error.report().to_string(),
         "details": details,
     });
     let reason = reason.to_string();

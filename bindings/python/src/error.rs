@@ -145,7 +145,7 @@ fn raise(class: &Bound<'_, PyType>, message: &str, details: &[(&str, String)]) -
 /// The Python exception for `error`: its kind's class, with its message and details.
 pub fn to_py_err(py: Python<'_>, error: Error) -> PyErr {
     let Some(classes) = CLASSES.get(py) else {
-        return AgentlogError::new_err(error.to_string());
+        return AgentlogError::new_err(error.report().to_string());
     };
     let class = classes
         .kinds
@@ -155,7 +155,7 @@ pub fn to_py_err(py: Python<'_>, error: Error) -> PyErr {
             || py.get_type::<AgentlogError>(),
             |(_, class)| class.bind(py).clone(),
         );
-    raise(&class, &error.to_string(), error.details())
+    raise(&class, &error.report().to_string(), error.details())
 }
 
 /// The Python exception for a wire error: `WireError` with the wire crate's kind.

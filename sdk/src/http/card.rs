@@ -45,7 +45,7 @@ impl CardBody {
                     // Only a card nested past JCS's depth limit has no canonical form;
                     // `agentlog serve` signs once before it builds the router, so it
                     // refuses to start instead of getting here.
-                    tracing::error!(%error, "cannot sign the agent card; serving it unsigned");
+                    tracing::error!(error = %error.report(), "cannot sign the agent card; serving it unsigned");
                     None
                 }
             }

@@ -42,7 +42,7 @@ pub(super) async fn ready(State(state): State<AppState>) -> Response {
             let info = error.kind().info();
             let body = serde_json::json!({
                 "ready": false,
-                "reason": error.to_string(),
+                "reason": error.report().to_string(),
                 "error": {"kind": info.name, "retryable": true},
             });
             unavailable(json(

@@ -290,7 +290,7 @@ pub(super) async fn scrape(State(state): State<AppState>) -> Response {
             Ok(lag) => {
                 metrics.lag.set(lag);
             }
-            Err(e) => tracing::debug!("cannot measure the view's lag: {e}"),
+            Err(e) => tracing::debug!(error = %e.report(), "cannot measure the view's lag"),
         }
     }
     encode(&metrics.registry)

@@ -57,7 +57,7 @@ impl McpBridge {
                 let page = match bridge.list_tasks(caller, request).await {
                     Ok(page) => page,
                     Err(e) => {
-                        tracing::debug!("notifications/cancelled: listing request {id}: {e}");
+                        tracing::debug!(error = %e.report(), "notifications/cancelled: listing request {id}");
                         continue;
                     }
                 };
@@ -82,7 +82,7 @@ impl McpBridge {
         };
         // A call that ended meanwhile is not cancelable: nothing to do either way.
         if let Err(e) = bridge.cancel_task(caller, request).await {
-            tracing::debug!("notifications/cancelled: cancelling request {id}: {e}");
+            tracing::debug!(error = %e.report(), "notifications/cancelled: cancelling request {id}");
         }
     }
 }

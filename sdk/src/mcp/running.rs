@@ -45,7 +45,7 @@ impl Drop for CancelOnDrop {
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
                 if let Err(e) = bridge.cancel_task(&caller, request).await {
-                    tracing::debug!("cancelling an abandoned MCP call: {e}");
+                    tracing::debug!(error = %e.report(), "cancelling an abandoned MCP call");
                 }
             });
         }

@@ -357,7 +357,7 @@ pub(super) async fn follow(
                 // An error, or the log announced records it did not hand out yet: retry
                 // after a pause rather than spin.
                 if let Err(error) = outcome {
-                    tracing::warn!(topic = %strong.topic, partition, %error, "task view follower: retrying");
+                    tracing::warn!(topic = %strong.topic, partition, error = %error.report(), "task view follower: retrying");
                 }
                 drop(strong);
                 tokio::select! {

@@ -57,7 +57,7 @@ pub(super) async fn restore(
     let manifests = match checkpoint::manifests(log, checkpoints, 2).await {
         Ok(manifests) => manifests,
         Err(error) => {
-            tracing::warn!(%checkpoints, %error, "cannot read the checkpoints; replaying the log from its start");
+            tracing::warn!(%checkpoints, error = %error.report(), "cannot read the checkpoints; replaying the log from its start");
             return None;
         }
     };
@@ -65,7 +65,7 @@ pub(super) async fn restore(
         let usable = async {
             let bytes = checkpoint::read(log, checkpoints, &manifest)
                 .await
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| e.report().to_string())?;
             let decoded = codec::decode(&bytes).map_err(|e| e.to_string())?;
             checkpoint::verify(log, topic, partitions, &decoded).await?;
             let positions: Vec<u64> = decoded.positions.iter().map(|p| p.next).collect();
@@ -238,12 +238,12 @@ pub(super) async fn checkpoint_periodically(inner: Weak<Inner>, shutdown: Cancel
         if inner.checkpoint_due()
             && let Err(error) = inner.write_checkpoint().await
         {
-            tracing::warn!(topic = %inner.topic, %error, "could not write a checkpoint; trying again later");
+            tracing::warn!(topic = %inner.topic, error = %error.report(), "could not write a checkpoint; trying again later");
         }
         if let Some(others) = &inner.options.compact
             && let Err(error) = inner.compact(Some(others)).await
         {
-            tracing::warn!(topic = %inner.topic, %error, "could not delete expired segments; trying again later");
+            tracing::warn!(topic = %inner.topic, error = %error.report(), "could not delete expired segments; trying again later");
         }
     }
 }

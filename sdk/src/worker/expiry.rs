@@ -90,7 +90,7 @@ impl InputExpiry {
                         match deadline(shared, &key.0).await {
                             Ok(deadline) => *self.known.entry(key.clone()).or_insert(deadline),
                             Err(error) => {
-                                tracing::warn!(task_id = %key.0, %error, "worker: cannot read an ask's deadline; trying again next sweep");
+                                tracing::warn!(task_id = %key.0, error = %error.report(), "worker: cannot read an ask's deadline; trying again next sweep");
                                 continue;
                             }
                         }
@@ -105,7 +105,7 @@ impl InputExpiry {
                         self.known.insert(key, None);
                     }
                     Err(error) => {
-                        tracing::warn!(task_id = %key.0, %error, "worker: cannot cancel an expired ask; trying again next sweep");
+                        tracing::warn!(task_id = %key.0, error = %error.report(), "worker: cannot cancel an expired ask; trying again next sweep");
                     }
                 }
             }

@@ -79,7 +79,7 @@ pub(super) async fn run(shared: Arc<Shared>, mut consumer: Box<dyn GroupConsumer
                 state.dispatch(delivery).await;
             }
             Err(error) => {
-                tracing::warn!(%error, "worker: polling the commands topic failed; retrying");
+                tracing::warn!(error = %error.report(), "worker: polling the commands topic failed; retrying");
                 backoff.sleep(&shared.stop).await;
             }
         }
@@ -172,7 +172,7 @@ impl Loop {
                 Ok(()) => self.pending.committed(partition, next),
                 // Kept pending: the next round commits again.
                 Err(error) => {
-                    tracing::warn!(partition, next, %error, "worker: commit failed; retrying later");
+                    tracing::warn!(partition, next, error = %error.report(), "worker: commit failed; retrying later");
                 }
             }
         }

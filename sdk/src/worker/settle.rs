@@ -36,7 +36,7 @@ pub(super) async fn confirm(shared: &Shared, ctx: &TaskContext, turn: &str) -> R
             .sync_to(partition, offset + 1, shared.sync_timeout)
             .await
         {
-            tracing::warn!(task_id, %error, "worker: cannot see the turn's end; looking again");
+            tracing::warn!(task_id, error = %error.report(), "worker: cannot see the turn's end; looking again");
             return Ran::Lost;
         }
     }
@@ -50,7 +50,7 @@ pub(super) async fn confirm(shared: &Shared, ctx: &TaskContext, turn: &str) -> R
 /// Release the claim so that another worker takes the turn over at once (shutdown).
 pub(super) async fn release(attempt: &Attempt) -> Ran {
     if let Err(error) = attempt.release().await {
-        tracing::warn!(task_id = attempt.task.id, %error, "worker: cannot release the claim; the turn waits for its lease to end");
+        tracing::warn!(task_id = attempt.task.id, error = %error.report(), "worker: cannot release the claim; the turn waits for its lease to end");
     }
     Ran::Abandoned
 }
@@ -61,7 +61,7 @@ pub(super) async fn fail_unrunnable(shared: &Shared, attempt: &Attempt, why: &st
     let record = match attempt.status_record(TaskState::Failed, Some(why)) {
         Ok(record) => record,
         Err(error) => {
-            tracing::error!(task_id = attempt.task.id, %error, "worker: cannot fail the task");
+            tracing::error!(task_id = attempt.task.id, error = %error.report(), "worker: cannot fail the task");
             return Ran::Done;
         }
     };
@@ -70,13 +70,13 @@ pub(super) async fn fail_unrunnable(shared: &Shared, attempt: &Attempt, why: &st
         match attempt.writer.append(std::slice::from_ref(&record)).await {
             Ok(_) => return Ran::Done,
             Err(error) if error.is_retryable() => {
-                tracing::warn!(task_id = attempt.task.id, %error, "worker: cannot fail the task; retrying");
+                tracing::warn!(task_id = attempt.task.id, error = %error.report(), "worker: cannot fail the task; retrying");
                 if !backoff.sleep(&shared.force).await {
                     return Ran::Abandoned;
                 }
             }
             Err(error) => {
-                tracing::error!(task_id = attempt.task.id, %error, "worker: cannot fail the task; giving up");
+                tracing::error!(task_id = attempt.task.id, error = %error.report(), "worker: cannot fail the task; giving up");
                 return Ran::Done;
             }
         }
@@ -95,13 +95,13 @@ pub(super) async fn settle(shared: &Shared, ctx: &TaskContext, failure: Option<&
         match written {
             Ok(()) => return Ran::Done,
             Err(error) if error.is_retryable() => {
-                tracing::warn!(task_id = ctx.task_id(), %error, "worker: cannot settle the task; retrying");
+                tracing::warn!(task_id = ctx.task_id(), error = %error.report(), "worker: cannot settle the task; retrying");
                 if !backoff.sleep(&shared.force).await {
                     return Ran::Abandoned;
                 }
             }
             Err(error) => {
-                tracing::error!(task_id = ctx.task_id(), %error, "worker: cannot settle the task; giving up");
+                tracing::error!(task_id = ctx.task_id(), error = %error.report(), "worker: cannot settle the task; giving up");
                 return Ran::Done;
             }
         }

@@ -89,7 +89,7 @@ impl Sweeper {
                     }
                     Ok(false) => {}
                     Err(error) => {
-                        tracing::warn!(task_id = %task_id, %error, "worker: cannot put a lost command back on the queue; trying again next sweep");
+                        tracing::warn!(task_id = %task_id, error = %error.report(), "worker: cannot put a lost command back on the queue; trying again next sweep");
                     }
                 }
             }

@@ -88,7 +88,7 @@ pub(super) async fn supervise(shared: Arc<Shared>, task_id: String, turn: String
         if ready {
             // Decided below from the same view.
         } else if let Err(error) = view.sync(Some(partition), shared.sync_timeout).await {
-            tracing::warn!(task_id, %error, "worker: the task view is not catching up; retrying");
+            tracing::warn!(task_id, error = %error.report(), "worker: the task view is not catching up; retrying");
             if !backoff.sleep(&shared.stop).await {
                 return Outcome::Abandoned;
             }
@@ -149,7 +149,7 @@ pub(super) async fn supervise(shared: Arc<Shared>, task_id: String, turn: String
                     // Another worker's claim came first: look again.
                     Ok(None) => {}
                     Err(error) => {
-                        tracing::warn!(task_id, %error, "worker: cannot claim the turn; retrying");
+                        tracing::warn!(task_id, error = %error.report(), "worker: cannot claim the turn; retrying");
                         if !backoff.sleep(&shared.stop).await {
                             return Outcome::Abandoned;
                         }
@@ -266,7 +266,7 @@ async fn run_turn(
         match view.load_turn(&info, Some(&turn)).await {
             Ok(loaded) => break loaded,
             Err(error) => {
-                tracing::warn!(task_id, %error, "worker: cannot load the task; retrying");
+                tracing::warn!(task_id, error = %error.report(), "worker: cannot load the task; retrying");
                 if !backoff.sleep(&shared.force).await {
                     return Turn::Over(release(attempt).await);
                 }
@@ -334,10 +334,10 @@ async fn run_turn(
             _ = renewal.tick(), if !lost && !token.is_cancelled() => match attempt.renew().await {
                 Ok(until) => lease_until = until,
                 Err(error) if now_ms() < lease_until => {
-                    tracing::warn!(task_id, %error, "worker: cannot renew the claim; retrying");
+                    tracing::warn!(task_id, error = %error.report(), "worker: cannot renew the claim; retrying");
                 }
                 Err(error) => {
-                    tracing::warn!(task_id, %error, "worker: the claim's lease ran out before a renewal; stopping the handler");
+                    tracing::warn!(task_id, error = %error.report(), "worker: the claim's lease ran out before a renewal; stopping the handler");
                     lost = true;
                     token.cancel();
                 }
@@ -425,7 +425,7 @@ async fn earlier_artifacts(shared: &Shared, info: &TaskInfo, attempt: &Attempt) 
     let records = match shared.view.task_records(info, false).await {
         Ok(records) => records,
         Err(error) => {
-            tracing::warn!(task_id = %info.id, %error, "worker: cannot read what earlier attempts wrote");
+            tracing::warn!(task_id = %info.id, error = %error.report(), "worker: cannot read what earlier attempts wrote");
             return HashSet::new();
         }
     };
@@ -454,7 +454,7 @@ async fn advance(shared: &Shared, attempt: &Attempt, next: Arc<str>) -> bool {
     {
         Ok(appended) => appended,
         Err(error) => {
-            tracing::warn!(task_id = attempt.task.id, %error, "worker: cannot take the next follow-up; leaving it to a takeover");
+            tracing::warn!(task_id = attempt.task.id, error = %error.report(), "worker: cannot take the next follow-up; leaving it to a takeover");
             return false;
         }
     };

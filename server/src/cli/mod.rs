@@ -199,7 +199,7 @@ impl std::error::Error for CliError {}
 
 impl From<agentlog::Error> for CliError {
     fn from(err: agentlog::Error) -> Self {
-        CliError::Other(err.to_string())
+        CliError::Other(err.report().to_string())
     }
 }
 
@@ -334,7 +334,11 @@ async fn open_counted_log(
 
 /// The one line for a log that cannot be opened.
 fn open_error(url: &str, err: &agentlog::Error) -> CliError {
-    let mut line = format!("cannot open the log {}: {err}", display_log_url(url));
+    let mut line = format!(
+        "cannot open the log {}: {}",
+        display_log_url(url),
+        err.report()
+    );
     if err.kind() == agentlog::ErrorKind::Config && err.message().contains("in use") {
         line.push_str(
             " (the embedded log is single-process: stop the other process first, \

@@ -360,7 +360,7 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
     let (served, stopped) = tokio::join!(drain_server, drain_worker);
     // A checkpoint of where the view stands, so that the next start replays nothing.
     if let Err(error) = view.checkpoint().await {
-        tracing::warn!(%error, "could not write a checkpoint at shutdown; the next start replays more");
+        tracing::warn!(error = %error.report(), "could not write a checkpoint at shutdown; the next start replays more");
     }
     let closed = log.close().await;
     match served {

@@ -147,9 +147,10 @@ async fn end_offsets(log: &Log, topic: &TopicRef, args: &TailArgs) -> CliResult<
     let waiting = format!("agent {agent:?} has no records yet; waiting for its topic {topic}");
     wait_for(&waiting, async || match log.end_offsets(topic).await {
         Ok(ends) => Ok(Some(ends)),
-        Err(e) if e.kind() != agentlog::ErrorKind::InvalidParams => {
-            Err(CliError::msg(format!("cannot read {topic}: {e}")))
-        }
+        Err(e) if e.kind() != agentlog::ErrorKind::InvalidParams => Err(CliError::msg(format!(
+            "cannot read {topic}: {}",
+            e.report()
+        ))),
         Err(_) if !args.follow => Err(CliError::msg(format!(
             "agent {agent:?} has no records in this log (no topic {topic})"
         ))),

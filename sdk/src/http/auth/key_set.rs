@@ -204,7 +204,7 @@ impl KeySet {
                 Ok(true)
             }
             Err(error) => {
-                tracing::warn!(url = %remote.url, %error, "cannot fetch the JWKS; keeping the keys fetched before");
+                tracing::warn!(url = %remote.url, error = %error.report(), "cannot fetch the JWKS; keeping the keys fetched before");
                 if self.remote_keys().is_empty() && self.fixed.is_empty() {
                     return Err(Refusal::Unavailable(
                         "the token issuer's keys cannot be fetched right now".to_owned(),

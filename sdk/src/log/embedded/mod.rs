@@ -520,7 +520,7 @@ async fn poll_files(partition: std::sync::Weak<Partition>) {
             Ok(true) => POLL_BUSY,
             Ok(false) => (pause * 2).min(POLL_IDLE),
             Err(error) => {
-                tracing::warn!(partition = partition.index, %error, "read-only log: retrying");
+                tracing::warn!(partition = partition.index, error = %error.report(), "read-only log: retrying");
                 POLL_IDLE
             }
         };

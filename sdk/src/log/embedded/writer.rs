@@ -79,8 +79,8 @@ impl Shared {
     }
 
     pub fn poison(&self, err: &Error) {
-        if self.poisoned.set(err.to_string()).is_ok() {
-            tracing::error!(error = %err, "the embedded log stops accepting appends");
+        if self.poisoned.set(err.report().to_string()).is_ok() {
+            tracing::error!(error = %err.report(), "the embedded log stops accepting appends");
         }
     }
 

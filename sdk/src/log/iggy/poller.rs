@@ -72,7 +72,7 @@ async fn run(handle: Arc<TopicHandle>, client: Arc<IggyClient>, closed: Cancella
             }
             Err(err) => {
                 // The client reconnects by itself; keep the watches and try again later.
-                tracing::debug!(topic = %handle.name, error = %err, "end-offset poll failed");
+                tracing::debug!(topic = %handle.name, error = %err.report(), "end-offset poll failed");
                 interval = IDLE;
             }
         }

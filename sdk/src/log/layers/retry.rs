@@ -114,7 +114,7 @@ impl RetryLayer {
             match call().await {
                 Err(error) if error.is_retryable() => match backoff.next() {
                     Some(delay) => {
-                        tracing::debug!(op = op.as_str(), kind = %error.kind(), %error, ?delay, "log: retrying");
+                        tracing::debug!(op = op.as_str(), kind = %error.kind(), error = %error.report(), ?delay, "log: retrying");
                         tokio::time::sleep(delay).await;
                     }
                     None => return Err(error),
@@ -325,7 +325,7 @@ impl GroupConsumer for RetryConsumer {
                 // No time left to try again within the caller's deadline.
                 return Err(error);
             }
-            tracing::debug!(op = "poll", kind = %error.kind(), %error, ?delay, "log: retrying");
+            tracing::debug!(op = "poll", kind = %error.kind(), error = %error.report(), ?delay, "log: retrying");
             tokio::time::sleep(delay).await;
             wait = left - delay;
         }
@@ -342,7 +342,7 @@ impl GroupConsumer for RetryConsumer {
             let Some(delay) = backoff.next() else {
                 return Err(error);
             };
-            tracing::debug!(op = "commit", kind = %error.kind(), %error, ?delay, "log: retrying");
+            tracing::debug!(op = "commit", kind = %error.kind(), error = %error.report(), ?delay, "log: retrying");
             tokio::time::sleep(delay).await;
         }
     }

@@ -111,7 +111,7 @@ async fn traced<T: Moved>(
                 None => tracing::debug!(?elapsed, "log: done"),
             },
             Err(error) => {
-                tracing::warn!(kind = error.kind().as_str(), %error, ?elapsed, "log: failed");
+                tracing::warn!(kind = error.kind().as_str(), error = %error.report(), ?elapsed, "log: failed");
             }
         }
         result

@@ -177,7 +177,7 @@ pub(crate) async fn verify(
     let ends = log
         .end_offsets(topic)
         .await
-        .map_err(|e| format!("the log's end offsets: {e}"))?;
+        .map_err(|e| format!("the log's end offsets: {}", e.report()))?;
     for (partition, (position, end)) in (0u32..).zip(checkpoint.positions.iter().zip(&ends)) {
         if position.next > *end {
             return Err(format!(
@@ -191,7 +191,7 @@ pub(crate) async fn verify(
         let found = log
             .read_at(topic, partition, &[before], &[])
             .await
-            .map_err(|e| format!("reading partition {partition} at {before}: {e}"))?;
+            .map_err(|e| format!("reading partition {partition} at {before}: {}", e.report()))?;
         let anchor = found
             .first()
             .filter(|r| r.offset == before)

@@ -41,7 +41,7 @@ impl Partition {
                 if !options.truncate_corrupt {
                     return Err(err);
                 }
-                tracing::warn!(error = %err, "removing overlapping segments (truncate_corrupt)");
+                tracing::warn!(error = %err.report(), "removing overlapping segments (truncate_corrupt)");
                 remove_segments(&dir, &bases[i..])?;
                 break;
             }
@@ -71,7 +71,7 @@ impl Partition {
                     if !options.truncate_corrupt {
                         return Err(err);
                     }
-                    tracing::warn!(error = %err, "cutting the partition at corrupt data (truncate_corrupt)");
+                    tracing::warn!(error = %err.report(), "cutting the partition at corrupt data (truncate_corrupt)");
                     cut = true;
                 }
             }
