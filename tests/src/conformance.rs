@@ -1,4 +1,4 @@
-//! The log conformance suite: what every [`LogBackend`](agentlog::log::LogBackend) must do,
+//! The log conformance suite: what every [`LogBackend`](agentlog::log::raw::LogBackend) must do,
 //! run against any backend through a [`Subject`].
 //!
 //! Each case uses its own stream (a per-run random suffix), so cases can share one broker
@@ -8,8 +8,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
+use agentlog::log::raw::Place;
 use agentlog::log::{
-    AppendBatch, Follower, GroupConsumer, Log, Place, StoredRecord, TopicRef, partition_for_key,
+    AppendBatch, Follower, GroupConsumer, Log, StoredRecord, TopicRef, partition_for_key,
 };
 use bytes::Bytes;
 
@@ -339,7 +340,9 @@ async fn read_at(subject: &dyn Subject, stream: String) {
         let wrong = case.0.iter().map(|o| place(11 - o.min(&11))).collect();
         [(case, Vec::new()), (case, given), (case, wrong)]
     }) {
+        // The backend's own form, with places: what a backend implements.
         let read = log
+            .as_arc()
             .read_at(&topic, 0, asked, &places)
             .await
             .expect("read_at");

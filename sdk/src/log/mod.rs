@@ -47,6 +47,7 @@ use bytes::Bytes;
 use tokio::sync::watch;
 
 use crate::error::{Error, ErrorKind, Result};
+use raw::{Layer, LogBackend, Place, Prefetcher};
 
 pub mod embedded;
 mod follower;
@@ -55,13 +56,13 @@ pub mod iggy;
 pub mod layers;
 mod partitioner;
 mod place;
+pub mod raw;
 mod tls;
 mod url;
 
 pub use follower::Follower;
 pub use partitioner::partition_for_key;
 pub(crate) use place::MappedSegments;
-pub use place::{Place, Prefetcher};
 pub use tls::IggyTls;
 pub use url::{FileOptions, IGGY_PASSWORD_ENV, LogSpec, LogUrl, open, redacted};
 
@@ -151,173 +152,6 @@ pub struct SegmentInfo {
     pub last_write_ms: u64,
 }
 
-/// What the bridge and the workers need from a broker.
-///
-/// Every method is safe to call concurrently from many tasks. Appends to one partition are
-/// ordered: a batch is contiguous and lands after every batch acknowledged before it.
-#[async_trait]
-pub trait LogBackend: Send + Sync + fmt::Debug + 'static {
-    /// Create the stream and topic with `partitions` partitions if they do not exist yet.
-    /// An existing topic is left as it is (its partition count is not changed).
-    async fn ensure_topic(&self, topic: &TopicRef, partitions: u32) -> Result<()>;
-
-    /// The number of partitions of an existing topic.
-    async fn partitions(&self, topic: &TopicRef) -> Result<u32>;
-
-    /// Append `payloads`, in order, to the partition chosen by `key`
-    /// ([`partition_for_key`]), and return where they landed. Returns once the batch is
-    /// acknowledged under the backend's durability setting.
-    async fn append(&self, topic: &TopicRef, key: &[u8], payloads: Vec<Bytes>) -> Result<Appended>;
-
-    /// Append several batches, each to the partition its key chooses in its topic, in order:
-    /// batch i is acknowledged only if every batch before it is, and the result lists where
-    /// each landed, in the same order. On an error, batches before the failing one may have
-    /// been appended. Default: one [`append`](Self::append) after the other; a backend may
-    /// take them all in one round (the embedded log writes and acknowledges them together).
-    async fn append_all(&self, batches: Vec<AppendBatch<'_>>) -> Result<Vec<Appended>> {
-        let mut out = Vec::with_capacity(batches.len());
-        for batch in batches {
-            out.push(self.append(batch.topic, batch.key, batch.payloads).await?);
-        }
-        Ok(out)
-    }
-
-    /// Up to `max` records of `partition` starting at offset `from`, in offset order.
-    /// Past the end it returns an empty vector, not an error. It may return fewer than `max`
-    /// before the end (a backend caps what one call returns), so a caller that needs a whole
-    /// range reads on from the last offset returned. Where `from` was deleted (see
-    /// [`delete_segments`](Self::delete_segments)) it returns the records from the next
-    /// offset that exists: the records' offsets say where they are.
-    async fn read(
-        &self,
-        topic: &TopicRef,
-        partition: u32,
-        from: u64,
-        max: usize,
-    ) -> Result<Vec<StoredRecord>>;
-
-    /// The records at `offsets` (ascending) of `partition`, in that order: how a task's
-    /// records are read back. `places` are where the backend said they are ([`Place`]), one
-    /// per offset, or empty when none are known. An offset past the end, or deleted, is left
-    /// out, so the caller compares counts. Default: [`read`](Self::read)s over each run of
-    /// consecutive offsets, reading on from where a short read stopped, until the run is
-    /// whole or a read returns nothing (past the end); the embedded log reads the records at
-    /// their places and looks the others up in one pass over its index.
-    async fn read_at(
-        &self,
-        topic: &TopicRef,
-        partition: u32,
-        offsets: &[u64],
-        places: &[Place],
-    ) -> Result<Vec<StoredRecord>> {
-        // Places are an embedded-log thing: read by offset.
-        let _ = places;
-        read_runs(topic, partition, offsets, |from, max| {
-            self.read(topic, partition, from, max)
-        })
-        .await
-    }
-
-    /// What loads the batches of `topic`'s records into the CPU's cache from their places
-    /// ahead of a [`read_at`](Self::read_at) ([`Prefetcher`]), if the backend can; `None` for
-    /// a backend without places (Iggy) or an unknown topic. Cheap; a caller keeps it.
-    fn prefetcher(&self, topic: &TopicRef) -> Option<Prefetcher>;
-
-    /// The end offset (next offset to be written) of every partition, indexed by partition.
-    /// Deleting segments does not move it.
-    async fn end_offsets(&self, topic: &TopicRef) -> Result<Vec<u64>>;
-
-    /// A watch of `partition`'s end offset. It changes when records are appended, by this
-    /// process or (for a networked backend) by anyone, so followers await it instead of
-    /// spinning. Backends that cannot be notified poll adaptively behind this receiver.
-    async fn watch_end(&self, topic: &TopicRef, partition: u32) -> Result<watch::Receiver<u64>>;
-
-    /// Join consumer group `group` on `topic` (creating the group if needed). Members of one
-    /// group share the topic's partitions; each partition's committed offset survives the
-    /// member, so a restarted member resumes after its last commit and anything polled but not
-    /// committed is delivered again.
-    async fn join_group(&self, topic: &TopicRef, group: &str) -> Result<Box<dyn GroupConsumer>>;
-
-    /// The partition's sealed segments, oldest first. Empty for a backend that manages its
-    /// own retention (Iggy: the topic's message expiry) or keeps no segments (`memory://`).
-    async fn segments(&self, topic: &TopicRef, partition: u32) -> Result<Vec<SegmentInfo>>;
-
-    /// Delete the sealed segments of `partition` starting at `bases` (bases that are not a
-    /// sealed segment's, or the active segment's, are ignored). Returns how many were
-    /// deleted. A reader racing the deletion gets the records or skips them cleanly, never
-    /// an error or a corrupt read. Afterwards a `read` from a deleted offset returns the
-    /// records from the next offset that exists, `read_at` leaves deleted offsets out, and
-    /// [`end_offsets`](Self::end_offsets) is unchanged.
-    async fn delete_segments(
-        &self,
-        topic: &TopicRef,
-        partition: u32,
-        bases: &[u64],
-    ) -> Result<usize>;
-
-    /// Whether the log takes appends now: `Ok`, or why not (closed, open read-only, stopped
-    /// by a write error, its server unreachable). What a readiness probe asks; it writes
-    /// nothing.
-    async fn ready(&self) -> Result<()>;
-
-    /// Flush and release resources. Further calls fail.
-    async fn close(&self) -> Result<()>;
-}
-
-/// The body of the default [`LogBackend::read_at`], with `read(from, max)` standing for the
-/// backend's `read` (so a layer overriding `read_at` can go through reads of its own, as the
-/// fault layer's short reads do).
-///
-/// A `read` may return fewer records than asked (the trait allows it; Iggy caps a poll), so
-/// each run of consecutive offsets is read on from the record after the last one returned;
-/// leaving the rest out would make the caller's count check report corruption.
-pub(crate) async fn read_runs<F, Fut>(
-    topic: &TopicRef,
-    partition: u32,
-    offsets: &[u64],
-    mut read: F,
-) -> Result<Vec<StoredRecord>>
-where
-    F: FnMut(u64, usize) -> Fut,
-    Fut: std::future::Future<Output = Result<Vec<StoredRecord>>>,
-{
-    let mut out = Vec::with_capacity(offsets.len());
-    let mut rest = offsets;
-    while let Some(&start) = rest.first() {
-        let run = rest
-            .iter()
-            .zip(start..)
-            .take_while(|(offset, expected)| **offset == *expected)
-            .count();
-        let end = start + run as u64;
-        let mut next = start;
-        while next < end {
-            let records = read(next, (end - next) as usize).await?;
-            let Some(last) = records.last().map(|r| r.offset) else {
-                // Past the end; the offsets are ascending, so every later one is too.
-                return Ok(out);
-            };
-            if last < next {
-                return Err(Error::new(
-                    ErrorKind::Internal,
-                    format!(
-                        "{topic} partition {partition}: a read from offset {next} returned offset {last}"
-                    ),
-                ));
-            }
-            let from = next;
-            next = last + 1;
-            out.extend(
-                records
-                    .into_iter()
-                    .filter(|r| (from..end).contains(&r.offset)),
-            );
-        }
-        rest = &rest[run..];
-    }
-    Ok(out)
-}
-
 /// The error every call on a closed log (or a consumer of one) gets, on every backend.
 ///
 /// It is [`ErrorKind::Internal`], not `Unavailable`: a closed handle never opens again, so
@@ -347,8 +181,8 @@ pub trait GroupConsumer: Send + fmt::Debug {
     async fn leave(self: Box<Self>) -> Result<()>;
 }
 
-/// A handle to a log: one backend under the layers stacked on it, cheap to clone. It derefs
-/// to [`LogBackend`], so every operation is called on it directly (`log.append(..)`).
+/// A handle to a log: one backend under the layers stacked on it, cheap to clone, with every
+/// operation a user of the log calls (each documented at [`LogBackend`]'s method of its name).
 ///
 /// Cross-cutting concerns (retries, tracing, metrics, fault injection) are [`Layer`]s, each
 /// written once for every backend, as opendal's layers are: `Log::new(backend).layer(a).layer(b)`
@@ -404,13 +238,119 @@ impl Log {
     pub fn as_arc(&self) -> &Arc<dyn LogBackend> {
         &self.backend
     }
-}
 
-impl std::ops::Deref for Log {
-    type Target = dyn LogBackend;
+    /// Create the topic with `partitions` partitions unless it exists ([`LogBackend::ensure_topic`]).
+    pub async fn ensure_topic(&self, topic: &TopicRef, partitions: u32) -> Result<()> {
+        self.backend.ensure_topic(topic, partitions).await
+    }
 
-    fn deref(&self) -> &Self::Target {
-        self.backend.as_ref()
+    /// How many partitions `topic` has ([`LogBackend::partitions`]).
+    pub async fn partitions(&self, topic: &TopicRef) -> Result<u32> {
+        self.backend.partitions(topic).await
+    }
+
+    /// Append `payloads`, in order, to the partition `key` chooses ([`LogBackend::append`]).
+    pub async fn append(
+        &self,
+        topic: &TopicRef,
+        key: &[u8],
+        payloads: Vec<Bytes>,
+    ) -> Result<Appended> {
+        self.backend.append(topic, key, payloads).await
+    }
+
+    /// Append several batches at once ([`LogBackend::append_all`]).
+    pub async fn append_all(&self, batches: Vec<AppendBatch<'_>>) -> Result<Vec<Appended>> {
+        self.backend.append_all(batches).await
+    }
+
+    /// Up to `max` records of `partition` from `from` on ([`LogBackend::read`]).
+    pub async fn read(
+        &self,
+        topic: &TopicRef,
+        partition: u32,
+        from: u64,
+        max: usize,
+    ) -> Result<Vec<StoredRecord>> {
+        self.backend.read(topic, partition, from, max).await
+    }
+
+    /// The records at `offsets` (ascending) of `partition`; an offset past the end or
+    /// deleted is left out ([`LogBackend::read_at`]).
+    pub async fn read_at(
+        &self,
+        topic: &TopicRef,
+        partition: u32,
+        offsets: &[u64],
+    ) -> Result<Vec<StoredRecord>> {
+        self.backend.read_at(topic, partition, offsets, &[]).await
+    }
+
+    /// [`read_at`](Self::read_at) with where the backend said the records are.
+    pub(crate) async fn read_at_places(
+        &self,
+        topic: &TopicRef,
+        partition: u32,
+        offsets: &[u64],
+        places: &[Place],
+    ) -> Result<Vec<StoredRecord>> {
+        self.backend
+            .read_at(topic, partition, offsets, places)
+            .await
+    }
+
+    /// What warms the records of `topic` ahead of a read at their places, if the backend can.
+    pub(crate) fn prefetcher(&self, topic: &TopicRef) -> Option<Prefetcher> {
+        self.backend.prefetcher(topic)
+    }
+
+    /// The end offset of every partition ([`LogBackend::end_offsets`]).
+    pub async fn end_offsets(&self, topic: &TopicRef) -> Result<Vec<u64>> {
+        self.backend.end_offsets(topic).await
+    }
+
+    /// A watch of `partition`'s end offset ([`LogBackend::watch_end`]).
+    pub async fn watch_end(
+        &self,
+        topic: &TopicRef,
+        partition: u32,
+    ) -> Result<watch::Receiver<u64>> {
+        self.backend.watch_end(topic, partition).await
+    }
+
+    /// Join consumer group `group` on `topic` ([`LogBackend::join_group`]).
+    pub async fn join_group(
+        &self,
+        topic: &TopicRef,
+        group: &str,
+    ) -> Result<Box<dyn GroupConsumer>> {
+        self.backend.join_group(topic, group).await
+    }
+
+    /// The partition's sealed segments, oldest first ([`LogBackend::segments`]).
+    pub async fn segments(&self, topic: &TopicRef, partition: u32) -> Result<Vec<SegmentInfo>> {
+        self.backend.segments(topic, partition).await
+    }
+
+    /// Delete the sealed segments of `partition` starting at `bases`
+    /// ([`LogBackend::delete_segments`]).
+    pub async fn delete_segments(
+        &self,
+        topic: &TopicRef,
+        partition: u32,
+        bases: &[u64],
+    ) -> Result<usize> {
+        self.backend.delete_segments(topic, partition, bases).await
+    }
+
+    /// Whether the log takes appends now ([`LogBackend::ready`]).
+    pub async fn ready(&self) -> Result<()> {
+        self.backend.ready().await
+    }
+
+    /// Flush and release resources; further calls fail ([`LogBackend::close`]).
+    pub async fn close(&self) -> Result<()> {
+        self.backend.close().await
     }
 }
 
@@ -422,11 +362,4 @@ impl fmt::Debug for Log {
         }
         Ok(())
     }
-}
-
-/// A cross-cutting concern wrapped around a log's backend: it returns a backend that does
-/// its part and calls `inner` for the rest.
-pub trait Layer {
-    /// Wrap `inner`.
-    fn layer(&self, inner: Arc<dyn LogBackend>) -> Arc<dyn LogBackend>;
 }

@@ -29,7 +29,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 ///
 /// [`StoredRecord::place`]: super::StoredRecord::place
 /// [`Appended::place`]: super::Appended::place
-/// [`LogBackend::read_at`]: super::LogBackend::read_at
+/// [`LogBackend::read_at`]: super::raw::LogBackend::read_at
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Place(u32);
 
@@ -92,7 +92,7 @@ impl Default for Place {
 }
 
 /// Asks the CPU to load the batches at given places of a topic's partitions into its cache,
-/// without waiting for them ([`LogBackend::prefetcher`](super::LogBackend::prefetcher)): a
+/// without waiting for them ([`LogBackend::prefetcher`](super::raw::LogBackend::prefetcher)): a
 /// hint that costs a few instructions and changes nothing but how soon a read finds its bytes.
 /// A wrong, stale or unknown place is simply not helped.
 #[derive(Clone)]

@@ -18,7 +18,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::{Inner, TaskView};
 use crate::error::{Error, ErrorKind, Result};
-use crate::log::{Place, StoredRecord, TopicRef};
+use crate::log::raw::Place;
+use crate::log::{StoredRecord, TopicRef};
 
 impl TaskView {
     /// Wait until the view has applied everything the log held when this call started, on one

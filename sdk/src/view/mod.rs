@@ -43,7 +43,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::Caller;
 use crate::error::Result;
-use crate::log::{Log, Prefetcher, TopicRef, partition_for_key};
+use crate::log::raw::Prefetcher;
+use crate::log::{Log, TopicRef, partition_for_key};
 use crate::retention::now_ms;
 
 pub use compact::{CompactTopics, Compacted};

@@ -11,7 +11,7 @@ use agentlog_wire::{Record, RecordBody};
 
 use super::TaskView;
 use super::tasks::Tasks;
-use crate::log::Place;
+use crate::log::raw::Place;
 
 /// What [`TaskView::apply_own_command`] did with a command record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -161,10 +161,7 @@ impl Inner {
             let anchor = match next.checked_sub(1) {
                 None => (0, 0),
                 Some(before) => {
-                    let found = self
-                        .log
-                        .read_at(&self.topic, partition, &[before], &[])
-                        .await?;
+                    let found = self.log.read_at(&self.topic, partition, &[before]).await?;
                     let record = found.first().filter(|r| r.offset == before).ok_or_else(|| {
                         Error::new(
                             ErrorKind::Corrupt,

@@ -10,7 +10,7 @@ use super::tasks::task_map::Lead;
 use super::{TaskInfo, TaskView};
 use crate::agent::Caller;
 use crate::error::{Error, ErrorKind, Result};
-use crate::log::Place;
+use crate::log::raw::Place;
 use crate::retention::now_ms;
 
 impl TaskView {
@@ -162,7 +162,7 @@ impl TaskView {
         let stored = self
             .inner
             .log
-            .read_at(topic, partition, offsets, places)
+            .read_at_places(topic, partition, offsets, places)
             .await?;
         if stored.len() != offsets.len() || stored.iter().zip(offsets).any(|(s, o)| s.offset != *o)
         {

@@ -9,7 +9,7 @@ use tokio::sync::broadcast::error::RecvError;
 
 use super::tasks::applied::content_offsets;
 use super::*;
-use crate::log::Place;
+use crate::log::raw::Place;
 
 /// An upper bound for anything a test waits for.
 const PATIENCE: Duration = Duration::from_secs(30);

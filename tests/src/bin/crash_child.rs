@@ -10,8 +10,9 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use agentlog::log::TopicRef;
 use agentlog::log::embedded::{EmbeddedLog, EmbeddedOptions, FsyncPolicy};
-use agentlog::log::{LogBackend, TopicRef};
+use agentlog::log::raw::LogBackend;
 use agentlog_integration::crash::{TASKS, batch_id, batch_len, record};
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]

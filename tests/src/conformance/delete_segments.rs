@@ -98,7 +98,7 @@ async fn assert_clean_reads(
         assert!(read.iter().all(|r| r.payload == record(r.offset)), "{name}");
     }
     let all: Vec<u64> = (0..end + 3).collect();
-    let read = log.read_at(topic, 0, &all, &[]).await.expect("read_at");
+    let read = log.read_at(topic, 0, &all).await.expect("read_at");
     assert_eq!(
         read.iter().map(|r| r.offset).collect::<Vec<_>>(),
         kept,

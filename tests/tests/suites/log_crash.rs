@@ -8,8 +8,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use agentlog::log::TopicRef;
 use agentlog::log::embedded::{EmbeddedLog, EmbeddedOptions, FsyncPolicy};
-use agentlog::log::{LogBackend, TopicRef};
+use agentlog::log::raw::LogBackend;
 use agentlog_integration::crash::{TASKS, batch_len, parse, record, split_id};
 use rand::Rng;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};

@@ -111,10 +111,8 @@ use self::topic::Topic;
 use self::writer::{Command, Shared};
 // The submodules name it `super::closed_error`.
 use super::closed_error;
-use super::{
-    AppendBatch, Appended, GroupConsumer, LogBackend, Place, Prefetcher, SegmentInfo, StoredRecord,
-    TopicRef,
-};
+use super::raw::{LogBackend, Place, Prefetcher};
+use super::{AppendBatch, Appended, GroupConsumer, SegmentInfo, StoredRecord, TopicRef};
 use crate::error::{Error, ErrorKind, Result};
 
 /// The embedded log backend. Cheap to share behind an `Arc` (see [`super::Log`]).

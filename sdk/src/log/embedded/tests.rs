@@ -362,10 +362,7 @@ async fn read_at_finds_records_in_evicted_and_cached_batches_of_any_size() {
         );
     }
     // Offsets past the end are left out.
-    let read = log
-        .read_at(&topic(), 0, &[3, end, end + 7], &[])
-        .await
-        .unwrap();
+    let read = log.read_at(&topic(), 0, &[3, end, end + 7], &[]).await.unwrap();
     assert_eq!(read.iter().map(|r| r.offset).collect::<Vec<_>>(), vec![3]);
 }
 

@@ -24,7 +24,7 @@
 //! dirty pages), so every later append fails until the log is reopened; recovery then keeps
 //! what is intact. `close` writes and syncs everything and reports a poisoning.
 //!
-//! [`LogBackend::append_all`]: crate::log::LogBackend::append_all
+//! [`LogBackend::append_all`]: crate::log::raw::LogBackend::append_all
 
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
@@ -40,7 +40,7 @@ use super::options::FsyncPolicy;
 use super::partition::{Entry, Loc, Partition, Segment, Staged, WriterState, lock};
 use super::segment::{self, HEADER_LEN};
 use crate::error::{Error, ErrorKind, Result};
-use crate::log::Place;
+use crate::log::raw::Place;
 
 /// Most requests taken in one drain, so acknowledgements are not held back too long.
 const MAX_DRAIN_REQUESTS: usize = 4096;

@@ -103,10 +103,8 @@ pub use self::options::IggyOptions;
 use self::pool::Pool;
 use self::topic::{TopicHandle, identifiers, record};
 use crate::error::{Error, ErrorKind, Result};
-use crate::log::{
-    Appended, GroupConsumer, LogBackend, Place, Prefetcher, SegmentInfo, StoredRecord, TopicRef,
-    partition_for_key,
-};
+use crate::log::raw::{LogBackend, Place, Prefetcher};
+use crate::log::{Appended, GroupConsumer, SegmentInfo, StoredRecord, TopicRef, partition_for_key};
 
 /// A log on an Apache Iggy server.
 ///

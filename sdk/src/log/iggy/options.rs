@@ -92,7 +92,7 @@ impl IggyOptions {
     /// [`DEFAULT_RETENTION`](crate::retention::DEFAULT_RETENTION); `Duration::ZERO`: keep
     /// forever), which sets the message expiry of its topics: twice the retention, so a
     /// task's earlier records outlive its finished state by the retention, or never with
-    /// `ZERO`. [`ensure_topic`](crate::log::LogBackend::ensure_topic) creates topics with
+    /// `ZERO`. [`ensure_topic`](crate::log::raw::LogBackend::ensure_topic) creates topics with
     /// it and updates an existing topic whose expiry differs (every other setting stays).
     /// `retention=` in an `iggy://` URL sets it.
     pub fn retention(mut self, retention: Duration) -> Self {

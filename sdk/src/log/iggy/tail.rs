@@ -9,7 +9,8 @@ use std::collections::VecDeque;
 use bytes::Bytes;
 use parking_lot::Mutex;
 
-use crate::log::{Place, StoredRecord};
+use crate::log::StoredRecord;
+use crate::log::raw::Place;
 
 /// The newest records of one partition, at most `budget` bytes of payload.
 #[derive(Debug)]

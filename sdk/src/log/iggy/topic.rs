@@ -11,7 +11,8 @@ use tokio::sync::{Notify, watch};
 use super::errors::map_err;
 use super::tail::Tail;
 use crate::error::{Error, ErrorKind, Result};
-use crate::log::{Place, StoredRecord, TopicRef};
+use crate::log::raw::Place;
+use crate::log::{StoredRecord, TopicRef};
 
 /// The per-topic state shared by appends, reads, watchers and the end-offset poller.
 ///

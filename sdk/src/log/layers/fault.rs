@@ -10,9 +10,9 @@ use tokio::sync::watch;
 
 use super::LogOp;
 use crate::error::{Error, ErrorKind, Result};
+use crate::log::raw::{Layer, LogBackend, Place, Prefetcher, read_runs};
 use crate::log::{
-    AppendBatch, Appended, Delivery, GroupConsumer, Layer, LogBackend, Place, Prefetcher,
-    SegmentInfo, StoredRecord, TopicRef, read_runs,
+    AppendBatch, Appended, Delivery, GroupConsumer, SegmentInfo, StoredRecord, TopicRef,
 };
 
 /// A testing tool: makes the log under it fail the way real ones do, when a test says so.

@@ -12,9 +12,9 @@ use tokio::sync::watch;
 
 use super::{LogOp, payloads_and_bytes, records_and_bytes};
 use crate::error::{ErrorKind, Result};
+use crate::log::raw::{Layer, LogBackend, Place, Prefetcher};
 use crate::log::{
-    AppendBatch, Appended, Delivery, GroupConsumer, Layer, LogBackend, Place, Prefetcher,
-    SegmentInfo, StoredRecord, TopicRef,
+    AppendBatch, Appended, Delivery, GroupConsumer, SegmentInfo, StoredRecord, TopicRef,
 };
 
 /// How many latency buckets have an upper bound; one more holds the slower calls.
@@ -485,7 +485,7 @@ mod tests {
         .await
         .unwrap();
         assert_eq!(log.read(&topic, 0, 0, 10).await.unwrap().len(), 3);
-        assert_eq!(log.read_at(&topic, 0, &[0, 2], &[]).await.unwrap().len(), 2);
+        assert_eq!(log.read_at(&topic, 0, &[0, 2]).await.unwrap().len(), 2);
         let missing = TopicRef::new("s", "missing");
         let err = log.append(&missing, b"k", vec![payload("x")]).await;
         assert_eq!(err.unwrap_err().kind(), ErrorKind::InvalidParams);

@@ -67,7 +67,7 @@ pub use retry::RetryLayer;
 pub use trace::TracingLayer;
 
 #[cfg(doc)]
-use super::{GroupConsumer, Log, LogBackend};
+use super::{GroupConsumer, Log, raw::LogBackend};
 
 /// One operation of [`LogBackend`] or [`GroupConsumer`], as layers name it (the metrics' `op`
 /// label, the tracing `op` field, the fault layer's delays).

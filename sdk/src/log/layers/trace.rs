@@ -11,9 +11,9 @@ use tracing::Instrument;
 
 use super::{LogOp, payloads_and_bytes, records_and_bytes};
 use crate::error::Result;
+use crate::log::raw::{Layer, LogBackend, Place, Prefetcher};
 use crate::log::{
-    AppendBatch, Appended, Delivery, GroupConsumer, Layer, LogBackend, Place, Prefetcher,
-    SegmentInfo, StoredRecord, TopicRef,
+    AppendBatch, Appended, Delivery, GroupConsumer, SegmentInfo, StoredRecord, TopicRef,
 };
 
 /// Traces every operation: a `log` span (debug level) with the operation's `op`, `topic`

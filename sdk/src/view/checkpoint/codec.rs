@@ -29,7 +29,7 @@ use agentlog_wire::fold::{Claim, MachineSnapshot};
 use super::super::key::Key;
 use super::super::tasks::applied::{PLACED, Places};
 use crate::agent::Caller;
-use crate::log::Place;
+use crate::log::raw::Place;
 
 const MAGIC: &[u8] = b"agentlog/view-checkpoint\0";
 const VERSION: u8 = 5;

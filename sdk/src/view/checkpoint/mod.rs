@@ -131,7 +131,7 @@ fn parse_manifest(payload: &[u8]) -> Option<Vec<u64>> {
 pub(crate) async fn read(log: &Log, topic: &TopicRef, manifest: &Manifest) -> Result<Vec<u8>> {
     let mut sorted = manifest.chunks.clone();
     sorted.sort_unstable();
-    let stored = log.read_at(topic, 0, &sorted, &[]).await?;
+    let stored = log.read_at(topic, 0, &sorted).await?;
     let mut by_offset: std::collections::HashMap<u64, Bytes> =
         stored.into_iter().map(|r| (r.offset, r.payload)).collect();
     let total = by_offset.values().map(Bytes::len).sum();
@@ -189,7 +189,7 @@ pub(crate) async fn verify(
             continue;
         };
         let found = log
-            .read_at(topic, partition, &[before], &[])
+            .read_at(topic, partition, &[before])
             .await
             .map_err(|e| format!("reading partition {partition} at {before}: {}", e.report()))?;
         let anchor = found

@@ -11,7 +11,7 @@ use super::super::key::Key;
 use super::super::tasks::applied::Places;
 use super::codec::{CodecError, Position, TaskRecord, decode, encode_header, encode_tasks, seal};
 use crate::agent::Caller;
-use crate::log::Place;
+use crate::log::raw::Place;
 
 /// Bounded so the properties run in the ordinary test pass; no regression files are written
 /// into the repository.

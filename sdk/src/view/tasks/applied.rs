@@ -5,7 +5,7 @@
 //! however long it runs: [`MAX_LISTED`] words.
 
 use super::expiry::LiveRecords;
-use crate::log::Place;
+use crate::log::raw::Place;
 
 /// The most applied records the view lists for one task.
 pub const MAX_LISTED: usize = 1024;

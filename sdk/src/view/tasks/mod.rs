@@ -20,7 +20,7 @@ use tokio::sync::broadcast;
 use super::TaskEvent;
 use super::key::Key;
 use crate::agent::Caller;
-use crate::log::Place;
+use crate::log::raw::Place;
 use applied::{Applied, NO_PLACES, Places};
 use expiry::{Expiring, LiveRecords};
 use index::{AwaitingClaim, ListIndex, Listed, OwnerId, Owners};

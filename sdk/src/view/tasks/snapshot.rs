@@ -187,7 +187,7 @@ mod tests {
     use agentlog_wire::{Record, TaskState};
 
     use super::*;
-    use crate::log::Place;
+    use crate::log::raw::Place;
     use crate::retention::now_ms;
     use crate::view::retention_tests::{command, status};
 

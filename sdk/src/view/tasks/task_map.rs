@@ -16,7 +16,7 @@ use std::hash::BuildHasher;
 use super::applied::{self, Places};
 use super::id_table::IdTable;
 use super::{Entry, Slot};
-use crate::log::Place;
+use crate::log::raw::Place;
 use crate::view::key::KeyRef;
 
 /// How many of a task's first content places the id table keeps (all that fit its 8-byte hint).

@@ -28,7 +28,8 @@ use tokio::sync::watch;
 
 use super::mapped::SegmentMap;
 use crate::error::{Error, ErrorKind, Result};
-use crate::log::{MappedSegments, Place};
+use crate::log::MappedSegments;
+use crate::log::raw::Place;
 
 /// A segment file of the partition.
 #[derive(Debug)]

@@ -16,9 +16,10 @@ use bytes::Bytes;
 
 use super::{Entry, Loc, PartState, Partition, Segment, lock};
 use crate::error::{Error, ErrorKind, Result};
+use crate::log::StoredRecord;
 use crate::log::embedded::files::io_error;
 use crate::log::embedded::segment::{self, HEADER_LEN};
-use crate::log::{Place, StoredRecord};
+use crate::log::raw::Place;
 
 impl PartState {
     /// Where batch `i`'s records come from: the tail cache, or its segment.

@@ -289,7 +289,7 @@ async fn reads_come_back_short_and_read_at_reads_on() {
     for cap in [1, 2, 3, 5] {
         faults.short_reads(cap);
         for (asked, found) in cases {
-            let read = log.read_at(&topic(), 0, asked, &[]).await.unwrap();
+            let read = log.read_at(&topic(), 0, asked).await.unwrap();
             assert_eq!(offsets(&read), found, "cap {cap}: read_at {asked:?}");
             let expected: Vec<_> = found.iter().map(|o| payload(*o)).collect();
             let got: Vec<_> = read.into_iter().map(|r| r.payload).collect();
@@ -300,7 +300,7 @@ async fn reads_come_back_short_and_read_at_reads_on() {
     // The default saw short reads; the unfaulted log agrees with it.
     faults.full_reads();
     let all: Vec<u64> = (0..12).collect();
-    assert_eq!(log.read_at(&topic(), 0, &all, &[]).await.unwrap().len(), 12);
+    assert_eq!(log.read_at(&topic(), 0, &all).await.unwrap().len(), 12);
 }
 
 /// A backend whose `read` returns one record at most and which keeps the trait's `read_at`.
@@ -327,7 +327,7 @@ impl LogBackend for OneAtATime {
     ) -> Result<Vec<StoredRecord>> {
         self.0.read(topic, partition, from, max.min(1)).await
     }
-    fn prefetcher(&self, topic: &TopicRef) -> Option<crate::log::Prefetcher> {
+    fn prefetcher(&self, topic: &TopicRef) -> Option<crate::log::raw::Prefetcher> {
         self.0.prefetcher(topic)
     }
     async fn end_offsets(&self, topic: &TopicRef) -> Result<Vec<u64>> {
@@ -367,7 +367,7 @@ async fn the_traits_default_read_at_reads_on_after_a_short_read() {
         .await
         .unwrap();
     let read = log
-        .read_at(&topic(), 0, &[0, 1, 2, 4, 5, 6, 7], &[])
+        .read_at(&topic(), 0, &[0, 1, 2, 4, 5, 6, 7])
         .await
         .unwrap();
     assert_eq!(offsets(&read), [0, 1, 2, 4, 5]);
@@ -385,14 +385,14 @@ async fn read_at_goes_to_the_backends_own_unless_reads_are_short() {
     log.append(&topic(), b"k", (0..12).map(payload).collect())
         .await
         .unwrap();
-    let read = log.read_at(&topic(), 0, &[0, 5, 6, 11], &[]).await.unwrap();
+    let read = log.read_at(&topic(), 0, &[0, 5, 6, 11]).await.unwrap();
     assert_eq!(offsets(&read), [0, 5, 6, 11]);
     assert_eq!(
         (metrics.calls(LogOp::ReadAt), metrics.calls(LogOp::Read)),
         (1, 0)
     );
     faults.short_reads(1);
-    let read = log.read_at(&topic(), 0, &[0, 5, 6, 11], &[]).await.unwrap();
+    let read = log.read_at(&topic(), 0, &[0, 5, 6, 11]).await.unwrap();
     assert_eq!(offsets(&read), [0, 5, 6, 11]);
     assert_eq!(
         (metrics.calls(LogOp::ReadAt), metrics.calls(LogOp::Read)),

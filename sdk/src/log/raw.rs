@@ -1,0 +1,189 @@
+//! What a backend or a layer implements: [`LogBackend`], [`Layer`], and the embedded log's
+//! read hints ([`Place`], [`Prefetcher`]) that a backend may hand back and take again. A user
+//! of a log needs none of it: the [`Log`](super::Log) handle has every operation (opendal's
+//! split of `Operator` and `raw`).
+
+use std::fmt;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use tokio::sync::watch;
+
+pub use super::place::{Place, Prefetcher};
+use super::{AppendBatch, Appended, GroupConsumer, SegmentInfo, StoredRecord, TopicRef};
+use crate::error::{Error, ErrorKind, Result};
+
+/// What the bridge and the workers need from a broker.
+///
+/// Every method is safe to call concurrently from many tasks. Appends to one partition are
+/// ordered: a batch is contiguous and lands after every batch acknowledged before it.
+#[async_trait]
+pub trait LogBackend: Send + Sync + fmt::Debug + 'static {
+    /// Create the stream and topic with `partitions` partitions if they do not exist yet.
+    /// An existing topic is left as it is (its partition count is not changed).
+    async fn ensure_topic(&self, topic: &TopicRef, partitions: u32) -> Result<()>;
+
+    /// The number of partitions of an existing topic.
+    async fn partitions(&self, topic: &TopicRef) -> Result<u32>;
+
+    /// Append `payloads`, in order, to the partition chosen by `key`
+    /// ([`partition_for_key`]), and return where they landed. Returns once the batch is
+    /// acknowledged under the backend's durability setting.
+    async fn append(&self, topic: &TopicRef, key: &[u8], payloads: Vec<Bytes>) -> Result<Appended>;
+
+    /// Append several batches, each to the partition its key chooses in its topic, in order:
+    /// batch i is acknowledged only if every batch before it is, and the result lists where
+    /// each landed, in the same order. On an error, batches before the failing one may have
+    /// been appended. Default: one [`append`](Self::append) after the other; a backend may
+    /// take them all in one round (the embedded log writes and acknowledges them together).
+    async fn append_all(&self, batches: Vec<AppendBatch<'_>>) -> Result<Vec<Appended>> {
+        let mut out = Vec::with_capacity(batches.len());
+        for batch in batches {
+            out.push(self.append(batch.topic, batch.key, batch.payloads).await?);
+        }
+        Ok(out)
+    }
+
+    /// Up to `max` records of `partition` starting at offset `from`, in offset order.
+    /// Past the end it returns an empty vector, not an error. It may return fewer than `max`
+    /// before the end (a backend caps what one call returns), so a caller that needs a whole
+    /// range reads on from the last offset returned. Where `from` was deleted (see
+    /// [`delete_segments`](Self::delete_segments)) it returns the records from the next
+    /// offset that exists: the records' offsets say where they are.
+    async fn read(
+        &self,
+        topic: &TopicRef,
+        partition: u32,
+        from: u64,
+        max: usize,
+    ) -> Result<Vec<StoredRecord>>;
+
+    /// The records at `offsets` (ascending) of `partition`, in that order: how a task's
+    /// records are read back. `places` are where the backend said they are ([`Place`]), one
+    /// per offset, or empty when none are known. An offset past the end, or deleted, is left
+    /// out, so the caller compares counts. Default: [`read`](Self::read)s over each run of
+    /// consecutive offsets, reading on from where a short read stopped, until the run is
+    /// whole or a read returns nothing (past the end); the embedded log reads the records at
+    /// their places and looks the others up in one pass over its index.
+    async fn read_at(
+        &self,
+        topic: &TopicRef,
+        partition: u32,
+        offsets: &[u64],
+        places: &[Place],
+    ) -> Result<Vec<StoredRecord>> {
+        // Places are an embedded-log thing: read by offset.
+        let _ = places;
+        read_runs(topic, partition, offsets, |from, max| {
+            self.read(topic, partition, from, max)
+        })
+        .await
+    }
+
+    /// What loads the batches of `topic`'s records into the CPU's cache from their places
+    /// ahead of a [`read_at`](Self::read_at) ([`Prefetcher`]), if the backend can; `None` for
+    /// a backend without places (Iggy) or an unknown topic. Cheap; a caller keeps it.
+    fn prefetcher(&self, topic: &TopicRef) -> Option<Prefetcher>;
+
+    /// The end offset (next offset to be written) of every partition, indexed by partition.
+    /// Deleting segments does not move it.
+    async fn end_offsets(&self, topic: &TopicRef) -> Result<Vec<u64>>;
+
+    /// A watch of `partition`'s end offset. It changes when records are appended, by this
+    /// process or (for a networked backend) by anyone, so followers await it instead of
+    /// spinning. Backends that cannot be notified poll adaptively behind this receiver.
+    async fn watch_end(&self, topic: &TopicRef, partition: u32) -> Result<watch::Receiver<u64>>;
+
+    /// Join consumer group `group` on `topic` (creating the group if needed). Members of one
+    /// group share the topic's partitions; each partition's committed offset survives the
+    /// member, so a restarted member resumes after its last commit and anything polled but not
+    /// committed is delivered again.
+    async fn join_group(&self, topic: &TopicRef, group: &str) -> Result<Box<dyn GroupConsumer>>;
+
+    /// The partition's sealed segments, oldest first. Empty for a backend that manages its
+    /// own retention (Iggy: the topic's message expiry) or keeps no segments (`memory://`).
+    async fn segments(&self, topic: &TopicRef, partition: u32) -> Result<Vec<SegmentInfo>>;
+
+    /// Delete the sealed segments of `partition` starting at `bases` (bases that are not a
+    /// sealed segment's, or the active segment's, are ignored). Returns how many were
+    /// deleted. A reader racing the deletion gets the records or skips them cleanly, never
+    /// an error or a corrupt read. Afterwards a `read` from a deleted offset returns the
+    /// records from the next offset that exists, `read_at` leaves deleted offsets out, and
+    /// [`end_offsets`](Self::end_offsets) is unchanged.
+    async fn delete_segments(
+        &self,
+        topic: &TopicRef,
+        partition: u32,
+        bases: &[u64],
+    ) -> Result<usize>;
+
+    /// Whether the log takes appends now: `Ok`, or why not (closed, open read-only, stopped
+    /// by a write error, its server unreachable). What a readiness probe asks; it writes
+    /// nothing.
+    async fn ready(&self) -> Result<()>;
+
+    /// Flush and release resources. Further calls fail.
+    async fn close(&self) -> Result<()>;
+}
+
+/// The body of the default [`LogBackend::read_at`], with `read(from, max)` standing for the
+/// backend's `read` (so a layer overriding `read_at` can go through reads of its own, as the
+/// fault layer's short reads do).
+///
+/// A `read` may return fewer records than asked (the trait allows it; Iggy caps a poll), so
+/// each run of consecutive offsets is read on from the record after the last one returned;
+/// leaving the rest out would make the caller's count check report corruption.
+pub(crate) async fn read_runs<F, Fut>(
+    topic: &TopicRef,
+    partition: u32,
+    offsets: &[u64],
+    mut read: F,
+) -> Result<Vec<StoredRecord>>
+where
+    F: FnMut(u64, usize) -> Fut,
+    Fut: std::future::Future<Output = Result<Vec<StoredRecord>>>,
+{
+    let mut out = Vec::with_capacity(offsets.len());
+    let mut rest = offsets;
+    while let Some(&start) = rest.first() {
+        let run = rest
+            .iter()
+            .zip(start..)
+            .take_while(|(offset, expected)| **offset == *expected)
+            .count();
+        let end = start + run as u64;
+        let mut next = start;
+        while next < end {
+            let records = read(next, (end - next) as usize).await?;
+            let Some(last) = records.last().map(|r| r.offset) else {
+                // Past the end; the offsets are ascending, so every later one is too.
+                return Ok(out);
+            };
+            if last < next {
+                return Err(Error::new(
+                    ErrorKind::Internal,
+                    format!(
+                        "{topic} partition {partition}: a read from offset {next} returned offset {last}"
+                    ),
+                ));
+            }
+            let from = next;
+            next = last + 1;
+            out.extend(
+                records
+                    .into_iter()
+                    .filter(|r| (from..end).contains(&r.offset)),
+            );
+        }
+        rest = &rest[run..];
+    }
+    Ok(out)
+}
+
+/// A cross-cutting concern wrapped around a log's backend: it returns a backend that does
+/// its part and calls `inner` for the rest.
+pub trait Layer {
+    /// Wrap `inner`.
+    fn layer(&self, inner: Arc<dyn LogBackend>) -> Arc<dyn LogBackend>;
+}
