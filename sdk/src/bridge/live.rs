@@ -199,3 +199,6 @@ fn gone(task_id: &str) -> Error {
         format!("task {task_id} left the view before its turn ended"),
     )
 }
+
+#[cfg(test)]
+mod tests;

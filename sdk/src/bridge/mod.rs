@@ -13,9 +13,6 @@ pub mod extensions;
 pub mod json;
 mod limits;
 mod live;
-#[cfg(test)]
-#[path = "live_tests.rs"]
-mod live_tests;
 mod media;
 mod pull;
 mod requeue;

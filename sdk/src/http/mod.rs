@@ -144,8 +144,6 @@ pub use server::{
     serve_bounded, serve_with,
 };
 #[cfg(test)]
-mod extension_tests;
-#[cfg(test)]
 mod tests;
 
 use std::net::SocketAddr;

@@ -540,5 +540,4 @@ impl RecordVerifier {
 }
 
 #[cfg(test)]
-#[path = "records_tests.rs"]
 mod tests;

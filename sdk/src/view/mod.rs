@@ -24,8 +24,6 @@ mod key;
 mod own;
 mod persist;
 mod read;
-#[cfg(test)]
-mod retention_tests;
 mod subscribe;
 mod tasks;
 #[cfg(test)]

@@ -565,5 +565,4 @@ fn to_json<T: serde::Serialize>(value: &T, what: &str) -> Result<String> {
 }
 
 #[cfg(test)]
-#[path = "context_tests.rs"]
 mod tests;

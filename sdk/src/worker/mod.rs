@@ -31,8 +31,6 @@ mod context;
 mod expiry;
 mod handler;
 mod pending;
-#[cfg(test)]
-mod reply_tests;
 mod run;
 mod settle;
 mod shared;

@@ -228,3 +228,6 @@ pub fn conformance_extension() -> AgentExtension {
         params: None,
     }
 }
+
+#[cfg(test)]
+mod tests;

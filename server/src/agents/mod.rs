@@ -2,8 +2,6 @@
 //! (`--demo`), and the agent the official A2A conformance kit drives (`--conformance`).
 
 pub mod conformance;
-#[cfg(test)]
-mod conformance_tests;
 pub mod demo;
 mod demo_input_tools;
 pub mod demo_tools;

@@ -579,6 +579,4 @@ fn merge_artifact(artifacts: &mut Vec<Artifact>, artifact: Artifact, append: boo
 }
 
 #[cfg(test)]
-mod content_tests;
-#[cfg(test)]
 mod tests;

@@ -176,5 +176,6 @@ pub(super) fn envelope(id: Value, method: &str, params: Value) -> Value {
 mod agent;
 mod bad_input;
 mod card;
+mod extension;
 mod port;
 mod streaming;

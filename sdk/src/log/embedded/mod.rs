@@ -526,12 +526,4 @@ async fn poll_files(partition: std::sync::Weak<Partition>) {
 }
 
 #[cfg(test)]
-mod coop_tests;
-#[cfg(test)]
-mod delete_tests;
-#[cfg(test)]
-mod place_tests;
-#[cfg(test)]
-mod read_only_tests;
-#[cfg(test)]
 mod tests;

@@ -189,7 +189,7 @@ mod tests {
     use super::*;
     use crate::log::raw::Place;
     use crate::retention::now_ms;
-    use crate::view::retention_tests::{command, status};
+    use crate::view::tests::retention::{command, status};
 
     /// A checkpoint of `tasks` encoded in one go.
     fn whole(tasks: &mut Tasks) -> Vec<u8> {

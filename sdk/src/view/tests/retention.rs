@@ -6,10 +6,9 @@ use std::time::Duration;
 use agentlog_wire::{Record, RecordBody, TaskState};
 use bytes::Bytes;
 
-use super::checkpoint::{self, codec};
-use super::key::{KeyRef, stable_hash};
-use super::tests::append;
 use super::*;
+use crate::view::checkpoint::{self, codec};
+use crate::view::key::{KeyRef, stable_hash};
 
 const PATIENCE: Duration = Duration::from_secs(30);
 /// Long ago: 2023-11-14.
@@ -19,14 +18,14 @@ fn caller() -> Caller {
     Caller::principal("p")
 }
 
-/// [`super::tests::record`] written at `ms`.
+/// [`super::record`] written at `ms`.
 fn at(task: &str, message_id: &str, ms: u64, body: RecordBody) -> Record {
-    let mut record = super::tests::record(task, message_id, body);
+    let mut record = super::record(task, message_id, body);
     record.header.timestamp_ms = ms;
     record
 }
 
-pub(super) fn command(task: &str, text: &str, ms: u64, retention_ms: u64) -> Record {
+pub(in crate::view) fn command(task: &str, text: &str, ms: u64, retention_ms: u64) -> Record {
     let params = format!(
         r#"{{"message":{{"messageId":"m-{task}","role":"ROLE_USER","parts":[{{"text":"{text}"}}]}}}}"#
     );
@@ -41,7 +40,7 @@ pub(super) fn command(task: &str, text: &str, ms: u64, retention_ms: u64) -> Rec
     )
 }
 
-pub(super) fn status(task: &str, id: &str, ms: u64, state: TaskState) -> Record {
+pub(in crate::view) fn status(task: &str, id: &str, ms: u64, state: TaskState) -> Record {
     at(task, id, ms, RecordBody::status(state, String::new()))
 }
 

@@ -1,5 +1,6 @@
-//! Unit tests of the embedded log: recovery, corruption, locking, policies, groups (a read-only
-//! open: `read_only_tests.rs`).
+//! Unit tests of the embedded log: recovery, corruption, locking, policies, groups; a read-only
+//! open in `read_only.rs`, deleting segments in `delete.rs`, reads at places in `place.rs`,
+//! appends and reads giving their thread back in `coop.rs`.
 #![allow(clippy::unwrap_used)]
 
 use std::path::{Path, PathBuf};
@@ -9,6 +10,11 @@ use rand::{Rng, SeedableRng};
 
 use super::*;
 use crate::log::partition_for_key;
+
+mod coop;
+mod delete;
+mod place;
+mod read_only;
 
 pub(super) fn topic() -> TopicRef {
     TopicRef::new("s", "t")
@@ -362,7 +368,10 @@ async fn read_at_finds_records_in_evicted_and_cached_batches_of_any_size() {
         );
     }
     // Offsets past the end are left out.
-    let read = log.read_at(&topic(), 0, &[3, end, end + 7], &[]).await.unwrap();
+    let read = log
+        .read_at(&topic(), 0, &[3, end, end + 7], &[])
+        .await
+        .unwrap();
     assert_eq!(read.iter().map(|r| r.offset).collect::<Vec<_>>(), vec![3]);
 }
 

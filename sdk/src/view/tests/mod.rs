@@ -1,4 +1,5 @@
-//! Unit tests of the view's subscriptions and its follower, over the in-memory log.
+//! Unit tests of the view's subscriptions and its follower, over the in-memory log (expiry and
+//! checkpoints: `retention.rs`).
 #![allow(clippy::unwrap_used)]
 
 use std::time::Duration;
@@ -10,6 +11,8 @@ use tokio::sync::broadcast::error::RecvError;
 use super::tasks::applied::content_offsets;
 use super::*;
 use crate::log::raw::Place;
+
+pub(super) mod retention;
 
 /// An upper bound for anything a test waits for.
 const PATIENCE: Duration = Duration::from_secs(30);

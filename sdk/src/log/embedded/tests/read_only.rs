@@ -2,7 +2,6 @@
 //! damage behind the writer, topics created after the open.
 #![allow(clippy::unwrap_used)]
 
-use super::tests::{fill, never, payload, read_all, segments, topic};
 use super::*;
 
 #[tokio::test]

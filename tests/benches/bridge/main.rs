@@ -431,7 +431,5 @@ async fn throughput(log: Log, config: BridgeConfig, senders: usize) -> f64 {
     total as f64 / started.elapsed().as_secs_f64()
 }
 
-#[path = "bridge/floor.rs"]
 mod floor;
-#[path = "bridge/signing.rs"]
 mod signing;

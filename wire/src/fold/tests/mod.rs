@@ -1,11 +1,13 @@
 //! The fold's unit tests: each rule (the content-only fold against the full one:
-//! `content_tests.rs`).
+//! `content.rs`).
 
 #![allow(clippy::unwrap_used)]
 
-use super::content_tests::fold_of_content;
 use super::*;
 use crate::{RecordHeader, StateCode};
+use content::fold_of_content;
+
+mod content;
 
 pub(super) fn record(n: u64, message_id: &str, body: RecordBody) -> Record {
     Record {

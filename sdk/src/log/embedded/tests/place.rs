@@ -4,7 +4,6 @@
 
 use rand::{Rng, SeedableRng};
 
-use super::tests::{never, payload, topic};
 use super::*;
 
 /// A log of several segments (read back from files) and a tail still in the cache, with

@@ -1,4 +1,5 @@
-//! Worker tests over the in-memory log: a bridge sends tasks, a worker runs a test handler.
+//! Worker tests over the in-memory log: a bridge sends tasks, a worker runs a test handler
+//! (answering with a message: `reply.rs`).
 //! Timeouts here are only upper bounds against hangs; nothing asserts on timing.
 
 #![allow(clippy::unwrap_used)]
@@ -19,6 +20,8 @@ use tokio::sync::{Barrier, mpsc};
 use super::*;
 use crate::agent::Caller;
 use crate::bridge::{Bridge, BridgeConfig};
+
+mod reply;
 
 /// An upper bound for anything a test waits for.
 const PATIENCE: Duration = Duration::from_secs(60);

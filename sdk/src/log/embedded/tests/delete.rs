@@ -107,7 +107,7 @@ async fn a_deleted_middle_segment_is_a_hole_reads_step_over() {
                 .unwrap(),
             1
         );
-        assert!(!super::tests::segments(dir.path()).iter().any(|p| {
+        assert!(!super::segments(dir.path()).iter().any(|p| {
             p.file_name().and_then(|n| n.to_str()) == Some(&segment::file_name(middle.base))
         }));
         let after = log.segments(&topic(), 0).await.unwrap();
@@ -160,7 +160,7 @@ async fn a_directory_with_holes_reopens_durably_and_after_a_torn_tail() {
         log.close().await.unwrap();
 
         // A crash mid-write leaves half a batch at the end of the last segment.
-        let last = super::tests::segments(dir.path()).pop().unwrap();
+        let last = super::segments(dir.path()).pop().unwrap();
         let mut torn = Vec::new();
         segment::encode_batch(&mut torn, 200, &[payload(200), payload(201)]).unwrap();
         let mut bytes = std::fs::read(&last).unwrap();
@@ -186,7 +186,7 @@ async fn a_batch_out_of_sequence_inside_a_segment_is_still_corruption() {
         .unwrap();
     log.close().await.unwrap();
     // A batch claiming an offset its segment does not continue with.
-    let last = super::tests::segments(dir.path()).pop().unwrap();
+    let last = super::segments(dir.path()).pop().unwrap();
     let mut bytes = std::fs::read(&last).unwrap();
     let mut stray = Vec::new();
     segment::encode_batch(&mut stray, 5000, &[payload(5000)]).unwrap();
@@ -203,7 +203,7 @@ async fn the_active_segment_and_unknown_bases_are_ignored() {
     let log = filled(dir.path(), small(512), 100).await;
     let sealed = log.segments(&topic(), 0).await.unwrap();
     let active = segment::parse_file_name(
-        super::tests::segments(dir.path())
+        super::segments(dir.path())
             .last()
             .and_then(|p| p.file_name()?.to_str().map(str::to_owned))
             .as_deref()

@@ -9,7 +9,6 @@ use axum::body::Body;
 use axum::http::{Request, header};
 use serde_json::{Value, json};
 
-use super::tests::{Reply, call, envelope};
 use super::*;
 use crate::bridge::BridgeConfig;
 use crate::worker::{TaskContext, Worker, WorkerConfig, handler_fn};

@@ -10,8 +10,8 @@ use agentlog_wire::a2a::{
 };
 use futures::StreamExt;
 
-use super::tests::{Harness, request};
 use super::*;
+use crate::agents::tests::{Harness, request};
 use agentlog::agent::Caller;
 
 /// Whether a part's content is the one a scenario adds.

@@ -11,7 +11,6 @@ use agentlog_wire::a2a::{
 };
 use futures::StreamExt;
 
-use super::tests::{Harness, request, user};
 use super::*;
 use crate::agent::Caller;
 use crate::error::ErrorKind;

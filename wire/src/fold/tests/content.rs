@@ -3,7 +3,6 @@
 
 #![allow(clippy::unwrap_used)]
 
-use super::tests::{by, command, record};
 use super::*;
 use crate::StateCode;
 
