@@ -20,6 +20,7 @@ mod rpc;
 mod send;
 mod stream;
 mod tasks;
+mod tenant;
 #[cfg(test)]
 mod test_support;
 

@@ -18,6 +18,7 @@ use serde_json::value::RawValue;
 
 use super::Bridge;
 use super::stream::TaskStream;
+use super::tenant;
 use crate::agent::Caller;
 use crate::error::{Error, ErrorKind, Result};
 
@@ -279,11 +280,13 @@ impl Bridge {
                     let raw = required(params)?;
                     let mut request =
                         parse_v1::<a2a::SendMessageRequest>("SendMessageRequest", raw)?;
+                    let caller = &tenant::scoped(caller, request.tenant.as_deref())?;
                     let raw = self.activate(&mut request, options, Some(raw));
                     let response = self.send_message_raw(caller, request, raw).await?;
                     json(&response)
                 } else {
                     let mut request = parse_v03(params, v03::send_params_from_v03)?;
+                    let caller = &tenant::scoped(caller, request.tenant.as_deref())?;
                     self.activate(&mut request, options, None);
                     let response = self.send_message_raw(caller, request, None).await?;
                     json(&v03::send_response_to_v03(&response))
@@ -299,6 +302,7 @@ impl Bridge {
                 } else {
                     (parse_v03(params, v03::send_params_from_v03)?, None)
                 };
+                let caller = &tenant::scoped(caller, request.tenant.as_deref())?;
                 let raw = self.activate(&mut request, options, raw);
                 Ok(Answer::Stream(
                     self.send_streaming_message(caller, request, raw, resume_after)
@@ -311,6 +315,7 @@ impl Bridge {
                 } else {
                     parse_v03(params, v03::get_task_params_from_v03)?
                 };
+                let caller = &tenant::scoped(caller, request.tenant.as_deref())?;
                 let task = self.get_task(caller, request).await?;
                 if v1 {
                     json(&task)
@@ -324,6 +329,7 @@ impl Bridge {
                 } else {
                     parse_v03(params, v03::task_id_params_from_v03)?
                 };
+                let caller = &tenant::scoped(caller, request.tenant.as_deref())?;
                 let task = self.cancel_task(caller, request).await?;
                 if v1 {
                     json(&task)
@@ -336,6 +342,7 @@ impl Bridge {
                     Some(raw) => parse_v1::<a2a::ListTasksRequest>("ListTasksRequest", raw)?,
                     None => parse_v1::<a2a::ListTasksRequest>("ListTasksRequest", "{}")?,
                 };
+                let caller = &tenant::scoped(caller, request.tenant.as_deref())?;
                 json(&self.list_tasks(caller, request).await?)
             }
             Operation::SubscribeToTask => {
@@ -351,6 +358,7 @@ impl Bridge {
                         id: r.id,
                     }
                 };
+                let caller = &tenant::scoped(caller, request.tenant.as_deref())?;
                 Ok(Answer::Stream(
                     self.subscribe_to_task(caller, request, resume_after)
                         .await?,

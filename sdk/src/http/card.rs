@@ -115,6 +115,37 @@ fn matches_etag(if_none_match: &[u8], etag: &[u8]) -> bool {
         .any(|tag| tag == "*" || tag.strip_prefix("W/").unwrap_or(tag) == etag)
 }
 
+/// The card with an HTTP+JSON interface beside each JSON-RPC 1.0 one the router serves:
+/// same URL (the binding's routes live under the RPC path), listed after it so that a client
+/// following the card's order keeps JSON-RPC.
+pub(super) fn offer_http_json(card: &mut agentlog_wire::a2a::AgentCard) {
+    let interfaces = &mut card.supported_interfaces;
+    let mut at = 0;
+    while at < interfaces.len() {
+        let interface = &interfaces[at];
+        at += 1;
+        let twin = |i: &agentlog_wire::a2a::AgentInterface| {
+            i.protocol_binding == HTTP_JSON
+                && i.url == interface.url
+                && i.protocol_version == interface.protocol_version
+        };
+        if interface.protocol_binding.eq_ignore_ascii_case("JSONRPC")
+            && interface.protocol_version.starts_with("1.")
+            && !interfaces.iter().any(twin)
+        {
+            let rest = agentlog_wire::a2a::AgentInterface {
+                protocol_binding: HTTP_JSON.to_owned(),
+                ..interface.clone()
+            };
+            interfaces.insert(at, rest);
+            at += 1;
+        }
+    }
+}
+
+/// The HTTP+JSON binding's name in a card's `protocolBinding`.
+const HTTP_JSON: &str = "HTTP+JSON";
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -122,6 +153,8 @@ mod tests {
     use axum::http::{Request, StatusCode, header};
     use sha2::{Digest, Sha256};
     use tower::ServiceExt;
+
+    use super::offer_http_json;
 
     use super::matches_etag;
     use crate::bridge::{Bridge, BridgeConfig};
@@ -145,7 +178,8 @@ mod tests {
     #[tokio::test]
     async fn the_interface_url_is_served_in_every_interface_and_the_rest_stays() {
         let bridge = dual_version_bridge().await;
-        let own = bridge.agent_card().clone();
+        let mut own = bridge.agent_card().clone();
+        offer_http_json(&mut own);
         let config = HttpConfig {
             interface_url: Some("http://127.0.0.1:45678/".to_owned()),
             ..HttpConfig::default()
@@ -159,7 +193,11 @@ mod tests {
             .await
             .unwrap();
         let card: AgentCard = serde_json::from_slice(&body).unwrap();
-        assert_eq!(card.supported_interfaces.len(), 2);
+        assert_eq!(
+            card.supported_interfaces.len(),
+            3,
+            "1.0 and 0.3, and HTTP+JSON 1.0"
+        );
         for (served, own) in card
             .supported_interfaces
             .iter()
@@ -175,7 +213,8 @@ mod tests {
     #[tokio::test]
     async fn every_card_path_serves_the_card_signed_by_each_key_under_a_strong_etag() {
         let bridge = dual_version_bridge().await;
-        let unsigned = bridge.agent_card().clone();
+        let mut unsigned = bridge.agent_card().clone();
+        offer_http_json(&mut unsigned);
         let old = SigningKey::generate().unwrap();
         let new = SigningKey::generate().unwrap();
         let config = HttpConfig {
@@ -210,7 +249,7 @@ mod tests {
         );
         let card: AgentCard = serde_json::from_slice(&served[0].0).unwrap();
         assert_eq!(card.signatures.len(), 2);
-        assert_eq!(card.supported_interfaces.len(), 2);
+        assert_eq!(card.supported_interfaces.len(), 3);
         assert_eq!(
             AgentCard {
                 signatures: Vec::new(),
@@ -247,7 +286,8 @@ mod tests {
     #[tokio::test]
     async fn without_keys_the_card_is_served_unsigned() {
         let bridge = dual_version_bridge().await;
-        let expected = bridge.agent_card().clone();
+        let mut expected = bridge.agent_card().clone();
+        offer_http_json(&mut expected);
         let app = router(bridge, HttpConfig::default());
         let request = Request::get("/.well-known/agent-card.json")
             .body(Body::empty())

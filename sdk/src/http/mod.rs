@@ -1,5 +1,5 @@
-//! The HTTP face of a [`Bridge`]: an axum router serving A2A JSON-RPC, the agent card,
-//! `/healthz` and `/metrics` (feature `http`).
+//! The HTTP face of a [`Bridge`]: an axum router serving A2A over JSON-RPC and HTTP+JSON,
+//! the agent card, `/healthz` and `/metrics` (feature `http`).
 //!
 //! [`router`] returns a [`Router`] with its state applied, so a host application can
 //! `merge` or `nest` it, and tests drive it with `tower::ServiceExt::oneshot` without a port;
@@ -10,6 +10,7 @@
 //! | route | answer |
 //! | --- | --- |
 //! | `POST {rpc_path}` | JSON-RPC: `application/json`, or `text/event-stream` for streaming methods |
+//! | `POST {base}/message:send`, `…/message:stream`, `GET {base}/tasks`, `GET {base}/tasks/{id}`, `POST {base}/tasks/{id}:cancel`, `GET`/`POST {base}/tasks/{id}:subscribe`, `{base}/tasks/{id}/pushNotificationConfigs[/{configId}]`, `GET {base}/extendedAgentCard`, and each under `{base}/{tenant}/…` | A2A's HTTP+JSON binding (`base` is `rpc_path` without its trailing slash): the same bridge through the same checks, answered in that binding's shapes (see the `rest` module). The served card lists an `HTTP+JSON` interface after each JSON-RPC 1.0 one |
 //! | `GET /.well-known/agent-card.json`, `GET /.well-known/agent.json` (legacy 0.2) | the agent card |
 //! | the same two under `{rpc_path}` when it is not `/` | the agent card (the JS client resolves the card relative to its base URL) |
 //! | `GET /healthz` | `200 ok`: liveness |
@@ -129,12 +130,14 @@ pub mod auth;
 mod body;
 mod card;
 mod connections;
+mod dispatch;
 mod errors;
 mod guard;
 mod health;
 pub mod mcp;
 mod mcp_auth;
 mod metrics;
+mod rest;
 mod rpc;
 mod server;
 
@@ -273,6 +276,8 @@ struct Inner {
     body_timeout: std::time::Duration,
     /// The RPC path and its trailing-slash twin.
     rpc_paths: Vec<String>,
+    /// Where the HTTP+JSON binding's routes start: the RPC path without its trailing slash.
+    rest_base: String,
     /// The card paths under the RPC path's prefix (empty when `rpc_path` is `/`).
     prefixed_card_paths: Vec<String>,
     card: card::CardBody,
@@ -319,6 +324,7 @@ pub fn router(bridge: Bridge, config: HttpConfig) -> Router {
             interface.url.clone_from(url);
         }
     }
+    card::offer_http_json(&mut served_card);
     if let Some(auth) = &config.auth
         && served_card.security_schemes.is_empty()
     {
@@ -333,6 +339,7 @@ pub fn router(bridge: Bridge, config: HttpConfig) -> Router {
             body_timeout: config.body_timeout,
             auth: config.auth,
             allowed: config.allowed,
+            rest_base: prefix.to_owned(),
             rpc_paths,
             prefixed_card_paths,
         }),
@@ -350,7 +357,7 @@ pub fn router(bridge: Bridge, config: HttpConfig) -> Router {
         }
     }
     // Everything derived from `rpc_path` is matched in the fallback (see the module docs).
-    router.fallback(rpc::dispatch).with_state(state)
+    router.fallback(dispatch::dispatch).with_state(state)
 }
 
 /// A router serving only `GET /metrics` with the log's counters (`agentlog_log_*`, see the

@@ -1,5 +1,5 @@
-//! `POST {rpc_path}`: JSON-RPC in, JSON or SSE out. Also the fallback for every path derived
-//! from `rpc_path` (see the module docs for why it is not an axum route).
+//! `POST {rpc_path}`: JSON-RPC in, JSON or SSE out; and the way from a JSON-RPC body to the
+//! bridge's answer ([`call`]) that the HTTP+JSON binding takes too.
 
 use std::convert::Infallible;
 use std::time::{Duration, Instant};
@@ -7,19 +7,19 @@ use std::time::{Duration, Instant};
 use agentlog_wire::ErrorCode;
 use agentlog_wire::jsonrpc::{self, BadRequest, ProtocolVersion, error_body, parse_request};
 use axum::body::Body;
-use axum::extract::{Request, State};
+
 use axum::http::header::CONTENT_TYPE;
 use axum::http::request::Parts;
-use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::{Stream, StreamExt};
 use serde::Deserialize;
 
+use super::AppState;
 use super::body::{read_body_within, refuse_unread};
-use super::errors::{self, json, rpc_refusal};
+use super::errors::{json, rpc_refusal};
 use super::metrics::UNKNOWN_METHOD;
-use super::{AppState, card, guard};
 use crate::agent::Caller;
 use crate::bridge::{RpcReply, RpcRequest, extensions};
 use crate::error::{Error, ErrorKind};
@@ -33,57 +33,18 @@ const ACCEL_BUFFERING: HeaderName = HeaderName::from_static("x-accel-buffering")
 
 /// The request content types of the JSON-RPC binding (A2A §5: `application/json`; the
 /// HTTP+JSON binding's `application/a2a+json` is accepted too).
-const ACCEPTED_TYPES: [&str; 2] = ["application/json", "application/a2a+json"];
+pub(super) const ACCEPTED_TYPES: [&str; 2] = ["application/json", "application/a2a+json"];
 
 /// How often an idle SSE stream gets a keep-alive comment.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
-/// Every request no fixed route took: the RPC endpoint, the card under the RPC prefix, or
-/// 404.
-pub(super) async fn dispatch(State(state): State<AppState>, request: Request) -> Response {
-    let path = request.uri().path();
-    let inner = &state.inner;
-    if inner.rpc_paths.iter().any(|p| p == path) {
-        return endpoint(state, request).await;
-    }
-    if inner.prefixed_card_paths.iter().any(|p| p == path) {
-        return match *request.method() {
-            Method::GET => card::serve_card(&inner.card, request.headers()),
-            Method::HEAD => {
-                let mut response = card::serve_card(&inner.card, request.headers());
-                *response.body_mut() = Body::empty();
-                response
-            }
-            _ => errors::method_not_allowed(request.method().as_str(), path, "GET, HEAD"),
-        };
-    }
-    errors::not_found(request.method().as_str(), path)
-}
-
-/// The RPC endpoint: the host and origin checks (and a CORS preflight), then a POST is a
-/// JSON-RPC request and anything else `405`.
-async fn endpoint(state: AppState, request: Request) -> Response {
-    let (parts, body) = request.into_parts();
-    let inner = &state.inner;
-    let origin = match inner.allowed.admit(&parts) {
-        Ok(origin) => origin,
-        Err(refusal) => return refuse(&state, &parts, body, refusal).await,
-    };
-    if let Some(preflight) = guard::preflight(&parts, origin.as_ref()) {
-        return refuse(&state, &parts, body, preflight).await;
-    }
-    let mut response = if parts.method == Method::POST {
-        rpc(state.clone(), parts, body).await
-    } else {
-        let refusal = errors::method_not_allowed(parts.method.as_str(), parts.uri.path(), "POST");
-        refuse(&state, &parts, body, refusal).await
-    };
-    guard::cors(&mut response, origin);
-    response
-}
-
 /// `refusal`, once the unread body is out of the connection's way ([`refuse_unread`]).
-async fn refuse(state: &AppState, parts: &Parts, body: Body, refusal: Response) -> Response {
+pub(super) async fn refuse(
+    state: &AppState,
+    parts: &Parts,
+    body: Body,
+    refusal: Response,
+) -> Response {
     let inner = &state.inner;
     refuse_unread(
         &parts.headers,
@@ -96,7 +57,7 @@ async fn refuse(state: &AppState, parts: &Parts, body: Body, refusal: Response) 
 }
 
 /// One JSON-RPC request.
-async fn rpc(state: AppState, parts: Parts, body: Body) -> Response {
+pub(super) async fn rpc(state: AppState, parts: Parts, body: Body) -> Response {
     let start = Instant::now();
     let inner = &state.inner;
     let metrics = &inner.metrics;
@@ -137,19 +98,48 @@ async fn rpc(state: AppState, parts: Parts, body: Body) -> Response {
         }
     };
 
+    match call(&state, &parts, &body, start).await {
+        Err(refusal) => refusal,
+        Ok(called) => {
+            let response = respond(called.reply, &called.probe, &state, start);
+            echo_extensions(response, &called.activated)
+        }
+    }
+}
+
+/// A request the bridge answered, and what the transport needs to reply.
+pub(super) struct Called<'a> {
+    pub(super) reply: RpcReply,
+    pub(super) probe: Probe<'a>,
+    /// The extensions to echo in `A2A-Extensions` (A2A §4.6).
+    pub(super) activated: String,
+}
+
+/// A JSON-RPC `body` through to the bridge's answer: who calls (a refusal, counted, if edge
+/// auth says no), `A2A-Version`, `Last-Event-ID` and `A2A-Extensions`. Both HTTP bindings
+/// go through it, so they authenticate and answer alike.
+pub(super) async fn call<'a>(
+    state: &AppState,
+    parts: &Parts,
+    body: &'a [u8],
+    start: Instant,
+) -> Result<Called<'a>, Response> {
+    let inner = &state.inner;
     // One borrowing parse: the metrics label, the id and the streaming flag come from it, and
     // the bridge answers from it.
-    let parsed = parse_request(&body);
+    let parsed = parse_request(body);
     let probe = Probe::of(&parsed);
     // The body is read first so that a refusal can echo the request's id; nothing is looked
     // up before the caller is known.
     let caller = match &inner.auth {
         None => Caller::anonymous(),
-        Some(auth) => match super::auth::gate::admit(auth, &parts, &parsed).await {
+        Some(auth) => match super::auth::gate::admit(auth, parts, &parsed).await {
             Ok(caller) => caller,
             Err((code, refusal)) => {
-                metrics.observe(probe.method, i64::from(code), start.elapsed());
-                return refusal;
+                inner
+                    .metrics
+                    .observe(probe.method, i64::from(code), start.elapsed());
+                return Err(refusal);
             }
         },
     };
@@ -161,24 +151,34 @@ async fn rpc(state: AppState, parts: Parts, body: Body) -> Response {
         (true, Some(value)) => match parse_last_event_id(value) {
             Some(position) => Some(position),
             None => {
-                let reply = RpcReply::Json(bad_last_event_id(&body, value));
-                return respond(reply, &probe, &state, start);
+                let reply = RpcReply::Json(bad_last_event_id(body, value));
+                return Ok(Called {
+                    reply,
+                    probe,
+                    activated: String::new(),
+                });
             }
         },
         _ => None,
     };
     let requested = requested_extensions(&parts.headers);
-    // Echoed below: the extensions this request activated, those of the card it named
-    // (A2A §4.6).
     let activated = extensions::activated(inner.bridge.agent_card(), &requested).join(", ");
     let request = RpcRequest::parsed(parsed, caller)
         .a2a_version(version.as_deref())
         .extensions(requested)
         .resume_after(resume_after);
     let reply = inner.bridge.handle(request).await;
-    let mut response = respond(reply, &probe, &state, start);
+    Ok(Called {
+        reply,
+        probe,
+        activated,
+    })
+}
+
+/// `response` with the activated extensions echoed, if any.
+pub(super) fn echo_extensions(mut response: Response, activated: &str) -> Response {
     if !activated.is_empty()
-        && let Ok(value) = HeaderValue::from_str(&activated)
+        && let Ok(value) = HeaderValue::from_str(activated)
     {
         response.headers_mut().insert(A2A_EXTENSIONS, value);
     }
@@ -197,9 +197,9 @@ fn requested_extensions(headers: &HeaderMap) -> Vec<String> {
 }
 
 /// What the handler needs to know about a request before the bridge answers it.
-struct Probe<'a> {
+pub(super) struct Probe<'a> {
     /// The method name when A2A defines it, else `unknown`.
-    method: &'static str,
+    pub(super) method: &'static str,
     streaming: bool,
     /// The raw id, to recognise a success reply by its prefix.
     id: Option<&'a str>,
@@ -297,7 +297,7 @@ fn reply_code(body: &[u8], id: Option<&str>) -> i64 {
     }
 }
 
-fn accepted_content_type(headers: &HeaderMap) -> bool {
+pub(super) fn accepted_content_type(headers: &HeaderMap) -> bool {
     let Some(value) = headers.get(CONTENT_TYPE) else {
         return false;
     };

@@ -178,4 +178,5 @@ mod bad_input;
 mod card;
 mod extension;
 mod port;
+mod rest;
 mod streaming;

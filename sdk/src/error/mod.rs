@@ -8,6 +8,10 @@ use std::fmt;
 
 use agentlog_wire::ErrorCode;
 
+mod grpc_code;
+
+pub use grpc_code::GrpcCode;
+
 /// What went wrong, coarse enough to act on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -74,6 +78,9 @@ pub struct KindInfo {
     pub http_status: u16,
     /// Whether the same call may succeed if retried unchanged.
     pub retryable: bool,
+    /// The gRPC status the kind is reported with (and the `status` name of the HTTP+JSON
+    /// binding's error body).
+    pub grpc: GrpcCode,
     /// The JSON-RPC code the MCP bridge reports the kind with: JSON-RPC's own codes and the
     /// MCP-defined -32020 to -32022, never A2A's (the MCP spec reserves -32000..-32099).
     pub mcp: i32,
@@ -176,6 +183,7 @@ impl ErrorKind {
             rpc,
             http_status,
             retryable,
+            grpc: self.grpc_code(),
             mcp,
             mcp_status: match mcp {
                 -32700 | -32600 | -32602 | -32022 | -32021 | -32020 => 400,
@@ -186,6 +194,34 @@ impl ErrorKind {
                 -32700 | -32600 => 400,
                 _ => 200,
             },
+        }
+    }
+
+    /// The gRPC column of the table ([`KindInfo::grpc`]): A2A's errors as spec 1.0.1's
+    /// table has them, the rest as gRPC's own codes mean them.
+    const fn grpc_code(self) -> GrpcCode {
+        match self {
+            ErrorKind::Parse
+            | ErrorKind::InvalidRequest
+            | ErrorKind::InvalidParams
+            | ErrorKind::ContentTypeNotSupported
+            | ErrorKind::HeaderMismatch => GrpcCode::InvalidArgument,
+            ErrorKind::MethodNotFound => GrpcCode::Unimplemented,
+            ErrorKind::TaskNotFound => GrpcCode::NotFound,
+            ErrorKind::TaskNotCancelable
+            | ErrorKind::PushNotificationNotSupported
+            | ErrorKind::UnsupportedOperation
+            | ErrorKind::VersionNotSupported
+            | ErrorKind::ExtendedAgentCardNotConfigured
+            | ErrorKind::ExtensionSupportRequired
+            | ErrorKind::LoopDetected => GrpcCode::FailedPrecondition,
+            ErrorKind::Unauthenticated => GrpcCode::Unauthenticated,
+            ErrorKind::PermissionDenied => GrpcCode::PermissionDenied,
+            ErrorKind::Timeout => GrpcCode::DeadlineExceeded,
+            ErrorKind::Unavailable => GrpcCode::Unavailable,
+            ErrorKind::Overloaded => GrpcCode::ResourceExhausted,
+            ErrorKind::Corrupt => GrpcCode::DataLoss,
+            ErrorKind::Config | ErrorKind::Internal | ErrorKind::ToolFailed => GrpcCode::Internal,
         }
     }
 
@@ -219,6 +255,17 @@ impl ErrorKind {
             | ErrorKind::Internal
             | ErrorKind::ToolFailed => -32603,
         }
+    }
+
+    /// The kind a JSON-RPC error `code` reports, `kind` its `ErrorInfo.metadata.kind` when
+    /// it has one (several kinds share a code; [`Error::to_rpc`] names the kind then): what a
+    /// binding that relays the bridge's JSON-RPC answers reports it as.
+    pub fn from_rpc(code: ErrorCode, kind: Option<&str>) -> ErrorKind {
+        let named = kind.and_then(|name| ErrorKind::ALL.into_iter().find(|k| k.as_str() == name));
+        named
+            .filter(|k| k.info().rpc == code)
+            .or_else(|| ErrorKind::ALL.into_iter().find(|k| k.info().rpc == code))
+            .unwrap_or(ErrorKind::Internal)
     }
 
     /// Stable snake_case name of the kind.
@@ -356,8 +403,10 @@ impl Error {
         if let Some(id) = error_id {
             rpc = rpc.with_meta("errorId", id);
         }
-        // Several kinds share -32603; say which (and so whether a retry may help).
-        if info.rpc == ErrorCode::InternalError {
+        // Several kinds share -32603 (and -32600); say which, so that whether a retry may
+        // help, and the status another binding gives it, survive the code.
+        if info.rpc == ErrorCode::InternalError || ErrorKind::from_rpc(info.rpc, None) != self.kind
+        {
             rpc = rpc.with_meta("kind", info.name);
         }
         rpc
@@ -444,148 +493,4 @@ impl From<std::io::Error> for Error {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_kind_has_a_unique_name() {
-        let mut names: Vec<_> = ErrorKind::ALL.iter().map(|k| k.as_str()).collect();
-        names.sort_unstable();
-        names.dedup();
-        assert_eq!(names.len(), ErrorKind::ALL.len());
-    }
-
-    #[test]
-    fn clients_get_no_paths_offsets_or_causes() {
-        let cause = std::io::Error::other("disk says no at /var/lib/agentlog/x.seg");
-        let corrupt = Error::new(
-            ErrorKind::Corrupt,
-            "record at /var/lib/agentlog/s/t/0/00000000000000000000.seg byte 4096",
-        )
-        .with_source(cause);
-        let rpc = corrupt.to_rpc();
-        let meta = |rpc: &agentlog_wire::RpcError, key: &str| {
-            rpc.metadata
-                .get(key)
-                .and_then(|v| v.as_str())
-                .map(str::to_owned)
-        };
-        let shown = rpc.to_json_v1().to_string();
-        assert!(
-            !shown.contains("/var/lib") && !shown.contains("4096"),
-            "{shown}"
-        );
-        let id = meta(&rpc, "errorId").unwrap_or_default();
-        assert!(uuid::Uuid::parse_str(&id).is_ok(), "{shown}");
-        assert!(rpc.message.contains(&id), "{shown}");
-        assert_eq!(meta(&rpc, "kind").as_deref(), Some("corrupt"));
-        // A request's own fault keeps its message (written for the client), not its cause.
-        let invalid = Error::new(
-            ErrorKind::InvalidParams,
-            "pageSize must be between 1 and 100",
-        )
-        .with_source(std::io::Error::other("an internal cause"))
-        .with_detail("field", "pageSize");
-        let rpc = invalid.to_rpc();
-        assert_eq!(rpc.message, "pageSize must be between 1 and 100");
-        assert_eq!(meta(&rpc, "field").as_deref(), Some("pageSize"));
-        assert_eq!(meta(&rpc, "errorId"), None);
-    }
-
-    #[test]
-    fn protocol_kinds_map_to_their_a2a_codes() {
-        assert_eq!(ErrorKind::TaskNotFound.info().rpc.code(), -32001);
-        assert_eq!(ErrorKind::TaskNotCancelable.info().rpc.code(), -32002);
-        assert_eq!(ErrorKind::UnsupportedOperation.info().rpc.code(), -32004);
-        assert_eq!(ErrorKind::VersionNotSupported.info().rpc.code(), -32009);
-        assert_eq!(ErrorKind::Parse.info().rpc.code(), -32700);
-        assert_eq!(ErrorKind::Unauthenticated.info().rpc.code(), -31401);
-        assert_eq!(ErrorKind::Unauthenticated.info().http_status, 401);
-        assert_eq!(ErrorKind::PermissionDenied.info().http_status, 403);
-        assert_eq!(
-            ErrorKind::ExtendedAgentCardNotConfigured.info().rpc.code(),
-            -32007
-        );
-        assert_eq!(
-            ErrorKind::ExtensionSupportRequired.info().rpc.code(),
-            -32008
-        );
-        assert!(ErrorKind::Unavailable.info().retryable);
-        assert!(!ErrorKind::Corrupt.info().retryable);
-    }
-
-    #[test]
-    fn mcp_codes_stay_out_of_the_reserved_range() {
-        for kind in ErrorKind::ALL {
-            let code = kind.info().mcp;
-            let json_rpc = (-32700..=-32600).contains(&code);
-            assert!(
-                json_rpc || (-32022..=-32020).contains(&code),
-                "{kind}: {code}"
-            );
-        }
-        assert_eq!(ErrorKind::TaskNotFound.info().mcp, -32602);
-        assert_eq!(ErrorKind::MethodNotFound.info().mcp, -32601);
-        let error = Error::new(ErrorKind::VersionNotSupported, "no")
-            .with_data(serde_json::json!({"supported": ["2026-07-28"], "requested": "x"}));
-        let json = error.to_mcp();
-        assert_eq!(json["code"], -32022);
-        assert_eq!(json["data"]["requested"], "x");
-        let json = Error::new(ErrorKind::InvalidParams, "bad")
-            .with_detail("field", "name")
-            .to_mcp();
-        assert_eq!(
-            json,
-            serde_json::json!({"code": -32602, "message": "bad", "data": {"field": "name"}})
-        );
-    }
-
-    #[test]
-    fn mcp_statuses_follow_each_eras_transport() {
-        let statuses = |kind: ErrorKind| (kind.info().mcp_status, kind.info().mcp_legacy_status);
-        // Not a request at all: 400 in both eras.
-        assert_eq!(statuses(ErrorKind::Parse), (400, 400));
-        assert_eq!(statuses(ErrorKind::InvalidRequest), (400, 400));
-        // The modern transport's table; a legacy client reads these on 200.
-        assert_eq!(statuses(ErrorKind::InvalidParams), (400, 200));
-        assert_eq!(statuses(ErrorKind::TaskNotFound), (400, 200));
-        assert_eq!(statuses(ErrorKind::HeaderMismatch), (400, 200));
-        assert_eq!(statuses(ErrorKind::ExtensionSupportRequired), (400, 200));
-        assert_eq!(statuses(ErrorKind::VersionNotSupported), (400, 200));
-        assert_eq!(statuses(ErrorKind::MethodNotFound), (404, 200));
-        assert_eq!(statuses(ErrorKind::ToolFailed), (200, 200));
-        assert_eq!(statuses(ErrorKind::Internal), (200, 200));
-    }
-
-    #[test]
-    fn data_fields_join_the_details() {
-        let json = Error::new(ErrorKind::ToolFailed, "the tool failed: no")
-            .with_data_field(
-                "io.modelcontextprotocol/related-task",
-                serde_json::json!({"taskId": "t"}),
-            )
-            .to_mcp();
-        assert_eq!(
-            json,
-            serde_json::json!({"code": -32603, "message": "the tool failed: no", "data": {
-                "kind": "tool_failed",
-                "io.modelcontextprotocol/related-task": {"taskId": "t"},
-            }})
-        );
-    }
-
-    #[test]
-    fn display_is_the_message_and_report_the_chain() {
-        let cause = std::io::Error::other("disk full");
-        let error = Error::new(ErrorKind::Unavailable, "cannot append").with_source(cause);
-        assert_eq!(error.to_string(), "cannot append");
-        let source = std::error::Error::source(&error).map(ToString::to_string);
-        assert_eq!(source.as_deref(), Some("disk full"));
-        assert_eq!(error.report().to_string(), "cannot append: disk full");
-        let outer = Error::new(ErrorKind::Config, "cannot open").with_source(error);
-        assert_eq!(
-            outer.report().to_string(),
-            "cannot open: cannot append: disk full"
-        );
-    }
-}
+mod tests;
