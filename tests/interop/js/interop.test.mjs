@@ -1,4 +1,5 @@
-// Interop: the official A2A JS client (@a2a-js/sdk 1.3) against `agentlog serve --demo`.
+// Interop: the official A2A JS client (@a2a-js/sdk 1.3) against `agentlog serve --demo`, over
+// JSON-RPC and HTTP+JSON (the suites in `over <binding>` run once per binding).
 //
 // Only the SDK's public client API is used: ClientFactory (createFromUrl / createFromAgentCard),
 // the Client methods, the generated types, and the typed errors of `@a2a-js/sdk`. The server is
@@ -91,13 +92,19 @@ function listRequest(fields = {}) {
   };
 }
 
-const defaultFactory = () => new ClientFactory();
-const pollingFactory = () =>
+// The card lists JSONRPC then HTTP+JSON at the same URL; each suite below runs over both.
+const BINDINGS = ['JSONRPC', 'HTTP+JSON'];
+
+/** A factory whose clients prefer `binding` (the card's first otherwise). */
+const factoryFor = (binding, clientConfig = {}) =>
   new ClientFactory(
     ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
-      clientConfig: { polling: true },
+      preferredTransports: binding ? [binding] : undefined,
+      clientConfig,
     }),
   );
+const defaultFactory = () => factoryFor(undefined);
+const pollingFactory = () => factoryFor(undefined, { polling: true });
 
 async function waitForState(client, taskId, states, withinMs = 15_000) {
   const deadline = Date.now() + withinMs;
@@ -131,160 +138,175 @@ describe('@a2a-js/sdk client against agentlog', () => {
     assert.equal(viaClient.name, 'demo');
   });
 
-  test('blocking sendMessage', TIMEOUT, async () => {
-    const client = await defaultFactory().createFromUrl(BASE_URL);
-    const task = asTask(await client.sendMessage({ message: userMessage('hello') }));
-    assert.ok(task.id && task.contextId);
-    assert.equal(stateOf(task), 'TASK_STATE_COMPLETED');
-    assert.equal(artifactText(task, 'echo'), 'echo: hello');
-    assert.ok(task.history.some((m) => textOf(m.parts) === 'hello'));
+  for (const binding of BINDINGS) {
+    describe(`over ${binding}`, () => {
+      const defaultFactory = () => factoryFor(binding);
+      const pollingFactory = () => factoryFor(binding, { polling: true });
 
-    const again = await client.getTask({ tenant: '', id: task.id });
-    assert.equal(again.id, task.id);
-    assert.equal(stateOf(again), 'TASK_STATE_COMPLETED');
-    assert.equal(artifactText(again, 'echo'), 'echo: hello');
-  });
+      test('the client speaks the binding', TIMEOUT, async () => {
+        const client = await defaultFactory().createFromUrl(BASE_URL);
+        const task = asTask(await client.sendMessage({ message: userMessage('which binding') }));
+        assert.equal(stateOf(task), 'TASK_STATE_COMPLETED');
+        const transport = client.transport?.constructor?.name ?? '';
+        assert.match(transport, binding === 'JSONRPC' ? /JsonRpc/i : /Rest/i, transport);
+      });
 
-  test('non-blocking sendMessage then getTask', TIMEOUT, async () => {
-    // clientConfig.polling makes the client send returnImmediately: true.
-    const client = await pollingFactory().createFromUrl(BASE_URL);
-    const task = asTask(await client.sendMessage({ message: userMessage('sleep 1') }));
-    assert.ok(!TERMINAL.has(task.status.state), `returnImmediately answered ${stateOf(task)}`);
-    const done = await waitForState(client, task.id, TERMINAL);
-    assert.equal(stateOf(done), 'TASK_STATE_COMPLETED');
-    assert.equal(artifactText(done, 'sleep'), 'slept 1 s');
+    test('blocking sendMessage', TIMEOUT, async () => {
+      const client = await defaultFactory().createFromUrl(BASE_URL);
+      const task = asTask(await client.sendMessage({ message: userMessage('hello') }));
+      assert.ok(task.id && task.contextId);
+      assert.equal(stateOf(task), 'TASK_STATE_COMPLETED');
+      assert.equal(artifactText(task, 'echo'), 'echo: hello');
+      assert.ok(task.history.some((m) => textOf(m.parts) === 'hello'));
 
-    const trimmed = await client.getTask({ tenant: '', id: task.id, historyLength: 0 });
-    assert.equal(trimmed.history.length, 0);
-  });
+      const again = await client.getTask({ tenant: '', id: task.id });
+      assert.equal(again.id, task.id);
+      assert.equal(stateOf(again), 'TASK_STATE_COMPLETED');
+      assert.equal(artifactText(again, 'echo'), 'echo: hello');
+    });
 
-  test('cancelTask, then cancelTask again is TaskNotCancelable', TIMEOUT, async () => {
-    const client = await pollingFactory().createFromUrl(BASE_URL);
-    const task = asTask(await client.sendMessage({ message: userMessage('sleep 30') }));
-    const canceled = await client.cancelTask({ tenant: '', id: task.id, metadata: undefined });
-    assert.equal(canceled.id, task.id);
-    assert.equal(stateOf(canceled), 'TASK_STATE_CANCELED');
-    const got = await client.getTask({ tenant: '', id: task.id });
-    assert.equal(stateOf(got), 'TASK_STATE_CANCELED');
-    await assert.rejects(
-      client.cancelTask({ tenant: '', id: task.id, metadata: undefined }),
-      isTyped(TaskNotCancelableError),
-    );
-  });
+    test('non-blocking sendMessage then getTask', TIMEOUT, async () => {
+      // clientConfig.polling makes the client send returnImmediately: true.
+      const client = await pollingFactory().createFromUrl(BASE_URL);
+      const task = asTask(await client.sendMessage({ message: userMessage('sleep 1') }));
+      assert.ok(!TERMINAL.has(task.status.state), `returnImmediately answered ${stateOf(task)}`);
+      const done = await waitForState(client, task.id, TERMINAL);
+      assert.equal(stateOf(done), 'TASK_STATE_COMPLETED');
+      assert.equal(artifactText(done, 'sleep'), 'slept 1 s');
 
-  test('getTask / cancelTask of an unknown id is TaskNotFound', TIMEOUT, async () => {
-    const client = await defaultFactory().createFromUrl(BASE_URL);
-    await assert.rejects(
-      client.getTask({ tenant: '', id: `no-such-task-${randomUUID()}` }),
-      isTyped(TaskNotFoundError),
-    );
-    await assert.rejects(
-      client.cancelTask({ tenant: '', id: `no-such-task-${randomUUID()}`, metadata: undefined }),
-      isTyped(TaskNotFoundError),
-    );
-  });
+      const trimmed = await client.getTask({ tenant: '', id: task.id, historyLength: 0 });
+      assert.equal(trimmed.history.length, 0);
+    });
 
-  test('listTasks', TIMEOUT, async () => {
-    const client = await defaultFactory().createFromUrl(BASE_URL);
-    const contextId = randomUUID();
-    const first = asTask(await client.sendMessage({ message: userMessage('list one', { contextId }) }));
-    const second = asTask(await client.sendMessage({ message: userMessage('list two', { contextId }) }));
-    assert.equal(first.contextId, contextId);
+    test('cancelTask, then cancelTask again is TaskNotCancelable', TIMEOUT, async () => {
+      const client = await pollingFactory().createFromUrl(BASE_URL);
+      const task = asTask(await client.sendMessage({ message: userMessage('sleep 30') }));
+      const canceled = await client.cancelTask({ tenant: '', id: task.id, metadata: undefined });
+      assert.equal(canceled.id, task.id);
+      assert.equal(stateOf(canceled), 'TASK_STATE_CANCELED');
+      const got = await client.getTask({ tenant: '', id: task.id });
+      assert.equal(stateOf(got), 'TASK_STATE_CANCELED');
+      await assert.rejects(
+        client.cancelTask({ tenant: '', id: task.id, metadata: undefined }),
+        isTyped(TaskNotCancelableError),
+      );
+    });
 
-    const listed = await client.listTasks(listRequest({ contextId }));
-    assert.deepEqual(
-      listed.tasks.map((t) => t.id),
-      [second.id, first.id],
-      'newest status first',
-    );
-    assert.equal(listed.nextPageToken, '');
-    assert.ok(listed.tasks.every((t) => t.artifacts.length === 0), 'artifacts only on request');
+    test('getTask / cancelTask of an unknown id is TaskNotFound', TIMEOUT, async () => {
+      const client = await defaultFactory().createFromUrl(BASE_URL);
+      await assert.rejects(
+        client.getTask({ tenant: '', id: `no-such-task-${randomUUID()}` }),
+        isTyped(TaskNotFoundError),
+      );
+      await assert.rejects(
+        client.cancelTask({ tenant: '', id: `no-such-task-${randomUUID()}`, metadata: undefined }),
+        isTyped(TaskNotFoundError),
+      );
+    });
 
-    const page = await client.listTasks(listRequest({ contextId, pageSize: 1 }));
-    assert.deepEqual(page.tasks.map((t) => t.id), [second.id]);
-    assert.ok(page.nextPageToken);
-    const page2 = await client.listTasks(
-      listRequest({ contextId, pageSize: 1, pageToken: page.nextPageToken }),
-    );
-    assert.deepEqual(page2.tasks.map((t) => t.id), [first.id]);
+    test('listTasks', TIMEOUT, async () => {
+      const client = await defaultFactory().createFromUrl(BASE_URL);
+      const contextId = randomUUID();
+      const first = asTask(await client.sendMessage({ message: userMessage('list one', { contextId }) }));
+      const second = asTask(await client.sendMessage({ message: userMessage('list two', { contextId }) }));
+      assert.equal(first.contextId, contextId);
 
-    const withArtifacts = await client.listTasks(listRequest({ contextId, includeArtifacts: true }));
-    assert.equal(artifactText(withArtifacts.tasks[1], 'echo'), 'echo: list one');
+      const listed = await client.listTasks(listRequest({ contextId }));
+      assert.deepEqual(
+        listed.tasks.map((t) => t.id),
+        [second.id, first.id],
+        'newest status first',
+      );
+      assert.equal(listed.nextPageToken, '');
+      assert.ok(listed.tasks.every((t) => t.artifacts.length === 0), 'artifacts only on request');
 
-    const working = await client.listTasks(
-      listRequest({ contextId, status: TaskState.TASK_STATE_WORKING }),
-    );
-    assert.equal(working.tasks.length, 0);
-  });
+      const page = await client.listTasks(listRequest({ contextId, pageSize: 1 }));
+      assert.deepEqual(page.tasks.map((t) => t.id), [second.id]);
+      assert.ok(page.nextPageToken);
+      const page2 = await client.listTasks(
+        listRequest({ contextId, pageSize: 1, pageToken: page.nextPageToken }),
+      );
+      assert.deepEqual(page2.tasks.map((t) => t.id), [first.id]);
 
-  test('an answer that is a message: blocking and streaming, no task', TIMEOUT, async () => {
-    // The demo's `reply TEXT` answers with a message instead of a task (fold rule 15).
-    const client = await defaultFactory().createFromUrl(BASE_URL);
-    const answer = await client.sendMessage({ message: userMessage('reply hi there') });
-    assert.ok(!('status' in answer), `expected a Message, got ${JSON.stringify(answer)}`);
-    assert.equal(answer.role, Role.ROLE_AGENT);
-    assert.equal(textOf(answer.parts), 'hi there');
-    assert.ok(!answer.taskId, answer.taskId);
-    const events = await collect(client.sendMessageStream({ message: userMessage('reply streamed') }));
-    assert.deepEqual(events.map((e) => e.payload?.$case), ['message']);
-    assert.equal(textOf(events[0].payload.value.parts), 'streamed');
-  });
+      const withArtifacts = await client.listTasks(listRequest({ contextId, includeArtifacts: true }));
+      assert.equal(artifactText(withArtifacts.tasks[1], 'echo'), 'echo: list one');
 
-  test('sendMessageStream: task first, then updates, ends on completed', TIMEOUT, async () => {
-    const client = await defaultFactory().createFromUrl(BASE_URL);
-    const events = await collect(client.sendMessageStream({ message: userMessage('hello stream') }));
-    const kinds = events.map((e) => e.payload?.$case);
-    assert.equal(kinds[0], 'task', kinds.join());
-    const taskId = events[0].payload.value.id;
-    assert.ok(kinds.includes('artifactUpdate'), kinds.join());
-    assert.equal(kinds.at(-1), 'statusUpdate', kinds.join());
-    assert.equal(stateOf(events.at(-1).payload.value), 'TASK_STATE_COMPLETED');
-    for (const e of events.slice(1)) assert.equal(e.payload.value.taskId, taskId);
-    const chunks = events.filter((e) => e.payload?.$case === 'artifactUpdate').map((e) => e.payload.value);
-    assert.equal(chunks[0].append, false);
-    assert.ok(chunks.slice(1).every((c) => c.append));
-    assert.equal(chunks.at(-1).lastChunk, true);
-    assert.equal(chunks.map((c) => textOf(c.artifact.parts)).join(''), 'echo: hello stream');
-  });
+      const working = await client.listTasks(
+        listRequest({ contextId, status: TaskState.TASK_STATE_WORKING }),
+      );
+      assert.equal(working.tasks.length, 0);
+    });
 
-  test('resubscribeTask to a running task', TIMEOUT, async () => {
-    const poller = await pollingFactory().createFromUrl(BASE_URL);
-    const task = asTask(await poller.sendMessage({ message: userMessage('sleep 1') }));
-    assert.ok(!TERMINAL.has(task.status.state));
+    test('an answer that is a message: blocking and streaming, no task', TIMEOUT, async () => {
+      // The demo's `reply TEXT` answers with a message instead of a task (fold rule 15).
+      const client = await defaultFactory().createFromUrl(BASE_URL);
+      const answer = await client.sendMessage({ message: userMessage('reply hi there') });
+      assert.ok(!('status' in answer), `expected a Message, got ${JSON.stringify(answer)}`);
+      assert.equal(answer.role, Role.ROLE_AGENT);
+      assert.equal(textOf(answer.parts), 'hi there');
+      assert.ok(!answer.taskId, answer.taskId);
+      const events = await collect(client.sendMessageStream({ message: userMessage('reply streamed') }));
+      assert.deepEqual(events.map((e) => e.payload?.$case), ['message']);
+      assert.equal(textOf(events[0].payload.value.parts), 'streamed');
+    });
 
-    const client = await defaultFactory().createFromUrl(BASE_URL);
-    const events = await collect(client.resubscribeTask({ tenant: '', id: task.id }));
-    const kinds = events.map((e) => e.payload?.$case);
-    assert.equal(kinds[0], 'task', kinds.join());
-    assert.equal(events[0].payload.value.id, task.id);
-    assert.equal(kinds.at(-1), 'statusUpdate', kinds.join());
-    assert.equal(stateOf(events.at(-1).payload.value), 'TASK_STATE_COMPLETED');
-    const chunks = events.filter((e) => e.payload?.$case === 'artifactUpdate').map((e) => e.payload.value);
-    assert.equal(chunks.map((c) => textOf(c.artifact.parts)).join(''), 'slept 1 s');
-  });
+    test('sendMessageStream: task first, then updates, ends on completed', TIMEOUT, async () => {
+      const client = await defaultFactory().createFromUrl(BASE_URL);
+      const events = await collect(client.sendMessageStream({ message: userMessage('hello stream') }));
+      const kinds = events.map((e) => e.payload?.$case);
+      assert.equal(kinds[0], 'task', kinds.join());
+      const taskId = events[0].payload.value.id;
+      assert.ok(kinds.includes('artifactUpdate'), kinds.join());
+      assert.equal(kinds.at(-1), 'statusUpdate', kinds.join());
+      assert.equal(stateOf(events.at(-1).payload.value), 'TASK_STATE_COMPLETED');
+      for (const e of events.slice(1)) assert.equal(e.payload.value.taskId, taskId);
+      const chunks = events.filter((e) => e.payload?.$case === 'artifactUpdate').map((e) => e.payload.value);
+      assert.equal(chunks[0].append, false);
+      assert.ok(chunks.slice(1).every((c) => c.append));
+      assert.equal(chunks.at(-1).lastChunk, true);
+      assert.equal(chunks.map((c) => textOf(c.artifact.parts)).join(''), 'echo: hello stream');
+    });
 
-  test('resubscribeTask to an unknown id is TaskNotFound', TIMEOUT, async () => {
-    const client = await defaultFactory().createFromUrl(BASE_URL);
-    await assert.rejects(
-      collect(client.resubscribeTask({ tenant: '', id: `no-such-task-${randomUUID()}` })),
-      isTyped(TaskNotFoundError),
-    );
-  });
+    test('resubscribeTask to a running task', TIMEOUT, async () => {
+      const poller = await pollingFactory().createFromUrl(BASE_URL);
+      const task = asTask(await poller.sendMessage({ message: userMessage('sleep 1') }));
+      assert.ok(!TERMINAL.has(task.status.state));
 
-  test('input-required, then a follow-up completes the task', TIMEOUT, async () => {
-    const client = await defaultFactory().createFromUrl(BASE_URL);
-    const task = asTask(await client.sendMessage({ message: userMessage('input') }));
-    assert.equal(stateOf(task), 'TASK_STATE_INPUT_REQUIRED');
-    assert.equal(textOf(task.status.message?.parts), 'what should I echo?');
-    const done = asTask(
-      await client.sendMessage({
-        message: userMessage('the follow-up', { taskId: task.id, contextId: task.contextId }),
-      }),
-    );
-    assert.equal(done.id, task.id);
-    assert.equal(stateOf(done), 'TASK_STATE_COMPLETED');
-    assert.equal(textOf(done.status.message?.parts), 'the follow-up');
-  });
+      const client = await defaultFactory().createFromUrl(BASE_URL);
+      const events = await collect(client.resubscribeTask({ tenant: '', id: task.id }));
+      const kinds = events.map((e) => e.payload?.$case);
+      assert.equal(kinds[0], 'task', kinds.join());
+      assert.equal(events[0].payload.value.id, task.id);
+      assert.equal(kinds.at(-1), 'statusUpdate', kinds.join());
+      assert.equal(stateOf(events.at(-1).payload.value), 'TASK_STATE_COMPLETED');
+      const chunks = events.filter((e) => e.payload?.$case === 'artifactUpdate').map((e) => e.payload.value);
+      assert.equal(chunks.map((c) => textOf(c.artifact.parts)).join(''), 'slept 1 s');
+    });
+
+    test('resubscribeTask to an unknown id is TaskNotFound', TIMEOUT, async () => {
+      const client = await defaultFactory().createFromUrl(BASE_URL);
+      await assert.rejects(
+        collect(client.resubscribeTask({ tenant: '', id: `no-such-task-${randomUUID()}` })),
+        isTyped(TaskNotFoundError),
+      );
+    });
+
+    test('input-required, then a follow-up completes the task', TIMEOUT, async () => {
+      const client = await defaultFactory().createFromUrl(BASE_URL);
+      const task = asTask(await client.sendMessage({ message: userMessage('input') }));
+      assert.equal(stateOf(task), 'TASK_STATE_INPUT_REQUIRED');
+      assert.equal(textOf(task.status.message?.parts), 'what should I echo?');
+      const done = asTask(
+        await client.sendMessage({
+          message: userMessage('the follow-up', { taskId: task.id, contextId: task.contextId }),
+        }),
+      );
+      assert.equal(done.id, task.id);
+      assert.equal(stateOf(done), 'TASK_STATE_COMPLETED');
+      assert.equal(textOf(done.status.message?.parts), 'the follow-up');
+    });
+    });
+  }
 
   test('0.3 compat transport (legacyCompat): blocking send and getTask', TIMEOUT, async () => {
     const card = await AgentCardResolver.default.resolve(BASE_URL);

@@ -15,3 +15,16 @@ def base_url() -> str:
             'and export the URL it prints'
         )
     return url if url.endswith('/') else url + '/'
+
+
+@pytest.fixture(params=['JSONRPC', 'HTTP+JSON'])
+def config(request):
+    """A ClientConfig factory for one binding: the client may use only that one of the card's
+    interfaces (each test that takes it runs once per binding)."""
+    from a2a.client import ClientConfig
+
+    def make(**settings) -> ClientConfig:
+        return ClientConfig(supported_protocol_bindings=[request.param], **settings)
+
+    make.binding = request.param
+    return make

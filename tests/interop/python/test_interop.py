@@ -1,4 +1,5 @@
-"""Interop: the official A2A Python client (a2a-sdk 1.3) against `agentlog serve --demo`.
+"""Interop: the official A2A Python client (a2a-sdk 1.3) against `agentlog serve --demo`, over
+JSON-RPC and HTTP+JSON (each test taking `config` runs once per binding, see conftest.py).
 
 Only the SDK's public client API is used (`create_client`, `ClientFactory`, `A2ACardResolver`,
 the `a2a.types` protobuf types, the typed errors in `a2a.utils.errors`). The server is named
@@ -156,12 +157,25 @@ async def test_card_discovery(base_url):
         await client.close()
 
 
+@timed
+async def test_each_binding_gets_its_transport(base_url, config):
+    # The card lists JSONRPC then HTTP+JSON at the same URL; a client limited to one takes it.
+    from a2a.client.transports.rest import RestTransport
+
+    expected = {'JSONRPC': JsonRpcTransport, 'HTTP+JSON': RestTransport}[config.binding]
+    client = await create_client(base_url, config(streaming=False))
+    try:
+        assert isinstance(client._transport, expected), client._transport  # noqa: SLF001
+    finally:
+        await client.close()
+
+
 # --- SendMessage, GetTask ---------------------------------------------------------------------
 
 
 @timed
-async def test_blocking_send(base_url):
-    async with await create_client(base_url, ClientConfig(streaming=False)) as client:
+async def test_blocking_send(base_url, config):
+    async with await create_client(base_url, config(streaming=False)) as client:
         task = await send_blocking(client, user_message('hello'))
         assert task.id and task.context_id
         assert state_name(task.status.state) == 'TASK_STATE_COMPLETED'
@@ -175,9 +189,9 @@ async def test_blocking_send(base_url):
 
 
 @timed
-async def test_non_blocking_send_then_get_task(base_url):
+async def test_non_blocking_send_then_get_task(base_url, config):
     # polling=True makes the client set `returnImmediately` on every send.
-    config = ClientConfig(streaming=False, polling=True)
+    config = config(streaming=False, polling=True)
     async with await create_client(base_url, config) as client:
         task = await send_blocking(client, user_message('sleep 1'))
         assert task.status.state not in TERMINAL, (
@@ -193,9 +207,9 @@ async def test_non_blocking_send_then_get_task(base_url):
 
 
 @timed
-async def test_non_blocking_flag_on_the_request(base_url):
+async def test_non_blocking_flag_on_the_request(base_url, config):
     # The same without the client-wide flag: `return_immediately` on the request itself.
-    async with await create_client(base_url, ClientConfig(streaming=False)) as client:
+    async with await create_client(base_url, config(streaming=False)) as client:
         request = SendMessageRequest(
             message=user_message('sleep 0.5'),
             configuration=SendMessageConfiguration(return_immediately=True),
@@ -211,8 +225,8 @@ async def test_non_blocking_flag_on_the_request(base_url):
 
 
 @timed
-async def test_cancel_then_cancel_again(base_url):
-    config = ClientConfig(streaming=False, polling=True)
+async def test_cancel_then_cancel_again(base_url, config):
+    config = config(streaming=False, polling=True)
     async with await create_client(base_url, config) as client:
         task = await send_blocking(client, user_message('sleep 30'))
         canceled = await client.cancel_task(CancelTaskRequest(id=task.id), context=CALL)
@@ -227,8 +241,8 @@ async def test_cancel_then_cancel_again(base_url):
 
 
 @timed
-async def test_get_unknown_task_is_task_not_found(base_url):
-    async with await create_client(base_url, ClientConfig(streaming=False)) as client:
+async def test_get_unknown_task_is_task_not_found(base_url, config):
+    async with await create_client(base_url, config(streaming=False)) as client:
         with pytest.raises(TaskNotFoundError):
             await client.get_task(GetTaskRequest(id=f'no-such-task-{uuid.uuid4()}'), context=CALL)
         with pytest.raises(TaskNotFoundError):
@@ -241,9 +255,9 @@ async def test_get_unknown_task_is_task_not_found(base_url):
 
 
 @timed
-async def test_list_tasks(base_url):
+async def test_list_tasks(base_url, config):
     context_id = str(uuid.uuid4())
-    async with await create_client(base_url, ClientConfig(streaming=False)) as client:
+    async with await create_client(base_url, config(streaming=False)) as client:
         first = await send_blocking(client, user_message('list one', context_id=context_id))
         second = await send_blocking(client, user_message('list two', context_id=context_id))
         assert first.context_id == context_id == second.context_id
@@ -288,10 +302,10 @@ async def test_list_tasks(base_url):
 
 
 @timed
-async def test_an_answer_that_is_a_message(base_url):
+async def test_an_answer_that_is_a_message(base_url, config):
     # The demo's `reply TEXT` answers with a message and no task (fold rule 15): the
     # client gets a message, blocking or streaming, and there is no task to get.
-    async with await create_client(base_url, ClientConfig(streaming=False)) as client:
+    async with await create_client(base_url, config(streaming=False)) as client:
         message = user_message('reply hi there')
         events = [
             ev async for ev in client.send_message(SendMessageRequest(message=message), context=CALL)
@@ -300,7 +314,7 @@ async def test_an_answer_that_is_a_message(base_url):
         assert message_text(events[0].message) == 'hi there'
         assert events[0].message.role == Role.ROLE_AGENT
         assert not events[0].message.task_id
-    async with await create_client(base_url, ClientConfig(streaming=True)) as client:
+    async with await create_client(base_url, config(streaming=True)) as client:
         events = [
             ev
             async for ev in client.send_message(
@@ -315,8 +329,8 @@ async def test_an_answer_that_is_a_message(base_url):
 
 
 @timed
-async def test_streaming_send(base_url):
-    async with await create_client(base_url, ClientConfig(streaming=True)) as client:
+async def test_streaming_send(base_url, config):
+    async with await create_client(base_url, config(streaming=True)) as client:
         events = [
             ev
             async for ev in client.send_message(
@@ -341,10 +355,10 @@ async def test_streaming_send(base_url):
 
 
 @timed
-async def test_subscribe_to_running_task(base_url):
+async def test_subscribe_to_running_task(base_url, config):
     async with await create_client(
-        base_url, ClientConfig(streaming=False, polling=True)
-    ) as poller, await create_client(base_url, ClientConfig(streaming=True)) as streamer:
+        base_url, config(streaming=False, polling=True)
+    ) as poller, await create_client(base_url, config(streaming=True)) as streamer:
         task = await send_blocking(poller, user_message('sleep 1'))
         assert task.status.state not in TERMINAL
         events = [
@@ -361,8 +375,8 @@ async def test_subscribe_to_running_task(base_url):
 
 
 @timed
-async def test_subscribe_to_unknown_task_is_task_not_found(base_url):
-    async with await create_client(base_url, ClientConfig(streaming=True)) as client:
+async def test_subscribe_to_unknown_task_is_task_not_found(base_url, config):
+    async with await create_client(base_url, config(streaming=True)) as client:
         with pytest.raises(TaskNotFoundError):
             async for _ in client.subscribe(
                 SubscribeToTaskRequest(id=f'no-such-task-{uuid.uuid4()}'), context=CALL
@@ -371,10 +385,10 @@ async def test_subscribe_to_unknown_task_is_task_not_found(base_url):
 
 
 @timed
-async def test_subscribe_to_finished_task_is_unsupported_operation(base_url):
+async def test_subscribe_to_finished_task_is_unsupported_operation(base_url, config):
     async with await create_client(
-        base_url, ClientConfig(streaming=False)
-    ) as sender, await create_client(base_url, ClientConfig(streaming=True)) as streamer:
+        base_url, config(streaming=False)
+    ) as sender, await create_client(base_url, config(streaming=True)) as streamer:
         task = await send_blocking(sender, user_message('done soon'))
         assert task.status.state in TERMINAL
         with pytest.raises(UnsupportedOperationError):
@@ -383,11 +397,11 @@ async def test_subscribe_to_finished_task_is_unsupported_operation(base_url):
 
 
 @timed
-async def test_cancel_ends_an_open_stream(base_url):
+async def test_cancel_ends_an_open_stream(base_url, config):
     # A streaming send of a long task; a second client cancels it; the stream ends CANCELED.
     async with await create_client(
-        base_url, ClientConfig(streaming=True)
-    ) as streamer, await create_client(base_url, ClientConfig(streaming=False)) as canceler:
+        base_url, config(streaming=True)
+    ) as streamer, await create_client(base_url, config(streaming=False)) as canceler:
         events = []
         async for ev in streamer.send_message(
             SendMessageRequest(message=user_message('sleep 30')), context=CALL
@@ -404,8 +418,8 @@ async def test_cancel_ends_an_open_stream(base_url):
 
 
 @timed
-async def test_failing_task(base_url):
-    async with await create_client(base_url, ClientConfig(streaming=False)) as client:
+async def test_failing_task(base_url, config):
+    async with await create_client(base_url, config(streaming=False)) as client:
         task = await send_blocking(client, user_message('fail'))
         assert state_name(task.status.state) == 'TASK_STATE_FAILED'
         assert message_text(task.status.message) == 'you asked me to fail'
@@ -420,8 +434,8 @@ async def test_failing_task(base_url):
 
 
 @timed
-async def test_input_required_then_follow_up(base_url):
-    async with await create_client(base_url, ClientConfig(streaming=False)) as client:
+async def test_input_required_then_follow_up(base_url, config):
+    async with await create_client(base_url, config(streaming=False)) as client:
         task = await send_blocking(client, user_message('input'))
         assert state_name(task.status.state) == 'TASK_STATE_INPUT_REQUIRED'
         assert message_text(task.status.message) == 'what should I echo?'
@@ -436,8 +450,8 @@ async def test_input_required_then_follow_up(base_url):
 
 
 @timed
-async def test_input_required_over_streaming(base_url):
-    async with await create_client(base_url, ClientConfig(streaming=True)) as client:
+async def test_input_required_over_streaming(base_url, config):
+    async with await create_client(base_url, config(streaming=True)) as client:
         events = [
             ev
             async for ev in client.send_message(

@@ -92,7 +92,11 @@ async def test_the_served_card_verifies_with_the_sdk_verifier(signed_url):
     async with httpx.AsyncClient(timeout=20) as http:
         card = await A2ACardResolver(http, signed_url).get_agent_card(signature_verifier=verify)
     assert len(card.signatures) == 2
-    assert [i.protocol_version for i in card.supported_interfaces] == ['1.0', '0.3']
+    assert [(i.protocol_binding, i.protocol_version) for i in card.supported_interfaces] == [
+        ('JSONRPC', '1.0'),
+        ('HTTP+JSON', '1.0'),
+        ('JSONRPC', '0.3'),
+    ]
 
 
 @timed
