@@ -4,8 +4,9 @@
 --   submit  A2A SendMessage with returnImmediately: the answer is the task as submitted
 --   get     A2A GetTask of one finished task
 --   call    MCP tools/call of `greet`, 2026-07-28 shape (its `_meta` and headers)
--- An answer counts as good only if it is HTTP 200 with a JSON-RPC result holding what the
--- shape expects and no JSON-RPC `error`. `done` prints "bad answers: N" and the first bad
+--   rest-send, rest-submit, rest-get   the three A2A shapes over HTTP+JSON
+-- An answer counts as good only if it is HTTP 200 with a JSON-RPC result (for HTTP+JSON, the
+-- body) holding what the shape expects and no `error`. `done` prints "bad answers: N" and the first bad
 -- answer, so the runner can fail a run that got any.
 local threads = {}
 local counter = 0
@@ -20,10 +21,16 @@ function setup(thread)
   table.insert(threads, thread)
 end
 
+local rest = false
+
 function init(args)
   prefix = args[1] or tostring(os.time())
   shape = args[2] or "send"
   task = args[3] or ""
+  if string.sub(shape, 1, 5) == "rest-" then
+    rest = true
+    shape = string.sub(shape, 6)
+  end
   if shape == "send" or shape == "get" then
     expected = '"TASK_STATE_COMPLETED"'
   elseif shape == "submit" then
@@ -43,9 +50,16 @@ function request()
     if shape == "submit" then
       config = ',"configuration":{"returnImmediately":true}'
     end
-    local body = '{"jsonrpc":"2.0","id":' .. counter .. ',"method":"SendMessage","params":{"message":' ..
-      '{"messageId":"' .. id .. '","role":"ROLE_USER","parts":[{"text":"hi"}]}' .. config .. '}}'
+    local params = '{"message":{"messageId":"' .. id .. '","role":"ROLE_USER","parts":[{"text":"hi"}]}' ..
+      config .. '}'
+    if rest then
+      return wrk.format("POST", "/message:send", a2a_headers, params)
+    end
+    local body = '{"jsonrpc":"2.0","id":' .. counter .. ',"method":"SendMessage","params":' .. params .. '}'
     return wrk.format("POST", "/", a2a_headers, body)
+  end
+  if shape == "get" and rest then
+    return wrk.format("GET", "/tasks/" .. task, {["A2A-Version"] = "1.0"})
   end
   if shape == "get" then
     local body = '{"jsonrpc":"2.0","id":' .. counter .. ',"method":"GetTask","params":{"id":"' .. task .. '"}}'
@@ -66,7 +80,7 @@ end
 
 function response(status, headers, body)
   local good = status == 200
-    and string.find(body, '"result":', 1, true) ~= nil
+    and (rest or string.find(body, '"result":', 1, true) ~= nil)
     and string.find(body, expected, 1, true) ~= nil
     and string.find(body, '"isError":true', 1, true) == nil
     and string.find(body, '"error":', 1, true) == nil

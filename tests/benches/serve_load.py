@@ -8,6 +8,9 @@ Rows (serve_load.lua; every answer checked, a bad one fails the run):
     get       A2A GetTask of one task finished just before the run (what a polling client reads;
               an older task, past what a handle keeps of the log's tail, costs Iggy a read)
     call      MCP tools/call of the demo `greet` tool (2026-07-28 shape)
+    rest-send, rest-submit, rest-get
+              the same three A2A rows over the HTTP+JSON binding (`POST /message:send`,
+              `GET /tasks/{id}`); each gets a rest/jsonrpc ratio beside its JSON-RPC row
 
 Load: wrk -t1, keep-alive, at 1 and 32 connections. Each round runs every case once, the
 backends in a rotating order; figures are medians over rounds with min-max, and each ratio is
@@ -186,7 +189,7 @@ def cpu_steal_ticks() -> tuple[int, int] | None:
 
 def wrk(server: Server, shape: str, connections: int, seconds: int) -> tuple[float, float, float]:
     """Requests per second, p50 latency (ms) and server CPU µs per request of one wrk run."""
-    if shape == "get":
+    if shape in ("get", "rest-get"):
         make_task(server)
     pids = [server.proc.pid] + ([server.helper.pid] if server.helper else [])
     cpu_before = tree_cpu_seconds(pids)
@@ -218,6 +221,11 @@ def ratio(top: Server, bottom: Server, key: tuple[str, int]) -> str:
     return f"{statistics.median(rounds):.2f} ({min(rounds):.2f}–{max(rounds):.2f})"
 
 
+def ratio_of(server: Server, top: tuple[str, int], bottom: tuple[str, int]) -> str:
+    rounds = [a[0] / b[0] for a, b in zip(server.runs[top], server.runs[bottom])]
+    return f"{statistics.median(rounds):.2f} ({min(rounds):.2f}–{max(rounds):.2f})"
+
+
 def scaling(server: Server, shape: str, low: int, high: int) -> str:
     rounds = [a[0] / b[0] for a, b in zip(server.runs[(shape, high)], server.runs[(shape, low)])]
     return f"{statistics.median(rounds):.2f}"
@@ -245,6 +253,9 @@ def report(servers: list[Server], shapes: list[str], connections: list[int], arg
         for c in connections:
             key = (shape, c)
             parts = []
+            twin = shape.removeprefix("rest-")
+            if shape != twin and twin in shapes:
+                parts.extend(f"{s.name} rest/jsonrpc {ratio_of(s, key, (twin, c))}" for s in servers)
             if "iggy" in by_name and "file" in by_name:
                 parts.append(f"iggy/file {ratio(by_name['iggy'], by_name['file'], key)}")
             if "file" in by_name and "memory" in by_name:
