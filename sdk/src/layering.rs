@@ -19,7 +19,9 @@ const LAYERS: &[(&str, u8)] = &[
     ("bridge", 5),
     ("worker", 5),
     ("mcp", 6),
+    ("edge", 6),
     ("http", 7),
+    ("grpc", 7),
 ];
 
 fn layer(module: &str) -> Option<u8> {

@@ -8,6 +8,7 @@
 //! - [`mcp`]: the MCP bridge, its sibling: tool calls become tasks on the tools' topics.
 //! - [`security`]: ed25519 keys for signed cards and records; edge authentication.
 //! - `http` (feature `http`): the axum router serving the bridge over HTTP.
+//! - `grpc` (feature `grpc`): A2A's gRPC binding, a tonic service over the bridge.
 //!
 //! The `agentlog` program (the command, and the demo and conformance agents it serves) is
 //! the `agentlog-server` crate over this one.
@@ -17,9 +18,14 @@ mod setters;
 
 pub mod agent;
 pub mod bridge;
+// Edge auth's shared leaf (both transports); its items are public through `http::auth`.
+#[cfg(any(feature = "http", feature = "grpc"))]
+mod edge;
 pub mod error;
 #[cfg(test)]
 mod file_cycles;
+#[cfg(feature = "grpc")]
+pub mod grpc;
 pub mod hops;
 #[cfg(feature = "http")]
 pub mod http;

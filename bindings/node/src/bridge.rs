@@ -307,6 +307,13 @@ impl Bridge {
         Ok(match self.inner.handle(request).await {
             RpcReply::Json(bytes) => Either::A(bytes.into()),
             RpcReply::Stream(stream) => Either::B(RpcFrames::new(stream.into_sse_frames())),
+            // A JSON-RPC body never gets a typed answer.
+            RpcReply::Answer(_) => {
+                return Err(crate::error::to_napi(agentlog::Error::new(
+                    agentlog::ErrorKind::Internal,
+                    "a typed answer to a JSON-RPC request",
+                )));
+            }
         })
     }
 }

@@ -267,6 +267,14 @@ impl PyBridge {
                 RpcReply::Stream(stream) => {
                     Ok(Py::new(py, RpcFrames::new(stream.into_sse_frames()))?.into_any())
                 }
+                // A JSON-RPC body never gets a typed answer.
+                RpcReply::Answer(_) => Err(to_py_err(
+                    py,
+                    agentlog::Error::new(
+                        agentlog::ErrorKind::Internal,
+                        "a typed answer to a JSON-RPC request",
+                    ),
+                )),
             },
         )
     }

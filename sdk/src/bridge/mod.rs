@@ -3,11 +3,13 @@
 //! A [`Bridge`] owns nothing but a [`TaskView`] that it rebuilds from the agent's events topic,
 //! so any number of bridges over the same log (in one process or many, restarted or not)
 //! answer alike. Transports are thin shells over it: [`Bridge::handle`] takes a JSON-RPC
-//! request ([`RpcRequest`]) and gives a JSON body or an event stream; the typed verbs serve
-//! Rust callers.
+//! request ([`RpcRequest`]) and gives a JSON body or an event stream, or takes a typed call
+//! ([`Call`], the gRPC binding's) and gives its [`Answer`]; the typed verbs serve Rust
+//! callers.
 //!
 //! How each verb maps onto the log is written in `skills/a2a-bridge/SKILL.md`.
 
+mod call;
 mod card;
 pub mod extensions;
 pub mod json;
@@ -37,13 +39,14 @@ use crate::log::{AppendBatch, Appended, Log};
 use crate::security::{RecordSigner, RecordVerifier};
 use crate::view::{CompactTopics, TaskView, ViewOptions};
 
+pub use call::{Answer, Call};
 pub use card::{
     card_from_file, card_from_json, card_over_defaults, default_card, default_skill, finish_card,
 };
 pub use limits::LimitsConfig;
 pub(crate) use live::TurnEvents;
 pub use pull::PulledStream;
-pub use rpc::{RpcReply, RpcRequest, RpcStream, SseFrames};
+pub use rpc::{RpcBody, RpcReply, RpcRequest, RpcStream, SseFrames};
 pub use stream::{StreamEvent, TaskStream};
 pub(crate) use tasks::encode_cursor as page_token;
 

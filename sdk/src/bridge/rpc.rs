@@ -1,36 +1,44 @@
-//! JSON-RPC in, JSON-RPC out: the transport-independent entry point of the bridge.
+//! The transport-independent entry point of the bridge: a JSON-RPC body in and JSON-RPC out,
+//! or a typed 1.0 [`Call`] in and its [`Answer`] out; both through one dispatch
+//! ([`super::call`]).
 //!
-//! Dispatch follows the method name, as the official Python server does: PascalCase names get
-//! 1.0 semantics and shapes, slash names (`message/send`, ...) get 0.3 ones through the 0.3
-//! codec. The `A2A-Version` value, when given, must be 1.0 or 0.3 (else -32009); a missing
-//! value is accepted for both (the spec reads "missing" as 0.3, but the A2A TCK sends none
-//! with 1.0 methods, so we are lenient).
+//! JSON-RPC dispatch follows the method name, as the official Python server does: PascalCase
+//! names get 1.0 semantics and shapes, slash names (`message/send`, ...) get 0.3 ones through
+//! the 0.3 codec. The `A2A-Version` value, when given, must be 1.0 or 0.3 (else -32009); a
+//! missing value is accepted for both (the spec reads "missing" as 0.3, but the A2A TCK sends
+//! none with 1.0 methods, so we are lenient). A typed call is 1.0: a version other than 1.0
+//! is refused, a missing one accepted (a binding with its own rule applies it first).
 
 use agentlog_wire::a2a;
 use agentlog_wire::jsonrpc::{
     BadRequest, Method, Operation, ProtocolVersion, Request, error_body, parse_request,
     success_body,
 };
-use agentlog_wire::{ErrorCode, RpcError, WireError, v03};
+use agentlog_wire::{WireError, v03};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::Bridge;
+use super::call::{Answer, Call, CallOptions, push_not_supported};
 use super::stream::TaskStream;
-use super::tenant;
 use crate::agent::Caller;
 use crate::error::{Error, ErrorKind, Result};
 
-/// What to send back for one JSON-RPC request.
+/// What to send back for one request.
 #[derive(Debug)]
+// Made and moved once per request: a box would only add an allocation to each.
+#[allow(clippy::large_enum_variant)]
 pub enum RpcReply {
-    /// A complete JSON-RPC response body (`application/json`): every answer but a stream,
-    /// including an error a streaming method found before its stream started (A2A §3.1.6:
-    /// such an error is a plain JSON-RPC error response, not a stream).
+    /// A complete JSON-RPC response body (`application/json`): every answer to a JSON-RPC
+    /// body but a stream, including an error a streaming method found before its stream
+    /// started (A2A §3.1.6: such an error is a plain JSON-RPC error response, not a stream).
     Json(Vec<u8>),
     /// A stream: each event becomes one JSON-RPC response carrying `id`.
     Stream(RpcStream),
+    /// The answer to a typed call ([`RpcBody::Call`]), or why it failed; a JSON-RPC body
+    /// never gets this.
+    Answer(Result<Answer>),
 }
 
 /// A streaming answer and what is needed to frame its events.
@@ -113,14 +121,26 @@ impl RpcStream {
 /// write to a `text/event-stream` response.
 pub type SseFrames = std::pin::Pin<Box<dyn futures::Stream<Item = Vec<u8>> + Send>>;
 
-/// One request to [`Bridge::handle`]: a JSON-RPC body, who sends it, and what its transport
-/// knows besides (the sibling of `McpRequest`).
+/// What a request to [`Bridge::handle`] carries.
+#[derive(Debug)]
+// Made and moved once per request: a box would only add an allocation to each.
+#[allow(clippy::large_enum_variant)]
+pub enum RpcBody<'a> {
+    /// A JSON-RPC body, parsed ([`parse_request`]), or why it does not parse: a transport that
+    /// reads the method first (for metrics, or to know a stream is coming) parses it once.
+    Json(std::result::Result<Request<'a>, BadRequest>),
+    /// A typed A2A 1.0 call, from a binding that decoded its own wire format: answered with
+    /// [`RpcReply::Answer`].
+    Call(Call),
+}
+
+/// One request to [`Bridge::handle`]: a JSON-RPC body or a typed call, who sends it, and what
+/// its transport knows besides (the sibling of `McpRequest`).
 #[derive(Debug)]
 #[non_exhaustive]
 pub struct RpcRequest<'a> {
-    /// The body, parsed ([`parse_request`]), or why it does not parse: a transport that reads
-    /// the method first (for metrics, or to know a stream is coming) parses it once, here.
-    pub parsed: std::result::Result<Request<'a>, BadRequest>,
+    /// The request itself.
+    pub body: RpcBody<'a>,
     /// Who calls (edge auth's, or anonymous).
     pub caller: Caller,
     /// The request's `A2A-Version` value, if it had one.
@@ -134,15 +154,24 @@ pub struct RpcRequest<'a> {
 }
 
 impl<'a> RpcRequest<'a> {
-    /// The request in `body`, from `caller`, with nothing else known.
+    /// The JSON-RPC request in `body`, from `caller`, with nothing else known.
     pub fn new(body: &'a [u8], caller: Caller) -> Self {
         Self::parsed(parse_request(body), caller)
     }
 
-    /// A request whose body the transport parsed already.
+    /// A JSON-RPC request whose body the transport parsed already.
     pub fn parsed(parsed: std::result::Result<Request<'a>, BadRequest>, caller: Caller) -> Self {
+        Self::of(RpcBody::Json(parsed), caller)
+    }
+
+    /// A typed 1.0 call, answered with [`RpcReply::Answer`].
+    pub fn call(call: Call, caller: Caller) -> Self {
+        Self::of(RpcBody::Call(call), caller)
+    }
+
+    fn of(body: RpcBody<'a>, caller: Caller) -> Self {
         Self {
-            parsed,
+            body,
             caller,
             a2a_version: None,
             extensions: Vec::new(),
@@ -169,48 +198,44 @@ impl<'a> RpcRequest<'a> {
     }
 }
 
-/// What the methods need of a request besides its params.
-struct RpcOptions<'a> {
-    extensions: &'a [String],
-    resume_after: Option<u64>,
-}
-
 impl Bridge {
-    /// Add the extensions `options` activates that the card declares to the request's
-    /// message, so the record carries them to the handler. The raw params stay the record's
-    /// params unless that changed the message (then the request is encoded again).
-    fn activate<'r>(
-        &self,
-        request: &mut a2a::SendMessageRequest,
-        options: &RpcOptions<'_>,
-        raw: Option<&'r str>,
-    ) -> Option<&'r str> {
-        let card = &self.inner.config.card;
-        if super::extensions::activate(card, &mut request.message, options.extensions) {
-            None
-        } else {
-            raw
-        }
-    }
-
-    /// Answer one JSON-RPC request ([`RpcRequest`]): the bridge's one entry, which the HTTP
-    /// router and the language bindings call. Never fails: every problem becomes a JSON-RPC
-    /// error.
+    /// Answer one request ([`RpcRequest`]): the bridge's one entry, which the HTTP router, the
+    /// gRPC binding and the language bindings call. Never fails: every problem becomes a
+    /// JSON-RPC error, or for a typed call the [`RpcReply::Answer`]'s error.
     pub async fn handle(&self, request: RpcRequest<'_>) -> RpcReply {
         let RpcRequest {
-            parsed,
+            body,
             caller,
             a2a_version,
             extensions,
             resume_after,
         } = request;
-        let options = RpcOptions {
+        let options = CallOptions {
             extensions: &extensions,
             resume_after,
         };
-        let caller = &caller;
-        let options = &options;
-        let header_version = match a2a_version.map(str::trim).filter(|v| !v.is_empty()) {
+        let version = a2a_version.map(str::trim).filter(|v| !v.is_empty());
+        match body {
+            RpcBody::Call(call) => {
+                let served = version
+                    .is_none_or(|v| ProtocolVersion::from_header(v) == Some(ProtocolVersion::V1_0));
+                RpcReply::Answer(match (served, version) {
+                    (false, Some(v)) => Err(version_not_supported(v, "it speaks 1.0")),
+                    _ => self.dispatch(&caller, call, None, &options).await,
+                })
+            }
+            RpcBody::Json(parsed) => self.handle_json(&caller, parsed, version, &options).await,
+        }
+    }
+
+    async fn handle_json(
+        &self,
+        caller: &Caller,
+        parsed: std::result::Result<Request<'_>, BadRequest>,
+        header: Option<&str>,
+        options: &CallOptions<'_>,
+    ) -> RpcReply {
+        let header_version = match header {
             None => None,
             Some(v) => match ProtocolVersion::from_header(v) {
                 Some(version) => Some(version),
@@ -219,12 +244,8 @@ impl Bridge {
                         Ok(request) => request.id.to_owned(),
                         Err(bad) => bad.id.clone(),
                     };
-                    let error = RpcError::with_message(
-                        ErrorCode::VersionNotSupported,
-                        format!("A2A-Version {v} is not supported; this server speaks 1.0 and 0.3"),
-                    )
-                    .with_meta("version", v);
-                    return RpcReply::Json(error_body(&id, &error, ProtocolVersion::V1_0));
+                    let error = version_not_supported(v, "this server speaks 1.0 and 0.3");
+                    return RpcReply::Json(error_body(&id, &error.to_rpc(), ProtocolVersion::V1_0));
                 }
             },
         };
@@ -252,11 +273,14 @@ impl Bridge {
                 "Invalid parameters: params must be an object (A2A methods take named params)",
             )
             .with_detail("field", "params")),
-            _ => self.dispatch(caller, method, params, options).await,
+            _ => match json_call(method, params) {
+                Ok((call, raw)) => self.dispatch(caller, call, raw, options).await,
+                Err(error) => Err(error),
+            },
         };
-        match result {
-            Ok(Answer::Json(value)) => RpcReply::Json(success_body(id, &value)),
-            Ok(Answer::Stream(events)) => RpcReply::Stream(RpcStream {
+        match result.and_then(|answer| encode(answer, version)) {
+            Ok(Encoded::Json(value)) => RpcReply::Json(success_body(id, &value)),
+            Ok(Encoded::Stream(events)) => RpcReply::Stream(RpcStream {
                 id: id.to_owned(),
                 version,
                 events,
@@ -264,127 +288,123 @@ impl Bridge {
             Err(error) => RpcReply::Json(error_body(id, &error.to_rpc(), version)),
         }
     }
-
-    async fn dispatch(
-        &self,
-        caller: &Caller,
-        method: Method,
-        params: Option<&str>,
-        options: &RpcOptions<'_>,
-    ) -> Result<Answer> {
-        let resume_after = options.resume_after;
-        let v1 = method.version() == ProtocolVersion::V1_0;
-        match method.operation() {
-            Operation::SendMessage => {
-                if v1 {
-                    let raw = required(params)?;
-                    let mut request =
-                        parse_v1::<a2a::SendMessageRequest>("SendMessageRequest", raw)?;
-                    let caller = &tenant::scoped(caller, request.tenant.as_deref())?;
-                    let raw = self.activate(&mut request, options, Some(raw));
-                    let response = self.send_message_raw(caller, request, raw).await?;
-                    json(&response)
-                } else {
-                    let mut request = parse_v03(params, v03::send_params_from_v03)?;
-                    let caller = &tenant::scoped(caller, request.tenant.as_deref())?;
-                    self.activate(&mut request, options, None);
-                    let response = self.send_message_raw(caller, request, None).await?;
-                    json(&v03::send_response_to_v03(&response))
-                }
-            }
-            Operation::SendStreamingMessage => {
-                let (mut request, raw) = if v1 {
-                    let raw = required(params)?;
-                    (
-                        parse_v1::<a2a::SendMessageRequest>("SendMessageRequest", raw)?,
-                        Some(raw),
-                    )
-                } else {
-                    (parse_v03(params, v03::send_params_from_v03)?, None)
-                };
-                let caller = &tenant::scoped(caller, request.tenant.as_deref())?;
-                let raw = self.activate(&mut request, options, raw);
-                Ok(Answer::Stream(
-                    self.send_streaming_message(caller, request, raw, resume_after)
-                        .await?,
-                ))
-            }
-            Operation::GetTask => {
-                let request = if v1 {
-                    parse_v1::<a2a::GetTaskRequest>("GetTaskRequest", required(params)?)?
-                } else {
-                    parse_v03(params, v03::get_task_params_from_v03)?
-                };
-                let caller = &tenant::scoped(caller, request.tenant.as_deref())?;
-                let task = self.get_task(caller, request).await?;
-                if v1 {
-                    json(&task)
-                } else {
-                    json(&v03::task_to_v03(&task))
-                }
-            }
-            Operation::CancelTask => {
-                let request = if v1 {
-                    parse_v1::<a2a::CancelTaskRequest>("CancelTaskRequest", required(params)?)?
-                } else {
-                    parse_v03(params, v03::task_id_params_from_v03)?
-                };
-                let caller = &tenant::scoped(caller, request.tenant.as_deref())?;
-                let task = self.cancel_task(caller, request).await?;
-                if v1 {
-                    json(&task)
-                } else {
-                    json(&v03::task_to_v03(&task))
-                }
-            }
-            Operation::ListTasks => {
-                let request = match params {
-                    Some(raw) => parse_v1::<a2a::ListTasksRequest>("ListTasksRequest", raw)?,
-                    None => parse_v1::<a2a::ListTasksRequest>("ListTasksRequest", "{}")?,
-                };
-                let caller = &tenant::scoped(caller, request.tenant.as_deref())?;
-                json(&self.list_tasks(caller, request).await?)
-            }
-            Operation::SubscribeToTask => {
-                let request = if v1 {
-                    parse_v1::<a2a::SubscribeToTaskRequest>(
-                        "SubscribeToTaskRequest",
-                        required(params)?,
-                    )?
-                } else {
-                    let r = parse_v03(params, v03::task_id_params_from_v03)?;
-                    a2a::SubscribeToTaskRequest {
-                        tenant: r.tenant,
-                        id: r.id,
-                    }
-                };
-                let caller = &tenant::scoped(caller, request.tenant.as_deref())?;
-                Ok(Answer::Stream(
-                    self.subscribe_to_task(caller, request, resume_after)
-                        .await?,
-                ))
-            }
-            Operation::CreateTaskPushNotificationConfig
-            | Operation::GetTaskPushNotificationConfig
-            | Operation::ListTaskPushNotificationConfigs
-            | Operation::DeleteTaskPushNotificationConfig => Err(Error::new(
-                ErrorKind::PushNotificationNotSupported,
-                "Push notifications are not supported by this agent",
-            )),
-            Operation::GetExtendedAgentCard => json(&self.extended_card(caller)?),
-        }
-    }
 }
 
-enum Answer {
-    /// The result, already encoded (so it is serialized once, straight into the body).
+/// -32009 for an `A2A-Version` value not served; `served` says what is.
+fn version_not_supported(version: &str, served: &str) -> Error {
+    Error::new(
+        ErrorKind::VersionNotSupported,
+        format!("A2A-Version {version} is not supported; {served}"),
+    )
+    .with_detail("version", version)
+}
+
+/// The typed call a JSON-RPC method's params stand for, and the params' text when the
+/// command record may carry it as received (a 1.0 send).
+fn json_call(method: Method, params: Option<&str>) -> Result<(Call, Option<&str>)> {
+    let v1 = method.version() == ProtocolVersion::V1_0;
+    let operation = method.operation();
+    let call = match operation {
+        Operation::SendMessage | Operation::SendStreamingMessage => {
+            let (request, raw) = if v1 {
+                let raw = required(params)?;
+                (
+                    parse_v1::<a2a::SendMessageRequest>("SendMessageRequest", raw)?,
+                    Some(raw),
+                )
+            } else {
+                (parse_v03(params, v03::send_params_from_v03)?, None)
+            };
+            let call = match operation {
+                Operation::SendMessage => Call::SendMessage(request),
+                _ => Call::SendStreamingMessage(request),
+            };
+            return Ok((call, raw));
+        }
+        Operation::GetTask if v1 => Call::GetTask(parse_v1("GetTaskRequest", required(params)?)?),
+        Operation::GetTask => Call::GetTask(parse_v03(params, v03::get_task_params_from_v03)?),
+        Operation::CancelTask if v1 => {
+            Call::CancelTask(parse_v1("CancelTaskRequest", required(params)?)?)
+        }
+        Operation::CancelTask => Call::CancelTask(parse_v03(params, v03::task_id_params_from_v03)?),
+        Operation::ListTasks => {
+            Call::ListTasks(parse_v1("ListTasksRequest", params.unwrap_or("{}"))?)
+        }
+        Operation::SubscribeToTask if v1 => {
+            Call::SubscribeToTask(parse_v1("SubscribeToTaskRequest", required(params)?)?)
+        }
+        Operation::SubscribeToTask => {
+            let r = parse_v03(params, v03::task_id_params_from_v03)?;
+            Call::SubscribeToTask(a2a::SubscribeToTaskRequest {
+                tenant: r.tenant,
+                id: r.id,
+            })
+        }
+        // 0.3's push params have shapes of their own, and no agent here serves push yet.
+        Operation::CreateTaskPushNotificationConfig
+        | Operation::GetTaskPushNotificationConfig
+        | Operation::ListTaskPushNotificationConfigs
+        | Operation::DeleteTaskPushNotificationConfig
+            if !v1 =>
+        {
+            return Err(push_not_supported());
+        }
+        Operation::CreateTaskPushNotificationConfig => Call::CreateTaskPushNotificationConfig(
+            parse_v1("TaskPushNotificationConfig", required(params)?)?,
+        ),
+        Operation::GetTaskPushNotificationConfig => Call::GetTaskPushNotificationConfig(parse_v1(
+            "GetTaskPushNotificationConfigRequest",
+            required(params)?,
+        )?),
+        Operation::ListTaskPushNotificationConfigs => Call::ListTaskPushNotificationConfigs(
+            parse_v1("ListTaskPushNotificationConfigsRequest", required(params)?)?,
+        ),
+        Operation::DeleteTaskPushNotificationConfig => Call::DeleteTaskPushNotificationConfig(
+            parse_v1("DeleteTaskPushNotificationConfigRequest", required(params)?)?,
+        ),
+        // Its params hold a tenant at most; anything else in them is not looked at.
+        Operation::GetExtendedAgentCard => Call::GetExtendedAgentCard {
+            tenant: params
+                .and_then(|raw| serde_json::from_str::<TenantOnly>(raw).ok())
+                .and_then(|p| p.tenant),
+        },
+    };
+    Ok((call, None))
+}
+
+#[derive(serde::Deserialize)]
+struct TenantOnly {
+    #[serde(default)]
+    tenant: Option<String>,
+}
+
+/// An answer in JSON-RPC's terms.
+enum Encoded {
+    /// The result, encoded once, straight into the body.
     Json(Box<RawValue>),
     Stream(TaskStream),
 }
 
-fn json<T: serde::Serialize + ?Sized>(value: &T) -> Result<Answer> {
+/// `answer` as the `result` of a method of `version`.
+fn encode(answer: Answer, version: ProtocolVersion) -> Result<Encoded> {
+    let v1 = version == ProtocolVersion::V1_0;
+    match answer {
+        Answer::Stream(events) => Ok(Encoded::Stream(events)),
+        Answer::Send(response) if v1 => json(&response),
+        Answer::Send(response) => json(&v03::send_response_to_v03(&response)),
+        Answer::Task(task) if v1 => json(&task),
+        Answer::Task(task) => json(&v03::task_to_v03(&task)),
+        Answer::Tasks(page) => json(&page),
+        Answer::Card(card) => json(&card),
+        Answer::PushConfig(config) => json(&config),
+        Answer::PushConfigs(configs) => json(&configs),
+        Answer::Deleted => json(&serde_json::Map::new()),
+    }
+}
+
+fn json<T: serde::Serialize + ?Sized>(value: &T) -> Result<Encoded> {
     serde_json::value::to_raw_value(value)
-        .map(Answer::Json)
+        .map(Encoded::Json)
         .map_err(|e| Error::new(ErrorKind::Internal, "cannot encode the result").with_source(e))
 }
 

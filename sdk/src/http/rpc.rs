@@ -244,6 +244,15 @@ fn respond(reply: RpcReply, probe: &Probe<'_>, state: &AppState, start: Instant)
             });
             (0, sse(frames))
         }
+        // The router hands the bridge JSON-RPC bodies only, which never get a typed answer.
+        RpcReply::Answer(_) => (
+            i64::from(ErrorCode::InternalError.code()),
+            rpc_refusal(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                ErrorCode::InternalError,
+                "a typed answer to a JSON-RPC request".to_owned(),
+            ),
+        ),
     };
     metrics.observe(probe.method, code, start.elapsed());
     response

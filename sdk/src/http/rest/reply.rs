@@ -51,6 +51,14 @@ pub(super) fn respond(reply: RpcReply) -> (i64, Response) {
             });
             (0, sse(frames))
         }
+        // The binding hands the bridge JSON-RPC bodies only, which never get a typed answer.
+        RpcReply::Answer(_) => (
+            -32603,
+            error(&Error::new(
+                ErrorKind::Internal,
+                "a typed answer to a JSON-RPC request",
+            )),
+        ),
     }
 }
 

@@ -18,6 +18,7 @@ use serde_json::{Value, json};
 use tower::ServiceExt;
 
 use super::*;
+use crate::agent::Caller;
 use crate::bridge::{Bridge, BridgeConfig};
 use crate::http::{HttpConfig, router};
 use crate::worker::Worker;

@@ -1,0 +1,223 @@
+//! One A2A 1.0 call, typed, and its answer: the core [`Bridge::handle`] runs every request
+//! through. A JSON-RPC body (1.0 or 0.3) becomes a [`Call`] in [`super::rpc`] and its
+//! [`Answer`] becomes JSON again there; a binding that decodes its own wire format (gRPC)
+//! hands the bridge a [`Call`] of the wire types and gets the [`Answer`] itself, with no JSON
+//! in between. Either way the operations are dispatched here, once.
+
+use std::borrow::Cow;
+
+use agentlog_wire::a2a::{
+    self, AgentCard, CancelTaskRequest, DeleteTaskPushNotificationConfigRequest,
+    GetTaskPushNotificationConfigRequest, GetTaskRequest, ListTaskPushNotificationConfigsRequest,
+    ListTaskPushNotificationConfigsResponse, ListTasksRequest, ListTasksResponse,
+    SendMessageRequest, SendMessageResponse, SubscribeToTaskRequest, Task,
+    TaskPushNotificationConfig,
+};
+use agentlog_wire::jsonrpc::Operation;
+
+use super::Bridge;
+use super::stream::TaskStream;
+use super::tenant;
+use crate::agent::Caller;
+use crate::error::{Error, ErrorKind, Result};
+
+/// One A2A 1.0 operation with its request, in the wire types ([`agentlog_wire::a2a`]).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Call {
+    /// `SendMessage`.
+    SendMessage(SendMessageRequest),
+    /// `SendStreamingMessage`.
+    SendStreamingMessage(SendMessageRequest),
+    /// `GetTask`.
+    GetTask(GetTaskRequest),
+    /// `ListTasks`.
+    ListTasks(ListTasksRequest),
+    /// `CancelTask`.
+    CancelTask(CancelTaskRequest),
+    /// `SubscribeToTask`.
+    SubscribeToTask(SubscribeToTaskRequest),
+    /// `CreateTaskPushNotificationConfig`.
+    CreateTaskPushNotificationConfig(TaskPushNotificationConfig),
+    /// `GetTaskPushNotificationConfig`.
+    GetTaskPushNotificationConfig(GetTaskPushNotificationConfigRequest),
+    /// `ListTaskPushNotificationConfigs`.
+    ListTaskPushNotificationConfigs(ListTaskPushNotificationConfigsRequest),
+    /// `DeleteTaskPushNotificationConfig`.
+    DeleteTaskPushNotificationConfig(DeleteTaskPushNotificationConfigRequest),
+    /// `GetExtendedAgentCard`: its request holds only the tenant.
+    GetExtendedAgentCard {
+        /// The tenant the request names.
+        tenant: Option<String>,
+    },
+}
+
+impl Call {
+    /// The operation this is.
+    pub fn operation(&self) -> Operation {
+        match self {
+            Call::SendMessage(_) => Operation::SendMessage,
+            Call::SendStreamingMessage(_) => Operation::SendStreamingMessage,
+            Call::GetTask(_) => Operation::GetTask,
+            Call::ListTasks(_) => Operation::ListTasks,
+            Call::CancelTask(_) => Operation::CancelTask,
+            Call::SubscribeToTask(_) => Operation::SubscribeToTask,
+            Call::CreateTaskPushNotificationConfig(_) => {
+                Operation::CreateTaskPushNotificationConfig
+            }
+            Call::GetTaskPushNotificationConfig(_) => Operation::GetTaskPushNotificationConfig,
+            Call::ListTaskPushNotificationConfigs(_) => Operation::ListTaskPushNotificationConfigs,
+            Call::DeleteTaskPushNotificationConfig(_) => {
+                Operation::DeleteTaskPushNotificationConfig
+            }
+            Call::GetExtendedAgentCard { .. } => Operation::GetExtendedAgentCard,
+        }
+    }
+
+    /// The tenant the request names, if any.
+    fn tenant(&self) -> Option<&str> {
+        match self {
+            Call::SendMessage(r) | Call::SendStreamingMessage(r) => r.tenant.as_deref(),
+            Call::GetTask(r) => r.tenant.as_deref(),
+            Call::ListTasks(r) => r.tenant.as_deref(),
+            Call::CancelTask(r) => r.tenant.as_deref(),
+            Call::SubscribeToTask(r) => r.tenant.as_deref(),
+            Call::CreateTaskPushNotificationConfig(r) => r.tenant.as_deref(),
+            Call::GetTaskPushNotificationConfig(r) => r.tenant.as_deref(),
+            Call::ListTaskPushNotificationConfigs(r) => r.tenant.as_deref(),
+            Call::DeleteTaskPushNotificationConfig(r) => r.tenant.as_deref(),
+            Call::GetExtendedAgentCard { tenant } => tenant.as_deref(),
+        }
+    }
+}
+
+/// What a [`Call`] answers, by operation.
+#[non_exhaustive]
+pub enum Answer {
+    /// `SendMessage`: the task, or the message that answered in its place.
+    Send(SendMessageResponse),
+    /// `GetTask`, `CancelTask`: the task.
+    Task(Task),
+    /// `ListTasks`: a page.
+    Tasks(ListTasksResponse),
+    /// `SendStreamingMessage`, `SubscribeToTask`: the events (the first of a subscription a
+    /// `Task`), ending after the one marked `last` or an error.
+    Stream(TaskStream),
+    /// `GetExtendedAgentCard`.
+    Card(Box<AgentCard>),
+    /// `CreateTaskPushNotificationConfig`, `GetTaskPushNotificationConfig`.
+    PushConfig(TaskPushNotificationConfig),
+    /// `ListTaskPushNotificationConfigs`.
+    PushConfigs(ListTaskPushNotificationConfigsResponse),
+    /// `DeleteTaskPushNotificationConfig`: nothing.
+    Deleted,
+}
+
+impl std::fmt::Debug for Answer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Answer::Send(r) => f.debug_tuple("Send").field(r).finish(),
+            Answer::Task(t) => f.debug_tuple("Task").field(t).finish(),
+            Answer::Tasks(t) => f.debug_tuple("Tasks").field(t).finish(),
+            Answer::Stream(_) => f.write_str("Stream(..)"),
+            Answer::Card(c) => f.debug_tuple("Card").field(c).finish(),
+            Answer::PushConfig(c) => f.debug_tuple("PushConfig").field(c).finish(),
+            Answer::PushConfigs(c) => f.debug_tuple("PushConfigs").field(c).finish(),
+            Answer::Deleted => f.write_str("Deleted"),
+        }
+    }
+}
+
+/// What the operations need of a request besides its params.
+pub(super) struct CallOptions<'a> {
+    pub(super) extensions: &'a [String],
+    pub(super) resume_after: Option<u64>,
+}
+
+impl Bridge {
+    /// Run `call` for `caller`: the one dispatch of every binding's requests. `raw` is a
+    /// send's params exactly as received when the request came as that JSON text (the command
+    /// record carries it as is); without it the request is encoded here.
+    pub(super) async fn dispatch(
+        &self,
+        caller: &Caller,
+        call: Call,
+        raw: Option<&str>,
+        options: &CallOptions<'_>,
+    ) -> Result<Answer> {
+        let caller = &tenant::scoped(caller, call.tenant())?;
+        match call {
+            Call::SendMessage(mut request) => {
+                let raw = self.activate(&mut request, options, raw);
+                let (request, text) = as_received(request, raw)?;
+                let response = self.send_message_raw(caller, request, Some(&text)).await?;
+                Ok(Answer::Send(response))
+            }
+            Call::SendStreamingMessage(mut request) => {
+                let raw = self.activate(&mut request, options, raw);
+                let (request, text) = as_received(request, raw)?;
+                let stream = self
+                    .send_streaming_message(caller, request, Some(&text), options.resume_after)
+                    .await?;
+                Ok(Answer::Stream(stream))
+            }
+            Call::GetTask(request) => Ok(Answer::Task(self.get_task(caller, request).await?)),
+            Call::CancelTask(request) => Ok(Answer::Task(self.cancel_task(caller, request).await?)),
+            Call::ListTasks(request) => Ok(Answer::Tasks(self.list_tasks(caller, request).await?)),
+            Call::SubscribeToTask(request) => Ok(Answer::Stream(
+                self.subscribe_to_task(caller, request, options.resume_after)
+                    .await?,
+            )),
+            Call::CreateTaskPushNotificationConfig(_)
+            | Call::GetTaskPushNotificationConfig(_)
+            | Call::ListTaskPushNotificationConfigs(_)
+            | Call::DeleteTaskPushNotificationConfig(_) => Err(push_not_supported()),
+            Call::GetExtendedAgentCard { .. } => {
+                Ok(Answer::Card(Box::new(self.extended_card(caller)?)))
+            }
+        }
+    }
+
+    /// Add the extensions `options` activates that the card declares to the request's
+    /// message, so the record carries them to the handler. The raw params stay the record's
+    /// params unless that changed the message.
+    fn activate<'r>(
+        &self,
+        request: &mut SendMessageRequest,
+        options: &CallOptions<'_>,
+        raw: Option<&'r str>,
+    ) -> Option<&'r str> {
+        let card = &self.inner.config.card;
+        if super::extensions::activate(card, &mut request.message, options.extensions) {
+            None
+        } else {
+            raw
+        }
+    }
+}
+
+/// The request and the params text its command record carries, the request being exactly
+/// what parsing that text gives: the text as received when there is one; else the request
+/// encoded and parsed back once, so that the view may apply the new command without reading
+/// it back from the log (what a JSON request gets from its own text).
+fn as_received(
+    request: SendMessageRequest,
+    raw: Option<&str>,
+) -> Result<(SendMessageRequest, Cow<'_, str>)> {
+    if let Some(raw) = raw {
+        return Ok((request, Cow::Borrowed(raw)));
+    }
+    let text = serde_json::to_string(&request)
+        .map_err(|e| Error::new(ErrorKind::Internal, "cannot encode the request").with_source(e))?;
+    let request = a2a::from_slice("SendMessageRequest", text.as_bytes())
+        .map_err(|e| Error::new(ErrorKind::InvalidParams, format!("Invalid parameters: {e}")))?;
+    Ok((request, Cow::Owned(text)))
+}
+
+/// What every push-config operation answers until push notifications are served.
+pub(super) fn push_not_supported() -> Error {
+    Error::new(
+        ErrorKind::PushNotificationNotSupported,
+        "Push notifications are not supported by this agent",
+    )
+}

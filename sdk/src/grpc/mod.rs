@@ -1,0 +1,3 @@
+//! A2A's gRPC binding.
+
+pub mod proto;
