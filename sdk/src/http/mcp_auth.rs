@@ -12,11 +12,13 @@
 //! | `GET /.well-known/oauth-protected-resource[<path>]` | the metadata: `resource`, `authorization_servers`, `scopes_supported`, `bearer_methods_supported` |
 //!
 //! Scopes per method ([`MethodScopes`]): `tools/call` and `tasks/update` need `send`,
-//! `tasks/get`, `tasks/result` and `tasks/list` need `read`, `tasks/cancel` needs `cancel`;
-//! discovery (`server/discover`, `initialize`, `ping`, `tools/list`) and notifications need a
-//! good token only. The audience is checked by the authenticator (`--jwt-audience`: name the
-//! route's URL there for clients that ask for tokens for it, RFC 8707). The caller's identity,
-//! never the token, is what reaches the bridge and the records.
+//! `tasks/get`, `tasks/result`, `tasks/list`, `resources/list` and `resources/read` need
+//! `read` (they show the caller's tasks), `tasks/cancel` needs `cancel`; discovery
+//! (`server/discover`, `initialize`, `ping`, `tools/list`, the templates, prompts and
+//! completions, all from configuration) and notifications need a good token only. The
+//! audience is checked by the authenticator (`--jwt-audience`: name the route's URL there for
+//! clients that ask for tokens for it, RFC 8707). The caller's identity, never the token, is
+//! what reaches the bridge and the records.
 
 use agentlog_wire::{ErrorCode, RpcError};
 use axum::Router;
@@ -189,7 +191,10 @@ fn needed_scope<'a>(scopes: &'a MethodScopes, body: &[u8]) -> Option<&'a str> {
     let method = serde_json::from_slice::<Method<'_>>(body).ok()?.method?;
     let scope = match &*method {
         "tools/call" | "tasks/update" => &scopes.send,
-        "tasks/get" | "tasks/result" | "tasks/list" => &scopes.read,
+        // A resource read or listing shows the caller's tasks.
+        "tasks/get" | "tasks/result" | "tasks/list" | "resources/list" | "resources/read" => {
+            &scopes.read
+        }
         "tasks/cancel" => &scopes.cancel,
         _ => return None,
     };
@@ -211,6 +216,10 @@ mod tests {
             ("tasks/get", Some("tasks:read")),
             ("tasks/result", Some("tasks:read")),
             ("tasks/list", Some("tasks:read")),
+            ("resources/list", Some("tasks:read")),
+            ("resources/read", Some("tasks:read")),
+            ("prompts/get", None),
+            ("completion/complete", None),
             ("tasks/cancel", Some("tasks:cancel")),
             ("tools/list", None),
             ("initialize", None),

@@ -1,11 +1,16 @@
 //! What an [`McpBridge`](super::McpBridge) serves: its tools and how it answers.
 
+use std::path::Path;
 use std::time::Duration;
 
 use agentlog_wire::mcp::Tool;
 use serde::{Deserialize, Serialize};
 
-use crate::bridge::BridgeConfig;
+use super::catalog::{
+    PromptConfig, ResourceConfig, ResourceTemplateConfig, prompts_from_json, resources_from_json,
+    templates_from_json,
+};
+use crate::bridge::{Bridge, BridgeConfig};
 use crate::error::{Error, ErrorKind, Result};
 
 /// Whether a tool's calls may run as MCP tasks.
@@ -97,6 +102,15 @@ pub fn tools_from_json(value: serde_json::Value) -> Result<Vec<ToolConfig>> {
 pub struct McpConfig {
     /// The tools, served in name order.
     pub tools: Vec<ToolConfig>,
+    /// Static resources, listed in this order before the caller's tasks.
+    pub resources: Vec<ResourceConfig>,
+    /// Resource templates served from configuration, listed after the tasks' own two.
+    pub resource_templates: Vec<ResourceTemplateConfig>,
+    /// Prompts, served in name order.
+    pub prompts: Vec<PromptConfig>,
+    /// A2A bridges whose tasks are resources too (`agentlog://tasks/<agent>:<id>`), beside
+    /// the tool agents' own: the agent `serve` serves, for one.
+    pub a2a: Vec<Bridge>,
     /// `serverInfo.name`. Default `agentlog`.
     pub name: String,
     /// `serverInfo.version`. Default this crate's version.
@@ -119,6 +133,10 @@ pub struct McpConfig {
 
 setters!(McpConfig {
     tools: Vec<ToolConfig>,
+    resources: Vec<ResourceConfig>,
+    resource_templates: Vec<ResourceTemplateConfig>,
+    prompts: Vec<PromptConfig>,
+    a2a: Vec<Bridge>,
     name: String,
     version: String,
     page_size: usize,
@@ -135,6 +153,10 @@ impl McpConfig {
     pub fn new(tools: Vec<ToolConfig>) -> Self {
         Self {
             tools,
+            resources: Vec::new(),
+            resource_templates: Vec::new(),
+            prompts: Vec::new(),
+            a2a: Vec::new(),
             name: "agentlog".to_owned(),
             version: env!("CARGO_PKG_VERSION").to_owned(),
             instructions: None,
@@ -144,6 +166,39 @@ impl McpConfig {
             poll_interval: Duration::from_millis(500),
             bridge: BridgeConfig::new("mcp"),
         }
+    }
+
+    /// Defaults serving a definitions file's contents, as `serve --tools FILE` reads it: an
+    /// array of tools ([`tools_from_json`]), or an object with `tools`, `resources`,
+    /// `resourceTemplates` and `prompts` arrays (any may be absent). A resource's or a
+    /// prompt content's `file` is read now, relative to `base` (the file's directory).
+    /// Anything else is a config error naming what is wrong.
+    pub fn from_json(value: serde_json::Value, base: Option<&Path>) -> Result<Self> {
+        let serde_json::Value::Object(mut object) = value else {
+            return Ok(Self::new(tools_from_json(value)?));
+        };
+        if !["tools", "resources", "resourceTemplates", "prompts"]
+            .iter()
+            .any(|member| object.contains_key(*member))
+        {
+            return Err(Error::new(
+                ErrorKind::Config,
+                "definitions: an object needs a \"tools\", \"resources\", \"resourceTemplates\" or \"prompts\" array",
+            ));
+        }
+        let mut take = |member: &str| {
+            object
+                .remove(member)
+                .unwrap_or_else(|| serde_json::json!([]))
+        };
+        let tools = tools_from_json(take("tools"))?;
+        let resources = resources_from_json(take("resources"), base)?;
+        let resource_templates = templates_from_json(take("resourceTemplates"), base)?;
+        let prompts = prompts_from_json(take("prompts"), base)?;
+        Ok(Self::new(tools)
+            .resources(resources)
+            .resource_templates(resource_templates)
+            .prompts(prompts))
     }
 }
 
@@ -211,5 +266,43 @@ mod tests {
             "{}",
             error.message()
         );
+    }
+
+    #[test]
+    fn a_definitions_file_holds_tools_resources_templates_and_prompts() {
+        let config = McpConfig::from_json(
+            json!({
+                "tools": [{"name": "a", "inputSchema": {"type": "object"}}],
+                "resources": [{"uri": "docs://a", "name": "a", "text": "A"}],
+                "resourceTemplates": [{"uriTemplate": "docs://{x}", "name": "x", "text": "{x}"}],
+                "prompts": [{"name": "p", "messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}]}]
+            }),
+            None,
+        )
+        .unwrap();
+        assert_eq!(
+            (
+                config.tools.len(),
+                config.resources.len(),
+                config.resource_templates.len(),
+                config.prompts.len()
+            ),
+            (1, 1, 1, 1)
+        );
+        let only_prompts = McpConfig::from_json(json!({"prompts": []}), None).unwrap();
+        assert!(only_prompts.tools.is_empty());
+        let tools = McpConfig::from_json(
+            json!([{"name": "b", "inputSchema": {"type": "object"}}]),
+            None,
+        );
+        assert_eq!(tools.unwrap().tools[0].tool.name, "b");
+        for bad in [
+            json!({}),
+            json!({"resources": [{"uri": "x://"}]}),
+            json!({"prompts": {}}),
+        ] {
+            let error = McpConfig::from_json(bad.clone(), None).unwrap_err();
+            assert_eq!(error.kind(), ErrorKind::Config, "{bad}");
+        }
     }
 }

@@ -1,4 +1,5 @@
-//! Legacy `tasks/list {cursor?}`: the caller's tasks on every tool agent, a page at a time.
+//! Legacy `tasks/list {cursor?}`: the caller's tasks on every tool agent, a page at a time;
+//! [`page`] serves `resources/list` too, over the tool agents and the A2A ones.
 //!
 //! One order over every agent, the A2A `ListTasks` one: newest status first, ties by
 //! [`crate::view::list_tie`] of the id. Each page asks every agent's bridge for a page after
@@ -10,7 +11,7 @@
 //! status changes in between moves (to the front, as in A2A `ListTasks`). A cursor holds no caller: every page is listed
 //! as the caller, so another caller's cursor shows nothing of theirs.
 
-use agentlog_wire::a2a::ListTasksRequest;
+use agentlog_wire::a2a::{ListTasksRequest, Task};
 use agentlog_wire::timestamp::parse_millis;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -18,9 +19,12 @@ use serde_json::{Map, Value, json};
 
 use super::McpBridge;
 use super::rpc::Ctx;
+use crate::agent::Caller;
+use crate::bridge::Bridge;
 use crate::error::{Error, ErrorKind, Result};
 
-fn invalid_cursor() -> Error {
+/// A cursor this module did not issue.
+pub(super) fn invalid_cursor() -> Error {
     Error::new(
         ErrorKind::InvalidParams,
         "Invalid cursor: not a tasks/list cursor this server issued",
@@ -29,15 +33,71 @@ fn invalid_cursor() -> Error {
 }
 
 /// The cursor after the task whose status time is `status_ms` and id `task_id`.
-fn encode(status_ms: u64, task_id: &str) -> String {
+pub(super) fn encode(status_ms: u64, task_id: &str) -> String {
     URL_SAFE_NO_PAD.encode(json!([status_ms, task_id]).to_string())
 }
 
-fn decode(cursor: &str) -> Result<(u64, String)> {
+/// The position a cursor from [`encode`] names.
+pub(super) fn decode(cursor: &str) -> Result<(u64, String)> {
     let bytes = URL_SAFE_NO_PAD
         .decode(cursor)
         .map_err(|_| invalid_cursor())?;
     serde_json::from_slice(&bytes).map_err(|_| invalid_cursor())
+}
+
+/// A page of tasks: each with its agent and bridge, newest status first; `next` the position
+/// of its last task when more may follow.
+pub(super) struct Page<'a> {
+    pub(super) tasks: Vec<(&'a str, &'a Bridge, Task)>,
+    pub(super) next: Option<(u64, String)>,
+}
+
+/// The page of `caller`'s tasks on `bridges` after position `after` (a status time and a
+/// task id): each bridge's `ListTasks` page after that position, merged (see the module
+/// docs). `page_size` is 1 to 100.
+pub(super) async fn page<'a>(
+    caller: &Caller,
+    bridges: impl IntoIterator<Item = (&'a String, &'a Bridge)>,
+    after: Option<&(u64, String)>,
+    page_size: usize,
+) -> Result<Page<'a>> {
+    let token = after.map(|(ms, id)| crate::bridge::page_token(*ms, id));
+    // (status time, tie, agent, bridge, task), from every agent: the page is the newest.
+    let mut found = Vec::new();
+    let mut more = false;
+    for (agent, bridge) in bridges {
+        let request = ListTasksRequest {
+            page_size: Some(page_size as i32),
+            page_token: token.clone(),
+            ..ListTasksRequest::default()
+        };
+        let listed = bridge.list_tasks(caller, request).await?;
+        more |= !listed.next_page_token.is_empty();
+        for task in listed.tasks {
+            let ms = task
+                .status
+                .timestamp
+                .as_deref()
+                .and_then(parse_millis)
+                .unwrap_or(0);
+            let tie = crate::view::list_tie(&task.id);
+            found.push((ms, tie, agent.as_str(), bridge, task));
+        }
+    }
+    found.sort_by_key(|t| std::cmp::Reverse((t.0, t.1)));
+    more |= found.len() > page_size;
+    found.truncate(page_size);
+    let next = found
+        .last()
+        .filter(|_| more)
+        .map(|(ms, _, _, _, task)| (*ms, task.id.clone()));
+    Ok(Page {
+        tasks: found
+            .into_iter()
+            .map(|(_, _, agent, bridge, task)| (agent, bridge, task))
+            .collect(),
+        next,
+    })
 }
 
 impl McpBridge {
@@ -48,59 +108,24 @@ impl McpBridge {
         ctx: &Ctx<'_>,
         params: Option<&Map<String, Value>>,
     ) -> Result<Map<String, Value>> {
-        let after = match params.and_then(|p| p.get("cursor")) {
-            None | Some(Value::Null) => None,
-            Some(Value::String(cursor)) if cursor.is_empty() => None,
-            Some(Value::String(cursor)) => Some(decode(cursor)?),
-            Some(_) => {
-                return Err(
-                    Error::new(ErrorKind::InvalidParams, "cursor must be a string")
-                        .with_detail("field", "cursor"),
-                );
-            }
+        let after = match super::cursor(params)? {
+            None => None,
+            Some(cursor) => Some(decode(cursor)?),
         };
-        let token = after
-            .as_ref()
-            .map(|(ms, id)| crate::bridge::page_token(*ms, id));
         let page_size = self.inner.config.tasks_page_size.clamp(1, 100);
-        // (status time, tie, task), from every agent: the page is the newest `page_size`.
-        let mut found = Vec::new();
-        let mut more = false;
-        for (agent, bridge) in &self.inner.bridges {
-            let request = ListTasksRequest {
-                page_size: Some(page_size as i32),
-                page_token: token.clone(),
-                ..ListTasksRequest::default()
-            };
-            let page = bridge.list_tasks(ctx.caller, request).await?;
-            more |= !page.next_page_token.is_empty();
-            for task in &page.tasks {
-                let ms = task
-                    .status
-                    .timestamp
-                    .as_deref()
-                    .and_then(parse_millis)
-                    .unwrap_or(0);
-                let tie = crate::view::list_tie(&task.id);
-                found.push((
-                    ms,
-                    tie,
-                    self.task_of(agent, bridge, task, true),
-                    task.id.clone(),
-                ));
-            }
-        }
-        found.sort_by_key(|t| std::cmp::Reverse((t.0, t.1)));
-        more |= found.len() > page_size;
-        found.truncate(page_size);
+        let page = page(ctx.caller, &self.inner.bridges, after.as_ref(), page_size).await?;
         let mut result = Map::new();
-        if more && let Some((ms, _, _, id)) = found.last() {
+        if let Some((ms, id)) = &page.next {
             result.insert("nextCursor".into(), json!(encode(*ms, id)));
         }
-        result.insert(
-            "tasks".into(),
-            Value::Array(found.iter().map(|t| Value::Object(t.2.legacy())).collect()),
-        );
+        let tasks = page
+            .tasks
+            .iter()
+            .map(|(agent, bridge, task)| {
+                Value::Object(self.task_of(agent, bridge, task, true).legacy())
+            })
+            .collect();
+        result.insert("tasks".into(), Value::Array(tasks));
         Ok(result)
     }
 }

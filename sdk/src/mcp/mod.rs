@@ -15,13 +15,16 @@
 mod answer;
 mod call;
 mod cancel;
+mod catalog;
 mod command;
 mod config;
 mod list;
 mod listen;
 mod mrtr;
 mod params;
+mod prompts;
 mod reply;
+mod resources;
 mod rpc;
 mod running;
 mod tasks;
@@ -38,6 +41,7 @@ use crate::bridge::{Bridge, BridgeConfig};
 use crate::error::{Error, ErrorKind, Result};
 use crate::log::Log;
 
+pub use catalog::{PromptConfig, ResourceBody, ResourceConfig, ResourceTemplateConfig};
 pub use config::{McpConfig, TaskSupport, ToolConfig, tools_from_json};
 pub use rpc::{McpHeaders, McpReply, McpRequest, McpStream, sse_frames};
 
@@ -52,6 +56,11 @@ struct Inner {
     tools: BTreeMap<String, Entry>,
     /// One A2A bridge per tool agent.
     bridges: HashMap<String, Bridge>,
+    /// Every bridge whose tasks are resources, by agent: the tool agents' and
+    /// [`McpConfig::a2a`].
+    task_bridges: BTreeMap<String, Bridge>,
+    /// The configured resources, templates and prompts.
+    catalog: catalog::Catalog,
     config: McpConfig,
 }
 
@@ -78,7 +87,8 @@ struct Entry {
 
 impl McpBridge {
     /// Check the tools (names, schemas), compile their input schemas, and open one A2A
-    /// bridge per tool agent (creating its topics if needed). A bad tool is a config error.
+    /// bridge per tool agent (creating its topics if needed); check the resources, templates
+    /// and prompts. A bad definition is a config error.
     pub async fn open(log: Log, config: McpConfig) -> Result<Self> {
         let mut bridges: HashMap<String, Bridge> = HashMap::new();
         let mut tools = BTreeMap::new();
@@ -135,10 +145,26 @@ impl McpBridge {
                 ));
             }
         }
+        let catalog = catalog::Catalog::new(
+            &config.resources,
+            &config.resource_templates,
+            &config.prompts,
+        )?;
+        let mut task_bridges: BTreeMap<String, Bridge> = bridges
+            .iter()
+            .map(|(agent, bridge)| (agent.clone(), bridge.clone()))
+            .collect();
+        for bridge in &config.a2a {
+            task_bridges
+                .entry(bridge.config().topics.agent.clone())
+                .or_insert_with(|| bridge.clone());
+        }
         Ok(Self {
             inner: Arc::new(Inner {
                 tools,
                 bridges,
+                task_bridges,
+                catalog,
                 config,
             }),
         })
@@ -181,10 +207,9 @@ impl McpBridge {
         versions.extend(LEGACY_VERSIONS);
         let mut result = Map::new();
         result.insert("supportedVersions".into(), json!(versions));
-        result.insert(
-            "capabilities".into(),
-            json!({"tools": {}, "logging": {}, "extensions": {TASKS_EXTENSION: {}}}),
-        );
+        let mut capabilities = self.capabilities();
+        capabilities.insert("extensions".into(), json!({TASKS_EXTENSION: {}}));
+        result.insert("capabilities".into(), Value::Object(capabilities));
         if let Some(instructions) = &self.inner.config.instructions {
             result.insert("instructions".into(), json!(instructions));
         }
@@ -192,6 +217,24 @@ impl McpBridge {
         result.insert("cacheScope".into(), json!("public"));
         result.insert("serverInfo".into(), self.server_info());
         result
+    }
+
+    /// The capabilities both eras declare: tools, logging and resources (every task is one)
+    /// always; prompts when some are configured; completions when there is something to
+    /// complete (prompts, or configured templates).
+    fn capabilities(&self) -> Map<String, Value> {
+        let mut capabilities = Map::new();
+        capabilities.insert("tools".into(), json!({}));
+        capabilities.insert("logging".into(), json!({}));
+        capabilities.insert("resources".into(), json!({}));
+        let catalog = &self.inner.catalog;
+        if !catalog.prompts.is_empty() {
+            capabilities.insert("prompts".into(), json!({}));
+        }
+        if !catalog.prompts.is_empty() || !catalog.templates.is_empty() {
+            capabilities.insert("completions".into(), json!({}));
+        }
+        capabilities
     }
 
     /// `initialize` (legacy): the version agreed, capabilities, server info.
@@ -205,14 +248,12 @@ impl McpBridge {
             .unwrap_or(LEGACY_VERSIONS[0]);
         let mut result = Map::new();
         result.insert("protocolVersion".into(), json!(version));
-        result.insert(
-            "capabilities".into(),
-            json!({
-                "tools": {},
-                "logging": {},
-                "tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
-            }),
+        let mut capabilities = self.capabilities();
+        capabilities.insert(
+            "tasks".into(),
+            json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}),
         );
+        result.insert("capabilities".into(), Value::Object(capabilities));
         result.insert("serverInfo".into(), self.server_info());
         if let Some(instructions) = &self.inner.config.instructions {
             result.insert("instructions".into(), json!(instructions));
@@ -227,16 +268,7 @@ impl McpBridge {
         params: Option<&Map<String, Value>>,
         modern: bool,
     ) -> Result<Map<String, Value>> {
-        let cursor = match params.and_then(|p| p.get("cursor")) {
-            None | Some(Value::Null) => "",
-            Some(Value::String(cursor)) => cursor.as_str(),
-            Some(_) => {
-                return Err(
-                    Error::new(ErrorKind::InvalidParams, "cursor must be a string")
-                        .with_detail("field", "cursor"),
-                );
-            }
-        };
+        let cursor = cursor(params)?.unwrap_or_default();
         if !cursor.is_empty() && !self.inner.tools.contains_key(cursor) {
             return Err(Error::new(
                 ErrorKind::InvalidParams,
@@ -263,10 +295,20 @@ impl McpBridge {
             result.insert("nextCursor".into(), json!(next));
         }
         if modern {
-            result.insert("ttlMs".into(), json!(self.ttl_ms()));
-            result.insert("cacheScope".into(), json!("public"));
+            self.cache_hints(&mut result, Cache::Public);
         }
         Ok(result)
+    }
+
+    /// A modern cacheable result's `ttlMs` and `cacheScope`.
+    fn cache_hints(&self, result: &mut Map<String, Value>, cache: Cache) {
+        let (ttl, scope) = match cache {
+            Cache::Public => (self.ttl_ms(), "public"),
+            Cache::Private => (self.ttl_ms(), "private"),
+            Cache::Stale => (0, "private"),
+        };
+        result.insert("ttlMs".into(), json!(ttl));
+        result.insert("cacheScope".into(), json!(scope));
     }
 
     /// Decorate a modern result: `resultType` (unless it has one) and the server info in `_meta`.
@@ -286,6 +328,31 @@ impl McpBridge {
             meta.insert(META_SERVER_INFO.into(), self.server_info());
         }
         result
+    }
+}
+
+/// How long, and for whom, a modern client may cache a result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cache {
+    /// The same for every caller, for `McpConfig::cache_ttl`: configuration.
+    Public,
+    /// The caller's own, for `McpConfig::cache_ttl`: what no longer changes (a finished task).
+    Private,
+    /// The caller's own, stale at once: what changes as tasks do.
+    Stale,
+}
+
+/// A list method's `cursor`: `None` when absent, null or empty (the first page); not a
+/// string is -32602.
+fn cursor(params: Option<&Map<String, Value>>) -> Result<Option<&str>> {
+    match params.and_then(|p| p.get("cursor")) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(cursor)) if cursor.is_empty() => Ok(None),
+        Some(Value::String(cursor)) => Ok(Some(cursor.as_str())),
+        Some(_) => Err(
+            Error::new(ErrorKind::InvalidParams, "cursor must be a string")
+                .with_detail("field", "cursor"),
+        ),
     }
 }
 

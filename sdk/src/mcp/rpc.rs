@@ -281,6 +281,12 @@ impl McpBridge {
             "ping" if !modern => Ok(Map::new()),
             "logging/setLevel" if !modern => set_level(params.as_ref()),
             "tools/list" => self.list_tools(params.as_ref(), modern),
+            "resources/list" => self.list_resources(&ctx, params.as_ref()).await,
+            "resources/templates/list" => self.list_resource_templates(params.as_ref(), modern),
+            "resources/read" => self.read_resource(&ctx, params.as_ref()).await,
+            "prompts/list" => self.list_prompts(params.as_ref(), modern),
+            "prompts/get" => self.get_prompt(params.as_ref()),
+            "completion/complete" => self.complete(params.as_ref()),
             "subscriptions/listen" if modern => return self.listen(&ctx, params.as_ref()).await,
             "tools/call" => {
                 let raw = parsed.params.map(RawValue::get).unwrap_or("{}");

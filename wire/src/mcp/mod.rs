@@ -1,5 +1,6 @@
 //! The Model Context Protocol's JSON-RPC types the MCP bridge speaks: tools, tool calls and
-//! their results, tasks, the protocol versions and the MCP-defined error codes. No I/O.
+//! their results, tasks, resources (a task read as one), prompts and completions, the
+//! protocol versions and the MCP-defined error codes. No I/O.
 //!
 //! Two eras share one endpoint (spec 2026-07-28): the **modern** one, where every request
 //! carries its version and the client's capabilities in `params._meta` and there is no
@@ -12,16 +13,22 @@
 pub mod call;
 pub mod input;
 pub mod log;
+pub mod prompt;
+pub mod resource;
 pub mod task;
 pub mod tool;
+pub mod uri_template;
 
 use serde_json::{Map, Value};
 
 pub use call::{CallToolParams, CallToolResult, ContentBlock};
 pub use input::{PendingInput, missing_capabilities};
 pub use log::{LogMessage, LoggingLevel};
+pub use prompt::{Completion, Prompt, PromptArgument, PromptMessage, PromptRole};
+pub use resource::{Resource, ResourceContents, ResourceTemplate, TaskResource};
 pub use task::{McpTask, McpTaskStatus};
 pub use tool::{Tool, ToolAnnotations, validate_tool_name};
+pub use uri_template::UriTemplate;
 
 /// The modern protocol revision (no handshake, no sessions).
 pub const MODERN_VERSION: &str = "2026-07-28";
