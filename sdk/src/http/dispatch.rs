@@ -20,7 +20,11 @@ pub(super) async fn dispatch(State(state): State<AppState>, request: Request) ->
     if inner.rpc_paths.iter().any(|p| p == path) {
         return endpoint(state, request, Binding::JsonRpc).await;
     }
-    if let Some(rest_path) = path.strip_prefix(inner.rest_base.as_str()) {
+    // Under the base, at a segment boundary (`/a2a` does not own `/a2abc/…`).
+    let under_base = path
+        .strip_prefix(inner.rest_base.as_str())
+        .filter(|rest| rest.starts_with('/'));
+    if let Some(rest_path) = under_base {
         match rest::route(request.method(), rest_path) {
             Matched::Route { tenant, route } => {
                 return endpoint(state, request, Binding::Rest(tenant, route)).await;

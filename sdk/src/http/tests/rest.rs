@@ -315,3 +315,40 @@ async fn tenant_paths_partition_tasks_and_a_token_keeps_its_tenant() {
     assert!(anonymous.headers.contains_key(header::WWW_AUTHENTICATE));
     assert_eq!(status_of(&anonymous).0, "UNAUTHENTICATED");
 }
+
+#[tokio::test]
+async fn under_a_prefixed_rpc_path_the_routes_start_at_a_segment_boundary() {
+    let config = HttpConfig::default().rpc_path("/a2a".to_owned());
+    let (app, _worker) = app_with_worker(config).await;
+    let sent = call(
+        &app,
+        rest(
+            Method::POST,
+            "/a2a/message:send",
+            Some(message("p-1", "hi")),
+        ),
+    )
+    .await;
+    assert_eq!(sent.status, StatusCode::OK, "{}", sent.text());
+    let tenanted = call(
+        &app,
+        rest(
+            Method::POST,
+            "/a2a/acme/message:send",
+            Some(message("p-2", "hi")),
+        ),
+    )
+    .await;
+    assert_eq!(tenanted.status, StatusCode::OK, "{}", tenanted.text());
+    // Not a tenant "bc" under "/a2a": another path altogether.
+    let beside = call(
+        &app,
+        rest(
+            Method::POST,
+            "/a2abc/message:send",
+            Some(message("p-3", "hi")),
+        ),
+    )
+    .await;
+    assert_eq!(beside.status, StatusCode::NOT_FOUND);
+}
