@@ -12,11 +12,8 @@ use serde_json::{Map, Value, json};
 use agentlog::mcp::{TaskSupport, ToolConfig};
 
 pub use super::tool_config::DEMO_TOOLS_AGENT;
-use super::tool_config::{config, no_arguments};
+use super::tool_config::{RED_PIXEL_PNG, config, no_arguments};
 use agentlog::worker::{ToolCall, Tools, tool_fn};
-
-/// A 1×1 red PNG.
-const RED_PIXEL_PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
 
 /// The demo tools' definitions.
 pub fn demo_tools() -> Vec<ToolConfig> {

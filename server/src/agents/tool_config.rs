@@ -1,9 +1,13 @@
 //! How the demo tools are defined: the agent they run on and the shape of a definition,
-//! shared by `demo_tools.rs` and `demo_input_tools.rs`.
+//! shared by `demo_tools.rs` and `demo_input_tools.rs`; the image the demo tools, resources
+//! and prompts show.
 
 use agentlog::mcp::{TaskSupport, ToolConfig};
 use agentlog_wire::mcp::Tool;
 use serde_json::{Value, json};
+
+/// A 1×1 red PNG, base64.
+pub(super) const RED_PIXEL_PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
 
 /// The tool agent of every demo tool.
 pub const DEMO_TOOLS_AGENT: &str = "mcp.demo";

@@ -246,17 +246,17 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
     if args.conformance {
         config.extension_scope = conformance::extension_scope();
     }
+    let bridge = Bridge::open(log.clone(), config).await?;
     let mcp = super::serve_mcp::open(
         &args.mcp,
         args.demo,
         &log,
-        &config,
+        &bridge,
         &public_url,
         &allowed,
         http.auth.clone(),
     )
     .await?;
-    let bridge = Bridge::open(log.clone(), config).await?;
     let worker = if args.demo || args.conformance {
         let mut config = WorkerConfig::new(&args.log.agent);
         config.view = Some(bridge.view().clone());

@@ -1,5 +1,6 @@
-//! `agentlog serve`'s MCP side: `--tools FILE` (and the demo tools with `--demo`) served on
-//! the MCP route beside the A2A endpoint, in the same router and process.
+//! `agentlog serve`'s MCP side: `--tools FILE` (and the demo tools, resources and prompts with
+//! `--demo`) served on the MCP route beside the A2A endpoint, in the same router and process;
+//! the A2A agent's tasks are resources there too.
 
 use std::path::{Path, PathBuf};
 
@@ -7,13 +8,14 @@ use axum::Router;
 use clap::Args;
 
 use super::{CliError, CliResult};
+use crate::agents::demo_resources::demo_definitions;
 use crate::agents::demo_tools::{DEMO_TOOLS_AGENT, demo_tool_handlers, demo_tools};
-use agentlog::bridge::BridgeConfig;
+use agentlog::bridge::Bridge;
 use agentlog::http::Allowed;
 use agentlog::http::auth::EdgeAuth;
 use agentlog::http::mcp::{McpAuth, McpHttpConfig, router};
 use agentlog::log::Log;
-use agentlog::mcp::{McpBridge, McpConfig, ToolConfig, tools_from_json};
+use agentlog::mcp::{McpBridge, McpConfig};
 use agentlog::worker::{Worker, WorkerConfig};
 
 /// The MCP flags of `serve`.
@@ -23,9 +25,11 @@ pub(super) struct McpArgs {
     /// tool definitions (`name`, `title`, `description`, `inputSchema`, `outputSchema`,
     /// `annotations`, plus agentlog's `agent` — the topics its calls go to, default
     /// `mcp.<name>` — `taskSupport` (forbidden, optional, required) and
-    /// `requiredCapabilities`), or an object with such an array under `tools`. Their calls
-    /// are answered by workers of their agents (`agentlog worker --tool NAME --exec CMD`).
-    /// With --demo the demo tools are served too (and answered in this process).
+    /// `requiredCapabilities`), or an object with such an array under `tools` and, beside it,
+    /// `resources`, `resourceTemplates` and `prompts` arrays (docs/mcp.md has the format).
+    /// Tool calls are answered by workers of their agents (`agentlog worker --tool NAME
+    /// --exec CMD`). With --demo the demo tools, resources and prompts are served too (the
+    /// tools answered in this process).
     #[arg(long, value_name = "FILE")]
     tools: Option<PathBuf>,
 
@@ -43,32 +47,38 @@ pub(super) struct Mcp {
     pub(super) tools: usize,
 }
 
-/// Open the MCP bridge when there are tools to serve (`--tools`, or `--demo`); `template`
-/// is the A2A bridge's configuration (signing, trust, retention, hops), `public_url` the
-/// base URL clients name, `auth` the A2A endpoint's edge auth, which the MCP route
-/// enforces too (as an OAuth resource server at `<public_url><path>`).
+/// Open the MCP bridge when there are tools to serve (`--tools`, or `--demo`); `a2a` is the
+/// A2A agent's bridge, whose configuration (signing, trust, retention, hops) the tool agents
+/// start from and whose tasks are resources too, `public_url` the base URL clients name,
+/// `auth` the A2A endpoint's edge auth, which the MCP route enforces too (as an OAuth
+/// resource server at `<public_url><path>`).
 pub(super) async fn open(
     args: &McpArgs,
     demo: bool,
     log: &Log,
-    template: &BridgeConfig,
+    a2a: &Bridge,
     public_url: &url::Url,
     allowed: &Allowed,
     auth: Option<EdgeAuth>,
 ) -> CliResult<Option<Mcp>> {
-    let mut tools = match &args.tools {
-        Some(path) => tools_file(path)?,
-        None => Vec::new(),
+    let mut config = match &args.tools {
+        Some(path) => definitions_file(path)?,
+        None if demo => McpConfig::new(Vec::new()),
+        None => return Ok(None),
     };
     if demo {
-        tools.extend(demo_tools());
+        config.tools.extend(demo_tools());
+        let fixtures = demo_definitions()?;
+        config.resources.extend(fixtures.resources);
+        config
+            .resource_templates
+            .extend(fixtures.resource_templates);
+        config.prompts.extend(fixtures.prompts);
     }
-    if args.tools.is_none() && !demo {
-        return Ok(None);
-    }
-    let count = tools.len();
-    let mut config = McpConfig::new(tools);
+    let count = config.tools.len();
+    let template = a2a.config();
     config.bridge = template.clone();
+    config.a2a = vec![a2a.clone()];
     let mcp = McpBridge::open(log.clone(), config).await?;
     let worker = match mcp.bridges().get(DEMO_TOOLS_AGENT).filter(|_| demo) {
         Some(bridge) => {
@@ -101,13 +111,13 @@ pub(super) async fn open(
     }))
 }
 
-/// The tool definitions in `path`.
-fn tools_file(path: &Path) -> CliResult<Vec<ToolConfig>> {
+/// The definitions in `path` (a resource's or a prompt's `file` relative to its directory).
+fn definitions_file(path: &Path) -> CliResult<McpConfig> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| CliError::msg(format!("cannot read --tools {}: {e}", path.display())))?;
     let bad = |why: String| CliError::msg(format!("bad --tools {}: {why}", path.display()));
     let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
-    tools_from_json(value).map_err(|e| bad(e.message().to_owned()))
+    McpConfig::from_json(value, path.parent()).map_err(|e| bad(e.message().to_owned()))
 }
 
 #[cfg(test)]
@@ -116,7 +126,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_tools_file_is_an_array_or_an_object_with_one() {
+    fn a_tools_file_is_an_array_or_an_object_with_definitions() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("tools.json");
         std::fs::write(
@@ -124,16 +134,32 @@ mod tests {
             r#"[{"name": "a", "inputSchema": {"type": "object"}, "taskSupport": "optional"}]"#,
         )
         .unwrap();
-        assert_eq!(tools_file(&path).unwrap()[0].tool.name, "a");
+        assert_eq!(definitions_file(&path).unwrap().tools[0].tool.name, "a");
         std::fs::write(
             &path,
             r#"{"tools": [{"name": "b", "inputSchema": {"type": "object"}, "agent": "x"}]}"#,
         )
         .unwrap();
-        assert_eq!(tools_file(&path).unwrap()[0].agent(), "x");
-        for bad in ["{}", "[{\"name\": 1}]", "nope"] {
+        assert_eq!(definitions_file(&path).unwrap().tools[0].agent(), "x");
+        std::fs::write(dir.path().join("notes.txt"), "some notes").unwrap();
+        std::fs::write(
+            &path,
+            r#"{"resources": [{"uri": "docs://notes", "name": "notes", "mimeType": "text/plain", "file": "notes.txt"}]}"#,
+        )
+        .unwrap();
+        let config = definitions_file(&path).unwrap();
+        assert_eq!(
+            config.resources[0].body,
+            agentlog::mcp::ResourceBody::Text("some notes".into())
+        );
+        for bad in [
+            "{}",
+            "[{\"name\": 1}]",
+            "nope",
+            r#"{"resources": [{"uri": "x://", "name": "x", "file": "gone"}]}"#,
+        ] {
             std::fs::write(&path, bad).unwrap();
-            assert!(tools_file(&path).is_err(), "{bad}");
+            assert!(definitions_file(&path).is_err(), "{bad}");
         }
     }
 }

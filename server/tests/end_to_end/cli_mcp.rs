@@ -1,5 +1,5 @@
 //! `agentlog serve --demo` serves the demo MCP tools on /mcp beside the A2A endpoint, and
-//! `--tools FILE` adds tools from a file.
+//! `--tools FILE` adds tools, resources and prompts from a file.
 
 use std::io::{Read, Write};
 use std::time::Duration;
@@ -144,9 +144,13 @@ fn serve_demo_serves_the_demo_tools_over_mcp() {
 fn serve_tools_adds_the_tools_of_a_file() {
     let dir = tempfile::tempdir().expect("tempdir");
     let tools = dir.path().join("tools.json");
+    std::fs::write(dir.path().join("notes.md"), "# Notes").expect("write");
     std::fs::write(
         &tools,
-        r#"[{"name": "upper", "description": "Upper-cases", "inputSchema": {"type": "object"}}]"#,
+        r#"{"tools": [{"name": "upper", "description": "Upper-cases", "inputSchema": {"type": "object"}}],
+            "resources": [{"uri": "docs://notes", "name": "notes", "mimeType": "text/markdown", "file": "notes.md"}],
+            "prompts": [{"name": "ask", "description": "Asks", "arguments": [{"name": "q", "required": true}],
+                         "messages": [{"role": "user", "content": {"type": "text", "text": "Q: {q}"}}]}]}"#,
     )
     .expect("write");
     let tools = tools.to_str().expect("path");
@@ -174,6 +178,45 @@ fn serve_tools_adds_the_tools_of_a_file() {
     );
     let list = json_of(&body);
     assert_eq!(list["result"]["tools"][0]["name"], "upper");
+    let mcp = |method: &str, params: Value| {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        json_of(&post(&format!("{url}mcp"), &[], &body).1)
+    };
+    let notes = mcp("resources/read", json!({"uri": "docs://notes"}));
+    assert_eq!(notes["result"]["contents"][0]["text"], "# Notes", "{notes}");
+    let asked = mcp(
+        "prompts/get",
+        json!({"name": "ask", "arguments": {"q": "why?"}}),
+    );
+    assert_eq!(asked["result"]["messages"][0]["content"]["text"], "Q: why?");
+    // The A2A agent's tasks are resources too: one nobody answers reads as its status.
+    let send = json!({"jsonrpc": "2.0", "id": 2, "method": "SendMessage", "params": {
+        "message": {"messageId": "m-1", "role": "ROLE_USER", "parts": [{"text": "hi"}]},
+        "configuration": {"returnImmediately": true}}});
+    let (_, sent) = post(url, &[("A2A-Version", "1.0")], &send);
+    let task_id = json_of(&sent)["result"]["task"]["id"]
+        .as_str()
+        .expect("task id")
+        .to_owned();
+    let listed = mcp("resources/list", json!({}));
+    let task = listed["result"]["resources"]
+        .as_array()
+        .expect("resources")
+        .iter()
+        .find(|r| {
+            r["name"]
+                .as_str()
+                .is_some_and(|n| n.ends_with(&format!(":{task_id}")))
+        })
+        .unwrap_or_else(|| panic!("{listed}"))
+        .clone();
+    let read = mcp("resources/read", json!({"uri": task["uri"]}));
+    let status: Value = json_of(
+        read["result"]["contents"][0]["text"]
+            .as_str()
+            .expect("text"),
+    );
+    assert_eq!(status["status"], "working", "{read}");
     server.stop();
     let bad = dir.path().join("bad.json");
     std::fs::write(
