@@ -1,9 +1,11 @@
-//! What a backend or a layer implements: [`LogBackend`], [`Layer`], and the embedded log's
-//! read hints ([`Place`], [`Prefetcher`]) that a backend may hand back and take again. A user
-//! of a log needs none of it: the [`Log`](super::Log) handle has every operation (opendal's
-//! split of `Operator` and `raw`).
+//! What a backend or a layer implements: [`LogBackend`], [`Layer`], [`Layered`] (a layer's
+//! forwarding defaults), and the embedded log's read hints ([`Place`], [`Prefetcher`]) that a
+//! backend may hand back and take again. A user of a log needs none of it: the
+//! [`Log`](super::Log) handle has every operation (opendal's split of `Operator` and `raw`).
 
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -28,8 +30,8 @@ pub trait LogBackend: Send + Sync + fmt::Debug + 'static {
     async fn partitions(&self, topic: &TopicRef) -> Result<u32>;
 
     /// Append `payloads`, in order, to the partition chosen by `key`
-    /// ([`partition_for_key`]), and return where they landed. Returns once the batch is
-    /// acknowledged under the backend's durability setting.
+    /// ([`partition_for_key`](super::partition_for_key)), and return where they landed.
+    /// Returns once the batch is acknowledged under the backend's durability setting.
     async fn append(&self, topic: &TopicRef, key: &[u8], payloads: Vec<Bytes>) -> Result<Appended>;
 
     /// Append several batches, each to the partition its key chooses in its topic, in order:
@@ -186,4 +188,106 @@ where
 pub trait Layer {
     /// Wrap `inner`.
     fn layer(&self, inner: Arc<dyn LogBackend>) -> Arc<dyn LogBackend>;
+}
+
+/// The future an `async fn` of [`LogBackend`] or [`Layered`] returns under `#[async_trait]`.
+pub type BoxedCall<'a, T> = Pin<Box<dyn Future<Output = Result<T>> + Send + 'a>>;
+
+/// Declares [`Layered`] with a default for each listed method of [`LogBackend`] (in the
+/// signature `#[async_trait]` gives it, so an override is an `async fn`) that forwards to
+/// the layer below, and makes every `Layered` type a `LogBackend` whose methods hand back
+/// the `Layered` ones' futures as they are (no second allocation per call).
+macro_rules! layered {
+    ($(
+        $(#[$doc:meta])*
+        fn $name:ident<$($lt:lifetime),*>(&$s:lifetime self $(, $arg:ident: $ty:ty)*) -> $ret:ty;
+    )*) => {
+        /// A layer's backend written as only what it changes: every method of [`LogBackend`]
+        /// has a default here that forwards to the layer below ([`inner`](Self::inner)), and
+        /// every `Layered` type is a [`LogBackend`] (opendal's `LayeredAccess`).
+        ///
+        /// Override a method with an `async fn` in an `#[async_trait] impl Layered for ...`.
+        /// The defaults hand the layer below's future back as it is, so a forwarded call
+        /// costs no allocation of its own. They forward `append_all` and `read_at` too (not
+        /// the trait's sequential forms), so a backend's native ones survive any stack;
+        /// `join_group` returns the layer below's member unwrapped (a layer that sees polls
+        /// and commits overrides it).
+        pub trait Layered: Send + Sync + fmt::Debug + 'static {
+            /// The layer (or backend) below.
+            fn inner(&self) -> &Arc<dyn LogBackend>;
+
+            /// [`LogBackend::prefetcher`].
+            fn prefetcher(&self, topic: &TopicRef) -> Option<Prefetcher> {
+                self.inner().prefetcher(topic)
+            }
+
+            $(
+                $(#[$doc])*
+                fn $name<$s, $($lt,)* 'f>(&$s self $(, $arg: $ty)*) -> BoxedCall<'f, $ret>
+                where
+                    $s: 'f,
+                    $($lt: 'f,)*
+                    Self: 'f,
+                {
+                    self.inner().$name($($arg),*)
+                }
+            )*
+        }
+
+        impl<L: Layered> LogBackend for L {
+            fn prefetcher(&self, topic: &TopicRef) -> Option<Prefetcher> {
+                Layered::prefetcher(self, topic)
+            }
+
+            $(
+                fn $name<$s, $($lt,)* 'f>(&$s self $(, $arg: $ty)*) -> BoxedCall<'f, $ret>
+                where
+                    $s: 'f,
+                    $($lt: 'f,)*
+                    Self: 'f,
+                {
+                    Layered::$name(self, $($arg),*)
+                }
+            )*
+        }
+    };
+}
+
+layered! {
+    /// [`LogBackend::ensure_topic`].
+    fn ensure_topic<'t>(&'s self, topic: &'t TopicRef, partitions: u32) -> ();
+    /// [`LogBackend::partitions`].
+    fn partitions<'t>(&'s self, topic: &'t TopicRef) -> u32;
+    /// [`LogBackend::append`].
+    fn append<'t, 'k>(&'s self, topic: &'t TopicRef, key: &'k [u8], payloads: Vec<Bytes>)
+        -> Appended;
+    /// [`LogBackend::append_all`], to the layer below's own.
+    fn append_all<'b>(&'s self, batches: Vec<AppendBatch<'b>>) -> Vec<Appended>;
+    /// [`LogBackend::read`].
+    fn read<'t>(&'s self, topic: &'t TopicRef, partition: u32, from: u64, max: usize)
+        -> Vec<StoredRecord>;
+    /// [`LogBackend::read_at`], to the layer below's own.
+    fn read_at<'t, 'o, 'p>(
+        &'s self,
+        topic: &'t TopicRef,
+        partition: u32,
+        offsets: &'o [u64],
+        places: &'p [Place]
+    ) -> Vec<StoredRecord>;
+    /// [`LogBackend::end_offsets`].
+    fn end_offsets<'t>(&'s self, topic: &'t TopicRef) -> Vec<u64>;
+    /// [`LogBackend::watch_end`].
+    fn watch_end<'t>(&'s self, topic: &'t TopicRef, partition: u32) -> watch::Receiver<u64>;
+    /// [`LogBackend::join_group`]: the layer below's member, unwrapped.
+    fn join_group<'t, 'g>(&'s self, topic: &'t TopicRef, group: &'g str)
+        -> Box<dyn GroupConsumer>;
+    /// [`LogBackend::segments`].
+    fn segments<'t>(&'s self, topic: &'t TopicRef, partition: u32) -> Vec<SegmentInfo>;
+    /// [`LogBackend::delete_segments`].
+    fn delete_segments<'t, 'b>(&'s self, topic: &'t TopicRef, partition: u32, bases: &'b [u64])
+        -> usize;
+    /// [`LogBackend::ready`].
+    fn ready<>(&'s self) -> ();
+    /// [`LogBackend::close`].
+    fn close<>(&'s self) -> ();
 }

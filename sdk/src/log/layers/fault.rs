@@ -1,19 +1,17 @@
 //! [`FaultLayer`] and its [`Faults`] handle: failures injected at runtime, for tests.
 
 use std::collections::{HashMap, VecDeque};
+use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use bytes::Bytes;
-use tokio::sync::watch;
 
 use super::LogOp;
+use super::intercept::{Call, Intercepted, Interceptor, Outcome};
 use crate::error::{Error, ErrorKind, Result};
-use crate::log::raw::{Layer, LogBackend, Place, Prefetcher, read_runs};
-use crate::log::{
-    AppendBatch, Appended, Delivery, GroupConsumer, SegmentInfo, StoredRecord, TopicRef,
-};
+use crate::log::raw::{Layer, Layered, LogBackend, Place, read_runs};
+use crate::log::{AppendBatch, Appended, StoredRecord, TopicRef};
 
 /// A testing tool: makes the log under it fail the way real ones do, when a test says so.
 ///
@@ -48,10 +46,30 @@ impl FaultLayer {
 
 impl Layer for FaultLayer {
     fn layer(&self, inner: Arc<dyn LogBackend>) -> Arc<dyn LogBackend> {
-        Arc::new(FaultLog {
+        // The faults that change a call's arguments under those that fail it or let it
+        // through, so every call meets its delay, crash or dropped connection first.
+        let under = Arc::new(FaultLog {
             inner,
             faults: self.faults.clone(),
-        })
+        });
+        Arc::new(Intercepted::new(under, self.clone()))
+    }
+}
+
+impl Interceptor for FaultLayer {
+    /// The call's delay, crash or dropped connection, then an armed failure of an append,
+    /// a poll or a commit; then the call, unless one of them failed it.
+    async fn around<T, F>(&self, call: &Call<'_>, next: F) -> Result<T>
+    where
+        T: Outcome,
+        F: Future<Output = Result<T>> + Send,
+    {
+        let op = call.op();
+        self.faults.before(op).await?;
+        if let Some(error) = self.faults.refusal(op) {
+            return Err(error);
+        }
+        next.await
     }
 }
 
@@ -276,6 +294,29 @@ impl Faults {
         fired
     }
 
+    /// The error an armed fault fails a call of `op` with instead of making it (an
+    /// `append`, a group member's `poll` or `commit`).
+    fn refusal(&self, op: LogOp) -> Option<Error> {
+        match op {
+            LogOp::Append => self
+                .append_fault()
+                .map(|kind| injected(kind, "append failed")),
+            LogOp::Poll => {
+                let mut state = self.state();
+                let fault = state.polls.pop_front();
+                state.counts.poll += u64::from(fault.is_some());
+                fault.map(|kind| injected(kind, "poll failed"))
+            }
+            LogOp::Commit => {
+                let mut state = self.state();
+                let fault = state.commits.pop_front();
+                state.counts.commit += u64::from(fault.is_some());
+                fault.map(|kind| injected(kind, "commit failed"))
+            }
+            _ => None,
+        }
+    }
+
     /// The number of records a `read` of up to `max` may return.
     fn read_cap(&self, max: usize) -> usize {
         let mut state = self.state();
@@ -296,7 +337,8 @@ enum AllFault {
     Batch(usize, ErrorKind),
 }
 
-/// The backend under a [`FaultLayer`].
+/// The backend under a [`FaultLayer`]'s interceptor: the faults that change what a call
+/// asks (an `append_all` cut short, capped reads); every other call forwards.
 #[derive(Debug)]
 struct FaultLog {
     inner: Arc<dyn LogBackend>,
@@ -322,27 +364,12 @@ impl FaultLog {
 }
 
 #[async_trait]
-impl LogBackend for FaultLog {
-    async fn ensure_topic(&self, topic: &TopicRef, partitions: u32) -> Result<()> {
-        self.faults.before(LogOp::EnsureTopic).await?;
-        self.inner.ensure_topic(topic, partitions).await
-    }
-
-    async fn partitions(&self, topic: &TopicRef) -> Result<u32> {
-        self.faults.before(LogOp::Partitions).await?;
-        self.inner.partitions(topic).await
-    }
-
-    async fn append(&self, topic: &TopicRef, key: &[u8], payloads: Vec<Bytes>) -> Result<Appended> {
-        self.faults.before(LogOp::Append).await?;
-        if let Some(kind) = self.faults.append_fault() {
-            return Err(injected(kind, "append failed"));
-        }
-        self.inner.append(topic, key, payloads).await
+impl Layered for FaultLog {
+    fn inner(&self) -> &Arc<dyn LogBackend> {
+        &self.inner
     }
 
     async fn append_all(&self, mut batches: Vec<AppendBatch<'_>>) -> Result<Vec<Appended>> {
-        self.faults.before(LogOp::AppendAll).await?;
         match self.all_fault(batches.len()) {
             AllFault::None => self.inner.append_all(batches).await,
             AllFault::Crash => {
@@ -379,7 +406,6 @@ impl LogBackend for FaultLog {
         from: u64,
         max: usize,
     ) -> Result<Vec<StoredRecord>> {
-        self.faults.before(LogOp::Read).await?;
         let max = self.faults.read_cap(max);
         self.inner.read(topic, partition, from, max).await
     }
@@ -391,7 +417,6 @@ impl LogBackend for FaultLog {
         offsets: &[u64],
         places: &[Place],
     ) -> Result<Vec<StoredRecord>> {
-        self.faults.before(LogOp::ReadAt).await?;
         if self.faults.state().short_reads.is_none() {
             return self.inner.read_at(topic, partition, offsets, places).await;
         }
@@ -402,102 +427,6 @@ impl LogBackend for FaultLog {
             self.inner.read(topic, partition, from, max)
         })
         .await
-    }
-
-    fn prefetcher(&self, topic: &TopicRef) -> Option<Prefetcher> {
-        self.inner.prefetcher(topic)
-    }
-
-    async fn end_offsets(&self, topic: &TopicRef) -> Result<Vec<u64>> {
-        self.faults.before(LogOp::EndOffsets).await?;
-        self.inner.end_offsets(topic).await
-    }
-
-    async fn watch_end(&self, topic: &TopicRef, partition: u32) -> Result<watch::Receiver<u64>> {
-        self.faults.before(LogOp::WatchEnd).await?;
-        self.inner.watch_end(topic, partition).await
-    }
-
-    async fn segments(&self, topic: &TopicRef, partition: u32) -> Result<Vec<SegmentInfo>> {
-        self.faults.before(LogOp::Segments).await?;
-        self.inner.segments(topic, partition).await
-    }
-
-    async fn delete_segments(
-        &self,
-        topic: &TopicRef,
-        partition: u32,
-        bases: &[u64],
-    ) -> Result<usize> {
-        self.faults.before(LogOp::DeleteSegments).await?;
-        self.inner.delete_segments(topic, partition, bases).await
-    }
-
-    async fn join_group(&self, topic: &TopicRef, group: &str) -> Result<Box<dyn GroupConsumer>> {
-        self.faults.before(LogOp::JoinGroup).await?;
-        let inner = self.inner.join_group(topic, group).await?;
-        Ok(Box::new(FaultConsumer {
-            inner,
-            faults: self.faults.clone(),
-        }))
-    }
-
-    async fn ready(&self) -> Result<()> {
-        self.faults.before(LogOp::Ready).await?;
-        self.inner.ready().await
-    }
-
-    async fn close(&self) -> Result<()> {
-        self.faults.before(LogOp::Close).await?;
-        self.inner.close().await
-    }
-}
-
-/// A group member under a [`FaultLayer`].
-#[derive(Debug)]
-struct FaultConsumer {
-    inner: Box<dyn GroupConsumer>,
-    faults: Faults,
-}
-
-#[async_trait]
-impl GroupConsumer for FaultConsumer {
-    fn owned_partitions(&self) -> Vec<u32> {
-        self.inner.owned_partitions()
-    }
-
-    async fn poll(&mut self, max: usize, timeout: Duration) -> Result<Option<Delivery>> {
-        self.faults.before(LogOp::Poll).await?;
-        let fault = {
-            let mut state = self.faults.state();
-            let fault = state.polls.pop_front();
-            state.counts.poll += u64::from(fault.is_some());
-            fault
-        };
-        if let Some(kind) = fault {
-            return Err(injected(kind, "poll failed"));
-        }
-        self.inner.poll(max, timeout).await
-    }
-
-    async fn commit(&mut self, partition: u32, next_offset: u64) -> Result<()> {
-        self.faults.before(LogOp::Commit).await?;
-        let fault = {
-            let mut state = self.faults.state();
-            let fault = state.commits.pop_front();
-            state.counts.commit += u64::from(fault.is_some());
-            fault
-        };
-        if let Some(kind) = fault {
-            return Err(injected(kind, "commit failed"));
-        }
-        self.inner.commit(partition, next_offset).await
-    }
-
-    async fn leave(self: Box<Self>) -> Result<()> {
-        // On a fault the member is dropped, which releases its partitions all the same.
-        self.faults.before(LogOp::Leave).await?;
-        self.inner.leave().await
     }
 }
 

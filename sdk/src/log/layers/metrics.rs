@@ -6,16 +6,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use async_trait::async_trait;
-use bytes::Bytes;
-use tokio::sync::watch;
-
-use super::{LogOp, payloads_and_bytes, records_and_bytes};
+use super::LogOp;
+use super::intercept::{Call, Intercepted, Interceptor, Outcome};
 use crate::error::{ErrorKind, Result};
-use crate::log::raw::{Layer, LogBackend, Place, Prefetcher};
-use crate::log::{
-    AppendBatch, Appended, Delivery, GroupConsumer, SegmentInfo, StoredRecord, TopicRef,
-};
+use crate::log::raw::{Layer, LogBackend};
 
 /// How many latency buckets have an upper bound; one more holds the slower calls.
 const BOUNDED_BUCKETS: usize = 22;
@@ -47,10 +41,26 @@ impl MetricsLayer {
 
 impl Layer for MetricsLayer {
     fn layer(&self, inner: Arc<dyn LogBackend>) -> Arc<dyn LogBackend> {
-        Arc::new(MetricsLog {
-            inner,
-            metrics: self.metrics.clone(),
-        })
+        Arc::new(Intercepted::new(inner, self.clone()))
+    }
+}
+
+impl Interceptor for MetricsLayer {
+    /// Time `next` and count it: on success, the records and bytes an append carried or
+    /// a read or poll returned.
+    async fn around<T, F>(&self, call: &Call<'_>, next: F) -> Result<T>
+    where
+        T: Outcome,
+        F: Future<Output = Result<T>> + Send,
+    {
+        let started = Instant::now();
+        let result = next.await;
+        let outcome = match &result {
+            Ok(value) => Ok(call.carries().or_else(|| value.moved()).unwrap_or((0, 0))),
+            Err(error) => Err(error.kind()),
+        };
+        self.metrics.observe(call.op(), started.elapsed(), outcome);
+        result
     }
 }
 
@@ -182,23 +192,6 @@ impl LogMetrics {
         counters.buckets[bucket_of(nanos)].fetch_add(1, Ordering::Relaxed);
         counters.nanos.fetch_add(nanos, Ordering::Relaxed);
     }
-
-    /// Time `call` and count it as `op`; `moved` says what a success moved.
-    async fn timed<T>(
-        &self,
-        op: LogOp,
-        call: impl Future<Output = Result<T>>,
-        moved: impl FnOnce(&T) -> (u64, u64),
-    ) -> Result<T> {
-        let started = Instant::now();
-        let result = call.await;
-        let outcome = match &result {
-            Ok(value) => Ok(moved(value)),
-            Err(error) => Err(error.kind()),
-        };
-        self.observe(op, started.elapsed(), outcome);
-        result
-    }
 }
 
 impl PartialEq for LogMetrics {
@@ -239,163 +232,14 @@ fn bucket_bound(i: usize) -> Option<Duration> {
     (i < BOUNDED_BUCKETS).then(|| Duration::from_nanos(FIRST_BOUND_NANOS << i))
 }
 
-fn nothing<T>(_: &T) -> (u64, u64) {
-    (0, 0)
-}
-
-/// The backend under a [`MetricsLayer`].
-#[derive(Debug)]
-struct MetricsLog {
-    inner: Arc<dyn LogBackend>,
-    metrics: LogMetrics,
-}
-
-#[async_trait]
-impl LogBackend for MetricsLog {
-    async fn ensure_topic(&self, topic: &TopicRef, partitions: u32) -> Result<()> {
-        let call = self.inner.ensure_topic(topic, partitions);
-        self.metrics.timed(LogOp::EnsureTopic, call, nothing).await
-    }
-
-    async fn partitions(&self, topic: &TopicRef) -> Result<u32> {
-        let call = self.inner.partitions(topic);
-        self.metrics.timed(LogOp::Partitions, call, nothing).await
-    }
-
-    async fn append(&self, topic: &TopicRef, key: &[u8], payloads: Vec<Bytes>) -> Result<Appended> {
-        let carried = payloads_and_bytes(&payloads);
-        let call = self.inner.append(topic, key, payloads);
-        self.metrics.timed(LogOp::Append, call, |_| carried).await
-    }
-
-    async fn append_all(&self, batches: Vec<AppendBatch<'_>>) -> Result<Vec<Appended>> {
-        let carried = batches
-            .iter()
-            .map(|b| payloads_and_bytes(&b.payloads))
-            .fold((0, 0), |(r, b), (r2, b2)| (r + r2, b + b2));
-        let call = self.inner.append_all(batches);
-        self.metrics
-            .timed(LogOp::AppendAll, call, |_| carried)
-            .await
-    }
-
-    async fn read(
-        &self,
-        topic: &TopicRef,
-        partition: u32,
-        from: u64,
-        max: usize,
-    ) -> Result<Vec<StoredRecord>> {
-        let call = self.inner.read(topic, partition, from, max);
-        self.metrics
-            .timed(LogOp::Read, call, |r| records_and_bytes(r))
-            .await
-    }
-
-    async fn read_at(
-        &self,
-        topic: &TopicRef,
-        partition: u32,
-        offsets: &[u64],
-        places: &[Place],
-    ) -> Result<Vec<StoredRecord>> {
-        let call = self.inner.read_at(topic, partition, offsets, places);
-        self.metrics
-            .timed(LogOp::ReadAt, call, |r| records_and_bytes(r))
-            .await
-    }
-
-    fn prefetcher(&self, topic: &TopicRef) -> Option<Prefetcher> {
-        self.inner.prefetcher(topic)
-    }
-
-    async fn end_offsets(&self, topic: &TopicRef) -> Result<Vec<u64>> {
-        let call = self.inner.end_offsets(topic);
-        self.metrics.timed(LogOp::EndOffsets, call, nothing).await
-    }
-
-    async fn watch_end(&self, topic: &TopicRef, partition: u32) -> Result<watch::Receiver<u64>> {
-        let call = self.inner.watch_end(topic, partition);
-        self.metrics.timed(LogOp::WatchEnd, call, nothing).await
-    }
-
-    async fn segments(&self, topic: &TopicRef, partition: u32) -> Result<Vec<SegmentInfo>> {
-        let call = self.inner.segments(topic, partition);
-        self.metrics.timed(LogOp::Segments, call, nothing).await
-    }
-
-    async fn delete_segments(
-        &self,
-        topic: &TopicRef,
-        partition: u32,
-        bases: &[u64],
-    ) -> Result<usize> {
-        let call = self.inner.delete_segments(topic, partition, bases);
-        self.metrics
-            .timed(LogOp::DeleteSegments, call, nothing)
-            .await
-    }
-
-    async fn join_group(&self, topic: &TopicRef, group: &str) -> Result<Box<dyn GroupConsumer>> {
-        let call = self.inner.join_group(topic, group);
-        let inner = self.metrics.timed(LogOp::JoinGroup, call, nothing).await?;
-        Ok(Box::new(MetricsConsumer {
-            inner,
-            metrics: self.metrics.clone(),
-        }))
-    }
-
-    async fn ready(&self) -> Result<()> {
-        let call = self.inner.ready();
-        self.metrics.timed(LogOp::Ready, call, nothing).await
-    }
-
-    async fn close(&self) -> Result<()> {
-        let call = self.inner.close();
-        self.metrics.timed(LogOp::Close, call, nothing).await
-    }
-}
-
-/// A group member under a [`MetricsLayer`].
-#[derive(Debug)]
-struct MetricsConsumer {
-    inner: Box<dyn GroupConsumer>,
-    metrics: LogMetrics,
-}
-
-#[async_trait]
-impl GroupConsumer for MetricsConsumer {
-    fn owned_partitions(&self) -> Vec<u32> {
-        self.inner.owned_partitions()
-    }
-
-    async fn poll(&mut self, max: usize, timeout: Duration) -> Result<Option<Delivery>> {
-        let call = self.inner.poll(max, timeout);
-        let moved = |polled: &Option<Delivery>| {
-            polled
-                .as_ref()
-                .map_or((0, 0), |d| records_and_bytes(&d.records))
-        };
-        self.metrics.timed(LogOp::Poll, call, moved).await
-    }
-
-    async fn commit(&mut self, partition: u32, next_offset: u64) -> Result<()> {
-        let call = self.inner.commit(partition, next_offset);
-        self.metrics.timed(LogOp::Commit, call, nothing).await
-    }
-
-    async fn leave(self: Box<Self>) -> Result<()> {
-        let call = self.inner.leave();
-        self.metrics.timed(LogOp::Leave, call, nothing).await
-    }
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+    use bytes::Bytes;
+
     use super::*;
-    use crate::log::Log;
     use crate::log::embedded::EmbeddedLog;
+    use crate::log::{AppendBatch, Log, TopicRef};
 
     fn payload(text: &'static str) -> Bytes {
         Bytes::from_static(text.as_bytes())

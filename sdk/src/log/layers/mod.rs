@@ -1,12 +1,16 @@
 //! Layers: cross-cutting concerns written once for every backend, stacked on a [`Log`].
 //!
-//! Each layer wraps the backend (or the stack) under it and implements [`LogBackend`] by doing
-//! its part and calling the layer below; the [`GroupConsumer`]s that `join_group` returns are
-//! wrapped the same way, so a layer sees polls and commits too. A layer forwards `append_all`
-//! and `read_at` to the layer below rather than leaving them to the trait's defaults, so a
-//! backend's native forms (the embedded log's one-round `append_all`, its one-pass `read_at`)
-//! survive any stack. Every other operation (`segments` and `delete_segments` included) is
-//! forwarded explicitly too: the trait gives them no default, so a layer cannot drop one.
+//! Each layer wraps the backend (or the stack) under it and writes only what it changes:
+//! it implements [`Layered`], whose defaults forward every other method to the layer below,
+//! `append_all` and `read_at` included, so a backend's native forms (the embedded log's
+//! one-round `append_all`, its one-pass `read_at`) survive any stack. A layer that does the
+//! same thing around every call (tracing, metrics, the fault layer's delays and failures) is
+//! an interceptor (`intercept.rs`): one hook gets a description of the call and the call on
+//! the layer below, and one wrapper builds both for every method of [`LogBackend`]
+//! (`segments` and `delete_segments` included) and of the [`GroupConsumer`]s that
+//! `join_group` returns, so it sees polls and commits too. What changes a call's arguments
+//! (the fault layer's cut batches and capped reads) or repeats it (the retries) overrides
+//! those methods of [`Layered`].
 //!
 //! | layer | what | handle |
 //! | --- | --- | --- |
@@ -57,6 +61,7 @@
 use std::fmt;
 
 mod fault;
+mod intercept;
 mod metrics;
 mod retry;
 mod trace;
@@ -67,7 +72,10 @@ pub use retry::RetryLayer;
 pub use trace::TracingLayer;
 
 #[cfg(doc)]
-use super::{GroupConsumer, Log, raw::LogBackend};
+use super::{
+    GroupConsumer, Log,
+    raw::{Layered, LogBackend},
+};
 
 /// One operation of [`LogBackend`] or [`GroupConsumer`], as layers name it (the metrics' `op`
 /// label, the tracing `op` field, the fault layer's delays).
@@ -161,18 +169,6 @@ impl fmt::Display for LogOp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
-}
-
-/// How many records and payload bytes a list of records holds (what a read returned).
-fn records_and_bytes(records: &[super::StoredRecord]) -> (u64, u64) {
-    let bytes = records.iter().map(|r| r.payload.len() as u64).sum();
-    (records.len() as u64, bytes)
-}
-
-/// How many records and payload bytes a list of payloads holds (what an append carries).
-fn payloads_and_bytes(payloads: &[bytes::Bytes]) -> (u64, u64) {
-    let bytes = payloads.iter().map(|p| p.len() as u64).sum();
-    (payloads.len() as u64, bytes)
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use tokio::time::Instant;
 
 use super::LogOp;
 use crate::error::Result;
-use crate::log::raw::{Layer, LogBackend, Place, Prefetcher};
+use crate::log::raw::{Layer, Layered, LogBackend, Place};
 use crate::log::{
     AppendBatch, Appended, Delivery, GroupConsumer, SegmentInfo, StoredRecord, TopicRef,
 };
@@ -172,7 +172,9 @@ fn random_below(bound: u64) -> u64 {
         % bound
 }
 
-/// The backend under a [`RetryLayer`].
+/// The backend under a [`RetryLayer`]. `ready` and `close` are left to the forwarding
+/// defaults: a probe asks about now (retrying would hide what it is asked), and a retried
+/// close could report success for a close that failed.
 #[derive(Debug)]
 struct RetryLog {
     inner: Arc<dyn LogBackend>,
@@ -180,7 +182,11 @@ struct RetryLog {
 }
 
 #[async_trait]
-impl LogBackend for RetryLog {
+impl Layered for RetryLog {
+    fn inner(&self) -> &Arc<dyn LogBackend> {
+        &self.inner
+    }
+
     async fn ensure_topic(&self, topic: &TopicRef, partitions: u32) -> Result<()> {
         self.policy
             .run(LogOp::EnsureTopic, || {
@@ -236,10 +242,6 @@ impl LogBackend for RetryLog {
             .await
     }
 
-    fn prefetcher(&self, topic: &TopicRef) -> Option<Prefetcher> {
-        self.inner.prefetcher(topic)
-    }
-
     async fn end_offsets(&self, topic: &TopicRef) -> Result<Vec<u64>> {
         self.policy
             .run(LogOp::EndOffsets, || self.inner.end_offsets(topic))
@@ -282,15 +284,6 @@ impl LogBackend for RetryLog {
             inner,
             policy: self.policy,
         }))
-    }
-
-    async fn ready(&self) -> Result<()> {
-        // A probe asks about now: retrying would hide what it is asked.
-        self.inner.ready().await
-    }
-
-    async fn close(&self) -> Result<()> {
-        self.inner.close().await
     }
 }
 

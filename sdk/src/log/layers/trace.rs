@@ -4,17 +4,13 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use async_trait::async_trait;
-use bytes::Bytes;
-use tokio::sync::watch;
 use tracing::Instrument;
+use tracing::field::Empty;
 
-use super::{LogOp, payloads_and_bytes, records_and_bytes};
+use super::intercept::{Call, Intercepted, Interceptor, Outcome};
 use crate::error::Result;
-use crate::log::raw::{Layer, LogBackend, Place, Prefetcher};
-use crate::log::{
-    AppendBatch, Appended, Delivery, GroupConsumer, SegmentInfo, StoredRecord, TopicRef,
-};
+use crate::log::TopicRef;
+use crate::log::raw::{Layer, LogBackend};
 
 /// Traces every operation: a `log` span (debug level) with the operation's `op`, `topic`
 /// and, where there is one, `partition` (or `group`), which the backend's own events nest
@@ -45,251 +41,107 @@ impl TracingLayer {
 
 impl Layer for TracingLayer {
     fn layer(&self, inner: Arc<dyn LogBackend>) -> Arc<dyn LogBackend> {
-        Arc::new(TracingLog { inner })
+        Arc::new(Intercepted::new(inner, *self))
     }
 }
 
-/// What a finished call reports: records and payload bytes moved, if any.
-trait Moved {
-    fn moved(&self) -> Option<(u64, u64)> {
-        None
-    }
-}
-
-impl Moved for () {}
-impl Moved for u32 {}
-impl Moved for Vec<u64> {}
-impl Moved for watch::Receiver<u64> {}
-impl Moved for Box<dyn GroupConsumer> {}
-impl Moved for Vec<SegmentInfo> {}
-impl Moved for usize {}
-
-impl Moved for Appended {
-    fn moved(&self) -> Option<(u64, u64)> {
-        Some((u64::from(self.count), 0))
-    }
-}
-
-impl Moved for Vec<Appended> {
-    fn moved(&self) -> Option<(u64, u64)> {
-        Some((self.iter().map(|a| u64::from(a.count)).sum(), 0))
-    }
-}
-
-impl Moved for Vec<StoredRecord> {
-    fn moved(&self) -> Option<(u64, u64)> {
-        Some(records_and_bytes(self))
-    }
-}
-
-impl Moved for Option<Delivery> {
-    fn moved(&self) -> Option<(u64, u64)> {
-        Some(
-            self.as_ref()
-                .map_or((0, 0), |d| records_and_bytes(&d.records)),
-        )
-    }
-}
-
-/// Run `call` inside `span` and report how it ended. `bytes` are the payload bytes an
-/// append carried (an [`Appended`] does not know them).
-async fn traced<T: Moved>(
-    span: tracing::Span,
-    bytes: Option<u64>,
-    call: impl Future<Output = Result<T>>,
-) -> Result<T> {
-    let started = Instant::now();
-    async move {
-        let result = call.await;
-        let elapsed: Duration = started.elapsed();
-        match &result {
-            Ok(value) => match value.moved() {
-                Some((records, moved)) => {
-                    let bytes = bytes.unwrap_or(moved);
-                    tracing::debug!(records, bytes, ?elapsed, "log: done");
+impl Interceptor for TracingLayer {
+    /// Run `next` inside the call's span and report how it ended.
+    async fn around<T, F>(&self, call: &Call<'_>, next: F) -> Result<T>
+    where
+        T: Outcome,
+        F: Future<Output = Result<T>> + Send,
+    {
+        let span = span(call);
+        let started = Instant::now();
+        async {
+            let result = next.await;
+            match &result {
+                Ok(value) => {
+                    // Known only once the backend has routed the key, polled or deleted.
+                    if let Some(partition) = value.landed() {
+                        span.record("partition", partition);
+                    }
+                    if let Some(deleted) = value.deleted() {
+                        span.record("deleted", deleted);
+                    }
+                    let elapsed: Duration = started.elapsed();
+                    match value.moved() {
+                        Some((records, moved)) => {
+                            // An append's bytes are what it carried: its result has none.
+                            let bytes = call.carries().map_or(moved, |(_, bytes)| bytes);
+                            tracing::debug!(records, bytes, ?elapsed, "log: done");
+                        }
+                        None => tracing::debug!(?elapsed, "log: done"),
+                    }
                 }
-                None => tracing::debug!(?elapsed, "log: done"),
-            },
-            Err(error) => {
-                tracing::warn!(kind = error.kind().as_str(), error = %error.report(), ?elapsed, "log: failed");
+                Err(error) => {
+                    let elapsed: Duration = started.elapsed();
+                    tracing::warn!(kind = error.kind().as_str(), error = %error.report(), ?elapsed, "log: failed");
+                }
             }
+            result
         }
-        result
-    }
-    .instrument(span)
-    .await
-}
-
-/// The span of a call on `topic`. `partition` is declared even when not known yet, so an
-/// append can record it once the backend has routed the key.
-fn span(op: LogOp, topic: &TopicRef, partition: Option<u32>) -> tracing::Span {
-    tracing::debug_span!("log", op = op.as_str(), topic = %topic, partition)
-}
-
-/// The backend under a [`TracingLayer`].
-#[derive(Debug)]
-struct TracingLog {
-    inner: Arc<dyn LogBackend>,
-}
-
-#[async_trait]
-impl LogBackend for TracingLog {
-    async fn ensure_topic(&self, topic: &TopicRef, partitions: u32) -> Result<()> {
-        let span = tracing::debug_span!("log", op = "ensure_topic", topic = %topic, partitions);
-        traced(span, None, self.inner.ensure_topic(topic, partitions)).await
-    }
-
-    async fn partitions(&self, topic: &TopicRef) -> Result<u32> {
-        let span = span(LogOp::Partitions, topic, None);
-        traced(span, None, self.inner.partitions(topic)).await
-    }
-
-    async fn append(&self, topic: &TopicRef, key: &[u8], payloads: Vec<Bytes>) -> Result<Appended> {
-        let (_, bytes) = payloads_and_bytes(&payloads);
-        let span = span(LogOp::Append, topic, None);
-        let result = traced(span.clone(), Some(bytes), async {
-            let appended = self.inner.append(topic, key, payloads).await?;
-            // The partition is known only once the backend has routed the key.
-            span.record("partition", appended.partition);
-            Ok(appended)
-        });
-        result.await
-    }
-
-    async fn append_all(&self, batches: Vec<AppendBatch<'_>>) -> Result<Vec<Appended>> {
-        let bytes = batches
-            .iter()
-            .map(|b| payloads_and_bytes(&b.payloads).1)
-            .sum();
-        let span = tracing::debug_span!("log", op = "append_all", batches = batches.len());
-        traced(span, Some(bytes), self.inner.append_all(batches)).await
-    }
-
-    async fn read(
-        &self,
-        topic: &TopicRef,
-        partition: u32,
-        from: u64,
-        max: usize,
-    ) -> Result<Vec<StoredRecord>> {
-        let span = tracing::debug_span!("log", op = "read", topic = %topic, partition, from, max);
-        traced(span, None, self.inner.read(topic, partition, from, max)).await
-    }
-
-    async fn read_at(
-        &self,
-        topic: &TopicRef,
-        partition: u32,
-        offsets: &[u64],
-        places: &[Place],
-    ) -> Result<Vec<StoredRecord>> {
-        let span = tracing::debug_span!("log", op = "read_at", topic = %topic, partition, offsets = offsets.len());
-        traced(
-            span,
-            None,
-            self.inner.read_at(topic, partition, offsets, places),
-        )
+        .instrument(span.clone())
         .await
     }
+}
 
-    fn prefetcher(&self, topic: &TopicRef) -> Option<Prefetcher> {
-        self.inner.prefetcher(topic)
-    }
-
-    async fn end_offsets(&self, topic: &TopicRef) -> Result<Vec<u64>> {
-        let span = span(LogOp::EndOffsets, topic, None);
-        traced(span, None, self.inner.end_offsets(topic)).await
-    }
-
-    async fn watch_end(&self, topic: &TopicRef, partition: u32) -> Result<watch::Receiver<u64>> {
-        let span = span(LogOp::WatchEnd, topic, Some(partition));
-        traced(span, None, self.inner.watch_end(topic, partition)).await
-    }
-
-    async fn segments(&self, topic: &TopicRef, partition: u32) -> Result<Vec<SegmentInfo>> {
-        let span = span(LogOp::Segments, topic, Some(partition));
-        traced(span, None, self.inner.segments(topic, partition)).await
-    }
-
-    async fn delete_segments(
-        &self,
-        topic: &TopicRef,
-        partition: u32,
-        bases: &[u64],
-    ) -> Result<usize> {
-        let span = tracing::debug_span!("log", op = "delete_segments", topic = %topic, partition, bases = bases.len(), deleted = tracing::field::Empty);
-        let result = traced(span.clone(), None, async {
-            let deleted = self.inner.delete_segments(topic, partition, bases).await?;
-            span.record("deleted", deleted);
-            Ok(deleted)
-        });
-        result.await
-    }
-
-    async fn join_group(&self, topic: &TopicRef, group: &str) -> Result<Box<dyn GroupConsumer>> {
-        let span = tracing::debug_span!("log", op = "join_group", topic = %topic, group);
-        let inner = traced(span, None, self.inner.join_group(topic, group)).await?;
-        Ok(Box::new(TracingConsumer {
-            inner,
-            topic: topic.clone(),
-            group: group.to_owned(),
-        }))
-    }
-
-    async fn ready(&self) -> Result<()> {
-        let span = tracing::debug_span!("log", op = "ready");
-        traced(span, None, self.inner.ready()).await
-    }
-
-    async fn close(&self) -> Result<()> {
-        let span = tracing::debug_span!("log", op = "close");
-        traced(span, None, self.inner.close()).await
+/// The span of `call`: `op`, and where the call goes with the figures known before it runs.
+/// `partition` is declared even when not known yet, so an append or a poll can record it
+/// once the backend has answered (and `deleted`, a deletion's count).
+fn span(call: &Call<'_>) -> tracing::Span {
+    let op = call.op().as_str();
+    match *call {
+        Call::EnsureTopic { topic, partitions } => {
+            tracing::debug_span!("log", op, topic = %topic, partitions)
+        }
+        Call::Partitions { topic } | Call::Append { topic, .. } | Call::EndOffsets { topic } => {
+            on_topic(op, topic, None)
+        }
+        Call::WatchEnd { topic, partition } | Call::Segments { topic, partition } => {
+            on_topic(op, topic, Some(partition))
+        }
+        Call::AppendAll { batches, .. } => tracing::debug_span!("log", op, batches),
+        Call::Read {
+            topic,
+            partition,
+            from,
+            max,
+        } => tracing::debug_span!("log", op, topic = %topic, partition, from, max),
+        Call::ReadAt {
+            topic,
+            partition,
+            offsets,
+        } => tracing::debug_span!("log", op, topic = %topic, partition, offsets),
+        Call::DeleteSegments {
+            topic,
+            partition,
+            bases,
+        } => {
+            tracing::debug_span!("log", op, topic = %topic, partition, bases, deleted = Empty)
+        }
+        Call::JoinGroup { topic, group } => tracing::debug_span!("log", op, topic = %topic, group),
+        Call::Poll { topic, group } | Call::Leave { topic, group } => {
+            tracing::debug_span!("log", op, topic = %topic, group = %group, partition = Empty)
+        }
+        Call::Commit {
+            topic,
+            group,
+            partition,
+        } => {
+            let span =
+                tracing::debug_span!("log", op, topic = %topic, group = %group, partition = Empty);
+            span.record("partition", partition);
+            span
+        }
+        Call::Ready | Call::Close => tracing::debug_span!("log", op),
     }
 }
 
-/// A group member under a [`TracingLayer`].
-#[derive(Debug)]
-struct TracingConsumer {
-    inner: Box<dyn GroupConsumer>,
-    topic: TopicRef,
-    group: String,
-}
-
-impl TracingConsumer {
-    fn span(&self, op: LogOp) -> tracing::Span {
-        tracing::debug_span!("log", op = op.as_str(), topic = %self.topic, group = %self.group, partition = tracing::field::Empty)
-    }
-}
-
-#[async_trait]
-impl GroupConsumer for TracingConsumer {
-    fn owned_partitions(&self) -> Vec<u32> {
-        self.inner.owned_partitions()
-    }
-
-    async fn poll(&mut self, max: usize, timeout: Duration) -> Result<Option<Delivery>> {
-        let span = self.span(LogOp::Poll);
-        let inner = &mut self.inner;
-        let result = traced(span.clone(), None, async {
-            let polled = inner.poll(max, timeout).await?;
-            if let Some(delivery) = &polled {
-                span.record("partition", delivery.partition);
-            }
-            Ok(polled)
-        });
-        result.await
-    }
-
-    async fn commit(&mut self, partition: u32, next_offset: u64) -> Result<()> {
-        let span = self.span(LogOp::Commit);
-        span.record("partition", partition);
-        traced(span, None, self.inner.commit(partition, next_offset)).await
-    }
-
-    async fn leave(self: Box<Self>) -> Result<()> {
-        let span = self.span(LogOp::Leave);
-        traced(span, None, self.inner.leave()).await
-    }
+/// The span of a call on `topic`, on `partition` where it is known.
+fn on_topic(op: &'static str, topic: &TopicRef, partition: Option<u32>) -> tracing::Span {
+    tracing::debug_span!("log", op, topic = %topic, partition)
 }
 
 #[cfg(test)]
@@ -300,6 +152,8 @@ mod tests {
     use tracing::field::{Field, Visit};
     use tracing::span::{Attributes, Record};
     use tracing::{Event, Id, Metadata, Subscriber};
+
+    use bytes::Bytes;
 
     use super::*;
     use crate::error::ErrorKind;

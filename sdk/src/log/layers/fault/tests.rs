@@ -1,9 +1,12 @@
 //! Tests of the fault layer, and of the default `read_at` over its short reads.
 #![allow(clippy::unwrap_used)]
 
+use bytes::Bytes;
+use tokio::sync::watch;
+
 use super::*;
 use crate::log::embedded::{EmbeddedLog, EmbeddedOptions, FsyncPolicy};
-use crate::log::{Log, open};
+use crate::log::{GroupConsumer, Log, SegmentInfo, open};
 
 fn topic() -> TopicRef {
     TopicRef::new("s", "t")
