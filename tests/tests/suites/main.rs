@@ -18,6 +18,7 @@ mod mcp_list;
 mod mcp_listen;
 mod mcp_log;
 mod mcp_mrtr;
+mod mcp_resources;
 mod mcp_tasks;
 mod read_your_writes;
 mod retention;
