@@ -15,6 +15,7 @@ mod keygen;
 mod output;
 mod serve;
 mod serve_auth;
+mod serve_grpc;
 mod serve_mcp;
 mod signing;
 mod tail;

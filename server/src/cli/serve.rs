@@ -122,6 +122,9 @@ pub(super) struct ServeArgs {
     #[command(flatten)]
     mcp: super::serve_mcp::McpArgs,
 
+    #[command(flatten)]
+    grpc: super::serve_grpc::GrpcArgs,
+
     /// Also run the built-in demo worker in this process (echo, `sleep N`, `input`, `fail`, `reply TEXT`),
     /// and describe it in the card's skills; and serve the demo MCP tools on /mcp (echo and
     /// the MCP conformance suite's fixture tools), answered in this process too.
@@ -183,6 +186,7 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
     let local = listener
         .local_addr()
         .map_err(|e| CliError::msg(format!("cannot read the listening address: {e}")))?;
+    let grpc = super::serve_grpc::bind(&args.grpc).await?;
     let public_url = public_url(args.public_url.as_deref(), local)?;
     let mut allowed = Allowed::for_base_url(&public_url);
     allowed.hosts.extend(args.allowed_hosts.iter().cloned());
@@ -200,6 +204,9 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
     let auth = serve_auth::edge_auth(&args.auth, &extras)?;
     serve_auth::check_anonymous(&args.auth, auth.as_ref(), args.listen)?;
     let mut card = card(&args, base, endpoint.as_str());
+    if let Some(grpc) = &grpc {
+        grpc.declare(&mut card, &public_url);
+    }
     if let Some(auth) = &auth
         && card.security_schemes.is_empty()
     {
@@ -281,6 +288,11 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
         ),
         None => (None, None, String::new()),
     };
+    let grpc_banner = match &grpc {
+        Some(grpc) => format!("; gRPC at {}", grpc.address(&public_url)),
+        None => String::new(),
+    };
+    let grpc_server = grpc.map(|grpc| grpc.spawn(bridge.clone(), http.auth.clone(), stop.clone()));
     let mut app = router(bridge, http);
     if let Some(mcp_router) = mcp_router {
         app = app.merge(mcp_router);
@@ -308,7 +320,7 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
     }
     let signal = super::shutdown_signal();
     out.line(&format!(
-        "agentlog serving agent {:?} at {public_url} (log: {}; {}; {auth_banner}{}{mcp_banner})",
+        "agentlog serving agent {:?} at {public_url} (log: {}; {}; {auth_banner}{}{mcp_banner}{grpc_banner})",
         args.log.agent,
         super::display_log_url(&log_url),
         if args.conformance {
@@ -357,7 +369,13 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
         );
         a2a.and(mcp)
     };
-    let (served, stopped) = tokio::join!(drain_server, drain_worker);
+    let drain_grpc = async {
+        match grpc_server {
+            Some(server) => server.await,
+            None => Ok(Ok(())),
+        }
+    };
+    let (served, stopped, grpc_served) = tokio::join!(drain_server, drain_worker, drain_grpc);
     // A checkpoint of where the view stands, so that the next start replays nothing.
     if let Err(error) = view.checkpoint().await {
         tracing::warn!(error = %error.report(), "could not write a checkpoint at shutdown; the next start replays more");
@@ -367,6 +385,16 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
         Ok(Ok(())) => {}
         Ok(Err(e)) => return Err(CliError::msg(format!("the HTTP server failed: {e}"))),
         Err(e) => return Err(CliError::msg(format!("the HTTP server stopped: {e}"))),
+    }
+    match grpc_served {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => {
+            return Err(CliError::msg(format!(
+                "the gRPC server failed: {}",
+                e.report()
+            )));
+        }
+        Err(e) => return Err(CliError::msg(format!("the gRPC server stopped: {e}"))),
     }
     stopped?;
     closed?;

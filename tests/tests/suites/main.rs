@@ -4,6 +4,7 @@
 
 mod bridge;
 mod faults;
+mod grpc;
 mod hops;
 mod log_conformance;
 mod log_crash;

@@ -1,0 +1,303 @@
+//! `lf.a2a.v1.A2AService` over a [`Bridge`]: each RPC is admitted (credentials and the
+//! method's scope, `a2a-version`), its request converted to the wire types, handed to
+//! [`Bridge::handle`] as a typed [`Call`], and the [`Answer`] converted back. No task logic
+//! lives here.
+
+use std::pin::Pin;
+
+use agentlog_wire::jsonrpc::Operation;
+use futures::{Stream, StreamExt};
+use tonic::metadata::{MetadataMap, MetadataValue};
+use tonic::{Request, Response, Status};
+
+use super::proto as pb;
+use super::proto::a2a_service_server::A2aService;
+use super::status::status;
+use super::trailer::EXTENSIONS;
+use crate::agent::Caller;
+use crate::bridge::{Answer, Bridge, Call, RpcReply, RpcRequest, TaskStream, extensions};
+use crate::edge::{EdgeAuth, Refusal};
+use crate::error::{Error, ErrorKind, Result};
+
+/// The metadata key of the request's A2A protocol version.
+const VERSION: &str = "a2a-version";
+
+/// A stream of events as the streaming RPCs answer.
+pub type EventStream = Pin<Box<dyn Stream<Item = Result<pb::StreamResponse, Status>> + Send>>;
+
+/// The A2A gRPC service over one bridge (what [`super::service`] serves).
+#[derive(Debug, Clone)]
+pub struct A2aGrpc {
+    bridge: Bridge,
+    auth: Option<EdgeAuth>,
+}
+
+impl A2aGrpc {
+    pub(super) fn new(bridge: Bridge, auth: Option<EdgeAuth>) -> Self {
+        Self { bridge, auth }
+    }
+
+    /// Admit `request`, convert its message with `convert`, and answer it through the
+    /// bridge: the answer and the extensions to echo.
+    async fn run<T>(
+        &self,
+        request: Request<T>,
+        operation: Operation,
+        convert: impl FnOnce(T) -> Result<Call>,
+    ) -> Result<(Answer, String), Status> {
+        let (metadata, _, message) = request.into_parts();
+        let caller = self.admit(&metadata, operation).await?;
+        // A2A §3.2.6: no version is 0.3, whose gRPC service (`a2a.v1`) is not this one.
+        let version = match metadata.get(VERSION) {
+            Some(value) => String::from_utf8_lossy(value.as_bytes()).into_owned(),
+            None => return Err(status(&missing_version())),
+        };
+        let requested: Vec<String> = metadata
+            .get_all(EXTENSIONS)
+            .iter()
+            .filter_map(|value| value.to_str().ok())
+            .flat_map(extensions::parse_header)
+            .map(str::to_owned)
+            .collect();
+        let activated = extensions::activated(self.bridge.agent_card(), &requested).join(", ");
+        let call = convert(message).map_err(|e| status(&e))?;
+        let request = RpcRequest::call(call, caller)
+            .a2a_version(Some(&version))
+            .extensions(requested);
+        match self.bridge.handle(request).await {
+            RpcReply::Answer(Ok(answer)) => Ok((answer, activated)),
+            RpcReply::Answer(Err(error)) => Err(status(&error)),
+            RpcReply::Json(_) | RpcReply::Stream(_) => Err(status(&unexpected())),
+        }
+    }
+
+    /// Who calls: anonymous without edge auth; with it, the credentials' caller if they are
+    /// good and grant the operation's scope.
+    async fn admit(&self, metadata: &MetadataMap, operation: Operation) -> Result<Caller, Status> {
+        let Some(auth) = &self.auth else {
+            return Ok(Caller::anonymous());
+        };
+        let identity = auth
+            .authenticator
+            .authenticate(metadata.as_ref())
+            .await
+            .map_err(|refusal| status(&refused(&refusal)))?;
+        let scope = auth.scopes.for_operation(operation);
+        if !identity.has_scope(scope) {
+            let error = Error::new(
+                ErrorKind::PermissionDenied,
+                format!(
+                    "this method needs the scope {scope:?}, which the credentials do not grant"
+                ),
+            )
+            .with_detail("scope", scope);
+            return Err(status(&error));
+        }
+        Ok(identity.caller)
+    }
+}
+
+fn missing_version() -> Error {
+    Error::new(
+        ErrorKind::VersionNotSupported,
+        "no a2a-version metadata, which means A2A 0.3 (spec §3.2.6); this service speaks 1.0",
+    )
+    .with_detail("version", "0.3")
+}
+
+fn refused(refusal: &Refusal) -> Error {
+    let kind = match refusal {
+        Refusal::Unavailable(_) => ErrorKind::Unavailable,
+        Refusal::Missing | Refusal::Malformed(_) | Refusal::Invalid(_) => {
+            ErrorKind::Unauthenticated
+        }
+    };
+    Error::new(kind, refusal.description())
+}
+
+fn unexpected() -> Error {
+    Error::new(
+        ErrorKind::Internal,
+        "the bridge answered a typed call unexpectedly",
+    )
+}
+
+/// `message` as the response, the activated extensions in its `a2a-extensions` header (which
+/// [`super::trailer::Trailers`] moves to the trailers).
+fn reply<T>(message: T, activated: &str) -> Response<T> {
+    let mut response = Response::new(message);
+    if !activated.is_empty()
+        && let Ok(value) = MetadataValue::try_from(activated)
+    {
+        response.metadata_mut().insert(EXTENSIONS, value);
+    }
+    response
+}
+
+/// A task stream as the RPC's: each event converted, ending after the one marked `last`, or
+/// with an error's status. A client that cancels drops it, which ends the subscription and
+/// nothing else.
+fn events(stream: TaskStream) -> EventStream {
+    Box::pin(futures::stream::unfold(Some(stream), |state| async move {
+        let mut stream = state?;
+        match stream.next().await? {
+            Ok(event) => {
+                let more = (!event.last).then_some(stream);
+                Some((Ok(event.response.into()), more))
+            }
+            Err(error) => Some((Err(status(&error)), None)),
+        }
+    }))
+}
+
+/// What a typed call answered, expected to be of one variant.
+macro_rules! expect {
+    ($answer:expr, $variant:ident) => {
+        match $answer {
+            Answer::$variant(value) => value,
+            _ => return Err(status(&unexpected())),
+        }
+    };
+}
+
+#[tonic::async_trait]
+impl A2aService for A2aGrpc {
+    async fn send_message(
+        &self,
+        request: Request<pb::SendMessageRequest>,
+    ) -> Result<Response<pb::SendMessageResponse>, Status> {
+        let (answer, activated) = self
+            .run(request, Operation::SendMessage, |r| {
+                Ok(Call::SendMessage(r.try_into()?))
+            })
+            .await?;
+        Ok(reply(expect!(answer, Send).into(), &activated))
+    }
+
+    type SendStreamingMessageStream = EventStream;
+
+    async fn send_streaming_message(
+        &self,
+        request: Request<pb::SendMessageRequest>,
+    ) -> Result<Response<EventStream>, Status> {
+        let (answer, activated) = self
+            .run(request, Operation::SendStreamingMessage, |r| {
+                Ok(Call::SendStreamingMessage(r.try_into()?))
+            })
+            .await?;
+        Ok(reply(events(expect!(answer, Stream)), &activated))
+    }
+
+    async fn get_task(
+        &self,
+        request: Request<pb::GetTaskRequest>,
+    ) -> Result<Response<pb::Task>, Status> {
+        let (answer, activated) = self
+            .run(request, Operation::GetTask, |r| Ok(Call::GetTask(r.into())))
+            .await?;
+        Ok(reply(expect!(answer, Task).into(), &activated))
+    }
+
+    async fn list_tasks(
+        &self,
+        request: Request<pb::ListTasksRequest>,
+    ) -> Result<Response<pb::ListTasksResponse>, Status> {
+        let (answer, activated) = self
+            .run(request, Operation::ListTasks, |r| {
+                Ok(Call::ListTasks(r.try_into()?))
+            })
+            .await?;
+        Ok(reply(expect!(answer, Tasks).into(), &activated))
+    }
+
+    async fn cancel_task(
+        &self,
+        request: Request<pb::CancelTaskRequest>,
+    ) -> Result<Response<pb::Task>, Status> {
+        let (answer, activated) = self
+            .run(request, Operation::CancelTask, |r| {
+                Ok(Call::CancelTask(r.try_into()?))
+            })
+            .await?;
+        Ok(reply(expect!(answer, Task).into(), &activated))
+    }
+
+    type SubscribeToTaskStream = EventStream;
+
+    async fn subscribe_to_task(
+        &self,
+        request: Request<pb::SubscribeToTaskRequest>,
+    ) -> Result<Response<EventStream>, Status> {
+        let (answer, activated) = self
+            .run(request, Operation::SubscribeToTask, |r| {
+                Ok(Call::SubscribeToTask(r.into()))
+            })
+            .await?;
+        Ok(reply(events(expect!(answer, Stream)), &activated))
+    }
+
+    async fn create_task_push_notification_config(
+        &self,
+        request: Request<pb::TaskPushNotificationConfig>,
+    ) -> Result<Response<pb::TaskPushNotificationConfig>, Status> {
+        let (answer, activated) = self
+            .run(request, Operation::CreateTaskPushNotificationConfig, |r| {
+                Ok(Call::CreateTaskPushNotificationConfig(r.into()))
+            })
+            .await?;
+        Ok(reply(expect!(answer, PushConfig).into(), &activated))
+    }
+
+    async fn get_task_push_notification_config(
+        &self,
+        request: Request<pb::GetTaskPushNotificationConfigRequest>,
+    ) -> Result<Response<pb::TaskPushNotificationConfig>, Status> {
+        let (answer, activated) = self
+            .run(request, Operation::GetTaskPushNotificationConfig, |r| {
+                Ok(Call::GetTaskPushNotificationConfig(r.into()))
+            })
+            .await?;
+        Ok(reply(expect!(answer, PushConfig).into(), &activated))
+    }
+
+    async fn list_task_push_notification_configs(
+        &self,
+        request: Request<pb::ListTaskPushNotificationConfigsRequest>,
+    ) -> Result<Response<pb::ListTaskPushNotificationConfigsResponse>, Status> {
+        let (answer, activated) = self
+            .run(request, Operation::ListTaskPushNotificationConfigs, |r| {
+                Ok(Call::ListTaskPushNotificationConfigs(r.into()))
+            })
+            .await?;
+        Ok(reply(expect!(answer, PushConfigs).into(), &activated))
+    }
+
+    async fn get_extended_agent_card(
+        &self,
+        request: Request<pb::GetExtendedAgentCardRequest>,
+    ) -> Result<Response<pb::AgentCard>, Status> {
+        let (answer, activated) = self
+            .run(request, Operation::GetExtendedAgentCard, |r| {
+                Ok(Call::GetExtendedAgentCard {
+                    tenant: (!r.tenant.is_empty()).then_some(r.tenant),
+                })
+            })
+            .await?;
+        Ok(reply((*expect!(answer, Card)).into(), &activated))
+    }
+
+    async fn delete_task_push_notification_config(
+        &self,
+        request: Request<pb::DeleteTaskPushNotificationConfigRequest>,
+    ) -> Result<Response<()>, Status> {
+        let (answer, activated) = self
+            .run(request, Operation::DeleteTaskPushNotificationConfig, |r| {
+                Ok(Call::DeleteTaskPushNotificationConfig(r.into()))
+            })
+            .await?;
+        match answer {
+            Answer::Deleted => Ok(reply((), &activated)),
+            _ => Err(status(&unexpected())),
+        }
+    }
+}
