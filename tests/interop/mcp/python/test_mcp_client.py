@@ -1,16 +1,18 @@
 """The official MCP Python client (mcp 2.3.0) against `agentlog serve --demo`'s /mcp, in each
 of its modes: auto (probes server/discover), legacy (initialize), and pinned 2026-07-28."""
 
+import base64
 import json
 import os
 import time
 import urllib.request
+import uuid
 
 import anyio
 import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
-from mcp.types import ElicitResult
+from mcp.types import ElicitResult, PromptReference, ResourceTemplateReference
 
 URL = os.environ["AGENTLOG_MCP_URL"]
 MODES = ["auto", "legacy", "2026-07-28"]
@@ -138,9 +140,84 @@ async def test_a_tool_asking_for_input_is_answered_through_the_elicitation_callb
         assert "elicitation" in refused.value.error.data["requiredCapabilities"]
 
 
-def post(body, headers=None):
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_tasks_artifact_is_read_as_a_resource_after_it_ran(mode):
+    # A task of the demo A2A agent (echo streams its artifact in chunks), sent over A2A, then
+    # read over MCP: every task the caller may see is agentlog://tasks/<agent>:<id>.
+    text = f"resource {uuid.uuid4()}"
+    status, sent = a2a_send(text)
+    assert status == 200, sent
+    task_id = f"demo:{sent['result']['task']['id']}"
+    task_uri = "agentlog://tasks/" + task_id.replace(":", "%3A")
+    async with Client(URL, mode=mode) as client:
+        templates = {t.uri_template for t in (await client.list_resource_templates()).resource_templates}
+        assert {"agentlog://tasks/{taskId}", "agentlog://tasks/{taskId}/artifacts/{artifactId}"} <= templates
+        listed = [r.uri for r in (await client.list_resources()).resources]
+        assert listed[:2] == ["test://static-text", "test://static-binary"], listed
+        assert task_uri in listed, listed
+        artifact = await client.read_resource(f"{task_uri}/artifacts/echo")
+        assert "".join(c.text for c in artifact.contents) == f"echo: {text}"
+        assert all(c.mime_type == "text/plain" for c in artifact.contents)
+        whole = await client.read_resource(task_uri)
+        assert [c.uri for c in whole.contents] == [f"{task_uri}/artifacts/echo"] * len(artifact.contents)
+        # An artifact the task does not have: -32602 naming the URI.
+        with pytest.raises(MCPError) as missing:
+            await client.read_resource(f"{task_uri}/artifacts/none")
+        assert missing.value.code == -32602
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_binary_result_and_the_static_resources_are_read(mode):
+    async with Client(URL, mode=mode) as client:
+        static = await client.read_resource("test://static-text")
+        assert static.contents[0].text == "This is the content of the static text resource."
+        binary = await client.read_resource("test://static-binary")
+        assert binary.contents[0].mime_type == "image/png"
+        assert base64.b64decode(binary.contents[0].blob).startswith(b"\x89PNG")
+        data = await client.read_resource("test://template/123/data")
+        assert json.loads(data.contents[0].text) == {"id": "123", "templateTest": True, "data": "Data for ID: 123"}
+        # A tool call's image, read back from its task (the newest of this caller's).
+        image = await client.call_tool("test_image_content", {})
+        assert image.content[0].type == "image"
+        tasks = [r for r in (await client.list_resources()).resources if r.name.startswith("mcp.demo:")]
+        read = await client.read_resource(tasks[0].uri)
+        assert [(c.mime_type, c.blob) for c in read.contents] == [("image/png", image.content[0].data)]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_prompts_are_listed_got_with_arguments_and_completed(mode):
+    async with Client(URL, mode=mode) as client:
+        prompts = {p.name: p for p in (await client.list_prompts()).prompts}
+        assert {"test_simple_prompt", "test_prompt_with_arguments", "test_prompt_with_image"} <= set(prompts)
+        assert [(a.name, a.required) for a in prompts["test_prompt_with_arguments"].arguments] == [
+            ("arg1", True), ("arg2", True)]
+        got = await client.get_prompt("test_prompt_with_arguments", {"arg1": "hello", "arg2": "world"})
+        assert got.messages[0].content.text == "Prompt with arguments: arg1='hello', arg2='world'"
+        embedded = await client.get_prompt("test_prompt_with_embedded_resource", {"resourceUri": "test://x"})
+        assert embedded.messages[0].content.resource.uri == "test://x"
+        image = await client.get_prompt("test_prompt_with_image")
+        assert image.messages[0].content.mime_type == "image/png"
+        with pytest.raises(MCPError) as missing:
+            await client.get_prompt("test_prompt_with_arguments", {"arg1": "only one"})
+        assert missing.value.code == -32602
+        done = await client.complete(
+            PromptReference(type="ref/prompt", name="test_prompt_with_arguments"), {"name": "arg1", "value": "pa"})
+        assert done.completion.values == ["paris", "park"]
+        done = await client.complete(
+            ResourceTemplateReference(type="ref/resource", uri="test://template/{id}/data"), {"name": "id", "value": "4"})
+        assert done.completion.values == ["456"]
+
+
+def a2a_send(text):
+    """SendMessage to the demo A2A agent (the server's root, beside /mcp), blocking."""
+    body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
+        "message": {"messageId": str(uuid.uuid4()), "role": "ROLE_USER", "parts": [{"text": text}]}}}
+    return post(body, {"A2A-Version": "1.0"}, url=URL.rsplit("/mcp", 1)[0] + "/")
+
+
+def post(body, headers=None, url=URL):
     """A plain JSON-RPC POST: (status, parsed body)."""
-    request = urllib.request.Request(URL, data=json.dumps(body).encode(), method="POST")
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST")
     request.add_header("Content-Type", "application/json")
     request.add_header("Accept", "application/json, text/event-stream")
     for k, v in (headers or {}).items():
