@@ -8,6 +8,7 @@ mod adversarial;
 mod cli;
 mod cli_auth;
 mod cli_card;
+mod cli_grpc;
 mod cli_mcp;
 mod cli_ops;
 mod cli_security;
