@@ -277,11 +277,7 @@ impl A2aService for A2aGrpc {
         request: Request<pb::GetExtendedAgentCardRequest>,
     ) -> Result<Response<pb::AgentCard>, Status> {
         let (answer, activated) = self
-            .run(request, Operation::GetExtendedAgentCard, |r| {
-                Ok(Call::GetExtendedAgentCard {
-                    tenant: (!r.tenant.is_empty()).then_some(r.tenant),
-                })
-            })
+            .run(request, Operation::GetExtendedAgentCard, |r| Ok(r.into()))
             .await?;
         Ok(reply((*expect!(answer, Card)).into(), &activated))
     }

@@ -10,8 +10,18 @@ use agentlog_wire::a2a::{
 
 use super::task::{state_from, state_to};
 use super::{from_timestamp, metadata_from, metadata_to, optional, required, text, to_timestamp};
+use crate::bridge::Call;
 use crate::error::{Error, Result};
 use crate::grpc::proto as pb;
+
+/// `GetExtendedAgentCard`'s request, which holds only a tenant, as its call.
+impl From<pb::GetExtendedAgentCardRequest> for Call {
+    fn from(r: pb::GetExtendedAgentCardRequest) -> Self {
+        Call::GetExtendedAgentCard {
+            tenant: optional(r.tenant),
+        }
+    }
+}
 
 impl From<AuthenticationInfo> for pb::AuthenticationInfo {
     fn from(a: AuthenticationInfo) -> Self {

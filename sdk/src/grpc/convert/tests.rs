@@ -267,6 +267,15 @@ fn every_request_round_trips() {
         next_page_token: "n".into(),
     };
     round_trip::<_, pb::ListTaskPushNotificationConfigsResponse>("configs", &configs);
+    let card = pb::GetExtendedAgentCardRequest {
+        tenant: "acme".into(),
+    };
+    assert_eq!(
+        crate::bridge::Call::from(card),
+        crate::bridge::Call::GetExtendedAgentCard {
+            tenant: Some("acme".into())
+        }
+    );
 }
 
 #[test]
