@@ -43,7 +43,8 @@ pub use status::{ERROR_DOMAIN, status};
 pub use trailer::{EXTENSIONS, TrailerBody, Trailers};
 
 use crate::bridge::Bridge;
-pub use crate::edge::EdgeAuth;
+// Edge auth's types, the same as `http::auth`'s: here too for a build without `http`.
+pub use crate::edge::{Authenticator, EdgeAuth, Identity, MethodScopes, Refusal, bearer_token};
 use crate::error::{Error, ErrorKind, Result};
 
 /// How long open calls may go on once shutdown is asked, as the HTTP router's.
