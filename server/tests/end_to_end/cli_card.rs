@@ -83,7 +83,11 @@ fn a_card_signed_by_two_keys_verifies_with_either_and_a_tampered_copy_fails() {
     assert_eq!(field(&out, "name"), ["demo"], "{out}");
     assert_eq!(
         field(&out, "endpoint"),
-        [format!("JSONRPC 1.0 {url}"), format!("JSONRPC 0.3 {url}")],
+        [
+            format!("JSONRPC 1.0 {url}"),
+            format!("HTTP+JSON 1.0 {url}"),
+            format!("JSONRPC 0.3 {url}")
+        ],
         "{out}"
     );
     assert_eq!(
