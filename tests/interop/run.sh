@@ -137,7 +137,7 @@ start_server() {
     fi
 }
 
-start_server server --demo --listen 127.0.0.1:0 --log memory://
+start_server server --demo --listen 127.0.0.1:0 --grpc-listen 127.0.0.1:0 --log memory://
 export AGENTLOG_URL="$STARTED_URL"
 echo "AGENTLOG_URL=$AGENTLOG_URL"
 # The suites that need a server of their own (auth) start it with this binary.

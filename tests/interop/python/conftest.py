@@ -17,13 +17,18 @@ def base_url() -> str:
     return url if url.endswith('/') else url + '/'
 
 
-@pytest.fixture(params=['JSONRPC', 'HTTP+JSON'])
+@pytest.fixture(params=['JSONRPC', 'HTTP+JSON', 'GRPC'])
 def config(request):
     """A ClientConfig factory for one binding: the client may use only that one of the card's
-    interfaces (each test that takes it runs once per binding)."""
+    interfaces (each test that takes it runs once per binding; gRPC over a plaintext channel to
+    the card's `host:port`)."""
+    import grpc
+
     from a2a.client import ClientConfig
 
     def make(**settings) -> ClientConfig:
+        if request.param == 'GRPC':
+            settings.setdefault('grpc_channel_factory', grpc.aio.insecure_channel)
         return ClientConfig(supported_protocol_bindings=[request.param], **settings)
 
     make.binding = request.param

@@ -1,5 +1,5 @@
 """Interop: the official A2A Python client (a2a-sdk 1.3) against `agentlog serve --demo`, over
-JSON-RPC and HTTP+JSON (each test taking `config` runs once per binding, see conftest.py).
+JSON-RPC, HTTP+JSON and gRPC (each test taking `config` runs once per binding, see conftest.py).
 
 Only the SDK's public client API is used (`create_client`, `ClientFactory`, `A2ACardResolver`,
 the `a2a.types` protobuf types, the typed errors in `a2a.utils.errors`). The server is named
@@ -159,10 +159,14 @@ async def test_card_discovery(base_url):
 
 @timed
 async def test_each_binding_gets_its_transport(base_url, config):
-    # The card lists JSONRPC then HTTP+JSON at the same URL; a client limited to one takes it.
+    # The card lists JSONRPC then HTTP+JSON at the same URL, then GRPC at its own `host:port`;
+    # a client limited to one takes it.
+    from a2a.client.transports.grpc import GrpcTransport
     from a2a.client.transports.rest import RestTransport
 
-    expected = {'JSONRPC': JsonRpcTransport, 'HTTP+JSON': RestTransport}[config.binding]
+    expected = {'JSONRPC': JsonRpcTransport, 'HTTP+JSON': RestTransport, 'GRPC': GrpcTransport}[
+        config.binding
+    ]
     client = await create_client(base_url, config(streaming=False))
     try:
         assert isinstance(client._transport, expected), client._transport  # noqa: SLF001
