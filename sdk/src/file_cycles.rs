@@ -10,6 +10,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+use crate::layering::{code_lines, is_test_file, rust_files};
+
 /// A file's module path from the crate root (`view/task_map.rs` → `["view", "task_map"]`).
 fn module_path(relative: &Path) -> Vec<String> {
     let mut parts: Vec<String> = relative
@@ -24,39 +26,6 @@ fn module_path(relative: &Path) -> Vec<String> {
         parts.pop();
     }
     parts
-}
-
-fn is_test_file(relative: &Path) -> bool {
-    let name = relative
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or_default();
-    name.ends_with("tests.rs")
-        || relative
-            .components()
-            .any(|c| c.as_os_str() == "tests" || c.as_os_str() == "testdata")
-}
-
-/// The code of `text` a use can be in: no comments, nothing after the inline test module.
-fn code_lines(text: &str) -> Vec<&str> {
-    let lines: Vec<&str> = text.lines().collect();
-    let mut code = Vec::new();
-    for (number, line) in lines.iter().enumerate() {
-        let trimmed = line.trim_start();
-        if trimmed.starts_with("#[cfg(test)]") {
-            let item = lines[number + 1..]
-                .iter()
-                .map(|l| l.trim())
-                .find(|l| !l.starts_with("#["));
-            if item.is_some_and(|item| item.starts_with("mod ") && item.ends_with('{')) {
-                break;
-            }
-        }
-        if !trimmed.starts_with("//") {
-            code.push(*line);
-        }
-    }
-    code
 }
 
 fn ident(text: &str) -> &str {
@@ -238,17 +207,6 @@ fn reexported(
         .collect()
 }
 
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
-
 /// The files of the crate at `src` and the files each uses.
 fn uses(src: &Path) -> BTreeMap<PathBuf, BTreeSet<PathBuf>> {
     let mut files = Vec::new();
@@ -273,7 +231,11 @@ fn uses(src: &Path) -> BTreeMap<PathBuf, BTreeSet<PathBuf>> {
         }
         let module = module_path(&relative);
         let text = std::fs::read_to_string(file).unwrap();
-        let (reexports, code) = split_reexports(&code_lines(&text).join("\n"));
+        let code: Vec<&str> = code_lines(&text)
+            .into_iter()
+            .map(|(_, line)| line)
+            .collect();
+        let (reexports, code) = split_reexports(&code.join("\n"));
         let surface = surfaces.entry(relative.clone()).or_default();
         for statement in &reexports {
             surface.extend(reexported(statement, &module, &by_module));

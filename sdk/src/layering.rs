@@ -31,14 +31,14 @@ fn layer(module: &str) -> Option<u8> {
         .map(|(_, layer)| *layer)
 }
 
-/// The top-level modules `text` names as `crate::<module>`, outside comments and before the
-/// file's inline test module (`#[cfg(test)] mod … {`).
-fn named_modules(text: &str) -> Vec<(usize, String)> {
+/// The lines of `text` a use can be in, numbered from 1: none in a comment, none from the
+/// file's inline test module (`#[cfg(test)] mod … {`) on. The file-cycle test reads the same.
+pub(crate) fn code_lines(text: &str) -> Vec<(usize, &str)> {
     let lines: Vec<&str> = text.lines().collect();
-    let mut named = Vec::new();
+    let mut code = Vec::new();
     for (number, line) in lines.iter().enumerate() {
-        let code = line.trim_start();
-        if code.starts_with("#[cfg(test)]") {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with("#[cfg(test)]") {
             // The first line after the attributes: an inline module ends the scan.
             let item = lines[number + 1..]
                 .iter()
@@ -48,9 +48,18 @@ fn named_modules(text: &str) -> Vec<(usize, String)> {
                 break;
             }
         }
-        if code.starts_with("//") {
-            continue;
+        if !trimmed.starts_with("//") {
+            code.push((number + 1, trimmed));
         }
+    }
+    code
+}
+
+/// The top-level modules `text` names as `crate::<module>`, outside comments and before the
+/// file's inline test module.
+fn named_modules(text: &str) -> Vec<(usize, String)> {
+    let mut named = Vec::new();
+    for (number, code) in code_lines(text) {
         let mut rest = code;
         while let Some(at) = rest.find("crate::") {
             rest = &rest[at + "crate::".len()..];
@@ -58,13 +67,13 @@ fn named_modules(text: &str) -> Vec<(usize, String)> {
                 .chars()
                 .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
                 .collect();
-            named.push((number + 1, name));
+            named.push((number, name));
         }
     }
     named
 }
 
-fn is_test_file(path: &Path) -> bool {
+pub(crate) fn is_test_file(path: &Path) -> bool {
     let name = path
         .file_name()
         .and_then(|n| n.to_str())
@@ -75,7 +84,7 @@ fn is_test_file(path: &Path) -> bool {
             .any(|c| c.as_os_str() == "tests" || c.as_os_str() == "testdata")
 }
 
-fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+pub(crate) fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
         if path.is_dir() {
