@@ -255,7 +255,15 @@ async def test_the_mcp_example_serves_python_tools_to_the_official_client(log: s
     url = f"file://{tmp_path / 'log'}" if log == "file" else log
     example = Path(__file__).resolve().parents[1] / "examples" / "mcp_tools.py"
     agent = await asyncio.create_subprocess_exec(
-        sys.executable, str(example), "--listen", "127.0.0.1:0", "--log", url, stdout=asyncio.subprocess.PIPE
+        sys.executable,
+        str(example),
+        "--listen",
+        "127.0.0.1:0",
+        "--log",
+        url,
+        stdout=asyncio.subprocess.PIPE,
+        # Ctrl-C as a terminal delivers it, whatever the runner's own SIGINT is (see test_serve.py).
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         assert agent.stdout is not None

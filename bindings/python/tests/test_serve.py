@@ -180,11 +180,18 @@ async def test_serve_refuses_a_public_address_without_allow_anonymous() -> None:
         await agentlog.serve(bridge, "nowhere")
 
 
+def default_sigint() -> None:
+    """In the child before exec: Ctrl-C as a terminal delivers it, whatever the test runner's own
+    SIGINT is (a background job of a non-interactive shell has it ignored, and a child inherits that)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_stops_serve_and_the_script_exits_0() -> None:
     agent = subprocess.Popen(
         [sys.executable, str(EXAMPLES / "echo_agent.py"), "--listen", "127.0.0.1:0"],
         stdout=subprocess.PIPE,
         text=True,
+        preexec_fn=default_sigint,
     )
     try:
         assert agent.stdout is not None
