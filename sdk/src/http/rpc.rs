@@ -281,15 +281,8 @@ pub(super) fn utf8(bytes: Vec<u8>) -> String {
 /// A success body written by `success_body` starts with `{"jsonrpc":"2.0","id":<id>,"result"`;
 /// when it does, the body is not parsed. Anything else is parsed for `error.code` only.
 fn reply_code(body: &[u8], id: Option<&str>) -> i64 {
-    const PREFIX: &[u8] = br#"{"jsonrpc":"2.0","id":"#;
-    const RESULT: &[u8] = br#","result""#;
-    if let Some(id) = id {
-        let rest = body
-            .strip_prefix(PREFIX)
-            .and_then(|rest| rest.strip_prefix(id.as_bytes()));
-        if rest.is_some_and(|rest| rest.starts_with(RESULT)) {
-            return 0;
-        }
+    if id.is_some_and(|id| result_of(body, id).is_some()) {
+        return 0;
     }
     #[derive(Deserialize)]
     struct Reply {
@@ -304,6 +297,17 @@ fn reply_code(body: &[u8], id: Option<&str>) -> i64 {
         Ok(Reply { error: None }) => 0,
         Err(_) => i64::from(ErrorCode::InternalError.code()),
     }
+}
+
+/// The result inside a success body `success_body` wrote for the request id `id` (raw JSON),
+/// borrowed; `None` for anything else (an error body).
+pub(super) fn result_of<'b>(body: &'b [u8], id: &str) -> Option<&'b [u8]> {
+    const PREFIX: &[u8] = br#"{"jsonrpc":"2.0","id":"#;
+    const RESULT: &[u8] = br#","result":"#;
+    body.strip_prefix(PREFIX)?
+        .strip_prefix(id.as_bytes())?
+        .strip_prefix(RESULT)?
+        .strip_suffix(b"}")
 }
 
 pub(super) fn accepted_content_type(headers: &HeaderMap) -> bool {

@@ -22,7 +22,6 @@ use std::time::Instant;
 
 use axum::body::Body;
 use axum::http::request::Parts;
-use axum::http::{Method, StatusCode};
 use axum::response::Response;
 
 pub(super) use route::{Matched, Route, route};
@@ -54,7 +53,7 @@ pub(super) async fn serve(
     }
     let typed = parts.headers.contains_key(axum::http::header::CONTENT_TYPE);
     let needs_type = route.takes_body() && (typed || !matches!(route, Route::Cancel(_)));
-    if needs_type && parts.method == Method::POST && !accepted_content_type(&parts.headers) {
+    if needs_type && !accepted_content_type(&parts.headers) {
         let error = Error::new(
             ErrorKind::ContentTypeNotSupported,
             format!(
@@ -87,13 +86,7 @@ pub(super) async fn serve(
                 method => method,
             };
             metrics.observe(method, code, start.elapsed());
-            let mut response = echo_extensions(response, &called.activated);
-            if response.status() == StatusCode::OK && route.is_streaming() {
-                // SSE already says what it is.
-                return response;
-            }
-            response.headers_mut().remove(axum::http::header::ALLOW);
-            response
+            echo_extensions(response, &called.activated)
         }
     }
 }

@@ -19,13 +19,13 @@ use super::params::ID;
 use crate::bridge::RpcReply;
 use crate::error::{Error, ErrorKind};
 use crate::http::errors;
-use crate::http::rpc::{sse, utf8};
+use crate::http::rpc::{result_of, sse, utf8};
 
 /// The response for `reply`, and the JSON-RPC code it stands for (0 for a success or a
 /// stream), for the metrics.
 pub(super) fn respond(reply: RpcReply) -> (i64, Response) {
     match reply {
-        RpcReply::Json(body) => match result_of(&body) {
+        RpcReply::Json(body) => match result_of(&body, ID) {
             Some(result) => (0, errors::json(StatusCode::OK, result.to_vec())),
             None => {
                 let (code, response) = from_rpc_body(&body, None);
@@ -60,12 +60,6 @@ pub(super) fn respond(reply: RpcReply) -> (i64, Response) {
             )),
         ),
     }
-}
-
-/// The result inside a success envelope written for the request id [`ID`], borrowed.
-fn result_of(body: &[u8]) -> Option<&[u8]> {
-    let prefix = format!(r#"{{"jsonrpc":"2.0","id":{ID},"result":"#);
-    body.strip_prefix(prefix.as_bytes())?.strip_suffix(b"}")
 }
 
 /// The error response for `error` (a request the binding refused before the bridge).

@@ -51,11 +51,6 @@ impl Route {
         }
     }
 
-    /// Whether the answer is a stream of events.
-    pub(super) fn is_streaming(&self) -> bool {
-        matches!(self, Route::Stream | Route::Subscribe(_))
-    }
-
     /// Whether the request may carry a body the route reads.
     pub(super) fn takes_body(&self) -> bool {
         matches!(
