@@ -2,7 +2,9 @@
 //! agent read back as their caller, paging, isolation, cache hints per era.
 #![allow(clippy::unwrap_used)]
 
-use agentlog_wire::a2a::{Artifact, Part, PartContent, SendMessageRequest, SendMessageResponse};
+use agentlog_wire::a2a::{
+    Artifact, ListTasksRequest, Part, PartContent, SendMessageRequest, SendMessageResponse,
+};
 use serde_json::{Value, json};
 
 use super::super::tests::{modern_meta, test_tools, tool};
@@ -252,11 +254,18 @@ async fn configured_resources_list_first_then_the_callers_tasks_a_page_at_a_time
             None => break,
         }
     }
-    let newest_first: Vec<String> = tasks
+    // The caller's tasks in ListTasks' order (newest status first; tasks finishing within
+    // the same millisecond keep the index's order, not their creation order).
+    let listed = docs
+        .list_tasks(&ada, ListTasksRequest::default())
+        .await
+        .unwrap();
+    let newest_first: Vec<String> = listed
+        .tasks
         .iter()
-        .rev()
-        .map(|id| format!("agentlog://tasks/{}", id.replace(':', "%3A")))
+        .map(|task| format!("agentlog://tasks/docs%3A{}", task.id))
         .collect();
+    assert_eq!(newest_first.len(), tasks.len());
     let mut want = vec![
         "test://static-text".to_owned(),
         "test://static-binary".to_owned(),
