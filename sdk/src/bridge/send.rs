@@ -312,7 +312,11 @@ impl Bridge {
         let task_id = ids::task_id(&caller.tenant, &caller.principal, &message.message_id);
         let view = &self.inner.view;
         let partition = view.partition_of(&task_id);
-        if fresh == Fresh::No {
+        // A message this view knows already is answered as a retry, from the log as of now.
+        // One it does not know is appended without asking the log's end first: should another
+        // replica have written it already, log order settles it below (that command came
+        // first), and syncing to this command's own offset shows everything before it.
+        if fresh == Fresh::No && view.lookup(caller, &task_id).is_some() {
             self.sync_task(&task_id).await?;
             if let Some(info) = view.lookup(caller, &task_id) {
                 return self.accept_retry(&info, message).await;
@@ -522,7 +526,7 @@ impl Bridge {
 /// Whether a send's `messageId` may have been sent before.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Fresh {
-    /// It may: look for the earlier send first (a retry is answered from the log).
+    /// It may: a send the view knows is answered as a retry, from the log.
     No,
     /// The caller minted it just now (a v4 uuid): nothing on the log can name it.
     Minted,

@@ -115,19 +115,25 @@ impl TaskView {
         })
     }
 
-    /// [`apply_own`](Self::apply_own) of one record whose payload its writer has `parsed`
-    /// already ([`Parsed::status`]): applied without parsing it back. `false` when it did
+    /// [`apply_own`](Self::apply_own) of a batch whose records their writer may have
+    /// `parsed` already (one entry per record; `None` is parsed here). `false` when it did
     /// nothing.
-    pub(crate) fn apply_own_parsed(
+    pub(crate) fn apply_own_batch(
         &self,
         partition: u32,
-        offset: u64,
+        first_offset: u64,
         place: Place,
-        record: &Record,
-        parsed: Parsed,
+        records: &[Record],
+        parsed: Vec<Option<Parsed>>,
     ) -> bool {
-        self.apply_own_with(partition, offset, 1, |tasks| {
-            tasks.apply_parsed(partition, offset, place, record, parsed);
+        let count = records.len() as u64;
+        self.apply_own_with(partition, first_offset, count, |tasks| {
+            for ((offset, record), parsed) in (first_offset..).zip(records).zip(parsed) {
+                match parsed {
+                    Some(parsed) => tasks.apply_parsed(partition, offset, place, record, parsed),
+                    None => tasks.apply(partition, offset, place, record),
+                }
+            }
         })
         .is_some()
     }

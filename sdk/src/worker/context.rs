@@ -7,7 +7,7 @@
 //! more (after the turn ended, or once the task is canceled or the claim was lost).
 
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -19,6 +19,7 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
 
 use super::attempt::Attempt;
+use super::reports::Reports;
 use crate::agent::Caller;
 use crate::error::{Error, ErrorKind, Result};
 use crate::view::TaskView;
@@ -37,11 +38,17 @@ pub(super) enum Progress {
 
 /// One turn of a task, as handed to a [`Handler`](super::Handler). Cheap to clone.
 ///
-/// The reporting methods append records to the task log. They return `Ok` without writing
-/// once the turn has ended (after `input_required`, `auth_required`, `complete`, `fail` or
-/// `reject`) or once [`cancellation`](Self::cancellation) has fired: the log already says how
-/// the task ended (or another attempt holds the turn), and the fold would ignore anything
-/// more.
+/// The reporting methods append records to the task log, in the order they are called. A
+/// report that leaves the turn open (`working`, `artifact`, `report`, `log`) returns once it
+/// is queued, so a burst of them costs one append; one that ends the turn returns once it
+/// and everything before it is on the log. A report that could not be written is returned
+/// as an error by the next reporting call, or fails the turn when the handler returns, and
+/// nothing queued behind it is written.
+///
+/// They return `Ok` without writing once the turn has ended (after `input_required`,
+/// `auth_required`, `complete`, `fail` or `reject`) or once
+/// [`cancellation`](Self::cancellation) has fired: the log already says how the task ended (or
+/// another attempt holds the turn), and the fold would ignore anything more.
 ///
 /// # Side effects that must happen once
 ///
@@ -64,9 +71,9 @@ struct Inner {
     message_index: usize,
     cancellation: CancellationToken,
     progress: AtomicU8,
-    /// The offset of the last record this context wrote (`u64::MAX` for none yet): what the
+    /// The reports on their way to the log; the offset of the last one written is what the
     /// worker waits for the view to apply before it calls the turn settled.
-    last_written: AtomicU64,
+    reports: Arc<Reports>,
     /// Artifact ids that earlier attempts of this turn wrote to: this attempt's first write
     /// of each starts it over, so an artifact never holds parts of two attempts.
     restart: Mutex<HashSet<String>>,
@@ -93,6 +100,8 @@ impl TaskContext {
     pub(super) fn new(mut parts: Parts) -> Option<Self> {
         parts.history.truncate(parts.message_index + 1);
         parts.history.get(parts.message_index)?;
+        let partition = parts.view.partition_of(&parts.attempt.task.id);
+        let reports = Reports::new(parts.attempt.writer.clone(), parts.view.clone(), partition);
         Some(Self {
             inner: Arc::new(Inner {
                 attempt: parts.attempt,
@@ -100,7 +109,7 @@ impl TaskContext {
                 message_index: parts.message_index,
                 cancellation: parts.cancellation,
                 progress: AtomicU8::new(Progress::Open as u8),
-                last_written: AtomicU64::new(u64::MAX),
+                reports,
                 restart: Mutex::new(parts.restart),
                 view: parts.view,
                 sync_timeout: parts.sync_timeout,
@@ -333,7 +342,8 @@ impl TaskContext {
         }
         let attempt = &self.inner.attempt;
         let (record, parsed) = attempt.status_record_with(state, Some(parts), metadata)?;
-        self.append(record, Some(parsed)).await?;
+        self.append(record, Some(parsed), then != Progress::Open)
+            .await?;
         self.moved_to(then);
         Ok(())
     }
@@ -378,6 +388,8 @@ impl TaskContext {
         if self.skips() {
             return Ok(None);
         }
+        // The reports made so far belong to the turn being left: on the log before the claim.
+        self.inner.reports.flush().await?;
         let attempt = &self.inner.attempt;
         let view = &self.inner.view;
         let partition = view.partition_of(&attempt.task.id);
@@ -462,8 +474,13 @@ impl TaskContext {
 
     /// The offset (in the task's partition) of the last record this context wrote, if any.
     pub(super) fn last_written(&self) -> Option<u64> {
-        let offset = self.inner.last_written.load(Ordering::Acquire);
-        (offset != u64::MAX).then_some(offset)
+        self.inner.reports.last_written()
+    }
+
+    /// Wait until every report made so far is on the log; the failure of one the handler
+    /// was not told of yet is returned.
+    pub(super) async fn flush(&self) -> Result<()> {
+        self.inner.reports.flush().await
     }
 
     /// How far the turn has come.
@@ -499,14 +516,15 @@ impl TaskContext {
             return Ok(());
         }
         let (record, parsed) = self.inner.attempt.status_record_parsed(state, parts)?;
-        self.append(record, Some(parsed)).await?;
+        self.append(record, Some(parsed), then != Progress::Open)
+            .await?;
         self.moved_to(then);
         Ok(())
     }
 
     /// Write `record` and move the turn to `then` once it is written.
     async fn end(&self, record: agentlog_wire::Record, then: Progress) -> Result<()> {
-        self.append(record, None).await?;
+        self.append(record, None, true).await?;
         self.moved_to(then);
         Ok(())
     }
@@ -520,37 +538,22 @@ impl TaskContext {
 
     async fn write(&self, message_id: String, body: RecordBody) -> Result<()> {
         let record = self.inner.attempt.record(message_id, body);
-        self.append(record, None).await
+        self.append(record, None, false).await
     }
 
-    /// Append one record of this attempt, and apply it to the worker's view at once when the
-    /// view stands right before it (as a claim is): the turn's end then reaches whoever
-    /// follows the task (the bridge's waiting call, the supervisor's confirmation) without
-    /// waiting for the view's follower to read the record back from the log. When the view
-    /// is elsewhere, the follower applies it as any record.
-    /// `parsed`: the change the record makes, as its writer knows it (none: parsed here).
+    /// Write one record of this attempt ([`Reports`]): with `wait`, return once it is on
+    /// the log. Written, it is applied to the worker's view at once when the view stands
+    /// right before it (as a claim is): the turn's end then reaches whoever follows the task
+    /// (the bridge's waiting call, the supervisor's confirmation) without waiting for the
+    /// view's follower to read it back. `parsed`: the change the record makes, as its writer
+    /// knows it (none: parsed when applied).
     async fn append(
         &self,
         record: agentlog_wire::Record,
         parsed: Option<agentlog_wire::fold::Parsed>,
+        wait: bool,
     ) -> Result<()> {
-        let attempt = &self.inner.attempt;
-        let records = [record];
-        let appended = attempt.writer.append(&records).await?;
-        let offset = appended.first_offset;
-        self.inner.last_written.fetch_max(offset, Ordering::AcqRel);
-        let view = &self.inner.view;
-        let partition = view.partition_of(&attempt.task.id);
-        match parsed {
-            Some(parsed) => {
-                let [record] = &records;
-                view.apply_own_parsed(partition, offset, appended.place, record, parsed);
-            }
-            None => {
-                view.apply_own(partition, offset, appended.place, &records);
-            }
-        }
-        Ok(())
+        self.inner.reports.write(record, parsed, wait).await
     }
 }
 

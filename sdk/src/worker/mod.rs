@@ -31,6 +31,7 @@ mod context;
 mod expiry;
 mod handler;
 mod pending;
+mod reports;
 mod run;
 mod settle;
 mod shared;

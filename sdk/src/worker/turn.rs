@@ -356,8 +356,11 @@ async fn run_turn(
         // The log says the task ended: nothing to write.
         return Turn::Over(Ran::Done);
     }
+    // What the handler reported is on the log before the turn is judged; a report that
+    // failed unseen fails the turn as the handler's own error would.
+    let flushed = ctx.flush().await;
     let failure = match result {
-        Ok(Ok(())) => None,
+        Ok(Ok(())) => flushed.err().map(|error| error.to_string()),
         Ok(Err(error)) => Some(error.to_string()),
         Err(error) if error.is_panic() => {
             let payload = error.into_panic();

@@ -142,7 +142,10 @@ async fn send(pool: &Pool, handle: &TopicHandle, partition: u32, batch: Vec<Job>
         }
     }
     let sent = match built {
-        Ok(()) => send_messages(pool, handle, partition, &mut messages).await,
+        Ok(()) => {
+            handle.set_in_flight(partition, messages.len() as u64);
+            send_messages(pool, handle, partition, &mut messages).await
+        }
         Err(e) => Err(e),
     };
     match sent {
@@ -156,6 +159,7 @@ async fn send(pool: &Pool, handle: &TopicHandle, partition: u32, batch: Vec<Job>
                 batch.iter().flat_map(|job| job.payloads.iter().cloned()),
             );
             handle.bump(partition, end);
+            handle.set_in_flight(partition, 0);
             let mut first = base;
             for job in batch {
                 let count = job.payloads.len() as u64;
@@ -164,6 +168,7 @@ async fn send(pool: &Pool, handle: &TopicHandle, partition: u32, batch: Vec<Job>
             }
         }
         Err(error) => {
+            handle.set_in_flight(partition, 0);
             // Every append of the batch failed together: each gets the error (the first
             // keeps its cause).
             let (kind, text) = (error.kind(), error.message().to_owned());

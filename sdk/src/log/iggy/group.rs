@@ -436,11 +436,20 @@ impl GroupConsumer for IggyGroupConsumer {
             // if it is still failing then does the caller see the error.
             let round = self.poll_round(count, !full).await;
             if full {
-                // Records found by a full round may come in a burst: ask again soon; an
-                // empty one backs off.
-                self.pause = match &round {
-                    Ok(Some(_)) => POLL_PAUSE_MIN,
-                    _ => (self.pause * 2).min(POLL_PAUSE_MAX),
+                // Records another process wrote may come in a burst: ask again soon. A round
+                // that found none, or only records this process appended (whose appends wake
+                // this wait themselves), backs off.
+                let news = match &round {
+                    Ok(Some(delivery)) => delivery
+                        .records
+                        .last()
+                        .is_some_and(|last| last.offset >= self.handle.end(delivery.partition)),
+                    _ => false,
+                };
+                self.pause = if news {
+                    POLL_PAUSE_MIN
+                } else {
+                    (self.pause * 2).min(POLL_PAUSE_MAX)
                 };
                 self.full_round_at = Instant::now() + self.pause;
             }

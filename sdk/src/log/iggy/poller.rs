@@ -1,10 +1,11 @@
 //! The end-offset poller: Iggy cannot push "new records" to a client, so one task per watched
 //! topic asks for the end offsets and fans the answer out to every local watcher.
 //!
-//! It polls tightly while offsets move (a follower then sees a record about one interval after
-//! it lands) and backs off geometrically while they do not, so an idle topic costs ~20
-//! requests a second. Appends made through the same [`IggyLog`](super::IggyLog) bump the
-//! watches themselves and never wait for the poller. The task stops when the last receiver of
+//! It polls tightly while other processes write (a follower then sees their record about one
+//! interval after it lands) and backs off geometrically while they do not, so a topic only
+//! this process writes costs ~20 requests a second however busy it is. Appends made through
+//! the same [`IggyLog`](super::IggyLog) bump the watches themselves and never wait for the
+//! poller, so they are no reason to poll tightly. The task stops when the last receiver of
 //! the topic is dropped or when the log is closed.
 
 use std::sync::Arc;
@@ -17,7 +18,7 @@ use super::errors::map_err;
 use super::topic::TopicHandle;
 use crate::error::{Error, ErrorKind, Result};
 
-/// The interval while offsets move. Tokio's timer rounds it up to its 1 ms tick.
+/// The interval while other processes' records arrive. Tokio's timer rounds it up to its 1 ms tick.
 const TIGHT: Duration = Duration::from_micros(500);
 /// The interval an idle topic backs off to.
 const IDLE: Duration = Duration::from_millis(50);
@@ -95,7 +96,8 @@ fn still_watched(handle: &TopicHandle) -> bool {
     false
 }
 
-/// Ask the server for the topic's end offsets and publish them; returns whether any moved.
+/// Ask the server for the topic's end offsets and publish them; returns whether they show
+/// records another process wrote.
 async fn refresh(handle: &TopicHandle, client: &IggyClient) -> Result<bool> {
     let details = client
         .get_topic(&handle.stream_id, &handle.topic_id)
@@ -112,7 +114,7 @@ async fn refresh(handle: &TopicHandle, client: &IggyClient) -> Result<bool> {
                 format!("topic {} disappeared from the server", handle.name),
             )
         })?;
-    Ok(handle.observe(&details))
+    Ok(handle.observe_news(&details))
 }
 
 fn lock(handle: &TopicHandle) -> Result<std::sync::MutexGuard<'_, bool>> {

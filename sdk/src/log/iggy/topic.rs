@@ -28,6 +28,9 @@ pub(super) struct TopicHandle {
     routes: Vec<Partitioning>,
     /// The highest end offset seen per partition; watchers subscribe here.
     ends: Vec<watch::Sender<u64>>,
+    /// Per partition: how many records this handle's batch in flight carries (the server
+    /// may show them before their confirmation comes back).
+    in_flight: Vec<AtomicU64>,
     /// Whether an end-offset poller is running for this topic (see `poller`).
     pub(super) polling: Mutex<bool>,
     /// Whether `ensure_topic` has given the topic this handle's settings (its message
@@ -59,6 +62,7 @@ impl TopicHandle {
             topic_id,
             routes,
             ends,
+            in_flight: (0..count).map(|_| AtomicU64::new(0)).collect(),
             polling: Mutex::new(false),
             ensured: AtomicBool::new(false),
             moved: Notify::new(),
@@ -189,6 +193,13 @@ impl TopicHandle {
         }
     }
 
+    /// Note that a batch of `records` to `partition` is in flight (0: it came back).
+    pub(super) fn set_in_flight(&self, partition: u32, records: u64) {
+        if let Some(count) = self.in_flight.get(partition as usize) {
+            count.store(records, Ordering::Release);
+        }
+    }
+
     /// Take the end offsets in a fresh description of the topic; returns whether any moved.
     pub(super) fn observe(&self, details: &TopicDetails) -> bool {
         let mut moved = false;
@@ -196,6 +207,25 @@ impl TopicHandle {
             moved |= self.bump(partition.id, end_offset(partition));
         }
         moved
+    }
+
+    /// [`observe`](Self::observe), returning whether the ends show records this handle did
+    /// not append: only those say that another process is writing. (Its own appends bump the
+    /// ends themselves, and a batch in flight may show before its confirmation does.)
+    pub(super) fn observe_news(&self, details: &TopicDetails) -> bool {
+        let mut news = false;
+        for partition in &details.partitions {
+            let end = end_offset(partition);
+            // In flight first: the appender bumps the end before it clears its count, so a
+            // count read as cleared comes with the end it bumped.
+            let in_flight = self
+                .in_flight
+                .get(partition.id as usize)
+                .map_or(0, |count| count.load(Ordering::Acquire));
+            news |= end > self.end(partition.id).saturating_add(in_flight);
+            self.bump(partition.id, end);
+        }
+        news
     }
 }
 
@@ -250,6 +280,7 @@ pub(super) fn record(partition: u32, message: IggyMessage) -> StoredRecord {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use iggy::prelude::{IggyByteSize, IggyTimestamp};
@@ -263,6 +294,42 @@ mod tests {
             size: IggyByteSize::default(),
             messages_count,
         }
+    }
+
+    fn details(ends: &[u64]) -> TopicDetails {
+        TopicDetails {
+            id: 0,
+            created_at: IggyTimestamp::now(),
+            name: "t".into(),
+            size: IggyByteSize::default(),
+            message_expiry: Default::default(),
+            compression_algorithm: Default::default(),
+            max_topic_size: Default::default(),
+            messages_count: ends.iter().sum(),
+            partitions_count: ends.len() as u32,
+            partitions: (0u32..)
+                .zip(ends)
+                .map(|(id, &end)| partition(id, end.saturating_sub(1), end))
+                .collect(),
+            options: Default::default(),
+        }
+    }
+
+    #[test]
+    fn only_records_this_handle_did_not_append_are_news() {
+        let handle = TopicHandle::new(TopicRef::new("s", "t"), &details(&[10, 5]), 0).unwrap();
+        // A batch of 3 in flight may show on the server before its confirmation comes back.
+        handle.set_in_flight(0, 3);
+        assert!(!handle.observe_news(&details(&[13, 5])));
+        assert_eq!(handle.end(0), 13);
+        // Its confirmation bumps the end; one record more is another process's.
+        handle.bump(0, 13);
+        handle.set_in_flight(0, 0);
+        assert!(!handle.observe_news(&details(&[13, 5])));
+        assert!(handle.observe_news(&details(&[14, 5])));
+        assert!(handle.observe_news(&details(&[14, 6])));
+        assert_eq!((handle.end(0), handle.end(1)), (14, 6));
+        assert!(!handle.observe_news(&details(&[14, 6])));
     }
 
     #[test]

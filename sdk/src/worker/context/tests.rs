@@ -1,13 +1,17 @@
 //! Tests of [`TaskContext`](super::TaskContext).
 #![allow(clippy::unwrap_used)]
 use super::*;
+use crate::log::layers::{FaultLayer, Faults, LogOp};
 use crate::log::{Log, TopicRef};
 use crate::worker::attempt::{TaskRef, Writer};
 use agentlog_wire::Record;
 use agentlog_wire::a2a::Role;
 
 async fn context(history: Vec<Message>, index: usize) -> (TaskContext, Log, TopicRef) {
-    let log = crate::log::open("memory://").await.unwrap();
+    context_on(crate::log::open("memory://").await.unwrap(), history, index).await
+}
+
+async fn context_on(log: Log, history: Vec<Message>, index: usize) -> (TaskContext, Log, TopicRef) {
     let events = TopicRef::new("s", "a.events");
     log.ensure_topic(&events, 1).await.unwrap();
     let writer = Arc::new(Writer {
@@ -138,6 +142,93 @@ async fn a_retry_starts_over_the_artifacts_an_earlier_run_wrote() {
         .map(|r| matches!(r.body, RecordBody::ArtifactUpdate { append: true, .. }))
         .collect();
     assert_eq!(appends, [false, true, true]);
+}
+
+fn text_artifact(id: &str) -> Artifact {
+    Artifact {
+        artifact_id: id.into(),
+        name: None,
+        description: None,
+        parts: vec![Part::text(id)],
+        metadata: None,
+        extensions: Vec::new(),
+    }
+}
+
+/// A context on a log whose appends each take 30 ms, and its faults.
+async fn slow_context() -> (TaskContext, Log, TopicRef, Faults) {
+    let faults = Faults::new();
+    let log = crate::log::open("memory://")
+        .await
+        .unwrap()
+        .layer(FaultLayer::new(faults.clone()));
+    let (ctx, log, events) = context_on(log, vec![Message::user_text("m1", "hi")], 0).await;
+    faults.delay(LogOp::Append, Duration::from_millis(30));
+    (ctx, log, events, faults)
+}
+
+fn artifact_ids(records: &[Record]) -> Vec<String> {
+    records
+        .iter()
+        .map(|r| match &r.body {
+            RecordBody::ArtifactUpdate { artifact, .. } => {
+                serde_json::from_str::<Artifact>(artifact)
+                    .unwrap()
+                    .artifact_id
+            }
+            other => format!("{:?}", other.kind()),
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn reports_made_while_one_is_on_its_way_go_out_together_in_order() {
+    let (ctx, log, events, faults) = slow_context().await;
+    let started = std::time::Instant::now();
+    for id in ["a", "b", "c", "d"] {
+        ctx.artifact(text_artifact(id), false, true).await.unwrap();
+    }
+    // Queued, not waited for: four appends would take 120 ms.
+    assert!(started.elapsed() < Duration::from_millis(30));
+    ctx.complete(None).await.unwrap();
+    // The first went alone; the rest queued behind it and went as one.
+    assert_eq!(faults.counts().delays, 2);
+    let written = records(&log, &events).await;
+    assert_eq!(artifact_ids(&written), ["a", "b", "c", "d", "Terminal"]);
+    assert_eq!(ctx.last_written(), Some(4));
+    assert_eq!(ctx.progress(), Progress::Terminal);
+}
+
+#[tokio::test]
+async fn a_failed_report_drops_what_queued_behind_it_and_is_told_once() {
+    let (ctx, log, events, faults) = slow_context().await;
+    faults.fail_append(1);
+    for id in ["a", "b", "c"] {
+        ctx.artifact(text_artifact(id), false, true).await.unwrap();
+    }
+    // The turn's end waits for everything before it: the failure of the first report is
+    // its answer, and nothing of the three, nor the end, is on the log.
+    let error = ctx.complete(None).await.unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Unavailable);
+    assert!(records(&log, &events).await.is_empty());
+    assert_eq!(ctx.progress(), Progress::Open);
+    // Told once: what the handler reports next is written.
+    ctx.artifact(text_artifact("e"), false, true).await.unwrap();
+    ctx.flush().await.unwrap();
+    ctx.complete(None).await.unwrap();
+    let written = records(&log, &events).await;
+    assert_eq!(artifact_ids(&written), ["e", "Terminal"]);
+
+    // A failure nobody waited for is what the next report returns, in place of writing it.
+    let (ctx, log, events, faults) = slow_context().await;
+    faults.fail_append(1);
+    ctx.artifact(text_artifact("a"), false, true).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(60)).await;
+    let error = ctx.working(None).await.unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Unavailable);
+    ctx.artifact(text_artifact("b"), false, true).await.unwrap();
+    assert_eq!(ctx.flush().await.map_err(|e| e.kind()), Ok(()));
+    assert_eq!(artifact_ids(&records(&log, &events).await), ["b"]);
 }
 
 #[tokio::test]

@@ -1,0 +1,203 @@
+//! A turn's reports on their way to the log, in the order the handler made them.
+//!
+//! A report does not wait for the one before it to be acknowledged: it joins a queue, and
+//! the reports that queue while one batch is on its way go out together as the next batch
+//! (one append, one round trip to a remote log, for a handler's burst of artifacts and
+//! statuses). A lone report goes out at once, so a streaming client sees it no later than
+//! before. One batch is on its way at a time, so the log holds the reports in their order,
+//! and none after one that failed: the failure drops the reports queued behind it and is
+//! returned by the next call that writes or waits (as it would have been by the failed
+//! report's own call).
+//!
+//! What must be on the log before the caller goes on waits for it: a turn's end
+//! (`complete`, `fail`, an interruption, a reply), a claim of a follow-up, and the worker's
+//! own look at the turn once the handler returns ([`Reports::flush`]).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use agentlog_wire::Record;
+use agentlog_wire::fold::Parsed;
+use tokio::sync::watch;
+
+use super::attempt::Writer;
+use crate::error::{Error, ErrorKind, Result};
+use crate::view::TaskView;
+
+/// The most reports one batch carries (a handler writing faster than the log takes them
+/// waits once this many are queued).
+const MAX_BATCH: usize = 256;
+
+/// The queue of one context's reports, and the view they are applied to once written.
+#[derive(Debug)]
+pub(super) struct Reports {
+    writer: Arc<Writer>,
+    view: TaskView,
+    partition: u32,
+    queue: Mutex<Queue>,
+    /// How many reports are on the log (or dropped by a failure); waiters watch it.
+    settled: watch::Sender<u64>,
+    /// One past the offset of the last report written (0: none yet).
+    written_end: AtomicU64,
+}
+
+#[derive(Debug, Default)]
+struct Queue {
+    /// The reports queued and not sent yet, and what each changes (when its writer knows).
+    waiting: Vec<Record>,
+    parsed: Vec<Option<Parsed>>,
+    /// How many reports were ever queued: a report's number is the count after it.
+    queued: u64,
+    /// Whether a batch is on its way (its sender takes the next one when it is done).
+    sending: bool,
+    /// The failure no caller has been told of yet, with the number of the first report it
+    /// dropped.
+    failure: Option<(u64, Error)>,
+}
+
+impl Reports {
+    pub(super) fn new(writer: Arc<Writer>, view: TaskView, partition: u32) -> Arc<Self> {
+        Arc::new(Self {
+            writer,
+            view,
+            partition,
+            queue: Mutex::new(Queue::default()),
+            settled: watch::Sender::new(0),
+            written_end: AtomicU64::new(0),
+        })
+    }
+
+    /// Queue `record` (`parsed`: the change it makes, as its writer knows it). With `wait`,
+    /// return once it is on the log; without, once it is queued (and once fewer than
+    /// [`MAX_BATCH`] wait before it). An earlier report's failure not yet told is returned
+    /// instead, and `record` is not written.
+    pub(super) async fn write(
+        self: &Arc<Self>,
+        record: Record,
+        parsed: Option<Parsed>,
+        wait: bool,
+    ) -> Result<()> {
+        let (number, start) = {
+            let mut queue = self.lock();
+            if let Some((_, failure)) = queue.failure.take() {
+                return Err(failure);
+            }
+            queue.waiting.push(record);
+            queue.parsed.push(parsed);
+            queue.queued += 1;
+            let start = !queue.sending;
+            queue.sending = true;
+            (queue.queued, start)
+        };
+        if start {
+            self.start_sending();
+        }
+        let until = if wait {
+            number
+        } else {
+            number.saturating_sub(MAX_BATCH as u64)
+        };
+        self.wait_settled(until).await?;
+        if wait {
+            self.take_failure(number)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Wait until every report queued so far is on the log; an untold failure is returned.
+    pub(super) async fn flush(&self) -> Result<()> {
+        let queued = self.lock().queued;
+        self.wait_settled(queued).await?;
+        self.take_failure(queued)
+    }
+
+    /// The offset (in the task's partition) of the last report written, if any.
+    pub(super) fn last_written(&self) -> Option<u64> {
+        self.written_end.load(Ordering::Acquire).checked_sub(1)
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The untold failure if it dropped report `number` or one before it.
+    fn take_failure(&self, number: u64) -> Result<()> {
+        let mut queue = self.lock();
+        match queue.failure.take() {
+            Some((first, failure)) if first <= number => Err(failure),
+            later => {
+                queue.failure = later;
+                Ok(())
+            }
+        }
+    }
+
+    async fn wait_settled(&self, number: u64) -> Result<()> {
+        let mut settled = self.settled.subscribe();
+        settled
+            .wait_for(|&settled| settled >= number)
+            .await
+            .map(drop)
+            .map_err(|_| Error::new(ErrorKind::Internal, "the report queue stopped"))
+    }
+
+    /// Send what waits, batch after batch, until nothing does. Run here while the log
+    /// answers at once (the embedded log's appends); a task of its own finishes the rest
+    /// when one must wait for the log (a remote log's round trip).
+    fn start_sending(self: &Arc<Self>) {
+        let mut sending = Box::pin(Arc::clone(self).send_waiting());
+        let waker = futures::task::noop_waker();
+        let mut cx = std::task::Context::from_waker(&waker);
+        if sending.as_mut().poll(&mut cx).is_pending() {
+            tokio::spawn(sending);
+        }
+    }
+
+    async fn send_waiting(self: Arc<Self>) {
+        loop {
+            let (records, parsed, first_number) = {
+                let mut queue = self.lock();
+                if queue.waiting.is_empty() {
+                    queue.sending = false;
+                    return;
+                }
+                let take = queue.waiting.len().min(MAX_BATCH);
+                let first_number = queue.queued - queue.waiting.len() as u64 + 1;
+                let records: Vec<Record> = queue.waiting.drain(..take).collect();
+                let parsed: Vec<Option<Parsed>> = queue.parsed.drain(..take).collect();
+                (records, parsed, first_number)
+            };
+            let count = records.len() as u64;
+            match self.writer.append(&records).await {
+                Ok(appended) => {
+                    let first = appended.first_offset;
+                    self.written_end.fetch_max(first + count, Ordering::AcqRel);
+                    self.view.apply_own_batch(
+                        self.partition,
+                        first,
+                        appended.place,
+                        &records,
+                        parsed,
+                    );
+                    self.settled.send_modify(|settled| *settled += count);
+                }
+                Err(error) => {
+                    // Nothing after a failed report: what queued behind it is dropped with it.
+                    let dropped = {
+                        let mut queue = self.lock();
+                        let dropped = queue.waiting.len() as u64;
+                        queue.waiting.clear();
+                        queue.parsed.clear();
+                        queue.failure = Some((first_number, error));
+                        queue.sending = false;
+                        dropped
+                    };
+                    self.settled
+                        .send_modify(|settled| *settled += count + dropped);
+                    return;
+                }
+            }
+        }
+    }
+}
