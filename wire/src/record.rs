@@ -31,6 +31,9 @@
 //! | artifact update | flags: u8 (bit 0 append, bit 1 lastChunk, others 0), artifact: str32 (an `Artifact` as JSON) |
 //! | claim | turn: str16 (the client `messageId` claimed), lease deadline: u64 (Unix ms) |
 //! | reply | message: str32 (the agent's answering `Message` as JSON; format 4 only) |
+//! | push config | config: str32 (a `TaskPushNotificationConfig` as JSON, its `id` set; format 4 only) |
+//! | push config deleted | config id: str16 (format 4 only) |
+//! | push dead letter | config id: str16, update: u64 (the offset of the record whose notification was given up), attempts: u32, reason: str32 (format 4 only) |
 //!
 //! Format version 3 is version 4 without the key id, the bridge path and the signature;
 //! version 2 is version 3 without a command's `retention`; version 1 is version 2 without
@@ -101,6 +104,13 @@ pub enum RecordKind {
     /// A worker answered the client's message with a message instead of a task (fold rule
     /// 15). Format 4 only: an older format's record of this kind is `unknown_kind`.
     Reply = 8,
+    /// A client registered (or replaced) a push notification config of the task. Format 4
+    /// only, as are the other push kinds.
+    PushConfig = 9,
+    /// A client deleted a push notification config of the task.
+    PushConfigDeleted = 10,
+    /// The push sender gave up delivering one update to one config: a dead letter.
+    PushDeadLetter = 11,
 }
 
 impl RecordKind {
@@ -120,6 +130,9 @@ impl RecordKind {
             6 => RecordKind::Terminal,
             7 => RecordKind::Claim,
             8 => RecordKind::Reply,
+            9 => RecordKind::PushConfig,
+            10 => RecordKind::PushConfigDeleted,
+            11 => RecordKind::PushDeadLetter,
             _ => return None,
         })
     }
@@ -253,6 +266,27 @@ pub enum RecordBody {
         /// The answering `Message` JSON.
         message: String,
     },
+    /// A push notification config registered for the task (fold rule 16).
+    PushConfig {
+        /// The `TaskPushNotificationConfig` JSON, with its `id` and `taskId`.
+        config: String,
+    },
+    /// A push notification config of the task deleted (fold rule 16).
+    PushConfigDeleted {
+        /// The config's id.
+        config_id: String,
+    },
+    /// The push sender gave up on one notification (fold rule 16: it changes nothing).
+    PushDeadLetter {
+        /// The config the notification was for.
+        config_id: String,
+        /// The offset, in the task's partition, of the record the notification told of.
+        update: u64,
+        /// How many times it was sent.
+        attempts: u32,
+        /// Why the last attempt failed.
+        reason: String,
+    },
 }
 
 impl RecordBody {
@@ -283,6 +317,9 @@ impl RecordBody {
             RecordBody::Terminal { .. } => RecordKind::Terminal,
             RecordBody::Claim { .. } => RecordKind::Claim,
             RecordBody::Reply { .. } => RecordKind::Reply,
+            RecordBody::PushConfig { .. } => RecordKind::PushConfig,
+            RecordBody::PushConfigDeleted { .. } => RecordKind::PushConfigDeleted,
+            RecordBody::PushDeadLetter { .. } => RecordKind::PushDeadLetter,
         }
     }
 }

@@ -168,10 +168,19 @@ impl Bridge {
                 self.subscribe_to_task(caller, request, options.resume_after)
                     .await?,
             )),
-            Call::CreateTaskPushNotificationConfig(_)
-            | Call::GetTaskPushNotificationConfig(_)
-            | Call::ListTaskPushNotificationConfigs(_)
-            | Call::DeleteTaskPushNotificationConfig(_) => Err(push_not_supported()),
+            Call::CreateTaskPushNotificationConfig(config) => Ok(Answer::PushConfig(
+                self.create_push_config(caller, config).await?,
+            )),
+            Call::GetTaskPushNotificationConfig(request) => Ok(Answer::PushConfig(
+                self.get_push_config(caller, request).await?,
+            )),
+            Call::ListTaskPushNotificationConfigs(request) => Ok(Answer::PushConfigs(
+                self.list_push_configs(caller, request).await?,
+            )),
+            Call::DeleteTaskPushNotificationConfig(request) => {
+                self.delete_push_config(caller, request).await?;
+                Ok(Answer::Deleted)
+            }
             Call::GetExtendedAgentCard { .. } => {
                 Ok(Answer::Card(Box::new(self.extended_card(caller)?)))
             }
@@ -212,12 +221,4 @@ fn as_received(
     let request = a2a::from_slice("SendMessageRequest", text.as_bytes())
         .map_err(|e| Error::new(ErrorKind::InvalidParams, format!("Invalid parameters: {e}")))?;
     Ok((request, Cow::Owned(text)))
-}
-
-/// What every push-config operation answers until push notifications are served.
-pub(super) fn push_not_supported() -> Error {
-    Error::new(
-        ErrorKind::PushNotificationNotSupported,
-        "Push notifications are not supported by this agent",
-    )
 }

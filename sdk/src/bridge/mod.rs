@@ -17,6 +17,7 @@ mod limits;
 mod live;
 mod media;
 mod pull;
+mod push;
 mod requeue;
 mod rpc;
 mod send;
@@ -36,7 +37,7 @@ use bytes::Bytes;
 use crate::agent::{AgentTopics, Caller};
 use crate::error::{Error, ErrorKind, Result};
 use crate::log::{AppendBatch, Appended, Log};
-use crate::security::{RecordSigner, RecordVerifier};
+use crate::security::{Destinations, RecordSigner, RecordVerifier};
 use crate::view::{CompactTopics, TaskView, ViewOptions};
 
 pub use call::{Answer, Call};
@@ -98,6 +99,11 @@ pub struct BridgeConfig {
     pub trust: Option<RecordVerifier>,
     /// Which sends must activate the card's required extensions: every send by default.
     pub extension_scope: extensions::ExtensionScope,
+    /// Push notifications served: set it when a push sender runs over the log
+    /// (`agentlog::push`). The four config methods then work, a config's URL is checked
+    /// against these destinations when registered, and the card declares
+    /// `capabilities.pushNotifications`. `None` (default): the methods answer -32003.
+    pub push: Option<Destinations>,
 }
 
 setters!(BridgeConfig {
@@ -116,6 +122,7 @@ setters!(BridgeConfig {
     extended_card: AgentCard,
     signer: RecordSigner,
     trust: RecordVerifier,
+    push: Destinations,
 });
 
 impl BridgeConfig {
@@ -136,6 +143,7 @@ impl BridgeConfig {
             signer: None,
             trust: None,
             extension_scope: extensions::ExtensionScope::default(),
+            push: None,
         }
     }
 }
@@ -168,6 +176,9 @@ impl Bridge {
         );
         if config.extended_card.is_some() {
             config.card.capabilities.extended_agent_card = Some(true);
+        }
+        if config.push.is_some() {
+            config.card.capabilities.push_notifications = Some(true);
         }
         config.topics.ensure(&log).await?;
         let options = ViewOptions {

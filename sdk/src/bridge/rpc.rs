@@ -20,7 +20,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::Bridge;
-use super::call::{Answer, Call, CallOptions, push_not_supported};
+use super::call::{Answer, Call, CallOptions};
 use super::stream::TaskStream;
 use crate::agent::Caller;
 use crate::error::{Error, ErrorKind, Result};
@@ -340,15 +340,29 @@ fn json_call(method: Method, params: Option<&str>) -> Result<(Call, Option<&str>
                 id: r.id,
             })
         }
-        // 0.3's push params have shapes of their own, and no agent here serves push yet.
-        Operation::CreateTaskPushNotificationConfig
-        | Operation::GetTaskPushNotificationConfig
-        | Operation::ListTaskPushNotificationConfigs
-        | Operation::DeleteTaskPushNotificationConfig
-            if !v1 =>
-        {
-            return Err(push_not_supported());
+        // 0.3's push params nest the config and name the task `id`; a config without an id
+        // is the task's one (0.3's default config id is the task id).
+        Operation::CreateTaskPushNotificationConfig if !v1 => {
+            let mut config = parse_v03(params, v03::push_config_from_v03)?;
+            if config.id.as_deref().is_none_or(str::is_empty) {
+                config.id.clone_from(&config.task_id);
+            }
+            Call::CreateTaskPushNotificationConfig(config)
         }
+        Operation::GetTaskPushNotificationConfig if !v1 => Call::GetTaskPushNotificationConfig(
+            parse_v03(params, v03::push_config_id_params_from_v03)?,
+        ),
+        Operation::DeleteTaskPushNotificationConfig if !v1 => {
+            let r = parse_v03(params, v03::push_config_id_params_from_v03)?;
+            Call::DeleteTaskPushNotificationConfig(a2a::DeleteTaskPushNotificationConfigRequest {
+                tenant: r.tenant,
+                task_id: r.task_id,
+                id: r.id,
+            })
+        }
+        Operation::ListTaskPushNotificationConfigs if !v1 => Call::ListTaskPushNotificationConfigs(
+            parse_v03(params, v03::list_push_configs_params_from_v03)?,
+        ),
         Operation::CreateTaskPushNotificationConfig => Call::CreateTaskPushNotificationConfig(
             parse_v1("TaskPushNotificationConfig", required(params)?)?,
         ),
@@ -396,9 +410,19 @@ fn encode(answer: Answer, version: ProtocolVersion) -> Result<Encoded> {
         Answer::Task(task) => json(&v03::task_to_v03(&task)),
         Answer::Tasks(page) => json(&page),
         Answer::Card(card) => json(&card),
-        Answer::PushConfig(config) => json(&config),
-        Answer::PushConfigs(configs) => json(&configs),
-        Answer::Deleted => json(&serde_json::Map::new()),
+        Answer::PushConfig(config) if v1 => json(&config),
+        Answer::PushConfig(config) => json(&v03::push_config_to_v03(&config)),
+        Answer::PushConfigs(page) if v1 => json(&page),
+        // 0.3 lists a bare array.
+        Answer::PushConfigs(page) => json(
+            &page
+                .configs
+                .iter()
+                .map(v03::push_config_to_v03)
+                .collect::<Vec<_>>(),
+        ),
+        Answer::Deleted if v1 => json(&serde_json::Map::new()),
+        Answer::Deleted => json(&Value::Null),
     }
 }
 

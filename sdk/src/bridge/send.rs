@@ -276,6 +276,7 @@ impl Bridge {
         let config = &self.inner.config;
         super::media::check_input_modes(&config.card, message)?;
         super::extensions::check_required(&config.card, &config.extension_scope, message)?;
+        super::push::check_inline(config, request)?;
         // The hop guard, before anything is written: continue the caller's path or refuse.
         let path =
             crate::hops::extend(crate::hops::path_of(message)?, &config.id, config.max_hops)?;
@@ -340,7 +341,9 @@ impl Bridge {
         };
         let appended = self.commit(&record, Topics::Both).await?;
         let offset = appended.first_offset;
-        let own = if params_parsed {
+        // A command carrying a push config goes through the follower, which marks the task
+        // as having one (fold rule 16) for a push sender sharing the view.
+        let own = if params_parsed && !super::push::carries_config(request) {
             let immediately = request
                 .configuration
                 .as_ref()

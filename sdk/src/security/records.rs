@@ -93,7 +93,8 @@ fn encode_error(error: agentlog_wire::WireError) -> Error {
 /// Who writes a kind of record: what a trusted key may be allowed to write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Role {
-    /// A bridge: commands, continues and cancel requests.
+    /// A bridge: commands, continues and cancel requests, and the push records (configs, their
+    /// deletions, and the dead letters of the push sender, which runs with the bridge's key).
     Bridge,
     /// A worker: claims, status updates, artifact updates and terminals.
     Worker,
@@ -107,6 +108,9 @@ impl Role {
                 RecordKind::Command,
                 RecordKind::Continue,
                 RecordKind::CancelRequest,
+                RecordKind::PushConfig,
+                RecordKind::PushConfigDeleted,
+                RecordKind::PushDeadLetter,
             ],
             Role::Worker => &[
                 RecordKind::Claim,
@@ -130,11 +134,14 @@ pub const fn kind_name(kind: RecordKind) -> &'static str {
         RecordKind::Terminal => "terminal",
         RecordKind::Claim => "claim",
         RecordKind::Reply => "reply",
+        RecordKind::PushConfig => "push_config",
+        RecordKind::PushConfigDeleted => "push_config_deleted",
+        RecordKind::PushDeadLetter => "push_dead_letter",
     }
 }
 
 /// Every record kind.
-const KINDS: [RecordKind; 8] = [
+const KINDS: [RecordKind; 11] = [
     RecordKind::Command,
     RecordKind::Continue,
     RecordKind::CancelRequest,
@@ -143,6 +150,9 @@ const KINDS: [RecordKind; 8] = [
     RecordKind::Terminal,
     RecordKind::Claim,
     RecordKind::Reply,
+    RecordKind::PushConfig,
+    RecordKind::PushConfigDeleted,
+    RecordKind::PushDeadLetter,
 ];
 
 fn kind_named(name: &str) -> Option<RecordKind> {

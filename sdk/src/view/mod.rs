@@ -370,6 +370,17 @@ impl TaskView {
         tasks.entries.get(task_id)?.machine.claim().cloned()
     }
 
+    /// Whether a push config was registered on the task in its current incarnation (fold rule
+    /// 16; it may have been deleted since: its records say). A task the view does not know has
+    /// none.
+    pub fn has_push_configs(&self, task_id: &str) -> bool {
+        let tasks = self.read();
+        tasks
+            .entries
+            .get(task_id)
+            .is_some_and(|entry| entry.machine.has_push_configs())
+    }
+
     /// How many finished tasks wait to expire (they have a retention), for metrics and tests.
     pub fn expiring_count(&self) -> usize {
         self.read().expiring.len()

@@ -296,6 +296,19 @@ fn summarize(out: &Out, record: &Record) -> (&'static str, String) {
         RecordBody::StatusUpdate { state, message } => ("status", state_text(out, *state, message)),
         RecordBody::Terminal { state, message } => ("terminal", state_text(out, *state, message)),
         RecordBody::Reply { message } => ("reply", message_text(message)),
+        RecordBody::PushConfig { config } => ("push config", push_config_text(config)),
+        RecordBody::PushConfigDeleted { config_id } => ("push deleted", config_id.clone()),
+        RecordBody::PushDeadLetter {
+            config_id,
+            update,
+            attempts,
+            reason,
+        } => (
+            "push dead letter",
+            format!(
+                "config {config_id}, the update at offset {update}, after {attempts} attempts: {reason}"
+            ),
+        ),
         RecordBody::ArtifactUpdate {
             append,
             last_chunk,
@@ -335,6 +348,18 @@ fn request_text(params: &str) -> String {
             one_line(&parts_text(&request.message.parts), SUMMARY_CHARS)
         ),
         Err(e) => format!("<bad request: {e}>"),
+    }
+}
+
+/// A push config's id and where it goes: the URL without its query (which may hold a
+/// secret), never the token or the credentials.
+fn push_config_text(config: &str) -> String {
+    match serde_json::from_str::<agentlog_wire::a2a::TaskPushNotificationConfig>(config) {
+        Ok(config) => {
+            let url = config.url.split(['?', '#']).next().unwrap_or_default();
+            format!("{} → {url}", config.id.as_deref().unwrap_or_default())
+        }
+        Err(e) => format!("<bad config: {e}>"),
     }
 }
 

@@ -9,6 +9,7 @@
 mod claims;
 mod expiry;
 mod folds;
+mod push;
 mod records;
 mod replies;
 
@@ -50,6 +51,7 @@ fn main() {
             .chain(claims::claims())
             .chain(expiry::expiry())
             .chain(replies::replies())
+            .chain(push::push())
             .collect(),
     );
     write(

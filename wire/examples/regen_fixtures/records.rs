@@ -32,6 +32,9 @@ fn sample_records() -> Vec<(&'static str, Record)> {
         ("format 4: a command with a key id, a bridge path of two and a signature (carried as it is; fixtures/signed_records.json has real ones)", Record { header: pathed_header(), body: RecordBody::Command { params: SEND_HI.into(), retention_ms: 604_800_000 } }),
         ("format 4: a worker's terminal with a key id and no signature (decodes; a verifier calls it unsigned)", Record { header: RecordHeader { key_id: "kid-worker".into(), ..worker_header("t-9", 1, 1_700_000_000_070) }, body: RecordBody::Terminal { state: TaskState::Completed.into(), message: String::new() } }),
         ("format 4: a worker's reply (a message answering in its task's place; replies came with format 4)", Record { header: worker_header("r-1", 1, 1_700_000_000_080), body: RecordBody::Reply { message: r#"{"messageId":"r-1","role":"ROLE_AGENT","parts":[{"text":"Direct message response"}]}"#.into() } }),
+        ("format 4: a push config registered (push records came with format 4)", Record { header: header("task-1", "push-1", 1_700_000_000_090), body: RecordBody::PushConfig { config: r#"{"id":"p-1","taskId":"task-1","url":"https://example.com/hook","token":"tok","authentication":{"scheme":"Bearer","credentials":"secret"}}"#.into() } }),
+        ("format 4: a push config deleted", Record { header: header("task-1", "push-2", 1_700_000_000_095), body: RecordBody::PushConfigDeleted { config_id: "p-1".into() } }),
+        ("format 4: a push notification given up (a dead letter)", Record { header: header("task-1", "push-3", 1_700_000_000_099), body: RecordBody::PushDeadLetter { config_id: "p-1".into(), update: 42, attempts: 8, reason: "HTTP 500 Internal Server Error".into() } }),
         ("format 4: a command with a bridge path of one, unsigned", Record { header: RecordHeader { hops: 1, bridge_hops: vec!["agent-a".into()], ..header("task-1", "m-1", 1_700_000_000_000) }, body: RecordBody::Command { params: SEND_HI.into(), retention_ms: 0 } }),
     ]
 }
@@ -48,13 +51,13 @@ fn pathed_header() -> RecordHeader {
 }
 
 /// Whether a sample record can be written in formats 1 to 3 (no format-4 field set, not a
-/// reply).
+/// reply nor a push record).
 fn old_format(record: &Record) -> bool {
     let h = &record.header;
     h.key_id.is_empty()
         && h.bridge_hops.is_empty()
         && h.signature.is_empty()
-        && record.body.kind() != agentlog_wire::RecordKind::Reply
+        && record.body.kind().code() < agentlog_wire::RecordKind::Reply.code()
 }
 
 /// Where a record's key id starts in format 4: after the fixed fields and seven strings.
@@ -190,7 +193,7 @@ pub(crate) fn records() -> Vec<Value> {
         b[0] = version;
         cases.push(decode_err(&format!("format version {version}"), b));
     }
-    for kind in [0u8, 9, 200] {
+    for kind in [0u8, 12, 200] {
         let mut b = base.clone();
         b[1] = kind;
         cases.push(decode_err(&format!("kind code {kind}"), b));
@@ -216,6 +219,12 @@ pub(crate) fn records() -> Vec<Value> {
     cases.push(decode_err(
         "a reply in format 3 (replies came with format 4)",
         v3_reply,
+    ));
+    let mut v3_push = v3_bytes(&reply);
+    v3_push[1] = 9;
+    cases.push(decode_err(
+        "a push config in format 3 (push records came with format 4)",
+        v3_push,
     ));
     let claim_bytes = claim.encode().unwrap();
     cases.push(decode_err(

@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 
 use super::seen::Seen;
 
-use super::{Change, Outcome, parse_change};
+use super::{Change, Outcome, PushChange, is_push, parse_change};
 use crate::{Record, RecordBody, RecordHeader, TaskState};
 
 pub use snapshot::MachineSnapshot;
@@ -86,14 +86,21 @@ pub struct TaskMachine {
     /// How long the task stays answerable once terminal, in milliseconds (its command's; 0 =
     /// forever, rule 14).
     retention_ms: u64,
-    /// The client has seen the task (rule 15): a status or artifact record applied, a
-    /// follow-up came, or the command asked for the task at once (`returnImmediately`). A
-    /// reply then completes the task instead of answering in its place.
-    shown: bool,
-    /// The task ended with a reply that answered in its place (rule 15): readers answer it as
-    /// a task that never existed.
-    answered: bool,
+    /// [`SHOWN`], [`ANSWERED`] and [`PUSH_CONFIGS`]: one byte, where three flags would make
+    /// the machine (and every task the view keeps) a word longer.
+    marks: u8,
 }
+
+/// The client has seen the task (rule 15): a status or artifact record applied, a follow-up
+/// came, or the command asked for the task at once (`returnImmediately`). A reply then
+/// completes the task instead of answering in its place.
+const SHOWN: u8 = 1;
+/// The task ended with a reply that answered in its place (rule 15): readers answer it as a
+/// task that never existed.
+const ANSWERED: u8 = 2;
+/// A push config was registered in this incarnation (rule 16), by a push record or inline on
+/// a client message: a sender reads the task's configs back only when set.
+const PUSH_CONFIGS: u8 = 4;
 
 /// The part of a [`TaskMachine`] that only a live task needs.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -138,16 +145,18 @@ impl TaskMachine {
                 // A new task, or a new incarnation of an expired one (rule 14).
                 *self = Self {
                     retention_ms: command_retention(record),
-                    shown: returns_immediately(request),
+                    marks: mark(SHOWN, returns_immediately(request))
+                        | mark(PUSH_CONFIGS, carries_config(request)),
                     ..Self::default()
                 };
                 self.submit(&request.message.message_id, ts);
             }
             Change::Continued(request) => {
+                self.marks |= mark(PUSH_CONFIGS, carries_config(request));
                 self.submit(&request.message.message_id, ts);
             }
             Change::FollowedUp(request) => {
-                self.shown = true;
+                self.marks |= SHOWN | mark(PUSH_CONFIGS, carries_config(request));
                 self.live_mut()
                     .pending
                     .push_back(request.message.message_id.as_str().into());
@@ -155,14 +164,14 @@ impl TaskMachine {
             Change::Canceled => self.set(TaskState::Canceled, ts, false),
             Change::Replied { answered, .. } => {
                 self.set(TaskState::Completed, ts, true);
-                self.answered = *answered;
+                self.marks |= mark(ANSWERED, *answered);
             }
             Change::Status {
                 state,
                 message,
                 resumed,
             } => {
-                self.shown = true;
+                self.marks |= SHOWN;
                 self.set(*state, ts, message.is_some());
                 if state.is_interrupted() {
                     // The turn is over: nobody holds the task until its next turn's claim.
@@ -172,7 +181,7 @@ impl TaskMachine {
                     self.submit(&next, ts);
                 }
             }
-            Change::Artifact { .. } => self.shown = true,
+            Change::Artifact { .. } => self.marks |= SHOWN,
             Change::Claimed(claimed) => {
                 self.attempts = self.attempts.max(claimed.claim.attempt);
                 if claimed.started {
@@ -183,6 +192,11 @@ impl TaskMachine {
                     self.last_message_id = Some(claimed.turn.clone());
                 }
                 self.set_claim(Some(claimed.claim.clone()));
+            }
+            Change::Push(push) => {
+                self.marks |= mark(PUSH_CONFIGS, matches!(**push, PushChange::Registered(_)));
+                // Rule 16: no duplicate by id, so not remembered.
+                return Ok(change);
             }
         }
         let client = matches!(
@@ -239,7 +253,7 @@ impl TaskMachine {
         }
         *self = Self {
             retention_ms,
-            shown: return_immediately,
+            marks: mark(SHOWN, return_immediately),
             ..Self::default()
         };
         self.submit(message_id, header.timestamp_ms);
@@ -290,6 +304,9 @@ impl TaskMachine {
                 return parsed();
             }
             return Err(Outcome::Duplicate);
+        }
+        if is_push(&record.body) {
+            return parsed();
         }
         if current.is_terminal() {
             return Err(Outcome::AfterTerminal);
@@ -342,11 +359,14 @@ impl TaskMachine {
                 }
                 let mut change = parsed()?;
                 if let Change::Replied { answered, .. } = &mut change {
-                    *answered = !self.shown;
+                    *answered = !self.is_shown();
                 }
                 Ok(change)
             }
-            RecordBody::CancelRequest { .. } => parsed(),
+            RecordBody::CancelRequest { .. }
+            | RecordBody::PushConfig { .. }
+            | RecordBody::PushConfigDeleted { .. }
+            | RecordBody::PushDeadLetter { .. } => parsed(),
         }
     }
 
@@ -424,13 +444,19 @@ impl TaskMachine {
     /// Whether the task ended with a reply that answered in its place (rule 15): readers
     /// answer it as a task that never existed; its reply is the answer of its command's send.
     pub fn is_answered(&self) -> bool {
-        self.answered
+        self.marks & ANSWERED != 0
+    }
+
+    /// Whether a push config was registered in this incarnation (rule 16), by a push record
+    /// or inline on a client message (it may have been deleted since: the records say).
+    pub fn has_push_configs(&self) -> bool {
+        self.marks & PUSH_CONFIGS != 0
     }
 
     /// Whether the client has seen the task (rule 15): a reply would complete it rather than
     /// answer in its place.
     pub fn is_shown(&self) -> bool {
-        self.shown
+        self.marks & SHOWN != 0
     }
 
     /// Whether the task is terminal.
@@ -548,6 +574,19 @@ fn returns_immediately(request: &crate::a2a::SendMessageRequest) -> bool {
         .configuration
         .as_ref()
         .is_some_and(|c| c.return_immediately)
+}
+
+/// `flag` if `set`, else nothing.
+const fn mark(flag: u8, set: bool) -> u8 {
+    if set { flag } else { 0 }
+}
+
+/// Whether a client message's request carries a push config inline (rule 16).
+fn carries_config(request: &crate::a2a::SendMessageRequest) -> bool {
+    request
+        .configuration
+        .as_ref()
+        .is_some_and(|c| c.task_push_notification_config.is_some())
 }
 
 /// The retention a command record gives its task (0 for any other record).

@@ -58,6 +58,10 @@
 //!     as one that never existed (it expires as a finished task does, rule 14). Otherwise the
 //!     reply completes the task, its message the status message, as a terminal record would.
 //!
+//! 16. **Push records** (a push config registered or deleted, a notification given up) change
+//!     nothing of the task: they apply to a task once its command has, whatever its state,
+//!     are not duplicates by id, and are kept for [`push::PushConfigs`].
+//!
 //! Messages in the history get the task's `taskId` and `contextId` filled in; an answering
 //! reply's message gets the `contextId` only (there is no task).
 //!
@@ -66,6 +70,7 @@
 //! that already ran the machine (the bridge's view) need not read the rest back.
 
 mod machine;
+mod push;
 mod seen;
 
 use serde::de::DeserializeOwned;
@@ -75,6 +80,7 @@ use crate::timestamp::format_millis;
 use crate::{Record, RecordBody, RecordHeader, TaskState};
 
 pub use machine::{Claim, ClaimKind, Claimed, MachineSnapshot, Parsed, StatusMark, TaskMachine};
+pub use push::{PushChange, PushConfigs, Registration, fold_push, inline_config, is_push};
 pub use seen::RECENT_IDS;
 
 /// What [`TaskFold::apply`] did with a record.
@@ -173,6 +179,8 @@ pub enum Change {
         /// completed the task.
         answered: bool,
     },
+    /// A push record (rule 16): the task itself does not change.
+    Push(Box<PushChange>),
 }
 
 impl Change {
@@ -186,7 +194,7 @@ impl Change {
             | Change::FollowedUp(_)
             | Change::Artifact { .. }
             | Change::Replied { .. } => true,
-            Change::Canceled | Change::Claimed(_) => false,
+            Change::Canceled | Change::Claimed(_) | Change::Push(_) => false,
             Change::Status { message, .. } => message.is_some(),
         }
     }
@@ -432,6 +440,9 @@ pub fn fold_content_after<'a>(
 /// A record's change as its payload gives it, before the machine's rules decide whether it
 /// applies.
 fn parse_change(body: &RecordBody) -> Result<Change, Outcome> {
+    if let Some(push) = push::parse_push(body) {
+        return push;
+    }
     match body {
         RecordBody::Command { params, .. } => parse::<SendMessageRequest>(params)
             .map(|r| Change::Created(Box::new(r)))
@@ -472,6 +483,9 @@ fn parse_change(body: &RecordBody) -> Result<Change, Outcome> {
                 last_chunk: *last_chunk,
             })
             .ok_or(Outcome::Invalid),
+        RecordBody::PushConfig { .. }
+        | RecordBody::PushConfigDeleted { .. }
+        | RecordBody::PushDeadLetter { .. } => Err(Outcome::Invalid),
     }
 }
 
@@ -479,7 +493,7 @@ fn parse_change(body: &RecordBody) -> Result<Change, Outcome> {
 fn apply_change(task: &mut Task, change: Change, timestamp_ms: u64) {
     let timestamp = Some(format_millis(timestamp_ms));
     match change {
-        Change::Created(_) => {}
+        Change::Created(_) | Change::Push(_) => {}
         Change::Continued(request) => {
             let message = adopt(request.message, task);
             task.history.push(message);

@@ -116,6 +116,19 @@ impl Record {
                 Ok(())
             }
             RecordBody::Reply { message } => put_str32(out, "message", message),
+            RecordBody::PushConfig { config } => put_str32(out, "config", config),
+            RecordBody::PushConfigDeleted { config_id } => put_str16(out, "config_id", config_id),
+            RecordBody::PushDeadLetter {
+                config_id,
+                update,
+                attempts,
+                reason,
+            } => {
+                put_str16(out, "config_id", config_id)?;
+                out.extend_from_slice(&update.to_le_bytes());
+                out.extend_from_slice(&attempts.to_le_bytes());
+                put_str32(out, "reason", reason)
+            }
         }
     }
 
@@ -133,7 +146,10 @@ impl Record {
         let kind = RecordKind::from_code(kind_code)
             .filter(|kind| match kind {
                 RecordKind::Claim => version != FORMAT_V1,
-                RecordKind::Reply => version == RECORD_FORMAT_VERSION,
+                RecordKind::Reply
+                | RecordKind::PushConfig
+                | RecordKind::PushConfigDeleted
+                | RecordKind::PushDeadLetter => version == RECORD_FORMAT_VERSION,
                 _ => true,
             })
             .ok_or(WireError::UnknownKind(kind_code))?;
@@ -222,6 +238,18 @@ impl Record {
             RecordKind::Reply => RecordBody::Reply {
                 message: r.str32("message")?,
             },
+            RecordKind::PushConfig => RecordBody::PushConfig {
+                config: r.str32("config")?,
+            },
+            RecordKind::PushConfigDeleted => RecordBody::PushConfigDeleted {
+                config_id: r.str16("config_id")?,
+            },
+            RecordKind::PushDeadLetter => RecordBody::PushDeadLetter {
+                config_id: r.str16("config_id")?,
+                update: r.u64("update")?,
+                attempts: u32::from_le_bytes(r.array("attempts")?),
+                reason: r.str32("reason")?,
+            },
         };
         if signed_format {
             let len = r.u8("signature")?;
@@ -267,6 +295,12 @@ impl Record {
             }
             RecordBody::ArtifactUpdate { artifact, .. } => 1 + artifact.len(),
             RecordBody::Reply { message } => message.len(),
+            RecordBody::PushConfig { config } => config.len(),
+            // a hint: the str32 prefix counted below covers the id's str16 one
+            RecordBody::PushConfigDeleted { config_id } => config_id.len(),
+            RecordBody::PushDeadLetter {
+                config_id, reason, ..
+            } => 2 + config_id.len() + 8 + 4 + reason.len(),
             // turn (str16) and lease (u64), less the str32 prefix counted below
             RecordBody::Claim { turn, .. } => 2 + turn.len() + 8 - 4,
         };

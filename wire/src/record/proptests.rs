@@ -97,6 +97,16 @@ fn body() -> impl Strategy<Value = RecordBody> {
             lease_until_ms
         }),
         json().prop_map(|message| RecordBody::Reply { message }),
+        json().prop_map(|config| RecordBody::PushConfig { config }),
+        text().prop_map(|config_id| RecordBody::PushConfigDeleted { config_id }),
+        (text(), any::<u64>(), any::<u32>(), json()).prop_map(
+            |(config_id, update, attempts, reason)| RecordBody::PushDeadLetter {
+                config_id,
+                update,
+                attempts,
+                reason
+            }
+        ),
     ]
 }
 

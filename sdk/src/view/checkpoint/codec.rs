@@ -12,7 +12,9 @@
 //!   u32 × 3 places (of the first content records in the log's files, as the log gave them:
 //!   `log::Place`; u32::MAX = not known)
 //!   machine: u8 state (255 = none), u64 status ms, u8 flags (1 has message, 2 last message
-//!   id, 4 seen, 8 claim, 16 shown, 32 answered: fold rule 15), [str16 last message id],
+//!   id, 4 seen, 8 claim, 16 shown, 32 answered: fold rule 15, 64 push configs: rule 16;
+//!   a checkpoint from before rule 16 has no 64, right for a log without push records),
+//!   [str16 last message id],
 //!   u32 attempts, u64 retention ms,
 //!   [u32 n, str16 × n client ids seen, u32 m, str16 × m other ids seen, oldest first],
 //!   [u32 attempt, u32 turn attempt, str16 holder, u64 lease],
@@ -40,6 +42,7 @@ const HAS_SEEN: u8 = 4;
 const HAS_CLAIM: u8 = 8;
 const SHOWN: u8 = 16;
 const ANSWERED: u8 = 32;
+const PUSH_CONFIGS: u8 = 64;
 
 /// Where a checkpoint stands in one partition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -248,6 +251,9 @@ fn put_machine(out: &mut Vec<u8>, m: &MachineSnapshot) {
     if m.answered {
         flags |= ANSWERED;
     }
+    if m.push_configs {
+        flags |= PUSH_CONFIGS;
+    }
     out.push(flags);
     if let Some(last) = &m.last_message_id {
         put_str(out, last);
@@ -379,7 +385,8 @@ fn machine(r: &mut Reader<'_>) -> Result<MachineSnapshot, CodecError> {
     };
     let status_timestamp_ms = r.u64()?;
     let flags = r.u8()?;
-    if flags & !(HAS_MESSAGE | HAS_LAST_MESSAGE | HAS_SEEN | HAS_CLAIM | SHOWN | ANSWERED) != 0 {
+    let known = HAS_MESSAGE | HAS_LAST_MESSAGE | HAS_SEEN | HAS_CLAIM | SHOWN | ANSWERED;
+    if flags & !(known | PUSH_CONFIGS) != 0 {
         return Err(CodecError::Malformed("machine flags"));
     }
     let last_message_id = (flags & HAS_LAST_MESSAGE != 0)
@@ -421,6 +428,7 @@ fn machine(r: &mut Reader<'_>) -> Result<MachineSnapshot, CodecError> {
         retention_ms,
         shown: flags & SHOWN != 0,
         answered: flags & ANSWERED != 0,
+        push_configs: flags & PUSH_CONFIGS != 0,
     })
 }
 
@@ -522,6 +530,7 @@ mod tests {
             retention_ms: 60_000,
             shown: true,
             answered: false,
+            push_configs: true,
         };
         let records = [0u64, 1 | 1 << 63, 2];
         let places = [Place::from_raw(0), Place::from_raw(4096), Place::UNKNOWN];

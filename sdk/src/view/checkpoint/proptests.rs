@@ -89,12 +89,13 @@ fn machine() -> impl Strategy<Value = MachineSnapshot> {
             any::<u64>(),
             any::<bool>(),
             any::<bool>(),
+            any::<bool>(),
         ),
     )
         .prop_map(
             |(
                 (state, status_timestamp_ms, status_has_message, last_message_id, seen),
-                (attempts, claim, pending, retention_ms, shown, answered),
+                (attempts, claim, pending, retention_ms, shown, answered, push_configs),
             )| MachineSnapshot {
                 state,
                 status_timestamp_ms,
@@ -107,6 +108,7 @@ fn machine() -> impl Strategy<Value = MachineSnapshot> {
                 retention_ms,
                 shown,
                 answered,
+                push_configs,
             },
         )
 }

@@ -373,7 +373,8 @@ impl Tasks {
         let (Some(sender), Some(change)) = (self.watchers.get(&slot), change) else {
             return;
         };
-        if quiet || is_first_claim(&change) {
+        // A push record changes nothing a subscriber follows (fold rule 16).
+        if quiet || is_first_claim(&change) || matches!(change, Change::Push(_)) {
             return;
         }
         let event = Arc::new(TaskEvent {

@@ -1,6 +1,6 @@
 //! [`MachineSnapshot`]: a [`TaskMachine`] as plain data, for a reader's checkpoint, and back.
 
-use super::{Claim, Live, TaskMachine};
+use super::{ANSWERED, Claim, Live, PUSH_CONFIGS, SHOWN, TaskMachine, mark};
 use crate::TaskState;
 use crate::fold::seen::Seen;
 
@@ -32,6 +32,8 @@ pub struct MachineSnapshot {
     pub shown: bool,
     /// The task ended answered by a reply (rule 15).
     pub answered: bool,
+    /// A push config was registered in this incarnation (rule 16).
+    pub push_configs: bool,
 }
 
 impl TaskMachine {
@@ -48,8 +50,9 @@ impl TaskMachine {
             claim: self.claim().cloned(),
             pending: self.pending().map(str::to_owned).collect(),
             retention_ms: self.retention_ms,
-            shown: self.shown,
-            answered: self.answered,
+            shown: self.is_shown(),
+            answered: self.is_answered(),
+            push_configs: self.has_push_configs(),
         }
     }
 
@@ -70,8 +73,9 @@ impl TaskMachine {
             live: (!live.is_empty()).then(|| Box::new(live)),
             attempts: snapshot.attempts,
             retention_ms: snapshot.retention_ms,
-            shown: snapshot.shown,
-            answered: snapshot.answered,
+            marks: mark(SHOWN, snapshot.shown)
+                | mark(ANSWERED, snapshot.answered)
+                | mark(PUSH_CONFIGS, snapshot.push_configs),
         }
     }
 }
