@@ -195,7 +195,7 @@ fn tool_call_body(i: u64) -> Bytes {
 async fn request(sender: &mut Sender, path: &str, body: Bytes) -> bool {
     sender.ready().await.unwrap();
     let request = Request::post(path)
-        .header("host", "bench")
+        .header("host", "127.0.0.1")
         .header("content-type", "application/json")
         .header("a2a-version", "1.0")
         .body(Full::new(body))
@@ -460,7 +460,7 @@ fn run_case(server_rt: &Runtime, client_rt: &Runtime, case: Case, connections: u
         }
         let mut sender = connect(server.address).await;
         let request = Request::post("/")
-            .header("host", "bench")
+            .header("host", "127.0.0.1")
             .header("content-type", "application/json")
             .body(Full::new(send_body(9999, 0, true)))
             .unwrap();
@@ -470,6 +470,13 @@ fn run_case(server_rt: &Runtime, client_rt: &Runtime, case: Case, connections: u
         reply["result"]["task"]["id"].as_str().unwrap().into()
     });
     let outcome = client_rt.block_on(load(server.address, case, connections, task_id));
+    // A figure of refusals would pass for one of answers.
+    assert_eq!(
+        outcome.errors,
+        0,
+        "{} at {connections}: answers that were not what the case expects",
+        case.label()
+    );
     let _ = server.stop.send(());
     server_rt.block_on(async {
         let _ = tokio::time::timeout(Duration::from_secs(15), server.done).await;

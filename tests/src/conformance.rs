@@ -226,6 +226,34 @@ async fn append_all(subject: &dyn Subject, stream: String) {
         payloads(&read),
         (0..2).map(|i| payload("c1", i)).collect::<Vec<_>>()
     );
+    // A later batch is never visible before an earlier one: a reader that sees a command's
+    // copy finds its event (a worker looks for the event of the copy it was handed).
+    let (base_e, base_c) = (5, 2);
+    let watcher = {
+        let (log, events, commands) = (log.clone(), events.clone(), commands.clone());
+        tokio::spawn(async move {
+            loop {
+                let copies = log.end_offsets(&commands).await.expect("ends")[c as usize] - base_c;
+                let events = log.end_offsets(&events).await.expect("ends")[e as usize] - base_e;
+                assert!(
+                    events >= copies,
+                    "{copies} copies visible before their events ({events})"
+                );
+                if copies == 50 {
+                    return;
+                }
+                tokio::task::yield_now().await;
+            }
+        })
+    };
+    for i in 0..50 {
+        log.append_all(vec![batch(&events, "race", 1), batch(&commands, "race", 1)])
+            .await
+            .unwrap_or_else(|e| panic!("append_all {i}: {e}"));
+    }
+    watcher
+        .await
+        .expect("the watcher saw every copy after its event");
     log.close().await.expect("close");
 }
 

@@ -36,10 +36,11 @@ pub trait LogBackend: Send + Sync + fmt::Debug + 'static {
 
     /// Append several batches, each to the partition its key chooses in its topic, in order:
     /// batch i is acknowledged only if every batch before it is, and the result lists where
-    /// each landed, in the same order. On an error, other batches may have been appended (the
-    /// default: those before the failing one). Default: one [`append`](Self::append) after
-    /// the other; a backend may take them all in one round (the embedded log writes and
-    /// acknowledges them together; Iggy sends them at once).
+    /// each landed, in the same order. On an error, batches before the failing one may have
+    /// been appended. Default: one [`append`](Self::append) after the other; a backend may
+    /// take them all in one round (the embedded log writes and acknowledges them together).
+    /// A backend must not make a later batch visible before an earlier one: a worker handed a
+    /// command's copy looks for its event in the log.
     async fn append_all(&self, batches: Vec<AppendBatch<'_>>) -> Result<Vec<Appended>> {
         let mut out = Vec::with_capacity(batches.len());
         for batch in batches {

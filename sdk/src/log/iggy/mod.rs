@@ -104,9 +104,7 @@ use self::pool::Pool;
 use self::topic::{TopicHandle, identifiers, record};
 use crate::error::{Error, ErrorKind, Result};
 use crate::log::raw::{LogBackend, Place, Prefetcher};
-use crate::log::{
-    AppendBatch, Appended, GroupConsumer, SegmentInfo, StoredRecord, TopicRef, partition_for_key,
-};
+use crate::log::{Appended, GroupConsumer, SegmentInfo, StoredRecord, TopicRef, partition_for_key};
 
 /// A log on an Apache Iggy server.
 ///
@@ -306,21 +304,6 @@ impl LogBackend for IggyLog {
 
     async fn partitions(&self, topic: &TopicRef) -> Result<u32> {
         Ok(self.handle(topic).await?.partitions())
-    }
-
-    /// Every batch sent at once (each its own partition's group commit), so a command and its
-    /// copy cost one round trip, not two. A batch is acknowledged only with every batch
-    /// before it; a later one may land although an earlier one failed (as after a crash
-    /// between the two), which readers of our topics take in their stride: a command copy
-    /// whose event is missing names no task and is skipped.
-    async fn append_all(&self, batches: Vec<AppendBatch<'_>>) -> Result<Vec<Appended>> {
-        let sent = futures::future::join_all(
-            batches
-                .into_iter()
-                .map(|batch| self.append(batch.topic, batch.key, batch.payloads)),
-        )
-        .await;
-        sent.into_iter().collect()
     }
 
     async fn append(&self, topic: &TopicRef, key: &[u8], payloads: Vec<Bytes>) -> Result<Appended> {
