@@ -419,7 +419,7 @@ export declare class RpcFrames {
   close(): Promise<void>
 }
 
-/** A running HTTP server (from `serve`). */
+/** A running server (from `serve`): HTTP, and gRPC when asked for. */
 export declare class Server {
   /**
    * The base URL it serves at (`http://127.0.0.1:PORT/`); the card is at
@@ -429,8 +429,13 @@ export declare class Server {
   /** The MCP route's URL (`<url>mcp`) when serving an `McpBridge`, else `null`. */
   get mcpUrl(): string | null
   /**
-   * Stop accepting, let open requests finish (streams: up to 10 s), and resolve once
-   * the server has stopped.
+   * The gRPC binding's address (`host:port`, as the card lists it) when serving it
+   * (`grpcListen`), else `null`.
+   */
+  get grpcUrl(): string | null
+  /**
+   * Stop accepting (HTTP and gRPC), let open requests finish (streams: up to 10 s), and
+   * resolve once the server has stopped.
    */
   close(): Promise<void>
   /**
@@ -523,12 +528,13 @@ export declare class Worker {
 }
 
 /**
- * Serve `bridge` over HTTP: A2A JSON-RPC, the agent card (its interfaces at the bound URL,
- * or `publicUrl`), /healthz, /readyz, /metrics, and with `mcp` (index.js takes it from
- * `options.mcp`) the MCP route `/mcp` beside them, as `agentlog serve --tools` merges it
- * (Host and Origin: loopback or the URL's host). Every caller is anonymous, so only a
- * loopback address is served unless `allowAnonymous`. Resolves once the server answers and
- * the bridge has replayed the log. The server does not keep the process alive: await
+ * Serve `bridge` over HTTP: A2A JSON-RPC and HTTP+JSON, the agent card (its interfaces at
+ * the bound URL, or `publicUrl`), /healthz, /readyz, /metrics, and with `mcp` (index.js
+ * takes it from `options.mcp`) the MCP route `/mcp` beside them, as `agentlog serve --tools`
+ * merges it (Host and Origin: loopback or the URL's host); with `grpcListen`, A2A's gRPC
+ * binding on that address too, listed last in the card. Every caller is anonymous, so only
+ * loopback addresses are served unless `allowAnonymous`. Resolves once the server answers
+ * and the bridge has replayed the log. The server does not keep the process alive: await
  * `server.closed` for that.
  */
 export declare function _serve(bridge: Bridge, options?: ServeOptions | null, mcp?: McpBridge | null): Promise<Server>
@@ -672,6 +678,12 @@ export interface ServeOptions {
   allowAnonymous?: boolean
   /** The most connections held open at once (then `503`). Default 10 000. */
   maxConnections?: number
+  /**
+   * `IP:PORT` to serve A2A's gRPC binding on too (port 0 picks a free one:
+   * `server.grpcUrl` has it), listed last in the card as `host:port` with the public URL's
+   * host, as `agentlog serve --grpc-listen` does. Default: no gRPC.
+   */
+  grpcListen?: string
 }
 
 /**
@@ -881,10 +893,11 @@ export interface ServeMcpOptions extends ServeOptions {
 }
 
 /**
- * Serve `bridge` over HTTP: A2A JSON-RPC, the agent card, /healthz, /readyz, /metrics, and
- * with `mcp` the MCP route `/mcp` beside them. Every caller is anonymous, so only a loopback
- * address is served unless `allowAnonymous`. Resolves once the server answers; await
- * `server.closed` to keep the process alive.
+ * Serve `bridge` over HTTP: A2A JSON-RPC and HTTP+JSON, the agent card, /healthz, /readyz,
+ * /metrics, and with `mcp` the MCP route `/mcp` beside them; with `grpcListen`, A2A's gRPC
+ * binding on that address too (`server.grpcUrl`, listed last in the card). Every caller is
+ * anonymous, so only loopback addresses are served unless `allowAnonymous`. Resolves once the
+ * server answers; await `server.closed` to keep the process alive.
  */
 export declare function serve(bridge: Bridge, options?: ServeMcpOptions | null): Promise<Server>;
 

@@ -75,10 +75,11 @@ export interface ServeMcpOptions extends ServeOptions {
 }
 
 /**
- * Serve `bridge` over HTTP: A2A JSON-RPC, the agent card, /healthz, /readyz, /metrics, and
- * with `mcp` the MCP route `/mcp` beside them. Every caller is anonymous, so only a loopback
- * address is served unless `allowAnonymous`. Resolves once the server answers; await
- * `server.closed` to keep the process alive.
+ * Serve `bridge` over HTTP: A2A JSON-RPC and HTTP+JSON, the agent card, /healthz, /readyz,
+ * /metrics, and with `mcp` the MCP route `/mcp` beside them; with `grpcListen`, A2A's gRPC
+ * binding on that address too (`server.grpcUrl`, listed last in the card). Every caller is
+ * anonymous, so only loopback addresses are served unless `allowAnonymous`. Resolves once the
+ * server answers; await `server.closed` to keep the process alive.
  */
 export declare function serve(bridge: Bridge, options?: ServeMcpOptions | null): Promise<Server>;
 

@@ -1,9 +1,11 @@
-//! `await agentlog.serve(bridge, listen=...)`: the SDK's HTTP router from Python.
+//! `await agentlog.serve(bridge, listen=...)`: the SDK's HTTP router from Python, and with
+//! `grpc_listen` its gRPC binding on a listener of its own.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 use agentlog::ErrorKind;
+use agentlog::grpc::{self, GrpcConfig};
 use agentlog::http::mcp;
 use agentlog::http::{
     Allowed, DEFAULT_MAX_CONNECTIONS, HttpConfig, base_url, router, serve_bounded,
@@ -20,37 +22,80 @@ use crate::mcp::PyMcpBridge;
 /// The servers running now, for the exit hook.
 static LIVE: Mutex<Vec<CancellationToken>> = Mutex::new(Vec::new());
 
-/// A running HTTP server: `url`, `close()`, `serve_forever()`, `async with`.
+/// The task serving HTTP (and gRPC), once: its outcome is taken by the first `join`.
+type ServerTask = Arc<tokio::sync::Mutex<Option<JoinHandle<agentlog::Result<()>>>>>;
+
+/// A running server: `url`, `grpc_url`, `close()`, `serve_forever()`, `async with`.
 #[pyclass(frozen, module = "agentlog", name = "Server")]
 #[derive(Debug)]
 pub struct PyServer {
     url: String,
     mcp_url: Option<String>,
+    grpc_url: Option<String>,
     stop: CancellationToken,
-    task: Arc<tokio::sync::Mutex<Option<JoinHandle<std::io::Result<()>>>>>,
+    task: ServerTask,
 }
 
 /// Wait for the server task (once); its error, if it failed.
-async fn join(
-    task: Arc<tokio::sync::Mutex<Option<JoinHandle<std::io::Result<()>>>>>,
-) -> agentlog::Result<()> {
+async fn join(task: ServerTask) -> agentlog::Result<()> {
     let mut task = task.lock().await;
     let Some(handle) = task.as_mut() else {
         return Ok(());
     };
     let result = handle.await;
     *task = None;
-    match result {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(e)) => Err(agentlog::Error::new(
-            ErrorKind::Unavailable,
-            format!("the HTTP server failed: {e}"),
-        )),
-        Err(e) => Err(agentlog::Error::new(
+    result.unwrap_or_else(|e| {
+        Err(agentlog::Error::new(
             ErrorKind::Internal,
-            format!("the HTTP server stopped: {e}"),
-        )),
+            format!("the server stopped: {e}"),
+        ))
+    })
+}
+
+/// Bind `address` for `what` (`listen`, `grpc_listen`): the listener and its local address.
+async fn bind(
+    address: SocketAddr,
+    what: &str,
+) -> agentlog::Result<(tokio::net::TcpListener, SocketAddr)> {
+    let listener = tokio::net::TcpListener::bind(address).await.map_err(|e| {
+        agentlog::Error::new(
+            ErrorKind::Config,
+            format!("cannot listen on {address} ({what}): {e}"),
+        )
+    })?;
+    let local = listener.local_addr().map_err(|e| {
+        agentlog::Error::new(
+            ErrorKind::Internal,
+            format!("cannot read the listening address: {e}"),
+        )
+    })?;
+    Ok((listener, local))
+}
+
+/// `listen` as an address, served only on loopback unless `allow_anonymous`.
+fn address_of(
+    py: Python<'_>,
+    listen: &str,
+    what: &str,
+    allow_anonymous: bool,
+) -> PyResult<SocketAddr> {
+    let address: SocketAddr = listen.parse().map_err(|e| {
+        err(
+            py,
+            ErrorKind::Config,
+            format!("bad {what} address {listen:?} (expected IP:PORT): {e}"),
+        )
+    })?;
+    if !address.ip().is_loopback() && !allow_anonymous {
+        return Err(err(
+            py,
+            ErrorKind::Config,
+            format!(
+                "refusing to serve {address} without authentication: every caller would be anonymous and see every task; pass allow_anonymous=True to do it anyway"
+            ),
+        ));
     }
+    Ok(address)
 }
 
 #[pymethods]
@@ -67,7 +112,14 @@ impl PyServer {
         self.mcp_url.as_deref()
     }
 
-    /// Stop accepting, let open requests finish (up to 10 s), and return.
+    /// The gRPC binding's address (`host:port`, as the card lists it) when serving it, else
+    /// `None`.
+    #[getter]
+    fn grpc_url(&self) -> Option<&str> {
+        self.grpc_url.as_deref()
+    }
+
+    /// Stop accepting (HTTP and gRPC), let open requests finish (up to 10 s), and return.
     fn close<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         self.stop.cancel();
         aio::spawn(py, OnCancel::Finish, join(self.task.clone()), aio::none)
@@ -105,18 +157,24 @@ impl PyServer {
     }
 
     fn __repr__(&self) -> String {
-        format!("Server(url={:?})", self.url)
+        match &self.grpc_url {
+            Some(grpc) => format!("Server(url={:?}, grpc_url={grpc:?})", self.url),
+            None => format!("Server(url={:?})", self.url),
+        }
     }
 }
 
-/// Serve `bridge` over HTTP on `listen` (port 0 picks a free port): A2A JSON-RPC, the agent
-/// card (its interfaces at the bound URL, or `public_url`), /healthz, /readyz, /metrics,
-/// and with `mcp` the MCP route `/mcp` beside them (as `agentlog serve --tools` merges it:
-/// Host and Origin loopback or the URL's host). Every caller is anonymous, so only a
-/// loopback address is served unless `allow_anonymous`. Returns once the server answers
-/// and the bridge has replayed the log.
+/// Serve `bridge` over HTTP on `listen` (port 0 picks a free port): A2A JSON-RPC and
+/// HTTP+JSON, the agent card (its interfaces at the bound URL, or `public_url`), /healthz,
+/// /readyz, /metrics, and with `mcp` the MCP route `/mcp` beside them (as `agentlog serve
+/// --tools` merges it: Host and Origin loopback or the URL's host). With `grpc_listen`, A2A's
+/// gRPC binding too, on that address (as `agentlog serve --grpc-listen`: the card lists it
+/// last, `host:port` with the public URL's host). Every caller is anonymous, so only loopback
+/// addresses are served unless `allow_anonymous`. Returns once the server answers and the
+/// bridge has replayed the log.
 #[pyfunction]
-#[pyo3(signature = (bridge, listen = "127.0.0.1:8080".to_owned(), *, public_url = None, allow_anonymous = false, max_connections = DEFAULT_MAX_CONNECTIONS, mcp = None))]
+#[pyo3(signature = (bridge, listen = "127.0.0.1:8080".to_owned(), *, public_url = None, allow_anonymous = false, max_connections = DEFAULT_MAX_CONNECTIONS, mcp = None, grpc_listen = None))]
+#[allow(clippy::too_many_arguments)]
 fn serve<'py>(
     py: Python<'py>,
     bridge: &PyBridge,
@@ -125,60 +183,74 @@ fn serve<'py>(
     allow_anonymous: bool,
     max_connections: usize,
     mcp: Option<&PyMcpBridge>,
+    grpc_listen: Option<String>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let address: SocketAddr = listen.parse().map_err(|e| {
-        err(
-            py,
-            ErrorKind::Config,
-            format!("bad listen address {listen:?} (expected IP:PORT): {e}"),
-        )
-    })?;
-    if !address.ip().is_loopback() && !allow_anonymous {
-        return Err(err(
-            py,
-            ErrorKind::Config,
-            format!(
-                "refusing to serve {address} without authentication: every caller would be anonymous and see every task; pass allow_anonymous=True to do it anyway"
-            ),
-        ));
-    }
+    let address = address_of(py, &listen, "listen", allow_anonymous)?;
+    let grpc_address = grpc_listen
+        .map(|g| address_of(py, &g, "grpc_listen", allow_anonymous))
+        .transpose()?;
     let bridge = bridge.0.clone();
     let mcp = mcp.map(|m| m.0.clone());
     aio::spawn(
         py,
         OnCancel::Finish,
         async move {
-            let listener = tokio::net::TcpListener::bind(address).await.map_err(|e| {
-                agentlog::Error::new(
-                    ErrorKind::Config,
-                    format!("cannot listen on {address}: {e}"),
-                )
-            })?;
-            let local = listener.local_addr().map_err(|e| {
-                agentlog::Error::new(
-                    ErrorKind::Internal,
-                    format!("cannot read the listening address: {e}"),
-                )
-            })?;
+            // Both bound before anything serves: a taken port fails the call, not the server.
+            let (listener, local) = bind(address, "listen").await?;
+            let grpc_bound = match grpc_address {
+                Some(address) => Some(bind(address, "grpc_listen").await?),
+                None => None,
+            };
             let base = base_url(public_url.as_deref(), local)?;
             let url = base.to_string();
+            let grpc_interface = grpc_bound
+                .as_ref()
+                .map(|(_, local)| grpc::card_interface(&base, *local));
+            let grpc_url = grpc_interface.as_ref().map(|i| i.url.clone());
             let http = HttpConfig::new()
                 .interface_url(url.clone())
+                .extra_interfaces(grpc_interface.into_iter().collect())
                 .allowed(Allowed::for_base_url(&base));
             let stop = CancellationToken::new();
             let view = bridge.view().clone();
+            let grpc_server = grpc_bound.map(|(listener, _)| {
+                grpc::serve(
+                    listener,
+                    bridge.clone(),
+                    GrpcConfig::new(),
+                    stop.clone().cancelled_owned(),
+                )
+            });
             let mut app = router(bridge, http);
             let mut mcp_url = None;
             if let Some(mcp) = mcp {
                 let (with_mcp, url) = mcp::mount(app, mcp, &base)?;
                 (app, mcp_url) = (with_mcp, Some(url));
             }
-            let task = aio::runtime().spawn(serve_bounded(
+            let http_server = serve_bounded(
                 listener,
                 app,
                 max_connections,
                 stop.clone().cancelled_owned(),
-            ));
+            );
+            let task = aio::runtime().spawn(async move {
+                let http = async {
+                    http_server.await.map_err(|e| {
+                        agentlog::Error::new(
+                            ErrorKind::Unavailable,
+                            format!("the HTTP server failed: {e}"),
+                        )
+                    })
+                };
+                let grpc = async {
+                    match grpc_server {
+                        Some(server) => server.await,
+                        None => Ok(()),
+                    }
+                };
+                let (http, grpc) = tokio::join!(http, grpc);
+                http.and(grpc)
+            });
             view.wait_caught_up().await;
             {
                 let mut live = LIVE.lock().unwrap_or_else(|e| e.into_inner());
@@ -188,6 +260,7 @@ fn serve<'py>(
             Ok(PyServer {
                 url,
                 mcp_url,
+                grpc_url,
                 stop,
                 task: Arc::new(tokio::sync::Mutex::new(Some(task))),
             })

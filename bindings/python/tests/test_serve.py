@@ -1,5 +1,6 @@
 """serve from Python with a Python handler: the official a2a-sdk client drives it (card,
-blocking send, stream, cancel, input-required), a handler that blocks the loop holds up
+blocking send, stream, cancel, input-required) over each binding the card lists (JSON-RPC,
+HTTP+JSON, and gRPC on the `grpc_listen` port), a handler that blocks the loop holds up
 nothing else, and the process tests: Ctrl-C during serve, a script that exits without
 cleanup (20 runs), and the example scripts."""
 
@@ -18,9 +19,13 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import grpc  # type: ignore[import-untyped]  # grpcio ships no type stubs
 import httpx
 import pytest
 from a2a.client import A2ACardResolver, ClientCallContext, ClientConfig, create_client
+from a2a.client.transports.grpc import GrpcTransport
+from a2a.client.transports.jsonrpc import JsonRpcTransport
+from a2a.client.transports.rest import RestTransport
 from a2a.types.a2a_pb2 import (
     CancelTaskRequest,
     GetTaskRequest,
@@ -67,8 +72,25 @@ async def server() -> AsyncIterator[agentlog.Server]:
     log = await agentlog.open_log("memory://")
     bridge = await agentlog.Bridge.open(log, "pyagent", card={"description": "a Python agent"})
     async with agentlog.Worker(log, "pyagent", handler, bridge=bridge):
-        async with await agentlog.serve(bridge, "127.0.0.1:0") as served:
+        async with await agentlog.serve(bridge, "127.0.0.1:0", grpc_listen="127.0.0.1:0") as served:
             yield served
+
+
+BINDINGS = ["JSONRPC", "HTTP+JSON", "GRPC"]
+TRANSPORTS: dict[str, type] = {"JSONRPC": JsonRpcTransport, "HTTP+JSON": RestTransport, "GRPC": GrpcTransport}
+
+
+async def client_over(server: agentlog.Server, binding: str, streaming: bool) -> Any:
+    """The official client restricted to one of the card's bindings (gRPC: a plaintext channel
+    to the card's `host:port`), checked to speak it."""
+    config = ClientConfig(
+        streaming=streaming, supported_protocol_bindings=[binding], grpc_channel_factory=grpc.aio.insecure_channel
+    )
+    client = await create_client(server.url, config)
+    # The transport is private: the one way to see which binding the client speaks.
+    transport = getattr(client, "_transport", None)
+    assert isinstance(transport, TRANSPORTS[binding]), transport
+    return client
 
 
 def user(text: str, **ids: str) -> Message:
@@ -83,16 +105,29 @@ async def send(client: Any, message: Message, **config: Any) -> Task:
     return task
 
 
-async def test_the_card_lists_the_bound_url(server: agentlog.Server) -> None:
+async def test_the_card_lists_the_bound_url_and_the_grpc_address(server: agentlog.Server) -> None:
     async with httpx.AsyncClient(timeout=20) as http:
         card = await A2ACardResolver(http, server.url).get_agent_card()
     assert card.name == "pyagent" and card.description == "a Python agent"
-    assert card.supported_interfaces[0].url == server.url
+    listed = [(i.protocol_binding, i.url) for i in card.supported_interfaces]
+    assert listed == [("JSONRPC", server.url), ("HTTP+JSON", server.url), ("GRPC", server.grpc_url)], listed
+    assert server.grpc_url is not None and server.grpc_url.startswith("127.0.0.1:")
     assert card.capabilities.streaming and card.skills
 
 
-async def test_the_official_client_sends_blocking_and_gets(server: agentlog.Server) -> None:
-    async with await create_client(server.url, ClientConfig(streaming=False)) as client:
+async def test_without_grpc_listen_there_is_no_grpc_interface() -> None:
+    log = await agentlog.open_log("memory://")
+    bridge = await agentlog.Bridge.open(log, "plain")
+    async with await agentlog.serve(bridge, "127.0.0.1:0") as served:
+        assert served.grpc_url is None
+        async with httpx.AsyncClient(timeout=20) as http:
+            card = await A2ACardResolver(http, served.url).get_agent_card()
+    assert [i.protocol_binding for i in card.supported_interfaces] == ["JSONRPC", "HTTP+JSON"]
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+async def test_the_official_client_sends_blocking_and_gets(server: agentlog.Server, binding: str) -> None:
+    async with await client_over(server, binding, streaming=False) as client:
         task = await send(client, user("hello"))
         assert task.status.state == TaskState.TASK_STATE_COMPLETED
         assert "".join(p.text for a in task.artifacts for p in a.parts) == "echo: hello"
@@ -101,8 +136,9 @@ async def test_the_official_client_sends_blocking_and_gets(server: agentlog.Serv
         assert again.status.state == TaskState.TASK_STATE_COMPLETED
 
 
-async def test_the_official_client_streams(server: agentlog.Server) -> None:
-    async with await create_client(server.url, ClientConfig(streaming=True)) as client:
+@pytest.mark.parametrize("binding", BINDINGS)
+async def test_the_official_client_streams(server: agentlog.Server, binding: str) -> None:
+    async with await client_over(server, binding, streaming=True) as client:
         request = SendMessageRequest(message=user("stream"))
         events = [e async for e in client.send_message(request, context=CALL)]
     kinds = [e.WhichOneof("payload") for e in events]
@@ -110,8 +146,9 @@ async def test_the_official_client_streams(server: agentlog.Server) -> None:
     assert events[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
 
 
-async def test_the_official_client_cancels_and_the_handler_sees_it(server: agentlog.Server) -> None:
-    async with await create_client(server.url, ClientConfig(streaming=False)) as client:
+@pytest.mark.parametrize("binding", BINDINGS)
+async def test_the_official_client_cancels_and_the_handler_sees_it(server: agentlog.Server, binding: str) -> None:
+    async with await client_over(server, binding, streaming=False) as client:
         task = await send(client, user("sleep"), return_immediately=True)
         canceled = await client.cancel_task(CancelTaskRequest(id=task.id), context=CALL)
         assert canceled.status.state == TaskState.TASK_STATE_CANCELED
@@ -119,8 +156,9 @@ async def test_the_official_client_cancels_and_the_handler_sees_it(server: agent
             await client.cancel_task(CancelTaskRequest(id=task.id), context=CALL)
 
 
-async def test_the_official_client_answers_input_required(server: agentlog.Server) -> None:
-    async with await create_client(server.url, ClientConfig(streaming=False)) as client:
+@pytest.mark.parametrize("binding", BINDINGS)
+async def test_the_official_client_answers_input_required(server: agentlog.Server, binding: str) -> None:
+    async with await client_over(server, binding, streaming=False) as client:
         task = await send(client, user("input"))
         assert task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
         assert task.status.message.parts[0].text == "what now?"
@@ -178,6 +216,10 @@ async def test_serve_refuses_a_public_address_without_allow_anonymous() -> None:
         await agentlog.serve(bridge, "0.0.0.0:0")
     with pytest.raises(agentlog.ConfigError, match="listen address"):
         await agentlog.serve(bridge, "nowhere")
+    with pytest.raises(agentlog.ConfigError, match="allow_anonymous"):
+        await agentlog.serve(bridge, "127.0.0.1:0", grpc_listen="0.0.0.0:0")
+    with pytest.raises(agentlog.ConfigError, match="grpc_listen address"):
+        await agentlog.serve(bridge, "127.0.0.1:0", grpc_listen="nowhere")
 
 
 def default_sigint() -> None:

@@ -33,8 +33,10 @@ mod status;
 mod trailer;
 
 use std::future::Future;
+use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
+use agentlog_wire::a2a::AgentInterface;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -79,6 +81,27 @@ impl GrpcConfig {
 impl Default for GrpcConfig {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+/// The card's entry for a gRPC listener bound at `local` and reached through the host of
+/// `public_url` (the HTTP server's public URL): `host:port` without a scheme, as the proto
+/// asks and the official clients dial it, `protocolBinding` `GRPC`, version `1.0`.
+/// `agentlog serve --grpc-listen` and the bindings' `serve` list it after the HTTP ones.
+pub fn card_interface(public_url: &url::Url, local: SocketAddr) -> AgentInterface {
+    let host = match public_url.host() {
+        Some(url::Host::Ipv6(ip)) => format!("[{ip}]"),
+        Some(host) => host.to_string(),
+        None => match local.ip() {
+            IpAddr::V6(ip) => format!("[{ip}]"),
+            ip => ip.to_string(),
+        },
+    };
+    AgentInterface {
+        url: format!("{host}:{}", local.port()),
+        protocol_binding: "GRPC".to_owned(),
+        protocol_version: "1.0".to_owned(),
+        tenant: None,
     }
 }
 
@@ -137,5 +160,26 @@ pub async fn serve(
             stopping.cancelled().await;
             tokio::time::sleep(SHUTDOWN_GRACE).await;
         } => Ok(()),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::card_interface;
+
+    #[test]
+    fn the_card_interface_is_the_public_host_and_the_bound_port() {
+        let local = "127.0.0.1:50051".parse().unwrap();
+        let public = url::Url::parse("https://agents.example.com/a2a/").unwrap();
+        let interface = card_interface(&public, local);
+        assert_eq!(interface.url, "agents.example.com:50051");
+        assert_eq!(interface.protocol_binding, "GRPC");
+        assert_eq!(interface.protocol_version, "1.0");
+        assert_eq!(interface.tenant, None);
+        let public = url::Url::parse("http://[::1]:8080/").unwrap();
+        assert_eq!(card_interface(&public, local).url, "[::1]:50051");
+        let public = url::Url::parse("http://127.0.0.1:8080/").unwrap();
+        assert_eq!(card_interface(&public, local).url, "127.0.0.1:50051");
     }
 }

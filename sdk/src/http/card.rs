@@ -176,14 +176,19 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn the_interface_url_is_served_in_every_interface_and_the_rest_stays() {
+    async fn the_interface_url_is_served_in_every_interface_and_the_extra_ones_after() {
         let bridge = dual_version_bridge().await;
         let mut own = bridge.agent_card().clone();
         offer_http_json(&mut own);
-        let config = HttpConfig {
-            interface_url: Some("http://127.0.0.1:45678/".to_owned()),
-            ..HttpConfig::default()
+        let grpc = AgentInterface {
+            url: "127.0.0.1:45679".to_owned(),
+            protocol_binding: "GRPC".to_owned(),
+            protocol_version: "1.0".to_owned(),
+            tenant: None,
         };
+        let config = HttpConfig::default()
+            .interface_url("http://127.0.0.1:45678/".to_owned())
+            .extra_interfaces(vec![grpc.clone()]);
         let app = router(bridge, config);
         let request = Request::get("/.well-known/agent-card.json")
             .body(Body::empty())
@@ -195,9 +200,10 @@ mod tests {
         let card: AgentCard = serde_json::from_slice(&body).unwrap();
         assert_eq!(
             card.supported_interfaces.len(),
-            3,
-            "1.0 and 0.3, and HTTP+JSON 1.0"
+            4,
+            "1.0 and 0.3, HTTP+JSON 1.0, and the extra one"
         );
+        assert_eq!(card.supported_interfaces[3], grpc, "last, its URL kept");
         for (served, own) in card
             .supported_interfaces
             .iter()

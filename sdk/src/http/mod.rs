@@ -11,7 +11,7 @@
 //! | --- | --- |
 //! | `POST {rpc_path}` | JSON-RPC: `application/json`, or `text/event-stream` for streaming methods |
 //! | `POST {base}/message:send`, `…/message:stream`, `GET {base}/tasks`, `GET {base}/tasks/{id}`, `POST {base}/tasks/{id}:cancel`, `GET`/`POST {base}/tasks/{id}:subscribe`, `{base}/tasks/{id}/pushNotificationConfigs[/{configId}]`, `GET {base}/extendedAgentCard`, and each under `{base}/{tenant}/…` | A2A's HTTP+JSON binding (`base` is `rpc_path` without its trailing slash): the same bridge through the same checks, answered in that binding's shapes (see the `rest` module). The served card lists an `HTTP+JSON` interface after each JSON-RPC 1.0 one |
-//! | `GET /.well-known/agent-card.json`, `GET /.well-known/agent.json` (legacy 0.2) | the agent card |
+//! | `GET /.well-known/agent-card.json`, `GET /.well-known/agent.json` (legacy 0.2) | the agent card (its interfaces at [`HttpConfig::interface_url`] when set, then [`HttpConfig::extra_interfaces`]) |
 //! | the same two under `{rpc_path}` when it is not `/` | the agent card (the JS client resolves the card relative to its base URL) |
 //! | `GET /healthz` | `200 ok`: liveness |
 //! | `GET /readyz` | `200 {"ready":true}` once the task view has replayed the log and the log takes appends; else `503`, `Retry-After: 1`, `{"ready":false,"reason":...,"error":{"kind":...,"retryable":true}}` |
@@ -187,6 +187,10 @@ pub struct HttpConfig {
     /// the language bindings' `serve` does). The interfaces' versions and bindings stay the
     /// card's. Default `None`: the card's own URLs.
     pub interface_url: Option<String>,
+    /// Interfaces the served card lists after its own, their URLs as given (`interface_url`
+    /// is not applied to them): another listener's, such as the gRPC binding's
+    /// (`grpc::card_interface`) when a host serves it beside the router. Default none.
+    pub extra_interfaces: Vec<agentlog_wire::a2a::AgentInterface>,
     /// The hosts the RPC endpoint answers and the browser origins it serves (with CORS),
     /// against DNS rebinding (the [`Allowed`] docs). Default: loopback only;
     /// [`Allowed::for_base_url`] adds the server's public name.
@@ -205,6 +209,7 @@ setters!(HttpConfig {
     body_limit_bytes: usize,
     body_timeout: std::time::Duration,
     signing_keys: Vec<SigningKey>,
+    extra_interfaces: Vec<agentlog_wire::a2a::AgentInterface>,
     allowed: Allowed,
 } optional {
     log_metrics: LogMetrics,
@@ -222,6 +227,7 @@ impl Default for HttpConfig {
             auth: None,
             signing_keys: Vec::new(),
             interface_url: None,
+            extra_interfaces: Vec::new(),
             allowed: Allowed::default(),
         }
     }
@@ -325,6 +331,9 @@ pub fn router(bridge: Bridge, config: HttpConfig) -> Router {
         }
     }
     card::offer_http_json(&mut served_card);
+    served_card
+        .supported_interfaces
+        .extend(config.extra_interfaces);
     if let Some(auth) = &config.auth
         && served_card.security_schemes.is_empty()
     {

@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use agentlog::bridge::Bridge;
 use agentlog::grpc::{self, GrpcConfig};
 use agentlog::http::auth::EdgeAuth;
-use agentlog_wire::a2a::{AgentCard, AgentInterface};
+use agentlog_wire::a2a::AgentCard;
 use clap::Args;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
@@ -48,22 +48,13 @@ impl GrpcListener {
     /// The card's address of this listener: the public URL's host, the bound port (gRPC's
     /// form, `host:port`, no scheme).
     pub(super) fn address(&self, public_url: &url::Url) -> String {
-        let host = match public_url.host() {
-            Some(url::Host::Ipv6(ip)) => format!("[{ip}]"),
-            Some(host) => host.to_string(),
-            None => self.local.ip().to_string(),
-        };
-        format!("{host}:{}", self.local.port())
+        grpc::card_interface(public_url, self.local).url
     }
 
     /// List the interface in `card`, after the HTTP ones.
     pub(super) fn declare(&self, card: &mut AgentCard, public_url: &url::Url) {
-        card.supported_interfaces.push(AgentInterface {
-            url: self.address(public_url),
-            protocol_binding: "GRPC".to_owned(),
-            protocol_version: "1.0".to_owned(),
-            tenant: None,
-        });
+        card.supported_interfaces
+            .push(grpc::card_interface(public_url, self.local));
     }
 
     /// Serve `bridge` until `stop` (then the open calls' grace).

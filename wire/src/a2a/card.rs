@@ -71,7 +71,7 @@ pub struct AgentCard {
 }
 
 /// One endpoint of an agent: URL, protocol binding and version.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentInterface {
     /// The endpoint URL. Required.
