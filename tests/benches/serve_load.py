@@ -22,7 +22,7 @@ Needs wrk (`apt-get install wrk`) and, for the iggy column, an `iggy-server` on 
 AGENTLOG_IGGY_SERVER (else the column says SKIPPED); cargo unless AGENTLOG_BIN names a release
 binary. From the repository root:
 
-    python3 tests/benches/serve_load.py [--rounds 5] [--seconds 5] [--backends iggy,file,memory]
+    python3 tests/benches/serve_load.py [--rounds 5] [--seconds 5] [--backends iggy,file,memory] [--iggy-shards 1]
         [--shapes send,submit,get,call] [--connections 1,32]
 """
 
@@ -81,10 +81,14 @@ def free_port(kind: int = socket.SOCK_STREAM) -> int:
         return s.getsockname()[1]
 
 
-def start_iggy(binary: str, work: Path) -> tuple[subprocess.Popen[bytes], str]:
-    """An iggy-server in `work` on free loopback ports, as the tests start one."""
+def start_iggy(binary: str, work: Path, shards: str = "1") -> tuple[subprocess.Popen[bytes], str]:
+    """An iggy-server in `work` on free loopback ports, as the tests start one, with `shards`
+    shard threads: one by default, as suits a server sharing two cores with the bridge and
+    the load generator (each shard is a thread, and a request that lands on another
+    partition's shard is handed across threads)."""
     tcp = free_port()
     env = dict(os.environ) | {
+        "IGGY_SYSTEM_SHARDING_CPU_ALLOCATION": shards,
         "IGGY_SYSTEM_PATH": str(work / "iggy-data"),
         "IGGY_TCP_ADDRESS": f"127.0.0.1:{tcp}",
         "IGGY_HTTP_ADDRESS": f"127.0.0.1:{free_port()}",
@@ -281,6 +285,8 @@ def main() -> int:
     parser.add_argument("--connections", default="1,32")
     parser.add_argument("--backends", default="iggy,file,memory")
     parser.add_argument("--shapes", default="send,submit,get,call")
+    parser.add_argument("--iggy-shards", default="1",
+                        help="iggy-server's shard threads (its cpu_allocation: a count, or all)")
     args = parser.parse_args()
     connections = [int(c) for c in args.connections.split(",")]
     shapes = args.shapes.split(",")
@@ -299,7 +305,7 @@ def main() -> int:
             for backend in backends:
                 if backend == "iggy":
                     assert iggy is not None
-                    proc, url = start_iggy(iggy, work)
+                    proc, url = start_iggy(iggy, work, args.iggy_shards)
                     servers.append(start_serve(binary, "iggy", url, work, helper=proc))
                 elif backend == "file":
                     servers.append(start_serve(binary, "file", f"file://{work / 'file-log'}", work))
