@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
-# Interop tests: the official A2A clients (Python a2a-sdk, JS @a2a-js/sdk) against
-# `agentlog serve --demo` on free loopback ports with in-memory logs (one server signs its card).
+# Interop tests: the official A2A clients (Python a2a-sdk, JS @a2a-js/sdk, Rust a2a-client-lf)
+# against `agentlog serve --demo` on free loopback ports with in-memory logs (one server signs
+# its card).
 #
 # Self-contained and idempotent; run from anywhere:
 #   1. builds the agentlog binary (cargo build --locked), unless AGENTLOG_BIN names one;
 #   2. creates tests/interop/python/.venv and pip-installs requirements.txt (+ constraints.txt)
 #      unless the venv is already up to date (a stamp holds the hash of both files and the
 #      Python version);
-#   3. runs `npm ci` in tests/interop/js unless node_modules matches package-lock.json;
+#   3. runs `npm ci` in tests/interop/js unless node_modules matches package-lock.json, and
+#      builds the Rust client's suite (tests/interop/rust, a workspace member: `cargo test
+#      --workspace` built it already when scripts/test.sh runs this);
 #   4. starts the server, exports its URL as AGENTLOG_URL, and a second one whose card is
 #      signed by two keys made with `agentlog keygen` (AGENTLOG_SIGNED_URL, the public keys in
-#      AGENTLOG_CARD_PUBLIC_KEY and AGENTLOG_CARD_NEXT_PUBLIC_KEY), runs `pytest -q` and
-#      `node --test`, and always stops both servers.
+#      AGENTLOG_CARD_PUBLIC_KEY and AGENTLOG_CARD_NEXT_PUBLIC_KEY), runs `pytest -q`,
+#      `node --test` and the Rust suite, and always stops both servers.
 # Exits non-zero if anything fails. Installs need PyPI and npm on the first run (or after a
 # pin changes); without them it fails loudly rather than skipping: CI must prove interop.
 #
@@ -87,6 +90,13 @@ else
     echo "$JS_WANT" >"$JS_STAMP"
 fi
 echo "@a2a-js/sdk $(node -p 'require(process.argv[1]).version' "$JS_DIR/node_modules/@a2a-js/sdk/package.json")"
+
+# --- 3b. Rust: the a2a-client-lf suite ----------------------------------------------------------
+# `--workspace` resolves features as `cargo test --workspace` does, so the test binary it built
+# is reused (with `-p` alone its dependencies would build again with other features).
+RUST_SUITE=(cargo test --workspace --locked --test rust_client)
+step "${RUST_SUITE[*]} --no-run (tests/interop/rust, a2a-client-lf)"
+(cd "$ROOT" && "${RUST_SUITE[@]}" --no-run) || die "cannot build the Rust client's suite"
 
 # --- 4. the servers ---------------------------------------------------------------------------
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/agentlog-interop.XXXXXX")"
@@ -165,6 +175,11 @@ fi
 step "node --test (tests/interop/js, @a2a-js/sdk)"
 if (cd "$JS_DIR" && timeout "$SUITE_TIMEOUT" node --test --test-reporter=spec interop.test.mjs auth.test.mjs signed_card.test.mjs); then :; else
     failed+=("js (exit $?)")
+fi
+
+step "${RUST_SUITE[*]} (tests/interop/rust, a2a-client-lf)"
+if (cd "$ROOT" && timeout "$SUITE_TIMEOUT" "${RUST_SUITE[@]}"); then :; else
+    failed+=("rust (exit $?)")
 fi
 
 for i in "${!SERVER_PIDS[@]}"; do

@@ -1,5 +1,6 @@
 // Interop: the official A2A JS client (@a2a-js/sdk 1.3) against `agentlog serve --demo`, over
-// JSON-RPC and HTTP+JSON (the suites in `over <binding>` run once per binding).
+// JSON-RPC, HTTP+JSON and gRPC (the suites in `over <binding>` run once per binding; gRPC through
+// the SDK's `client/grpc` transport on a plaintext channel to the card's `host:port`).
 //
 // Only the SDK's public client API is used: ClientFactory (createFromUrl / createFromAgentCard),
 // the Client methods, the generated types, and the typed errors of `@a2a-js/sdk`. The server is
@@ -18,7 +19,9 @@ import {
   ClientFactoryOptions,
   JsonRpcTransportFactory,
 } from '@a2a-js/sdk/client';
+import { GrpcTransportFactory } from '@a2a-js/sdk/client/grpc';
 import { TaskNotCancelableError, TaskNotFoundError } from '@a2a-js/sdk/errors';
+import * as grpc from '@grpc/grpc-js';
 
 const BASE_URL = (() => {
   const url = process.env.AGENTLOG_URL;
@@ -47,7 +50,8 @@ function userMessage(text, ids = {}) {
   return {
     messageId: randomUUID(),
     role: Role.ROLE_USER,
-    parts: [{ content: { $case: 'text', value: text } }],
+    // Every field of the SDK's Part: its gRPC encoder writes a missing string as "undefined".
+    parts: [{ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: '' }],
     contextId: ids.contextId ?? '',
     taskId: ids.taskId ?? '',
     metadata: undefined,
@@ -55,6 +59,9 @@ function userMessage(text, ids = {}) {
     referenceTaskIds: [],
   };
 }
+
+/** A SendMessageRequest with every field (a missing tenant would go over gRPC as "undefined"). */
+const request = (message) => ({ tenant: '', message, configuration: undefined, metadata: undefined });
 
 const textOf = (parts) =>
   (parts ?? []).map((p) => (p.content?.$case === 'text' ? p.content.value : '')).join('');
@@ -92,13 +99,16 @@ function listRequest(fields = {}) {
   };
 }
 
-// The card lists JSONRPC then HTTP+JSON at the same URL; each suite below runs over both.
-const BINDINGS = ['JSONRPC', 'HTTP+JSON'];
+// The card lists JSONRPC then HTTP+JSON at the same URL, then GRPC at its own `host:port`; each
+// suite below runs over all three.
+const BINDINGS = ['JSONRPC', 'HTTP+JSON', 'GRPC'];
+const TRANSPORT = { JSONRPC: /JsonRpc/i, 'HTTP+JSON': /Rest/i, GRPC: /Grpc/i };
 
-/** A factory whose clients prefer `binding` (the card's first otherwise). */
+/** A factory whose clients prefer `binding` (the card's first otherwise), gRPC among its transports. */
 const factoryFor = (binding, clientConfig = {}) =>
   new ClientFactory(
     ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+      transports: [new GrpcTransportFactory({ grpcChannelCredentials: grpc.credentials.createInsecure() })],
       preferredTransports: binding ? [binding] : undefined,
       clientConfig,
     }),
@@ -145,15 +155,15 @@ describe('@a2a-js/sdk client against agentlog', () => {
 
       test('the client speaks the binding', TIMEOUT, async () => {
         const client = await defaultFactory().createFromUrl(BASE_URL);
-        const task = asTask(await client.sendMessage({ message: userMessage('which binding') }));
+        const task = asTask(await client.sendMessage(request(userMessage('which binding'))));
         assert.equal(stateOf(task), 'TASK_STATE_COMPLETED');
         const transport = client.transport?.constructor?.name ?? '';
-        assert.match(transport, binding === 'JSONRPC' ? /JsonRpc/i : /Rest/i, transport);
+        assert.match(transport, TRANSPORT[binding], transport);
       });
 
     test('blocking sendMessage', TIMEOUT, async () => {
       const client = await defaultFactory().createFromUrl(BASE_URL);
-      const task = asTask(await client.sendMessage({ message: userMessage('hello') }));
+      const task = asTask(await client.sendMessage(request(userMessage('hello'))));
       assert.ok(task.id && task.contextId);
       assert.equal(stateOf(task), 'TASK_STATE_COMPLETED');
       assert.equal(artifactText(task, 'echo'), 'echo: hello');
@@ -168,7 +178,7 @@ describe('@a2a-js/sdk client against agentlog', () => {
     test('non-blocking sendMessage then getTask', TIMEOUT, async () => {
       // clientConfig.polling makes the client send returnImmediately: true.
       const client = await pollingFactory().createFromUrl(BASE_URL);
-      const task = asTask(await client.sendMessage({ message: userMessage('sleep 1') }));
+      const task = asTask(await client.sendMessage(request(userMessage('sleep 1'))));
       assert.ok(!TERMINAL.has(task.status.state), `returnImmediately answered ${stateOf(task)}`);
       const done = await waitForState(client, task.id, TERMINAL);
       assert.equal(stateOf(done), 'TASK_STATE_COMPLETED');
@@ -180,7 +190,7 @@ describe('@a2a-js/sdk client against agentlog', () => {
 
     test('cancelTask, then cancelTask again is TaskNotCancelable', TIMEOUT, async () => {
       const client = await pollingFactory().createFromUrl(BASE_URL);
-      const task = asTask(await client.sendMessage({ message: userMessage('sleep 30') }));
+      const task = asTask(await client.sendMessage(request(userMessage('sleep 30'))));
       const canceled = await client.cancelTask({ tenant: '', id: task.id, metadata: undefined });
       assert.equal(canceled.id, task.id);
       assert.equal(stateOf(canceled), 'TASK_STATE_CANCELED');
@@ -207,8 +217,8 @@ describe('@a2a-js/sdk client against agentlog', () => {
     test('listTasks', TIMEOUT, async () => {
       const client = await defaultFactory().createFromUrl(BASE_URL);
       const contextId = randomUUID();
-      const first = asTask(await client.sendMessage({ message: userMessage('list one', { contextId }) }));
-      const second = asTask(await client.sendMessage({ message: userMessage('list two', { contextId }) }));
+      const first = asTask(await client.sendMessage(request(userMessage('list one', { contextId }))));
+      const second = asTask(await client.sendMessage(request(userMessage('list two', { contextId }))));
       assert.equal(first.contextId, contextId);
 
       const listed = await client.listTasks(listRequest({ contextId }));
@@ -240,19 +250,19 @@ describe('@a2a-js/sdk client against agentlog', () => {
     test('an answer that is a message: blocking and streaming, no task', TIMEOUT, async () => {
       // The demo's `reply TEXT` answers with a message instead of a task (fold rule 15).
       const client = await defaultFactory().createFromUrl(BASE_URL);
-      const answer = await client.sendMessage({ message: userMessage('reply hi there') });
+      const answer = await client.sendMessage(request(userMessage('reply hi there')));
       assert.ok(!('status' in answer), `expected a Message, got ${JSON.stringify(answer)}`);
       assert.equal(answer.role, Role.ROLE_AGENT);
       assert.equal(textOf(answer.parts), 'hi there');
       assert.ok(!answer.taskId, answer.taskId);
-      const events = await collect(client.sendMessageStream({ message: userMessage('reply streamed') }));
+      const events = await collect(client.sendMessageStream(request(userMessage('reply streamed'))));
       assert.deepEqual(events.map((e) => e.payload?.$case), ['message']);
       assert.equal(textOf(events[0].payload.value.parts), 'streamed');
     });
 
     test('sendMessageStream: task first, then updates, ends on completed', TIMEOUT, async () => {
       const client = await defaultFactory().createFromUrl(BASE_URL);
-      const events = await collect(client.sendMessageStream({ message: userMessage('hello stream') }));
+      const events = await collect(client.sendMessageStream(request(userMessage('hello stream'))));
       const kinds = events.map((e) => e.payload?.$case);
       assert.equal(kinds[0], 'task', kinds.join());
       const taskId = events[0].payload.value.id;
@@ -269,7 +279,7 @@ describe('@a2a-js/sdk client against agentlog', () => {
 
     test('resubscribeTask to a running task', TIMEOUT, async () => {
       const poller = await pollingFactory().createFromUrl(BASE_URL);
-      const task = asTask(await poller.sendMessage({ message: userMessage('sleep 1') }));
+      const task = asTask(await poller.sendMessage(request(userMessage('sleep 1'))));
       assert.ok(!TERMINAL.has(task.status.state));
 
       const client = await defaultFactory().createFromUrl(BASE_URL);
@@ -293,13 +303,11 @@ describe('@a2a-js/sdk client against agentlog', () => {
 
     test('input-required, then a follow-up completes the task', TIMEOUT, async () => {
       const client = await defaultFactory().createFromUrl(BASE_URL);
-      const task = asTask(await client.sendMessage({ message: userMessage('input') }));
+      const task = asTask(await client.sendMessage(request(userMessage('input'))));
       assert.equal(stateOf(task), 'TASK_STATE_INPUT_REQUIRED');
       assert.equal(textOf(task.status.message?.parts), 'what should I echo?');
       const done = asTask(
-        await client.sendMessage({
-          message: userMessage('the follow-up', { taskId: task.id, contextId: task.contextId }),
-        }),
+        await client.sendMessage(request(userMessage('the follow-up', { taskId: task.id, contextId: task.contextId }))),
       );
       assert.equal(done.id, task.id);
       assert.equal(stateOf(done), 'TASK_STATE_COMPLETED');
@@ -323,7 +331,7 @@ describe('@a2a-js/sdk client against agentlog', () => {
     );
     const client = await factory.createFromAgentCard(v03Card);
     assert.equal(client.protocolVersion, '0.3');
-    const task = asTask(await client.sendMessage({ message: userMessage('hello js 0.3') }));
+    const task = asTask(await client.sendMessage(request(userMessage('hello js 0.3'))));
     assert.equal(stateOf(task), 'TASK_STATE_COMPLETED');
     assert.equal(artifactText(task, 'echo'), 'echo: hello js 0.3');
     const got = await client.getTask({ tenant: '', id: task.id });
