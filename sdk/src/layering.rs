@@ -20,6 +20,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("worker", 5),
     ("mcp", 6),
     ("edge", 6),
+    ("push", 6),
     ("http", 7),
     ("grpc", 7),
 ];

@@ -7,6 +7,7 @@
 //! - [`bridge`]: the stateless A2A bridge: calls become records, answers are folds.
 //! - [`mcp`]: the MCP bridge, its sibling: tool calls become tasks on the tools' topics.
 //! - [`security`]: ed25519 keys for signed cards and records; edge authentication.
+//! - `push` (feature `http`): the push notification sender, a consumer of the log.
 //! - `http` (feature `http`): the axum router serving the bridge over HTTP.
 //! - `grpc` (feature `grpc`): A2A's gRPC binding, a tonic service over the bridge.
 //!
@@ -33,6 +34,8 @@ pub mod http;
 mod layering;
 pub mod log;
 pub mod mcp;
+#[cfg(feature = "http")]
+pub mod push;
 pub mod retention;
 pub mod security;
 pub mod view;

@@ -64,7 +64,11 @@ fn duration_histogram() -> Histogram {
 }
 
 impl Metrics {
-    pub(super) fn new(view: TaskView, log: Option<LogMetrics>) -> Self {
+    pub(super) fn new(
+        view: TaskView,
+        log: Option<LogMetrics>,
+        push: Option<super::push::PushCounters>,
+    ) -> Self {
         let mut registry = Registry::default();
         let requests = Family::<RequestLabels, Counter>::default();
         registry.register(
@@ -100,6 +104,9 @@ impl Metrics {
         }
         if let Some(log) = log {
             registry.register_collector(Box::new(LogCounters(log)));
+        }
+        if let Some(push) = push {
+            registry.register_collector(Box::new(push));
         }
         Self {
             registry,

@@ -16,6 +16,7 @@
 //! | `GET /healthz` | `200 ok`: liveness |
 //! | `GET /readyz` | `200 {"ready":true}` once the task view has replayed the log and the log takes appends; else `503`, `Retry-After: 1`, `{"ready":false,"reason":...,"error":{"kind":...,"retryable":true}}` |
 //! | `GET /metrics` | OpenMetrics text (see below) |
+//! | `GET /.well-known/jwks.json` (with [`HttpConfig::push`]) | the keys that sign push notifications, a JWKS (public, not guarded) |
 //! | any other method on `{rpc_path}` | `405` JSON, `Allow: POST` |
 //! | anything else | `404` JSON |
 //!
@@ -107,6 +108,12 @@
 //! - `agentlog_log_records_total{op}`, `agentlog_log_bytes_total{op}`: records and payload
 //!   bytes appended (`append`, `append_all`) or returned (`read`, `read_at`, `poll`).
 //!
+//! With [`HttpConfig::push`] from a sender running in the process: the push sender's
+//! `agentlog_push_delivered_total`, `agentlog_push_failed_attempts_total`,
+//! `agentlog_push_dead_letters_total`, `agentlog_push_refused_total` (given up at once),
+//! `agentlog_push_circuit_opens_total`, and the gauges `agentlog_push_pending` and
+//! `agentlog_push_tracked_tasks` (`skills/push/SKILL.md`).
+//!
 //! [`log_metrics_router`] serves the log's metrics alone, for a process without a bridge
 //! (`agentlog worker --metrics-listen`).
 //!
@@ -137,6 +144,7 @@ mod health;
 pub mod mcp;
 mod mcp_auth;
 mod metrics;
+mod push;
 mod rest;
 mod rpc;
 mod server;
@@ -195,6 +203,10 @@ pub struct HttpConfig {
     /// against DNS rebinding (the [`Allowed`] docs). Default: loopback only;
     /// [`Allowed::for_base_url`] adds the server's public name.
     pub allowed: Allowed,
+    /// Push notifications: the keys that sign them, served at `/.well-known/jwks.json`, and
+    /// the sender's counters on `/metrics` ([`Pusher::published`](crate::push::Pusher::published)).
+    /// Default `None`: neither.
+    pub push: Option<crate::push::Published>,
 }
 
 impl HttpConfig {
@@ -215,6 +227,7 @@ setters!(HttpConfig {
     log_metrics: LogMetrics,
     auth: auth::EdgeAuth,
     interface_url: String,
+    push: crate::push::Published,
 });
 
 impl Default for HttpConfig {
@@ -229,6 +242,7 @@ impl Default for HttpConfig {
             interface_url: None,
             extra_interfaces: Vec::new(),
             allowed: Allowed::default(),
+            push: None,
         }
     }
 }
@@ -342,7 +356,11 @@ pub fn router(bridge: Bridge, config: HttpConfig) -> Router {
     let state = AppState {
         inner: Arc::new(Inner {
             card: card::CardBody::new(&served_card, &config.signing_keys),
-            metrics: metrics::Metrics::new(bridge.view().clone(), config.log_metrics),
+            metrics: metrics::Metrics::new(
+                bridge.view().clone(),
+                config.log_metrics,
+                config.push.clone().map(push::PushCounters),
+            ),
             bridge,
             body_limit: config.body_limit_bytes,
             body_timeout: config.body_timeout,
@@ -364,6 +382,11 @@ pub fn router(bridge: Bridge, config: HttpConfig) -> Router {
         if !state.inner.rpc_paths.iter().any(|p| p == path) {
             router = router.route(path, route);
         }
+    }
+    if let Some(published) = &config.push
+        && !state.inner.rpc_paths.iter().any(|p| p == push::JWKS_PATH)
+    {
+        router = router.route(push::JWKS_PATH, push::jwks(published));
     }
     // Everything derived from `rpc_path` is matched in the fallback (see the module docs).
     router.fallback(dispatch::dispatch).with_state(state)

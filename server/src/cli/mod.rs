@@ -13,10 +13,12 @@ mod diagnostics;
 mod exec;
 mod keygen;
 mod output;
+mod pusher;
 mod serve;
 mod serve_auth;
 mod serve_grpc;
 mod serve_mcp;
+mod serve_push;
 mod signing;
 mod tail;
 mod tasks;
@@ -101,6 +103,7 @@ enum ColorChoice {
 enum Command {
     Serve(serve::ServeArgs),
     Worker(worker::WorkerArgs),
+    Pusher(pusher::PusherArgs),
     Send(tasks::SendArgs),
     Get(tasks::GetArgs),
     Cancel(tasks::CancelArgs),
@@ -248,6 +251,7 @@ async fn run(cli: Cli) -> CliResult {
     match cli.command {
         Command::Serve(args) => serve::run(args, &out).await,
         Command::Worker(args) => worker::run(args, &out).await,
+        Command::Pusher(args) => pusher::run(args, &out).await,
         Command::Send(args) => tasks::send(args, &out).await,
         Command::Get(args) => tasks::get(args, &out).await,
         Command::Cancel(args) => tasks::cancel(args, &out).await,

@@ -34,6 +34,9 @@ EXAMPLES:
   agentlog serve --listen 0.0.0.0:8080 --public-url https://agents.example.com/ \\
       --log iggy://iggy:iggy@127.0.0.1:8090
       behind a proxy: the card tells clients the public URL
+  agentlog serve --demo --push-allow-private
+      push notifications to webhooks on this machine too (by default only public
+      addresses are sent to); every update of a task goes to its webhooks, retried
 
 Prints one line, `agentlog serving agent \"demo\" at http://127.0.0.1:8080/ (...)`, once it
 is ready: it has replayed the log (until then /readyz answers 503, and so does JSON-RPC, with a
@@ -124,6 +127,9 @@ pub(super) struct ServeArgs {
 
     #[command(flatten)]
     grpc: super::serve_grpc::GrpcArgs,
+
+    #[command(flatten)]
+    push: super::serve_push::PushArgs,
 
     /// Also run the built-in demo worker in this process (echo, `sleep N`, `input`, `fail`, `reply TEXT`),
     /// and describe it in the card's skills; and serve the demo MCP tools on /mcp (echo and
@@ -253,7 +259,18 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
     if args.conformance {
         config.extension_scope = conformance::extension_scope();
     }
+    config.push = args.push.destinations();
     let bridge = Bridge::open(log.clone(), config).await?;
+    let push = super::serve_push::start(
+        &args.push,
+        &log,
+        &bridge,
+        signing_keys.first(),
+        signer.clone(),
+        public_url.as_str(),
+    )
+    .await?;
+    http.push = push.published.clone();
     let mcp = super::serve_mcp::open(
         &args.mcp,
         args.demo,
@@ -376,6 +393,10 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
         }
     };
     let (served, stopped, grpc_served) = tokio::join!(drain_server, drain_worker, drain_grpc);
+    // What was in flight is sent again by the next sender; the progress so far is committed.
+    if let Some(pusher) = &push.pusher {
+        pusher.stop().await;
+    }
     // A checkpoint of where the view stands, so that the next start replays nothing.
     if let Err(error) = view.checkpoint().await {
         tracing::warn!(error = %error.report(), "could not write a checkpoint at shutdown; the next start replays more");

@@ -70,11 +70,11 @@ impl WorkerSigningArgs {
     }
 }
 
-fn signer(path: &std::path::Path) -> CliResult<RecordSigner> {
+pub(super) fn signer(path: &std::path::Path) -> CliResult<RecordSigner> {
     RecordSigner::load(path).map_err(|e| CliError::msg(format!("--signing-key: {e}")))
 }
 
-fn verifier(path: &std::path::Path) -> CliResult<RecordVerifier> {
+pub(super) fn verifier(path: &std::path::Path) -> CliResult<RecordVerifier> {
     let trust = Trust::load(path).map_err(|e| CliError::msg(format!("--trust: {e}")))?;
     if trust.is_empty() {
         tracing::warn!(

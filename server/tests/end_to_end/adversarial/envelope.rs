@@ -6,7 +6,8 @@ use crate::adversarial::cases::{Case, method_case, rpc_case};
 use crate::adversarial::client::post;
 
 /// Every A2A method name, 1.0 and 0.3, with params that reach the method and answer without
-/// writing: the error each gets for an unknown task (or the method's own answer).
+/// writing: the error each gets for an unknown task (or the method's own answer; `serve`
+/// serves push notifications by default, so the push-config methods look the task up too).
 pub const METHODS: &[(&str, &str, i64)] = &[
     ("GetTask", r#"{"id":"no-such-task"}"#, -32001),
     ("CancelTask", r#"{"id":"no-such-task"}"#, -32001),
@@ -15,22 +16,22 @@ pub const METHODS: &[(&str, &str, i64)] = &[
     (
         "CreateTaskPushNotificationConfig",
         r#"{"taskId":"no-such-task","url":"https://example.com/hook"}"#,
-        -32003,
+        -32001,
     ),
     (
         "GetTaskPushNotificationConfig",
         r#"{"taskId":"no-such-task","id":"c"}"#,
-        -32003,
+        -32001,
     ),
     (
         "ListTaskPushNotificationConfigs",
         r#"{"taskId":"no-such-task"}"#,
-        -32003,
+        -32001,
     ),
     (
         "DeleteTaskPushNotificationConfig",
         r#"{"taskId":"no-such-task","id":"c"}"#,
-        -32003,
+        -32001,
     ),
     // No extended card declared: -32004, as the official Python server answers (-32007 is
     // for a card that declares one and has none configured).
@@ -41,22 +42,22 @@ pub const METHODS: &[(&str, &str, i64)] = &[
     (
         "tasks/pushNotificationConfig/set",
         r#"{"taskId":"no-such-task","pushNotificationConfig":{"url":"https://example.com/hook"}}"#,
-        -32003,
+        -32001,
     ),
     (
         "tasks/pushNotificationConfig/get",
         r#"{"id":"no-such-task"}"#,
-        -32003,
+        -32001,
     ),
     (
         "tasks/pushNotificationConfig/list",
         r#"{"id":"no-such-task"}"#,
-        -32003,
+        -32001,
     ),
     (
         "tasks/pushNotificationConfig/delete",
         r#"{"id":"no-such-task","pushNotificationConfigId":"c"}"#,
-        -32003,
+        -32001,
     ),
     ("agent/getAuthenticatedExtendedCard", "{}", -32004),
 ];

@@ -1,0 +1,159 @@
+//! The sender's reading side: one member of the agent's push consumer group, reading its
+//! partitions of the events topic in log order, turning each record into its notifications
+//! (queued on their lanes), and committing how far every partition is done.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use agentlog_wire::Record;
+
+use super::lanes::{Job, Shared, enqueue};
+use super::metrics::PushMetrics;
+use super::tracked::Tracker;
+use crate::log::{Delivery, GroupConsumer};
+use crate::security::RecordVerifier;
+
+/// How many records one poll takes, and how long it waits for some.
+const POLL_RECORDS: usize = 256;
+const POLL_WAIT: Duration = Duration::from_millis(100);
+/// The pause after a failed poll, or a record that could not be turned into notifications.
+const PAUSE: Duration = Duration::from_millis(200);
+
+/// Read until the sender stops, then leave the group.
+pub(super) async fn run(
+    shared: Arc<Shared>,
+    mut tracker: Tracker,
+    mut member: Box<dyn GroupConsumer>,
+    verifier: Option<RecordVerifier>,
+    max_pending: usize,
+) {
+    while !shared.cancel.is_cancelled() {
+        wait_for_room(&shared, max_pending).await;
+        let polled = tokio::select! {
+            () = shared.cancel.cancelled() => break,
+            polled = member.poll(POLL_RECORDS, POLL_WAIT) => polled,
+        };
+        match polled {
+            Ok(Some(delivery)) => {
+                if !process(&shared, &mut tracker, verifier.as_ref(), delivery).await {
+                    break;
+                }
+            }
+            Ok(None) => {}
+            Err(error) => {
+                tracing::warn!(error = %error.report(), "push: cannot read the events; trying again");
+                pause(&shared).await;
+            }
+        }
+        let owned = member.owned_partitions();
+        let moved: Vec<u32> = shared
+            .progress
+            .lock()
+            .partitions()
+            .into_iter()
+            .filter(|p| !owned.contains(p))
+            .collect();
+        for partition in moved {
+            // Another sender owns it now and starts where this one committed.
+            shared.progress.lock().drop_partition(partition);
+            tracker.drop_partition(partition);
+        }
+        commit(&shared, member.as_mut()).await;
+        PushMetrics::set(&shared.metrics.pending, shared.progress.lock().held());
+        PushMetrics::set(&shared.metrics.tracked, tracker.len());
+    }
+    commit(&shared, member.as_mut()).await;
+    if let Err(error) = member.leave().await {
+        tracing::warn!(error = %error.report(), "push: leaving the group");
+    }
+}
+
+/// Turn a delivery's records into notifications; `false` if the sender stopped meanwhile.
+async fn process(
+    shared: &Arc<Shared>,
+    tracker: &mut Tracker,
+    verifier: Option<&RecordVerifier>,
+    delivery: Delivery,
+) -> bool {
+    let partition = delivery.partition;
+    for stored in delivery.records {
+        let offset = stored.offset;
+        let record = match Record::decode(&stored.payload) {
+            // What the view does not apply, the sender does not tell either.
+            Ok(record) if verifier.is_none_or(|v| v.check(&record).is_ok()) => record,
+            _ => {
+                shared.progress.lock().read(partition, offset, 0);
+                continue;
+            }
+        };
+        let since = Instant::now();
+        let notices = loop {
+            match tracker.on_record(partition, offset, &record).await {
+                Ok(notices) => break notices,
+                Err(error) => {
+                    tracing::warn!(error = %error.report(), task = %record.header.task_id, offset, "push: cannot read the task back; trying again");
+                    // Its state is unsure now: read it back afresh.
+                    tracker.forget(&record.header.task_id);
+                    if !pause(shared).await {
+                        return false;
+                    }
+                }
+            }
+        };
+        let epoch = {
+            let mut progress = shared.progress.lock();
+            let epoch = progress.epoch(partition);
+            progress.read(partition, offset, notices.len());
+            epoch
+        };
+        let task: Arc<str> = Arc::from(record.header.task_id.as_str());
+        let context: Arc<str> = Arc::from(record.header.context_id.as_str());
+        for notice in notices {
+            enqueue(
+                shared,
+                Job {
+                    partition,
+                    epoch,
+                    offset,
+                    task: task.clone(),
+                    context: context.clone(),
+                    config: notice.config,
+                    body: notice.body,
+                    since,
+                },
+            );
+        }
+    }
+    true
+}
+
+/// Commit every partition whose done point moved.
+async fn commit(shared: &Shared, member: &mut dyn GroupConsumer) {
+    let points = shared.progress.lock().commit_points();
+    for (partition, point) in points {
+        if let Err(error) = member.commit(partition, point).await {
+            tracing::warn!(error = %error.report(), partition, "push: cannot commit; the next commit covers it");
+            shared.progress.lock().uncommit(partition);
+        }
+    }
+}
+
+/// Wait while too many notifications are held.
+async fn wait_for_room(shared: &Shared, max_pending: usize) {
+    while shared.progress.lock().held() >= max_pending && !shared.cancel.is_cancelled() {
+        let room = shared.room.notified();
+        tokio::select! {
+            () = shared.cancel.cancelled() => return,
+            () = room => {}
+            () = tokio::time::sleep(POLL_WAIT) => {}
+        }
+    }
+}
+
+/// `false` if the sender stopped during the pause.
+async fn pause(shared: &Shared) -> bool {
+    tokio::select! {
+        () = shared.cancel.cancelled() => false,
+        () = tokio::time::sleep(PAUSE) => true,
+    }
+}

@@ -1,0 +1,438 @@
+//! Sending: one lane per (task, config), which sends its notifications one after another in
+//! log order, each retried with backoff until delivered or given up (a dead-letter record on
+//! the task's log); lanes run side by side, so a slow or dead receiver holds only its own.
+//! Requests to one endpoint (scheme, host, port) are limited in number, and an endpoint that
+//! keeps failing has its circuit opened: nothing is sent to it until a cool-down passes.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use agentlog_wire::a2a::TaskPushNotificationConfig;
+use agentlog_wire::{Record, RecordBody, RecordHeader};
+use bytes::Bytes;
+use foldhash::HashMap;
+use parking_lot::Mutex;
+use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
+use tokio::sync::{Notify, Semaphore};
+use tokio_util::sync::CancellationToken;
+
+use super::client::{Client, Sent, endpoint_of};
+use super::config::RetryPolicy;
+use super::metrics::PushMetrics;
+use super::progress::Progress;
+use super::sign::NotificationSigner;
+use crate::log::{Log, TopicRef};
+use crate::security::RecordSigner;
+
+/// The header carrying a config's `token` (what most receivers read; the spec names none).
+pub(super) const TOKEN_HEADER: &str = "x-a2a-notification-token";
+/// The header carrying the notification's signed JWT.
+pub const SIGNATURE_HEADER: &str = "agentlog-notification-signature";
+
+/// The shortest and longest an endpoint's circuit stays open.
+const FIRST_COOL_DOWN: Duration = Duration::from_secs(1);
+const LONGEST_COOL_DOWN: Duration = Duration::from_secs(60);
+/// Past this many endpoints known, idle ones are forgotten.
+const ENDPOINTS_KEPT: usize = 1024;
+
+/// One notification to send.
+#[derive(Debug, Clone)]
+pub(super) struct Job {
+    pub(super) partition: u32,
+    pub(super) epoch: u64,
+    /// The offset of the record it tells of.
+    pub(super) offset: u64,
+    pub(super) task: Arc<str>,
+    pub(super) context: Arc<str>,
+    pub(super) config: Arc<TaskPushNotificationConfig>,
+    pub(super) body: Bytes,
+    /// When the sender read its record.
+    pub(super) since: Instant,
+}
+
+impl Job {
+    fn config_id(&self) -> &str {
+        self.config.id.as_deref().unwrap_or_default()
+    }
+}
+
+/// What the lanes share.
+pub(super) struct Shared {
+    pub(super) client: Client,
+    pub(super) policy: RetryPolicy,
+    pub(super) per_endpoint: usize,
+    pub(super) breaker_failures: u32,
+    pub(super) log: Log,
+    pub(super) events: TopicRef,
+    pub(super) source: String,
+    pub(super) record_signer: Option<RecordSigner>,
+    pub(super) signer: NotificationSigner,
+    pub(super) progress: Mutex<Progress>,
+    pub(super) metrics: Arc<PushMetrics>,
+    /// Told when notifications are done: the consumer waits on it while too many are held.
+    pub(super) room: Notify,
+    pub(super) cancel: CancellationToken,
+    lanes: Mutex<HashMap<LaneKey, Arc<Lane>>>,
+    endpoints: Mutex<HashMap<String, Arc<Endpoint>>>,
+}
+
+/// A lane's task and config id.
+type LaneKey = (Arc<str>, Arc<str>);
+
+#[derive(Default)]
+struct Lane {
+    queue: Mutex<VecDeque<Job>>,
+}
+
+impl Shared {
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn new(
+        client: Client,
+        policy: RetryPolicy,
+        per_endpoint: usize,
+        breaker_failures: u32,
+        log: Log,
+        events: TopicRef,
+        source: String,
+        record_signer: Option<RecordSigner>,
+        signer: NotificationSigner,
+        metrics: Arc<PushMetrics>,
+        cancel: CancellationToken,
+    ) -> Self {
+        Self {
+            client,
+            policy,
+            per_endpoint: per_endpoint.max(1),
+            breaker_failures: breaker_failures.max(1),
+            log,
+            events,
+            source,
+            record_signer,
+            signer,
+            progress: Mutex::new(Progress::default()),
+            metrics,
+            room: Notify::new(),
+            cancel,
+            lanes: Mutex::new(HashMap::default()),
+            endpoints: Mutex::new(HashMap::default()),
+        }
+    }
+}
+
+/// Queue `job` on its lane, starting the lane if it was idle.
+pub(super) fn enqueue(shared: &Arc<Shared>, job: Job) {
+    let key = (job.task.clone(), Arc::from(job.config_id()));
+    let mut lanes = shared.lanes.lock();
+    let mut start = false;
+    let lane = lanes
+        .entry(key.clone())
+        .or_insert_with(|| {
+            start = true;
+            Arc::new(Lane::default())
+        })
+        .clone();
+    lane.queue.lock().push_back(job);
+    drop(lanes);
+    if start {
+        tokio::spawn(run(shared.clone(), key, lane));
+    }
+}
+
+/// A lane: its notifications one after another until it is empty.
+async fn run(shared: Arc<Shared>, key: LaneKey, lane: Arc<Lane>) {
+    loop {
+        let job = {
+            // Under the lanes' lock: an enqueue either sees this lane or starts a new one.
+            let mut lanes = shared.lanes.lock();
+            let next = lane.queue.lock().front().cloned();
+            match next {
+                Some(job) => job,
+                None => {
+                    lanes.remove(&key);
+                    break;
+                }
+            }
+        };
+        let done = send(&shared, &job).await;
+        lane.queue.lock().pop_front();
+        if done {
+            shared
+                .progress
+                .lock()
+                .done(job.partition, job.epoch, job.offset);
+            shared.room.notify_waiters();
+        }
+    }
+    forget_idle_endpoints(&shared);
+}
+
+/// Send `job` until delivered or given up (`true`), or until the sender stops or loses the
+/// job's partition (`false`: it is not done; its next sender sends it).
+async fn send(shared: &Shared, job: &Job) -> bool {
+    let endpoint = endpoint(shared, &job.config.url);
+    let mut failures = 0;
+    loop {
+        if shared.cancel.is_cancelled() || !current(shared, job) {
+            return false;
+        }
+        let sent = if endpoint.is_open() {
+            Sent::Failed("the endpoint's circuit is open (it kept failing)".into())
+        } else {
+            let Ok(_permit) = endpoint.permits.acquire().await else {
+                return false;
+            };
+            let sent = match headers(shared, job) {
+                Ok(headers) => {
+                    shared
+                        .client
+                        .post(&job.config.url, headers, job.body.clone())
+                        .await
+                }
+                Err(reason) => Sent::Refused(reason),
+            };
+            match &sent {
+                Sent::Delivered => endpoint.succeeded(),
+                Sent::Failed(_) => {
+                    if endpoint.failed(shared.breaker_failures) {
+                        PushMetrics::add(&shared.metrics.circuit_opens);
+                    }
+                }
+                Sent::Refused(_) => {}
+            }
+            sent
+        };
+        let reason = match sent {
+            Sent::Delivered => {
+                PushMetrics::add(&shared.metrics.delivered);
+                return true;
+            }
+            Sent::Refused(reason) => {
+                PushMetrics::add(&shared.metrics.refused);
+                return dead_letter(shared, job, failures + 1, &reason).await;
+            }
+            Sent::Failed(reason) => reason,
+        };
+        failures += 1;
+        PushMetrics::add(&shared.metrics.failed_attempts);
+        if failures >= shared.policy.attempts || job.since.elapsed() >= shared.policy.max_age {
+            return dead_letter(shared, job, failures, &reason).await;
+        }
+        tracing::debug!(task = %job.task, config = job.config_id(), failures, %reason, "push: will retry");
+        let wait = jitter(shared.policy.delay(failures));
+        tokio::select! {
+            () = shared.cancel.cancelled() => return false,
+            () = tokio::time::sleep(wait) => {}
+        }
+    }
+}
+
+fn current(shared: &Shared, job: &Job) -> bool {
+    shared.progress.lock().is_current(job.partition, job.epoch)
+}
+
+/// The request's headers: the config's credentials and token, and the signed JWT.
+fn headers(shared: &Shared, job: &Job) -> Result<HeaderMap, String> {
+    let mut headers = HeaderMap::new();
+    let value = |text: &str, what: &str| {
+        HeaderValue::from_str(text)
+            .map_err(|_| format!("the config's {what} is not a header value"))
+    };
+    let jwt = shared
+        .signer
+        .sign(&job.config.url, &job.task, &job.body)
+        .map_err(|e| e.to_string())?;
+    match &job.config.authentication {
+        Some(auth) => {
+            let mut credentials = match &auth.credentials {
+                Some(credentials) => {
+                    value(&format!("{} {credentials}", auth.scheme), "credentials")?
+                }
+                None => value(&auth.scheme, "scheme")?,
+            };
+            credentials.set_sensitive(true);
+            headers.insert(AUTHORIZATION, credentials);
+        }
+        // No credentials of its own: the JWT is the bearer token, as the spec's example sends it.
+        None => {
+            headers.insert(AUTHORIZATION, value(&format!("Bearer {jwt}"), "signature")?);
+        }
+    }
+    headers.insert(
+        HeaderName::from_static(SIGNATURE_HEADER),
+        value(&jwt, "signature")?,
+    );
+    if let Some(token) = &job.config.token {
+        let mut token = value(token, "token")?;
+        token.set_sensitive(true);
+        headers.insert(HeaderName::from_static(TOKEN_HEADER), token);
+    }
+    Ok(headers)
+}
+
+/// Give `job` up: a dead-letter record on its task's log, written before the job counts as
+/// done (a sender stopped first sends it again). `false` if the sender stopped meanwhile.
+async fn dead_letter(shared: &Shared, job: &Job, attempts: u32, reason: &str) -> bool {
+    tracing::warn!(task = %job.task, config = job.config_id(), attempts, reason, "push: notification given up");
+    let record = Record {
+        header: RecordHeader {
+            task_id: job.task.to_string(),
+            context_id: job.context.to_string(),
+            message_id: format!("push-dead-{}", uuid::Uuid::new_v4()),
+            source: shared.source.clone(),
+            timestamp_ms: crate::retention::now_ms(),
+            content_type: "application/json".into(),
+            ..RecordHeader::default()
+        },
+        body: RecordBody::PushDeadLetter {
+            config_id: job.config_id().to_owned(),
+            update: job.offset,
+            attempts,
+            reason: reason.to_owned(),
+        },
+    };
+    let bytes = match &shared.record_signer {
+        Some(signer) => signer.encode(&record),
+        None => record.encode().map_err(|e| {
+            crate::error::Error::new(crate::error::ErrorKind::Internal, "a dead letter")
+                .with_source(e)
+        }),
+    };
+    let bytes = match bytes {
+        Ok(bytes) => Bytes::from(bytes),
+        Err(error) => {
+            tracing::error!(error = %error.report(), "push: cannot encode a dead letter");
+            return true;
+        }
+    };
+    let mut wait = Duration::from_millis(100);
+    loop {
+        match shared
+            .log
+            .append(&shared.events, job.task.as_bytes(), vec![bytes.clone()])
+            .await
+        {
+            Ok(_) => {
+                PushMetrics::add(&shared.metrics.dead_letters);
+                return true;
+            }
+            Err(error) => {
+                tracing::warn!(error = %error.report(), "push: cannot write a dead letter; trying again");
+                tokio::select! {
+                    () = shared.cancel.cancelled() => return false,
+                    () = tokio::time::sleep(wait) => {}
+                }
+                wait = (wait * 2).min(Duration::from_secs(5));
+            }
+        }
+    }
+}
+
+/// A wait drawn between half and all of `delay`.
+fn jitter(delay: Duration) -> Duration {
+    let mut byte = [0u8; 2];
+    let spread = match getrandom::fill(&mut byte) {
+        Ok(()) => f64::from(u16::from_le_bytes(byte)) / f64::from(u16::MAX),
+        Err(_) => 1.0,
+    };
+    delay.mul_f64(0.5 + spread / 2.0)
+}
+
+/// Requests to one endpoint: how many at once, and its circuit.
+struct Endpoint {
+    permits: Semaphore,
+    breaker: Mutex<Breaker>,
+}
+
+#[derive(Default)]
+struct Breaker {
+    /// Failures in a row.
+    failures: u32,
+    /// While open: until when nothing is sent. Still set once past: the next answer decides
+    /// (a failure reopens it at once, a success closes it).
+    open_until: Option<Instant>,
+    cool_down: Duration,
+}
+
+impl Endpoint {
+    fn is_open(&self) -> bool {
+        self.breaker
+            .lock()
+            .open_until
+            .is_some_and(|until| Instant::now() < until)
+    }
+
+    fn succeeded(&self) {
+        *self.breaker.lock() = Breaker::default();
+    }
+
+    /// Count a failure; `true` if it opened the circuit.
+    fn failed(&self, threshold: u32) -> bool {
+        let mut breaker = self.breaker.lock();
+        breaker.failures += 1;
+        if breaker.open_until.is_none() && breaker.failures < threshold {
+            return false;
+        }
+        breaker.cool_down = if breaker.open_until.is_some() {
+            (breaker.cool_down * 2).clamp(FIRST_COOL_DOWN, LONGEST_COOL_DOWN)
+        } else {
+            FIRST_COOL_DOWN
+        };
+        breaker.open_until = Some(Instant::now() + breaker.cool_down);
+        true
+    }
+}
+
+fn endpoint(shared: &Shared, url: &str) -> Arc<Endpoint> {
+    shared
+        .endpoints
+        .lock()
+        .entry(endpoint_of(url))
+        .or_insert_with(|| {
+            Arc::new(Endpoint {
+                permits: Semaphore::new(shared.per_endpoint),
+                breaker: Mutex::new(Breaker::default()),
+            })
+        })
+        .clone()
+}
+
+/// Forget endpoints no lane uses and whose circuit is closed, once many are known.
+fn forget_idle_endpoints(shared: &Shared) {
+    let mut endpoints = shared.endpoints.lock();
+    if endpoints.len() > ENDPOINTS_KEPT {
+        endpoints.retain(|_, e| Arc::strong_count(e) > 1 || e.breaker.lock().open_until.is_some());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_circuit_opens_after_failures_in_a_row_and_reopens_longer_after_a_failed_probe() {
+        let endpoint = Endpoint {
+            permits: Semaphore::new(1),
+            breaker: Mutex::new(Breaker::default()),
+        };
+        assert!(!endpoint.failed(3) && !endpoint.failed(3));
+        assert!(endpoint.failed(3), "the third in a row opens it");
+        assert!(endpoint.is_open());
+        assert_eq!(endpoint.breaker.lock().cool_down, FIRST_COOL_DOWN);
+        // The cool-down passed: a failed probe reopens it at once, for longer.
+        endpoint.breaker.lock().open_until = Some(Instant::now());
+        assert!(!endpoint.is_open());
+        assert!(endpoint.failed(3));
+        assert_eq!(endpoint.breaker.lock().cool_down, 2 * FIRST_COOL_DOWN);
+        endpoint.succeeded();
+        assert!(!endpoint.is_open() && !endpoint.failed(3));
+    }
+
+    #[test]
+    fn jitter_stays_between_half_and_all_of_the_delay() {
+        for _ in 0..200 {
+            let wait = jitter(Duration::from_millis(1000));
+            assert!((500..=1000).contains(&wait.as_millis()), "{wait:?}");
+        }
+    }
+}
