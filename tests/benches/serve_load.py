@@ -1,6 +1,10 @@
 #!/usr/bin/env python3
 """`agentlog serve --demo` under load, one backend beside another in one run: over Apache Iggy
-(`iggy://`, its own `iggy-server` on loopback), the embedded log (`file://`) and `memory://`.
+(`iggy://`, its own `iggy-server` on loopback), the embedded log (`file://`) and `memory://`;
+and beside the peers that keep nothing (`tests/benches/peers`, built apart from the workspace):
+`a2a-rs`, the official Rust A2A SDK's server with an agent doing the demo echo's work (the A2A
+rows), and `rmcp`, the official Rust MCP SDK as a stateless JSON server with the same `greet`
+tool (the call row).
 
 Rows (serve_load.lua; every answer checked, a bad one fails the run):
     send      A2A SendMessage, blocking: the demo worker's echo, answered completed
@@ -22,7 +26,8 @@ Needs wrk (`apt-get install wrk`) and, for the iggy column, an `iggy-server` on 
 AGENTLOG_IGGY_SERVER (else the column says SKIPPED); cargo unless AGENTLOG_BIN names a release
 binary. From the repository root:
 
-    python3 tests/benches/serve_load.py [--rounds 5] [--seconds 5] [--backends iggy,file,memory] [--iggy-shards 1]
+    python3 tests/benches/serve_load.py [--rounds 5] [--seconds 5] [--backends iggy,file,memory]
+        [--iggy-shards 1]   (--backends file,memory,a2a-rs,rmcp: the embedded log beside the peers)
         [--shapes send,submit,get,call] [--connections 1,32]
 """
 
@@ -119,6 +124,8 @@ class Server:
     url: str
     proc: subprocess.Popen[bytes]
     helper: subprocess.Popen[bytes] | None = None
+    # The rows it answers (None: every row; a peer answers its protocol's only).
+    serves: set[str] | None = None
     task: str = ""
     # (shape, connections) -> [(rate, p50 ms, CPU µs per request)] by round
     runs: dict[tuple[str, int], list[tuple[float, float, float]]] = field(default_factory=dict)
@@ -143,11 +150,40 @@ def start_serve(binary: str, name: str, log: str, work: Path, helper: subprocess
     raise AssertionError
 
 
+def peer_binaries() -> Path:
+    """Build the peers (tests/benches/peers, apart from the workspace) and return their bin dir."""
+    manifest = HERE / "peers" / "Cargo.toml"
+    print("cargo build --release --manifest-path tests/benches/peers/Cargo.toml --locked", file=sys.stderr)
+    built = subprocess.run(["cargo", "build", "--release", "--locked", "--manifest-path", str(manifest),
+                            "--message-format", "short"], stdout=subprocess.DEVNULL)
+    if built.returncode != 0:
+        die("the peers did not build")
+    target = os.environ.get("CARGO_TARGET_DIR")
+    return (Path(target) if target else HERE / "peers" / "target") / "release"
+
+
+def start_peer(binary: Path, name: str, work: Path, serves: set[str]) -> Server:
+    out = work / f"{name}.out"
+    with out.open("wb") as sink:
+        proc = subprocess.Popen([str(binary)], stdout=sink, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        found = re.search(r"http://127\.0\.0\.1:\d+/", out.read_text(errors="replace"))
+        if found:
+            return Server(name, found.group(0), proc, serves=serves)
+        if proc.poll() is not None:
+            die(f"{name} exited: {out.read_text(errors='replace')}")
+        time.sleep(0.05)
+    die(f"{name} printed no URL")
+    raise AssertionError
+
+
 def make_task(server: Server) -> None:
     """One finished task, for the `get` row."""
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
         "message": {"messageId": f"bench-{uuid.uuid4()}", "role": "ROLE_USER", "parts": [{"text": "hi"}]}}})
-    request = urllib.request.Request(server.url, body.encode(), {"Content-Type": "application/json"})
+    request = urllib.request.Request(server.url, body.encode(),
+                                     {"Content-Type": "application/json", "A2A-Version": "1.0"})
     with urllib.request.urlopen(request, timeout=30) as reply:
         answer = json.loads(reply.read())
     task = answer.get("result", {}).get("task", {})
@@ -245,7 +281,10 @@ def report(servers: list[Server], shapes: list[str], connections: list[int], arg
         for c in connections:
             cells = []
             for s in servers:
-                runs = s.runs[(shape, c)]
+                runs = s.runs.get((shape, c))
+                if not runs:
+                    cells.append("—")
+                    continue
                 rates = [r for r, _, _ in runs]
                 cells.append(f"{statistics.median(rates):,.0f} ({min(rates):,.0f}–{max(rates):,.0f}), "
                              f"{statistics.median(p for _, p, _ in runs):.2f} ms, "
@@ -264,11 +303,16 @@ def report(servers: list[Server], shapes: list[str], connections: list[int], arg
                 parts.append(f"iggy/file {ratio(by_name['iggy'], by_name['file'], key)}")
             if "file" in by_name and "memory" in by_name:
                 parts.append(f"file/memory {ratio(by_name['file'], by_name['memory'], key)}")
+            for peer in ("a2a-rs", "rmcp"):
+                if peer in by_name and key in by_name[peer].runs:
+                    parts.extend(f"{mine}/{peer} {ratio(by_name[mine], by_name[peer], key)}"
+                                 for mine in ("file", "memory") if mine in by_name)
             print(f"- {shape} at {c} conn: " + "; ".join(parts))
         if len(connections) > 1:
             low, high = min(connections), max(connections)
             print(f"- {shape}, {high} over {low} conn: " +
-                  "; ".join(f"{s.name} {scaling(s, shape, low, high)}" for s in servers))
+                  "; ".join(f"{s.name} {scaling(s, shape, low, high)}" for s in servers
+                            if (shape, high) in s.runs))
     for s in servers:
         if s.helper_share:
             shares = ", ".join(f"{shape} {c}: {statistics.median(v) * 100:.0f}%"
@@ -283,7 +327,10 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--seconds", type=int, default=5)
     parser.add_argument("--connections", default="1,32")
-    parser.add_argument("--backends", default="iggy,file,memory")
+    parser.add_argument("--backends", default="iggy,file,memory",
+                        help="any of iggy, file, memory (agentlog serve --demo over each), a2a-rs "
+                             "(the official Rust A2A SDK's server: the A2A rows) and rmcp (the "
+                             "official Rust MCP SDK: the call row)")
     parser.add_argument("--shapes", default="send,submit,get,call")
     parser.add_argument("--iggy-shards", default="1",
                         help="iggy-server's shard threads (its cpu_allocation: a count, or all)")
@@ -298,6 +345,7 @@ def main() -> int:
     if "iggy" in backends and iggy is None:
         print("SKIPPED: the iggy column needs an iggy-server (PATH or AGENTLOG_IGGY_SERVER)")
         backends.remove("iggy")
+    peers = peer_binaries() if {"a2a-rs", "rmcp"} & set(backends) else None
     servers: list[Server] = []
     with tempfile.TemporaryDirectory(prefix="serve-load-") as tmp:
         work = Path(tmp)
@@ -311,11 +359,19 @@ def main() -> int:
                     servers.append(start_serve(binary, "file", f"file://{work / 'file-log'}", work))
                 elif backend == "memory":
                     servers.append(start_serve(binary, "memory", "memory://", work))
+                elif backend == "a2a-rs" and peers:
+                    servers.append(start_peer(peers / "a2a-echo", "a2a-rs", work, {"send", "submit", "get"}))
+                elif backend == "rmcp" and peers:
+                    servers.append(start_peer(peers / "rmcp-greet", "rmcp", work, {"call"}))
                 else:
                     die(f"unknown backend {backend!r}")
+            def serves(server: Server, shape: str) -> bool:
+                return server.serves is None or shape in server.serves
+
             for server in servers:
                 for shape in shapes:
-                    wrk(server, shape, max(connections), 1)  # warm-up, not counted
+                    if serves(server, shape):
+                        wrk(server, shape, max(connections), 1)  # warm-up, not counted
             steal_from = cpu_steal_ticks()
             for round_no in range(args.rounds):
                 shift = round_no % len(servers)
@@ -323,7 +379,9 @@ def main() -> int:
                 for shape in shapes:
                     for c in connections:
                         for server in order:
-                            server.runs.setdefault((shape, c), []).append(wrk(server, shape, c, args.seconds))
+                            if serves(server, shape):
+                                server.runs.setdefault((shape, c), []).append(
+                                    wrk(server, shape, c, args.seconds))
                 print(f"round {round_no + 1} of {args.rounds} done", file=sys.stderr)
             steal_to = cpu_steal_ticks()
         finally:
