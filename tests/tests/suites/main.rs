@@ -2,6 +2,7 @@
 //! each module is a suite of its own, run per backend where it says so; `cargo test -p
 //! agentlog-integration --test suites <module>::` runs one.
 
+mod bindings;
 mod bridge;
 mod faults;
 mod grpc;
