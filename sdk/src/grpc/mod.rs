@@ -14,7 +14,8 @@
 //!   `a2a-extensions` trailer as the Go SDK does; `authorization` goes through the same
 //!   [`EdgeAuth`](crate::http::auth::EdgeAuth) as HTTP ([`GrpcConfig::auth`]):
 //!   `UNAUTHENTICATED` without good credentials, `PERMISSION_DENIED` without the method's
-//!   scope.
+//!   scope, each with the message and ErrorInfo metadata HTTP gives (RFC 6750's `error`
+//!   code: `invalid_token`, `invalid_request`, `insufficient_scope`).
 //! - Errors: the status code of the error table's gRPC column (spec 1.0.1's), the message a
 //!   JSON-RPC client reads, and in `grpc-status-details-bin` a `google.rpc.Status` with an
 //!   `ErrorInfo{reason, domain: "a2a-protocol.org", metadata}` (plus a `BadRequest` field

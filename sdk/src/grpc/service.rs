@@ -90,6 +90,7 @@ impl A2aGrpc {
                     "this method needs the scope {scope:?}, which the credentials do not grant"
                 ),
             )
+            .with_detail("error", "insufficient_scope")
             .with_detail("scope", scope);
             return Err(status(&error));
         }
@@ -105,14 +106,20 @@ fn missing_version() -> Error {
     .with_detail("version", "0.3")
 }
 
+/// A refusal as the error HTTP answers for it: the same kind, message and ErrorInfo metadata
+/// (RFC 6750's `error` code where it has one).
 fn refused(refusal: &Refusal) -> Error {
-    let kind = match refusal {
-        Refusal::Unavailable(_) => ErrorKind::Unavailable,
-        Refusal::Missing | Refusal::Malformed(_) | Refusal::Invalid(_) => {
-            ErrorKind::Unauthenticated
-        }
+    let (kind, code) = match refusal {
+        Refusal::Unavailable(_) => (ErrorKind::Unavailable, None),
+        Refusal::Missing => (ErrorKind::Unauthenticated, None),
+        Refusal::Malformed(_) => (ErrorKind::Unauthenticated, Some("invalid_request")),
+        Refusal::Invalid(_) => (ErrorKind::Unauthenticated, Some("invalid_token")),
     };
-    Error::new(kind, refusal.description())
+    let error = Error::new(kind, refusal.description());
+    match code {
+        Some(code) => error.with_detail("error", code),
+        None => error,
+    }
 }
 
 fn unexpected() -> Error {

@@ -60,6 +60,8 @@ impl Refusal {
 #[derive(Debug, Clone)]
 pub struct Client {
     pub binding: Binding,
+    /// The service parameters every call carries: HTTP headers, gRPC metadata.
+    parameters: Vec<(&'static str, String)>,
     http: reqwest::Client,
     base: String,
     grpc: A2aServiceClient<Channel>,
@@ -77,10 +79,19 @@ impl Client {
             .expect("connect");
         Self {
             binding,
+            parameters: vec![("a2a-version", "1.0".to_owned())],
             http: reqwest::Client::new(),
             base: format!("http://{http}"),
             grpc: A2aServiceClient::new(channel),
         }
+    }
+
+    /// This client with the service parameter `name` (lowercase) set to `value` on every call.
+    pub fn with(&self, name: &'static str, value: &str) -> Self {
+        let mut client = self.clone();
+        client.parameters.retain(|(n, _)| *n != name);
+        client.parameters.push((name, value.to_owned()));
+        client
     }
 
     /// A unary method.
@@ -157,10 +168,7 @@ impl Client {
 
     fn json_rpc(&self, method: &str, params: &Value) -> reqwest::RequestBuilder {
         let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-        self.http
-            .post(format!("{}/", self.base))
-            .header("A2A-Version", "1.0")
-            .json(&body)
+        self.headers(self.http.post(format!("{}/", self.base)).json(&body))
     }
 
     /// The HTTP+JSON request standing for `method`: its route (under `/{tenant}` when the
@@ -206,7 +214,24 @@ impl Client {
             }
             other => panic!("no HTTP+JSON route for {other} in this suite"),
         };
-        request.header("A2A-Version", "1.0")
+        self.headers(request)
+    }
+
+    fn headers(&self, mut request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        for (name, value) in &self.parameters {
+            request = request.header(*name, value);
+        }
+        request
+    }
+
+    /// `message` with the service parameters as metadata.
+    fn grpc_request<T>(&self, message: T) -> tonic::Request<T> {
+        let mut request = tonic::Request::new(message);
+        for (name, value) in &self.parameters {
+            let value = value.parse().expect("ASCII metadata");
+            request.metadata_mut().insert(*name, value);
+        }
+        request
     }
 
     async fn grpc_call(&self, method: &str, params: Value) -> Answer {
@@ -214,25 +239,25 @@ impl Client {
         let answer = match method {
             "SendMessage" => {
                 let request: SendMessageRequest = parse!(params);
-                c.send_message(grpc_request(request.into()))
+                c.send_message(self.grpc_request(request.into()))
                     .await
                     .map(|r| json_of!(SendMessageResponse::try_from(r.into_inner())))
             }
             "GetTask" => {
                 let request: GetTaskRequest = parse!(params);
-                c.get_task(grpc_request(request.into()))
+                c.get_task(self.grpc_request(request.into()))
                     .await
                     .map(|r| json_of!(Task::try_from(r.into_inner())))
             }
             "ListTasks" => {
                 let request: ListTasksRequest = parse!(params);
-                c.list_tasks(grpc_request(request.into()))
+                c.list_tasks(self.grpc_request(request.into()))
                     .await
                     .map(|r| json_of!(ListTasksResponse::try_from(r.into_inner())))
             }
             "CancelTask" => {
                 let request: CancelTaskRequest = parse!(params);
-                c.cancel_task(grpc_request(request.into()))
+                c.cancel_task(self.grpc_request(request.into()))
                     .await
                     .map(|r| json_of!(Task::try_from(r.into_inner())))
             }
@@ -240,13 +265,13 @@ impl Client {
                 let request = pb::GetExtendedAgentCardRequest {
                     tenant: params["tenant"].as_str().unwrap_or_default().to_owned(),
                 };
-                c.get_extended_agent_card(grpc_request(request))
+                c.get_extended_agent_card(self.grpc_request(request))
                     .await
                     .map(|r| json_of!(AgentCard::try_from(r.into_inner())))
             }
             "CreateTaskPushNotificationConfig" => {
                 let config: TaskPushNotificationConfig = parse!(params);
-                c.create_task_push_notification_config(grpc_request(config.into()))
+                c.create_task_push_notification_config(self.grpc_request(config.into()))
                     .await
                     .map(|r| {
                         json_of!(Ok::<_, ()>(TaskPushNotificationConfig::from(
@@ -264,11 +289,12 @@ impl Client {
         let opened = match method {
             "SendStreamingMessage" => {
                 let request: SendMessageRequest = parse!(params);
-                c.send_streaming_message(grpc_request(request.into())).await
+                c.send_streaming_message(self.grpc_request(request.into()))
+                    .await
             }
             "SubscribeToTask" => {
                 let request: SubscribeToTaskRequest = parse!(params);
-                c.subscribe_to_task(grpc_request(request.into())).await
+                c.subscribe_to_task(self.grpc_request(request.into())).await
             }
             other => panic!("{other} does not stream"),
         };
@@ -286,15 +312,6 @@ impl Client {
             }
         }
     }
-}
-
-/// `message` with `a2a-version: 1.0`.
-fn grpc_request<T>(message: T) -> tonic::Request<T> {
-    let mut request = tonic::Request::new(message);
-    request
-        .metadata_mut()
-        .insert("a2a-version", "1.0".parse().expect("ascii"));
-    request
 }
 
 /// The query parameters of `params`, but `skip`: strings as they are, the rest as JSON.

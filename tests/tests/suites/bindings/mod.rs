@@ -1,11 +1,12 @@
 //! One bridge, three bindings: every row of a table of A2A scenarios (sends blocking and not,
 //! streams, GetTask's history lengths, ListTasks' filters and pages, cancel, subscribe,
 //! input-required, a message as the answer, a failing task, every error a client can cause,
-//! tenants) runs over JSON-RPC, HTTP+JSON and gRPC against one server (the demo agent on an
-//! in-memory log, its router and its gRPC listener), and the three transcripts must be equal
-//! once ids, timestamps and page tokens are named by where they first appear (`scrub`). Then a
-//! task sent on each binding is read on every binding of this bridge and of a second replica
-//! over the same log, subscribed to on another binding, and canceled on a third.
+//! the service parameters' errors, tenants) runs over JSON-RPC, HTTP+JSON and gRPC against one
+//! server (the demo agent on an in-memory log, its router and its gRPC listener), and the three
+//! transcripts must be equal once ids, timestamps and page tokens are named by where they first
+//! appear (`scrub`). So must the refusals of a server with edge auth. Then a task sent on each
+//! binding is read on every binding of this bridge and of a second replica over the same log,
+//! subscribed to on another binding, and canceled on a third.
 
 mod client;
 mod scenarios;
@@ -13,11 +14,14 @@ mod scenarios;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 
+use agentlog::bridge::extensions::ExtensionScope;
 use agentlog::grpc::GrpcConfig;
 use agentlog::http::HttpConfig;
+use agentlog::http::auth::{Authenticator, EdgeAuth, Identity, Refusal, bearer_token};
 use agentlog::worker::{Worker, WorkerConfig};
-use agentlog::{Bridge, BridgeConfig};
+use agentlog::{Bridge, BridgeConfig, Caller};
 use agentlog_server::agents::DemoHandler;
+use agentlog_wire::a2a::{AgentExtension, SecurityScheme};
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
@@ -25,6 +29,8 @@ use client::{BINDINGS, Binding, Client};
 use scenarios::outcome;
 
 const AGENT: &str = "bindings-suite";
+/// An extension the card requires of messages whose id starts with `ext-`.
+pub const REQUIRED: &str = "urn:agentlog:test:bindings-required";
 
 /// One bridge's two listeners.
 #[derive(Debug, Clone, Copy)]
@@ -41,13 +47,22 @@ struct Server {
     _stop: tokio::sync::watch::Sender<()>,
 }
 
-async fn start() -> Server {
+async fn start(auth: Option<EdgeAuth>) -> Server {
     let log = agentlog::log::open("memory://").await.expect("log");
     let (stop, stopped) = tokio::sync::watch::channel(());
+    let mut config = BridgeConfig::new(AGENT);
+    config.card.capabilities.extensions.push(AgentExtension {
+        uri: REQUIRED.into(),
+        description: None,
+        required: true,
+        params: None,
+    });
+    config.extension_scope =
+        ExtensionScope::Matching(std::sync::Arc::new(|m| m.message_id.starts_with("ext-")));
     let mut replicas = Vec::new();
     let mut first = None;
     for _ in 0..2 {
-        let bridge = Bridge::open(log.clone(), BridgeConfig::new(AGENT))
+        let bridge = Bridge::open(log.clone(), config.clone())
             .await
             .expect("bridge");
         first.get_or_insert_with(|| bridge.clone());
@@ -58,17 +73,21 @@ async fn start() -> Server {
             .await
             .expect("bind");
         let grpc = grpc_listener.local_addr().expect("addr");
+        let mut grpc_config = GrpcConfig::new();
+        grpc_config.auth = auth.clone();
         tokio::spawn(agentlog::grpc::serve(
             grpc_listener,
             bridge.clone(),
-            GrpcConfig::new(),
+            grpc_config,
             until(stopped.clone()),
         ));
         let http_listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind");
         let http = http_listener.local_addr().expect("addr");
-        let router = agentlog::http::router(bridge, HttpConfig::default());
+        let mut http_config = HttpConfig::default();
+        http_config.auth = auth.clone();
+        let router = agentlog::http::router(bridge, http_config);
         tokio::spawn(agentlog::http::serve(
             http_listener,
             router,
@@ -128,11 +147,15 @@ const TABLE: &[Row] = &[
     ("tenants partition tasks", |c| {
         Box::pin(scenarios::tenants_partition_tasks(c))
     }),
+    (
+        "the service parameters: version and required extension",
+        |c| Box::pin(scenarios::service_parameters(c)),
+    ),
 ];
 
 #[tokio::test]
 async fn every_scenario_answers_alike_on_every_binding() {
-    let server = start().await;
+    let server = start(None).await;
     let mut clients = Vec::new();
     for binding in BINDINGS {
         clients.push(client(&server, 0, binding).await);
@@ -157,7 +180,7 @@ async fn every_scenario_answers_alike_on_every_binding() {
 
 #[tokio::test]
 async fn a_task_sent_on_one_binding_is_read_subscribed_to_and_canceled_on_the_others() {
-    let server = start().await;
+    let server = start(None).await;
     let mut clients = Vec::new();
     for replica in 0..2 {
         for binding in BINDINGS {
@@ -201,6 +224,75 @@ async fn a_task_sent_on_one_binding_is_read_subscribed_to_and_canceled_on_the_ot
         );
         let reads = read_everywhere(&clients, &long).await;
         assert_eq!(reads[0]["status"]["state"], "TASK_STATE_CANCELED");
+    }
+}
+
+/// Tokens: `alice` and `bob` may do anything, `reader` only read.
+#[derive(Debug)]
+struct Tokens;
+
+#[async_trait::async_trait]
+impl Authenticator for Tokens {
+    async fn authenticate(&self, headers: &http::HeaderMap) -> Result<Identity, Refusal> {
+        let all = || {
+            vec![
+                "tasks:send".into(),
+                "tasks:read".into(),
+                "tasks:cancel".into(),
+            ]
+        };
+        let (who, scopes) = match bearer_token(headers)? {
+            None => return Err(Refusal::Missing),
+            Some(who @ ("alice" | "bob")) => (who, all()),
+            Some("reader") => ("reader", vec!["tasks:read".into()]),
+            Some(_) => return Err(Refusal::Invalid("unknown token".into())),
+        };
+        Ok(Identity {
+            caller: Caller::principal(who),
+            scopes,
+        })
+    }
+
+    fn security_scheme(&self) -> (String, SecurityScheme) {
+        let scheme = SecurityScheme::HttpAuthSecurityScheme {
+            description: None,
+            scheme: "Bearer".into(),
+            bearer_format: None,
+        };
+        ("bearer".into(), scheme)
+    }
+}
+
+#[tokio::test]
+async fn auth_refusals_are_alike_on_every_binding() {
+    let server = start(Some(EdgeAuth::new(Tokens))).await;
+    let mut transcripts = Vec::new();
+    for binding in BINDINGS {
+        let anonymous = client(&server, 0, binding).await;
+        let as_ = |who: &str| anonymous.with("authorization", &format!("Bearer {who}"));
+        transcripts.push((
+            binding,
+            scrub(&json!(
+                scenarios::auth(
+                    &anonymous,
+                    &as_("alice"),
+                    &as_("bob"),
+                    &as_("reader"),
+                    &as_("mallory")
+                )
+                .await
+            )),
+        ));
+    }
+    let (_, expected) = &transcripts[0];
+    for (binding, transcript) in &transcripts[1..] {
+        assert_eq!(
+            transcript,
+            expected,
+            "auth: {binding:?} differs from JSON-RPC\n{binding:?}: {}\nJSON-RPC: {}",
+            pretty(transcript),
+            pretty(expected)
+        );
     }
 }
 

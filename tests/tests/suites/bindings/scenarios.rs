@@ -349,3 +349,64 @@ pub async fn tenants_partition_tasks(c: &Client) -> Vec<Value> {
     transcript.extend([outcome(&mine), outcome(&theirs), outcome(&default)]);
     transcript
 }
+
+pub async fn service_parameters(c: &Client) -> Vec<Value> {
+    let unknown = json!({"id": "no-such-task"});
+    let version = c.with("a2a-version", "99.0").call("GetTask", unknown).await;
+    assert_eq!(reason(&version), "VERSION_NOT_SUPPORTED");
+    // The message lists the versions the binding speaks: gRPC serves 1.0 alone, the HTTP
+    // bindings 0.3 too. The rest of the refusal is the same.
+    let version = version.map_err(|mut refusal| {
+        assert!(refusal.message.contains("99.0"), "{refusal:?}");
+        refusal.message.clear();
+        refusal
+    });
+    let ext = || json!({"messageId": format!("ext-{:016x}", rand::random::<u64>())});
+    let without = c.call("SendMessage", send("needs it", false, ext())).await;
+    assert_eq!(reason(&without), "EXTENSION_SUPPORT_REQUIRED");
+    let with = c.with("a2a-extensions", super::REQUIRED);
+    let accepted = with.call("SendMessage", send("has it", false, ext())).await;
+    assert_eq!(
+        state(&accepted.as_ref().expect("accepted")["task"]),
+        "TASK_STATE_COMPLETED"
+    );
+    vec![outcome(&version), outcome(&without), outcome(&accepted)]
+}
+
+/// A server with edge auth: no token, an unknown one, a scope short, and another principal's
+/// task; then the owner's own read.
+pub async fn auth(
+    anonymous: &Client,
+    alice: &Client,
+    bob: &Client,
+    reader: &Client,
+    stranger: &Client,
+) -> Vec<Value> {
+    let hello = || send("hello", false, json!({}));
+    let mut transcript = Vec::new();
+    for (who, c) in [
+        ("anonymous", anonymous),
+        ("unknown token", stranger),
+        ("read-only", reader),
+    ] {
+        let refused = c.call("SendMessage", hello()).await;
+        assert!(refused.is_err(), "{who}: {refused:?}");
+        transcript.push(json!({who: outcome(&refused)}));
+    }
+    let sent = ok(alice.call("SendMessage", hello()).await, "alice sends");
+    let id = sent["task"]["id"].clone();
+    let theirs = bob.call("GetTask", json!({"id": id})).await;
+    assert_eq!(reason(&theirs), "TASK_NOT_FOUND");
+    let hers = reader.call("GetTask", json!({"id": id})).await;
+    assert_eq!(
+        reason(&hers),
+        "TASK_NOT_FOUND",
+        "reader is another principal"
+    );
+    let own = ok(
+        alice.call("GetTask", json!({"id": id})).await,
+        "alice reads",
+    );
+    transcript.extend([sent, outcome(&theirs), outcome(&hers), own]);
+    transcript
+}
