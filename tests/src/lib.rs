@@ -32,6 +32,8 @@ pub mod crash;
 pub mod fault_suite;
 pub mod iggy_server;
 pub mod mcp_rpc;
+pub mod push_receiver;
+pub mod push_suite;
 pub mod retention_suite;
 pub mod streamer;
 pub mod turn_suite;

@@ -101,6 +101,9 @@ pub struct PusherConfig {
     pub issuer: Option<String>,
     /// How long the sender waits for the view to catch up with a record. Default 10 s.
     pub sync_timeout: Duration,
+    /// How long [`Pusher::stop`](super::Pusher::stop) lets what was read be sent before it
+    /// commits and leaves (what is not sent by then, its successor sends). Default 5 s.
+    pub stop_grace: Duration,
     /// With a trust, a sender with a view of its own ([`Pusher::start`](super::Pusher::start))
     /// tells only of the records it admits, as the bridge's view applies only those (a
     /// sender sharing a view takes that view's).
@@ -121,6 +124,7 @@ setters!(PusherConfig {
     max_tracked: usize,
     source: String,
     sync_timeout: Duration,
+    stop_grace: Duration,
 } optional {
     signer: RecordSigner,
     notification_key: SigningKey,
@@ -149,6 +153,7 @@ impl PusherConfig {
             notification_key: None,
             issuer: None,
             sync_timeout: Duration::from_secs(10),
+            stop_grace: Duration::from_secs(5),
             trust: None,
         }
     }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agentlog_wire::Record;
+use tokio_util::sync::CancellationToken;
 
 use super::lanes::{Job, Shared, enqueue};
 use super::metrics::PushMetrics;
@@ -19,17 +20,21 @@ const POLL_WAIT: Duration = Duration::from_millis(100);
 /// The pause after a failed poll, or a record that could not be turned into notifications.
 const PAUSE: Duration = Duration::from_millis(200);
 
-/// Read until the sender stops, then leave the group.
+/// Read until `reading` is cancelled; then let what was read be sent for up to `grace`
+/// (committing as it is), stop the lanes, commit, and leave the group.
 pub(super) async fn run(
     shared: Arc<Shared>,
     mut tracker: Tracker,
     mut member: Box<dyn GroupConsumer>,
     verifier: Option<RecordVerifier>,
     max_pending: usize,
+    reading: CancellationToken,
+    grace: Duration,
 ) {
-    while !shared.cancel.is_cancelled() {
+    while !reading.is_cancelled() && !shared.cancel.is_cancelled() {
         wait_for_room(&shared, max_pending).await;
         let polled = tokio::select! {
+            () = reading.cancelled() => break,
             () = shared.cancel.cancelled() => break,
             polled = member.poll(POLL_RECORDS, POLL_WAIT) => polled,
         };
@@ -62,6 +67,19 @@ pub(super) async fn run(
         PushMetrics::set(&shared.metrics.pending, shared.progress.lock().held());
         PushMetrics::set(&shared.metrics.tracked, tracker.len());
     }
+    // A graceful stop hands over nothing in flight if it can.
+    let deadline = tokio::time::Instant::now() + grace;
+    while shared.progress.lock().held() > 0 && !shared.cancel.is_cancelled() {
+        let room = shared.room.notified();
+        tokio::select! {
+            () = shared.cancel.cancelled() => break,
+            () = tokio::time::sleep_until(deadline) => break,
+            () = room => {}
+            () = tokio::time::sleep(POLL_WAIT) => {}
+        }
+        commit(&shared, member.as_mut()).await;
+    }
+    shared.cancel.cancel();
     commit(&shared, member.as_mut()).await;
     if let Err(error) = member.leave().await {
         tracing::warn!(error = %error.report(), "push: leaving the group");

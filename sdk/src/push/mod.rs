@@ -93,6 +93,9 @@ impl Eq for Published {}
 /// A running push sender. Stops when [`stop`](Self::stop)ped or dropped.
 #[derive(Debug)]
 pub struct Pusher {
+    /// Stops the reading; the lanes finish what was read (for a grace), then stop.
+    reading: CancellationToken,
+    /// Stops everything at once.
     cancel: CancellationToken,
     reader: Mutex<Option<JoinHandle<()>>>,
     signer: NotificationSigner,
@@ -147,14 +150,18 @@ impl Pusher {
             cancel.clone(),
         ));
         let tracker = tracked::Tracker::new(view, config.max_tracked, config.sync_timeout);
+        let reading = CancellationToken::new();
         let reader = tokio::spawn(consume::run(
             shared,
             tracker,
             member,
             verifier,
             config.max_pending.max(1),
+            reading.clone(),
+            config.stop_grace,
         ));
         Ok(Self {
+            reading,
             cancel,
             reader: Mutex::new(Some(reader)),
             signer,
@@ -181,10 +188,11 @@ impl Pusher {
         &self.signer
     }
 
-    /// Stop: no new notification is sent, the progress so far is committed and the group
-    /// left (what was in flight is sent again by the next sender).
+    /// Stop: nothing more is read; what was read is sent for up to
+    /// [`PusherConfig::stop_grace`], the progress is committed and the group left (what was
+    /// still not done then is sent again by the next sender).
     pub async fn stop(&self) {
-        self.cancel.cancel();
+        self.reading.cancel();
         let reader = self.reader.lock().take();
         if let Some(reader) = reader {
             let _ = reader.await;

@@ -22,6 +22,8 @@ mod mcp_log;
 mod mcp_mrtr;
 mod mcp_resources;
 mod mcp_tasks;
+mod push;
+mod push_faults;
 mod read_your_writes;
 mod retention;
 mod signed_records;

@@ -1,0 +1,225 @@
+//! A real webhook receiver for the push tests and benchmark: an HTTP/1.1 server on a
+//! loopback port that keeps every request it gets (headers, body, when), answers a chosen
+//! status, counts the connections made to it, and can go down (its port closed, open
+//! connections cut) and come back on the same port.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU16, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+
+/// One request the receiver got.
+#[derive(Debug, Clone)]
+pub struct Got {
+    /// The request target (path and query).
+    pub path: String,
+    /// Its headers, names lowercase, in order.
+    pub headers: Vec<(String, String)>,
+    /// Its body, as sent.
+    pub body: Vec<u8>,
+    /// When its body was read.
+    pub at: Instant,
+}
+
+impl Got {
+    /// The first value of header `name` (lowercase).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The body as JSON.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body).unwrap_or(serde_json::Value::Null)
+    }
+}
+
+#[derive(Default)]
+struct State {
+    got: std::sync::Mutex<Vec<Got>>,
+    status: AtomicU16,
+    connections: AtomicUsize,
+    arrived: Notify,
+}
+
+/// A webhook receiver. Stops when dropped.
+pub struct Receiver {
+    addr: SocketAddr,
+    state: Arc<State>,
+    serving: std::sync::Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Receiver {
+    /// A receiver on a free loopback port answering `status` to every request.
+    pub async fn start(status: u16) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let state = Arc::new(State::default());
+        state.status.store(status, Ordering::SeqCst);
+        let serving = tokio::spawn(serve(listener, state.clone()));
+        Self {
+            addr,
+            state,
+            serving: std::sync::Mutex::new(Some(serving)),
+        }
+    }
+
+    /// The URL of `path` on it (`/hook` style).
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    /// Its port.
+    pub fn port(&self) -> u16 {
+        self.addr.port()
+    }
+
+    /// Answer `status` from now on.
+    pub fn answer(&self, status: u16) {
+        self.state.status.store(status, Ordering::SeqCst);
+    }
+
+    /// Close the port and cut every open connection: senders get refused connections.
+    pub fn down(&self) {
+        if let Some(serving) = self.serving.lock().expect("lock").take() {
+            serving.abort();
+        }
+    }
+
+    /// Listen on the same port again.
+    pub async fn up(&self) {
+        let mut listener = None;
+        for _ in 0..100 {
+            match TcpListener::bind(self.addr).await {
+                Ok(bound) => {
+                    listener = Some(bound);
+                    break;
+                }
+                Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+            }
+        }
+        let listener = listener.expect("the port again");
+        *self.serving.lock().expect("lock") =
+            Some(tokio::spawn(serve(listener, self.state.clone())));
+    }
+
+    /// Every request so far.
+    pub fn got(&self) -> Vec<Got> {
+        self.state.got.lock().expect("lock").clone()
+    }
+
+    /// How many requests so far.
+    pub fn count(&self) -> usize {
+        self.state.got.lock().expect("lock").len()
+    }
+
+    /// How many connections were made to it.
+    pub fn connections(&self) -> usize {
+        self.state.connections.load(Ordering::SeqCst)
+    }
+
+    /// Wait until it has `count` requests or `timeout` passed; every request so far.
+    pub async fn wait_for(&self, count: usize, timeout: Duration) -> Vec<Got> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let arrived = self.state.arrived.notified();
+            if self.count() >= count {
+                break;
+            }
+            if tokio::time::timeout_at(deadline, arrived).await.is_err() {
+                break;
+            }
+        }
+        self.got()
+    }
+}
+
+impl std::fmt::Debug for Receiver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Receiver")
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        self.down();
+    }
+}
+
+/// Accept until aborted; aborting it cuts its connections too (they are its children).
+async fn serve(listener: TcpListener, state: Arc<State>) {
+    let mut connections = tokio::task::JoinSet::new();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let Ok((stream, _)) = accepted else { continue };
+                state.connections.fetch_add(1, Ordering::SeqCst);
+                connections.spawn(connection(stream, state.clone()));
+            }
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+        }
+    }
+}
+
+/// Requests on one keep-alive connection until it closes or one is malformed.
+async fn connection(stream: TcpStream, state: Arc<State>) {
+    let (read, mut write) = stream.into_split();
+    let mut reader = BufReader::new(read);
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).await.unwrap_or(0) == 0 {
+            return;
+        }
+        let path = line
+            .split_whitespace()
+            .nth(1)
+            .unwrap_or_default()
+            .to_owned();
+        let mut headers = Vec::new();
+        let mut length = 0usize;
+        loop {
+            let mut line = String::new();
+            if reader.read_line(&mut line).await.unwrap_or(0) == 0 {
+                return;
+            }
+            let line = line.trim_end();
+            if line.is_empty() {
+                break;
+            }
+            let Some((name, value)) = line.split_once(':') else {
+                return;
+            };
+            let name = name.trim().to_ascii_lowercase();
+            let value = value.trim().to_owned();
+            if name == "content-length" {
+                length = value.parse().unwrap_or(0);
+            }
+            headers.push((name, value));
+        }
+        let mut body = vec![0; length];
+        if reader.read_exact(&mut body).await.is_err() {
+            return;
+        }
+        let status = state.status.load(Ordering::SeqCst);
+        state.got.lock().expect("lock").push(Got {
+            path,
+            headers,
+            body,
+            at: Instant::now(),
+        });
+        state.arrived.notify_waiters();
+        let answer = format!("HTTP/1.1 {status} X\r\ncontent-length: 2\r\n\r\nok");
+        if write.write_all(answer.as_bytes()).await.is_err() {
+            return;
+        }
+    }
+}
