@@ -57,6 +57,8 @@ async fn start(auth: Option<EdgeAuth>) -> Server {
         required: true,
         params: None,
     });
+    // Declared but none configured: GetExtendedAgentCard's own error.
+    config.card.capabilities.extended_agent_card = Some(true);
     config.extension_scope =
         ExtensionScope::Matching(std::sync::Arc::new(|m| m.message_id.starts_with("ext-")));
     let mut replicas = Vec::new();
