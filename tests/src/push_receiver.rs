@@ -5,7 +5,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU16, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU16, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
@@ -45,6 +45,8 @@ impl Got {
 struct State {
     got: std::sync::Mutex<Vec<Got>>,
     status: AtomicU16,
+    /// Milliseconds to wait before answering each request.
+    delay_ms: AtomicU64,
     connections: AtomicUsize,
     arrived: Notify,
 }
@@ -84,6 +86,13 @@ impl Receiver {
     /// Answer `status` from now on.
     pub fn answer(&self, status: u16) {
         self.state.status.store(status, Ordering::SeqCst);
+    }
+
+    /// Wait `delay` before answering each request from now on (a slow receiver).
+    pub fn delay(&self, delay: Duration) {
+        self.state
+            .delay_ms
+            .store(delay.as_millis() as u64, Ordering::SeqCst);
     }
 
     /// Close the port and cut every open connection: senders get refused connections.
@@ -209,6 +218,10 @@ async fn connection(stream: TcpStream, state: Arc<State>) {
         if reader.read_exact(&mut body).await.is_err() {
             return;
         }
+        let delay = state.delay_ms.load(Ordering::SeqCst);
+        if delay > 0 {
+            tokio::time::sleep(Duration::from_millis(delay)).await;
+        }
         let status = state.status.load(Ordering::SeqCst);
         state.got.lock().expect("lock").push(Got {
             path,
@@ -222,4 +235,68 @@ async fn connection(stream: TcpStream, state: Arc<State>) {
             return;
         }
     }
+}
+
+/// `POST url` with a JSON body over a fresh connection: the answer's body as JSON (a
+/// JSON-RPC client for the suites that run `serve` as a child process).
+pub async fn post_json(url: &str, body: &serde_json::Value) -> serde_json::Value {
+    let body = body.to_string();
+    let answer = request(
+        url,
+        &format!(
+            "POST {{path}} HTTP/1.1\r\nHost: {{host}}\r\nContent-Type: application/json\r\nA2A-Version: 1.0\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        ),
+    )
+    .await;
+    serde_json::from_str(&answer).unwrap_or(serde_json::Value::Null)
+}
+
+/// `GET url` over a fresh connection: the answer's body.
+pub async fn get_text(url: &str) -> String {
+    request(
+        url,
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n",
+    )
+    .await
+}
+
+/// Send `template` (its `{path}` and `{host}` filled in from `url`) and read the answer's
+/// body (a `Connection: close` answer, read to its end).
+async fn request(url: &str, template: &str) -> String {
+    let rest = url.strip_prefix("http://").expect("an http:// URL");
+    let (host, path) = match rest.find('/') {
+        Some(at) => rest.split_at(at),
+        None => (rest, "/"),
+    };
+    let mut stream = TcpStream::connect(host).await.expect("connect");
+    let head = template.replace("{path}", path).replace("{host}", host);
+    stream.write_all(head.as_bytes()).await.expect("write");
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).await.expect("read");
+    let answer = String::from_utf8_lossy(&answer);
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+    if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        return dechunk(body);
+    }
+    body.to_owned()
+}
+
+/// A chunked body's bytes.
+fn dechunk(mut body: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = body.split_once("\r\n") {
+        let Ok(size) = usize::from_str_radix(size.trim(), 16) else {
+            break;
+        };
+        if size == 0 || rest.len() < size {
+            break;
+        }
+        out.push_str(&rest[..size]);
+        body = rest[size..].trim_start_matches("\r\n");
+    }
+    out
 }

@@ -14,11 +14,12 @@ use bytes::Bytes;
 use foldhash::HashMap;
 use parking_lot::Mutex;
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::client::{Client, Sent, endpoint_of};
 use super::config::RetryPolicy;
+use super::gate::Gate;
 use super::metrics::PushMetrics;
 use super::progress::Progress;
 use super::sign::NotificationSigner;
@@ -179,9 +180,7 @@ async fn send(shared: &Shared, job: &Job) -> bool {
         let sent = if endpoint.is_open() {
             Sent::Failed("the endpoint's circuit is open (it kept failing)".into())
         } else {
-            let Ok(_permit) = endpoint.permits.acquire().await else {
-                return false;
-            };
+            let _permit = endpoint.permits.acquire(job.since).await;
             let sent = match headers(shared, job) {
                 Ok(headers) => {
                     shared
@@ -340,7 +339,7 @@ fn jitter(delay: Duration) -> Duration {
 
 /// Requests to one endpoint: how many at once, and its circuit.
 struct Endpoint {
-    permits: Semaphore,
+    permits: Gate,
     breaker: Mutex<Breaker>,
 }
 
@@ -390,7 +389,7 @@ fn endpoint(shared: &Shared, url: &str) -> Arc<Endpoint> {
         .entry(endpoint_of(url))
         .or_insert_with(|| {
             Arc::new(Endpoint {
-                permits: Semaphore::new(shared.per_endpoint),
+                permits: Gate::new(shared.per_endpoint),
                 breaker: Mutex::new(Breaker::default()),
             })
         })
@@ -412,7 +411,7 @@ mod tests {
     #[test]
     fn a_circuit_opens_after_failures_in_a_row_and_reopens_longer_after_a_failed_probe() {
         let endpoint = Endpoint {
-            permits: Semaphore::new(1),
+            permits: Gate::new(1),
             breaker: Mutex::new(Breaker::default()),
         };
         assert!(!endpoint.failed(3) && !endpoint.failed(3));

@@ -24,6 +24,7 @@ mod mcp_resources;
 mod mcp_tasks;
 mod push;
 mod push_faults;
+mod push_kill;
 mod read_your_writes;
 mod retention;
 mod signed_records;

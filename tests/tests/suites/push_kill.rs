@@ -1,0 +1,210 @@
+//! kill -9 mid-delivery: of `agentlog serve` (sending in process, on `file://`), and of
+//! `agentlog pusher` (sending apart from `serve --push external`, on Apache Iggy, SKIPPED
+//! without an `iggy-server`). Started again, the sender loses nothing: every update of every
+//! task reaches the receiver, in order per task; the duplicates are counted and bounded by
+//! what the receiver had just got when the sender died (in flight, not yet committed).
+
+use std::collections::{BTreeMap, HashSet};
+use std::io::BufRead;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use agentlog::push::verify::{Expect, Keys, verify};
+use agentlog_integration::iggy_server::IggyServer;
+use agentlog_integration::push_receiver::{Got, Receiver, get_text, post_json};
+use agentlog_integration::push_suite::{ECHO, SOON, kind, task_of};
+use serde_json::json;
+
+const TASKS: usize = 30;
+
+/// `agentlog <args>` as a child process, once it printed its first line.
+fn spawn(args: &[&str]) -> (Child, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_agentlog_child"))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn agentlog");
+    let mut stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    stdout.read_line(&mut line).expect("first line");
+    // Keep reading so the child never blocks on a full pipe.
+    std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
+    (child, line)
+}
+
+/// `serve --demo` on `log` with `extra` flags: the child and its URL.
+fn serve(log: &str, extra: &[&str]) -> (Child, String) {
+    let mut args = vec!["serve", "--demo", "--listen", "127.0.0.1:0", "--log", log];
+    args.extend_from_slice(extra);
+    let (child, line) = spawn(&args);
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no URL in {line:?}"))
+        .to_owned();
+    (child, url)
+}
+
+fn kill(mut child: Child) {
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reap");
+}
+
+/// Send `TASKS` echo tasks, each with the receiver's hook inline, and wait until all finished.
+async fn send_tasks(url: &str, receiver: &Receiver) {
+    for n in 0..TASKS {
+        let body = json!({"jsonrpc": "2.0", "id": n, "method": "SendMessage", "params": {
+            "message": {"messageId": format!("k-{n}"), "role": "ROLE_USER", "parts": [{"text": "hi"}]},
+            "configuration": {"returnImmediately": true,
+                "taskPushNotificationConfig": {"url": receiver.url("/hook"), "token": "tok"}}}});
+        let answer = post_json(url, &body).await;
+        assert!(answer["result"]["task"]["id"].is_string(), "{answer}");
+    }
+    let deadline = Instant::now() + SOON;
+    loop {
+        let list = json!({"jsonrpc": "2.0", "id": 1, "method": "ListTasks",
+                          "params": {"pageSize": 100, "status": "TASK_STATE_COMPLETED"}});
+        let page = post_json(url, &list).await;
+        if page["result"]["tasks"].as_array().map_or(0, Vec::len) == TASKS {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the tasks did not finish: {page}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Wait until the receiver has at least `count` notifications, then say when.
+async fn after(receiver: &Receiver, count: usize) -> Instant {
+    let got = receiver.wait_for(count, SOON).await;
+    assert!(got.len() >= count, "only {} notifications", got.len());
+    Instant::now()
+}
+
+/// Check that nothing was lost and count the duplicates: every task's notifications, first
+/// sightings in order, are the echo's; the duplicates are at most what the receiver got in
+/// the second before the kill (what was in flight or not yet committed).
+async fn nothing_lost(receiver: &Receiver, killed_at: Instant) -> usize {
+    let expected = TASKS * ECHO.len();
+    let deadline = Instant::now() + SOON;
+    let distinct = |got: &[Got]| {
+        got.iter()
+            .map(|g| g.body.clone())
+            .collect::<HashSet<_>>()
+            .len()
+    };
+    while distinct(&receiver.got()) < expected && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let got = receiver.got();
+    let mut seen = HashSet::new();
+    let mut tasks: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for got in &got {
+        if seen.insert(got.body.clone()) {
+            tasks.entry(task_of(got)).or_default().push(kind(got));
+        }
+    }
+    assert_eq!(tasks.len(), TASKS);
+    for (task, kinds) in &tasks {
+        assert_eq!(kinds, &ECHO, "task {task}: every update, in order");
+    }
+    let duplicates = got.len() - seen.len();
+    let just_before = got
+        .iter()
+        .filter(|g| g.at <= killed_at && killed_at.duration_since(g.at) < Duration::from_secs(1))
+        .count();
+    eprintln!(
+        "{} notifications for {expected} updates: {duplicates} duplicates; {just_before} arrived in the second before the kill",
+        got.len()
+    );
+    assert!(
+        duplicates <= just_before,
+        "{duplicates} duplicates, more than the {just_before} in flight"
+    );
+    duplicates
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_of_serve_mid_delivery_loses_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = format!("file://{}", dir.path().display());
+    let receiver = Receiver::start(200).await;
+    // A slow receiver: the tasks finish long before their notifications are all sent.
+    receiver.delay(Duration::from_millis(100));
+    let (child, url) = serve(&log, &["--push-allow-private"]);
+    send_tasks(&url, &receiver).await;
+    let killed_at = after(&receiver, TASKS * ECHO.len() / 3).await;
+    kill(child);
+    let at_kill = receiver.count();
+    assert!(at_kill < TASKS * ECHO.len(), "killed mid-delivery");
+    receiver.delay(Duration::ZERO);
+    let (child, _) = serve(&log, &["--push-allow-private"]);
+    nothing_lost(&receiver, killed_at).await;
+    kill(child);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_of_agentlog_pusher_mid_delivery_loses_nothing() {
+    let Some(server) = IggyServer::start().await else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let key = dir.path().join("push.key");
+    agentlog::security::SigningKey::generate()
+        .expect("key")
+        .write_pair(&key)
+        .expect("write key");
+    let key = key.display().to_string();
+    let log = server.url();
+    let (serving, url) = serve(
+        &log,
+        &[
+            "--push",
+            "external",
+            "--push-key",
+            &key,
+            "--push-allow-private",
+        ],
+    );
+    let pusher_args = [
+        "pusher",
+        "--log",
+        &log,
+        "--push-allow-private",
+        "--push-key",
+        &key,
+        "--push-issuer",
+        &url,
+    ];
+    let (pusher, line) = spawn(&pusher_args);
+    assert!(
+        line.starts_with("agentlog pusher for agent \"demo\""),
+        "{line}"
+    );
+    let receiver = Receiver::start(200).await;
+    receiver.delay(Duration::from_millis(100));
+    send_tasks(&url, &receiver).await;
+    let killed_at = after(&receiver, TASKS * ECHO.len() / 3).await;
+    kill(pusher);
+    assert!(receiver.count() < TASKS * ECHO.len(), "killed mid-delivery");
+    receiver.delay(Duration::ZERO);
+    let (pusher, _) = spawn(&pusher_args);
+    nothing_lost(&receiver, killed_at).await;
+    // Signed with the key `serve` publishes.
+    let jwks = get_text(&format!("{url}.well-known/jwks.json")).await;
+    let keys = Keys::from_jwks(&jwks).expect("jwks");
+    let expect = Expect::new(receiver.url("/hook")).issuer(url.clone());
+    for got in receiver.got() {
+        let jwt = got
+            .header(agentlog::push::SIGNATURE_HEADER)
+            .expect("signed");
+        verify(jwt, &got.body, &keys, &expect).expect("verifies against serve's JWKS");
+    }
+    kill(pusher);
+    kill(serving);
+}
