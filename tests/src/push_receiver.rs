@@ -252,6 +252,17 @@ pub async fn post_json(url: &str, body: &serde_json::Value) -> serde_json::Value
     serde_json::from_str(&answer).unwrap_or(serde_json::Value::Null)
 }
 
+/// `method url` with an optional JSON body over a fresh connection: the status and the body.
+pub async fn call(method: &str, url: &str, body: Option<&serde_json::Value>) -> (u16, String) {
+    let body = body.map(ToString::to_string).unwrap_or_default();
+    let template = format!(
+        "{method} {{path}} HTTP/1.1\r\nHost: {{host}}\r\nContent-Type: application/json\r\nA2A-Version: 1.0\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let (status, body) = exchange(url, &template).await;
+    (status, body)
+}
+
 /// `GET url` over a fresh connection: the answer's body.
 pub async fn get_text(url: &str) -> String {
     request(
@@ -264,6 +275,11 @@ pub async fn get_text(url: &str) -> String {
 /// Send `template` (its `{path}` and `{host}` filled in from `url`) and read the answer's
 /// body (a `Connection: close` answer, read to its end).
 async fn request(url: &str, template: &str) -> String {
+    exchange(url, template).await.1
+}
+
+/// [`request`], with the answer's status.
+async fn exchange(url: &str, template: &str) -> (u16, String) {
     let rest = url.strip_prefix("http://").expect("an http:// URL");
     let (host, path) = match rest.find('/') {
         Some(at) => rest.split_at(at),
@@ -276,13 +292,18 @@ async fn request(url: &str, template: &str) -> String {
     stream.read_to_end(&mut answer).await.expect("read");
     let answer = String::from_utf8_lossy(&answer);
     let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
     if head
         .to_ascii_lowercase()
         .contains("transfer-encoding: chunked")
     {
-        return dechunk(body);
+        return (status, dechunk(body));
     }
-    body.to_owned()
+    (status, body.to_owned())
 }
 
 /// A chunked body's bytes.

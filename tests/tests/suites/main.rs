@@ -23,6 +23,7 @@ mod mcp_mrtr;
 mod mcp_resources;
 mod mcp_tasks;
 mod push;
+mod push_bindings;
 mod push_faults;
 mod push_kill;
 mod read_your_writes;
