@@ -630,6 +630,34 @@ export interface McpRpcOptions {
   acceptsStream?: boolean
 }
 
+/** A verified notification's claims. */
+export interface NotificationClaims {
+  /** The agent. */
+  iss: string
+  /** The receiver's URL. */
+  aud: string
+  /** When the JWT was made, Unix seconds. */
+  iat: number
+  /** Until when it holds, Unix seconds. */
+  exp: number
+  /** Its unique id: drop a notification whose `jti` was seen before. */
+  jti: string
+  /** The task the notification is about. */
+  taskId: string
+  /** The SHA-256 of the body, lowercase hex. */
+  requestBodySha256: string
+}
+
+/** What a notification must say besides its signature. */
+export interface NotificationExpect {
+  /** The URL the receiver registered: the JWT's `aud`. */
+  audience: string
+  /** The agent: the JWT's `iss`, when given. */
+  issuer?: string
+  /** The time to judge `iat` and `exp` by, Unix seconds; now by default. */
+  now?: number
+}
+
 /**
  * Open the bridge of `agent` over `log`: create its topics if needed and replay them
  * (`Bridge.open` in index.js).
@@ -706,6 +734,14 @@ export interface StreamOptions {
    */
   resumeAfter?: number
 }
+
+/**
+ * The claims of a notification's JWT (the `agentlog-notification-signature` header, or the
+ * `authorization: Bearer` one) once its signature by one of `jwks`'s keys (the agent's
+ * `/.well-known/jwks.json`, as text or parsed), its audience, issuer, times and body hash
+ * hold; an `AgentlogError` of kind `unauthenticated` saying why otherwise.
+ */
+export declare function verifyNotification(jwt: string, body: Buffer, jwks: string | object, expect: NotificationExpect): NotificationClaims
 
 /** How a worker runs. */
 export interface WorkerOptions {

@@ -404,5 +404,6 @@ module.exports = {
   McpReply: native.McpReply,
   ToolCall,
   errorKinds: native.errorKinds,
+  verifyNotification: guard(native.verifyNotification),
   wire: guardAll(native.wire),
 };

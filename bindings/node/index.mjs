@@ -16,6 +16,7 @@ export const {
   McpBridge,
   McpReply,
   ToolCall,
+  verifyNotification,
   wire,
 } = agentlog;
 export default agentlog;

@@ -21,6 +21,7 @@ mod convert;
 mod error;
 mod log;
 mod mcp;
+mod push;
 mod serve;
 mod wire;
 mod worker;

@@ -16,6 +16,7 @@ mod duration;
 mod error;
 mod json;
 mod mcp;
+mod push;
 mod serve;
 mod tools;
 mod wire;
@@ -110,6 +111,7 @@ fn _agentlog(m: &Bound<'_, PyModule>) -> PyResult<()> {
     mcp::register(m)?;
     worker::register(m)?;
     serve::register(m)?;
+    push::register(m)?;
     m.add_submodule(&wire::module(py)?)?;
     Ok(())
 }

@@ -54,6 +54,7 @@ from ._agentlog import (
     _at_exit,
     open_log,
     serve,
+    verify_notification,
 )
 
 # At interpreter exit, before finalisation: stop servers and workers still running and let
@@ -102,5 +103,6 @@ __all__ = [
     "open_log",
     "serve",
     "types",
+    "verify_notification",
     "wire",
 ]

@@ -17,6 +17,7 @@ from .types import (
     Handler,
     ListTasksResponse,
     Message,
+    NotificationClaims,
     Params,
     SendMessageResponse,
     StreamEvent,
@@ -72,6 +73,15 @@ class Log:
     def close(self) -> Awaitable[None]: ...
 
 def open_log(url: str) -> Awaitable[Log]: ...
+
+def verify_notification(
+    jwt: str,
+    body: bytes,
+    jwks: str | Mapping[str, Any],
+    audience: str,
+    issuer: str | None = None,
+    now: int | None = None,
+) -> NotificationClaims: ...
 
 @final
 class EventStream:
@@ -309,6 +319,7 @@ __all__ = [
     "Caller",
     "Log",
     "open_log",
+    "verify_notification",
     "Bridge",
     "EventStream",
     "RpcFrames",

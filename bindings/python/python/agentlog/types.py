@@ -147,6 +147,20 @@ class CallToolResult(TypedDict, total=False):
 ToolHandler = Callable[["ToolCall"], Coroutine[Any, Any, "CallToolResult | Params"]]
 """A tool's handler: an ``async def`` taking a ToolCall and returning a CallToolResult."""
 
+class NotificationClaims(TypedDict):
+    """The claims of a push notification's JWT, verified (``agentlog.verify_notification``):
+    the agent (``iss``), the receiver's URL (``aud``), when it was made and until when it holds
+    (``iat``, ``exp``, Unix seconds), its unique id (``jti``: drop one seen before), the task,
+    and the SHA-256 of the body (hex)."""
+
+    iss: str
+    aud: str
+    iat: int
+    exp: int
+    jti: str
+    taskId: str
+    request_body_sha256: str
+
 
 __all__ = [
     "Artifact",
@@ -155,6 +169,7 @@ __all__ = [
     "Handler",
     "ListTasksResponse",
     "Message",
+    "NotificationClaims",
     "Params",
     "Part",
     "SendMessageResponse",
