@@ -19,6 +19,10 @@ const POLL_RECORDS: usize = 256;
 const POLL_WAIT: Duration = Duration::from_millis(100);
 /// The pause after a failed poll, or a record that could not be turned into notifications.
 const PAUSE: Duration = Duration::from_millis(200);
+/// How often progress over records without notifications is committed: a commit per record
+/// would cost a round trip (or a file's rewrite) for every update of every task, and reading
+/// such records again after a crash sends nothing.
+const COMMIT_EVERY: Duration = Duration::from_millis(100);
 
 /// Read until `reading` is cancelled; then let what was read be sent for up to `grace`
 /// (committing as it is), stop the lanes, commit, and leave the group.
@@ -31,6 +35,7 @@ pub(super) async fn run(
     reading: CancellationToken,
     grace: Duration,
 ) {
+    let mut committed_at = Instant::now();
     while !reading.is_cancelled() && !shared.cancel.is_cancelled() {
         wait_for_room(&shared, max_pending).await;
         let polled = tokio::select! {
@@ -63,7 +68,13 @@ pub(super) async fn run(
             shared.progress.lock().drop_partition(partition);
             tracker.drop_partition(partition);
         }
-        commit(&shared, member.as_mut()).await;
+        // A notification done is committed at once, so a restart repeats only what was in
+        // flight; records that had none are committed at a pace.
+        let delivered = shared.progress.lock().take_delivered();
+        if delivered || committed_at.elapsed() >= COMMIT_EVERY {
+            commit(&shared, member.as_mut()).await;
+            committed_at = Instant::now();
+        }
         PushMetrics::set(&shared.metrics.pending, shared.progress.lock().held());
         PushMetrics::set(&shared.metrics.tracked, tracker.len());
     }

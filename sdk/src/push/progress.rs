@@ -28,6 +28,8 @@ pub(super) struct Progress {
     epochs: u64,
     /// Notices held over every partition.
     held: usize,
+    /// Whether a notice was done since [`take_delivered`](Self::take_delivered) last asked.
+    delivered: bool,
 }
 
 impl Progress {
@@ -80,7 +82,14 @@ impl Progress {
                 p.held.remove(&offset);
             }
             self.held -= 1;
+            self.delivered = true;
         }
+    }
+
+    /// Whether a notice was done since the last call: then its commit should not wait (a
+    /// restart sends again everything past the committed point).
+    pub(super) fn take_delivered(&mut self) -> bool {
+        std::mem::take(&mut self.delivered)
     }
 
     /// Notifications held over every partition.
