@@ -346,6 +346,19 @@ impl IggyGroupConsumer {
             {
                 continue;
             }
+            // Records this process appended (or read) are kept by the handle: past the first
+            // poll of a partition, the member's cursor reads them there without a round trip
+            // (the server would answer the same records; a record at an offset never changes).
+            if let Some(&next) = self.cursors.get(&partition)
+                && let Some(tail) = self.handle.tail(partition)
+            {
+                let records = tail.read(partition, next, count as usize);
+                if let Some(last) = records.last() {
+                    self.turn = index + 1;
+                    self.cursors.insert(partition, last.offset + 1);
+                    return Ok(Some(Delivery { partition, records }));
+                }
+            }
             let strategy = match self.cursors.get(&partition) {
                 Some(&next) => PollingStrategy::offset(next),
                 None => PollingStrategy::next(),
