@@ -55,6 +55,22 @@ async fn start(auth: Option<EdgeAuth>) -> Server {
         .await
         .expect("worker");
     let (stop, stopped) = tokio::sync::watch::channel(());
+    let (http, grpc) = serve_both(bridge, auth, stopped).await;
+    Server {
+        grpc,
+        http,
+        _worker: worker,
+        _stop: stop,
+    }
+}
+
+/// Serve `bridge` over HTTP (JSON-RPC and HTTP+JSON) and gRPC on free loopback ports, both
+/// behind `auth`, until `stopped` changes or is dropped: the HTTP and the gRPC address.
+pub(crate) async fn serve_both(
+    bridge: Bridge,
+    auth: Option<EdgeAuth>,
+    stopped: tokio::sync::watch::Receiver<()>,
+) -> (SocketAddr, SocketAddr) {
     let until = |mut stopped: tokio::sync::watch::Receiver<()>| async move {
         let _ = stopped.changed().await;
     };
@@ -78,12 +94,7 @@ async fn start(auth: Option<EdgeAuth>) -> Server {
     http_config.auth = auth;
     let router = agentlog::http::router(bridge, http_config);
     tokio::spawn(agentlog::http::serve(http_listener, router, until(stopped)));
-    Server {
-        grpc,
-        http,
-        _worker: worker,
-        _stop: stop,
-    }
+    (http, grpc)
 }
 
 async fn client(server: &Server) -> A2aServiceClient<Channel> {

@@ -15,8 +15,6 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 
 use agentlog::bridge::extensions::ExtensionScope;
-use agentlog::grpc::GrpcConfig;
-use agentlog::http::HttpConfig;
 use agentlog::http::auth::{Authenticator, EdgeAuth, Identity, Refusal, bearer_token};
 use agentlog::worker::{Worker, WorkerConfig};
 use agentlog::{Bridge, BridgeConfig, Caller};
@@ -68,33 +66,7 @@ async fn start(auth: Option<EdgeAuth>) -> Server {
             .await
             .expect("bridge");
         first.get_or_insert_with(|| bridge.clone());
-        let until = |mut stopped: tokio::sync::watch::Receiver<()>| async move {
-            let _ = stopped.changed().await;
-        };
-        let grpc_listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let grpc = grpc_listener.local_addr().expect("addr");
-        let mut grpc_config = GrpcConfig::new();
-        grpc_config.auth = auth.clone();
-        tokio::spawn(agentlog::grpc::serve(
-            grpc_listener,
-            bridge.clone(),
-            grpc_config,
-            until(stopped.clone()),
-        ));
-        let http_listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let http = http_listener.local_addr().expect("addr");
-        let mut http_config = HttpConfig::default();
-        http_config.auth = auth.clone();
-        let router = agentlog::http::router(bridge, http_config);
-        tokio::spawn(agentlog::http::serve(
-            http_listener,
-            router,
-            until(stopped.clone()),
-        ));
+        let (http, grpc) = super::grpc::serve_both(bridge, auth.clone(), stopped.clone()).await;
         replicas.push(Replica { http, grpc });
     }
     let view = first.expect("a bridge").view().clone();
