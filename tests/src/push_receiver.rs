@@ -24,6 +24,8 @@ pub struct Got {
     pub body: Vec<u8>,
     /// When its body was read.
     pub at: Instant,
+    /// The same moment on the wall clock (the lag of the push bench).
+    pub wall: std::time::SystemTime,
 }
 
 impl Got {
@@ -228,6 +230,7 @@ async fn connection(stream: TcpStream, state: Arc<State>) {
             headers,
             body,
             at: Instant::now(),
+            wall: std::time::SystemTime::now(),
         });
         state.arrived.notify_waiters();
         let answer = format!("HTTP/1.1 {status} X\r\ncontent-length: 2\r\n\r\nok");

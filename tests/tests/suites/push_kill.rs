@@ -17,8 +17,18 @@ use serde_json::json;
 
 const TASKS: usize = 30;
 
+/// A child process, SIGKILLed when dropped (a failed assertion leaves nothing running).
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// `agentlog <args>` as a child process, once it printed its first line.
-fn spawn(args: &[&str]) -> (Child, String) {
+fn spawn(args: &[&str]) -> (Killed, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_agentlog_child"))
         .args(args)
         .stdin(Stdio::null())
@@ -31,11 +41,11 @@ fn spawn(args: &[&str]) -> (Child, String) {
     stdout.read_line(&mut line).expect("first line");
     // Keep reading so the child never blocks on a full pipe.
     std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
-    (child, line)
+    (Killed(child), line)
 }
 
 /// `serve --demo` on `log` with `extra` flags: the child and its URL.
-fn serve(log: &str, extra: &[&str]) -> (Child, String) {
+fn serve(log: &str, extra: &[&str]) -> (Killed, String) {
     let mut args = vec!["serve", "--demo", "--listen", "127.0.0.1:0", "--log", log];
     args.extend_from_slice(extra);
     let (child, line) = spawn(&args);
@@ -47,9 +57,8 @@ fn serve(log: &str, extra: &[&str]) -> (Child, String) {
     (child, url)
 }
 
-fn kill(mut child: Child) {
-    child.kill().expect("SIGKILL");
-    child.wait().expect("reap");
+fn kill(child: Killed) {
+    drop(child);
 }
 
 /// Send `TASKS` echo tasks, each with the receiver's hook inline, and wait until all finished.
