@@ -84,8 +84,9 @@ pub struct PusherConfig {
     /// until a cool-down passes (1 s, doubling per reopening up to 60 s), then one probe.
     /// Default 5.
     pub breaker_failures: u32,
-    /// The most notifications held in memory (queued or being sent); past it the sender
-    /// reads no further until some are done. Default 100,000.
+    /// The most notifications held in memory (queued or being sent), give or take one
+    /// record's (one per config of its task); past it the sender reads no further until some
+    /// are done. Default 100,000.
     pub max_pending: usize,
     /// The most tasks whose state the sender keeps; past it the least recently updated are
     /// dropped (read back from the log when they next change). Default 100,000.

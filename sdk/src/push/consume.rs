@@ -45,7 +45,15 @@ pub(super) async fn run(
         };
         match polled {
             Ok(Some(delivery)) => {
-                if !process(&shared, &mut tracker, verifier.as_ref(), delivery).await {
+                if !process(
+                    &shared,
+                    &mut tracker,
+                    verifier.as_ref(),
+                    delivery,
+                    max_pending,
+                )
+                .await
+                {
                     break;
                 }
             }
@@ -103,9 +111,15 @@ async fn process(
     tracker: &mut Tracker,
     verifier: Option<&RecordVerifier>,
     delivery: Delivery,
+    max_pending: usize,
 ) -> bool {
     let partition = delivery.partition;
     for stored in delivery.records {
+        // Held notifications stay under the bound plus one record's (its task's configs).
+        wait_for_room(shared, max_pending).await;
+        if shared.cancel.is_cancelled() {
+            return false;
+        }
         let offset = stored.offset;
         let record = match Record::decode(&stored.payload) {
             // What the view does not apply, the sender does not tell either.

@@ -5,14 +5,16 @@
 //!
 //! A task is followed from the first record of it the sender reads once the view says the
 //! task has a config; its machine and configs are then folded from the task's records before
-//! that one, read back from the log. Tasks without configs cost one lookup in the view.
+//! that one, read back from the log. Tasks without configs cost one lookup in the view. A
+//! finished task stays followed (until the least recently changed are dropped) with its last
+//! notification, which configs registered after the end get without a read-back.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use agentlog_wire::a2a::{StreamResponse, Task, TaskPushNotificationConfig};
 use agentlog_wire::fold::{Change, ChangeFold, PushConfigs, TaskFold, TaskMachine};
-use agentlog_wire::{Record, TaskState};
+use agentlog_wire::{Record, RecordBody, TaskState};
 use bytes::Bytes;
 use foldhash::HashMap;
 
@@ -36,7 +38,13 @@ struct Tracked {
     shared: Vec<Arc<TaskPushNotificationConfig>>,
     /// When it was last changed, in the sender's record count (the eviction order).
     touched: u64,
+    /// Once the task ended: its last notification (`{"task": …}`, the finished task, which
+    /// nothing changes any more), for configs registered after the end; kept when small.
+    ended: Option<Bytes>,
 }
+
+/// The largest finished task kept for late registrations (a larger one is read back).
+const KEPT_END_BYTES: usize = 64 * 1024;
 
 /// The tasks followed in one partition's order (the consumer owns it).
 pub(super) struct Tracker {
@@ -79,7 +87,16 @@ impl Tracker {
     ) -> Result<Vec<Notice>> {
         let task_id = record.header.task_id.as_str();
         self.clock += 1;
+        let tells_nothing = matches!(
+            record.body,
+            RecordBody::PushDeadLetter { .. } | RecordBody::PushConfigDeleted { .. }
+        );
         if !self.tasks.contains_key(task_id) {
+            // A dead letter or a deletion makes no notification: no need to read the task
+            // back for it (whoever does later reads it back with the rest).
+            if tells_nothing {
+                return Ok(Vec::new());
+            }
             // Whether the task has a config, as of at least this record.
             self.view
                 .sync_to(partition, offset + 1, self.sync_timeout)
@@ -130,19 +147,26 @@ impl Tracker {
             .filter(|(r, _)| r.since == offset)
             .map(|(_, shared)| shared.clone())
             .collect();
+        let kept_end = tracked.ended.clone();
         let mut notices = Vec::new();
         if !new.is_empty() {
-            let snapshot = match &change {
-                Change::Created(request) => Some(
-                    ChangeFold::new(&record.header, (**request).clone())
-                        .into_parts()
-                        .0,
-                ),
-                _ => self.task_at(partition, task_id, offset).await?,
+            let body = match (&change, kept_end) {
+                (Change::Created(request), _) => {
+                    let task = ChangeFold::new(&record.header, (**request).clone());
+                    Some(encode(&StreamResponse::Task(task.into_parts().0))?)
+                }
+                // Registered after the end: the finished task, as told at the end.
+                (_, Some(body)) => Some(body),
+                _ => match self.task_at(partition, task_id, offset).await? {
+                    Some(task) => Some(encode(&StreamResponse::Task(task))?),
+                    // A task gone meanwhile (expired) has nothing left to tell.
+                    None => None,
+                },
             };
-            // A task gone meanwhile (expired) has nothing left to tell.
-            if let Some(snapshot) = snapshot {
-                let body = encode(&StreamResponse::Task(snapshot))?;
+            if let Some(body) = body {
+                if state.is_terminal() {
+                    self.keep_end(task_id, &body);
+                }
                 notices.extend(new.into_iter().map(|config| Notice {
                     config,
                     body: body.clone(),
@@ -168,17 +192,25 @@ impl Tracker {
             };
             if let Some(response) = response {
                 let body = encode(&response)?;
+                if ends && !answered {
+                    self.keep_end(task_id, &body);
+                }
                 notices.extend(told.into_iter().map(|config| Notice {
                     config,
                     body: body.clone(),
                 }));
             }
         }
-        if state.is_terminal() {
-            // Nothing follows an end but push records: read back should one come.
-            self.tasks.remove(task_id);
-        }
         Ok(notices)
+    }
+
+    /// Keep a finished task's last notification for configs registered after its end.
+    fn keep_end(&mut self, task_id: &str, body: &Bytes) {
+        if let Some(tracked) = self.tasks.get_mut(task_id)
+            && body.len() <= KEPT_END_BYTES
+        {
+            tracked.ended = Some(body.clone());
+        }
     }
 
     /// A task's machine and configs as of just before `offset`, from its records read back.
@@ -188,6 +220,7 @@ impl Tracker {
             configs: PushConfigs::new(),
             shared: Vec::new(),
             touched: self.clock,
+            ended: None,
         };
         let Some((info, _)) = self.view.lookup_any(task_id) else {
             return Ok(tracked);

@@ -233,3 +233,83 @@ async fn forbidden_destinations_are_refused_without_a_connection() {
     sender.stop().await;
     agent.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_dead_endpoints_hold_bounded_memory_and_every_notification_ends() {
+    let log = agentlog::log::open("memory://").await.expect("log");
+    let agent = Agent::start(&log, "dead").await;
+    const HELD: usize = 200;
+    let config = PusherConfig::new("dead")
+        .destinations(Destinations::new().allow_private(true))
+        .retry(
+            RetryPolicy::new()
+                .attempts(2)
+                .first_delay(Duration::from_millis(10))
+                .max_delay(Duration::from_millis(20)),
+        )
+        .max_pending(HELD);
+    let sender = Pusher::start_with_view(log.clone(), config, agent.bridge.view().clone())
+        .await
+        .expect("pusher");
+    // A thousand endpoints nobody listens on (privileged loopback ports: refused at once),
+    // registered on a finished task (each told of its end once) as the bridge writes configs,
+    // in one append.
+    let task = agent.send("m-1", "hi", &[]).await;
+    let finished = Instant::now() + SOON;
+    let info = loop {
+        let (info, _) = agent.bridge.view().lookup_any(&task).expect("task");
+        if info.state.is_terminal() {
+            break info;
+        }
+        assert!(Instant::now() < finished, "the task did not finish");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    let records: Vec<bytes::Bytes> = (1..=1000u32)
+        .map(|port| {
+            let record = agentlog_wire::Record {
+                header: agentlog_wire::RecordHeader {
+                    task_id: task.clone(),
+                    context_id: info.context_id.to_string(),
+                    message_id: format!("push-{port}"),
+                    ..agentlog_wire::RecordHeader::default()
+                },
+                body: RecordBody::PushConfig {
+                    config: json!({"id": format!("d{port}"), "taskId": task,
+                                   "url": format!("http://127.0.0.1:{port}/hook")})
+                    .to_string(),
+                },
+            };
+            bytes::Bytes::from(record.encode().expect("encode"))
+        })
+        .collect();
+    let events = agentlog::AgentTopics::of("dead").events;
+    log.append(&events, task.as_bytes(), records)
+        .await
+        .expect("append");
+    let healthy = Receiver::start(200).await;
+    agent
+        .send("m-2", "hi", &[json!({"url": healthy.url("/hook")})])
+        .await;
+    let mut most_held = 0;
+    let deadline = Instant::now() + SOON;
+    loop {
+        let counts = sender.metrics().counts();
+        most_held = most_held.max(counts.pending);
+        if counts.pending == 0 && counts.dead_letters > 0 && healthy.count() == ECHO.len() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{counts:?}");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // Never more held than the bound and one record's notifications (here one: a config's
+    // own), the reader waiting past it; each dead one given up.
+    assert!(most_held <= (HELD + 1) as u64, "held {most_held}");
+    let letters = sender.metrics().counts().dead_letters;
+    assert_eq!(letters, 1000, "dead letters for {task}");
+    assert_eq!(
+        by_task(&healthy.got()).values().next().map(Vec::len),
+        Some(ECHO.len())
+    );
+    sender.stop().await;
+    agent.stop().await;
+}
