@@ -48,6 +48,8 @@ pub use limits::LimitsConfig;
 pub(crate) use live::TurnEvents;
 pub use pull::PulledStream;
 pub use rpc::{RpcBody, RpcReply, RpcRequest, RpcStream, SseFrames};
+// The push sender tells a record's change as a stream would (feature `http`).
+#[cfg(feature = "http")]
 pub(crate) use stream::to_response;
 pub use stream::{StreamEvent, TaskStream};
 pub(crate) use tasks::encode_cursor as page_token;
