@@ -339,9 +339,8 @@ fn status_event(event: &TaskEvent, state: TaskState, message: Option<Message>) -
 ///
 /// A follow-up queued behind the running turn changes no A2A state, nor does a claim except
 /// the one that starts a submitted turn (reported as `working`), nor a push record: no event
-/// for them. A
-/// status that went on at once to a waiting follow-up (fold rule 13) is reported as the
-/// `submitted` state it led to, carrying the status message the agent wrote.
+/// for them. A status that went on at once to a waiting follow-up (fold rule 13) is reported
+/// as the `submitted` state it led to, carrying the status message the agent wrote.
 pub(crate) fn to_response(event: &TaskEvent) -> Option<StreamResponse> {
     Some(match &event.change {
         Change::Created(_) | Change::FollowedUp(_) | Change::Push(_) => return None,
