@@ -107,9 +107,13 @@ impl Agent {
 
 /// A sender of agent `name` over `log`, sharing `bridge`'s view, to any address.
 pub async fn pusher(log: &Log, name: &str, bridge: &Bridge, retry: RetryPolicy) -> Pusher {
-    let config = PusherConfig::new(name)
-        .destinations(Destinations::new().allow_private(true))
-        .retry(retry);
+    let config = PusherConfig::new(name).retry(retry);
+    pusher_with(log, bridge, config).await
+}
+
+/// A sender with `config` (to any address) over `log`, sharing `bridge`'s view.
+pub async fn pusher_with(log: &Log, bridge: &Bridge, config: PusherConfig) -> Pusher {
+    let config = config.destinations(Destinations::new().allow_private(true));
     Pusher::start_with_view(log.clone(), config, bridge.view().clone())
         .await
         .expect("pusher")
@@ -209,8 +213,12 @@ async fn two_senders_send_each_update_once_per_config(subject: &dyn Backend, age
     let a = Agent::start(&log, agent).await;
     let replica_log = subject.replica(&log).await;
     let b = Agent::start(&replica_log, agent).await;
-    let one = pusher(&log, agent, &a.bridge, RetryPolicy::new()).await;
-    let two = pusher(&replica_log, agent, &b.bridge, RetryPolicy::new()).await;
+    // Replicas share one notification key (docs/push.md), so either's JWKS verifies all.
+    let key = agentlog::security::SigningKey::generate().expect("key");
+    let config = PusherConfig::new(agent).notification_key(key);
+    let one = pusher_with(&log, &a.bridge, config.clone()).await;
+    let two = pusher_with(&replica_log, &b.bridge, config).await;
+    assert_eq!(one.published().jwks(), two.published().jwks());
     // Both members hold their share before any update is written.
     tokio::time::sleep(Duration::from_millis(500)).await;
     let receiver = Receiver::start(200).await;
@@ -243,6 +251,21 @@ async fn two_senders_send_each_update_once_per_config(subject: &dyn Backend, age
     );
     let counts = (one.metrics().counts(), two.metrics().counts());
     assert_eq!(counts.0.delivered + counts.1.delivered, got.len() as u64);
+    assert!(
+        counts.0.delivered > 0 && counts.1.delivered > 0,
+        "both sent: {counts:?}"
+    );
+    // A receiver that fetched the JWKS of either replica verifies what both sent.
+    for sender in [&one, &two] {
+        let keys = Keys::from_jwks(&sender.published().jwks().to_string()).expect("jwks");
+        for got in &got {
+            let expect = Expect::new(receiver.url(&got.path)).issuer(agent.to_owned());
+            let jwt = got
+                .header(agentlog::push::SIGNATURE_HEADER)
+                .expect("a signature");
+            verify(jwt, &got.body, &keys, &expect).expect("verifies against either JWKS");
+        }
+    }
     one.stop().await;
     two.stop().await;
     a.stop().await;

@@ -115,7 +115,8 @@
 //! `agentlog_push_tracked_tasks` (`skills/push/SKILL.md`).
 //!
 //! [`log_metrics_router`] serves the log's metrics alone, for a process without a bridge
-//! (`agentlog worker --metrics-listen`).
+//! (`agentlog worker --metrics-listen`); [`push_metrics_router`] with a push sender's
+//! (`agentlog pusher --metrics-listen`).
 //!
 //! The method label comes from a second, borrowing [`parse_request`] of the body (small next
 //! to the work behind any request; see the router-only case of the HTTP benchmark); the code
@@ -405,10 +406,32 @@ pub fn metrics_router(
     metrics: LogMetrics,
     verifier: Option<crate::security::RecordVerifier>,
 ) -> Router {
+    counters_router(metrics, verifier, None)
+}
+
+/// [`metrics_router`] and a push sender's counters (`agentlog_push_*`, from `push`'s
+/// [`Pusher::published`](crate::push::Pusher::published)): what `agentlog pusher
+/// --metrics-listen` serves.
+pub fn push_metrics_router(
+    metrics: LogMetrics,
+    verifier: Option<crate::security::RecordVerifier>,
+    push: crate::push::Published,
+) -> Router {
+    counters_router(metrics, verifier, Some(push))
+}
+
+fn counters_router(
+    metrics: LogMetrics,
+    verifier: Option<crate::security::RecordVerifier>,
+    push: Option<crate::push::Published>,
+) -> Router {
     let mut registry = prometheus_client::registry::Registry::default();
     registry.register_collector(Box::new(metrics::LogCounters(metrics)));
     if let Some(verifier) = verifier {
         registry.register_collector(Box::new(metrics::RejectedRecords(verifier)));
+    }
+    if let Some(push) = push {
+        registry.register_collector(Box::new(push::PushCounters(push)));
     }
     let registry = Arc::new(registry);
     Router::new()

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use crate::agent::AgentTopics;
-use crate::security::{Destinations, RecordSigner, RecordVerifier, SigningKey};
+use crate::security::{Destinations, RecordSigner, RecordVerifier, SigningKey, VerifyingKey};
 
 /// How often, and for how long, one notification is tried before it is given up (a dead
 /// letter on the task's log).
@@ -97,7 +97,13 @@ pub struct PusherConfig {
     pub signer: Option<RecordSigner>,
     /// Signs every notification (an EdDSA JWT beside the config's own credentials); `None`:
     /// a key is made when the sender starts (so receivers can only verify through its JWKS).
+    /// Every sender of an agent (replicas, `agentlog pusher`s) needs the same key, or a
+    /// receiver that fetched one replica's JWKS cannot verify another's notifications.
     pub notification_key: Option<SigningKey>,
+    /// Public keys published beside `notification_key` in the JWKS: a rotation's previous
+    /// key (senders not yet moved still sign with it) or next one (published before any
+    /// sender signs with it). Default none.
+    pub published_keys: Vec<VerifyingKey>,
     /// The `iss` of the notifications' JWTs: the agent's URL. Default the agent's name.
     pub issuer: Option<String>,
     /// How long the sender waits for the view to catch up with a record. Default 10 s.
@@ -126,6 +132,7 @@ setters!(PusherConfig {
     source: String,
     sync_timeout: Duration,
     stop_grace: Duration,
+    published_keys: Vec<VerifyingKey>,
 } optional {
     signer: RecordSigner,
     notification_key: SigningKey,
@@ -152,6 +159,7 @@ impl PusherConfig {
             source: format!("pusher-{}", uuid::Uuid::new_v4().simple()),
             signer: None,
             notification_key: None,
+            published_keys: Vec::new(),
             issuer: None,
             sync_timeout: Duration::from_secs(10),
             stop_grace: Duration::from_secs(5),

@@ -126,7 +126,7 @@ impl Pusher {
             .issuer
             .clone()
             .unwrap_or_else(|| config.topics.agent.clone());
-        let signer = NotificationSigner::new(key, issuer);
+        let signer = NotificationSigner::new(key, issuer).publishing(config.published_keys.clone());
         let client = client::Client::new(
             config.destinations.clone(),
             config.connect_timeout,

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::error::Result;
-use crate::security::SigningKey;
+use crate::security::{SigningKey, VerifyingKey};
 
 /// How long a notification's JWT is valid after it is made.
 pub const JWT_LIFETIME: Duration = Duration::from_secs(300);
@@ -23,6 +23,8 @@ pub const JWT_LIFETIME: Duration = Duration::from_secs(300);
 pub struct NotificationSigner {
     key: SigningKey,
     issuer: String,
+    /// Published beside the signing key (a rotation's previous or next key).
+    also: Vec<VerifyingKey>,
 }
 
 impl NotificationSigner {
@@ -31,7 +33,22 @@ impl NotificationSigner {
         Self {
             key,
             issuer: issuer.into(),
+            also: Vec::new(),
         }
+    }
+
+    /// Publish `keys` too in [`jwks`](Self::jwks), after the signing key: during a rotation,
+    /// senders still signing with the old key (or already with the new one) verify against
+    /// this sender's JWKS. A key already listed is listed once.
+    pub fn publishing(mut self, keys: impl IntoIterator<Item = VerifyingKey>) -> Self {
+        for key in keys {
+            let listed =
+                key.kid() == self.key.kid() || self.also.iter().any(|k| k.kid() == key.kid());
+            if !listed {
+                self.also.push(key);
+            }
+        }
+        self
     }
 
     /// The JWT for a notification of `task_id` with `body`, to `url`.
@@ -52,9 +69,14 @@ impl NotificationSigner {
         Ok(format!("{input}.{}", URL_SAFE_NO_PAD.encode(signature)))
     }
 
-    /// The public key as a JWKS (`{"keys": [...]}`): what `/.well-known/jwks.json` serves.
+    /// The public keys as a JWKS (`{"keys": [...]}`), the signing key first: what
+    /// `/.well-known/jwks.json` serves.
     pub fn jwks(&self) -> Value {
-        json!({"keys": [self.key.verifying_key().to_jwk()]})
+        let keys: Vec<Value> = std::iter::once(self.key.verifying_key())
+            .chain(self.also.iter().cloned())
+            .map(|key| key.to_jwk())
+            .collect();
+        json!({"keys": keys})
     }
 
     /// The `iss` of the JWTs.
@@ -73,4 +95,44 @@ pub fn body_sha256(body: &[u8]) -> String {
 
 fn part(value: &Value) -> String {
     URL_SAFE_NO_PAD.encode(value.to_string())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::push::verify::{Expect, Keys, verify};
+
+    #[test]
+    fn the_jwks_lists_the_signing_key_then_the_published_ones_once() {
+        let (old, new) = (
+            SigningKey::generate().unwrap(),
+            SigningKey::generate().unwrap(),
+        );
+        let signer = NotificationSigner::new(new.clone(), "agent").publishing([
+            old.verifying_key(),
+            new.verifying_key(),
+            old.verifying_key(),
+        ]);
+        let jwks = signer.jwks();
+        let kids: Vec<&str> = jwks["keys"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|k| k["kid"].as_str().unwrap())
+            .collect();
+        assert_eq!(kids, [new.kid(), old.kid()]);
+        // A sender still on the old key verifies against this JWKS; one on a third does not.
+        let keys = Keys::from_jwks(&jwks.to_string()).unwrap();
+        let expect = Expect::new("https://r.example/hook");
+        let body = br#"{"task":{}}"#;
+        let jwt = NotificationSigner::new(old, "agent")
+            .sign("https://r.example/hook", "t-1", body)
+            .unwrap();
+        assert_eq!(verify(&jwt, body, &keys, &expect).unwrap().task_id, "t-1");
+        let stranger = NotificationSigner::new(SigningKey::generate().unwrap(), "agent")
+            .sign("https://r.example/hook", "t-1", body)
+            .unwrap();
+        assert!(verify(&stranger, body, &keys, &expect).is_err());
+    }
 }

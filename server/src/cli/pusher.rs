@@ -1,13 +1,17 @@
 //! `agentlog pusher`: the push notification sender on its own, for deployments that run it
 //! apart from `serve` (which then runs with `--push external`).
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::Args;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
 
 use super::output::Out;
 use super::serve_push::SenderArgs;
 use super::{CliError, CliResult, LogArgs};
+use agentlog::http::{push_metrics_router, serve};
 use agentlog::push::Pusher;
 
 const EXAMPLES: &str = "\
@@ -16,6 +20,10 @@ EXAMPLES:
       --push-key push.key --push-issuer https://agents.example.com/
       send the agent's push notifications while `agentlog serve --push external
       --push-key push.key` answers its clients; several pushers share the work
+  agentlog pusher --log iggy://iggy:iggy@127.0.0.1:8090 --push-key push.key \\
+      --metrics-listen 127.0.0.1:9465
+      also serve its counters (agentlog_push_*: delivered, failed attempts, dead letters,
+      pending; and the log's agentlog_log_*) on http://127.0.0.1:9465/metrics
 
 Every update of a task with push configs is POSTed to each of its webhooks, in log order per
 webhook, retried (--push-attempts, --push-retry-delay, --push-max-delay, --push-max-age), and
@@ -45,6 +53,12 @@ pub(super) struct PusherArgs {
     /// kind are told of.
     #[arg(long, value_name = "FILE")]
     trust: Option<PathBuf>,
+
+    /// Serve the sender's metrics (OpenMetrics: agentlog_push_* as on serve's /metrics, the
+    /// log's agentlog_log_*) on GET http://ADDR/metrics; port 0 picks a free port (the
+    /// printed line shows it). Default: no metrics endpoint.
+    #[arg(long, value_name = "ADDR")]
+    metrics_listen: Option<SocketAddr>,
 }
 
 /// `agentlog pusher`.
@@ -67,17 +81,40 @@ pub(super) async fn run(args: PusherArgs, out: &Out) -> CliResult {
     let key = args.sender.key(card_key.as_ref())?;
     let mut config = args
         .sender
-        .config(&args.log.agent, &args.log.agent, key, signer);
+        .config(&args.log.agent, &args.log.agent, key, signer)?;
     config.trust = args
         .trust
         .as_deref()
         .map(super::signing::verifier)
         .transpose()?;
-    let (log, _) = super::open_counted_log(&url).await?;
+    let metrics_listener = match args.metrics_listen {
+        Some(addr) => Some(TcpListener::bind(addr).await.map_err(|e| {
+            CliError::msg(format!("cannot listen on {addr} (--metrics-listen): {e}"))
+        })?),
+        None => None,
+    };
+    let verifier = config.trust.clone();
+    let (log, log_metrics) = super::open_counted_log(&url).await?;
     let pusher = Pusher::start(log.clone(), config).await?;
+    let stop = CancellationToken::new();
+    let mut metrics_at = String::new();
+    let metrics_server = match metrics_listener {
+        Some(listener) => {
+            let local = listener.local_addr().map_err(|e| {
+                CliError::msg(format!("cannot read the metrics listening address: {e}"))
+            })?;
+            metrics_at = format!("; metrics: http://{local}/metrics");
+            Some(tokio::spawn(serve(
+                listener,
+                push_metrics_router(log_metrics, verifier, pusher.published()),
+                stop.clone().cancelled_owned(),
+            )))
+        }
+        None => None,
+    };
     let signal = super::shutdown_signal();
     out.line(&format!(
-        "agentlog pusher for agent {:?} (log: {}; notifications signed by key {})",
+        "agentlog pusher for agent {:?} (log: {}; notifications signed by key {}{metrics_at})",
         args.log.agent,
         super::display_log_url(&url),
         pusher
@@ -90,6 +127,14 @@ pub(super) async fn run(args: PusherArgs, out: &Out) -> CliResult {
     signal.await;
     super::output::note("agentlog: shutting down (committing what was sent)");
     pusher.stop().await;
-    log.close().await?;
+    let closed = log.close().await;
+    // The metrics endpoint stays up until the sender stopped, so a last scrape sees it all.
+    stop.cancel();
+    if let Some(server) = metrics_server
+        && let Ok(Err(e)) = server.await
+    {
+        super::output::note(&format!("agentlog: the metrics endpoint failed: {e}"));
+    }
+    closed?;
     Ok(())
 }

@@ -11,7 +11,7 @@ use agentlog::bridge::Bridge;
 use agentlog::log::Log;
 use agentlog::push::{NotificationSigner, Published, Pusher, PusherConfig, RetryPolicy};
 use agentlog::retention::parse_duration;
-use agentlog::security::{Destinations, RecordSigner, SigningKey};
+use agentlog::security::{Destinations, RecordSigner, SigningKey, VerifyingKey};
 
 /// Where push notifications are sent from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -70,10 +70,17 @@ pub(super) struct SenderArgs {
     push_max_age: Duration,
 
     /// The ed25519 key (PKCS#8 PEM) that signs the notifications' JWTs, served at
-    /// /.well-known/jwks.json. Default: the first --signing-key, else a key made at start
-    /// (receivers can verify only through the JWKS of the process that sent).
+    /// /.well-known/jwks.json. Give every replica and pusher of the agent the same one.
+    /// Default: the first --signing-key, else a key made at start (receivers can verify only
+    /// through the JWKS of the process that sent).
     #[arg(long, value_name = "FILE")]
     push_key: Option<PathBuf>,
+
+    /// A public key (SPKI PEM or JWK; a private key file gives its public half) published
+    /// in /.well-known/jwks.json beside --push-key: a rotation's previous key, which senders
+    /// not yet restarted still sign with, or its next one. Repeatable.
+    #[arg(long = "push-publish-key", value_name = "FILE")]
+    push_publish_key: Vec<PathBuf>,
 
     /// The notifications' JWT issuer (`iss`). Default: serve's public URL; the agent's name
     /// for `agentlog pusher`.
@@ -107,6 +114,28 @@ impl SenderArgs {
         }
     }
 
+    /// The keys of `--push-publish-key`.
+    pub(super) fn published_keys(&self) -> CliResult<Vec<VerifyingKey>> {
+        self.push_publish_key
+            .iter()
+            .map(|path| {
+                VerifyingKey::load(path)
+                    .or_else(|e| {
+                        SigningKey::load(path)
+                            .map(|key| key.verifying_key())
+                            .map_err(|_| e)
+                    })
+                    .map_err(|e| {
+                        CliError::msg(format!(
+                            "bad --push-publish-key {}: {}",
+                            path.display(),
+                            e.message()
+                        ))
+                    })
+            })
+            .collect()
+    }
+
     /// The sender's configuration for `agent`; `issuer` unless --push-issuer says.
     pub(super) fn config(
         &self,
@@ -114,7 +143,7 @@ impl SenderArgs {
         issuer: &str,
         key: Option<SigningKey>,
         signer: Option<RecordSigner>,
-    ) -> PusherConfig {
+    ) -> CliResult<PusherConfig> {
         let retry = RetryPolicy::new()
             .attempts(self.push_attempts.max(1))
             .first_delay(self.push_retry_delay)
@@ -129,8 +158,9 @@ impl SenderArgs {
                     .unwrap_or_else(|| issuer.to_owned()),
             );
         config.notification_key = key;
+        config.published_keys = self.published_keys()?;
         config.signer = signer;
-        config
+        Ok(config)
     }
 }
 
@@ -163,16 +193,18 @@ pub(super) async fn start(
                 )
             })?;
             let issuer = args.sender.push_issuer.as_deref().unwrap_or(issuer);
+            let signer =
+                NotificationSigner::new(key, issuer).publishing(args.sender.published_keys()?);
             Ok(Served {
                 pusher: None,
-                published: Some(Published::keys(&NotificationSigner::new(key, issuer))),
+                published: Some(Published::keys(&signer)),
             })
         }
         PushMode::On => {
             let topics = bridge.config().topics.clone();
             let config = args
                 .sender
-                .config(&topics.agent, issuer, key, signer)
+                .config(&topics.agent, issuer, key, signer)?
                 .topics(topics);
             let pusher =
                 Pusher::start_with_view(log.clone(), config, bridge.view().clone()).await?;

@@ -125,6 +125,41 @@ fn a_worker_serves_its_logs_metrics_when_asked() {
 }
 
 #[test]
+fn a_pusher_serves_its_counters_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "pusher",
+        "--log",
+        "memory://",
+        "--metrics-listen",
+        "127.0.0.1:0",
+    ];
+    let (mut pusher, line) = Server::spawn(&args, dir.path());
+    let Some(metrics_url) = line
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("http://"))
+        .map(|w| format!("http://{}", w.trim_end_matches(')')))
+    else {
+        panic!("no metrics URL in {line:?}; stderr: {}", pusher.stderr());
+    };
+    assert!(
+        metrics_url.ends_with("/metrics") && !metrics_url.contains(":0/"),
+        "{line}"
+    );
+    let metrics = http_get(&metrics_url);
+    for series in [
+        "agentlog_push_delivered_total 0",
+        "agentlog_push_dead_letters_total 0",
+        "agentlog_push_failed_attempts_total 0",
+        "agentlog_push_pending 0",
+        r#"agentlog_log_operations_total{op="join_group",outcome="ok"} 1"#,
+    ] {
+        assert!(metrics.contains(series), "missing {series:?} in\n{metrics}");
+    }
+    pusher.stop();
+}
+
+#[test]
 fn tail_reads_a_file_log_while_the_server_writes_it() {
     let dir = tempfile::tempdir().unwrap();
     let log = format!("file://{}", dir.path().join("data").display());
