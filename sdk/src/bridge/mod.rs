@@ -26,6 +26,7 @@ mod tasks;
 mod tenant;
 #[cfg(test)]
 mod test_support;
+mod timeline;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -53,6 +54,7 @@ pub use rpc::{RpcBody, RpcReply, RpcRequest, RpcStream, SseFrames};
 pub(crate) use stream::to_response;
 pub use stream::{StreamEvent, TaskStream};
 pub(crate) use tasks::encode_cursor as page_token;
+pub use timeline::{Timeline, TimelineRecord, Verdict};
 
 /// How a bridge behaves.
 #[derive(Debug, Clone)]

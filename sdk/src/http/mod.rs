@@ -138,6 +138,7 @@ pub mod auth;
 mod body;
 mod card;
 mod connections;
+pub mod console;
 mod dispatch;
 mod errors;
 mod guard;

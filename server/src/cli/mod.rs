@@ -16,6 +16,7 @@ mod output;
 mod pusher;
 mod serve;
 mod serve_auth;
+mod serve_console;
 mod serve_grpc;
 mod serve_mcp;
 mod serve_push;

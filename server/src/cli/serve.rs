@@ -131,6 +131,9 @@ pub(super) struct ServeArgs {
     #[command(flatten)]
     push: super::serve_push::PushArgs,
 
+    #[command(flatten)]
+    console: super::serve_console::ConsoleArgs,
+
     /// Also run the built-in demo worker in this process (echo, `sleep N`, `input`, `fail`, `reply TEXT`),
     /// and describe it in the card's skills; and serve the demo MCP tools on /mcp (echo and
     /// the MCP conformance suite's fixture tools), answered in this process too.
@@ -297,6 +300,16 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
 
     let stop = CancellationToken::new();
     let view = bridge.view().clone();
+    let mcp_bridges = mcp.as_ref().map(|m| m.bridges.clone()).unwrap_or_default();
+    let console = super::serve_console::open(
+        &args.console,
+        local,
+        &public_url,
+        &bridge,
+        &mcp_bridges,
+        http.auth.as_ref(),
+        &allowed,
+    );
     let (mcp_router, mcp_worker, mcp_banner) = match mcp {
         Some(mcp) => (
             Some(mcp.router),
@@ -314,6 +327,13 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
     if let Some(mcp_router) = mcp_router {
         app = app.merge(mcp_router);
     }
+    let console_banner = match console {
+        Some((console_router, url)) => {
+            app = app.merge(console_router);
+            format!("; console at {url}")
+        }
+        None => String::new(),
+    };
     let mut serving = ServeConfig::new()
         .max_connections(args.max_connections)
         .header_timeout(args.header_timeout);
@@ -337,7 +357,7 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
     }
     let signal = super::shutdown_signal();
     out.line(&format!(
-        "agentlog serving agent {:?} at {public_url} (log: {}; {}; {auth_banner}{}{mcp_banner}{grpc_banner})",
+        "agentlog serving agent {:?} at {public_url} (log: {}; {}; {auth_banner}{}{mcp_banner}{grpc_banner}{console_banner})",
         args.log.agent,
         super::display_log_url(&log_url),
         if args.conformance {

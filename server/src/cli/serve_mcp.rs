@@ -45,6 +45,8 @@ pub(super) struct Mcp {
     /// Where the route answers (`<public_url><path>`).
     pub(super) url: String,
     pub(super) tools: usize,
+    /// The tool agents' bridges (the web console shows their tasks).
+    pub(super) bridges: Vec<Bridge>,
 }
 
 /// Open the MCP bridge when there are tools to serve (`--tools`, or `--demo`); `a2a` is the
@@ -101,6 +103,7 @@ pub(super) async fn open(
         http.auth = Some(McpAuth::new(edge, resource).map_err(|e| bad(e.message().to_owned()))?);
     }
     let url = http.url(public_url);
+    let bridges = mcp.bridges().values().cloned().collect();
     let router =
         router(mcp, http).map_err(|e| CliError::msg(format!("bad --mcp-path: {}", e.message())))?;
     Ok(Some(Mcp {
@@ -108,6 +111,7 @@ pub(super) async fn open(
         worker,
         url,
         tools: count,
+        bridges,
     }))
 }
 
