@@ -34,6 +34,7 @@ pub async fn run_all(subject: &dyn Backend) {
             a_second_worker_joining_mid_turn_runs_nothing_twice,
             a_crashed_workers_turns_are_taken_over_after_the_lease,
             a_command_that_never_reached_the_queue_is_put_back,
+            a_copy_that_arrives_before_its_command_runs,
             a_turn_whose_message_is_missing_fails_the_task,
             a_follow_up_reaches_the_running_handler,
             an_untaken_follow_up_starts_the_next_turn,
@@ -291,6 +292,16 @@ async fn half_send(
     caller: &Caller,
     request: &SendMessageRequest,
 ) -> String {
+    let (task_id, bytes) = command(caller, request);
+    let topics = AgentTopics::of(agent);
+    log.append(&topics.events, task_id.as_bytes(), vec![bytes])
+        .await
+        .expect("append");
+    task_id
+}
+
+/// `request`'s command record as a bridge writes it: its task id and its bytes.
+fn command(caller: &Caller, request: &SendMessageRequest) -> (String, Bytes) {
     let message = &request.message;
     let task_id =
         agentlog_wire::ids::task_id(&caller.tenant, &caller.principal, &message.message_id);
@@ -318,15 +329,34 @@ async fn half_send(
             retention_ms: 0,
         },
     };
+    (task_id, Bytes::from(record.encode().expect("encode")))
+}
+
+/// A bridge sends a command and its copy at once, so the copy may reach a worker first: the
+/// worker looks again, and the turn runs, without the sweeper (which would wait an hour here).
+async fn a_copy_that_arrives_before_its_command_runs(subject: &dyn Backend, agent: &str) {
+    let log = subject.log().await;
+    let b = bridge(&log, agent).await;
+    let c = Caller::principal("alice");
+    let streamer = Streamer::new(1, Duration::from_millis(1));
+    let mut config = worker_config(agent);
+    config.requeue_after = Duration::from_secs(3600);
+    let w = start(&log, config, streamer.clone()).await;
+    let (id, bytes) = command(&c, &request("m-early", "early", false));
     let topics = AgentTopics::of(agent);
-    log.append(
-        &topics.events,
-        task_id.as_bytes(),
-        vec![Bytes::from(record.encode().expect("encode"))],
-    )
-    .await
-    .expect("append");
-    task_id
+    log.append(&topics.commands, id.as_bytes(), vec![bytes.clone()])
+        .await
+        .expect("the copy");
+    // Not a synchronisation: it gives the worker time to find the copy without its command,
+    // which is the case under test (the outcome is the same either way).
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    log.append(&topics.events, id.as_bytes(), vec![bytes])
+        .await
+        .expect("the command");
+    let t = wait_for(&b, &c, &id, |t| t.status.state.is_terminal()).await;
+    assert_eq!(t.status.state, TaskState::Completed);
+    assert_eq!(streamer.runs.load(Ordering::SeqCst), 1);
+    w.shutdown().await.expect("shutdown");
 }
 
 async fn a_command_that_never_reached_the_queue_is_put_back(subject: &dyn Backend, agent: &str) {

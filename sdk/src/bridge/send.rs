@@ -275,6 +275,7 @@ impl Bridge {
         }
         let config = &self.inner.config;
         super::media::check_input_modes(&config.card, message)?;
+        self.inner.skills.check(&config.card, message)?;
         super::extensions::check_required(&config.card, &config.extension_scope, message)?;
         super::push::check_inline(config, request)?;
         // The hop guard, before anything is written: continue the caller's path or refuse.
@@ -339,6 +340,9 @@ impl Bridge {
                 retention_ms: self.retention_ms(),
             },
         };
+        // Held until the view shows the command: a worker of this process handed its copy
+        // first waits for that rather than asking the log.
+        let _appending = view.appending_command(&task_id);
         let appended = self.commit(&record, Topics::Both).await?;
         let offset = appended.first_offset;
         // A command carrying a push config goes through the follower, which marks the task

@@ -8,14 +8,20 @@
 //! that command (the first turn, before anything else with content), so it gives the task the
 //! log gives; it is taken by the first load, and dropped once [`KEPT`] newer commands came
 //! (the turn ran elsewhere, or was never loaded): a load without it reads the log, as always.
+//!
+//! While such a command is on its way to the log, the worker may already hold its copy (a
+//! backend may make the copy visible first): [`TaskView::own_command_landed`] waits for the
+//! bridge to apply it, instead of asking the log's end for a record this process is writing.
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use agentlog_wire::RecordHeader;
 use agentlog_wire::a2a::SendMessageRequest;
-use foldhash::HashMap;
+use foldhash::{HashMap, HashSet};
+use tokio::sync::Notify;
 
 use super::TaskView;
 
@@ -33,6 +39,9 @@ pub(super) struct HandedOff {
 pub(super) struct Handoff {
     enabled: AtomicBool,
     kept: Mutex<Kept>,
+    /// Tasks whose new command this process is appending, and a wake-up when one lands.
+    appending: Mutex<HashSet<String>>,
+    landed: Notify,
 }
 
 #[derive(Default)]
@@ -88,6 +97,44 @@ impl TaskView {
         kept.by_task.insert(task_id, entry);
     }
 
+    /// Mark `task_id`'s new command as on its way to the log until the guard drops (once the
+    /// bridge has applied it, or given up); nothing unless a worker asked
+    /// ([`hand_off_commands`](Self::hand_off_commands)).
+    pub(crate) fn appending_command(&self, task_id: &str) -> Option<Appending> {
+        let handoff = &self.inner.handoff;
+        if !handoff.enabled.load(Ordering::Relaxed) {
+            return None;
+        }
+        let mut appending = handoff.appending.lock().unwrap_or_else(|e| e.into_inner());
+        appending.insert(task_id.to_owned()).then(|| Appending {
+            view: self.clone(),
+            task_id: task_id.to_owned(),
+        })
+    }
+
+    /// Wait (at most `timeout`) until no command of `task_id` is on its way from this
+    /// process's bridge: then the view shows it, if it landed.
+    pub async fn own_command_landed(&self, task_id: &str, timeout: Duration) {
+        let handoff = &self.inner.handoff;
+        if !handoff.enabled.load(Ordering::Relaxed) {
+            return;
+        }
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let landed = handoff.landed.notified();
+            tokio::pin!(landed);
+            landed.as_mut().enable();
+            let on_its_way = handoff
+                .appending
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .contains(task_id);
+            if !on_its_way || tokio::time::timeout_at(deadline, landed).await.is_err() {
+                return;
+            }
+        }
+    }
+
     /// Take the command kept for `task_id` if it is the record at `offset`.
     pub(super) fn take_handed_off(&self, task_id: &str, offset: u64) -> Option<HandedOff> {
         let handoff = &self.inner.handoff;
@@ -99,5 +146,23 @@ impl TaskView {
             return None;
         }
         kept.by_task.remove(task_id)
+    }
+}
+
+/// A new command on its way to the log ([`TaskView::appending_command`]).
+pub(crate) struct Appending {
+    view: TaskView,
+    task_id: String,
+}
+
+impl Drop for Appending {
+    fn drop(&mut self) {
+        let handoff = &self.view.inner.handoff;
+        handoff
+            .appending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&self.task_id);
+        handoff.landed.notify_waiters();
     }
 }

@@ -1,10 +1,10 @@
 //! A turn's reports on their way to the log, in the order the handler made them.
 //!
 //! A report does not wait for the one before it to be acknowledged: it joins a queue, and
-//! the reports that queue while one batch is on its way go out together as the next batch
-//! (one append, one round trip to a remote log, for a handler's burst of artifacts and
-//! statuses). A lone report goes out at once, so a streaming client sees it no later than
-//! before. One batch is on its way at a time, so the log holds the reports in their order,
+//! the reports that queue until the handler yields, or while one batch is on its way, go out
+//! together as the next batch (one append, one round trip to a remote log, for a handler's
+//! burst of artifacts and statuses). A handler that waits between reports (a model's tokens)
+//! sends each as soon as it waits, so a streaming client sees it no later than before. One batch is on its way at a time, so the log holds the reports in their order,
 //! and none after one that failed: the failure drops the reports queued behind it and is
 //! returned by the next call that writes or waits (as it would have been by the failed
 //! report's own call).
@@ -90,7 +90,14 @@ impl Reports {
             (queue.queued, start)
         };
         if start {
-            self.start_sending();
+            if wait {
+                self.start_sending();
+            } else {
+                // On a task of its own, which runs once the handler yields (tokio runs a task
+                // just spawned next on this thread): a burst of reports goes as one batch, and
+                // a handler that waits between reports sends each at once.
+                tokio::spawn(Arc::clone(self).send_waiting());
+            }
         }
         let until = if wait {
             number

@@ -97,7 +97,7 @@ impl Loop {
             self.pending.start(partition, stored.offset);
         }
         for stored in &delivery.records {
-            let Some(turn) = turn_of(stored, &self.shared) else {
+            let Some((turn, written_ms)) = turn_of(stored, &self.shared) else {
                 self.pending.finish(partition, stored.offset);
                 continue;
             };
@@ -110,7 +110,7 @@ impl Loop {
                 // Stopping: the rest stay in flight, so they are not committed and come again.
                 return;
             }
-            self.spawn(partition, stored.offset, turn);
+            self.spawn(partition, stored.offset, turn, written_ms);
         }
     }
 
@@ -125,12 +125,15 @@ impl Loop {
         true
     }
 
-    fn spawn(&mut self, partition: u32, offset: u64, turn: TurnKey) {
+    fn spawn(&mut self, partition: u32, offset: u64, turn: TurnKey, written_ms: u64) {
         self.turns.insert(turn.clone());
         let (task_id, message_id) = turn.clone();
-        let handle = self
-            .set
-            .spawn(supervise(self.shared.clone(), task_id, message_id));
+        let handle = self.set.spawn(supervise(
+            self.shared.clone(),
+            task_id,
+            message_id,
+            written_ms,
+        ));
         self.running.insert(
             handle.id(),
             Running {
@@ -215,9 +218,9 @@ impl Loop {
     }
 }
 
-/// The turn a commands record names, if it is a command or a continue that decodes (and
-/// that the trust admits, if one is configured).
-fn turn_of(stored: &StoredRecord, shared: &Shared) -> Option<TurnKey> {
+/// The turn a commands record names and when the record was written, if it is a command or a
+/// continue that decodes (and that the trust admits, if one is configured).
+fn turn_of(stored: &StoredRecord, shared: &Shared) -> Option<(TurnKey, u64)> {
     let record = match Record::decode(&stored.payload) {
         Ok(record) => record,
         Err(error) => {
@@ -243,7 +246,10 @@ fn turn_of(stored: &StoredRecord, shared: &Shared) -> Option<TurnKey> {
         record.body,
         RecordBody::Command { .. } | RecordBody::Continue { .. }
     )
-    .then_some((record.header.task_id, record.header.message_id))
+    .then_some((
+        (record.header.task_id, record.header.message_id),
+        record.header.timestamp_ms,
+    ))
 }
 
 /// The error for a run loop that did not return normally.

@@ -65,9 +65,14 @@ fn stance(info: &TaskInfo, turn: &str, now: u64) -> Stance {
     }
 }
 
-/// Supervise the turn `(task_id, turn)` a command record names, until it needs nothing more
-/// from this worker.
-pub(super) async fn supervise(shared: Arc<Shared>, task_id: String, turn: String) -> Outcome {
+/// Supervise the turn `(task_id, turn)` a command record written at `written_ms` names, until
+/// it needs nothing more from this worker.
+pub(super) async fn supervise(
+    shared: Arc<Shared>,
+    task_id: String,
+    turn: String,
+    written_ms: u64,
+) -> Outcome {
     let view = &shared.view;
     let partition = view.partition_of(&task_id);
     let mut backoff = Backoff::default();
@@ -79,11 +84,21 @@ pub(super) async fn supervise(shared: Arc<Shared>, task_id: String, turn: String
     // another worker's loses to it by log order, and the look after the claim syncs. Any
     // other first look (no such task, a claim to wait on) syncs before it decides.
     let mut first = true;
+    // A bridge sends a command and its copy at once, so a fresh copy may arrive before its
+    // record is in the log: while it is fresh, a turn the log does not show yet is looked at
+    // again (for as long as the sweeper would wait before queueing it anew), not dropped.
+    let fresh = || now_ms().saturating_sub(written_ms) < millis(shared.requeue_after);
+    let ready_to_claim = || {
+        view.lookup_any(&task_id)
+            .is_some_and(|(info, _)| matches!(stance(&info, &turn, now_ms()), Stance::Claim(_)))
+    };
     loop {
-        let ready = first
-            && view.lookup_any(&task_id).is_some_and(|(info, _)| {
-                matches!(stance(&info, &turn, now_ms()), Stance::Claim(_))
-            });
+        let mut ready = first && ready_to_claim();
+        if first && !ready {
+            // This process's bridge may be writing it: wait for its view, not the log's end.
+            view.own_command_landed(&task_id, shared.sync_timeout).await;
+            ready = ready_to_claim();
+        }
         first = false;
         if ready {
             // Decided below from the same view.
@@ -95,6 +110,12 @@ pub(super) async fn supervise(shared: Arc<Shared>, task_id: String, turn: String
             continue;
         }
         let Some((info, caller, mut events)) = view.watch(&task_id) else {
+            if fresh() {
+                if !backoff.sleep(&shared.stop).await {
+                    return Outcome::Abandoned;
+                }
+                continue;
+            }
             tracing::debug!(
                 task_id,
                 "worker: no such task in the log; skipping its command"
@@ -102,6 +123,13 @@ pub(super) async fn supervise(shared: Arc<Shared>, task_id: String, turn: String
             return Outcome::Done;
         };
         match stance(&info, &turn, now_ms()) {
+            Stance::Over
+                if !info.state.is_terminal() && !view.has_applied(&task_id, &turn) && fresh() =>
+            {
+                if !backoff.sleep(&shared.stop).await {
+                    return Outcome::Abandoned;
+                }
+            }
             Stance::Over => return Outcome::Done,
             Stance::Wait(until) => {
                 // No handler slot is held while waiting on another attempt's lease.
