@@ -1,6 +1,6 @@
 //! Who calls, and where an agent's records live.
 
-use crate::error::Result;
+use crate::error::{Error, ErrorKind, Result};
 use crate::log::{Log, TopicRef};
 
 /// The default stream holding every agent's topics.
@@ -64,7 +64,8 @@ pub struct AgentTopics {
     pub commands: TopicRef,
     /// The view checkpoints.
     pub checkpoints: TopicRef,
-    /// Partitions of each topic (used when the topics are created).
+    /// Partitions of `events` and `commands` when they are created, unless the log handle
+    /// names a count ([`Log::partition_count`]).
     pub partitions: u32,
 }
 
@@ -90,10 +91,31 @@ impl AgentTopics {
         format!("{}.workers", self.agent)
     }
 
-    /// Create the topics that do not exist.
+    /// Create the topics that do not exist: `events` and `commands` with the log handle's
+    /// partition count ([`Log::partition_count`], `partitions=` of its URL), else with
+    /// [`partitions`](Self::partitions). A topic's partition count never changes (a task's
+    /// partition is its id's hash modulo the count), so when the handle names a count, an
+    /// existing topic with another one is refused with [`ErrorKind::Config`] naming both;
+    /// without one, an existing topic keeps its own.
     pub async fn ensure(&self, log: &Log) -> Result<()> {
-        log.ensure_topic(&self.events, self.partitions).await?;
-        log.ensure_topic(&self.commands, self.partitions).await?;
+        let asked = log.partition_count();
+        let partitions = asked.unwrap_or(self.partitions);
+        for topic in [&self.events, &self.commands] {
+            log.ensure_topic(topic, partitions).await?;
+            if let Some(asked) = asked {
+                let has = log.partitions(topic).await?;
+                if has != asked {
+                    return Err(Error::new(
+                        ErrorKind::Config,
+                        format!(
+                            "topic {topic} has {has} partitions, not the {asked} asked for \
+                             (partitions= of the log URL, or --partitions): a topic's partition \
+                             count cannot change; ask for {has}, or use another agent name or log"
+                        ),
+                    ));
+                }
+            }
+        }
         log.ensure_topic(&self.checkpoints, 1).await
     }
 }
@@ -109,5 +131,43 @@ mod tests {
         assert_eq!(topics.commands.to_string(), "agentlog/echo.commands");
         assert_eq!(topics.checkpoints.to_string(), "agentlog/echo.checkpoints");
         assert_eq!(topics.worker_group(), "echo.workers");
+    }
+
+    #[tokio::test]
+    async fn a_partition_count_asked_for_creates_or_must_match() {
+        let log = crate::log::open("memory://").await.expect("memory://");
+        let topics = AgentTopics::of("a");
+        topics
+            .ensure(&log.clone().with_partition_count(16))
+            .await
+            .expect("created with 16");
+        assert_eq!(log.partitions(&topics.events).await.ok(), Some(16));
+        assert_eq!(log.partitions(&topics.commands).await.ok(), Some(16));
+        assert_eq!(log.partitions(&topics.checkpoints).await.ok(), Some(1));
+        // Asked for the same, or not asked: the topics are taken as they are.
+        topics
+            .ensure(&log.clone().with_partition_count(16))
+            .await
+            .expect("the same count");
+        topics.ensure(&log).await.expect("no count asked");
+        assert_eq!(log.partitions(&topics.events).await.ok(), Some(16));
+        // Another count is refused, naming both.
+        let refused = topics
+            .ensure(&log.clone().with_partition_count(4))
+            .await
+            .expect_err("another count");
+        assert_eq!(refused.kind(), ErrorKind::Config);
+        let message = refused.to_string();
+        assert!(
+            message.contains("has 16 partitions") && message.contains("the 4 asked for"),
+            "{message}"
+        );
+        // Without a count, a new topic gets the default.
+        let fresh = AgentTopics::of("b");
+        fresh.ensure(&log).await.expect("default");
+        assert_eq!(
+            log.partitions(&fresh.events).await.ok(),
+            Some(DEFAULT_PARTITIONS)
+        );
     }
 }

@@ -64,7 +64,7 @@ pub use follower::Follower;
 pub use partitioner::partition_for_key;
 pub(crate) use place::MappedSegments;
 pub use tls::IggyTls;
-pub use url::{FileOptions, IGGY_PASSWORD_ENV, LogSpec, LogUrl, open, redacted};
+pub use url::{FileOptions, IGGY_PASSWORD_ENV, LogSpec, LogUrl, MAX_PARTITIONS, open, redacted};
 
 /// A topic inside a stream. Streams and topics are created on demand by [`LogBackend::ensure_topic`].
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -196,6 +196,7 @@ pub trait GroupConsumer: Send + fmt::Debug {
 pub struct Log {
     backend: Arc<dyn LogBackend>,
     retention: Option<Duration>,
+    partition_count: Option<u32>,
 }
 
 impl Log {
@@ -209,14 +210,16 @@ impl Log {
         Self {
             backend,
             retention: None,
+            partition_count: None,
         }
     }
 
-    /// This log with `layer` wrapped around it (outermost); the retention is kept.
+    /// This log with `layer` wrapped around it (outermost); the retention and the partition
+    /// count are kept.
     pub fn layer(self, layer: impl Layer) -> Self {
         Self {
             backend: layer.layer(self.backend),
-            retention: self.retention,
+            ..self
         }
     }
 
@@ -232,6 +235,22 @@ impl Log {
     /// uses [`DEFAULT_RETENTION`](crate::retention::DEFAULT_RETENTION)).
     pub fn retention(&self) -> Option<Duration> {
         self.retention
+    }
+
+    /// This handle with a partition count, as `partitions=` in the URL sets it.
+    pub fn with_partition_count(mut self, partitions: u32) -> Self {
+        self.partition_count = Some(partitions);
+        self
+    }
+
+    /// How many partitions an agent's keyed topics opened through this handle have:
+    /// `partitions=` of its URL, or [`with_partition_count`](Self::with_partition_count).
+    /// [`AgentTopics::ensure`](crate::AgentTopics::ensure) creates them with it and refuses
+    /// existing ones with another count; `None` when neither said (then a new topic gets
+    /// [`DEFAULT_PARTITIONS`](crate::agent::DEFAULT_PARTITIONS) and an existing one keeps its
+    /// own).
+    pub fn partition_count(&self) -> Option<u32> {
+        self.partition_count
     }
 
     /// The stack under this handle, for a layer or a wrapper that needs it shared.
@@ -257,6 +276,16 @@ impl Log {
         payloads: Vec<Bytes>,
     ) -> Result<Appended> {
         self.backend.append(topic, key, payloads).await
+    }
+
+    /// Append `payloads`, in order, to partition `partition` ([`LogBackend::append_to`]).
+    pub async fn append_to(
+        &self,
+        topic: &TopicRef,
+        partition: u32,
+        payloads: Vec<Bytes>,
+    ) -> Result<Appended> {
+        self.backend.append_to(topic, partition, payloads).await
     }
 
     /// Append several batches at once ([`LogBackend::append_all`]).
@@ -309,6 +338,11 @@ impl Log {
         self.backend.end_offsets(topic).await
     }
 
+    /// The end offset of one partition ([`LogBackend::end_offset`]).
+    pub async fn end_offset(&self, topic: &TopicRef, partition: u32) -> Result<u64> {
+        self.backend.end_offset(topic, partition).await
+    }
+
     /// A watch of `partition`'s end offset ([`LogBackend::watch_end`]).
     pub async fn watch_end(
         &self,
@@ -359,6 +393,9 @@ impl fmt::Debug for Log {
         fmt::Debug::fmt(&self.backend, f)?;
         if let Some(retention) = self.retention {
             write!(f, " (retention {retention:?})")?;
+        }
+        if let Some(partitions) = self.partition_count {
+            write!(f, " ({partitions} partitions)")?;
         }
         Ok(())
     }

@@ -34,13 +34,26 @@ pub trait LogBackend: Send + Sync + fmt::Debug + 'static {
     /// Returns once the batch is acknowledged under the backend's durability setting.
     async fn append(&self, topic: &TopicRef, key: &[u8], payloads: Vec<Bytes>) -> Result<Appended>;
 
+    /// Append `payloads`, in order, to partition `partition` of `topic`, whatever a key would
+    /// choose: for records that belong to a partition rather than to a key (what a holder of
+    /// the partition writes about it). Ordered with every other append to that partition, as
+    /// [`append`](Self::append) is; a partition the topic lacks is
+    /// [`ErrorKind::InvalidParams`], nothing appended.
+    async fn append_to(
+        &self,
+        topic: &TopicRef,
+        partition: u32,
+        payloads: Vec<Bytes>,
+    ) -> Result<Appended>;
+
     /// Append several batches, each to the partition its key chooses in its topic, in order:
     /// batch i is acknowledged only if every batch before it is, and the result lists where
-    /// each landed, in the same order. On an error, batches before the failing one may have
-    /// been appended. Default: one [`append`](Self::append) after the other; a backend may
-    /// take them all in one round (the embedded log writes and acknowledges them together).
-    /// A backend must not make a later batch visible before an earlier one: a worker handed a
-    /// command's copy looks for its event in the log.
+    /// each landed, in the same order. On an error, other batches may have been appended (the
+    /// default: those before the failing one). Default: one [`append`](Self::append) after
+    /// the other; a backend may take them all in one round (the embedded log writes and
+    /// acknowledges them together; Iggy sends them at once, so a later batch may be visible
+    /// first, or land though an earlier one failed: a worker handed a command's copy before
+    /// its event looks again until the sweeper would queue it anew).
     async fn append_all(&self, batches: Vec<AppendBatch<'_>>) -> Result<Vec<Appended>> {
         let mut out = Vec::with_capacity(batches.len());
         for batch in batches {
@@ -94,6 +107,17 @@ pub trait LogBackend: Send + Sync + fmt::Debug + 'static {
     /// Deleting segments does not move it.
     async fn end_offsets(&self, topic: &TopicRef) -> Result<Vec<u64>>;
 
+    /// The end offset (next offset to be written) of one partition: what a reader of one
+    /// task's partition syncs to, without asking about the others. A partition the topic
+    /// lacks is [`ErrorKind::InvalidParams`]. Default: [`end_offsets`](Self::end_offsets)'s
+    /// entry (a backend that can ask about one partition alone does so).
+    async fn end_offset(&self, topic: &TopicRef, partition: u32) -> Result<u64> {
+        let ends = self.end_offsets(topic).await?;
+        ends.get(partition as usize)
+            .copied()
+            .ok_or_else(|| no_partition(topic, ends.len(), partition))
+    }
+
     /// A watch of `partition`'s end offset. It changes when records are appended, by this
     /// process or (for a networked backend) by anyone, so followers await it instead of
     /// spinning. Backends that cannot be notified poll adaptively behind this receiver.
@@ -129,6 +153,15 @@ pub trait LogBackend: Send + Sync + fmt::Debug + 'static {
 
     /// Flush and release resources. Further calls fail.
     async fn close(&self) -> Result<()>;
+}
+
+/// The error for `partition` of `topic`, which has `partitions`: what every backend answers
+/// for a partition its topic lacks.
+pub(crate) fn no_partition(topic: &TopicRef, partitions: usize, partition: u32) -> Error {
+    Error::new(
+        ErrorKind::InvalidParams,
+        format!("topic {topic} has {partitions} partitions: there is no partition {partition}"),
+    )
 }
 
 /// The body of the default [`LogBackend::read_at`], with `read(from, max)` standing for the
@@ -263,6 +296,9 @@ layered! {
     /// [`LogBackend::append`].
     fn append<'t, 'k>(&'s self, topic: &'t TopicRef, key: &'k [u8], payloads: Vec<Bytes>)
         -> Appended;
+    /// [`LogBackend::append_to`].
+    fn append_to<'t>(&'s self, topic: &'t TopicRef, partition: u32, payloads: Vec<Bytes>)
+        -> Appended;
     /// [`LogBackend::append_all`], to the layer below's own.
     fn append_all<'b>(&'s self, batches: Vec<AppendBatch<'b>>) -> Vec<Appended>;
     /// [`LogBackend::read`].
@@ -278,6 +314,8 @@ layered! {
     ) -> Vec<StoredRecord>;
     /// [`LogBackend::end_offsets`].
     fn end_offsets<'t>(&'s self, topic: &'t TopicRef) -> Vec<u64>;
+    /// [`LogBackend::end_offset`], to the layer below's own.
+    fn end_offset<'t>(&'s self, topic: &'t TopicRef, partition: u32) -> u64;
     /// [`LogBackend::watch_end`].
     fn watch_end<'t>(&'s self, topic: &'t TopicRef, partition: u32) -> watch::Receiver<u64>;
     /// [`LogBackend::join_group`]: the layer below's member, unwrapped.

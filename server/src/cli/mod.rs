@@ -129,9 +129,10 @@ struct LogArgs {
     agent: String,
 }
 
-/// `--retention`, shared by the commands that create topics or tasks (`serve`, `worker`).
+/// `--retention` and `--partitions`, shared by the commands that create topics or tasks
+/// (`serve`, `worker`): both go into the log URL.
 #[derive(Debug, Clone, Args)]
-struct RetentionArgs {
+struct TopicArgs {
     /// How long a finished task stays answerable (GetTask, ListTasks, a retried send): 7d
     /// unless the log URL says (`?retention=`); `0` keeps tasks forever. Running and
     /// input-required tasks are never expired. The log deletes what only expired tasks
@@ -139,34 +140,71 @@ struct RetentionArgs {
     /// it was created with.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     retention: Option<std::time::Duration>,
+
+    /// Partitions of the agent's topics (1 to 1000), the unit bridges and workers share work
+    /// by: new topics get N (4 unless this or the log URL's `?partitions=` says), and an
+    /// existing topic with another count is refused, since the count cannot change later.
+    /// Without it an existing topic keeps its count. For a deployment that may grow past a
+    /// few replicas pick 64 to 1000 (docs/operations.md, "Partitions").
+    #[arg(long, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(agentlog::log::MAX_PARTITIONS)))]
+    partitions: Option<u32>,
 }
 
-impl RetentionArgs {
-    /// `url` with the retention in it (`retention=<ms>ms`), if one was given and the URL has
-    /// none; a URL whose own retention differs is refused.
+impl TopicArgs {
+    /// `url` with the retention and the partition count in it (`retention=<ms>ms`,
+    /// `partitions=N`), those given that the URL has not; a URL that says otherwise is
+    /// refused.
     fn apply(&self, url: &str) -> CliResult<String> {
-        let Some(retention) = self.retention else {
-            return Ok(url.to_owned());
+        let url = match self.retention {
+            None => url.to_owned(),
+            Some(retention) => {
+                let ms = agentlog::retention::millis(retention);
+                with_option(url, "retention", &format!("{ms}ms"), |given| {
+                    parse_duration(given).is_ok_and(|d| d == retention)
+                })
+                .map_err(|given| {
+                    CliError::msg(format!(
+                        "--retention {ms}ms contradicts the log URL's retention={given}; give one of them"
+                    ))
+                })?
+            }
         };
-        let ms = agentlog::retention::millis(retention);
-        let given = url::Url::parse(url).ok().and_then(|parsed| {
-            parsed
-                .query_pairs()
-                .find(|(key, _)| key == "retention")
-                .map(|(_, value)| value.into_owned())
-        });
-        match given {
-            None => {
-                let separator = if url.contains('?') { '&' } else { '?' };
-                Ok(format!("{url}{separator}retention={ms}ms"))
-            }
-            Some(value) if parse_duration(&value).is_ok_and(|d| d == retention) => {
-                Ok(url.to_owned())
-            }
-            Some(value) => Err(CliError::msg(format!(
-                "--retention {ms}ms contradicts the log URL's retention={value}; give one of them"
-            ))),
+        match self.partitions {
+            None => Ok(url),
+            Some(n) => with_option(&url, "partitions", &n.to_string(), |given| {
+                given.parse::<u32>().is_ok_and(|given| given == n)
+            })
+            .map_err(|given| {
+                CliError::msg(format!(
+                    "--partitions {n} contradicts the log URL's partitions={given}; give one of them"
+                ))
+            }),
         }
+    }
+}
+
+/// `url` with `key=value` added unless it has `key` already: then `url` itself if `same`
+/// says its value means the same, else `Err` with that value.
+fn with_option(
+    url: &str,
+    key: &str,
+    value: &str,
+    same: impl Fn(&str) -> bool,
+) -> Result<String, String> {
+    let given = url::Url::parse(url).ok().and_then(|parsed| {
+        parsed
+            .query_pairs()
+            .find(|(k, _)| k == key)
+            .map(|(_, value)| value.into_owned())
+    });
+    match given {
+        None => {
+            let separator = if url.contains('?') { '&' } else { '?' };
+            Ok(format!("{url}{separator}{key}={value}"))
+        }
+        Some(given) if same(&given) => Ok(url.to_owned()),
+        Some(given) => Err(given),
     }
 }
 
@@ -403,8 +441,9 @@ mod tests {
 
     #[test]
     fn retention_goes_into_the_log_url_once() {
-        let week = RetentionArgs {
+        let week = TopicArgs {
             retention: Some(std::time::Duration::from_secs(7 * 86_400)),
+            partitions: None,
         };
         assert_eq!(
             week.apply("file:///d").unwrap(),
@@ -419,8 +458,34 @@ mod tests {
             "file:///d?retention=7d"
         );
         assert!(week.apply("file:///d?retention=1d").is_err());
-        let none = RetentionArgs { retention: None };
+        let none = TopicArgs {
+            retention: None,
+            partitions: None,
+        };
         assert_eq!(none.apply("memory://").unwrap(), "memory://");
+    }
+
+    #[test]
+    fn partitions_go_into_the_log_url_once() {
+        let both = TopicArgs {
+            retention: Some(std::time::Duration::from_secs(1)),
+            partitions: Some(64),
+        };
+        assert_eq!(
+            both.apply("memory://").unwrap(),
+            "memory://?retention=1000ms&partitions=64"
+        );
+        assert_eq!(
+            both.apply("file:///d?partitions=64").unwrap(),
+            "file:///d?partitions=64&retention=1000ms"
+        );
+        let err = both.apply("file:///d?partitions=16").unwrap_err();
+        assert!(err.to_string().contains("partitions=16"), "{err}");
+        // Out of range on the command line is a usage error.
+        let parsed = Cli::try_parse_from(["agentlog", "serve", "--partitions", "1001"]);
+        assert!(parsed.is_err());
+        let parsed = Cli::try_parse_from(["agentlog", "worker", "--partitions", "0"]);
+        assert!(parsed.is_err());
     }
 
     #[test]

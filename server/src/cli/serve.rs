@@ -9,7 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::output::Out;
 use super::serve_auth::{self, AuthArgs, CardFileExtras};
-use super::{CliError, CliResult, LogArgs, RetentionArgs};
+use super::{CliError, CliResult, LogArgs, TopicArgs};
 use crate::agents::{ConformanceHandler, DemoHandler, conformance};
 use agentlog::bridge::{Bridge, BridgeConfig, LimitsConfig, card_over_defaults, finish_card};
 use agentlog::http::{Allowed, HttpConfig, ServeConfig, router, serve_with};
@@ -114,7 +114,7 @@ pub(super) struct ServeArgs {
     log: LogArgs,
 
     #[command(flatten)]
-    retention: RetentionArgs,
+    topics: TopicArgs,
 
     #[command(flatten)]
     auth: AuthArgs,
@@ -184,7 +184,7 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
     let cwd = std::env::current_dir()
         .map_err(|e| CliError::msg(format!("cannot read the current directory: {e}")))?;
     let mut log_url = args
-        .retention
+        .topics
         .apply(&super::resolve_log_url(&args.log.log, &cwd)?)?;
     if args.truncate_corrupt {
         log_url = with_truncate_corrupt(&log_url)?;

@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::command::ExecHandler;
 use super::output::Out;
-use super::{CliError, CliResult, LogArgs, RetentionArgs};
+use super::{CliError, CliResult, LogArgs, TopicArgs};
 use crate::agents::DemoHandler;
 use agentlog::http::{metrics_router, serve};
 use agentlog::worker::{Handler, Worker, WorkerConfig};
@@ -51,7 +51,7 @@ pub(super) struct WorkerArgs {
     log: LogArgs,
 
     #[command(flatten)]
-    retention: RetentionArgs,
+    topics: TopicArgs,
 
     #[command(flatten)]
     signing: super::signing::WorkerSigningArgs,
@@ -128,7 +128,7 @@ async fn work(args: &WorkerArgs, out: &Out, what: &str, handler: impl Handler) -
     let cwd = std::env::current_dir()
         .map_err(|e| CliError::msg(format!("cannot read the current directory: {e}")))?;
     let url = args
-        .retention
+        .topics
         .apply(&super::resolve_log_url(&args.log.log, &cwd)?)?;
     let metrics_listener = match args.metrics_listen {
         Some(addr) => Some(TcpListener::bind(addr).await.map_err(|e| {

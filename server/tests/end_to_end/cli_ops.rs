@@ -1,6 +1,6 @@
 //! The command in operation: a SIGTERM that drains, diagnostics on stderr (text and JSON),
-//! readiness, a damaged embedded log repaired from the command line, and the runtime's
-//! thread count.
+//! readiness, a damaged embedded log repaired from the command line, the runtime's thread
+//! count, and the agent's partition count.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -177,4 +177,64 @@ fn threads_sets_the_runtime_worker_count_and_refuses_zero() {
     let refused = agentlog(&["--threads", "0", "serve", "--demo"]);
     assert_eq!(refused.status.code(), Some(2), "{refused:?}");
     assert!(text(&refused.stderr).contains("--threads"), "{refused:?}");
+}
+
+#[test]
+fn the_partition_count_is_chosen_once_and_another_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let log = format!("file://{}", data.display());
+    let (server, _) = Server::start_with(&log, &["--partitions", "16"], dir.path());
+    let task = task_id(&ok(&["send", &server.url, "hello"]));
+    server.stop();
+    // Names are %-escaped on disk.
+    for topic in ["demo%2Eevents", "demo%2Ecommands"] {
+        let dirs = std::fs::read_dir(data.join("topics/agentlog").join(topic))
+            .unwrap()
+            .filter(|e| {
+                let e = e.as_ref().unwrap();
+                e.path().is_dir() && e.file_name().to_string_lossy().parse::<u32>().is_ok()
+            })
+            .count();
+        assert_eq!(dirs, 16, "{topic}");
+    }
+    // Another count, by flag or in the URL, from serve or a worker: refused, naming both.
+    let in_url = format!("{log}?partitions=8");
+    for args in [
+        vec![
+            "serve",
+            "--demo",
+            "--listen",
+            "127.0.0.1:0",
+            "--log",
+            &log,
+            "--partitions",
+            "8",
+        ],
+        vec![
+            "serve",
+            "--demo",
+            "--listen",
+            "127.0.0.1:0",
+            "--log",
+            &in_url,
+        ],
+        vec!["worker", "--log", &log, "--partitions", "8"],
+    ] {
+        let err = fails(&args);
+        assert!(
+            err.contains("has 16 partitions") && err.contains("the 8 asked for"),
+            "{args:?}: {err}"
+        );
+    }
+    // The same count, or none: the topics are taken as they are, the task still there.
+    for extra in [&["--partitions", "16"][..], &[]] {
+        let (server, _) = Server::start_with(&log, extra, dir.path());
+        let shown = ok(&["get", &server.url, &task]);
+        assert!(shown.contains("completed"), "{shown}");
+        server.stop();
+    }
+    // A flag that contradicts the URL.
+    let err = fails(&["serve", "--log", &in_url, "--partitions", "4"]);
+    assert!(err.contains("--partitions 4 contradicts"), "{err}");
 }

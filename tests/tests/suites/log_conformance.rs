@@ -113,6 +113,15 @@ async fn embedded_memory_under_every_layer_conforms() {
     // The suite went through the stack.
     assert!(layered.metrics.successes(LogOp::AppendAll) > 0);
     assert!(layered.metrics.successes(LogOp::Poll) > 0);
+    // Addressing a partition went through every layer, not around it.
+    assert!(layered.metrics.successes(LogOp::AppendTo) > 0);
+    assert!(layered.metrics.successes(LogOp::EndOffset) > 0);
+    assert!(
+        layered
+            .metrics
+            .errors(LogOp::AppendTo, agentlog::ErrorKind::InvalidParams)
+            > 0
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -17,6 +17,7 @@ use super::topic::Topic;
 use super::writer::{self, Command, Shared};
 use super::{EmbeddedOptions, FsyncPolicy, closed_error};
 use crate::error::{Error, ErrorKind, Result};
+use crate::log::raw::no_partition;
 use crate::log::{TopicRef, partition_for_key};
 
 /// What every handle of one embedded log shares.
@@ -117,16 +118,7 @@ impl Inner {
             .partitions
             .get(partition as usize)
             .cloned()
-            .ok_or_else(|| {
-                Error::new(
-                    ErrorKind::InvalidParams,
-                    format!(
-                        "topic {name} has {} partitions, not {}",
-                        topic.partitions.len(),
-                        partition + 1
-                    ),
-                )
-            })
+            .ok_or_else(|| no_partition(name, topic.partitions.len(), partition))
     }
 
     /// The partition `key` chooses in `topic`, and its index.

@@ -205,6 +205,51 @@ impl EmbeddedLog {
             inner: Arc::new(Inner::without_writer(Some(dir), topics, true)),
         })
     }
+
+    /// Append `payloads` to `partition` (number `index` of its topic): the body of `append`
+    /// and `append_to` once the partition is chosen.
+    async fn append_routed(
+        &self,
+        index: u32,
+        partition: Arc<Partition>,
+        payloads: Vec<Bytes>,
+    ) -> Result<Appended> {
+        let inner = &self.inner;
+        let count = u32::try_from(payloads.len())
+            .map_err(|_| Error::new(ErrorKind::InvalidParams, "too many records in one batch"))?;
+        if count == 0 {
+            return Ok(Appended {
+                partition: index,
+                first_offset: partition.end()?,
+                count,
+                place: Place::UNKNOWN,
+            });
+        }
+        let (first_offset, place) = match &inner.writer {
+            None => (partition.append_in_memory(payloads)?, Place::UNKNOWN),
+            Some(_) if inner.write_config.direct() => {
+                writer::append_direct(inner.write_config, &inner.shared, &partition, payloads)?
+            }
+            Some(tx) => {
+                let (ack, acked) = oneshot::channel();
+                tx.send(Command::Append {
+                    batches: vec![(partition, payloads)],
+                    ack,
+                })
+                .map_err(|_| closed_error())?;
+                let firsts = acked.await.map_err(|_| closed_error())??;
+                firsts.first().copied().ok_or_else(|| {
+                    Error::new(ErrorKind::Internal, "the writer acknowledged no batch")
+                })?
+            }
+        };
+        Ok(Appended {
+            partition: index,
+            first_offset,
+            count,
+            place,
+        })
+    }
 }
 
 #[async_trait]
@@ -245,43 +290,21 @@ impl LogBackend for EmbeddedLog {
 
     async fn append(&self, topic: &TopicRef, key: &[u8], payloads: Vec<Bytes>) -> Result<Appended> {
         cooperate().await;
-        let inner = &self.inner;
-        inner.check_writable()?;
-        let (index, partition) = inner.route(topic, key)?;
-        let count = u32::try_from(payloads.len())
-            .map_err(|_| Error::new(ErrorKind::InvalidParams, "too many records in one batch"))?;
-        if count == 0 {
-            return Ok(Appended {
-                partition: index,
-                first_offset: partition.end()?,
-                count,
-                place: Place::UNKNOWN,
-            });
-        }
-        let (first_offset, place) = match &inner.writer {
-            None => (partition.append_in_memory(payloads)?, Place::UNKNOWN),
-            Some(_) if inner.write_config.direct() => {
-                writer::append_direct(inner.write_config, &inner.shared, &partition, payloads)?
-            }
-            Some(tx) => {
-                let (ack, acked) = oneshot::channel();
-                tx.send(Command::Append {
-                    batches: vec![(partition, payloads)],
-                    ack,
-                })
-                .map_err(|_| closed_error())?;
-                let firsts = acked.await.map_err(|_| closed_error())??;
-                firsts.first().copied().ok_or_else(|| {
-                    Error::new(ErrorKind::Internal, "the writer acknowledged no batch")
-                })?
-            }
-        };
-        Ok(Appended {
-            partition: index,
-            first_offset,
-            count,
-            place,
-        })
+        self.inner.check_writable()?;
+        let (index, partition) = self.inner.route(topic, key)?;
+        self.append_routed(index, partition, payloads).await
+    }
+
+    async fn append_to(
+        &self,
+        topic: &TopicRef,
+        partition: u32,
+        payloads: Vec<Bytes>,
+    ) -> Result<Appended> {
+        cooperate().await;
+        self.inner.check_writable()?;
+        let found = self.inner.partition(topic, partition)?;
+        self.append_routed(partition, found, payloads).await
     }
 
     /// One round for every batch: written in order by the calling task (direct path), or
@@ -400,6 +423,14 @@ impl LogBackend for EmbeddedLog {
             }
         }
         found.partitions.iter().map(|p| p.end()).collect()
+    }
+
+    async fn end_offset(&self, topic: &TopicRef, partition: u32) -> Result<u64> {
+        let found = self.inner.partition(topic, partition)?;
+        if self.inner.read_only {
+            found.refresh()?;
+        }
+        found.end()
     }
 
     /// The sealed segments (see [`LogBackend::segments`]); none in memory mode, which keeps

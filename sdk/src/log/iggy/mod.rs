@@ -338,6 +338,42 @@ impl LogBackend for IggyLog {
         })
     }
 
+    /// As `append`, to the partition named.
+    async fn append_to(
+        &self,
+        topic: &TopicRef,
+        partition: u32,
+        payloads: Vec<Bytes>,
+    ) -> Result<Appended> {
+        let handle = self.handle(topic).await?;
+        handle.route(partition)?;
+        if payloads.is_empty() {
+            return Ok(Appended {
+                partition,
+                first_offset: self.end_offset(topic, partition).await?,
+                count: 0,
+                place: Place::UNKNOWN,
+            });
+        }
+        let count = u32::try_from(payloads.len()).map_err(|_| {
+            Error::new(
+                ErrorKind::InvalidParams,
+                "append: more than u32::MAX records",
+            )
+        })?;
+        let first_offset = self
+            .appenders(topic, &handle)?
+            .get(&self.pool, &handle, partition)?
+            .append(payloads)
+            .await?;
+        Ok(Appended {
+            partition,
+            first_offset,
+            count,
+            place: Place::UNKNOWN,
+        })
+    }
+
     async fn read(
         &self,
         topic: &TopicRef,

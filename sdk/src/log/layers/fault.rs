@@ -139,8 +139,9 @@ impl Faults {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Fail the `nth` `append` from now (1 = the next one) with `Unavailable`, without
-    /// appending. Only `append` counts, not `append_all` (see [`fail_batch`](Self::fail_batch)).
+    /// Fail the `nth` `append` or `append_to` from now (1 = the next one) with
+    /// `Unavailable`, without appending. `append_all` does not count (see
+    /// [`fail_batch`](Self::fail_batch)).
     pub fn fail_append(&self, nth: u32) {
         self.fail_append_with(nth, ErrorKind::Unavailable);
     }
@@ -298,7 +299,7 @@ impl Faults {
     /// `append`, a group member's `poll` or `commit`).
     fn refusal(&self, op: LogOp) -> Option<Error> {
         match op {
-            LogOp::Append => self
+            LogOp::Append | LogOp::AppendTo => self
                 .append_fault()
                 .map(|kind| injected(kind, "append failed")),
             LogOp::Poll => {

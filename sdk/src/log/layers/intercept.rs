@@ -49,6 +49,13 @@ pub(crate) enum Call<'a> {
         records: u64,
         bytes: u64,
     },
+    /// `records` and payload `bytes`: what the append carries.
+    AppendTo {
+        topic: &'a TopicRef,
+        partition: u32,
+        records: u64,
+        bytes: u64,
+    },
     /// `records` and payload `bytes`: what the batches carry together.
     AppendAll {
         batches: usize,
@@ -69,6 +76,10 @@ pub(crate) enum Call<'a> {
     },
     EndOffsets {
         topic: &'a TopicRef,
+    },
+    EndOffset {
+        topic: &'a TopicRef,
+        partition: u32,
     },
     WatchEnd {
         topic: &'a TopicRef,
@@ -113,9 +124,11 @@ impl Call<'_> {
             Call::Partitions { .. } => LogOp::Partitions,
             Call::Append { .. } => LogOp::Append,
             Call::AppendAll { .. } => LogOp::AppendAll,
+            Call::AppendTo { .. } => LogOp::AppendTo,
             Call::Read { .. } => LogOp::Read,
             Call::ReadAt { .. } => LogOp::ReadAt,
             Call::EndOffsets { .. } => LogOp::EndOffsets,
+            Call::EndOffset { .. } => LogOp::EndOffset,
             Call::WatchEnd { .. } => LogOp::WatchEnd,
             Call::Segments { .. } => LogOp::Segments,
             Call::DeleteSegments { .. } => LogOp::DeleteSegments,
@@ -131,9 +144,9 @@ impl Call<'_> {
     /// The records and payload bytes an append carries (`None` for any other call).
     pub(crate) fn carries(&self) -> Option<(u64, u64)> {
         match *self {
-            Call::Append { records, bytes, .. } | Call::AppendAll { records, bytes, .. } => {
-                Some((records, bytes))
-            }
+            Call::Append { records, bytes, .. }
+            | Call::AppendTo { records, bytes, .. }
+            | Call::AppendAll { records, bytes, .. } => Some((records, bytes)),
             _ => None,
         }
     }
@@ -160,6 +173,7 @@ pub(crate) trait Outcome: Send {
 
 impl Outcome for () {}
 impl Outcome for u32 {}
+impl Outcome for u64 {}
 impl Outcome for Vec<u64> {}
 impl Outcome for watch::Receiver<u64> {}
 impl Outcome for Box<dyn GroupConsumer> {}
@@ -260,6 +274,23 @@ impl<I: Interceptor> Layered for Intercepted<I> {
         self.hook.around(&call, next).await
     }
 
+    async fn append_to(
+        &self,
+        topic: &TopicRef,
+        partition: u32,
+        payloads: Vec<Bytes>,
+    ) -> Result<Appended> {
+        let (records, bytes) = payloads_and_bytes(&payloads);
+        let call = Call::AppendTo {
+            topic,
+            partition,
+            records,
+            bytes,
+        };
+        let next = self.inner.append_to(topic, partition, payloads);
+        self.hook.around(&call, next).await
+    }
+
     async fn append_all(&self, batches: Vec<AppendBatch<'_>>) -> Result<Vec<Appended>> {
         let (records, bytes) = batches
             .iter()
@@ -310,6 +341,12 @@ impl<I: Interceptor> Layered for Intercepted<I> {
     async fn end_offsets(&self, topic: &TopicRef) -> Result<Vec<u64>> {
         let next = self.inner.end_offsets(topic);
         self.hook.around(&Call::EndOffsets { topic }, next).await
+    }
+
+    async fn end_offset(&self, topic: &TopicRef, partition: u32) -> Result<u64> {
+        let call = Call::EndOffset { topic, partition };
+        let next = self.inner.end_offset(topic, partition);
+        self.hook.around(&call, next).await
     }
 
     async fn watch_end(&self, topic: &TopicRef, partition: u32) -> Result<watch::Receiver<u64>> {

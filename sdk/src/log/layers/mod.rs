@@ -90,12 +90,16 @@ pub enum LogOp {
     Append,
     /// [`LogBackend::append_all`].
     AppendAll,
+    /// [`LogBackend::append_to`].
+    AppendTo,
     /// [`LogBackend::read`].
     Read,
     /// [`LogBackend::read_at`].
     ReadAt,
     /// [`LogBackend::end_offsets`].
     EndOffsets,
+    /// [`LogBackend::end_offset`].
+    EndOffset,
     /// [`LogBackend::watch_end`].
     WatchEnd,
     /// [`LogBackend::segments`].
@@ -118,14 +122,16 @@ pub enum LogOp {
 
 impl LogOp {
     /// Every operation, in declaration order.
-    pub const ALL: [LogOp; 16] = [
+    pub const ALL: [LogOp; 18] = [
         LogOp::EnsureTopic,
         LogOp::Partitions,
         LogOp::Append,
         LogOp::AppendAll,
+        LogOp::AppendTo,
         LogOp::Read,
         LogOp::ReadAt,
         LogOp::EndOffsets,
+        LogOp::EndOffset,
         LogOp::WatchEnd,
         LogOp::Segments,
         LogOp::DeleteSegments,
@@ -144,9 +150,11 @@ impl LogOp {
             LogOp::Partitions => "partitions",
             LogOp::Append => "append",
             LogOp::AppendAll => "append_all",
+            LogOp::AppendTo => "append_to",
             LogOp::Read => "read",
             LogOp::ReadAt => "read_at",
             LogOp::EndOffsets => "end_offsets",
+            LogOp::EndOffset => "end_offset",
             LogOp::WatchEnd => "watch_end",
             LogOp::Segments => "segments",
             LogOp::DeleteSegments => "delete_segments",

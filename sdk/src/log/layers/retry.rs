@@ -210,6 +210,19 @@ impl Layered for RetryLog {
             .await
     }
 
+    async fn append_to(
+        &self,
+        topic: &TopicRef,
+        partition: u32,
+        payloads: Vec<Bytes>,
+    ) -> Result<Appended> {
+        self.policy
+            .run(LogOp::AppendTo, || {
+                self.inner.append_to(topic, partition, payloads.clone())
+            })
+            .await
+    }
+
     async fn append_all(&self, batches: Vec<AppendBatch<'_>>) -> Result<Vec<Appended>> {
         self.policy
             .run(LogOp::AppendAll, || self.inner.append_all(batches.clone()))
@@ -245,6 +258,12 @@ impl Layered for RetryLog {
     async fn end_offsets(&self, topic: &TopicRef) -> Result<Vec<u64>> {
         self.policy
             .run(LogOp::EndOffsets, || self.inner.end_offsets(topic))
+            .await
+    }
+
+    async fn end_offset(&self, topic: &TopicRef, partition: u32) -> Result<u64> {
+        self.policy
+            .run(LogOp::EndOffset, || self.inner.end_offset(topic, partition))
             .await
     }
 
@@ -464,7 +483,7 @@ mod tests {
         let (log, faults, metrics) = stack(fast().attempts(2)).await;
         let t = topic();
         let before = LogOp::ALL.map(|op| metrics.calls(op));
-        let ops: [(LogOp, bool); 9] = [
+        let ops: [(LogOp, bool); 11] = [
             (LogOp::EnsureTopic, {
                 faults.drop_connection(1);
                 log.ensure_topic(&t, 1).await.is_ok()
@@ -476,6 +495,10 @@ mod tests {
             (LogOp::Append, {
                 faults.drop_connection(1);
                 log.append(&t, b"k", payload(0)).await.is_ok()
+            }),
+            (LogOp::AppendTo, {
+                faults.drop_connection(1);
+                log.append_to(&t, 0, payload(2)).await.is_ok()
             }),
             (LogOp::AppendAll, {
                 faults.drop_connection(1);
@@ -497,6 +520,10 @@ mod tests {
             (LogOp::EndOffsets, {
                 faults.drop_connection(1);
                 log.end_offsets(&t).await.is_ok()
+            }),
+            (LogOp::EndOffset, {
+                faults.drop_connection(1);
+                log.end_offset(&t, 0).await.is_ok()
             }),
             (LogOp::WatchEnd, {
                 faults.drop_connection(1);

@@ -99,9 +99,12 @@ fn span(call: &Call<'_>) -> tracing::Span {
         Call::Partitions { topic } | Call::Append { topic, .. } | Call::EndOffsets { topic } => {
             on_topic(op, topic, None)
         }
-        Call::WatchEnd { topic, partition } | Call::Segments { topic, partition } => {
-            on_topic(op, topic, Some(partition))
-        }
+        Call::WatchEnd { topic, partition }
+        | Call::Segments { topic, partition }
+        | Call::EndOffset { topic, partition }
+        | Call::AppendTo {
+            topic, partition, ..
+        } => on_topic(op, topic, Some(partition)),
         Call::AppendAll { batches, .. } => tracing::debug_span!("log", op, batches),
         Call::Read {
             topic,

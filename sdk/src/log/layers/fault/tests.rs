@@ -321,6 +321,14 @@ impl LogBackend for OneAtATime {
     async fn append(&self, topic: &TopicRef, key: &[u8], payloads: Vec<Bytes>) -> Result<Appended> {
         self.0.append(topic, key, payloads).await
     }
+    async fn append_to(
+        &self,
+        topic: &TopicRef,
+        partition: u32,
+        payloads: Vec<Bytes>,
+    ) -> Result<Appended> {
+        self.0.append_to(topic, partition, payloads).await
+    }
     async fn read(
         &self,
         topic: &TopicRef,
