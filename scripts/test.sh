@@ -10,6 +10,8 @@
 # Then the MCP interop tests: the official MCP clients (Python mcp, TS @modelcontextprotocol/client)
 # and the MCP conformance suite (on the Node 22 it installs from npm) against `agentlog serve
 # --demo`'s /mcp, with baselines of expected failures (tests/interop/mcp/run.sh; cached installs).
+# Then the web console's browser test: headless Chromium over WebDriver (tests/console/run.sh;
+# installs Debian's chromium and chromium-driver with apt-get when missing, selenium from PyPI).
 # Then the Node binding's tests (bindings/node/run-tests.sh: npm ci, the addon built with the
 # dev profile in the same target directory, node --test).
 # Then the Python binding's tests (bindings/python/run-tests.sh: the module built in the dev
@@ -25,4 +27,5 @@ export AGENTLOG_BIN
 bindings/node/run-tests.sh
 tests/interop/run.sh
 tests/interop/mcp/run.sh
+tests/console/run.sh
 bindings/python/run-tests.sh

@@ -168,6 +168,7 @@ function restartList() {
 
 function showList() {
   view = { kind: "list" };
+  clearInterval(claimTimer);
   $("task-view").hidden = true;
   $("list-view").hidden = false;
   restartList();
@@ -180,6 +181,9 @@ function showList() {
 
 let lastTime = null;
 let lastOffset = null;
+let claim = null; // the last claim that applied: {attempt, source, leaseUntil}
+let taskState = null;
+let claimTimer = null;
 
 async function showTask(agent, id) {
   view = { kind: "task", agent, id };
@@ -192,6 +196,10 @@ async function showTask(agent, id) {
   $("task-facts").replaceChildren();
   lastTime = null;
   lastOffset = null;
+  claim = null;
+  taskState = null;
+  clearInterval(claimTimer);
+  claimTimer = setInterval(showClaim, REFRESH_MS);
   await loadTask();
   openRecords();
 }
@@ -219,6 +227,23 @@ function showTaskHead(body) {
   fact("status time", task.status.timestamp ? new Date(task.status.timestamp).toLocaleString() : "");
   fact("messages", String((task.history || []).length));
   fact("artifacts", String((task.artifacts || []).length));
+  facts.append(el("dt", {}, "claim"), el("dd", { id: "claim", class: "mono" }));
+  taskState = task.status.state;
+  showClaim();
+}
+
+// Who holds the turn, and whether its lease ran out: what a stuck task shows.
+function showClaim() {
+  const box = $("claim");
+  if (!box) return;
+  if (!claim) { box.textContent = TERMINAL.has(taskState) ? "none" : "none yet (no worker took the turn)"; return; }
+  const left = claim.leaseUntil - Date.now();
+  let text = "attempt " + claim.attempt + " by " + claim.source;
+  if (TERMINAL.has(taskState)) text += " (finished)";
+  else if (left >= 0) text += ", lease for " + duration(left);
+  else text += ", lease ran out " + duration(-left) + " ago: another worker takes the turn over";
+  box.textContent = text;
+  box.classList.toggle("expired", !TERMINAL.has(taskState) && left < 0);
 }
 
 function openRecords() {
@@ -287,6 +312,7 @@ function onFrame(frame) {
 function addRecord(record) {
   const marks = el("td", {});
   const classes = ["record"];
+  if (record.claim === "renewal") classes.push("renewal");
   if (record.claim === "takeover") { marks.append(el("span", { class: "mark takeover" }, "takeover")); classes.push("takeover"); }
   if (record.verdict === "ignored") {
     const fenced = record.reason === "fenced";
@@ -296,10 +322,15 @@ function addRecord(record) {
     marks.append(el("span", { class: "mark rejected" }, "rejected: " + record.reason));
     classes.push("rejected");
   }
-  if ($("caught-up").hidden === false) classes.push("fresh");
+  if (caughtUp()) classes.push("fresh");
   const after = lastTime === null ? "" : "+" + duration(Math.max(0, record.time - lastTime));
-  lastTime = record.time;
+  // Renewals are hidden by default: the other rows' durations skip them.
+  if (record.claim !== "renewal") lastTime = record.time;
   lastOffset = record.offset;
+  if (record.kind === "claim" && record.verdict === "applied") {
+    claim = { attempt: record.attempt, source: record.source, leaseUntil: record.leaseUntil };
+    showClaim();
+  }
   let what = record.summary || "";
   if (record.kind === "claim") {
     const lease = record.leaseUntil ? " · lease " + duration(Math.max(0, record.leaseUntil - record.time)) : "";
@@ -308,7 +339,8 @@ function addRecord(record) {
   const kindCell = el("td", { class: "kind" }, record.kind);
   if (record.state) kindCell.append(" ", stateBadge(record.state));
   const row = el("tr", { class: classes.join(" "), "data-offset": record.offset, "data-kind": record.kind,
-      "data-verdict": record.verdict, "data-claim": record.claim || "", "data-reason": record.reason || "" },
+      "data-verdict": record.verdict, "data-claim": record.claim || "", "data-reason": record.reason || "",
+      "data-time": record.time, "data-shown-at": Date.now(), "data-live": caughtUp() ? "true" : "false" },
     el("td", { class: "mono" }, record.partition + ":" + record.offset),
     el("td", { class: "mono" }, clock(record.time)),
     el("td", { class: "mono muted" }, after),
@@ -320,9 +352,13 @@ function addRecord(record) {
   row.addEventListener("click", () => toggleDetail(row, record));
   $("timeline").append(row);
   // The task's head follows its state, once the history is out.
-  if (!$("caught-up").hidden && record.verdict === "applied" && ["status", "terminal", "cancel", "reply", "command", "continue"].includes(record.kind)) {
+  if (caughtUp() && record.verdict === "applied" && ["status", "terminal", "cancel", "reply", "command", "continue"].includes(record.kind)) {
     loadTask();
   }
+}
+
+function caughtUp() {
+  return !$("caught-up").hidden;
 }
 
 function toggleDetail(row, record) {
@@ -370,6 +406,9 @@ async function start() {
   $("filters").addEventListener("submit", (event) => event.preventDefault());
   $("more").addEventListener("click", () => refreshList(true));
   $("cancel").addEventListener("click", cancelTask);
+  $("show-renewals").addEventListener("change", (event) => {
+    $("timeline-table").classList.toggle("renewals", event.target.checked);
+  });
   window.addEventListener("hashchange", route);
   start2();
 }
