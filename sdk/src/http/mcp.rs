@@ -9,7 +9,7 @@
 //! | one well-formed `Host` (an absolute-form target's authority instead) | `400` |
 //! | the host is one of [`McpHttpConfig::allowed`]'s hosts (port aside; loopback by default: DNS rebinding) | `403` |
 //! | `Origin`, when sent, is one of its origins (loopback by default); a CORS preflight from one is answered `204` | `403` |
-//! | the method is POST (GET and DELETE: no standalone stream, no sessions) | `405`, `Allow: POST` |
+//! | the method is POST; GET and DELETE only with `Mcp-Session-Id` (below) | `405`, `Allow: POST` |
 //! | `Content-Type` is `application/json` | `415` |
 //! | `Accept` takes `application/json` (or `*/*`; none sent counts as taking it) | `406` |
 //! | `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name` hold visible ASCII only | `400` |
@@ -24,9 +24,13 @@
 //! JSON with the status of `McpReply::Json`, `202` with no body for a notification, or
 //! `text/event-stream` (`X-Accel-Buffering: no`, a keep-alive comment every 15 s) of
 //! `data:` frames, one JSON-RPC message each, for a call with a progress token from a client
-//! that accepts a stream. `Mcp-Session-Id` and `Last-Event-ID` are ignored: no sessions, no
-//! resumption. `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name` and the `Mcp-Param-*` headers
-//! are handed to the bridge (a `=?base64?…?=` value decoded first), which checks them against
+//! that accepts a stream. Sessions serve the legacy era's resource subscriptions only
+//! (`crate::mcp`'s `sessions` module): a legacy `initialize` answered 200 carries a minted
+//! `Mcp-Session-Id`; `GET` with one (and `Accept: text/event-stream`, else `406`) is the
+//! session's stream of `notifications/resources/updated`, `DELETE` with one ends the session
+//! (`200`; then any request naming it is `404`). Any replica serves each. Other requests never
+//! need the header, and `Last-Event-ID` is ignored: no resumption. `MCP-Protocol-Version`,
+//! `Mcp-Method`, `Mcp-Name` and the `Mcp-Param-*` headers are handed to the bridge (a `=?base64?…?=` value decoded first), which checks them against
 //! the body.
 
 use std::convert::Infallible;
@@ -39,7 +43,7 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::http::header::{ACCEPT, CONTENT_TYPE};
 use axum::http::request::Parts;
-use axum::http::{HeaderMap, Method, StatusCode};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response, sse::Event};
 use axum::routing::any;
 use futures::StreamExt;
@@ -167,9 +171,19 @@ async fn handle(State(state): State<McpState>, request: Request) -> Response {
     if let Some(preflight) = guard::preflight(&parts, origin.as_ref()) {
         return refuse(&state.config, &parts, body, preflight).await;
     }
-    let mut response = match checked(&parts) {
-        Ok(takes_stream) => answer(&state, parts, body, takes_stream).await,
-        Err(refusal) => refuse(&state.config, &parts, body, refusal).await,
+    let session = parts
+        .headers
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let mut response = match (&parts.method, session) {
+        (&Method::GET | &Method::DELETE, Some(session)) => {
+            session_request(&state, &parts, body, &session).await
+        }
+        _ => match checked(&parts) {
+            Ok(takes_stream) => answer(&state, parts, body, takes_stream).await,
+            Err(refusal) => refuse(&state.config, &parts, body, refusal).await,
+        },
     };
     guard::cors(&mut response, origin);
     response
@@ -239,16 +253,88 @@ async fn answer(state: &McpState, parts: Parts, body: Body, takes_stream: bool) 
         headers: Some(mcp_headers(headers)),
         accepts_stream: takes_stream,
     };
+    if let Some(session) = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok())
+        && state.mcp.session_ended(&request.caller, session)
+    {
+        return refusal(
+            StatusCode::NOT_FOUND,
+            "Not Found: the session was ended; initialize again",
+        );
+    }
+    let session = state.mcp.new_session(&bytes);
     match state.mcp.handle(request).await {
-        McpReply::Json { status, body } => json(
-            StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
-            body,
-        ),
+        McpReply::Json { status, body } => {
+            let mut response = json(
+                StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+                body,
+            );
+            if let Some(session) = session.filter(|_| status == 200)
+                && let Ok(value) = HeaderValue::from_str(&session)
+            {
+                response.headers_mut().insert(SESSION_HEADER, value);
+            }
+            response
+        }
         McpReply::Accepted => StatusCode::ACCEPTED.into_response(),
         McpReply::Stream(messages) => {
             sse(messages.map(|m| Ok::<_, Infallible>(Event::default().data(utf8(m)))))
         }
     }
+}
+
+/// The legacy session header.
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// `GET` (the session's stream) or `DELETE` (its end) with `Mcp-Session-Id`, once the caller
+/// is known: a subscription's read scope is needed for either.
+async fn session_request(state: &McpState, parts: &Parts, body: Body, session: &str) -> Response {
+    let config = &state.config;
+    if parts.method == Method::GET && !accepts(&parts.headers).1 {
+        let refusal = rpc_refusal(
+            StatusCode::NOT_ACCEPTABLE,
+            ErrorCode::InvalidRequest,
+            "Not Acceptable: a session's stream needs Accept: text/event-stream".into(),
+        );
+        return refuse(config, parts, body, refusal).await;
+    }
+    // No body is read: what one would carry is refused unread, as every refusal here.
+    let caller = match &config.auth {
+        Some(auth) => match auth
+            .admit(parts, br#"{"method":"resources/subscribe"}"#)
+            .await
+        {
+            Ok(caller) => caller,
+            Err(refusal) => return refuse(config, parts, body, refusal).await,
+        },
+        None => Caller::anonymous(),
+    };
+    drop(body);
+    let answer = if parts.method == Method::GET {
+        state
+            .mcp
+            .session_stream(&caller, session)
+            .await
+            .map(|messages| {
+                sse(messages.map(|m| Ok::<_, Infallible>(Event::default().data(utf8(m)))))
+            })
+    } else {
+        state
+            .mcp
+            .end_session(&caller, session)
+            .await
+            .map(|()| StatusCode::OK.into_response())
+    };
+    answer.unwrap_or_else(|error| {
+        use crate::ErrorKind as K;
+        let status = match error.kind() {
+            K::InvalidRequest => StatusCode::BAD_REQUEST,
+            K::TaskNotFound => StatusCode::NOT_FOUND,
+            K::Overloaded | K::Unavailable | K::Timeout => StatusCode::SERVICE_UNAVAILABLE,
+            _ => StatusCode::INTERNAL_SERVER_ERROR,
+        };
+        let body = serde_json::json!({"jsonrpc": "2.0", "id": null, "error": error.to_mcp()});
+        json(status, serde_json::to_vec(&body).unwrap_or_default())
+    })
 }
 
 fn refusal(status: StatusCode, message: &str) -> Response {

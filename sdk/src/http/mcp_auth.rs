@@ -192,9 +192,13 @@ fn needed_scope<'a>(scopes: &'a MethodScopes, body: &[u8]) -> Option<&'a str> {
     let scope = match &*method {
         "tools/call" | "tasks/update" => &scopes.send,
         // A resource read or listing shows the caller's tasks.
-        "tasks/get" | "tasks/result" | "tasks/list" | "resources/list" | "resources/read" => {
-            &scopes.read
-        }
+        "tasks/get"
+        | "tasks/result"
+        | "tasks/list"
+        | "resources/list"
+        | "resources/read"
+        | "resources/subscribe"
+        | "resources/unsubscribe" => &scopes.read,
         "tasks/cancel" => &scopes.cancel,
         _ => return None,
     };

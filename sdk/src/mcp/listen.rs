@@ -5,14 +5,16 @@
 //! moment) for each task asked for, once on subscribing and again whenever it changes, each
 //! frame tagged `_meta["io.modelcontextprotocol/subscriptionId"]` = the listen request's id.
 //!
-//! Only `notifications.taskIds` is honored, and of them only the caller's own tasks (another
-//! caller's id is left out of the acknowledgement exactly as an unknown one): the tools never
-//! change, and the bridge serves no prompts or resources. Asking for task notifications without
-//! declaring the extension is -32021. Each task is followed from the view's events
+//! `notifications.taskIds` are honored for the caller's own tasks (another caller's id is left
+//! out of the acknowledgement exactly as an unknown one), and `resourceSubscriptions` for the
+//! URIs the caller may read (`super::watch`): each change of one is a
+//! `notifications/resources/updated {uri}`. The list-changed kinds are not honored (nothing
+//! reloads the tools, prompts or configured resources while the server runs). Asking for task
+//! notifications without declaring the extension is -32021. Each task is followed from the view's events
 //! (`Bridge::subscribe_to_task`, so any replica serves it and the records are the truth);
-//! a finished task gets its one notification. Once every task followed has finished, the
-//! stream ends with the listen result (the spec's graceful end); a client that goes away ends
-//! it too. There is no replay: a client that lost the stream listens again and gets each
+//! a finished task gets its one notification. Once every task followed has finished (and when
+//! no resource is watched, which only the client ends), the stream ends with the listen result
+//! (the spec's graceful end); a client that goes away ends it too. There is no replay: a client that lost the stream listens again and gets each
 //! task's current state first.
 
 use std::collections::BTreeSet;
@@ -38,21 +40,30 @@ fn invalid(message: &str, field: &str) -> Error {
     Error::new(ErrorKind::InvalidParams, message).with_detail("field", field)
 }
 
-/// The task ids a listen request asks notifications for.
-fn task_ids(params: Option<&Map<String, Value>>) -> crate::Result<Vec<String>> {
+/// The task ids and the resource URIs a listen request asks notifications for.
+fn asked(params: Option<&Map<String, Value>>) -> crate::Result<(Vec<String>, Vec<String>)> {
     let notifications = match params.and_then(|p| p.get("notifications")) {
         Some(Value::Object(notifications)) => notifications,
         _ => return Err(invalid("notifications must be an object", "notifications")),
     };
-    match notifications.get("taskIds") {
+    let strings = |member: &str| match notifications.get(member) {
         None | Some(Value::Null) => Ok(Vec::new()),
         Some(Value::Array(ids)) => ids
             .iter()
             .map(|id| id.as_str().map(str::to_owned))
             .collect::<Option<Vec<_>>>()
-            .ok_or_else(|| invalid("taskIds must be strings", "notifications.taskIds")),
-        Some(_) => Err(invalid("taskIds must be an array", "notifications.taskIds")),
-    }
+            .ok_or_else(|| {
+                invalid(
+                    &format!("{member} must be strings"),
+                    &format!("notifications.{member}"),
+                )
+            }),
+        Some(_) => Err(invalid(
+            &format!("{member} must be an array"),
+            &format!("notifications.{member}"),
+        )),
+    };
+    Ok((strings("taskIds")?, strings("resourceSubscriptions")?))
 }
 
 fn frame(method: &str, mut params: Map<String, Value>, subscription: &Value) -> Vec<u8> {
@@ -68,7 +79,7 @@ impl McpBridge {
         ctx: &Ctx<'_>,
         params: Option<&Map<String, Value>>,
     ) -> McpReply {
-        let asked = match task_ids(params) {
+        let (asked, uris) = match asked(params) {
             Ok(asked) => asked,
             Err(error) => return error_reply(ctx.id, &error, true),
         };
@@ -93,10 +104,25 @@ impl McpBridge {
                 followed.push(stream);
             }
         }
+        let mut watched = Vec::new();
+        let mut changes: Vec<BoxStream<'static, String>> = Vec::new();
+        let mut seen = BTreeSet::new();
+        for uri in uris {
+            if watched.len() >= MAX_TASKS || !seen.insert(uri.clone()) {
+                continue;
+            }
+            if let Ok(what) = self.watchable(ctx.caller, &uri).await {
+                changes.push(self.watch(ctx.caller, uri.clone(), what).await);
+                watched.push(uri);
+            }
+        }
         let mut ack = Map::new();
         let mut notifications = Map::new();
         if !honored.is_empty() {
             notifications.insert("taskIds".into(), json!(honored));
+        }
+        if !watched.is_empty() {
+            notifications.insert("resourceSubscriptions".into(), json!(watched));
         }
         ack.insert("notifications".into(), Value::Object(notifications));
         let first = frame(
@@ -108,6 +134,22 @@ impl McpBridge {
             let subscription = subscription.clone();
             futures::stream::select_all(followed)
                 .map(move |task| frame("notifications/tasks", task, &subscription))
+        };
+        let updates = {
+            let subscription = subscription.clone();
+            futures::stream::select_all(changes).map(move |uri| {
+                frame(
+                    "notifications/resources/updated",
+                    super::watch::updated(&uri),
+                    &subscription,
+                )
+            })
+        };
+        // A watch never ends: with resources watched, only the client ends the stream.
+        let tasks: BoxStream<'static, Vec<u8>> = if watched.is_empty() {
+            tasks.boxed()
+        } else {
+            futures::stream::select(tasks.chain(futures::stream::pending()), updates).boxed()
         };
         let id = ctx.id.to_owned();
         let this = self.clone();

@@ -27,7 +27,9 @@ mod reply;
 mod resources;
 mod rpc;
 mod running;
+mod sessions;
 mod tasks;
+mod watch;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -44,6 +46,7 @@ use crate::log::Log;
 pub use catalog::{PromptConfig, ResourceBody, ResourceConfig, ResourceTemplateConfig};
 pub use config::{McpConfig, TaskSupport, ToolConfig, tools_from_json};
 pub use rpc::{McpHeaders, McpReply, McpRequest, McpStream, sse_frames};
+pub use sessions::SESSIONS_AGENT;
 
 /// The MCP bridge over the tools' topics. Cheap to clone.
 #[derive(Debug, Clone)]
@@ -61,6 +64,8 @@ struct Inner {
     task_bridges: BTreeMap<String, Bridge>,
     /// The configured resources, templates and prompts.
     catalog: catalog::Catalog,
+    /// The bridge of [`SESSIONS_AGENT`]: the legacy sessions' resource subscriptions.
+    sessions: Bridge,
     config: McpConfig,
 }
 
@@ -159,12 +164,19 @@ impl McpBridge {
                 .entry(bridge.config().topics.agent.clone())
                 .or_insert_with(|| bridge.clone());
         }
+        let mut sessions = agent_config(&config.bridge, SESSIONS_AGENT);
+        sessions.card.default_input_modes =
+            vec![agentlog_wire::mcp::call::SUBSCRIPTIONS_MEDIA_TYPE.to_owned()];
+        sessions.card.description =
+            "The MCP sessions' resource subscriptions, kept by agentlog".to_owned();
+        let sessions = Bridge::open(log, sessions).await?;
         Ok(Self {
             inner: Arc::new(Inner {
                 tools,
                 bridges,
                 task_bridges,
                 catalog,
+                sessions,
                 config,
             }),
         })
@@ -219,14 +231,15 @@ impl McpBridge {
         result
     }
 
-    /// The capabilities both eras declare: tools, logging and resources (every task is one)
-    /// always; prompts when some are configured; completions when there is something to
-    /// complete (prompts, or configured templates).
+    /// The capabilities both eras declare: tools, logging and resources (every task is one;
+    /// subscribable) always; prompts when some are configured; completions when there is
+    /// something to complete (prompts, or configured templates).
     fn capabilities(&self) -> Map<String, Value> {
         let mut capabilities = Map::new();
         capabilities.insert("tools".into(), json!({}));
         capabilities.insert("logging".into(), json!({}));
-        capabilities.insert("resources".into(), json!({}));
+        // Subscriptions: legacy `resources/subscribe`, modern `subscriptions/listen`.
+        capabilities.insert("resources".into(), json!({"subscribe": true}));
         let catalog = &self.inner.catalog;
         if !catalog.prompts.is_empty() {
             capabilities.insert("prompts".into(), json!({}));

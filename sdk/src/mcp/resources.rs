@@ -73,7 +73,7 @@ fn invalid_cursor() -> Error {
 }
 
 /// -32602 for a URI nothing here serves (or the caller may not see), naming it in `data.uri`.
-fn not_found(uri: &str) -> Error {
+pub(super) fn not_found(uri: &str) -> Error {
     Error::new(
         ErrorKind::InvalidParams,
         format!("Resource not found: {uri}"),

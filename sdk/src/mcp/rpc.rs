@@ -28,6 +28,8 @@ pub struct McpHeaders {
     /// not decode (characters a header value may not carry, a malformed `=?base64?…?=`, or
     /// the header sent twice), which fails the check of a tool that mirrors that name.
     pub params: BTreeMap<String, Option<String>>,
+    /// `Mcp-Session-Id`: the legacy session a request belongs to (its resource subscriptions).
+    pub session_id: Option<String>,
 }
 
 impl McpHeaders {
@@ -60,6 +62,8 @@ impl McpHeaders {
                 &mut headers.method
             } else if name.eq_ignore_ascii_case("mcp-name") {
                 &mut headers.name
+            } else if name.eq_ignore_ascii_case("mcp-session-id") {
+                &mut headers.session_id
             } else {
                 continue;
             };
@@ -284,6 +288,13 @@ impl McpBridge {
             "resources/list" => self.list_resources(&ctx, params.as_ref()).await,
             "resources/templates/list" => self.list_resource_templates(params.as_ref(), modern),
             "resources/read" => self.read_resource(&ctx, params.as_ref()).await,
+            // Legacy: 2026-07-28 subscribes through subscriptions/listen.
+            "resources/subscribe" if !modern => {
+                self.change_subscription(&ctx, params.as_ref(), true).await
+            }
+            "resources/unsubscribe" if !modern => {
+                self.change_subscription(&ctx, params.as_ref(), false).await
+            }
             "prompts/list" => self.list_prompts(params.as_ref(), modern),
             "prompts/get" => self.get_prompt(params.as_ref()),
             "completion/complete" => self.complete(params.as_ref()),

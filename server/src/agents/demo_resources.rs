@@ -17,7 +17,10 @@ pub fn demo_definitions() -> agentlog::Result<McpConfig> {
                  "description": "A static text resource", "mimeType": "text/plain",
                  "text": "This is the content of the static text resource."},
                 {"uri": "test://static-binary", "name": "static-binary", "title": "A binary resource",
-                 "description": "A 1x1 red PNG", "mimeType": "image/png", "blob": RED_PIXEL_PNG}
+                 "description": "A 1x1 red PNG", "mimeType": "image/png", "blob": RED_PIXEL_PNG},
+                {"uri": "test://watched-resource", "name": "watched-resource", "title": "A resource to subscribe to",
+                 "description": "The resource the conformance suite subscribes to (static: it never changes)",
+                 "mimeType": "text/plain", "text": "Watch me."}
             ],
             "resourceTemplates": [
                 {"uriTemplate": "test://template/{id}/data", "name": "template-data",
@@ -68,7 +71,7 @@ mod tests {
                 config.resource_templates.len(),
                 config.prompts.len()
             ),
-            (2, 1, 4)
+            (3, 1, 4)
         );
         let log = agentlog::log::open("memory://").await.unwrap();
         agentlog::mcp::McpBridge::open(log, config).await.unwrap();

@@ -21,6 +21,7 @@ mod mcp_listen;
 mod mcp_log;
 mod mcp_mrtr;
 mod mcp_resources;
+mod mcp_subscribe;
 mod mcp_tasks;
 mod push;
 mod push_bindings;

@@ -270,13 +270,14 @@ async fn configured_resources_prompts_and_completions_in_both_eras() {
         &init["result"]["capabilities"],
         &discover["result"]["capabilities"],
     ] {
-        for capability in ["tools", "resources", "prompts", "completions"] {
+        for capability in ["tools", "prompts", "completions"] {
             assert_eq!(
                 capabilities[capability],
                 json!({}),
                 "{capability}: {capabilities}"
             );
         }
+        assert_eq!(capabilities["resources"], json!({"subscribe": true}));
     }
     let (_, page) = legacy(
         addr,

@@ -39,6 +39,10 @@ pub const PROGRESS_MEDIA_TYPE: &str = "application/vnd.agentlog.progress+json";
 /// Media type of the data part carrying a log message (`notifications/message`'s params) in a
 /// working status.
 pub const LOG_MEDIA_TYPE: &str = "application/vnd.agentlog.mcp-log+json";
+/// Media type of the data part carrying one change of a legacy session's resource
+/// subscriptions (`{"subscribe": uri}` or `{"unsubscribe": uri}`; the session's first message
+/// `{"session": id}`) in a message of the session's task.
+pub const SUBSCRIPTIONS_MEDIA_TYPE: &str = "application/vnd.agentlog.mcp-subscriptions+json";
 
 /// `tools/call` params (the members the bridge reads; the raw text is what is recorded).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

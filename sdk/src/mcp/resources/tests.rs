@@ -350,7 +350,7 @@ async fn configured_resources_and_templates_read_and_list_per_era() {
     assert!(listed["result"].get("cacheScope").is_none());
     let (_, missing) = rpc_as(&mcp, anyone(), request("resources/read", json!({}))).await;
     assert_eq!(missing["error"]["code"], -32602);
-    // Both eras declare resources; completions because a template is configured.
+    // Both eras declare resources, subscribable; completions because a template is configured.
     let (_, discover) = rpc_as(
         &mcp,
         anyone(),
@@ -360,7 +360,7 @@ async fn configured_resources_and_templates_read_and_list_per_era() {
     let capabilities = &discover["result"]["capabilities"];
     assert_eq!(
         (&capabilities["resources"], &capabilities["completions"]),
-        (&json!({}), &json!({}))
+        (&json!({"subscribe": true}), &json!({}))
     );
     assert!(capabilities.get("prompts").is_none());
     let (_, init) = rpc_as(
@@ -369,7 +369,10 @@ async fn configured_resources_and_templates_read_and_list_per_era() {
         request("initialize", json!({"protocolVersion": "2025-11-25"})),
     )
     .await;
-    assert_eq!(init["result"]["capabilities"]["resources"], json!({}));
+    assert_eq!(
+        init["result"]["capabilities"]["resources"],
+        json!({"subscribe": true})
+    );
     // No prompts configured: the prompt methods are unknown.
     let (_, prompts) = rpc_as(&mcp, anyone(), request("prompts/list", json!({}))).await;
     assert_eq!(prompts["error"]["code"], -32601);

@@ -1,0 +1,173 @@
+//! Resource subscriptions, both eras: what a subscribed URI names ([`McpBridge::watchable`])
+//! and its changes ([`McpBridge::watch`]), each a `notifications/resources/updated {uri}`.
+//!
+//! A task's resource changes when a record changes the task: a status (progress and log
+//! statuses too, since a task without artifacts reads as its result or status) or an
+//! artifact; an artifact's resource only when that artifact does. The changes are the task's
+//! events, which the view follows from the log, so a subscription held by one replica hears of
+//! a change any replica (or worker) wrote. A configured resource or template match never
+//! changes while the server runs: it is subscribable, and quiet. A finished task changes no
+//! more: its watch stays open and quiet too, so that only the client ends a subscription.
+
+use agentlog_wire::a2a::{GetTaskRequest, StreamResponse, SubscribeToTaskRequest};
+use agentlog_wire::mcp::TaskResource;
+use futures::StreamExt as _;
+use futures::stream::BoxStream;
+use serde_json::json;
+
+use super::McpBridge;
+use super::resources::not_found;
+use crate::agent::Caller;
+use crate::bridge::Bridge;
+use crate::error::{ErrorKind, Result};
+
+/// What a subscribed URI names.
+#[derive(Debug, Clone)]
+pub(super) enum Watched {
+    /// A configured resource or a configured template's match: never changes while served.
+    Quiet,
+    /// A task's outputs (`artifact: None`) or one of its artifacts; changes are the task's
+    /// records after position `after`.
+    Task {
+        bridge: Bridge,
+        id: String,
+        artifact: Option<String>,
+        after: u64,
+    },
+}
+
+impl Watched {
+    /// The position changes count from, for a task.
+    pub(super) fn after(&self) -> Option<u64> {
+        match self {
+            Watched::Quiet => None,
+            Watched::Task { after, .. } => Some(*after),
+        }
+    }
+
+    /// Changes counted from `after` instead (a subscription made earlier).
+    pub(super) fn since(self, from: Option<u64>) -> Self {
+        match (self, from) {
+            (
+                Watched::Task {
+                    bridge,
+                    id,
+                    artifact,
+                    ..
+                },
+                Some(after),
+            ) => Watched::Task {
+                bridge,
+                id,
+                artifact,
+                after,
+            },
+            (watched, _) => watched,
+        }
+    }
+}
+
+/// The notification telling a subscriber that `uri` changed.
+pub(super) fn updated(uri: &str) -> serde_json::Map<String, serde_json::Value> {
+    let mut params = serde_json::Map::new();
+    params.insert("uri".into(), json!(uri));
+    params
+}
+
+impl McpBridge {
+    /// What `uri` names, as `caller` may read it: a configured resource, a task the caller may
+    /// see (an artifact URI need not name an artifact yet), or a configured template's match;
+    /// anything else is -32602 with `data.uri`, as `resources/read` answers it.
+    pub(super) async fn watchable(&self, caller: &Caller, uri: &str) -> Result<Watched> {
+        let catalog = &self.inner.catalog;
+        if catalog.resource(uri).is_some() {
+            return Ok(Watched::Quiet);
+        }
+        if let Some(named) = TaskResource::of(uri) {
+            let (task_id, artifact) = match named {
+                TaskResource::Task(id) => (id, None),
+                TaskResource::Artifact(id, artifact) => (id, Some(artifact)),
+            };
+            let (agent, id) = task_id.rsplit_once(':').ok_or_else(|| not_found(uri))?;
+            let bridge = self
+                .inner
+                .task_bridges
+                .get(agent)
+                .ok_or_else(|| not_found(uri))?;
+            let request = GetTaskRequest {
+                tenant: None,
+                id: id.to_owned(),
+                history_length: Some(0),
+            };
+            // Read (the view synced with the log), then its position: a change written after
+            // the read is one the subscriber hears of.
+            bridge.get_task(caller, request).await.map_err(|e| {
+                if e.kind() == ErrorKind::TaskNotFound {
+                    not_found(uri)
+                } else {
+                    e
+                }
+            })?;
+            let info = bridge
+                .view()
+                .lookup(caller, id)
+                .ok_or_else(|| not_found(uri))?;
+            return Ok(Watched::Task {
+                bridge: bridge.clone(),
+                id: id.to_owned(),
+                artifact,
+                after: info.position(),
+            });
+        }
+        if catalog.matching(uri).is_some() {
+            return Ok(Watched::Quiet);
+        }
+        Err(not_found(uri))
+    }
+
+    /// `uri`'s changes after the position [`watchable`](Self::watchable) read (or the one
+    /// [`Watched::since`] set), one item (the URI) each; it never ends by itself.
+    pub(super) async fn watch(
+        &self,
+        caller: &Caller,
+        uri: String,
+        watched: Watched,
+    ) -> BoxStream<'static, String> {
+        let Watched::Task {
+            bridge,
+            id,
+            artifact,
+            after,
+        } = watched
+        else {
+            return futures::stream::pending().boxed();
+        };
+        let request = SubscribeToTaskRequest { tenant: None, id };
+        let events = match bridge.subscribe_to_task(caller, request, Some(after)).await {
+            Ok(events) => events,
+            // Finished before `after` (nothing to follow) or gone: it changes no more.
+            Err(e) => {
+                tracing::debug!(error = %e.report(), "resource subscription to {uri}: the task is not followed");
+                return futures::stream::pending().boxed();
+            }
+        };
+        let changes = events.filter_map(move |event| {
+            let changed = match event.map(|e| e.response) {
+                // The snapshot: the task as it is now, no change.
+                Ok(StreamResponse::Task(_) | StreamResponse::Message(_)) => None,
+                Ok(StreamResponse::StatusUpdate(_)) => artifact.is_none().then_some(()),
+                Ok(StreamResponse::ArtifactUpdate(update)) => artifact
+                    .as_ref()
+                    .is_none_or(|wanted| *wanted == update.artifact.artifact_id)
+                    .then_some(()),
+                Err(e) => {
+                    tracing::debug!(error = %e.report(), "resource subscription to {uri}: the task's stream failed");
+                    None
+                }
+            };
+            let uri = uri.clone();
+            async move { changed.map(|()| uri) }
+        });
+        changes.chain(futures::stream::pending()).boxed()
+    }
+}
