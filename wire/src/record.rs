@@ -111,6 +111,10 @@ pub enum RecordKind {
     PushConfigDeleted = 10,
     /// The push sender gave up delivering one update to one config: a dead letter.
     PushDeadLetter = 11,
+    /// Where the push sender is with one config whose receiver keeps failing: its
+    /// notifications before an update are done, the rest are not (so the partition's
+    /// progress need not wait for that config).
+    PushProgress = 12,
 }
 
 impl RecordKind {
@@ -133,6 +137,7 @@ impl RecordKind {
             9 => RecordKind::PushConfig,
             10 => RecordKind::PushConfigDeleted,
             11 => RecordKind::PushDeadLetter,
+            12 => RecordKind::PushProgress,
             _ => return None,
         })
     }
@@ -287,6 +292,16 @@ pub enum RecordBody {
         /// Why the last attempt failed.
         reason: String,
     },
+    /// The push sender's progress with one config (fold rule 16: it changes nothing): every
+    /// notification of the task's updates before offset `next` is done (delivered or a dead
+    /// letter), those from `next` on are not all. A sender taking the partition over resumes
+    /// the config at `next`.
+    PushProgress {
+        /// The config.
+        config_id: String,
+        /// The offset, in the task's partition, of the first update not done.
+        next: u64,
+    },
 }
 
 impl RecordBody {
@@ -320,6 +335,7 @@ impl RecordBody {
             RecordBody::PushConfig { .. } => RecordKind::PushConfig,
             RecordBody::PushConfigDeleted { .. } => RecordKind::PushConfigDeleted,
             RecordBody::PushDeadLetter { .. } => RecordKind::PushDeadLetter,
+            RecordBody::PushProgress { .. } => RecordKind::PushProgress,
         }
     }
 }

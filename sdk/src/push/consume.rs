@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use agentlog_wire::Record;
 use tokio_util::sync::CancellationToken;
 
-use super::lanes::{Job, Shared, enqueue};
+use super::lanes::{Job, Shared, enqueue, parked, resume};
 use super::metrics::PushMetrics;
 use super::tracked::Tracker;
 use crate::log::{Delivery, GroupConsumer};
@@ -78,17 +78,17 @@ pub(super) async fn run(
         }
         // A notification done is committed at once, so a restart repeats only what was in
         // flight; records that had none are committed at a pace.
-        let delivered = shared.progress.lock().take_delivered();
+        let delivered = shared.progress.lock().take_moved();
         if delivered || committed_at.elapsed() >= COMMIT_EVERY {
             commit(&shared, member.as_mut()).await;
             committed_at = Instant::now();
         }
-        PushMetrics::set(&shared.metrics.pending, shared.progress.lock().held());
+        PushMetrics::set(&shared.metrics.pending, shared.progress.lock().pending());
         PushMetrics::set(&shared.metrics.tracked, tracker.len());
     }
     // A graceful stop hands over nothing in flight if it can.
     let deadline = tokio::time::Instant::now() + grace;
-    while shared.progress.lock().held() > 0 && !shared.cancel.is_cancelled() {
+    while shared.progress.lock().pending() > 0 && !shared.cancel.is_cancelled() {
         let room = shared.room.notified();
         tokio::select! {
             () = shared.cancel.cancelled() => break,
@@ -114,6 +114,12 @@ async fn process(
     max_pending: usize,
 ) -> bool {
     let partition = delivery.partition;
+    if let Some(first) = delivery.records.first()
+        && !shared.progress.lock().owns(partition)
+    {
+        // A new assignment of the partition: reading starts where the group committed.
+        tracker.assigned(partition, first.offset);
+    }
     for stored in delivery.records {
         // Held notifications stay under the bound plus one record's (its task's configs).
         wait_for_room(shared, max_pending).await;
@@ -143,28 +149,47 @@ async fn process(
                 }
             }
         };
+        let (resumed, fresh): (Vec<_>, Vec<_>) =
+            notices.into_iter().partition(|n| n.resumed.is_some());
         let epoch = {
             let mut progress = shared.progress.lock();
             let epoch = progress.epoch(partition);
-            progress.read(partition, offset, notices.len());
+            progress.read(partition, offset, fresh.len());
             epoch
         };
         let task: Arc<str> = Arc::from(record.header.task_id.as_str());
         let context: Arc<str> = Arc::from(record.header.context_id.as_str());
-        for notice in notices {
-            enqueue(
-                shared,
-                Job {
-                    partition,
-                    epoch,
-                    offset,
-                    task: task.clone(),
-                    context: context.clone(),
-                    config: notice.config,
-                    body: notice.body,
-                    since,
-                },
-            );
+        let job = |offset, config, body| Job {
+            partition,
+            epoch,
+            offset,
+            task: task.clone(),
+            context: context.clone(),
+            config,
+            body,
+            since,
+            anchored: false,
+        };
+        // A resumed config's earlier notices go first, each config's lane held by its anchor.
+        let mut lanes: Vec<(u64, Vec<Job>)> = Vec::new();
+        for notice in resumed {
+            let Some((at, anchor)) = notice.resumed else {
+                continue;
+            };
+            let id = notice.config.id.clone();
+            match lanes.iter_mut().find(|(_, jobs)| jobs[0].config.id == id) {
+                Some((_, jobs)) => jobs.push(job(at, notice.config, notice.body)),
+                None => lanes.push((anchor, vec![job(at, notice.config, notice.body)])),
+            }
+        }
+        for (anchor, jobs) in lanes {
+            resume(shared, jobs, anchor);
+        }
+        if matches!(record.body, agentlog_wire::RecordBody::PushProgress { .. }) {
+            parked(shared, partition, epoch, offset, &record);
+        }
+        for notice in fresh {
+            enqueue(shared, job(offset, notice.config, notice.body));
         }
     }
     true
@@ -183,7 +208,7 @@ async fn commit(shared: &Shared, member: &mut dyn GroupConsumer) {
 
 /// Wait while too many notifications are held.
 async fn wait_for_room(shared: &Shared, max_pending: usize) {
-    while shared.progress.lock().held() >= max_pending && !shared.cancel.is_cancelled() {
+    while shared.progress.lock().pending() >= max_pending && !shared.cancel.is_cancelled() {
         let room = shared.room.notified();
         tokio::select! {
             () = shared.cancel.cancelled() => return,

@@ -2,7 +2,9 @@
 //! log order, each retried with backoff until delivered or given up (a dead-letter record on
 //! the task's log); lanes run side by side, so a slow or dead receiver holds only its own.
 //! Requests to one endpoint (scheme, host, port) are limited in number, and an endpoint that
-//! keeps failing has its circuit opened: nothing is sent to it until a cool-down passes.
+//! keeps failing has its circuit opened: nothing is sent to it until a cool-down passes. A
+//! lane that keeps failing is parked (`progress`' module doc), so that it does not hold its
+//! partition's progress back.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -21,6 +23,7 @@ use super::client::{Client, Sent, endpoint_of};
 use super::config::RetryPolicy;
 use super::gate::Gate;
 use super::metrics::PushMetrics;
+use super::park::{PARK_CHECK, Park};
 use super::progress::Progress;
 use super::sign::NotificationSigner;
 use crate::log::{Log, TopicRef};
@@ -50,6 +53,8 @@ pub(super) struct Job {
     pub(super) body: Bytes,
     /// When the sender read its record.
     pub(super) since: Instant,
+    /// Held by its lane's anchor (a progress record) rather than by its offset.
+    pub(super) anchored: bool,
 }
 
 impl Job {
@@ -81,8 +86,10 @@ pub(super) struct Shared {
 /// A lane's task and config id.
 type LaneKey = (Arc<str>, Arc<str>);
 
+/// A lane. Locks are taken in the order `Shared::lanes`, `park`, `queue`, `Shared::progress`.
 #[derive(Default)]
 struct Lane {
+    park: Mutex<Park>,
     queue: Mutex<VecDeque<Job>>,
 }
 
@@ -140,6 +147,82 @@ pub(super) fn enqueue(shared: &Arc<Shared>, job: Job) {
     }
 }
 
+/// Queue `jobs`, notices of one config made again (resumed) and held by the progress record
+/// at `anchor`, ahead of anything else of their lane.
+pub(super) fn resume(shared: &Arc<Shared>, jobs: Vec<Job>, anchor: u64) {
+    let Some(first) = jobs.first() else {
+        return;
+    };
+    let (partition, epoch) = (first.partition, first.epoch);
+    let key = (first.task.clone(), Arc::from(first.config_id()));
+    let mut lanes = shared.lanes.lock();
+    let mut start = false;
+    let lane = lanes
+        .entry(key.clone())
+        .or_insert_with(|| {
+            start = true;
+            Arc::new(Lane::default())
+        })
+        .clone();
+    {
+        let mut park = lane.park.lock();
+        let mut queue = lane.queue.lock();
+        let mut progress = shared.progress.lock();
+        progress.add_anchored(partition, epoch, jobs.len());
+        progress.anchor(partition, epoch, anchor);
+        if let Some((epoch, old)) = park.anchor.replace((epoch, anchor)) {
+            progress.release(partition, epoch, old);
+        }
+        queue.extend(jobs.into_iter().map(|job| Job {
+            anchored: true,
+            ..job
+        }));
+    }
+    drop(lanes);
+    if start {
+        tokio::spawn(run(shared.clone(), key, lane));
+    }
+}
+
+/// The progress record at `offset` of `partition` was read: if its lane wrote it, the
+/// lane's notices before it are held by it from now on (and no more by their offsets, nor by
+/// the lane's previous record).
+pub(super) fn parked(shared: &Shared, partition: u32, epoch: u64, offset: u64, record: &Record) {
+    let RecordBody::PushProgress { config_id, .. } = &record.body else {
+        return;
+    };
+    let key: LaneKey = (
+        Arc::from(record.header.task_id.as_str()),
+        Arc::from(config_id.as_str()),
+    );
+    let lanes = shared.lanes.lock();
+    let Some(lane) = lanes.get(&key) else {
+        return;
+    };
+    let mut park = lane.park.lock();
+    if park.writing.as_deref() != Some(record.header.message_id.as_str()) {
+        // Another sender's (before this one took the partition: the tracker resumed it).
+        return;
+    }
+    park.writing = None;
+    let mut queue = lane.queue.lock();
+    let mut progress = shared.progress.lock();
+    if !progress.is_current(partition, epoch) {
+        return;
+    }
+    progress.anchor(partition, epoch, offset);
+    for job in queue
+        .iter_mut()
+        .filter(|j| !j.anchored && j.epoch == epoch && j.offset < offset)
+    {
+        progress.release(partition, epoch, job.offset);
+        job.anchored = true;
+    }
+    if let Some((epoch, old)) = park.anchor.replace((epoch, offset)) {
+        progress.release(partition, epoch, old);
+    }
+}
+
 /// A lane: its notifications one after another until it is empty.
 async fn run(shared: Arc<Shared>, key: LaneKey, lane: Arc<Lane>) {
     loop {
@@ -155,13 +238,22 @@ async fn run(shared: Arc<Shared>, key: LaneKey, lane: Arc<Lane>) {
                 }
             }
         };
-        let done = send(&shared, &job).await;
-        lane.queue.lock().pop_front();
+        let done = send(&shared, &lane, &job).await;
+        let popped = lane.queue.lock().pop_front();
         if done {
-            shared
-                .progress
-                .lock()
-                .done(job.partition, job.epoch, job.offset);
+            let anchored = popped.is_some_and(|j| j.anchored);
+            let mut park = lane.park.lock();
+            let queue = lane.queue.lock();
+            let mut progress = shared.progress.lock();
+            progress.done(job.partition, job.epoch, job.offset, anchored);
+            // The anchor holds until the notices before it are done.
+            if let Some((epoch, at)) = park.anchor
+                && !queue.iter().any(|j| j.offset < at)
+            {
+                progress.release(job.partition, epoch, at);
+                park.anchor = None;
+            }
+            drop((park, queue, progress));
             shared.room.notify_waiters();
         }
     }
@@ -170,9 +262,10 @@ async fn run(shared: Arc<Shared>, key: LaneKey, lane: Arc<Lane>) {
 
 /// Send `job` until delivered or given up (`true`), or until the sender stops or loses the
 /// job's partition (`false`: it is not done; its next sender sends it).
-async fn send(shared: &Shared, job: &Job) -> bool {
+async fn send(shared: &Shared, lane: &Lane, job: &Job) -> bool {
     let endpoint = endpoint(shared, &job.config.url);
     let mut failures = 0;
+    let mut failing_since = None;
     loop {
         if shared.cancel.is_cancelled() || !current(shared, job) {
             return false;
@@ -218,10 +311,94 @@ async fn send(shared: &Shared, job: &Job) -> bool {
             return dead_letter(shared, job, failures, &reason).await;
         }
         tracing::debug!(task = %job.task, config = job.config_id(), failures, %reason, "push: will retry");
-        let wait = jitter(shared.policy.delay(failures));
-        tokio::select! {
-            () = shared.cancel.cancelled() => return false,
-            () = tokio::time::sleep(wait) => {}
+        let failing_since = *failing_since.get_or_insert_with(Instant::now);
+        let until = tokio::time::Instant::now() + jitter(shared.policy.delay(failures));
+        loop {
+            park(shared, lane, job, failing_since).await;
+            let now = tokio::time::Instant::now();
+            if now >= until {
+                break;
+            }
+            tokio::select! {
+                () = shared.cancel.cancelled() => return false,
+                () = tokio::time::sleep_until(until.min(now + PARK_CHECK)) => {}
+            }
+        }
+    }
+}
+
+/// Park the lane of `job`, failing since `failing_since`, if it is due and holds its
+/// partition's progress back: write a progress record saying its notices from `job`'s on
+/// are not done (`parked` takes them off the partition's progress once it is read back).
+async fn park(shared: &Shared, lane: &Lane, job: &Job, failing_since: Instant) {
+    let message_id = {
+        let mut park = lane.park.lock();
+        // What the lane holds back: its anchor, else this, its oldest notice.
+        let holds = park.anchor.map_or(job.offset, |(_, at)| at);
+        if !park.due(failing_since) || !shared.progress.lock().read_past(job.partition, holds) {
+            return;
+        }
+        let message_id = format!("push-progress-{}", uuid::Uuid::new_v4());
+        park.writing = Some(message_id.clone());
+        park.last = Some(Instant::now());
+        message_id
+    };
+    let record = super::park::record(header(shared, job, message_id), job.config_id(), job.offset);
+    if !append(shared, job, &record, false).await {
+        lane.park.lock().writing = None;
+    }
+}
+
+/// The header of a record the sender writes on `job`'s task.
+fn header(shared: &Shared, job: &Job, message_id: String) -> RecordHeader {
+    RecordHeader {
+        task_id: job.task.to_string(),
+        context_id: job.context.to_string(),
+        message_id,
+        source: shared.source.clone(),
+        timestamp_ms: crate::retention::now_ms(),
+        content_type: "application/json".into(),
+        ..RecordHeader::default()
+    }
+}
+
+/// Append `record` on `job`'s task, signed with the record signer if any: `true` once
+/// written. With `insist`, failed appends are tried again (backing off) until the sender
+/// stops; without, once.
+async fn append(shared: &Shared, job: &Job, record: &Record, insist: bool) -> bool {
+    let bytes = match &shared.record_signer {
+        Some(signer) => signer.encode(record),
+        None => record.encode().map_err(|e| {
+            crate::error::Error::new(crate::error::ErrorKind::Internal, "a push record")
+                .with_source(e)
+        }),
+    };
+    let bytes = match bytes {
+        Ok(bytes) => Bytes::from(bytes),
+        Err(error) => {
+            tracing::error!(error = %error.report(), "push: cannot encode a record");
+            return false;
+        }
+    };
+    let mut wait = Duration::from_millis(100);
+    loop {
+        match shared
+            .log
+            .append(&shared.events, job.task.as_bytes(), vec![bytes.clone()])
+            .await
+        {
+            Ok(_) => return true,
+            Err(error) => {
+                tracing::warn!(error = %error.report(), kind = ?record.body.kind(), "push: cannot write a record");
+                if !insist {
+                    return false;
+                }
+                tokio::select! {
+                    () = shared.cancel.cancelled() => return false,
+                    () = tokio::time::sleep(wait) => {}
+                }
+                wait = (wait * 2).min(Duration::from_secs(5));
+            }
         }
     }
 }
@@ -274,15 +451,7 @@ fn headers(shared: &Shared, job: &Job) -> Result<HeaderMap, String> {
 async fn dead_letter(shared: &Shared, job: &Job, attempts: u32, reason: &str) -> bool {
     tracing::warn!(task = %job.task, config = job.config_id(), attempts, reason, "push: notification given up");
     let record = Record {
-        header: RecordHeader {
-            task_id: job.task.to_string(),
-            context_id: job.context.to_string(),
-            message_id: format!("push-dead-{}", uuid::Uuid::new_v4()),
-            source: shared.source.clone(),
-            timestamp_ms: crate::retention::now_ms(),
-            content_type: "application/json".into(),
-            ..RecordHeader::default()
-        },
+        header: header(shared, job, format!("push-dead-{}", uuid::Uuid::new_v4())),
         body: RecordBody::PushDeadLetter {
             config_id: job.config_id().to_owned(),
             update: job.offset,
@@ -290,41 +459,12 @@ async fn dead_letter(shared: &Shared, job: &Job, attempts: u32, reason: &str) ->
             reason: reason.to_owned(),
         },
     };
-    let bytes = match &shared.record_signer {
-        Some(signer) => signer.encode(&record),
-        None => record.encode().map_err(|e| {
-            crate::error::Error::new(crate::error::ErrorKind::Internal, "a dead letter")
-                .with_source(e)
-        }),
-    };
-    let bytes = match bytes {
-        Ok(bytes) => Bytes::from(bytes),
-        Err(error) => {
-            tracing::error!(error = %error.report(), "push: cannot encode a dead letter");
-            return true;
-        }
-    };
-    let mut wait = Duration::from_millis(100);
-    loop {
-        match shared
-            .log
-            .append(&shared.events, job.task.as_bytes(), vec![bytes.clone()])
-            .await
-        {
-            Ok(_) => {
-                PushMetrics::add(&shared.metrics.dead_letters);
-                return true;
-            }
-            Err(error) => {
-                tracing::warn!(error = %error.report(), "push: cannot write a dead letter; trying again");
-                tokio::select! {
-                    () = shared.cancel.cancelled() => return false,
-                    () = tokio::time::sleep(wait) => {}
-                }
-                wait = (wait * 2).min(Duration::from_secs(5));
-            }
-        }
+    let written = append(shared, job, &record, true).await;
+    if written {
+        PushMetrics::add(&shared.metrics.dead_letters);
     }
+    // One that cannot even be encoded is not tried again.
+    written || !shared.cancel.is_cancelled()
 }
 
 /// A wait drawn between half and all of `delay`.

@@ -27,6 +27,7 @@ mod consume;
 mod gate;
 mod lanes;
 mod metrics;
+mod park;
 mod progress;
 mod sign;
 mod tracked;
@@ -142,7 +143,7 @@ impl Pusher {
             config.retry,
             config.per_endpoint,
             config.breaker_failures,
-            log,
+            log.clone(),
             config.topics.events.clone(),
             config.source.clone(),
             config.signer.clone(),
@@ -150,7 +151,13 @@ impl Pusher {
             metrics.clone(),
             cancel.clone(),
         ));
-        let tracker = tracked::Tracker::new(view, config.max_tracked, config.sync_timeout);
+        let tracker = tracked::Tracker::new(
+            view,
+            log.clone(),
+            config.topics.events.clone(),
+            config.max_tracked,
+            config.sync_timeout,
+        );
         let reading = CancellationToken::new();
         let reader = tokio::spawn(consume::run(
             shared,

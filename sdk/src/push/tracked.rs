@@ -8,6 +8,13 @@
 //! that one, read back from the log. Tasks without configs cost one lookup in the view. A
 //! finished task stays followed (until the least recently changed are dropped) with its last
 //! notification, which configs registered after the end get without a read-back.
+//!
+//! Resuming (`progress`' module doc): when it starts following a task, the sender looks for
+//! push progress records of it that the partition's previous owner wrote (between where this
+//! assignment started reading and where the partition ended then). The latest one of a
+//! config says where that config's notifications resume: the ones of earlier records are
+//! made again from the task's records (before anything newer of that config), and those
+//! before the resume point are not sent again.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,9 +23,10 @@ use agentlog_wire::a2a::{StreamResponse, Task, TaskPushNotificationConfig};
 use agentlog_wire::fold::{Change, ChangeFold, PushConfigs, TaskFold, TaskMachine};
 use agentlog_wire::{Record, RecordBody, TaskState};
 use bytes::Bytes;
-use foldhash::HashMap;
+use foldhash::{HashMap, HashSet};
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::log::{Log, TopicRef};
 use crate::view::{TaskEvent, TaskView};
 
 /// One notification to send: to which config of which task, what, and for which record.
@@ -28,6 +36,10 @@ pub(super) struct Notice {
     pub(super) config: Arc<TaskPushNotificationConfig>,
     /// The `StreamResponse` JSON.
     pub(super) body: Bytes,
+    /// A notice made again for a resumed config: the offset of the earlier record it tells
+    /// of, and of the push progress record that resumed it (its anchor). `None`: a notice of
+    /// the record read.
+    pub(super) resumed: Option<(u64, u64)>,
 }
 
 /// A followed task.
@@ -41,28 +53,83 @@ struct Tracked {
     /// Once the task ended: its last notification (`{"task": …}`, the finished task, which
     /// nothing changes any more), for configs registered after the end; kept when small.
     ended: Option<Bytes>,
+    /// Configs resumed past the record read: nothing of a record before the offset is sent
+    /// to them again.
+    resume_at: Vec<(Box<str>, u64)>,
+}
+
+impl Tracked {
+    fn new(clock: u64) -> Self {
+        Self {
+            machine: TaskMachine::new(),
+            configs: PushConfigs::new(),
+            shared: Vec::new(),
+            touched: clock,
+            ended: None,
+            resume_at: Vec::new(),
+        }
+    }
+
+    /// Fold `record` at `at` into the machine and configs, with no notices.
+    fn fold(&mut self, task_id: &str, at: u64, record: &Record) {
+        if let Ok(change) = self.machine.apply(record) {
+            self.configs.apply(task_id, at, &change);
+        }
+    }
+
+    fn share_configs(&mut self) {
+        self.shared = self
+            .configs
+            .configs()
+            .iter()
+            .map(|r| Arc::new(r.config.clone()))
+            .collect();
+    }
 }
 
 /// The largest finished task kept for late registrations (a larger one is read back).
 const KEPT_END_BYTES: usize = 64 * 1024;
 
+/// Where this sender's assignment of a partition started reading, and where the partition
+/// ended when the sender first looked (what was written before it took the partition).
+#[derive(Debug, Clone, Copy)]
+struct Assignment {
+    start: u64,
+    end: Option<u64>,
+}
+
 /// The tasks followed in one partition's order (the consumer owns it).
 pub(super) struct Tracker {
     view: TaskView,
+    log: Log,
+    events: TopicRef,
     tasks: HashMap<Arc<str>, Tracked>,
     max: usize,
     sync_timeout: Duration,
     clock: u64,
+    assignments: HashMap<u32, Assignment>,
+    /// The (task, config) pairs resumed in the current assignments.
+    resumed: HashSet<(Arc<str>, Box<str>)>,
 }
 
 impl Tracker {
-    pub(super) fn new(view: TaskView, max: usize, sync_timeout: Duration) -> Self {
+    pub(super) fn new(
+        view: TaskView,
+        log: Log,
+        events: TopicRef,
+        max: usize,
+        sync_timeout: Duration,
+    ) -> Self {
         Self {
             view,
+            log,
+            events,
             tasks: HashMap::default(),
             max: max.max(1),
             sync_timeout,
             clock: 0,
+            assignments: HashMap::default(),
+            resumed: HashSet::default(),
         }
     }
 
@@ -71,14 +138,25 @@ impl Tracker {
         self.tasks.len()
     }
 
+    /// This sender reads `partition` from `start` on (a new assignment of it).
+    pub(super) fn assigned(&mut self, partition: u32, start: u64) {
+        self.drop_partition(partition);
+        self.assignments
+            .insert(partition, Assignment { start, end: None });
+    }
+
     /// Forget the tasks of `partition` (another sender owns it now).
     pub(super) fn drop_partition(&mut self, partition: u32) {
         let view = &self.view;
         self.tasks
             .retain(|task, _| view.partition_of(task) != partition);
+        self.resumed
+            .retain(|(task, _)| view.partition_of(task) != partition);
+        self.assignments.remove(&partition);
     }
 
-    /// The notifications the record at `offset` of `partition` makes.
+    /// The notifications the record at `offset` of `partition` makes; a task followed from
+    /// this record on first gets those of its resumed configs.
     pub(super) async fn on_record(
         &mut self,
         partition: u32,
@@ -91,6 +169,7 @@ impl Tracker {
             record.body,
             RecordBody::PushDeadLetter { .. } | RecordBody::PushConfigDeleted { .. }
         );
+        let mut notices = Vec::new();
         if !self.tasks.contains_key(task_id) {
             // A dead letter or a deletion makes no notification: no need to read the task
             // back for it (whoever does later reads it back with the rest).
@@ -104,165 +183,156 @@ impl Tracker {
             if !self.view.has_push_configs(task_id) {
                 return Ok(Vec::new());
             }
-            let tracked = self.seed(task_id, offset).await?;
+            let tracked = self.seed(partition, task_id, offset, &mut notices).await?;
             self.make_room();
             self.tasks.insert(Arc::from(task_id), tracked);
         }
-        let Some(tracked) = self.tasks.get_mut(task_id) else {
-            return Ok(Vec::new());
+        let Some(mut tracked) = self.tasks.remove(task_id) else {
+            return Ok(notices);
         };
         tracked.touched = self.clock;
-        let Ok(change) = tracked.machine.apply(record) else {
-            return Ok(Vec::new());
-        };
-        let registered = tracked.configs.apply(task_id, offset, &change).is_some();
-        // Notices share the configs; a change of them rebuilds the shared list.
-        if registered || matches!(change, Change::Push(_) | Change::Created(_)) {
-            tracked.shared = tracked
-                .configs
-                .configs()
-                .iter()
-                .map(|r| Arc::new(r.config.clone()))
-                .collect();
+        let told = tell(
+            &self.view,
+            self.sync_timeout,
+            &mut tracked,
+            partition,
+            offset,
+            record,
+        )
+        .await;
+        if let Ok(told) = told.as_ref() {
+            // A resumed config gets nothing of a record before its resume point.
+            notices.extend(
+                told.iter()
+                    .filter(|n| {
+                        let id = n.config.id.as_deref().unwrap_or_default();
+                        !tracked
+                            .resume_at
+                            .iter()
+                            .any(|(resumed, at)| offset < *at && **resumed == *id)
+                    })
+                    .cloned(),
+            );
+            tracked.resume_at.retain(|(_, at)| *at > offset + 1);
         }
-        let state = tracked.machine.state().unwrap_or(TaskState::Unspecified);
-        // Only push records apply after the end (rules 2, 16): another change that leaves the
-        // task finished is its end.
-        let ends = state.is_terminal() && !matches!(change, Change::Push(_));
-        let answered = tracked.machine.is_answered();
-        // The configs told of this record: those registered before it.
-        let told: Vec<_> = tracked
-            .configs
-            .configs()
-            .iter()
-            .zip(&tracked.shared)
-            .filter(|(r, _)| r.since < offset)
-            .map(|(_, shared)| shared.clone())
-            .collect();
-        let new: Vec<_> = tracked
-            .configs
-            .configs()
-            .iter()
-            .zip(&tracked.shared)
-            .filter(|(r, _)| r.since == offset)
-            .map(|(_, shared)| shared.clone())
-            .collect();
-        let kept_end = tracked.ended.clone();
-        let mut notices = Vec::new();
-        if !new.is_empty() {
-            let body = match (&change, kept_end) {
-                (Change::Created(request), _) => {
-                    let task = ChangeFold::new(&record.header, (**request).clone());
-                    Some(encode(&StreamResponse::Task(task.into_parts().0))?)
-                }
-                // Registered after the end: the finished task, as told at the end.
-                (_, Some(body)) => Some(body),
-                _ => match self.task_at(partition, task_id, offset).await? {
-                    Some(task) => Some(encode(&StreamResponse::Task(task))?),
-                    // A task gone meanwhile (expired) has nothing left to tell.
-                    None => None,
-                },
-            };
-            if let Some(body) = body {
-                if state.is_terminal() {
-                    self.keep_end(task_id, &body);
-                }
-                notices.extend(new.into_iter().map(|config| Notice {
-                    config,
-                    body: body.clone(),
-                }));
-            }
-        }
-        if !told.is_empty() {
-            let event = TaskEvent {
-                offset,
-                task_id: Arc::from(task_id),
-                context_id: Arc::from(record.header.context_id.as_str()),
-                timestamp_ms: record.header.timestamp_ms,
-                state,
-                change,
-            };
-            let response = if ends && !answered {
-                // The end of the task: the whole task, as its last notification.
-                self.task_at(partition, task_id, offset)
-                    .await?
-                    .map(StreamResponse::Task)
-            } else {
-                crate::bridge::to_response(&event)
-            };
-            if let Some(response) = response {
-                let body = encode(&response)?;
-                if ends && !answered {
-                    self.keep_end(task_id, &body);
-                }
-                notices.extend(told.into_iter().map(|config| Notice {
-                    config,
-                    body: body.clone(),
-                }));
-            }
-        }
+        self.tasks.insert(Arc::from(task_id), tracked);
+        told?;
         Ok(notices)
     }
 
-    /// Keep a finished task's last notification for configs registered after its end.
-    fn keep_end(&mut self, task_id: &str, body: &Bytes) {
-        if let Some(tracked) = self.tasks.get_mut(task_id)
-            && body.len() <= KEPT_END_BYTES
-        {
-            tracked.ended = Some(body.clone());
-        }
-    }
-
-    /// A task's machine and configs as of just before `offset`, from its records read back.
-    async fn seed(&self, task_id: &str, offset: u64) -> Result<Tracked> {
-        let mut tracked = Tracked {
-            machine: TaskMachine::new(),
-            configs: PushConfigs::new(),
-            shared: Vec::new(),
-            touched: self.clock,
-            ended: None,
-        };
+    /// A task's machine and configs as of just before `offset`, from its records read back;
+    /// the notices of configs a previous owner's push progress records say are behind go to
+    /// `resumed`.
+    async fn seed(
+        &mut self,
+        partition: u32,
+        task_id: &str,
+        offset: u64,
+        resumed: &mut Vec<Notice>,
+    ) -> Result<Tracked> {
+        let mut tracked = Tracked::new(self.clock);
+        // Progress records the previous owner wrote are in the log by the time this sender
+        // took the partition: bring the view that far, once per assignment.
+        let assignment = self.assignment(partition).await?;
         let Some((info, _)) = self.view.lookup_any(task_id) else {
             return Ok(tracked);
         };
-        for (at, record) in self.view.task_records(&info, false).await? {
-            if at >= offset {
-                break;
-            }
-            if let Ok(change) = tracked.machine.apply(&record) {
-                tracked.configs.apply(task_id, at, &change);
+        let mut records = self.view.task_records(&info, false).await?;
+        records.sort_by_key(|(at, _)| *at);
+        // Of each config, the latest progress record written before this assignment.
+        let mut behind: Vec<(Box<str>, u64, u64)> = Vec::new();
+        if let Some(Assignment {
+            start,
+            end: Some(end),
+        }) = assignment
+        {
+            for (at, record) in &records {
+                if let RecordBody::PushProgress { config_id, next } = &record.body
+                    && (start..end).contains(at)
+                {
+                    behind.retain(|(id, _, _)| **id != **config_id);
+                    behind.push((config_id.as_str().into(), *next, *at));
+                }
             }
         }
-        tracked.shared = tracked
-            .configs
-            .configs()
+        let task: Arc<str> = Arc::from(task_id);
+        behind.retain(|(id, _, _)| self.resumed.insert((task.clone(), id.clone())));
+        for (at, record) in records.iter().take_while(|(at, _)| *at < offset) {
+            tracked.fold(task_id, *at, record);
+        }
+        tracked.share_configs();
+        for (id, next, _) in &behind {
+            if *next > offset {
+                tracked.resume_at.push((id.clone(), *next));
+            }
+        }
+        // Made again from the earliest resume point, each for its config from its own.
+        let Some(from) = behind.iter().map(|(_, next, _)| *next).min() else {
+            return Ok(tracked);
+        };
+        if from >= offset {
+            return Ok(tracked);
+        }
+        let mut replay = Tracked::new(self.clock);
+        for (at, record) in records.iter().take_while(|(at, _)| *at < from) {
+            replay.fold(task_id, *at, record);
+        }
+        replay.share_configs();
+        for (at, record) in records
             .iter()
-            .map(|r| Arc::new(r.config.clone()))
-            .collect();
+            .skip_while(|(at, _)| *at < from)
+            .take_while(|(at, _)| *at < offset)
+        {
+            for notice in tell(
+                &self.view,
+                self.sync_timeout,
+                &mut replay,
+                partition,
+                *at,
+                record,
+            )
+            .await?
+            {
+                let config = notice.config.id.as_deref().unwrap_or_default();
+                if let Some((_, _, anchor)) = behind
+                    .iter()
+                    .find(|(id, next, _)| **id == *config && *at >= *next)
+                {
+                    resumed.push(Notice {
+                        resumed: Some((*at, *anchor)),
+                        ..notice
+                    });
+                }
+            }
+        }
         Ok(tracked)
     }
 
-    /// The task as of the record at `offset` (that record included), folded from its records
-    /// read back; `None` once it is gone (expired).
-    async fn task_at(&self, partition: u32, task_id: &str, offset: u64) -> Result<Option<Task>> {
-        self.view
-            .sync_to(partition, offset + 1, self.sync_timeout)
-            .await?;
-        let Some((info, _)) = self.view.lookup_any(task_id) else {
+    /// The current assignment of `partition`, its end known (read once).
+    async fn assignment(&mut self, partition: u32) -> Result<Option<Assignment>> {
+        let Some(assignment) = self.assignments.get(&partition).copied() else {
             return Ok(None);
         };
-        let records = self.view.task_records(&info, false).await?;
-        let mut fold = TaskFold::new();
-        for (_, record) in records.iter().take_while(|(at, _)| *at <= offset) {
-            fold.apply(record);
+        if assignment.end.is_some() {
+            return Ok(Some(assignment));
         }
-        Ok(fold.into_task())
+        let ends = self.log.end_offsets(&self.events).await?;
+        let end = ends.get(partition as usize).copied().unwrap_or_default();
+        self.view.sync_to(partition, end, self.sync_timeout).await?;
+        let known = Assignment {
+            end: Some(end),
+            ..assignment
+        };
+        self.assignments.insert(partition, known);
+        Ok(Some(known))
     }
 
     /// Stop following `task_id`: it is read back when it next changes (after an error that
     /// left its state unsure).
     pub(super) fn forget(&mut self, task_id: &str) {
         self.tasks.remove(task_id);
+        // What it resumed was not sent on: resumed again when read back.
+        self.resumed.retain(|(task, _)| &**task != task_id);
     }
 
     /// Drop the least recently changed tenth once past the most followed: they are read
@@ -276,6 +346,126 @@ impl Tracker {
         let (_, &mut oldest, _) = ages.select_nth_unstable(cut);
         self.tasks.retain(|_, t| t.touched > oldest);
     }
+}
+
+/// Apply the record at `offset` to `tracked` and make its notices.
+async fn tell(
+    view: &TaskView,
+    sync_timeout: Duration,
+    tracked: &mut Tracked,
+    partition: u32,
+    offset: u64,
+    record: &Record,
+) -> Result<Vec<Notice>> {
+    let task_id = record.header.task_id.as_str();
+    let Ok(change) = tracked.machine.apply(record) else {
+        return Ok(Vec::new());
+    };
+    let registered = tracked.configs.apply(task_id, offset, &change).is_some();
+    // Notices share the configs; a change of them rebuilds the shared list.
+    if registered || matches!(change, Change::Push(_) | Change::Created(_)) {
+        tracked.share_configs();
+    }
+    let state = tracked.machine.state().unwrap_or(TaskState::Unspecified);
+    // Only push records apply after the end (rules 2, 16): another change that leaves the
+    // task finished is its end.
+    let ends = state.is_terminal() && !matches!(change, Change::Push(_));
+    let answered = tracked.machine.is_answered();
+    // The configs told of this record: those registered before it.
+    let registered_when = |when: fn(u64, u64) -> bool| -> Vec<Arc<TaskPushNotificationConfig>> {
+        tracked
+            .configs
+            .configs()
+            .iter()
+            .zip(&tracked.shared)
+            .filter(|(r, _)| when(r.since, offset))
+            .map(|(_, shared)| shared.clone())
+            .collect()
+    };
+    let told = registered_when(|since, offset| since < offset);
+    let new = registered_when(|since, offset| since == offset);
+    let notice = |config, body: &Bytes| Notice {
+        config,
+        body: body.clone(),
+        resumed: None,
+    };
+    let mut notices = Vec::new();
+    if !new.is_empty() {
+        let body = match (&change, tracked.ended.clone()) {
+            (Change::Created(request), _) => {
+                let task = ChangeFold::new(&record.header, (**request).clone());
+                Some(encode(&StreamResponse::Task(task.into_parts().0))?)
+            }
+            // Registered after the end: the finished task, as told at the end.
+            (_, Some(body)) => Some(body),
+            _ => match task_at(view, sync_timeout, partition, task_id, offset).await? {
+                Some(task) => Some(encode(&StreamResponse::Task(task))?),
+                // A task gone meanwhile (expired) has nothing left to tell.
+                None => None,
+            },
+        };
+        if let Some(body) = body {
+            if state.is_terminal() {
+                keep_end(tracked, &body);
+            }
+            notices.extend(new.into_iter().map(|config| notice(config, &body)));
+        }
+    }
+    if !told.is_empty() {
+        let event = TaskEvent {
+            offset,
+            task_id: Arc::from(task_id),
+            context_id: Arc::from(record.header.context_id.as_str()),
+            timestamp_ms: record.header.timestamp_ms,
+            state,
+            change,
+        };
+        let response = if ends && !answered {
+            // The end of the task: the whole task, as its last notification.
+            task_at(view, sync_timeout, partition, task_id, offset)
+                .await?
+                .map(StreamResponse::Task)
+        } else {
+            crate::bridge::to_response(&event)
+        };
+        if let Some(response) = response {
+            let body = encode(&response)?;
+            if ends && !answered {
+                keep_end(tracked, &body);
+            }
+            notices.extend(told.into_iter().map(|config| notice(config, &body)));
+        }
+    }
+    Ok(notices)
+}
+
+/// Keep a finished task's last notification for configs registered after its end.
+fn keep_end(tracked: &mut Tracked, body: &Bytes) {
+    if body.len() <= KEPT_END_BYTES {
+        tracked.ended = Some(body.clone());
+    }
+}
+
+/// The task as of the record at `offset` (that record included), folded from its records
+/// read back; `None` once it is gone (expired).
+async fn task_at(
+    view: &TaskView,
+    sync_timeout: Duration,
+    partition: u32,
+    task_id: &str,
+    offset: u64,
+) -> Result<Option<Task>> {
+    view.sync_to(partition, offset + 1, sync_timeout).await?;
+    let Some((info, _)) = view.lookup_any(task_id) else {
+        return Ok(None);
+    };
+    let mut records = view.task_records(&info, false).await?;
+    records.sort_by_key(|(at, _)| *at);
+    let mut fold = TaskFold::new();
+    for (_, record) in records.iter().take_while(|(at, _)| *at <= offset) {
+        fold.apply(record);
+    }
+    Ok(fold.into_task())
 }
 
 fn encode(response: &StreamResponse) -> Result<Bytes> {

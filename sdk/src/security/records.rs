@@ -111,6 +111,7 @@ impl Role {
                 RecordKind::PushConfig,
                 RecordKind::PushConfigDeleted,
                 RecordKind::PushDeadLetter,
+                RecordKind::PushProgress,
             ],
             Role::Worker => &[
                 RecordKind::Claim,
@@ -137,11 +138,12 @@ pub const fn kind_name(kind: RecordKind) -> &'static str {
         RecordKind::PushConfig => "push_config",
         RecordKind::PushConfigDeleted => "push_config_deleted",
         RecordKind::PushDeadLetter => "push_dead_letter",
+        RecordKind::PushProgress => "push_progress",
     }
 }
 
 /// Every record kind.
-const KINDS: [RecordKind; 11] = [
+const KINDS: [RecordKind; 12] = [
     RecordKind::Command,
     RecordKind::Continue,
     RecordKind::CancelRequest,
@@ -153,6 +155,7 @@ const KINDS: [RecordKind; 11] = [
     RecordKind::PushConfig,
     RecordKind::PushConfigDeleted,
     RecordKind::PushDeadLetter,
+    RecordKind::PushProgress,
 ];
 
 fn kind_named(name: &str) -> Option<RecordKind> {

@@ -298,6 +298,10 @@ fn summarize(out: &Out, record: &Record) -> (&'static str, String) {
         RecordBody::Reply { message } => ("reply", message_text(message)),
         RecordBody::PushConfig { config } => ("push config", push_config_text(config)),
         RecordBody::PushConfigDeleted { config_id } => ("push deleted", config_id.clone()),
+        RecordBody::PushProgress { config_id, next } => (
+            "push progress",
+            format!("config {config_id}: done before the update at offset {next}"),
+        ),
         RecordBody::PushDeadLetter {
             config_id,
             update,

@@ -2,7 +2,8 @@
 //! `agentlog pusher` (sending apart from `serve --push external`, on Apache Iggy, SKIPPED
 //! without an `iggy-server`). Started again, the sender loses nothing: every update of every
 //! task reaches the receiver, in order per task; the duplicates are counted and bounded by
-//! what the receiver had just got when the sender died (in flight, not yet committed).
+//! what the receiver had just got when the sender died (in flight, not yet committed), also
+//! beside a config whose receiver kept failing (parked, it does not hold the others back).
 
 use std::collections::{BTreeMap, HashSet};
 use std::io::BufRead;
@@ -61,22 +62,28 @@ fn kill(child: Killed) {
     drop(child);
 }
 
-/// Send `TASKS` echo tasks, each with the receiver's hook inline, and wait until all finished.
-async fn send_tasks(url: &str, receiver: &Receiver) {
+/// Send an echo task with `hook` inline.
+async fn send_task(url: &str, message_id: &str, hook: &str) {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
+        "message": {"messageId": message_id, "role": "ROLE_USER", "parts": [{"text": "hi"}]},
+        "configuration": {"returnImmediately": true,
+            "taskPushNotificationConfig": {"url": hook, "token": "tok"}}}});
+    let answer = post_json(url, &body).await;
+    assert!(answer["result"]["task"]["id"].is_string(), "{answer}");
+}
+
+/// Send `TASKS` echo tasks, each with the receiver's hook inline, and wait until all (and
+/// `others` sent before) finished.
+async fn send_tasks(url: &str, receiver: &Receiver, others: usize) {
     for n in 0..TASKS {
-        let body = json!({"jsonrpc": "2.0", "id": n, "method": "SendMessage", "params": {
-            "message": {"messageId": format!("k-{n}"), "role": "ROLE_USER", "parts": [{"text": "hi"}]},
-            "configuration": {"returnImmediately": true,
-                "taskPushNotificationConfig": {"url": receiver.url("/hook"), "token": "tok"}}}});
-        let answer = post_json(url, &body).await;
-        assert!(answer["result"]["task"]["id"].is_string(), "{answer}");
+        send_task(url, &format!("k-{n}"), &receiver.url("/hook")).await;
     }
     let deadline = Instant::now() + SOON;
     loop {
         let list = json!({"jsonrpc": "2.0", "id": 1, "method": "ListTasks",
                           "params": {"pageSize": 100, "status": "TASK_STATE_COMPLETED"}});
         let page = post_json(url, &list).await;
-        if page["result"]["tasks"].as_array().map_or(0, Vec::len) == TASKS {
+        if page["result"]["tasks"].as_array().map_or(0, Vec::len) == TASKS + others {
             return;
         }
         assert!(
@@ -146,7 +153,7 @@ async fn kill_9_of_serve_mid_delivery_loses_nothing() {
     // A slow receiver: the tasks finish long before their notifications are all sent.
     receiver.delay(Duration::from_millis(100));
     let (child, url) = serve(&log, &["--push-allow-private"]);
-    send_tasks(&url, &receiver).await;
+    send_tasks(&url, &receiver, 0).await;
     let killed_at = after(&receiver, TASKS * ECHO.len() / 3).await;
     kill(child);
     let at_kill = receiver.count();
@@ -154,6 +161,44 @@ async fn kill_9_of_serve_mid_delivery_loses_nothing() {
     receiver.delay(Duration::ZERO);
     let (child, _) = serve(&log, &["--push-allow-private"]);
     nothing_lost(&receiver, killed_at).await;
+    kill(child);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_beside_a_failing_config_repeats_only_what_was_in_flight() {
+    // One partition: the failing config's task shares it with every other.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = format!("file://{}?partitions=1", dir.path().display());
+    let receiver = Receiver::start(200).await;
+    receiver.delay(Duration::from_millis(200));
+    let failing = Receiver::start(500).await;
+    let (child, url) = serve(&log, &["--push-allow-private"]);
+    // Its task first: from its first notification on, that config is retried, and parked
+    // (its progress on the log) rather than holding the partition's back.
+    send_task(&url, "failing", &failing.url("/hook")).await;
+    send_tasks(&url, &receiver, 1).await;
+    let killed_at = after(&receiver, TASKS * ECHO.len() * 2 / 3).await;
+    kill(child);
+    let tried = failing.count();
+    assert!(
+        tried >= 2,
+        "the failing config was retried: {tried} attempts"
+    );
+    assert!(receiver.count() < TASKS * ECHO.len(), "killed mid-delivery");
+    receiver.delay(Duration::ZERO);
+    failing.answer(200);
+    let (child, _) = serve(&log, &["--push-allow-private"]);
+    nothing_lost(&receiver, killed_at).await;
+    // The failing config, resumed where its progress record said: every update, in order
+    // (first sightings: its first notification was tried before the kill too).
+    let got = failing.wait_for(tried + ECHO.len(), SOON).await;
+    let mut seen = HashSet::new();
+    let firsts: Vec<String> = got
+        .iter()
+        .filter(|g| seen.insert(g.body.clone()))
+        .map(kind)
+        .collect();
+    assert_eq!(firsts, ECHO, "the failing config's updates once it answers");
     kill(child);
 }
 
@@ -197,13 +242,39 @@ async fn kill_9_of_agentlog_pusher_mid_delivery_loses_nothing() {
     );
     let receiver = Receiver::start(200).await;
     receiver.delay(Duration::from_millis(100));
-    send_tasks(&url, &receiver).await;
+    send_tasks(&url, &receiver, 0).await;
     let killed_at = after(&receiver, TASKS * ECHO.len() / 3).await;
     kill(pusher);
-    assert!(receiver.count() < TASKS * ECHO.len(), "killed mid-delivery");
+    let at_kill = receiver.count();
+    assert!(at_kill < TASKS * ECHO.len(), "killed mid-delivery");
     receiver.delay(Duration::ZERO);
-    let (pusher, _) = spawn(&pusher_args);
+    let mut with_metrics = pusher_args.to_vec();
+    with_metrics.extend(["--metrics-listen", "127.0.0.1:0"]);
+    let (pusher, line) = spawn(&with_metrics);
+    let metrics_url = line
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("http://"))
+        .map(|w| format!("http://{}", w.trim_end_matches(')')))
+        .unwrap_or_else(|| panic!("no metrics URL in {line:?}"));
     nothing_lost(&receiver, killed_at).await;
+    // The restarted pusher's /metrics counts what it delivered: at least what the first left.
+    let metrics = get_text(&metrics_url).await;
+    let delivered: u64 = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("agentlog_push_delivered_total "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no agentlog_push_delivered_total in\n{metrics}"));
+    // Less only by what the killed one had sent and the receiver read after the kill: at most
+    // an endpoint's requests at once (8).
+    let delivered = delivered as usize;
+    assert!(
+        delivered + 8 >= TASKS * ECHO.len() - at_kill && delivered <= receiver.count() - at_kill,
+        "{delivered} delivered by the restarted pusher\n{metrics}"
+    );
+    assert!(
+        metrics.contains("agentlog_push_dead_letters_total 0"),
+        "{metrics}"
+    );
     // Signed with the key `serve` publishes.
     let jwks = get_text(&format!("{url}.well-known/jwks.json")).await;
     let keys = Keys::from_jwks(&jwks).expect("jwks");

@@ -36,6 +36,7 @@ fn sample_records() -> Vec<(&'static str, Record)> {
         ("format 4: a push config deleted", Record { header: header("task-1", "push-2", 1_700_000_000_095), body: RecordBody::PushConfigDeleted { config_id: "p-1".into() } }),
         ("format 4: a push notification given up (a dead letter)", Record { header: header("task-1", "push-3", 1_700_000_000_099), body: RecordBody::PushDeadLetter { config_id: "p-1".into(), update: 42, attempts: 8, reason: "HTTP 500 Internal Server Error".into() } }),
         ("format 4: a command with a bridge path of one, unsigned", Record { header: RecordHeader { hops: 1, bridge_hops: vec!["agent-a".into()], ..header("task-1", "m-1", 1_700_000_000_000) }, body: RecordBody::Command { params: SEND_HI.into(), retention_ms: 0 } }),
+        ("format 4: the push sender's progress with a config whose receiver keeps failing (its notifications before offset 42 done)", Record { header: header("task-1", "push-4", 1_700_000_000_100), body: RecordBody::PushProgress { config_id: "p-1".into(), next: 42 } }),
     ]
 }
 
@@ -193,7 +194,7 @@ pub(crate) fn records() -> Vec<Value> {
         b[0] = version;
         cases.push(decode_err(&format!("format version {version}"), b));
     }
-    for kind in [0u8, 12, 200] {
+    for kind in [0u8, 13, 200] {
         let mut b = base.clone();
         b[1] = kind;
         cases.push(decode_err(&format!("kind code {kind}"), b));

@@ -366,7 +366,8 @@ impl TaskMachine {
             RecordBody::CancelRequest { .. }
             | RecordBody::PushConfig { .. }
             | RecordBody::PushConfigDeleted { .. }
-            | RecordBody::PushDeadLetter { .. } => parsed(),
+            | RecordBody::PushDeadLetter { .. }
+            | RecordBody::PushProgress { .. } => parsed(),
         }
     }
 

@@ -485,7 +485,8 @@ fn parse_change(body: &RecordBody) -> Result<Change, Outcome> {
             .ok_or(Outcome::Invalid),
         RecordBody::PushConfig { .. }
         | RecordBody::PushConfigDeleted { .. }
-        | RecordBody::PushDeadLetter { .. } => Err(Outcome::Invalid),
+        | RecordBody::PushDeadLetter { .. }
+        | RecordBody::PushProgress { .. } => Err(Outcome::Invalid),
     }
 }
 

@@ -21,6 +21,14 @@ pub enum PushChange {
         /// The offset of the record the notification told of.
         update: u64,
     },
+    /// The sender's progress with the config of this id: its notifications of updates before
+    /// offset `next` are done.
+    Progress {
+        /// The config.
+        config_id: Box<str>,
+        /// The first update not done.
+        next: u64,
+    },
 }
 
 /// A push record's change; `None` for any other kind.
@@ -41,6 +49,10 @@ pub(super) fn parse_push(body: &RecordBody) -> Option<Result<Change, Outcome>> {
             config_id: config_id.as_str().into(),
             update: *update,
         },
+        RecordBody::PushProgress { config_id, next } => PushChange::Progress {
+            config_id: config_id.as_str().into(),
+            next: *next,
+        },
         _ => return None,
     };
     Some(Ok(Change::Push(Box::new(change))))
@@ -53,6 +65,7 @@ pub fn is_push(body: &RecordBody) -> bool {
         RecordBody::PushConfig { .. }
             | RecordBody::PushConfigDeleted { .. }
             | RecordBody::PushDeadLetter { .. }
+            | RecordBody::PushProgress { .. }
     )
 }
 
@@ -127,7 +140,7 @@ impl PushConfigs {
                     self.configs.retain(|r| r.id() != &**id);
                     return None;
                 }
-                PushChange::DeadLetter { .. } => return None,
+                PushChange::DeadLetter { .. } | PushChange::Progress { .. } => return None,
             },
             _ => return None,
         };
@@ -293,6 +306,17 @@ mod tests {
             reason: "HTTP 500".into(),
         };
         assert!(machine.apply(&record("d", 10, letter)).is_ok());
+        assert_eq!(machine.status(), before);
+        let progress = RecordBody::PushProgress {
+            config_id: "a".into(),
+            next: 2,
+        };
+        let change = machine.apply(&record("g", 10, progress)).unwrap();
+        let mut configs = PushConfigs::new();
+        assert!(
+            configs.apply("t", 10, &change).is_none(),
+            "no config changes"
+        );
         assert_eq!(machine.status(), before);
         let bad = record(
             "p2",

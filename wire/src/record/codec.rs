@@ -129,6 +129,11 @@ impl Record {
                 out.extend_from_slice(&attempts.to_le_bytes());
                 put_str32(out, "reason", reason)
             }
+            RecordBody::PushProgress { config_id, next } => {
+                put_str16(out, "config_id", config_id)?;
+                out.extend_from_slice(&next.to_le_bytes());
+                Ok(())
+            }
         }
     }
 
@@ -149,7 +154,8 @@ impl Record {
                 RecordKind::Reply
                 | RecordKind::PushConfig
                 | RecordKind::PushConfigDeleted
-                | RecordKind::PushDeadLetter => version == RECORD_FORMAT_VERSION,
+                | RecordKind::PushDeadLetter
+                | RecordKind::PushProgress => version == RECORD_FORMAT_VERSION,
                 _ => true,
             })
             .ok_or(WireError::UnknownKind(kind_code))?;
@@ -250,6 +256,10 @@ impl Record {
                 attempts: u32::from_le_bytes(r.array("attempts")?),
                 reason: r.str32("reason")?,
             },
+            RecordKind::PushProgress => RecordBody::PushProgress {
+                config_id: r.str16("config_id")?,
+                next: r.u64("next")?,
+            },
         };
         if signed_format {
             let len = r.u8("signature")?;
@@ -301,6 +311,7 @@ impl Record {
             RecordBody::PushDeadLetter {
                 config_id, reason, ..
             } => 2 + config_id.len() + 8 + 4 + reason.len(),
+            RecordBody::PushProgress { config_id, .. } => 2 + config_id.len() + 8,
             // turn (str16) and lease (u64), less the str32 prefix counted below
             RecordBody::Claim { turn, .. } => 2 + turn.len() + 8 - 4,
         };

@@ -107,6 +107,8 @@ fn body() -> impl Strategy<Value = RecordBody> {
                 reason
             }
         ),
+        (text(), any::<u64>())
+            .prop_map(|(config_id, next)| RecordBody::PushProgress { config_id, next }),
     ]
 }
 

@@ -81,6 +81,10 @@ fn every_body() -> Vec<RecordBody> {
             attempts: 8,
             reason: "HTTP 500".into(),
         },
+        RecordBody::PushProgress {
+            config_id: "p-1".into(),
+            next: 1234,
+        },
     ]
 }
 
@@ -126,13 +130,14 @@ fn pins_every_kind_code() {
         (RecordKind::PushConfig, 9),
         (RecordKind::PushConfigDeleted, 10),
         (RecordKind::PushDeadLetter, 11),
+        (RecordKind::PushProgress, 12),
     ];
     assert_eq!(pinned.len(), RecordKind::iter().count());
     for (kind, code) in pinned {
         assert_eq!(kind.code(), code);
         assert_eq!(RecordKind::from_code(code), Some(kind));
     }
-    for code in (0..=u8::MAX).filter(|c| !(1..=11).contains(c)) {
+    for code in (0..=u8::MAX).filter(|c| !(1..=12).contains(c)) {
         assert_eq!(RecordKind::from_code(code), None);
     }
 }
