@@ -12,6 +12,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("error", 0),
     ("retention", 1),
     ("hops", 1),
+    ("skill", 1),
     ("log", 2),
     ("agent", 3),
     ("security", 3),

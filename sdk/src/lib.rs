@@ -38,6 +38,7 @@ pub mod mcp;
 pub mod push;
 pub mod retention;
 pub mod security;
+pub mod skill;
 pub mod view;
 pub mod worker;
 

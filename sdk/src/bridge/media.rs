@@ -47,7 +47,7 @@ pub(super) fn check_input_modes(card: &AgentCard, message: &Message) -> Result<(
 
 /// Whether input mode `mode` covers `media_type`: the same essence (parameters and case
 /// aside), or a `type/*` or `*/*` wildcard.
-fn takes(mode: &str, media_type: &str) -> bool {
+pub(super) fn takes(mode: &str, media_type: &str) -> bool {
     let essence = |text: &str| {
         text.split(';')
             .next()

@@ -20,7 +20,9 @@ mod pull;
 mod push;
 mod requeue;
 mod rpc;
+mod schema;
 mod send;
+mod skills;
 mod stream;
 mod tasks;
 mod tenant;
@@ -28,6 +30,7 @@ mod tenant;
 mod test_support;
 mod timeline;
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -49,6 +52,8 @@ pub use limits::LimitsConfig;
 pub(crate) use live::TurnEvents;
 pub use pull::PulledStream;
 pub use rpc::{RpcBody, RpcReply, RpcRequest, RpcStream, SseFrames};
+pub(crate) use schema::Schema;
+pub use skills::{skill_schemas_from_file, skill_schemas_from_json};
 // The push sender tells a record's change as a stream would (feature `http`).
 #[cfg(feature = "http")]
 pub(crate) use stream::to_response;
@@ -62,8 +67,13 @@ pub use timeline::{Timeline, TimelineRecord, Verdict};
 pub struct BridgeConfig {
     /// The agent served, and so its topics.
     pub topics: AgentTopics,
-    /// The agent card served to clients.
+    /// The agent card served to clients; its `skills` are the agent's skills.
     pub card: AgentCard,
+    /// The JSON Schema each skill's input must match, by the id of a skill on the card: a
+    /// message naming that skill (`crate::skill`) is refused (-32602, naming the failing
+    /// path; nothing written) unless its one data part matches. Card JSON gives them as a
+    /// skill's `inputSchema` ([`skill_schemas_from_json`]). Default none.
+    pub skill_schemas: BTreeMap<String, serde_json::Value>,
     /// How long a blocking `SendMessage` waits for a terminal or interrupted state before it
     /// answers with the task as it is (still working). Default 60 s.
     pub blocking_timeout: Duration,
@@ -114,6 +124,7 @@ pub struct BridgeConfig {
 setters!(BridgeConfig {
     topics: AgentTopics,
     card: AgentCard,
+    skill_schemas: BTreeMap<String, serde_json::Value>,
     blocking_timeout: Duration,
     sync_timeout: Duration,
     source: String,
@@ -136,6 +147,7 @@ impl BridgeConfig {
         Self {
             topics: AgentTopics::of(agent),
             card: default_card(agent),
+            skill_schemas: BTreeMap::new(),
             blocking_timeout: Duration::from_secs(60),
             sync_timeout: Duration::from_secs(10),
             source: format!("bridge-{}", uuid::Uuid::new_v4().simple()),
@@ -168,6 +180,8 @@ struct BridgeInner {
     requeues: requeue::Requeues,
     /// The blocking sends and streams open.
     limits: limits::Limits,
+    /// The card's skills' input schemas, compiled.
+    skills: skills::SkillSchemas,
 }
 
 impl Bridge {
@@ -185,6 +199,7 @@ impl Bridge {
         if config.push.is_some() {
             config.card.capabilities.push_notifications = Some(true);
         }
+        let skills = skills::SkillSchemas::compile(&config.card, &config.skill_schemas)?;
         config.topics.ensure(&log).await?;
         let options = ViewOptions {
             checkpoint_every: config.checkpoint_every,
@@ -204,6 +219,7 @@ impl Bridge {
                 view,
                 requeues: requeue::Requeues::default(),
                 limits: limits::Limits::new(config_limits),
+                skills,
             }),
         })
     }

@@ -68,15 +68,9 @@ impl McpBridge {
             .unwrap_or(&no_arguments);
         let problems: Vec<String> = entry
             .validator
-            .iter_errors(arguments)
-            .map(|e| {
-                let at = e.instance_path().to_string();
-                if at.is_empty() {
-                    e.to_string()
-                } else {
-                    format!("{at}: {e}")
-                }
-            })
+            .problems(arguments)
+            .iter()
+            .map(ToString::to_string)
             .collect();
         if !problems.is_empty() {
             // A tool-level failure the model can correct (SEP-1303); nothing is written.

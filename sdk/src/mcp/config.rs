@@ -54,6 +54,11 @@ pub struct ToolConfig {
     /// anything is written. Legacy requests carry no capabilities and are not checked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub required_capabilities: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Also a skill of the A2A agent (`serve --tools`), answered by the same handler:
+    /// [`tool_skills`](super::tool_skills) lists it on the card and puts the tool's calls on
+    /// that agent's topics. Default none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skill: Option<super::tool_skill::ToolSkill>,
 }
 
 impl ToolConfig {
@@ -65,6 +70,7 @@ impl ToolConfig {
             task_support: TaskSupport::Forbidden,
             input_before_task: false,
             required_capabilities: None,
+            skill: None,
         }
     }
 

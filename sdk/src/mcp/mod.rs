@@ -28,7 +28,9 @@ mod resources;
 mod rpc;
 mod running;
 mod sessions;
+mod skills;
 mod tasks;
+mod tool_skill;
 mod watch;
 
 use std::collections::{BTreeMap, HashMap};
@@ -47,6 +49,8 @@ pub use catalog::{PromptConfig, ResourceBody, ResourceConfig, ResourceTemplateCo
 pub use config::{McpConfig, TaskSupport, ToolConfig, tools_from_json};
 pub use rpc::{McpHeaders, McpReply, McpRequest, McpStream, sse_frames};
 pub use sessions::SESSIONS_AGENT;
+pub use skills::tool_skills;
+pub use tool_skill::ToolSkill;
 
 /// The MCP bridge over the tools' topics. Cheap to clone.
 #[derive(Debug, Clone)]
@@ -84,7 +88,7 @@ struct Entry {
     /// The tool as `tools/list` shows it, per era (legacy adds `execution.taskSupport`).
     modern: Value,
     legacy: Value,
-    validator: jsonschema::Validator,
+    validator: crate::bridge::Schema,
     /// The arguments its modern calls mirror into `Mcp-Param-*` headers (`x-mcp-header`).
     mirrored: Vec<params::Mirrored>,
     bridge: Bridge,
@@ -110,9 +114,8 @@ impl McpBridge {
                     format!("tool {name:?}: its inputSchema's {e}"),
                 )
             })?;
-            let validator = jsonschema::options()
-                .build(&tool.tool.input_schema)
-                .map_err(|e| {
+            let validator =
+                crate::bridge::Schema::compile(&tool.tool.input_schema).map_err(|e| {
                     Error::new(
                         ErrorKind::Config,
                         format!("tool {name:?}: its inputSchema does not compile: {e}"),
@@ -390,6 +393,8 @@ fn agent_config(template: &BridgeConfig, agent: &str) -> BridgeConfig {
         id: agent.to_owned(),
         extended_card: None,
         extension_scope: Default::default(),
+        // The tool agent takes calls: the A2A agent's skills are not its.
+        skill_schemas: Default::default(),
         ..template.clone()
     }
 }

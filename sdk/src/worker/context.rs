@@ -161,6 +161,13 @@ impl TaskContext {
         &self.message().extensions
     }
 
+    /// The skill the task is for: the one its first message names (metadata
+    /// `agentlog.skill`, or `skillId`: [`crate::skill`]), which the bridge checked against
+    /// the card; `None` when it names none.
+    pub fn skill(&self) -> Option<&str> {
+        crate::skill::task_skill(self.inner.history.first()?)
+    }
+
     /// The principal and tenant of the task's owner.
     pub fn caller(&self) -> &Caller {
         &self.inner.attempt.task.caller

@@ -35,6 +35,7 @@ mod reports;
 mod run;
 mod settle;
 mod shared;
+mod skills;
 mod sweep;
 #[cfg(test)]
 mod tests;
@@ -57,6 +58,7 @@ use crate::view::{TaskView, ViewOptions};
 pub use context::TaskContext;
 pub use expiry::DEFAULT_INPUT_TIMEOUT;
 pub use handler::{Handler, HandlerError, handler_fn};
+pub use skills::Skills;
 pub use tools::{ToolCall, ToolHandler, Tools, tool_fn};
 
 /// How a worker behaves.

@@ -48,6 +48,22 @@ pub struct ToolCall {
 }
 
 impl ToolCall {
+    /// A call of a tool handler made by the worker (the A2A side of a tool: `super::skills`).
+    pub(super) fn new(
+        params: CallToolParams,
+        input_responses: Option<Map<String, Value>>,
+        task: TaskContext,
+        input_timeout: Duration,
+    ) -> Self {
+        Self {
+            arguments: params.arguments.clone().unwrap_or_default(),
+            params,
+            input_responses,
+            task,
+            input_timeout,
+        }
+    }
+
     /// The client capabilities the call declared (modern era; an empty object for a legacy
     /// call): a sync call's [`ToolCall::ask`] may only ask for kinds declared here
     /// (`elicitation`, `sampling`, `roots`), else the call fails with -32021. A task's turns
@@ -158,6 +174,11 @@ impl Tools {
     pub fn input_timeout(mut self, name: impl Into<String>, timeout: Duration) -> Self {
         self.input_timeouts.insert(name.into(), timeout);
         self
+    }
+
+    /// The handler of tool `name`, if this serves it.
+    pub(super) fn handler(&self, name: &str) -> Option<Arc<dyn ToolHandler>> {
+        self.handlers.get(name).cloned()
     }
 
     fn input_timeout_of(&self, name: &str) -> Duration {

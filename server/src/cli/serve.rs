@@ -11,7 +11,9 @@ use super::output::Out;
 use super::serve_auth::{self, AuthArgs, CardFileExtras};
 use super::{CliError, CliResult, LogArgs, TopicArgs};
 use crate::agents::{ConformanceHandler, DemoHandler, conformance};
-use agentlog::bridge::{Bridge, BridgeConfig, LimitsConfig, card_over_defaults, finish_card};
+use agentlog::bridge::{
+    Bridge, BridgeConfig, LimitsConfig, card_over_defaults, finish_card, skill_schemas_from_json,
+};
 use agentlog::http::{Allowed, HttpConfig, ServeConfig, router, serve_with};
 use agentlog::security::SigningKey;
 use agentlog::worker::{Worker, WorkerConfig};
@@ -206,10 +208,24 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
     let endpoint = public_url
         .join(http.rpc_path.trim_start_matches('/'))
         .map_err(|e| CliError::msg(format!("bad --public-url: {e}")))?;
-    let (base, extras) = match &args.card {
+    let (mut base, extras, mut skill_schemas) = match &args.card {
         Some(path) => card_file(path, &args.log.agent)?,
-        None => (bare_card(&args.log.agent)?, CardFileExtras::default()),
+        None => (
+            bare_card(&args.log.agent)?,
+            CardFileExtras::default(),
+            Default::default(),
+        ),
     };
+    // The definitions' tools that are skills too join the card's skills.
+    let mut definitions = super::serve_mcp::definitions(&args.mcp, args.demo)?;
+    if let Some(definitions) = definitions.as_mut() {
+        super::serve_mcp::add_tool_skills(
+            definitions,
+            &args.log.agent,
+            &mut base,
+            &mut skill_schemas,
+        )?;
+    }
     let auth = serve_auth::edge_auth(&args.auth, &extras)?;
     serve_auth::check_anonymous(&args.auth, auth.as_ref(), args.listen)?;
     let mut card = card(&args, base, endpoint.as_str());
@@ -248,6 +264,7 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
     http.log_metrics = Some(log_metrics);
     let mut config = BridgeConfig::new(&args.log.agent);
     config.card = card;
+    config.skill_schemas = skill_schemas;
     config.extended_card = extended_card;
     config.signer = signer.clone();
     config.trust = verifier.clone();
@@ -276,6 +293,7 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
     http.push = push.published.clone();
     let mcp = super::serve_mcp::open(
         &args.mcp,
+        definitions,
         args.demo,
         &log,
         &bridge,
@@ -497,8 +515,8 @@ fn bare_card(agent: &str) -> CliResult<AgentCard> {
 }
 
 /// The default card for `agent` with the fields of the JSON object in `path` laid over it,
-/// and the file's other sections (`auth`, `extendedCard`).
-fn card_file(path: &std::path::Path, agent: &str) -> Result<(AgentCard, CardFileExtras), CliError> {
+/// the file's other sections (`auth`, `extendedCard`), and its skills' input schemas.
+fn card_file(path: &std::path::Path, agent: &str) -> Result<CardFile, CliError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| CliError::msg(format!("cannot read --card {}: {e}", path.display())))?;
     let bad = |why: String| CliError::msg(format!("bad --card {}: {why}", path.display()));
@@ -507,9 +525,18 @@ fn card_file(path: &std::path::Path, agent: &str) -> Result<(AgentCard, CardFile
         return Err(bad("not a JSON object".to_owned()));
     };
     let extras = serve_auth::take_extras(&mut overlay, path)?;
+    let schemas = skill_schemas_from_json(&serde_json::Value::Object(overlay.clone()))
+        .map_err(|e| bad(e.message().to_owned()))?;
     let card = card_over_defaults(agent, overlay).map_err(|e| bad(e.message().to_owned()))?;
-    Ok((card, extras))
+    Ok((card, extras, schemas))
 }
+
+/// A card file's card, its other sections and its skills' input schemas.
+type CardFile = (
+    AgentCard,
+    CardFileExtras,
+    std::collections::BTreeMap<String, serde_json::Value>,
+);
 
 /// The card: `base` (the defaults or --card), its interfaces at `endpoint`, the demo's skill
 /// with `--demo`, and --name/--description, finished ([`finish_card`]: no signatures,
@@ -655,7 +682,7 @@ mod tests {
                "signatures":[{"protected":"eyJhbGciOiJFZERTQSIsImtpZCI6ImtleS0xIiwidHlwIjoiSk9TRSJ9","signature":"AA"}]}"#,
         )
         .unwrap();
-        let (base, _) = card_file(&path, "t").unwrap();
+        let (base, _, _) = card_file(&path, "t").unwrap();
         let card = card(&args(&["--agent", "t", "--card", "x"]), base, "http://h/");
         card.validate().unwrap();
         assert_eq!(card.name, "Translator");

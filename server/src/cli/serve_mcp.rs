@@ -2,6 +2,7 @@
 //! `--demo`) served on the MCP route beside the A2A endpoint, in the same router and process;
 //! the A2A agent's tasks are resources there too.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use axum::Router;
@@ -17,6 +18,7 @@ use agentlog::http::mcp::{McpAuth, McpHttpConfig, router};
 use agentlog::log::Log;
 use agentlog::mcp::{McpBridge, McpConfig};
 use agentlog::worker::{Worker, WorkerConfig};
+use agentlog_wire::a2a::AgentCard;
 
 /// The MCP flags of `serve`.
 #[derive(Debug, Args)]
@@ -54,8 +56,10 @@ pub(super) struct Mcp {
 /// start from and whose tasks are resources too, `public_url` the base URL clients name,
 /// `auth` the A2A endpoint's edge auth, which the MCP route enforces too (as an OAuth
 /// resource server at `<public_url><path>`).
+#[allow(clippy::too_many_arguments)]
 pub(super) async fn open(
     args: &McpArgs,
+    definitions: Option<McpConfig>,
     demo: bool,
     log: &Log,
     a2a: &Bridge,
@@ -63,20 +67,9 @@ pub(super) async fn open(
     allowed: &Allowed,
     auth: Option<EdgeAuth>,
 ) -> CliResult<Option<Mcp>> {
-    let mut config = match &args.tools {
-        Some(path) => definitions_file(path)?,
-        None if demo => McpConfig::new(Vec::new()),
-        None => return Ok(None),
+    let Some(mut config) = definitions else {
+        return Ok(None);
     };
-    if demo {
-        config.tools.extend(demo_tools());
-        let fixtures = demo_definitions()?;
-        config.resources.extend(fixtures.resources);
-        config
-            .resource_templates
-            .extend(fixtures.resource_templates);
-        config.prompts.extend(fixtures.prompts);
-    }
     let count = config.tools.len();
     let template = a2a.config();
     config.bridge = template.clone();
@@ -113,6 +106,51 @@ pub(super) async fn open(
         tools: count,
         bridges,
     }))
+}
+
+/// What the MCP route serves, when there is something to serve: `--tools`' definitions,
+/// and the demo's with `--demo`.
+pub(super) fn definitions(args: &McpArgs, demo: bool) -> CliResult<Option<McpConfig>> {
+    let mut config = match &args.tools {
+        Some(path) => definitions_file(path)?,
+        None if demo => McpConfig::new(Vec::new()),
+        None => return Ok(None),
+    };
+    if demo {
+        config.tools.extend(demo_tools());
+        let fixtures = demo_definitions()?;
+        config.resources.extend(fixtures.resources);
+        config
+            .resource_templates
+            .extend(fixtures.resource_templates);
+        config.prompts.extend(fixtures.prompts);
+    }
+    Ok(Some(config))
+}
+
+/// The skills the definitions' tools declare (`"skill"`) added to `card`, with their input
+/// schemas: each is a tool and a skill of A2A agent `agent`, whose topics carry its calls.
+/// A skill id the card lists already is refused (a message names one skill).
+pub(super) fn add_tool_skills(
+    config: &mut McpConfig,
+    agent: &str,
+    card: &mut AgentCard,
+    schemas: &mut BTreeMap<String, serde_json::Value>,
+) -> CliResult<()> {
+    let bad = |why: String| CliError::msg(format!("bad --tools: {why}"));
+    let skills =
+        agentlog::mcp::tool_skills(config, agent).map_err(|e| bad(e.message().to_owned()))?;
+    for (skill, schema) in skills {
+        if card.skills.iter().any(|s| s.id == skill.id) {
+            return Err(bad(format!(
+                "tool {:?} is a skill, and the card lists a skill of that id already",
+                skill.id
+            )));
+        }
+        schemas.insert(skill.id.clone(), schema);
+        card.skills.push(skill);
+    }
+    Ok(())
 }
 
 /// The definitions in `path` (a resource's or a prompt's `file` relative to its directory).

@@ -63,7 +63,8 @@ pub(super) struct WorkerArgs {
     /// Serve MCP tool NAME with --exec: each call runs the command with the call's arguments
     /// (JSON) on stdin; its stdout answers (a JSON CallToolResult, or text), a non-zero exit
     /// is a tool error. The worker serves the tool's agent, `mcp.<NAME>` unless --agent names
-    /// another (the tool definition's `agent`).
+    /// another (the tool definition's `agent`; for a tool that is a skill too, the A2A agent
+    /// `serve` serves, whose messages for that skill it answers with the same command).
     #[arg(long, value_name = "NAME", requires = "exec")]
     tool: Option<String>,
 
@@ -102,13 +103,16 @@ pub(super) async fn run(args: WorkerArgs, out: &Out) -> CliResult {
                 max_output: args.max_output,
             };
             let what = format!("tool {tool}: exec {command}");
-            let handler = agentlog::worker::Tools::new().tool(
+            let tools = agentlog::worker::Tools::new().tool(
                 tool.clone(),
                 super::exec::ToolExec {
                     tool: tool.clone(),
                     exec,
                 },
             );
+            // A tool that is a skill of its agent too (`"skill"` in the definitions) is
+            // answered over A2A by the same command.
+            let handler = agentlog::worker::Skills::new().tools(tools);
             work(&args, out, &what, handler).await
         }
         Some(command) => {

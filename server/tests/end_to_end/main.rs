@@ -12,4 +12,5 @@ mod cli_grpc;
 mod cli_mcp;
 mod cli_ops;
 mod cli_security;
+mod cli_skills;
 mod support;

@@ -30,4 +30,5 @@ mod push_kill;
 mod read_your_writes;
 mod retention;
 mod signed_records;
+mod skills;
 mod turns;
