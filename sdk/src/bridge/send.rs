@@ -276,7 +276,6 @@ impl Bridge {
         let config = &self.inner.config;
         super::media::check_input_modes(&config.card, message)?;
         self.inner.skills.check(&config.card, message)?;
-        self.inner.skills.check(&config.card, message)?;
         super::extensions::check_required(&config.card, &config.extension_scope, message)?;
         super::push::check_inline(config, request)?;
         // The hop guard, before anything is written: continue the caller's path or refuse.
