@@ -199,17 +199,9 @@ impl Bridge {
         fresh: Fresh,
     ) -> Result<TurnEvents> {
         let place = self.inner.limits.stream(caller)?;
-        let mut accepted = self.accept(caller, &request, raw_params, fresh).await?;
+        let accepted = self.accept(caller, &request, raw_params, fresh).await?;
         let new_task = request.message.task_id.is_none();
         let created = accepted.created.is_some();
-        if raw_params.is_some()
-            && let Some(header) = accepted.created.take()
-        {
-            // Parsed from exactly the command's params: a worker sharing the view folds the
-            // first turn from it (a load that comes first reads the log, as always).
-            let offset = accepted.visible_at.saturating_sub(1);
-            self.inner.view.hand_off(offset, header, request);
-        }
         if created && let Some(events) = self.follow_created(caller, &accepted).await? {
             let view = self.inner.view.clone();
             let command = accepted.visible_at.saturating_sub(1);
@@ -373,6 +365,11 @@ impl Bridge {
                 .lookup(caller, &task_id)
                 .ok_or_else(|| not_found(&task_id))?;
             return self.accept_retry(&info, message).await;
+        }
+        if params_parsed && view.hands_off() {
+            // Parsed from exactly the command's params: a worker sharing the view folds the
+            // first turn from it (a load that comes first reads the log, as always).
+            view.hand_off(offset, record.header.clone(), request.clone());
         }
         Ok(Accepted {
             created: Some(record.header),

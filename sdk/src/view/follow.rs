@@ -165,6 +165,11 @@ impl Inner {
 
     /// [`catch_up`](Self::catch_up) with the partition's feed held: `next` is its next offset.
     async fn catch_up_locked(&self, partition: u32, next: &mut u64, end: u64) -> Result<()> {
+        // Records this process wrote are applied as they are appended (`own.rs`): not read
+        // back, decoded and parsed a second time.
+        if let Some(applied) = self.applied.get(partition as usize) {
+            *next = (*next).max(*applied.borrow());
+        }
         while *next < end {
             let batch = self.log.read(&self.topic, partition, *next, 1024).await?;
             let Some(last) = batch.last().map(|r| r.offset) else {

@@ -67,6 +67,12 @@ impl TaskView {
         self.inner.handoff.enabled.store(true, Ordering::Relaxed);
     }
 
+    /// Whether new commands are kept for a worker ([`hand_off`](Self::hand_off) keeps
+    /// nothing otherwise): a caller may skip building what it would hand off.
+    pub(crate) fn hands_off(&self) -> bool {
+        self.inner.handoff.enabled.load(Ordering::Relaxed)
+    }
+
     /// Keep the command record with `header` that this process appended at `offset` of its
     /// task's partition, with `request` parsed from exactly its params, for the first turn's
     /// load ([`load_turn`](Self::load_turn)); nothing unless a worker asked
