@@ -104,7 +104,9 @@ use self::pool::Pool;
 use self::topic::{TopicHandle, identifiers, record};
 use crate::error::{Error, ErrorKind, Result};
 use crate::log::raw::{LogBackend, Place, Prefetcher};
-use crate::log::{Appended, GroupConsumer, SegmentInfo, StoredRecord, TopicRef, partition_for_key};
+use crate::log::{
+    AppendBatch, Appended, GroupConsumer, SegmentInfo, StoredRecord, TopicRef, partition_for_key,
+};
 
 /// A log on an Apache Iggy server.
 ///
@@ -304,6 +306,21 @@ impl LogBackend for IggyLog {
 
     async fn partitions(&self, topic: &TopicRef) -> Result<u32> {
         Ok(self.handle(topic).await?.partitions())
+    }
+
+    /// Every batch sent at once (each its own partition's group commit), so a command and its
+    /// copy cost one round trip, not two. A batch is acknowledged only with every batch
+    /// before it; a later one may be visible first, or land though an earlier one failed (as
+    /// after a crash between the two): a worker handed a command's copy before its event
+    /// looks again until the sweeper would queue it anew.
+    async fn append_all(&self, batches: Vec<AppendBatch<'_>>) -> Result<Vec<Appended>> {
+        let sent = futures::future::join_all(
+            batches
+                .into_iter()
+                .map(|batch| self.append(batch.topic, batch.key, batch.payloads)),
+        )
+        .await;
+        sent.into_iter().collect()
     }
 
     async fn append(&self, topic: &TopicRef, key: &[u8], payloads: Vec<Bytes>) -> Result<Appended> {
