@@ -129,6 +129,13 @@ def rows(driver, selector: str):
     return driver.find_elements(By.CSS_SELECTOR, selector)
 
 
+def task_rows(driver) -> list[dict]:
+    """The list's rows (read in one script: the list is redrawn every second)."""
+    return driver.execute_script("""
+        return [...document.querySelectorAll('#tasks tr.task')].map(r => ({
+          id: r.dataset.taskId, agent: r.dataset.agent, text: r.textContent}));""")
+
+
 def timeline(driver) -> list[dict]:
     """The task page's record rows, as the page marked them."""
     return driver.execute_script("""
@@ -205,6 +212,32 @@ def test_cancel_works(browser, demo):
     assert not browser.find_element(By.ID, 'cancel').is_enabled()
     task = rpc(demo, 'GetTask', {'id': task_id})
     assert task['status']['state'] == 'TASK_STATE_CANCELED'
+
+
+def test_an_mcp_call_is_a_task_of_its_tool_agent(browser, demo):
+    body = json.dumps({'jsonrpc': '2.0', 'id': 1, 'method': 'tools/call',
+                       'params': {'name': 'greet', 'arguments': {'name': 'Ada'}}}).encode()
+    request = urllib.request.Request(demo + 'mcp', data=body, headers={
+        'Content-Type': 'application/json', 'Accept': 'application/json, text/event-stream'})
+    with urllib.request.urlopen(request, timeout=PATIENCE) as response:
+        answer = json.load(response)
+    assert answer['result']['content'][0]['text'] == 'Hello, Ada!', answer
+    browser.get(demo + 'console')
+    wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, '#f-binding option[value="mcp"]'), 'the page')
+    browser.execute_script("const b = document.getElementById('f-binding'); b.value = 'mcp';"
+                           "b.dispatchEvent(new Event('change'));")
+    call = 'tools/call greet({"name":"Ada"})'
+    wait(browser, lambda d: any('Hello, Ada!' in r['text'] for r in task_rows(d)), 'the MCP call in the list')
+    listed = task_rows(browser)
+    row = next(r for r in listed if 'Hello, Ada!' in r['text'])
+    agent, task_id = row['agent'], row['id']
+    assert agent.startswith('mcp.'), agent
+    assert all(r['agent'].startswith('mcp.') for r in listed), listed
+    open_task(browser, demo, agent, task_id)
+    wait(browser, lambda d: any(r['kind'] == 'terminal' for r in timeline(d)), 'the call\'s end')
+    records = timeline(browser)
+    assert records[0]['kind'] == 'command' and records[-1]['kind'] == 'terminal', records
+    assert call in browser.find_element(By.ID, 'timeline').text
 
 
 @pytest.fixture(scope='module')

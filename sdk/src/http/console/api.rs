@@ -305,7 +305,7 @@ pub(super) fn summary(parts: &[Part]) -> String {
             PartContent::Text(text) => text.clone(),
             PartContent::Raw(bytes) => format!("[file, {} bytes]", bytes.len()),
             PartContent::Url(url) => format!("[url {url}]"),
-            PartContent::Data(data) => format!("[data {data}]"),
+            PartContent::Data(data) => data_text(part.media_type.as_deref(), data),
         })
         .collect();
     let line = text
@@ -316,6 +316,35 @@ pub(super) fn summary(parts: &[Part]) -> String {
     match line.char_indices().nth(SUMMARY_CHARS) {
         Some((cut, _)) => format!("{}…", &line[..cut]),
         None => line,
+    }
+}
+
+/// A data part in words: an MCP call as `tool(arguments)`, its result as its text blocks,
+/// anything else as its JSON.
+fn data_text(media_type: Option<&str>, data: &Value) -> String {
+    use agentlog_wire::mcp::call::{CALL_MEDIA_TYPE, RESULT_MEDIA_TYPE};
+    match media_type {
+        Some(CALL_MEDIA_TYPE) => {
+            let name = data.get("name").and_then(Value::as_str).unwrap_or("?");
+            let arguments = data.get("arguments").cloned().unwrap_or(Value::Null);
+            format!("tools/call {name}({arguments})")
+        }
+        Some(RESULT_MEDIA_TYPE) => {
+            let texts: Vec<&str> = data
+                .get("content")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|block| block.get("text").and_then(Value::as_str))
+                .collect();
+            let error = data.get("isError").and_then(Value::as_bool) == Some(true);
+            format!(
+                "{}{}",
+                if error { "tool error: " } else { "" },
+                texts.join(" ")
+            )
+        }
+        _ => format!("[data {data}]"),
     }
 }
 

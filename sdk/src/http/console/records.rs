@@ -209,6 +209,11 @@ fn body(body: &RecordBody) -> (std::borrow::Cow<'static, str>, String, Value) {
             format!("config {config_id} deleted"),
             Value::Null,
         ),
+        RecordBody::PushProgress { config_id, next } => (
+            "push-progress".into(),
+            format!("config {config_id}: done before the update at offset {next}"),
+            Value::Null,
+        ),
         RecordBody::PushDeadLetter {
             config_id,
             update,
