@@ -30,7 +30,7 @@ pub(super) fn answer(state: TaskState, message: Option<&Message>) -> Answer {
         // A tool failure the model can read: the tool needs input this call cannot carry.
         TaskState::InputRequired | TaskState::AuthRequired => {
             let text = format!(
-                "the tool asked for {state} ({}); this bridge relays input requests only for tasks (declare the {TASKS_EXTENSION} extension)",
+                "the tool asked for {state} ({}); this call cannot carry the question: input is asked on a call's event stream (Accept: text/event-stream), by MRTR, or of a task (the {TASKS_EXTENSION} extension), and only as keyed requests",
                 text_of(message)
             );
             Ok(object(CallToolResult::error(text)))

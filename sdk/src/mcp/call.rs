@@ -136,6 +136,12 @@ impl McpBridge {
             Mrtr::of(ctx, entry),
         )
         .logs(log_level);
+        // Legacy: a tool's asks go to the client as requests on the call's stream.
+        let running = if !ctx.era.is_modern() && ctx.accepts_stream {
+            running.relayed(entry.config.agent())
+        } else {
+            running
+        };
         Ok(Started::Running(running))
     }
 }

@@ -23,6 +23,7 @@ mod listen;
 mod mrtr;
 mod params;
 mod prompts;
+mod relay;
 mod reply;
 mod resources;
 mod rpc;

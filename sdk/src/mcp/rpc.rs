@@ -228,6 +228,13 @@ impl McpBridge {
     pub async fn handle(&self, request: McpRequest<'_>) -> McpReply {
         let parsed = match parse_request(request.body) {
             Ok(parsed) => parsed,
+            // A client's response to a request relayed on a call's stream (`super::relay`).
+            Err(_) if let Some(response) = super::relay::ClientResponse::of(request.body) => {
+                return match self.take_response(&request.caller, response).await {
+                    Ok(()) => McpReply::Accepted,
+                    Err(error) => error_reply(&null_id(), &error, false),
+                };
+            }
             Err(bad) => {
                 let error = json!({"code": bad.error.code.code(), "message": bad.error.message});
                 return McpReply::Json {
@@ -334,6 +341,11 @@ impl McpBridge {
             Err(error) => error_reply(id, &error, modern),
         }
     }
+}
+
+/// The id of an answer to no request.
+fn null_id() -> Box<RawValue> {
+    RawValue::NULL.to_owned()
 }
 
 /// Legacy `logging/setLevel {level}`: the level checked, then `{}`. It would set a session's

@@ -2,13 +2,14 @@
 //! ([`Started`]): what `tools/call` and an MRTR retry both build, and the reply sends.
 
 use agentlog_wire::TaskState;
-use agentlog_wire::a2a::{CancelTaskRequest, Message, StreamResponse};
+use agentlog_wire::a2a::{CancelTaskRequest, Message, StreamResponse, SubscribeToTaskRequest};
 use agentlog_wire::mcp::LoggingLevel;
 use agentlog_wire::mcp::call::{log_of, progress_of};
 use serde_json::{Value, json};
 
 use super::answer::{Answer, answer};
 use super::mrtr::Mrtr;
+use super::relay::{Relay, Relayed};
 use crate::agent::Caller;
 use crate::bridge::{Bridge, StreamEvent, TaskStream, TurnEvents};
 use crate::error::{Error, ErrorKind, Result};
@@ -80,6 +81,9 @@ pub(super) struct Running {
     /// A modern call: a tool asking for input answers `input_required` (MRTR) with the
     /// request's capabilities, under this tool agent's MCP task id.
     mrtr: Option<Mrtr>,
+    /// A legacy call on an event stream: a tool's asks are sent to the client as requests
+    /// (`super::relay`).
+    relay: Option<Box<Relay>>,
     done: bool,
 }
 
@@ -106,8 +110,16 @@ impl Running {
             last_progress: None,
             log_level: None,
             mrtr,
+            relay: None,
             done: false,
         }
+    }
+
+    /// Relay the tool's asks to the client as requests on the call's stream (a legacy call
+    /// whose client takes one), `agent` being the tool's agent.
+    pub(super) fn relayed(mut self, agent: String) -> Self {
+        self.relay = Some(Box::new(Relay::new(agent)));
+        self
     }
 
     /// Forward the tool's log messages of `level` and more severe ones.
@@ -118,6 +130,9 @@ impl Running {
 
     pub(super) async fn next(&mut self) -> Option<CallEvent> {
         while !self.done {
+            if let Some(request) = self.relay.as_mut().and_then(|r| r.queued.pop_front()) {
+                return Some(CallEvent::Notification(request));
+            }
             let Some(event) = self.events.next().await else {
                 self.done = true;
                 let error = Error::new(
@@ -144,6 +159,34 @@ impl Running {
                 StreamResponse::Message(message) => (TaskState::Completed, Some(message)),
                 StreamResponse::ArtifactUpdate(_) => continue,
             };
+            if state.is_interrupted()
+                && let Some(relay) = &mut self.relay
+            {
+                let (bridge, caller) = (&self.guard.bridge, &self.guard.caller);
+                match relay.ask(bridge, caller, &self.guard.task_id).await {
+                    Ok(Relayed::Waiting) => {
+                        // Through the interruption: the task from this event on.
+                        let request = SubscribeToTaskRequest {
+                            tenant: None,
+                            id: self.guard.task_id.clone(),
+                        };
+                        let after = Some(event.position);
+                        match bridge.subscribe_to_task(caller, request, after).await {
+                            Ok(stream) => self.events = Follow::Task(stream),
+                            Err(e) => {
+                                self.done = true;
+                                return Some(CallEvent::Done(Err(e)));
+                            }
+                        }
+                        continue;
+                    }
+                    Ok(Relayed::No) => {}
+                    Err(e) => {
+                        self.done = true;
+                        return Some(CallEvent::Done(Err(e)));
+                    }
+                }
+            }
             if state.is_terminal() || state.is_interrupted() {
                 self.done = true;
                 if state.is_interrupted()

@@ -148,6 +148,7 @@ pub fn demo_tools() -> Vec<ToolConfig> {
     missing.required_capabilities = Some(sampling);
     tools.push(missing);
     tools.extend(super::demo_input_tools::demo_input_tools());
+    tools.extend(super::demo_client_requests::demo_client_request_tools());
     tools
 }
 
@@ -197,7 +198,8 @@ async fn sleep_or_cancel(call: &ToolCall, duration: Duration) -> bool {
 
 /// The demo tools' handlers.
 pub fn demo_tool_handlers() -> Tools {
-    super::demo_input_tools::with_demo_input_handlers(base_handlers())
+    let tools = super::demo_input_tools::with_demo_input_handlers(base_handlers());
+    super::demo_client_requests::with_client_request_handlers(tools)
 }
 
 /// The handlers of the tools that ask for no input.

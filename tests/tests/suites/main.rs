@@ -20,6 +20,7 @@ mod mcp_list;
 mod mcp_listen;
 mod mcp_log;
 mod mcp_mrtr;
+mod mcp_relay;
 mod mcp_resources;
 mod mcp_subscribe;
 mod mcp_tasks;

@@ -3,7 +3,7 @@
 //! `inputResponses` continues that task on any bridge (a partial one asks again for the rest,
 //! under a new state); states that are garbage, tampered, another caller's or another call's
 //! are refused and write nothing; a kind the client did not declare is -32021 and cancels the
-//! task; a legacy call that asks is a tool error and cancels it.
+//! task; a legacy call that asks without an event stream is a tool error and cancels it.
 
 use std::time::Duration;
 
