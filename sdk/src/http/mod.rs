@@ -21,7 +21,9 @@
 //! | anything else | `404` JSON |
 //!
 //! The MCP route (`POST /mcp`) is a router of its own, [`mcp::router`], merged beside this
-//! one (`router(..).merge(mcp::router(..)?)`); its checks are in its module docs.
+//! one (`router(..).merge(mcp::router(..)?)`); its checks are in its module docs. So is the
+//! web console (`/console`, its assets and `/console/api/…`), [`console::router`], over one
+//! or more bridges; its routes and who sees what are in its module docs.
 //!
 //! `rpc_path` is matched literally, with or without a trailing slash (`/a2a` and `/a2a/`
 //! both serve), never as an axum path pattern, so any string is a valid `rpc_path` and

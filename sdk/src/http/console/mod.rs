@@ -46,7 +46,7 @@ use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, WWW_AUTHENTICATE};
 use axum::http::request::Parts;
-use axum::http::{HeaderValue, Method, StatusCode};
+use axum::http::{HeaderName, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 
@@ -201,11 +201,28 @@ async fn route(console: &Console, parts: &Parts) -> Response {
     }
 }
 
+/// What the page may load and do: its own script, style and API only, never framed (the
+/// cancel button must not be clickjacked).
+const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; \
+                   img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
 fn asset(text: &'static str, content_type: &'static str) -> Response {
     let mut response = text.into_response();
     let headers = response.headers_mut();
     headers.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
     headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    headers.insert(
+        HeaderName::from_static("content-security-policy"),
+        HeaderValue::from_static(CSP),
+    );
+    headers.insert(
+        HeaderName::from_static("x-content-type-options"),
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(
+        HeaderName::from_static("x-frame-options"),
+        HeaderValue::from_static("DENY"),
+    );
     response
 }
 
