@@ -460,6 +460,11 @@ export declare class TaskContext {
   get message(): Message
   /** The task's history up to and including `message`, oldest first. */
   get history(): Message[]
+  /**
+   * The skill the task is for: its first message's `agentlog.skill` (or `skillId`)
+   * metadata, or `null`.
+   */
+  get skill(): string | null
   /** The extensions the client activated for this turn's message. */
   get extensions(): Array<string>
   /** The task's owner. */
@@ -720,9 +725,12 @@ export interface ServeOptions {
  * With `tools` (tool names), the turns are MCP tool calls of those tools (the SDK's
  * `Tools` dispatcher), and with `mcp` the worker shares that MCP bridge's view of `agent`;
  * `input_timeout_ms`: how long the asks of every tool wait, or by tool name for those tools
- * (the others, and all without it: the SDK's default).
+ * (the others, and all without it: the SDK's default). With `skills` (skill ids), or a
+ * handler (`has_handler`) beside tools, the turns are routed by the SDK's `Skills`: each to
+ * its skill's handler (index.js picks it by `task.skill`), the tools' calls and skills to
+ * the tools, the rest to the handler.
  */
-export declare function startWorker(log: Log, agent: string, dispatch: (tasks: TaskContext[], done: Completion[], cancelled: number[]) => void, options?: WorkerOptions | null, bridge?: Bridge | null, mcp?: McpBridge | null, tools?: string[] | null, inputTimeoutMs?: number | { [tool: string]: number } | null): Promise<Worker>
+export declare function startWorker(log: Log, agent: string, dispatch: (tasks: TaskContext[], done: Completion[], cancelled: number[]) => void, options?: WorkerOptions | null, bridge?: Bridge | null, mcp?: McpBridge | null, tools?: string[] | null, inputTimeoutMs?: number | { [tool: string]: number } | null, skills?: string[] | null, hasHandler?: boolean | null): Promise<Worker>
 
 /** Options of a streaming verb. */
 export interface StreamOptions {
@@ -869,6 +877,23 @@ export type Handler = (task: TaskContext) => Promise<void> | void;
 export interface StartWorkerOptions extends WorkerOptions {
   /** Share this bridge's view of the log (no second replay). */
   bridge?: Bridge;
+  /**
+   * The handler of each skill, by skill id: a task runs the one its first message names
+   * (metadata `agentlog.skill`, or `skillId`); the handler runs the rest.
+   */
+  skills?: { [id: string]: Handler };
+}
+
+export interface SkillWorkerOptions extends WorkerOptions {
+  /**
+   * The handler of each skill, by skill id: a task runs the one its first message names
+   * (metadata `agentlog.skill`, or `skillId`); a task of no skill here fails, naming them.
+   */
+  skills: { [id: string]: Handler };
+  /** Tool handlers too: the MCP calls on the agent, and the skills named like a tool. */
+  tools?: { [name: string]: ToolHandler };
+  /** Share this bridge's view of the log (no second replay). */
+  bridge?: Bridge;
 }
 
 /** One call of an MCP tool, as a tool handler gets it. */
@@ -905,6 +930,8 @@ export interface ToolWorkerOptions extends WorkerOptions {
   inputTimeoutMs?: number | { [tool: string]: number };
   /** Share this bridge's view of the log (an McpBridge serving tools on the agent, or a Bridge). */
   bridge?: Bridge | McpBridge;
+  /** Skill handlers beside the tools (see `SkillWorkerOptions`). */
+  skills?: { [id: string]: Handler };
 }
 
 export declare namespace Worker {
@@ -913,6 +940,10 @@ export declare namespace Worker {
   /** Start a worker of tool agent `agent` answering MCP calls with `options.tools`. */
   function start(log: Log, agent: string, options: ToolWorkerOptions): Promise<Worker>;
   function start(log: Log, agent: string, handler: null, options: ToolWorkerOptions): Promise<Worker>;
+  /** Start a worker of an agent's skills: each task to its skill's handler. */
+  function start(log: Log, agent: string, options: SkillWorkerOptions): Promise<Worker>;
+  /** A handler for the rest beside tool handlers: one agent's tools and default handler. */
+  function start(log: Log, agent: string, handler: Handler, options: ToolWorkerOptions): Promise<Worker>;
 }
 
 export declare namespace McpBridge {

@@ -282,17 +282,22 @@ class ToolCall {
   }
 }
 
-/** The dispatcher of a worker running `handler` per A2A turn, or `tools[name]` per tool call. */
-function dispatcher(handler, tools) {
+/** The dispatcher of a worker running `tools[name]` per tool call (or a skill named like a
+ * tool), `skills[task.skill]` per turn of a skill's task (Rust routed it there: the SDK's
+ * `Skills`), else `handler`. */
+function dispatcher(handler, tools, skills) {
   const running = new Map();
   async function run(task) {
     running.set(task._handle, task);
     let failure = null;
     let result = null;
     try {
-      if (tools) {
-        const call = task._tool;
+      const call = tools ? task._tool : null;
+      const skill = skills && !call ? task.skill : null;
+      if (call) {
         result = await tools[call.name](new ToolCall(task, call));
+      } else if (skill !== null && Object.hasOwn(skills, skill)) {
+        await skills[skill](task);
       } else {
         await handler(task);
       }
@@ -331,20 +336,31 @@ const startWorker = guardAsync(native.startWorker);
  * JSON-RPC error; `options.inputTimeoutMs`: how long a tool's ask waits for the client's
  * retry before its task is cancelled (a number for every tool, or by tool name; default 15
  * minutes; 0: no deadline). `options.bridge`: a Bridge of `agent`, or an McpBridge serving
- * tools on it, whose view of the log the worker shares.
+ * tools on it, whose view of the log the worker shares. `options.skills`: `{ id: async (task)
+ * => ... }`, the handler of each skill: a task runs the one its first message names (metadata
+ * `agentlog.skill`, or `skillId`), else `handler`; with tools too, a skill named like a tool
+ * is answered by it. A handler and tools together work so as well.
  */
 Worker.start = function start(log, agent, handler, options) {
   if (handler !== null && typeof handler === 'object' && options === undefined) {
     options = handler;
     handler = null;
   }
-  const { bridge, tools, inputTimeoutMs, ...rest } = options || {};
+  const { bridge, tools, inputTimeoutMs, skills, ...rest } = options || {};
   const hasHandler = handler !== null && handler !== undefined;
-  if (hasHandler && tools !== undefined) {
-    return Promise.reject(new AgentlogError('invalid_params', 'a worker runs either an A2A handler or MCP tools: pass a handler or { tools }, not both'));
+  if (!hasHandler && tools === undefined && skills === undefined) {
+    return Promise.reject(new AgentlogError('invalid_params', 'a worker needs a handler (a function taking a TaskContext), { tools } (tool name -> function taking a ToolCall) or { skills } (skill id -> function taking a TaskContext)'));
   }
-  if (!hasHandler && tools === undefined) {
-    return Promise.reject(new AgentlogError('invalid_params', 'a worker needs a handler (a function taking a TaskContext) or { tools } (tool name -> function taking a ToolCall)'));
+  let skillIds = null;
+  if (skills !== undefined) {
+    if (skills === null || typeof skills !== 'object') {
+      return Promise.reject(new AgentlogError('invalid_params', `skills must be an object of skill id -> function taking a TaskContext, got ${skills === null ? 'null' : typeof skills}`));
+    }
+    skillIds = Object.keys(skills);
+    const bad = skillIds.find((id) => typeof skills[id] !== 'function');
+    if (bad !== undefined) {
+      return Promise.reject(new AgentlogError('invalid_params', `the handler of skill ${JSON.stringify(bad)} must be a function taking a TaskContext, got ${typeof skills[bad]}`));
+    }
   }
   if (tools === undefined && inputTimeoutMs !== undefined) {
     return Promise.reject(new AgentlogError('invalid_params', "inputTimeoutMs is how long a tool's ask waits: it needs { tools }"));
@@ -364,7 +380,7 @@ Worker.start = function start(log, agent, handler, options) {
     }
   }
   const isMcp = bridge instanceof native.McpBridge;
-  return startWorker(log, agent, dispatcher(handler, tools), rest, isMcp ? null : bridge ?? null, isMcp ? bridge : null, names, inputTimeoutMs ?? null);
+  return startWorker(log, agent, dispatcher(handler, tools, skills), rest, isMcp ? null : bridge ?? null, isMcp ? bridge : null, names, inputTimeoutMs ?? null, skillIds, hasHandler);
 };
 const closedPromises = new WeakMap();
 /** `cls.prototype.closed`: one Promise per object, made on first use (a pending Promise keeps

@@ -129,12 +129,22 @@ pub fn open_bridge<'env>(
 ) -> napi::Result<PromiseRaw<'env, Bridge>> {
     let mut config = BridgeConfig::new(&agent);
     if let Some(options) = options {
-        config.card = match options.card {
-            None | Some(Value::Null) => default_card(&agent),
+        (config.card, config.skill_schemas) = match options.card {
+            None | Some(Value::Null) => (default_card(&agent), Default::default()),
             Some(Value::String(path)) => {
-                card_from_file(&agent, std::path::Path::new(&path)).or_throw()?
+                let path = std::path::Path::new(&path);
+                (
+                    card_from_file(&agent, path).or_throw()?,
+                    agentlog::bridge::skill_schemas_from_file(path).or_throw()?,
+                )
             }
-            Some(fields) => card_from_json(&agent, &from_js(fields)).or_throw()?,
+            Some(fields) => {
+                let fields = from_js(fields);
+                (
+                    card_from_json(&agent, &fields).or_throw()?,
+                    agentlog::bridge::skill_schemas_from_json(&fields).or_throw()?,
+                )
+            }
         };
         if let Some(timeout) = millis(options.blocking_timeout_ms, "blockingTimeoutMs")? {
             config.blocking_timeout = timeout;

@@ -165,6 +165,13 @@ impl TaskContext {
         to_js(&self.ctx.history())
     }
 
+    /// The skill the task is for: its first message's `agentlog.skill` (or `skillId`)
+    /// metadata, or `null`.
+    #[napi(getter)]
+    pub fn skill(&self) -> Option<String> {
+        self.ctx.skill().map(str::to_owned)
+    }
+
     /// The extensions the client activated for this turn's message.
     #[napi(getter)]
     pub fn extensions(&self) -> Vec<String> {

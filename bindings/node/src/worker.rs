@@ -25,7 +25,7 @@ use std::time::Duration;
 use agentlog::ErrorKind;
 use agentlog::bridge::json::from_params;
 use agentlog::worker::{
-    Handler, HandlerError, TaskContext as SdkContext, ToolCall, ToolHandler, Tools,
+    Handler, HandlerError, Skills, TaskContext as SdkContext, ToolCall, ToolHandler, Tools,
     Worker as SdkWorker, WorkerConfig,
 };
 use agentlog_wire::mcp::CallToolResult;
@@ -216,9 +216,12 @@ pub struct Worker {
 /// With `tools` (tool names), the turns are MCP tool calls of those tools (the SDK's
 /// `Tools` dispatcher), and with `mcp` the worker shares that MCP bridge's view of `agent`;
 /// `input_timeout_ms`: how long the asks of every tool wait, or by tool name for those tools
-/// (the others, and all without it: the SDK's default).
+/// (the others, and all without it: the SDK's default). With `skills` (skill ids), or a
+/// handler (`has_handler`) beside tools, the turns are routed by the SDK's `Skills`: each to
+/// its skill's handler (index.js picks it by `task.skill`), the tools' calls and skills to
+/// the tools, the rest to the handler.
 #[napi(
-    ts_args_type = "log: Log, agent: string, dispatch: (tasks: TaskContext[], done: Completion[], cancelled: number[]) => void, options?: WorkerOptions | null, bridge?: Bridge | null, mcp?: McpBridge | null, tools?: string[] | null, inputTimeoutMs?: number | { [tool: string]: number } | null",
+    ts_args_type = "log: Log, agent: string, dispatch: (tasks: TaskContext[], done: Completion[], cancelled: number[]) => void, options?: WorkerOptions | null, bridge?: Bridge | null, mcp?: McpBridge | null, tools?: string[] | null, inputTimeoutMs?: number | { [tool: string]: number } | null, skills?: string[] | null, hasHandler?: boolean | null",
     ts_return_type = "Promise<Worker>"
 )]
 #[allow(clippy::too_many_arguments)]
@@ -232,6 +235,8 @@ pub fn start_worker<'env>(
     mcp: Option<&McpBridge>,
     tools: Option<Vec<String>>,
     input_timeout_ms: Option<Either<f64, HashMap<String, f64>>>,
+    skills: Option<Vec<String>>,
+    has_handler: Option<bool>,
 ) -> napi::Result<PromiseRaw<'env, Worker>> {
     let input_timeouts = input_timeouts(input_timeout_ms, tools.as_deref().unwrap_or_default())?;
     let mut config = WorkerConfig::new(&agent);
@@ -263,25 +268,43 @@ pub fn start_worker<'env>(
     };
     let dispatcher = Arc::new(Dispatcher::new(&dispatch)?);
     let log = log.inner.clone();
+    let has_handler = has_handler.unwrap_or(tools.is_none());
+    let routed = skills.is_some() || (has_handler && tools.is_some());
+    let tools = tools.map(|names| {
+        let tools = names.into_iter().fold(Tools::new(), |tools, name| {
+            tools.tool(
+                name,
+                JsTool {
+                    dispatcher: dispatcher.clone(),
+                },
+            )
+        });
+        input_timeouts
+            .into_iter()
+            .fold(tools, |tools, (name, timeout)| {
+                tools.input_timeout(name, timeout)
+            })
+    });
     env.spawn_future(async move {
         let worker = match tools {
-            None => SdkWorker::start(log, config, JsHandler { dispatcher }).await,
-            Some(names) => {
-                let tools = names.into_iter().fold(Tools::new(), |tools, name| {
-                    tools.tool(
-                        name,
-                        JsTool {
-                            dispatcher: dispatcher.clone(),
-                        },
-                    )
-                });
-                let tools = input_timeouts
+            _ if routed => {
+                let handler = || JsHandler {
+                    dispatcher: dispatcher.clone(),
+                };
+                let mut routed = skills
+                    .unwrap_or_default()
                     .into_iter()
-                    .fold(tools, |tools, (name, timeout)| {
-                        tools.input_timeout(name, timeout)
-                    });
-                SdkWorker::start(log, config, tools).await
+                    .fold(Skills::new(), |routed, id| routed.skill(id, handler()));
+                if has_handler {
+                    routed = routed.default_handler(handler());
+                }
+                if let Some(tools) = tools {
+                    routed = routed.tools(tools);
+                }
+                SdkWorker::start(log, config, routed).await
             }
+            None => SdkWorker::start(log, config, JsHandler { dispatcher }).await,
+            Some(tools) => SdkWorker::start(log, config, tools).await,
         }
         .or_throw()?;
         let id = IDS.fetch_add(1, Ordering::Relaxed);

@@ -15,6 +15,23 @@ export type Handler = (task: TaskContext) => Promise<void> | void;
 export interface StartWorkerOptions extends WorkerOptions {
   /** Share this bridge's view of the log (no second replay). */
   bridge?: Bridge;
+  /**
+   * The handler of each skill, by skill id: a task runs the one its first message names
+   * (metadata `agentlog.skill`, or `skillId`); the handler runs the rest.
+   */
+  skills?: { [id: string]: Handler };
+}
+
+export interface SkillWorkerOptions extends WorkerOptions {
+  /**
+   * The handler of each skill, by skill id: a task runs the one its first message names
+   * (metadata `agentlog.skill`, or `skillId`); a task of no skill here fails, naming them.
+   */
+  skills: { [id: string]: Handler };
+  /** Tool handlers too: the MCP calls on the agent, and the skills named like a tool. */
+  tools?: { [name: string]: ToolHandler };
+  /** Share this bridge's view of the log (no second replay). */
+  bridge?: Bridge;
 }
 
 /** One call of an MCP tool, as a tool handler gets it. */
@@ -51,6 +68,8 @@ export interface ToolWorkerOptions extends WorkerOptions {
   inputTimeoutMs?: number | { [tool: string]: number };
   /** Share this bridge's view of the log (an McpBridge serving tools on the agent, or a Bridge). */
   bridge?: Bridge | McpBridge;
+  /** Skill handlers beside the tools (see `SkillWorkerOptions`). */
+  skills?: { [id: string]: Handler };
 }
 
 export declare namespace Worker {
@@ -59,6 +78,10 @@ export declare namespace Worker {
   /** Start a worker of tool agent `agent` answering MCP calls with `options.tools`. */
   function start(log: Log, agent: string, options: ToolWorkerOptions): Promise<Worker>;
   function start(log: Log, agent: string, handler: null, options: ToolWorkerOptions): Promise<Worker>;
+  /** Start a worker of an agent's skills: each task to its skill's handler. */
+  function start(log: Log, agent: string, options: SkillWorkerOptions): Promise<Worker>;
+  /** A handler for the rest beside tool handlers: one agent's tools and default handler. */
+  function start(log: Log, agent: string, handler: Handler, options: ToolWorkerOptions): Promise<Worker>;
 }
 
 export declare namespace McpBridge {

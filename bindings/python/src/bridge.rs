@@ -44,6 +44,24 @@ pub fn card_of(
     made.map_err(|e| to_py_err(py, e))
 }
 
+/// The skills' input schemas of a card given as `card_of` takes it: each skill's
+/// `inputSchema` (a dict's, or the file's).
+fn skill_schemas_of(
+    py: Python<'_>,
+    card: Option<&Bound<'_, PyAny>>,
+) -> PyResult<std::collections::BTreeMap<String, serde_json::Value>> {
+    let Some(card) = card.filter(|c| !c.is_none()) else {
+        return Ok(Default::default());
+    };
+    let schemas = if card.is_instance_of::<PyString>() || card.hasattr("__fspath__")? {
+        let path: std::path::PathBuf = card.extract()?;
+        agentlog::bridge::skill_schemas_from_file(&path)
+    } else {
+        agentlog::bridge::skill_schemas_from_json(&py_to_json(card, "card")?)
+    };
+    schemas.map_err(|e| to_py_err(py, e))
+}
+
 /// A JSON-RPC body given as `bytes` or `str`.
 pub fn body_bytes(body: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
     if let Ok(text) = body.cast::<PyString>() {
@@ -98,6 +116,7 @@ impl PyBridge {
     ) -> PyResult<Bound<'py, PyAny>> {
         let mut config = BridgeConfig::new(&agent);
         config.card = card_of(py, &agent, card)?;
+        config.skill_schemas = skill_schemas_of(py, card)?;
         if let Some(timeout) = optional_seconds(py, blocking_timeout, "blocking_timeout")? {
             config.blocking_timeout = timeout;
         }

@@ -71,6 +71,13 @@ impl PyTaskContext {
         serialize_to_py(py, self.0.history())
     }
 
+    /// The skill the task is for (its first message's `agentlog.skill` or `skillId`
+    /// metadata), or `None`.
+    #[getter]
+    fn skill(&self) -> Option<&str> {
+        self.0.skill()
+    }
+
     /// The extension URIs the client activated for this message.
     #[getter]
     fn extensions(&self) -> Vec<String> {

@@ -18,6 +18,7 @@ mod json;
 mod mcp;
 mod push;
 mod serve;
+mod skills;
 mod tools;
 mod wire;
 mod worker;

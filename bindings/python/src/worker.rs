@@ -14,7 +14,7 @@ use std::time::Duration;
 use agentlog::ErrorKind;
 use agentlog::bridge::json::from_params;
 use agentlog::worker::{
-    Handler, HandlerError, TaskContext, ToolCall, ToolHandler, Tools, Worker, WorkerConfig,
+    Handler, HandlerError, Skills, TaskContext, ToolCall, ToolHandler, Tools, Worker, WorkerConfig,
 };
 use agentlog_wire::mcp::CallToolResult;
 use pyo3::exceptions::PyTypeError;
@@ -30,6 +30,7 @@ use crate::duration::seconds;
 use crate::error::err;
 use crate::json::to_json as py_to_json;
 use crate::mcp::{PyMcpBridge, PyToolCall};
+use crate::skills::skill_functions;
 use crate::tools::{input_timeouts, tool_functions};
 
 /// How a handler's asyncio task ended.
@@ -222,6 +223,24 @@ enum Serves {
         /// How long the asks of these tools wait (the others: the SDK's default).
         input_timeouts: Vec<(String, Duration)>,
     },
+    /// Skills by id, a default handler, tools: the SDK's `Skills`.
+    Skills {
+        default: Option<Arc<Py<PyAny>>>,
+        skills: Vec<(String, Arc<Py<PyAny>>)>,
+        functions: Vec<(String, Arc<Py<PyAny>>)>,
+        input_timeouts: Vec<(String, Duration)>,
+    },
+}
+
+/// `handler`, checked to be an `async def` function.
+fn coroutine(handler: &Bound<'_, PyAny>) -> PyResult<Arc<Py<PyAny>>> {
+    if !is_coroutine_function(handler)? {
+        return Err(PyTypeError::new_err(format!(
+            "the handler must be an `async def` function taking a TaskContext, got {}",
+            handler.repr()?
+        )));
+    }
+    Ok(Arc::new(handler.clone().unbind()))
 }
 
 /// The workers running now, for the exit hook.
@@ -241,6 +260,29 @@ pub struct PyWorker {
 enum Start {
     Tasks(PyHandler),
     Tools(Tools),
+    Skills(Skills),
+}
+
+/// The SDK's `Tools` running `functions` on `event_loop`, their asks waiting `input_timeouts`.
+fn tools_of(
+    functions: &[(String, Arc<Py<PyAny>>)],
+    input_timeouts: &[(String, Duration)],
+    event_loop: &Arc<LoopBridge>,
+) -> Tools {
+    let tools = functions
+        .iter()
+        .fold(Tools::new(), |tools, (name, function)| {
+            tools.tool(
+                name.clone(),
+                PyTool {
+                    function: function.clone(),
+                    event_loop: event_loop.clone(),
+                },
+            )
+        });
+    input_timeouts.iter().fold(tools, |tools, (name, timeout)| {
+        tools.input_timeout(name.clone(), *timeout)
+    })
 }
 
 /// The view a worker of `agent` shares: a `Bridge`'s, or an `McpBridge`'s bridge of that
@@ -292,21 +334,27 @@ impl PyWorker {
             Serves::Tools {
                 functions,
                 input_timeouts,
+            } => Start::Tools(tools_of(functions, input_timeouts, &event_loop)),
+            Serves::Skills {
+                default,
+                skills,
+                functions,
+                input_timeouts,
             } => {
-                let tools = functions
-                    .iter()
-                    .fold(Tools::new(), |tools, (name, function)| {
-                        tools.tool(
-                            name.clone(),
-                            PyTool {
-                                function: function.clone(),
-                                event_loop: event_loop.clone(),
-                            },
-                        )
-                    });
-                Start::Tools(input_timeouts.iter().fold(tools, |tools, (name, timeout)| {
-                    tools.input_timeout(name.clone(), *timeout)
-                }))
+                let handler = |function: &Arc<Py<PyAny>>| PyHandler {
+                    function: function.clone(),
+                    event_loop: event_loop.clone(),
+                };
+                let mut routed = skills.iter().fold(Skills::new(), |routed, (id, function)| {
+                    routed.skill(id.clone(), handler(function))
+                });
+                if let Some(function) = default {
+                    routed = routed.default_handler(handler(function));
+                }
+                if !functions.is_empty() {
+                    routed = routed.tools(tools_of(functions, input_timeouts, &event_loop));
+                }
+                Start::Skills(routed)
             }
         };
         let log = this.log.clone();
@@ -319,6 +367,7 @@ impl PyWorker {
                 let worker = match start {
                     Start::Tasks(handler) => Worker::start(log, config, handler).await?,
                     Start::Tools(tools) => Worker::start(log, config, tools).await?,
+                    Start::Skills(skills) => Worker::start(log, config, skills).await?,
                 };
                 *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(worker);
                 let mut live = LIVE.lock().unwrap_or_else(|e| e.into_inner());
@@ -337,7 +386,11 @@ impl PyWorker {
     /// `TaskContext`, or (instead of `handler`) `tools`, a dict of tool name → `async def`
     /// taking a `ToolCall` and returning a `CallToolResult` dict, serving the MCP calls on
     /// the tool agent `agent` (`mcp.<tool>` by default); at most `concurrency` turns at
-    /// once. Not running until `start()` (or `async with`). With `bridge` (a `Bridge` of
+    /// once. With `skills`, a dict of skill id → `async def` taking a `TaskContext`, each
+    /// task runs the handler of the skill its first message names (metadata
+    /// `agentlog.skill` or `skillId`), else `handler` (the default), and `tools` answer the
+    /// MCP calls on `agent` and the skills named like them; `handler` and `tools` together
+    /// work so too. Not running until `start()` (or `async with`). With `bridge` (a `Bridge` of
     /// `agent`, or an `McpBridge` serving tools on `agent`), it shares that bridge's view of
     /// the log (no second replay). `shutdown_timeout`: how long `shutdown()` lets running
     /// handlers finish. `input_timeout` (with `tools`): how long, in seconds, a call answered
@@ -345,13 +398,14 @@ impl PyWorker {
     /// the task is cancelled (default 15 minutes; 0: no deadline), for every tool, or a dict
     /// of tool name → seconds for those tools.
     #[new]
-    #[pyo3(signature = (log, agent, handler = None, *, tools = None, concurrency = 64, bridge = None, shutdown_timeout = 10.0, input_timeout = None))]
+    #[pyo3(signature = (log, agent, handler = None, *, tools = None, skills = None, concurrency = 64, bridge = None, shutdown_timeout = 10.0, input_timeout = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         log: &PyLog,
         agent: &str,
         handler: Option<&Bound<'_, PyAny>>,
         tools: Option<&Bound<'_, PyAny>>,
+        skills: Option<&Bound<'_, PyAny>>,
         concurrency: usize,
         bridge: Option<&Bound<'_, PyAny>>,
         shutdown_timeout: f64,
@@ -360,22 +414,20 @@ impl PyWorker {
         let handler = handler.filter(|h| !h.is_none());
         let tools = tools.filter(|t| !t.is_none());
         let input_timeout = input_timeout.filter(|t| !t.is_none());
-        let serves = match (handler, tools) {
-            (Some(_), None) if input_timeout.is_some() => {
+        let skills = skills.filter(|s| !s.is_none());
+        let serves = match (handler, tools, skills) {
+            (None, None, None) => {
+                return Err(PyTypeError::new_err(
+                    "a worker needs a handler (an `async def` taking a TaskContext), tools= (a dict of tool name -> `async def` taking a ToolCall) or skills= (a dict of skill id -> `async def` taking a TaskContext)",
+                ));
+            }
+            (Some(_), None, None) if input_timeout.is_some() => {
                 return Err(PyTypeError::new_err(
                     "input_timeout is how long a tool's ask waits: it needs tools=",
                 ));
             }
-            (Some(handler), None) => {
-                if !is_coroutine_function(handler)? {
-                    return Err(PyTypeError::new_err(format!(
-                        "the handler must be an `async def` function taking a TaskContext, got {}",
-                        handler.repr()?
-                    )));
-                }
-                Serves::Tasks(Arc::new(handler.clone().unbind()))
-            }
-            (None, Some(tools)) => {
+            (Some(handler), None, None) => Serves::Tasks(coroutine(handler)?),
+            (None, Some(tools), None) => {
                 let functions = tool_functions(tools)?;
                 let input_timeouts = match input_timeout {
                     Some(timeout) => input_timeouts(timeout, &functions)?,
@@ -386,15 +438,26 @@ impl PyWorker {
                     input_timeouts,
                 }
             }
-            (Some(_), Some(_)) => {
-                return Err(PyTypeError::new_err(
-                    "a worker runs either an A2A handler or MCP tools: pass handler or tools=, not both",
-                ));
-            }
-            (None, None) => {
-                return Err(PyTypeError::new_err(
-                    "a worker needs a handler (an `async def` taking a TaskContext) or tools= (a dict of tool name -> `async def` taking a ToolCall)",
-                ));
+            // Several handlers on one agent: each task to its skill's (the SDK's `Skills`).
+            (handler, tools, skills) => {
+                let default = handler.map(coroutine).transpose()?;
+                let skills = skills.map(skill_functions).transpose()?.unwrap_or_default();
+                let functions = tools.map(tool_functions).transpose()?.unwrap_or_default();
+                let input_timeouts = match input_timeout {
+                    Some(_) if functions.is_empty() => {
+                        return Err(PyTypeError::new_err(
+                            "input_timeout is how long a tool's ask waits: it needs tools=",
+                        ));
+                    }
+                    Some(timeout) => input_timeouts(timeout, &functions)?,
+                    None => Vec::new(),
+                };
+                Serves::Skills {
+                    default,
+                    skills,
+                    functions,
+                    input_timeouts,
+                }
             }
         };
         let mut config = WorkerConfig::new(agent);

@@ -211,8 +211,8 @@ async def test_bad_tools_and_bad_workers_are_refused_clearly() -> None:
     def not_async(call: ToolCall) -> CallToolResult:
         return {"content": []}
 
-    with pytest.raises(TypeError, match="not both"):
-        agentlog.Worker(log, "mcp.t", task_handler, tools={"t": greet})
+    # A handler and tools together are one agent's worker (its default handler and tools).
+    assert not agentlog.Worker(log, "mcp.t", task_handler, tools={"t": greet}).running
     with pytest.raises(TypeError, match="needs a handler"):
         agentlog.Worker(log, "mcp.t")
     with pytest.raises(TypeError, match="tool \"t\" must be an `async def`"):

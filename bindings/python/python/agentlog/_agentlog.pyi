@@ -148,6 +148,8 @@ class TaskContext:
     @property
     def history(self) -> list[Message]: ...
     @property
+    def skill(self) -> str | None: ...
+    @property
     def extensions(self) -> list[str]: ...
     @property
     def caller(self) -> Caller: ...
@@ -195,6 +197,7 @@ class Worker:
         handler: Handler | None = None,
         *,
         tools: Mapping[str, ToolHandler] | None = None,
+        skills: Mapping[str, Handler] | None = None,
         concurrency: int = 64,
         bridge: Bridge | McpBridge | None = None,
         shutdown_timeout: float = 10.0,
