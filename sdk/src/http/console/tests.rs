@@ -105,7 +105,9 @@ async fn the_page_and_its_assets_are_served_and_fetch_nothing_elsewhere() {
         assert_eq!(response.status(), StatusCode::OK, "{path}");
         let content_type = response.headers()[header::CONTENT_TYPE].to_str().unwrap();
         assert!(content_type.starts_with(kind), "{path}: {content_type}");
-        let policy = response.headers()["content-security-policy"].to_str().unwrap();
+        let policy = response.headers()["content-security-policy"]
+            .to_str()
+            .unwrap();
         assert!(policy.contains("frame-ancestors 'none'"), "{policy}");
         assert_eq!(response.headers()["x-content-type-options"], "nosniff");
     }
