@@ -343,6 +343,10 @@ def test_a_takeover_is_marked(browser, iggy):
         # The first worker dies mid-turn holding the claim; the second takes the turn over once
         # the lease has run out.
         first.kill9()
+        # Stuck: nobody renews the claim; the page says since when (what an operator sees).
+        wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, '#claim.expired'), 'the lease shown run out')
+        assert 'lease ran out' in browser.find_element(By.ID, 'claim').text
+        browser.save_screenshot(str(ARTIFACTS / 'stuck.png'))
         second = Process('worker', '--agent', agent, '--log', iggy, '--lease', '1s')
         wait(browser, lambda d: any(r['claim'] == 'takeover' for r in timeline(d)), 'the takeover claim')
         wait(browser, lambda d: any(r['kind'] == 'terminal' for r in timeline(d)), 'the turn finished')

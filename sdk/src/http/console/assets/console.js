@@ -241,7 +241,7 @@ function showClaim() {
   let text = "attempt " + claim.attempt + " by " + claim.source;
   if (TERMINAL.has(taskState)) text += " (finished)";
   else if (left >= 0) text += ", lease for " + duration(left);
-  else text += ", lease ran out " + duration(-left) + " ago: another worker takes the turn over";
+  else text += ", lease ran out " + duration(-left) + " ago; no worker has taken the turn over yet";
   box.textContent = text;
   box.classList.toggle("expired", !TERMINAL.has(taskState) && left < 0);
 }
