@@ -21,7 +21,7 @@ import uuid
 
 import pytest
 from selenium import webdriver
-from selenium.common.exceptions import TimeoutException
+from selenium.common.exceptions import StaleElementReferenceException, TimeoutException
 from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
@@ -120,13 +120,20 @@ def demo():
 
 def wait(driver, condition, what: str):
     try:
-        return WebDriverWait(driver, PATIENCE, poll_frequency=0.05).until(lambda d: condition(d))
+        # The list is redrawn every second: an element read mid-redraw is read again.
+        return WebDriverWait(driver, PATIENCE, poll_frequency=0.05,
+                             ignored_exceptions=[StaleElementReferenceException]).until(lambda d: condition(d))
     except TimeoutException:
         raise AssertionError(f'{what}: not seen within {PATIENCE} s') from None
 
 
 def rows(driver, selector: str):
     return driver.find_elements(By.CSS_SELECTOR, selector)
+
+
+def click(driver, selector: str) -> None:
+    """Click what `selector` finds now (in one script: the list is redrawn every second)."""
+    driver.execute_script('document.querySelector(arguments[0]).click()', selector)
 
 
 def task_rows(driver) -> list[dict]:
@@ -172,10 +179,10 @@ def test_the_list_shows_the_tasks_sent_and_counts_them_live(browser, demo):
     wait(browser, lambda d: completed(d) >= 4, 'four completed tasks counted')
     # The state filter.
     failed = send(demo, 'fail')
-    browser.find_element(By.CSS_SELECTOR, '.count[data-state="TASK_STATE_FAILED"]').click()
+    click(browser, '.count[data-state="TASK_STATE_FAILED"]')
     wait(browser, lambda d: rows(d, f'tr.task[data-task-id="{failed}"]'), 'the failed task under the filter')
     wait(browser, lambda d: not rows(d, f'tr.task[data-task-id="{late}"]'), 'completed tasks filtered out')
-    browser.find_element(By.CSS_SELECTOR, '.count[data-state="TASK_STATE_FAILED"]').click()
+    click(browser, '.count[data-state="TASK_STATE_FAILED"]')
     wait(browser, lambda d: rows(d, f'tr.task[data-task-id="{late}"]'), 'the filter cleared')
     browser.save_screenshot(str(ARTIFACTS / 'list.png'))
 
