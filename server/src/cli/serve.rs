@@ -375,7 +375,7 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
     }
     let signal = super::shutdown_signal();
     out.line(&format!(
-        "agentlog serving agent {:?} at {public_url} (log: {}; {}; {auth_banner}{}{mcp_banner}{grpc_banner}{console_banner})",
+        "agentlog serving agent {:?} at {public_url} (log: {}; {}; {auth_banner}{}{console_banner}{mcp_banner}{grpc_banner})",
         args.log.agent,
         super::display_log_url(&log_url),
         if args.conformance {
