@@ -3,8 +3,11 @@
 //! follow-ups, a message naming none goes to the default handler; a message refused by its
 //! skill (an unknown id, a data part its schema rejects) is answered -32602 naming the
 //! failing path with nothing written; and one definition is a tool and a skill, answered
-//! over MCP and A2A by one handler.
+//! over MCP and A2A by one handler: in process, and by `agentlog serve --tools` with an
+//! `agentlog worker --tool` over Apache Iggy (SKIPPED without an `iggy-server`).
 
+use std::io::{BufRead, Read, Write};
+use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -17,6 +20,7 @@ use agentlog::worker::{
     Skills, TaskContext, ToolCall, Tools, Worker, WorkerConfig, handler_fn, tool_fn,
 };
 use agentlog::{Bridge, BridgeConfig, Caller, ErrorKind};
+use agentlog_integration::iggy_server::IggyServer;
 use agentlog_integration::mcp_rpc::rpc_as;
 use agentlog_wire::TaskState;
 use agentlog_wire::a2a::{PartContent, SendMessageRequest, SendMessageResponse, Task};
@@ -365,4 +369,126 @@ async fn one_definition_is_a_tool_and_a_skill_answered_by_one_handler() {
     .expect_err("refused");
     assert_eq!(refused.kind(), ErrorKind::InvalidParams);
     assert_eq!(calls.load(Ordering::SeqCst), 2);
+}
+
+/// A child process, killed when dropped (a failed assertion leaves nothing running).
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `agentlog <args>` as a child process, once it printed its first line.
+fn agentlog(args: &[&str]) -> (Killed, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_agentlog_child"))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn agentlog");
+    let mut stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    stdout.read_line(&mut line).expect("first line");
+    std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
+    (Killed(child), line)
+}
+
+/// POST the JSON `body` to `url` (`http://host:port/path`): the reply's JSON body.
+fn post(url: &str, headers: &str, body: &Value) -> Value {
+    let rest = url.strip_prefix("http://").expect("http url");
+    let (host, path) = rest.split_at(rest.find('/').expect("path"));
+    let mut stream = std::net::TcpStream::connect(host).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .expect("timeout");
+    let body = body.to_string();
+    write!(
+        stream,
+        "POST {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nContent-Type: application/json\r\nAccept: application/json\r\n{headers}Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("write");
+    let mut reply = String::new();
+    stream.read_to_string(&mut reply).expect("read");
+    let (_, body) = reply.split_once("\r\n\r\n").expect("a body");
+    serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {reply}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_tools_and_a_tool_worker_answer_one_definition_over_mcp_and_a2a() {
+    let Some(iggy) = IggyServer::start().await else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tools = dir.path().join("tools.json");
+    std::fs::write(
+        &tools,
+        r#"{"tools": [{"name": "upper", "description": "Upper-cases", "skill": true,
+            "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}},
+                            "required": ["text"]}}]}"#,
+    )
+    .expect("write");
+    let log = iggy.url();
+    let tools = tools.display().to_string();
+    let (_serving, line) = agentlog(&[
+        "serve",
+        "--agent",
+        "words",
+        "--listen",
+        "127.0.0.1:0",
+        "--log",
+        &log,
+        "--tools",
+        &tools,
+    ]);
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no URL in {line:?}"))
+        .to_owned();
+    // One worker process, one command: the tool's MCP calls and its skill's A2A tasks.
+    let (_working, line) = agentlog(&[
+        "worker",
+        "--log",
+        &log,
+        "--agent",
+        "words",
+        "--tool",
+        "upper",
+        "--exec",
+        "tr a-z A-Z",
+    ]);
+    assert!(
+        line.starts_with("agentlog worker for agent \"words\""),
+        "{line}"
+    );
+
+    let called = post(
+        &format!("{url}mcp"),
+        "",
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": "upper", "arguments": {"text": "over mcp"}}}),
+    );
+    assert_eq!(
+        called["result"]["content"][0]["text"], r#"{"TEXT":"OVER MCP"}"#,
+        "{called}"
+    );
+    let sent = post(
+        &url,
+        "A2A-Version: 1.0\r\n",
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "SendMessage", "params": {"message": {
+            "messageId": "cli-1", "role": "ROLE_USER", "metadata": {"agentlog.skill": "upper"},
+            "parts": [{"data": {"text": "over a2a"}}]}}}),
+    );
+    let task = &sent["result"]["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{sent}");
+    assert_eq!(task["artifacts"][0]["artifactId"], "upper", "{sent}");
+    assert_eq!(
+        task["artifacts"][0]["parts"][0]["text"], r#"{"TEXT":"OVER A2A"}"#,
+        "{sent}"
+    );
 }
