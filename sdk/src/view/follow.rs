@@ -6,6 +6,7 @@
 //! its own, so that giving up on a slow one never cuts it in the middle (an Iggy connection
 //! cut mid-call stays broken for seconds).
 
+use std::future::Future;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -28,17 +29,33 @@ impl TaskView {
     /// across replicas: an acknowledged append by anyone is in the log's end offsets.
     pub async fn sync(&self, partition: Option<u32>, timeout: Duration) -> Result<()> {
         let deadline = Instant::now() + timeout;
-        let ends = self.probe_ends(deadline, timeout).await?;
-        let wanted = || {
-            (0u32..)
-                .zip(ends.iter().copied())
-                .filter(|(p, _)| partition.is_none_or(|only| only == *p))
-        };
+        if let Some(partition) = partition {
+            // One partition's end: the log is asked about that partition alone.
+            let end = self
+                .probe(deadline, timeout, move |inner| async move {
+                    inner.log.end_offset(&inner.topic, partition).await
+                })
+                .await?;
+            if self.applied(partition).is_some_and(|a| a >= end) {
+                return Ok(());
+            }
+            return self
+                .wait_applied_until(partition, end, deadline, timeout)
+                .await;
+        }
+        let ends = self
+            .probe(deadline, timeout, |inner| async move {
+                inner.log.end_offsets(&inner.topic).await
+            })
+            .await?;
         // Usually the view is there already: no timer to arm then.
-        if wanted().all(|(p, end)| self.applied(p).is_some_and(|a| a >= end)) {
+        if (0u32..)
+            .zip(&ends)
+            .all(|(p, end)| self.applied(p).is_some_and(|a| a >= *end))
+        {
             return Ok(());
         }
-        for (p, end) in wanted() {
+        for (p, end) in (0u32..).zip(ends) {
             self.wait_applied_until(p, end, deadline, timeout).await?;
         }
         Ok(())
@@ -62,12 +79,21 @@ impl TaskView {
             .map(|a| *a.borrow())
     }
 
-    /// The log's end offsets, given up on at `deadline`. The probe runs in a task of its own
-    /// when it does not answer at once, so that giving up never cuts a call to the log in
-    /// the middle (an Iggy connection cut mid-call stays broken for seconds).
-    async fn probe_ends(&self, deadline: Instant, timeout: Duration) -> Result<Vec<u64>> {
-        let inner = self.inner.clone();
-        let mut probe = Box::pin(async move { inner.log.end_offsets(&inner.topic).await });
+    /// What `ask` answers about the log's ends, given up on at `deadline`. The probe runs in
+    /// a task of its own when it does not answer at once, so that giving up never cuts a
+    /// call to the log in the middle (an Iggy connection cut mid-call stays broken for
+    /// seconds).
+    async fn probe<T, F>(
+        &self,
+        deadline: Instant,
+        timeout: Duration,
+        ask: impl FnOnce(Arc<Inner>) -> F,
+    ) -> Result<T>
+    where
+        T: Send + 'static,
+        F: Future<Output = Result<T>> + Send + 'static,
+    {
+        let mut probe = Box::pin(ask(self.inner.clone()));
         if let std::task::Poll::Ready(ends) = futures::poll!(probe.as_mut()) {
             return ends;
         }

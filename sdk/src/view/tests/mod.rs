@@ -338,3 +338,32 @@ async fn a_handed_off_command_gives_the_first_turn_the_log_gives_at_its_offset_o
         "not taken by that load"
     );
 }
+
+/// A read about one task asks the log for its partition's end alone, and sees what any
+/// writer appended there before it asked.
+#[tokio::test]
+async fn a_sync_of_one_partition_asks_for_that_partitions_end_only() {
+    use crate::log::layers::{LogMetrics, LogOp, MetricsLayer};
+    let metrics = LogMetrics::new();
+    let log = crate::log::open("memory://")
+        .await
+        .unwrap()
+        .layer(MetricsLayer::new(metrics.clone()));
+    let topic = TopicRef::new("s", "events");
+    log.ensure_topic(&topic, 4).await.unwrap();
+    let view = TaskView::start(log.clone(), topic.clone()).await.unwrap();
+    view.wait_caught_up().await;
+    append(&log, &topic, &command("t1")).await;
+    let partition = view.partition_of("t1");
+    let (ends, end) = (
+        metrics.calls(LogOp::EndOffsets),
+        metrics.calls(LogOp::EndOffset),
+    );
+    view.sync(Some(partition), PATIENCE).await.unwrap();
+    assert!(view.lookup_any("t1").is_some());
+    assert_eq!(metrics.calls(LogOp::EndOffset), end + 1);
+    assert_eq!(metrics.calls(LogOp::EndOffsets), ends);
+    // ListTasks' sync asks about every partition at once.
+    view.sync(None, PATIENCE).await.unwrap();
+    assert_eq!(metrics.calls(LogOp::EndOffsets), ends + 1);
+}
