@@ -15,7 +15,8 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::answer::{answer, object};
-use super::mrtr::{Mrtr, at_once, check_responses, input_before_task, input_message, refused};
+use super::followup::{at_once, input_message};
+use super::mrtr::{Mrtr, check_responses, input_before_task, refused};
 use super::rpc::{Ctx, McpReply, error_reply};
 use super::running::{Follow, Running, Started};
 use super::{Entry, McpBridge, TaskSupport};
@@ -53,7 +54,13 @@ impl McpBridge {
                 format!("invalid tools/call params: {e}"),
             )
         })?;
-        let entry = self.entry(&params.name)?;
+        // A request a worker answers (`super::served`) is found by its method, a tool only by
+        // `tools/call`.
+        let entry = if ctx.method == "tools/call" {
+            self.entry(&params.name)?
+        } else {
+            self.served_entry(&params.name)?
+        };
         let log_level = log_level(&ctx.era, &params)?;
         // The x-mcp-header rule is the 2026-07-28 transport's: legacy clients mirror nothing,
         // and a transport without headers has none to check (as for `Mcp-Name`).

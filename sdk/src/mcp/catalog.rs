@@ -10,7 +10,7 @@ use agentlog_wire::mcp::{Prompt, PromptMessage, Resource, ResourceTemplate, UriT
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use serde::Deserialize;
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 use crate::error::{Error, ErrorKind, Result};
 
@@ -84,12 +84,17 @@ pub struct PromptConfig {
     pub messages: Vec<PromptMessage>,
     /// The values `completion/complete` offers for each argument.
     pub completions: BTreeMap<String, Vec<String>>,
+    /// The agent whose worker answers `prompts/get` (`Tools::prompt`), instead of `messages`:
+    /// the request is a call on its topics, as a tool call is (`super::served`).
+    pub agent: Option<String>,
 }
 
 setters!(PromptConfig {
     prompt: Prompt,
     messages: Vec<PromptMessage>,
     completions: BTreeMap<String, Vec<String>>,
+} optional {
+    agent: String,
 });
 
 impl PromptConfig {
@@ -99,6 +104,7 @@ impl PromptConfig {
             prompt,
             messages,
             completions: BTreeMap::new(),
+            agent: None,
         }
     }
 }
@@ -158,7 +164,21 @@ pub(super) fn prompts_from_json(list: Value, base: Option<&Path>) -> Result<Vec<
                     }
                 }
             }
-            let mut messages = object.remove("messages").unwrap_or(Value::Null);
+            let agent = match object.remove("agent") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(agent)) => Some(agent),
+                Some(other) => {
+                    return Err(config_error(format!(
+                        "a prompt's agent must be a string, not {other}"
+                    )));
+                }
+            };
+            let default = if agent.is_some() {
+                json!([])
+            } else {
+                Value::Null
+            };
+            let mut messages = object.remove("messages").unwrap_or(default);
             if let Value::Array(list) = &mut messages {
                 for content in list.iter_mut().filter_map(|m| m.get_mut("content")) {
                     inline_files(content, base)?;
@@ -166,7 +186,11 @@ pub(super) fn prompts_from_json(list: Value, base: Option<&Path>) -> Result<Vec<
             }
             let messages: Vec<PromptMessage> = parse_value(messages, "prompt messages")?;
             let prompt = parse(object, "prompt")?;
-            Ok(PromptConfig::new(prompt, messages).completions(completions))
+            let config = PromptConfig::new(prompt, messages).completions(completions);
+            Ok(match agent {
+                Some(agent) => config.agent(agent),
+                None => config,
+            })
         })
         .collect()
 }

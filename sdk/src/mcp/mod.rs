@@ -18,6 +18,7 @@ mod cancel;
 mod catalog;
 mod command;
 mod config;
+mod followup;
 mod list;
 mod listen;
 mod mrtr;
@@ -28,6 +29,7 @@ mod reply;
 mod resources;
 mod rpc;
 mod running;
+mod served;
 mod sessions;
 mod skills;
 mod tasks;
@@ -69,6 +71,8 @@ struct Inner {
     task_bridges: BTreeMap<String, Bridge>,
     /// The configured resources, templates and prompts.
     catalog: catalog::Catalog,
+    /// The requests a worker answers (`served`), by call name.
+    served: BTreeMap<String, Entry>,
     /// The bridge of [`SESSIONS_AGENT`]: the legacy sessions' resource subscriptions.
     sessions: Bridge,
     config: McpConfig,
@@ -168,6 +172,24 @@ impl McpBridge {
                 .entry(bridge.config().topics.agent.clone())
                 .or_insert_with(|| bridge.clone());
         }
+        let mut served = BTreeMap::new();
+        for prompt in &config.prompts {
+            let Some(agent) = &prompt.agent else { continue };
+            let bridge = match bridges.get(agent) {
+                Some(bridge) => bridge.clone(),
+                None => {
+                    let bridge =
+                        Bridge::open(log.clone(), agent_config(&config.bridge, agent)).await?;
+                    bridges.insert(agent.clone(), bridge.clone());
+                    bridge
+                }
+            };
+            let name = &prompt.prompt.name;
+            served.insert(
+                agentlog_wire::mcp::call::prompt_call_name(name),
+                served::prompt_entry(name, agent, bridge)?,
+            );
+        }
         let mut sessions = agent_config(&config.bridge, SESSIONS_AGENT);
         sessions.card.default_input_modes =
             vec![agentlog_wire::mcp::call::SUBSCRIPTIONS_MEDIA_TYPE.to_owned()];
@@ -180,6 +202,7 @@ impl McpBridge {
                 bridges,
                 task_bridges,
                 catalog,
+                served,
                 sessions,
                 config,
             }),

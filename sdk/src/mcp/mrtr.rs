@@ -23,9 +23,7 @@
 //! (`Tools::input_timeout`) past which the workers' sweeper cancels its task
 //! (`worker::expiry`), and a retry after it is refused (-32602, "expired").
 
-use agentlog_wire::a2a::{
-    GetTaskRequest, Message, SendMessageConfiguration, SendMessageRequest, Task,
-};
+use agentlog_wire::a2a::{GetTaskRequest, Task};
 use agentlog_wire::mcp::{Era, PendingInput, TASKS_EXTENSION, missing_capabilities};
 use serde_json::{Map, Value, json};
 
@@ -133,32 +131,4 @@ pub(super) fn input_before_task(ctx: &Ctx<'_>, entry: &Entry) -> bool {
         && entry.config.task_support != TaskSupport::Forbidden
         && ctx.era.is_modern()
         && ctx.era.declares_extension(TASKS_EXTENSION)
-}
-
-/// A send of `message` that answers once it is on the log, without waiting for the task.
-pub(super) fn at_once(message: Message) -> SendMessageRequest {
-    SendMessageRequest {
-        tenant: None,
-        message,
-        configuration: Some(SendMessageConfiguration {
-            return_immediately: true,
-            ..Default::default()
-        }),
-        metadata: None,
-    }
-}
-
-/// The follow-up message carrying `responses` to task `task_id` (a `tasks/update`'s, or an
-/// MRTR retry's).
-pub(super) fn input_message(task_id: &str, responses: Map<String, Value>) -> Message {
-    use agentlog_wire::a2a::Role;
-    use agentlog_wire::mcp::call::{INPUT_RESPONSES_MEDIA_TYPE, typed_part};
-    Message {
-        task_id: Some(task_id.to_owned()),
-        parts: vec![typed_part(
-            json!({"inputResponses": responses}),
-            INPUT_RESPONSES_MEDIA_TYPE,
-        )],
-        ..Message::new_text(Role::User, uuid::Uuid::new_v4().to_string(), "")
-    }
 }

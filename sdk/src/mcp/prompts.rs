@@ -76,29 +76,27 @@ impl McpBridge {
         Ok(result)
     }
 
-    /// `prompts/get {name, arguments?}`: the prompt's messages with each `{argument}`
-    /// replaced by its value (an optional one not given by nothing). An unknown prompt, an
-    /// argument that is not a string, or a required one missing is -32602.
-    pub(super) fn get_prompt(
+    /// Prompt `name` and the values of its arguments in `params` (a missing optional one is
+    /// `""`): an unknown prompt, arguments that are not an object of strings, or a required
+    /// one missing is -32602.
+    pub(super) fn prompt_arguments(
         &self,
-        params: Option<&Map<String, Value>>,
-    ) -> Result<Map<String, Value>> {
-        if self.inner.catalog.prompts.is_empty() {
-            return Err(method_not_found("prompts/get"));
-        }
-        let prompt = self.prompt(string(params, "name")?)?;
-        let given = match params.and_then(|p| p.get("arguments")) {
+        name: &str,
+        params: &Map<String, Value>,
+    ) -> Result<(&PromptConfig, BTreeMap<String, String>)> {
+        let prompt = self.prompt(name)?;
+        let given = match params.get("arguments") {
             None | Some(Value::Null) => Map::new(),
             Some(Value::Object(given)) => given.clone(),
             Some(_) => {
                 return Err(invalid("arguments", "arguments must be an object".into()));
             }
         };
-        let mut values: BTreeMap<&str, &str> = BTreeMap::new();
+        let mut values = BTreeMap::new();
         for argument in &prompt.prompt.arguments {
             match given.get(&argument.name) {
                 Some(Value::String(value)) => {
-                    values.insert(&argument.name, value);
+                    values.insert(argument.name.clone(), value.clone());
                 }
                 Some(_) => {
                     return Err(invalid(
@@ -114,10 +112,30 @@ impl McpBridge {
                     .with_detail("argument", argument.name.clone()));
                 }
                 None => {
-                    values.insert(&argument.name, "");
+                    values.insert(argument.name.clone(), String::new());
                 }
             }
         }
+        Ok((prompt, values))
+    }
+
+    /// `prompts/get {name, arguments?}`: the prompt's messages with each `{argument}`
+    /// replaced by its value (an optional one not given by nothing). An unknown prompt, an
+    /// argument that is not a string, or a required one missing is -32602.
+    pub(super) fn get_prompt(
+        &self,
+        params: Option<&Map<String, Value>>,
+    ) -> Result<Map<String, Value>> {
+        if self.inner.catalog.prompts.is_empty() {
+            return Err(method_not_found("prompts/get"));
+        }
+        let empty = Map::new();
+        let name = string(params, "name")?;
+        let (prompt, given) = self.prompt_arguments(name, params.unwrap_or(&empty))?;
+        let values: BTreeMap<&str, &str> = given
+            .iter()
+            .map(|(name, value)| (name.as_str(), value.as_str()))
+            .collect();
         let messages: Vec<Value> = prompt
             .messages
             .iter()

@@ -23,7 +23,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Map, Value, json};
 
 use super::McpBridge;
-use super::mrtr::{at_once, input_message};
+use super::followup::{at_once, input_message};
 use crate::agent::Caller;
 use crate::bridge::Bridge;
 use crate::error::{Error, ErrorKind, Result};

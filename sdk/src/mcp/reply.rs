@@ -15,6 +15,7 @@ impl McpBridge {
     /// message comes before the answer.
     pub(super) async fn reply(&self, ctx: &Ctx<'_>, started: Started) -> McpReply {
         let modern = ctx.era.is_modern();
+        let served = ctx.method != "tools/call";
         let mut running = match started {
             Started::Answered(answer) => return self.reply_result(ctx, answer),
             Started::Running(running) => running,
@@ -56,9 +57,13 @@ impl McpBridge {
                         CallEvent::Notification(n) => {
                             Some((serde_json::to_vec(&n).unwrap_or_default(), Some(running)))
                         }
-                        CallEvent::Done(Ok(result)) => {
+                        CallEvent::Done(Ok(result)) if !served => {
                             Some((this.result_body(&id, modern, result), None))
                         }
+                        CallEvent::Done(Ok(result)) => match super::served::unwrap(result) {
+                            Ok(result) => Some((this.result_body(&id, modern, result), None)),
+                            Err(error) => Some((error_body(&id, &error.to_mcp()), None)),
+                        },
                         CallEvent::Done(Err(error)) => {
                             Some((error_body(&id, &error.to_mcp()), None))
                         }
@@ -81,6 +86,11 @@ impl McpBridge {
 
     fn reply_result(&self, ctx: &Ctx<'_>, answer: Answer) -> McpReply {
         let modern = ctx.era.is_modern();
+        // A worker's answer to a request other than a tool call carries its result inside.
+        let answer = match answer {
+            Ok(result) if ctx.method != "tools/call" => super::served::unwrap(result),
+            answer => answer,
+        };
         match answer {
             Ok(result) => McpReply::Json {
                 status: 200,

@@ -192,6 +192,8 @@ pub fn sse_frames(messages: McpStream) -> crate::bridge::SseFrames {
 /// What a method needs to know about its request.
 pub(super) struct Ctx<'a> {
     pub(super) id: &'a RawValue,
+    /// The request's method.
+    pub(super) method: &'a str,
     pub(super) caller: &'a Caller,
     pub(super) era: Era,
     pub(super) accepts_stream: bool,
@@ -281,6 +283,7 @@ impl McpBridge {
         }
         let ctx = Ctx {
             id,
+            method: &parsed.method,
             caller: &request.caller,
             era,
             accepts_stream: request.accepts_stream,
@@ -303,6 +306,15 @@ impl McpBridge {
                 self.change_subscription(&ctx, params.as_ref(), false).await
             }
             "prompts/list" => self.list_prompts(params.as_ref(), modern),
+            "prompts/get" if self.worker_prompt(params.as_ref()) => {
+                return match self.prompt_call(params.as_ref().unwrap_or(&Map::new())) {
+                    Ok(raw) => {
+                        let call = serde_json::from_str(&raw).ok();
+                        self.call_tool(&ctx, &raw, call).await
+                    }
+                    Err(error) => error_reply(id, &error, modern),
+                };
+            }
             "prompts/get" => self.get_prompt(params.as_ref()),
             "completion/complete" => self.complete(params.as_ref()),
             "subscriptions/listen" if modern => return self.listen(&ctx, params.as_ref()).await,

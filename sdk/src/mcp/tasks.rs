@@ -253,7 +253,7 @@ impl McpBridge {
             None => responses,
         };
         if !responses.is_empty() {
-            let request = super::mrtr::at_once(super::mrtr::input_message(id, responses));
+            let request = super::followup::at_once(super::followup::input_message(id, responses));
             bridge.send_message(ctx.caller, request).await?;
         }
         Ok(Map::new())

@@ -31,6 +31,7 @@ mod context;
 mod expiry;
 mod handler;
 mod pending;
+mod prompts;
 mod reports;
 mod run;
 mod settle;
@@ -58,6 +59,7 @@ use crate::view::{TaskView, ViewOptions};
 pub use context::TaskContext;
 pub use expiry::DEFAULT_INPUT_TIMEOUT;
 pub use handler::{Handler, HandlerError, handler_fn};
+pub use prompts::{PromptHandler, prompt_fn};
 pub use skills::Skills;
 pub use tools::{ToolCall, ToolHandler, Tools, tool_fn};
 

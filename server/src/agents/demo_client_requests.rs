@@ -2,14 +2,16 @@
 //! ask its client (`tools-call-sampling`, `tools-call-elicitation`,
 //! `elicitation-sep1034-defaults`, `elicitation-sep1330-enums`): each asks once
 //! (`ToolCall::ask`), which a legacy call on an event stream relays as a request to the client
-//! (and a 2026-07-28 one answers as MRTR), then answers with what the client said.
+//! (and a 2026-07-28 one answers as MRTR), then answers with what the client said; and the
+//! prompt `test_input_required_result_prompt` (`input-required-result-non-tool-request`),
+//! which its worker answers after asking the client the same way.
 
 use agentlog_wire::mcp::CallToolResult;
 use serde_json::{Map, Value, json};
 
 use super::tool_config::{config, no_arguments};
 use agentlog::mcp::{TaskSupport, ToolConfig};
-use agentlog::worker::{ToolCall, Tools, tool_fn};
+use agentlog::worker::{ToolCall, Tools, prompt_fn, tool_fn};
 
 /// The key each of these tools asks under.
 const KEY: &str = "client";
@@ -133,8 +135,40 @@ fn answer_of(tool: &str, response: &Map<String, Value>) -> String {
     }
 }
 
+/// The prompt that asks first: a context (elicitation), then the prompt using it.
+async fn context_prompt(
+    call: ToolCall,
+) -> Result<Map<String, Value>, agentlog::worker::HandlerError> {
+    let responses = call.input_responses.clone().unwrap_or_default();
+    if let Some(response) = responses.get("user_context") {
+        let context = response
+            .pointer("/content/context")
+            .and_then(Value::as_str)
+            .unwrap_or("none");
+        let result = json!({"description": "A prompt using the context the client gave",
+            "messages": [{"role": "user", "content": {"type": "text",
+                "text": format!("Answer within this context: {context}")}}]});
+        return Ok(result.as_object().cloned().unwrap_or_default());
+    }
+    let mut requests = Map::new();
+    requests.insert(
+        "user_context".to_owned(),
+        elicitation(
+            "What context should the prompt use?",
+            json!({"type": "object", "properties": {"context": {"type": "string"}},
+                   "required": ["context"]}),
+        ),
+    );
+    call.ask("The prompt needs a context", requests).await?;
+    Ok(Map::new())
+}
+
 /// The handlers, added to `tools`.
 pub(super) fn with_client_request_handlers(mut tools: Tools) -> Tools {
+    tools = tools.prompt(
+        "test_input_required_result_prompt",
+        prompt_fn(context_prompt),
+    );
     for tool in demo_client_request_tools() {
         let name = tool.tool.name.clone();
         let handler_name = name.clone();

@@ -46,6 +46,9 @@ pub fn demo_definitions() -> agentlog::Result<McpConfig> {
                          "uri": "{resourceUri}", "mimeType": "text/plain", "text": "Embedded resource content for testing."}}},
                      {"role": "user", "content": {"type": "text", "text": "Please process the embedded resource above."}}
                  ]},
+                {"name": "test_input_required_result_prompt",
+                 "description": "Asks the client what context to use (MRTR), answered by the demo worker",
+                 "agent": "mcp.demo"},
                 {"name": "test_prompt_with_image", "description": "A prompt with an image",
                  "messages": [
                      {"role": "user", "content": {"type": "image", "data": RED_PIXEL_PNG, "mimeType": "image/png"}},
@@ -71,7 +74,7 @@ mod tests {
                 config.resource_templates.len(),
                 config.prompts.len()
             ),
-            (3, 1, 4)
+            (3, 1, 5)
         );
         let log = agentlog::log::open("memory://").await.unwrap();
         agentlog::mcp::McpBridge::open(log, config).await.unwrap();

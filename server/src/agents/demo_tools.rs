@@ -387,7 +387,11 @@ mod tests {
     #[test]
     fn every_demo_tool_has_a_handler_and_a_valid_definition() {
         let handlers = demo_tool_handlers();
-        let mut names: Vec<&str> = handlers.names().collect();
+        // The handlers of prompts a worker answers are not tools.
+        let mut names: Vec<&str> = handlers
+            .names()
+            .filter(|name| !name.starts_with("prompts/get:"))
+            .collect();
         names.sort_unstable();
         let tools = demo_tools();
         let mut defined: Vec<&str> = tools.iter().map(|t| t.tool.name.as_str()).collect();

@@ -22,6 +22,7 @@ mod mcp_log;
 mod mcp_mrtr;
 mod mcp_relay;
 mod mcp_resources;
+mod mcp_served;
 mod mcp_subscribe;
 mod mcp_tasks;
 mod push;

@@ -44,6 +44,13 @@ pub const LOG_MEDIA_TYPE: &str = "application/vnd.agentlog.mcp-log+json";
 /// `{"session": id}`) in a message of the session's task.
 pub const SUBSCRIPTIONS_MEDIA_TYPE: &str = "application/vnd.agentlog.mcp-subscriptions+json";
 
+/// The call name under which a worker answers `prompts/get` of prompt `name`: a
+/// worker-answered prompt rides on the log as a call of this name (never a tool's: tool names
+/// hold no `/`), its `GetPromptResult` as the result's `structuredContent`.
+pub fn prompt_call_name(name: &str) -> String {
+    format!("prompts/get:{name}")
+}
+
 /// `tools/call` params (the members the bridge reads; the raw text is what is recorded).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CallToolParams {
