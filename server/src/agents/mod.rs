@@ -7,6 +7,7 @@ pub mod demo;
 mod demo_client_requests;
 mod demo_input_tools;
 pub mod demo_resources;
+pub mod demo_skills;
 pub mod demo_tools;
 #[cfg(test)]
 mod tests;

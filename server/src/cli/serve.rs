@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 use super::output::Out;
 use super::serve_auth::{self, AuthArgs, CardFileExtras};
 use super::{CliError, CliResult, LogArgs, TopicArgs};
-use crate::agents::{ConformanceHandler, DemoHandler, conformance};
+use crate::agents::{ConformanceHandler, conformance, demo_skills};
 use agentlog::bridge::{
     Bridge, BridgeConfig, LimitsConfig, card_over_defaults, finish_card, skill_schemas_from_json,
 };
@@ -136,7 +136,8 @@ pub(super) struct ServeArgs {
     #[command(flatten)]
     console: super::serve_console::ConsoleArgs,
 
-    /// Also run the built-in demo worker in this process (echo, `sleep N`, `input`, `fail`, `reply TEXT`),
+    /// Also run the built-in demo worker in this process (echo, `sleep N`, `input`, `fail`, `reply TEXT`;
+    /// the skill `shout`, its input checked by a schema),
     /// and describe it in the card's skills; and serve the demo MCP tools on /mcp (echo and
     /// the MCP conformance suite's fixture tools), answered in this process too.
     #[arg(long)]
@@ -265,6 +266,12 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
     let mut config = BridgeConfig::new(&args.log.agent);
     config.card = card;
     config.skill_schemas = skill_schemas;
+    if args.demo {
+        config
+            .skill_schemas
+            .entry(demo_skills::SHOUT.to_owned())
+            .or_insert_with(demo_skills::shout_schema);
+    }
     config.extended_card = extended_card;
     config.signer = signer.clone();
     config.trust = verifier.clone();
@@ -310,7 +317,7 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
         Some(if args.conformance {
             Worker::start(log.clone(), config, ConformanceHandler).await?
         } else {
-            Worker::start(log.clone(), config, DemoHandler).await?
+            Worker::start(log.clone(), config, demo_skills::demo_skills()).await?
         })
     } else {
         None
@@ -566,6 +573,9 @@ fn card(args: &ServeArgs, base: AgentCard, endpoint: &str) -> AgentCard {
     if args.demo && !card.skills.iter().any(|s| s.id == "echo") {
         card.skills.push(demo_skill());
     }
+    if args.demo && !card.skills.iter().any(|s| s.id == demo_skills::SHOUT) {
+        card.skills.push(demo_skills::shout_skill());
+    }
     if args.conformance {
         conformance::declare(&mut card, agent, args.card.is_none());
     }
@@ -576,7 +586,7 @@ fn card(args: &ServeArgs, base: AgentCard, endpoint: &str) -> AgentCard {
     card
 }
 
-/// The skill [`DemoHandler`] offers.
+/// The skill [`DemoHandler`](crate::agents::DemoHandler) offers.
 fn demo_skill() -> AgentSkill {
     let text = vec!["text/plain".to_owned()];
     AgentSkill {

@@ -9,14 +9,14 @@ use tokio_util::sync::CancellationToken;
 use super::command::ExecHandler;
 use super::output::Out;
 use super::{CliError, CliResult, LogArgs, TopicArgs};
-use crate::agents::DemoHandler;
+use crate::agents::demo_skills::demo_skills;
 use agentlog::http::{metrics_router, serve};
 use agentlog::worker::{Handler, Worker, WorkerConfig};
 
 const EXAMPLES: &str = "\
 EXAMPLES:
   agentlog worker --log iggy://iggy:iggy@127.0.0.1:8090 --agent demo
-      the built-in demo agent (echo, `sleep N`, `input`, `fail`, `reply TEXT`)
+      the built-in demo agent (echo, `sleep N`, `input`, `fail`, `reply TEXT`; skill `shout`)
   agentlog worker --log iggy://iggy:iggy@127.0.0.1:8090 --agent upper --exec 'tr a-z A-Z'
       each task runs `tr a-z A-Z` with the message on stdin; its stdout is the answer
   agentlog worker --agent wc --exec \"sh -c 'wc -w | tr -d \\\" \\\"'\"
@@ -124,7 +124,7 @@ pub(super) async fn run(args: WorkerArgs, out: &Out) -> CliResult {
             };
             work(&args, out, &what, handler).await
         }
-        None => work(&args, out, "demo", DemoHandler).await,
+        None => work(&args, out, "demo", demo_skills()).await,
     }
 }
 

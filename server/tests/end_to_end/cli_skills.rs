@@ -2,7 +2,7 @@
 //! definitions file's tool that is a skill too are both on the card (the schema itself is
 //! not), and a message its skill refuses (an unknown id, data its schema rejects, no data
 //! part) is answered -32602 naming the failing path; a tool that is a skill of another agent
-//! stops `serve` from starting.
+//! stops `serve` from starting; the demo's `shout` skill is answered by its own handler.
 
 use std::io::{Read, Write};
 use std::time::Duration;
@@ -13,8 +13,13 @@ use crate::support::*;
 
 /// A JSON-RPC `SendMessage` of `message` to the A2A endpoint at `url`: the reply.
 fn send(url: &str, message: Value) -> Value {
+    send_with(url, message, true)
+}
+
+/// `send`, blocking (the finished task) unless `at_once`.
+fn send_with(url: &str, message: Value, at_once: bool) -> Value {
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
-                      "params": {"message": message, "configuration": {"returnImmediately": true}}})
+                      "params": {"message": message, "configuration": {"returnImmediately": at_once}}})
     .to_string();
     let rest = url.strip_prefix("http://").unwrap();
     let (host, path) = rest.split_at(rest.find('/').unwrap());
@@ -160,4 +165,49 @@ fn a_tool_that_is_a_skill_of_another_agent_stops_serve() {
     ]);
     assert!(error.contains("bad --tools"), "{error}");
     assert!(error.contains("\"agent\""), "{error}");
+}
+
+#[test]
+fn the_demo_answers_its_shout_skill_and_echoes_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, _) = Server::start_with("memory://", &[], dir.path());
+    let url = server.url.clone();
+    let served = http_get(&format!("{url}.well-known/agent-card.json"));
+    let (_, body) = served.split_once("\r\n\r\n").unwrap();
+    let card: Value = serde_json::from_str(body).unwrap();
+    let ids: Vec<&str> = card["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["id"].as_str())
+        .collect();
+    assert_eq!(ids, ["echo", "shout"]);
+    let shouted = send_with(
+        &url,
+        json!({"messageId": "d-1", "role": "ROLE_USER", "metadata": {"agentlog.skill": "shout"},
+               "parts": [{"data": {"text": "hello"}}]}),
+        false,
+    );
+    let task = &shouted["result"]["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{shouted}");
+    assert_eq!(
+        task["artifacts"][0]["parts"][0]["text"], "HELLO",
+        "{shouted}"
+    );
+    let refused = send(
+        &url,
+        json!({"messageId": "d-2", "role": "ROLE_USER", "metadata": {"agentlog.skill": "shout"},
+               "parts": [{"data": {"text": ""}}]}),
+    );
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    let echoed = send_with(
+        &url,
+        json!({"messageId": "d-3", "role": "ROLE_USER", "parts": [{"text": "hi"}]}),
+        false,
+    );
+    assert_eq!(
+        echoed["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{echoed}"
+    );
+    server.stop();
 }
