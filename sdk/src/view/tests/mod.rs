@@ -367,3 +367,33 @@ async fn a_sync_of_one_partition_asks_for_that_partitions_end_only() {
     view.sync(None, PATIENCE).await.unwrap();
     assert_eq!(metrics.calls(LogOp::EndOffsets), ends + 1);
 }
+
+#[tokio::test]
+async fn a_worker_waits_for_its_bridges_command_on_its_way_not_for_the_log() {
+    let (_log, _topic, view) = view_over_memory().await;
+    // Nothing marked until a worker shares the view.
+    assert!(view.appending_command("a").is_none());
+    view.own_command_landed("a", PATIENCE).await;
+
+    view.hand_off_commands();
+    let appending = view.appending_command("a").expect("marked");
+    assert!(view.appending_command("a").is_none(), "one mark per task");
+    // Another task's look does not wait.
+    view.own_command_landed("b", PATIENCE).await;
+    // This one's waits until the mark drops (the bridge applied its command, or gave up).
+    let waiter = {
+        let view = view.clone();
+        tokio::spawn(async move { view.own_command_landed("a", PATIENCE).await })
+    };
+    tokio::task::yield_now().await;
+    assert!(!waiter.is_finished());
+    drop(appending);
+    tokio::time::timeout(PATIENCE, waiter)
+        .await
+        .expect("woken when the mark drops")
+        .expect("the waiter ran");
+    // Bounded when nothing drops the mark.
+    let _stuck = view.appending_command("a").expect("marked again");
+    view.own_command_landed("a", Duration::from_millis(20))
+        .await;
+}
