@@ -15,6 +15,7 @@ pub mod mcp;
 mod record;
 mod task_state;
 pub mod timestamp;
+pub mod trace;
 pub mod v03;
 
 pub use error::WireError;

@@ -174,7 +174,8 @@ pub struct RecordHeader {
     pub deadline_ms: u64,
     /// When the record was written, in Unix milliseconds.
     pub timestamp_ms: u64,
-    /// The media type of the body's JSON payload.
+    /// The media type of the body's JSON payload. Its parameters may carry the W3C trace
+    /// context of the call that wrote the record ([`crate::trace`]); nothing else reads them.
     pub content_type: String,
     /// The id of the key that signed the record (its signature is `signature`); empty for an
     /// unsigned record (and every record of formats 1 to 3).

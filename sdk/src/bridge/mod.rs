@@ -29,6 +29,7 @@ mod tenant;
 #[cfg(test)]
 mod test_support;
 mod timeline;
+pub mod trace;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -292,7 +293,7 @@ impl Bridge {
             attempt: 0,
             deadline_ms: 0,
             timestamp_ms: now_ms(),
-            content_type: "application/json".to_owned(),
+            content_type: trace::content_type(),
             key_id: String::new(),
             bridge_hops,
             signature: Vec::new(),

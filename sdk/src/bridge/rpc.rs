@@ -151,6 +151,9 @@ pub struct RpcRequest<'a> {
     /// An SSE `Last-Event-ID`: a streaming method continues right after that log position
     /// instead of starting with a snapshot.
     pub resume_after: Option<u64>,
+    /// The W3C trace context the request came with (`traceparent`, `tracestate`): the
+    /// records written for it carry it ([`trace`](super::trace)).
+    pub trace: Option<agentlog_wire::trace::TraceContext>,
 }
 
 impl<'a> RpcRequest<'a> {
@@ -176,6 +179,7 @@ impl<'a> RpcRequest<'a> {
             a2a_version: None,
             extensions: Vec::new(),
             resume_after: None,
+            trace: None,
         }
     }
 
@@ -188,6 +192,12 @@ impl<'a> RpcRequest<'a> {
     /// Sets [`RpcRequest::extensions`].
     pub fn extensions(mut self, extensions: Vec<String>) -> Self {
         self.extensions = extensions;
+        self
+    }
+
+    /// Sets [`RpcRequest::trace`].
+    pub fn trace(mut self, context: Option<agentlog_wire::trace::TraceContext>) -> Self {
+        self.trace = context;
         self
     }
 
@@ -209,23 +219,28 @@ impl Bridge {
             a2a_version,
             extensions,
             resume_after,
+            trace,
         } = request;
         let options = CallOptions {
             extensions: &extensions,
             resume_after,
         };
         let version = a2a_version.map(str::trim).filter(|v| !v.is_empty());
-        match body {
-            RpcBody::Call(call) => {
-                let served = version
-                    .is_none_or(|v| ProtocolVersion::from_header(v) == Some(ProtocolVersion::V1_0));
-                RpcReply::Answer(match (served, version) {
-                    (false, Some(v)) => Err(version_not_supported(v, "it speaks 1.0")),
-                    _ => self.dispatch(&caller, call, None, &options).await,
-                })
+        let answer = async {
+            match body {
+                RpcBody::Call(call) => {
+                    let served = version.is_none_or(|v| {
+                        ProtocolVersion::from_header(v) == Some(ProtocolVersion::V1_0)
+                    });
+                    RpcReply::Answer(match (served, version) {
+                        (false, Some(v)) => Err(version_not_supported(v, "it speaks 1.0")),
+                        _ => self.dispatch(&caller, call, None, &options).await,
+                    })
+                }
+                RpcBody::Json(parsed) => self.handle_json(&caller, parsed, version, &options).await,
             }
-            RpcBody::Json(parsed) => self.handle_json(&caller, parsed, version, &options).await,
-        }
+        };
+        super::trace::traced(trace, answer).await
     }
 
     async fn handle_json(

@@ -63,7 +63,8 @@ impl A2aGrpc {
         let call = convert(message).map_err(|e| status(&e))?;
         let request = RpcRequest::call(call, caller)
             .a2a_version(Some(&version))
-            .extensions(requested);
+            .extensions(requested)
+            .trace(trace_of(&metadata));
         match self.bridge.handle(request).await {
             RpcReply::Answer(Ok(answer)) => Ok((answer, activated)),
             RpcReply::Answer(Err(error)) => Err(status(&error)),
@@ -302,5 +303,48 @@ impl A2aService for A2aGrpc {
             Answer::Deleted => Ok(reply((), &activated)),
             _ => Err(status(&unexpected())),
         }
+    }
+}
+
+/// The W3C trace context of a call's metadata (`traceparent`, `tracestate`), as over HTTP.
+fn trace_of(metadata: &MetadataMap) -> Option<agentlog_wire::trace::TraceContext> {
+    use agentlog_wire::trace::{TRACEPARENT, TRACESTATE, TraceContext};
+    let mut parents = metadata.get_all(TRACEPARENT).iter();
+    let parent = parents.next()?.to_str().ok()?;
+    if parents.next().is_some() {
+        return None;
+    }
+    let states: Vec<&str> = metadata
+        .get_all(TRACESTATE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect();
+    let state = (!states.is_empty()).then(|| states.join(","));
+    TraceContext::parse(parent, state.as_deref())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    const PARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
+    #[test]
+    fn the_trace_context_is_read_from_the_metadata() {
+        let mut metadata = MetadataMap::new();
+        assert_eq!(trace_of(&metadata), None);
+        metadata.insert("traceparent", PARENT.parse().unwrap());
+        metadata.append("tracestate", "a=1".parse().unwrap());
+        metadata.append("tracestate", "b=2".parse().unwrap());
+        let context = trace_of(&metadata).unwrap();
+        assert_eq!(context.traceparent(), PARENT);
+        assert_eq!(context.tracestate(), "a=1,b=2");
+        // Two parents: none (W3C), as for a malformed one.
+        metadata.append("traceparent", PARENT.parse().unwrap());
+        assert_eq!(trace_of(&metadata), None);
+        let mut bad = MetadataMap::new();
+        bad.insert("traceparent", "00-nope".parse().unwrap());
+        assert_eq!(trace_of(&bad), None);
     }
 }

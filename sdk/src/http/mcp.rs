@@ -262,7 +262,8 @@ async fn answer(state: &McpState, parts: Parts, body: Body, takes_stream: bool) 
         );
     }
     let session = state.mcp.new_session(&bytes);
-    match state.mcp.handle(request).await {
+    let handled = crate::bridge::trace::traced(super::trace_of(headers), state.mcp.handle(request));
+    match handled.await {
         McpReply::Json { status, body } => {
             let mut response = json(
                 StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),

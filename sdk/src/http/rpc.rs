@@ -166,7 +166,8 @@ pub(super) async fn call<'a>(
     let request = RpcRequest::parsed(parsed, caller)
         .a2a_version(version.as_deref())
         .extensions(requested)
-        .resume_after(resume_after);
+        .resume_after(resume_after)
+        .trace(super::trace_of(&parts.headers));
     let reply = inner.bridge.handle(request).await;
     Ok(Called {
         reply,

@@ -6,6 +6,7 @@ use std::convert::Infallible;
 use agentlog_wire::a2a::{Artifact, Message, SendMessageRequest, TaskPushNotificationConfig};
 use agentlog_wire::fold::{ClaimKind, Outcome};
 use agentlog_wire::jsonrpc::Operation;
+use agentlog_wire::trace::TraceContext;
 use agentlog_wire::{RecordBody, StateCode};
 use axum::http::request::Parts;
 use axum::response::Response;
@@ -114,6 +115,8 @@ pub(super) fn render(entry: &TimelineRecord) -> Value {
         "verdict": verdict,
         "reason": reason,
         "claim": claim,
+        "trace": TraceContext::from_content_type(&header.content_type)
+            .map(|c| c.traceparent().to_owned()),
     });
     let (kind, summary, detail) = body(&record.body);
     value["kind"] = Value::from(kind);

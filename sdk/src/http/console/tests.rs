@@ -314,3 +314,55 @@ async fn with_auth_each_caller_sees_only_its_own_tasks() {
     .await;
     assert_eq!(status, StatusCode::FORBIDDEN);
 }
+
+#[tokio::test]
+async fn a_calls_trace_context_is_on_its_records() {
+    let a2a = bridge("agent").await;
+    let app = crate::http::router(a2a.clone(), crate::http::HttpConfig::default()).merge(router(
+        vec![(a2a, ConsoleBinding::A2a)],
+        ConsoleConfig::new(),
+    ));
+    let parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params":
+        serde_json::to_value(send_request("m-traced", true)).unwrap()});
+    let post = Request::post("/")
+        .header(header::HOST, "127.0.0.1")
+        .header(header::CONTENT_TYPE, "application/json")
+        .header("traceparent", parent)
+        .header("tracestate", "a=1")
+        .body(Body::from(body.to_string()))
+        .unwrap();
+    let (status, sent) = call(&app, post).await;
+    assert_eq!(status, StatusCode::OK, "{sent}");
+    let task_id = sent["result"]["task"]["id"].as_str().unwrap().to_owned();
+    let mut headers = axum::http::HeaderMap::new();
+    headers.append("traceparent", parent.parse().unwrap());
+    headers.append("tracestate", "a=1".parse().unwrap());
+    headers.append("tracestate", "b=2".parse().unwrap());
+    assert_eq!(
+        crate::http::trace_of(&headers).unwrap().tracestate(),
+        "a=1,b=2"
+    );
+    // Two parents are none at all (W3C).
+    headers.append("traceparent", parent.parse().unwrap());
+    assert_eq!(crate::http::trace_of(&headers), None);
+    // Canceled without the header: that record carries none.
+    let cancel = Request::post(format!("/console/api/tasks/agent/{task_id}/cancel"))
+        .header(header::HOST, "127.0.0.1")
+        .body(Body::empty())
+        .unwrap();
+    assert_eq!(call(&app, cancel).await.0, StatusCode::OK);
+    let records = records_until_caught_up(
+        &app,
+        get(&format!("/console/api/tasks/agent/{task_id}/records")),
+    )
+    .await;
+    let traces: Vec<(&str, &Value)> = records
+        .iter()
+        .map(|r| (r["kind"].as_str().unwrap(), &r["trace"]))
+        .collect();
+    assert_eq!(
+        traces,
+        [("command", &json!(parent)), ("cancel", &Value::Null)]
+    );
+}

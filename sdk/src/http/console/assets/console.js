@@ -365,6 +365,7 @@ function toggleDetail(row, record) {
   const next = row.nextElementSibling;
   if (next && next.classList.contains("detail")) { next.remove(); return; }
   const shown = { messageId: record.messageId, hops: record.hops, signed: record.signed };
+  if (record.trace) shown.traceparent = record.trace;
   if (record.detail !== null && record.detail !== undefined) shown.content = record.detail;
   row.after(el("tr", { class: "detail" }, el("td", { colSpan: 8 }, el("pre", {}, JSON.stringify(shown, null, 2)))));
 }
