@@ -17,6 +17,7 @@
 //!
 //!     cargo bench -p agentlog-integration --bench push
 //!     PUSH_BENCH_ROUNDS=3 PUSH_BENCH_LOG=memory cargo bench -p agentlog-integration --bench push
+//!     PUSH_BENCH_CASES=2,3 PUSH_BENCH_PER_ENDPOINT=8 cargo bench ... --bench push  # some cases; a limit
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -77,6 +78,10 @@ struct Row {
     per_second: f64,
     p50_ms: f64,
     p99_ms: f64,
+    /// Per update: the lag of its first notification to arrive, and how long its last came
+    /// after its first (the fan-out to its configs), p50 and p99.
+    first_ms: (f64, f64),
+    spread_ms: (f64, f64),
 }
 
 fn micros(at: SystemTime) -> u64 {
@@ -90,6 +95,7 @@ fn measure(got: &[Got]) -> Row {
     let mut first_made = u64::MAX;
     let mut last_arrival = 0;
     let mut notifications = 0;
+    let mut updates: std::collections::HashMap<(String, u64), (u64, u64)> = Default::default();
     for got in got {
         let body = got.json();
         let Some(made) = body
@@ -104,13 +110,32 @@ fn measure(got: &[Got]) -> Row {
         first_made = first_made.min(made);
         last_arrival = last_arrival.max(arrived);
         lags.record(arrived.saturating_sub(made)).expect("record");
+        let task = body
+            .pointer("/artifactUpdate/taskId")
+            .and_then(|t| t.as_str())
+            .unwrap_or_default()
+            .to_owned();
+        let span = updates.entry((task, made)).or_insert((arrived, arrived));
+        span.0 = span.0.min(arrived);
+        span.1 = span.1.max(arrived);
     }
+    let mut first = Histogram::<u64>::new(3).expect("histogram");
+    let mut spread = Histogram::<u64>::new(3).expect("histogram");
+    for ((_, made), (earliest, latest)) in &updates {
+        first
+            .record(earliest.saturating_sub(*made))
+            .expect("record");
+        spread.record(latest - earliest).expect("record");
+    }
+    let ms = |h: &Histogram<u64>, q| h.value_at_quantile(q) as f64 / 1000.0;
     let secs = (last_arrival.saturating_sub(first_made)) as f64 / 1e6;
     Row {
         notifications,
         per_second: notifications as f64 / secs.max(1e-9),
         p50_ms: lags.value_at_quantile(0.5) as f64 / 1000.0,
         p99_ms: lags.value_at_quantile(0.99) as f64 / 1000.0,
+        first_ms: (ms(&first, 0.5), ms(&first, 0.99)),
+        spread_ms: (ms(&spread, 0.5), ms(&spread, 0.99)),
     }
 }
 
@@ -123,7 +148,7 @@ async fn wait_for(receiver: &Receiver, count: usize) {
     );
 }
 
-async fn agentlog(case: Case, memory: bool) -> Row {
+async fn agentlog(case: Case, memory: bool, per_endpoint: Option<usize>) -> Row {
     let Case {
         configs,
         tasks,
@@ -141,13 +166,13 @@ async fn agentlog(case: Case, memory: bool) -> Row {
     let bridge = Bridge::open(log.clone(), BridgeConfig::new("bench").push(open.clone()))
         .await
         .expect("bridge");
-    let pusher = Pusher::start_with_view(
-        log.clone(),
-        PusherConfig::new("bench").destinations(open),
-        bridge.view().clone(),
-    )
-    .await
-    .expect("pusher");
+    let mut config = PusherConfig::new("bench").destinations(open);
+    if let Some(limit) = per_endpoint {
+        config.per_endpoint = limit;
+    }
+    let pusher = Pusher::start_with_view(log.clone(), config, bridge.view().clone())
+        .await
+        .expect("pusher");
     let receiver = Receiver::start(200).await;
     let caller = Caller::anonymous();
     for t in 0..tasks {
@@ -283,6 +308,10 @@ fn main() {
 async fn run() {
     let rounds: usize = agentlog_integration::bench::env_number("PUSH_BENCH_ROUNDS", 3);
     let memory = std::env::var("PUSH_BENCH_LOG").is_ok_and(|l| l == "memory");
+    let cases = agentlog_integration::bench::env_list("PUSH_BENCH_CASES", &[0, 1, 2, 3]);
+    let per_endpoint = std::env::var("PUSH_BENCH_PER_ENDPOINT")
+        .ok()
+        .and_then(|n| n.trim().parse().ok());
     println!(
         "push bench: {} log, {rounds} rounds, medians (min-max)",
         if memory { "memory://" } else { "file://" }
@@ -291,7 +320,7 @@ async fn run() {
         "| configs | tasks x updates | sender | notifications/s | lag p50 ms | lag p99 ms | lost (worst round) |"
     );
     println!("| --- | --- | --- | --- | --- | --- | --- |");
-    for case in CASES {
+    for case in cases.iter().filter_map(|c| CASES.get(*c).copied()) {
         let Case {
             configs,
             tasks,
@@ -304,11 +333,11 @@ async fn run() {
             let started = Instant::now();
             // Alternate which goes first, so neither always runs on a warmer machine.
             if round % 2 == 0 {
-                ours.push(agentlog(case, memory).await);
+                ours.push(agentlog(case, memory, per_endpoint).await);
                 theirs.push(a2a_python(case).await);
             } else {
                 theirs.push(a2a_python(case).await);
-                ours.push(agentlog(case, memory).await);
+                ours.push(agentlog(case, memory, per_endpoint).await);
             }
             eprintln!("{case:?}, round {round}: {:?}", started.elapsed());
         }
@@ -330,6 +359,18 @@ async fn run() {
                 "| {configs} | {load} | {name} | {:.0} ({:.0}-{:.0}) | {:.1} ({:.1}-{:.1}) | {:.1} ({:.1}-{:.1}) | {lost} |",
                 rate.0, rate.1, rate.2, p50.0, p50.1, p50.2, p99.0, p99.1, p99.2
             );
+            if configs > 1 && interval_ms > 0 {
+                // Where the lag goes: an update's first notification, then its fan-out.
+                let first = median(rows, |r| r.first_ms.1);
+                let spread = median(rows, |r| r.spread_ms.1);
+                eprintln!(
+                    "{name}, {configs} configs paced: first arrival p99 {:.1} ms (p50 {:.1}), fan-out p99 {:.1} ms (p50 {:.1})",
+                    first.0,
+                    median(rows, |r| r.first_ms.0).0,
+                    spread.0,
+                    median(rows, |r| r.spread_ms.0).0
+                );
+            }
         }
         if interval_ms == 0 {
             let ratio = median(&ours, |r| r.per_second).0 / median(&theirs, |r| r.per_second).0;
