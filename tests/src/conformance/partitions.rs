@@ -4,12 +4,13 @@ use agentlog::ErrorKind;
 use agentlog::log::{Follower, TopicRef};
 use bytes::Bytes;
 
-use super::{SOON, Subject, keys_per_partition, payloads};
+use super::{SOON, Subject, collect, keys_per_partition, payloads};
 
 /// `append_to` lands on the partition named, in order with keyed appends to it; `end_offset`
 /// of each partition is `end_offsets`' entry; a partition the topic lacks is refused by both
 /// (`InvalidParams`, nothing appended); an empty batch appends nothing and answers the end;
-/// a follower of the partition is woken by `append_to`; a reopened log keeps it all.
+/// a follower of the partition is woken by `append_to`, and a consumer group is handed its
+/// records; a reopened log keeps it all.
 pub(super) async fn partition_addressing(subject: &dyn Subject, stream: String) {
     let name = subject.name().to_owned();
     let log = subject.open().await;
@@ -111,6 +112,20 @@ pub(super) async fn partition_addressing(subject: &dyn Subject, stream: String) 
         .expect("next_batch");
     assert_eq!(payloads(&woken), vec![record("f")], "{name}");
     assert_eq!(appender.await.expect("appender").partition, 1);
+
+    // A consumer group hands out what append_to wrote like any other record.
+    let mut member = log.join_group(&topic, "g").await.expect("join_group");
+    let mut got: Vec<(u32, Bytes)> = collect(&mut member, 6, true)
+        .await
+        .into_iter()
+        .map(|r| (r.partition, r.payload))
+        .collect();
+    got.sort_unstable();
+    let want: Vec<(u32, Bytes)> = [(0, "e"), (1, "f"), (2, "a"), (2, "b"), (2, "c"), (2, "d")]
+        .map(|(p, tag)| (p, record(tag)))
+        .to_vec();
+    assert_eq!(got, want, "{name}");
+    member.leave().await.expect("leave");
     log.close().await.expect("close");
 
     if subject.can_reopen() {
