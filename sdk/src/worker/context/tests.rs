@@ -136,6 +136,7 @@ async fn a_retry_starts_over_the_artifacts_an_earlier_run_wrote() {
     ctx.artifact(chunk("out"), true, false).await.unwrap();
     ctx.artifact(chunk("out"), true, false).await.unwrap();
     ctx.artifact(chunk("other"), true, false).await.unwrap();
+    ctx.flush().await.unwrap();
     let appends: Vec<bool> = records(&log, &events)
         .await
         .iter()
@@ -184,14 +185,14 @@ fn artifact_ids(records: &[Record]) -> Vec<String> {
 #[tokio::test]
 async fn reports_made_while_one_is_on_its_way_go_out_together_in_order() {
     let (ctx, log, events, faults) = slow_context().await;
-    // A report that leaves the turn open does not wait (on this one-thread runtime nothing
-    // else runs until the test awaits the end): the first goes alone, the rest queue behind
-    // it and go as one.
+    // A report that leaves the turn open does not wait, and is sent once the handler yields
+    // (on this one-thread runtime nothing else runs until the test awaits the end): the
+    // burst and the end go as one append.
     for id in ["a", "b", "c", "d"] {
         ctx.artifact(text_artifact(id), false, true).await.unwrap();
     }
     ctx.complete(None).await.unwrap();
-    assert_eq!(faults.counts().delays, 2);
+    assert_eq!(faults.counts().delays, 1);
     let written = records(&log, &events).await;
     assert_eq!(artifact_ids(&written), ["a", "b", "c", "d", "Terminal"]);
     assert_eq!(ctx.last_written(), Some(4));
@@ -219,11 +220,12 @@ async fn a_failed_report_drops_what_queued_behind_it_and_is_told_once() {
     assert_eq!(artifact_ids(&written), ["e", "Terminal"]);
 
     // A failure nobody waited for is what the next report returns, in place of writing it
-    // (without the delay, the failed append answers before the first report's call returns).
+    // (without the delay, the failed append answers as soon as the handler yields).
     let (ctx, log, events, faults) = slow_context().await;
     faults.clear_delays();
     faults.fail_append(1);
     ctx.artifact(text_artifact("a"), false, true).await.unwrap();
+    tokio::task::yield_now().await;
     let error = ctx.working(None).await.unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Unavailable);
     ctx.artifact(text_artifact("b"), false, true).await.unwrap();
@@ -257,6 +259,7 @@ async fn progress_that_is_not_a_finite_number_is_refused_and_writes_nothing() {
     }
     assert!(records(&log, &events).await.is_empty());
     ctx.report(1.0, Some(2.0), None).await.unwrap();
+    ctx.flush().await.unwrap();
     assert_eq!(records(&log, &events).await.len(), 1);
 }
 
