@@ -55,12 +55,17 @@ pub struct ResourceTemplateConfig {
     pub body: ResourceBody,
     /// The values `completion/complete` offers for each variable.
     pub completions: BTreeMap<String, Vec<String>>,
+    /// The agent whose worker answers `resources/read` of a match (`Tools::resource`),
+    /// instead of `body`: the request is a call on its topics (`super::served`).
+    pub agent: Option<String>,
 }
 
 setters!(ResourceTemplateConfig {
     template: ResourceTemplate,
     body: ResourceBody,
     completions: BTreeMap<String, Vec<String>>,
+} optional {
+    agent: String,
 });
 
 impl ResourceTemplateConfig {
@@ -70,6 +75,7 @@ impl ResourceTemplateConfig {
             template,
             body,
             completions: BTreeMap::new(),
+            agent: None,
         }
     }
 }
@@ -109,6 +115,17 @@ impl PromptConfig {
     }
 }
 
+/// The `agent` of a definition a worker answers (none: configuration answers it).
+fn agent_of(object: &mut Map<String, Value>, what: &str) -> Result<Option<String>> {
+    match object.remove("agent") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(agent)) => Ok(Some(agent)),
+        Some(other) => Err(config_error(format!(
+            "{what}'s agent must be a string, not {other}"
+        ))),
+    }
+}
+
 fn config_error(what: impl std::fmt::Display) -> Error {
     Error::new(ErrorKind::Config, what.to_string())
 }
@@ -138,10 +155,19 @@ pub(super) fn templates_from_json(
     objects(list, "resourceTemplates")?
         .into_iter()
         .map(|mut object| {
-            let body = body_of(&mut object, base, "resource template")?;
+            let agent = agent_of(&mut object, "a resource template")?;
+            let body = match agent {
+                // A worker answers every read: no body.
+                Some(_) => ResourceBody::Text(String::new()),
+                None => body_of(&mut object, base, "resource template")?,
+            };
             let completions = take_completions(&mut object, "completions")?;
             let template = parse(object, "resource template")?;
-            Ok(ResourceTemplateConfig::new(template, body).completions(completions))
+            let config = ResourceTemplateConfig::new(template, body).completions(completions);
+            Ok(match agent {
+                Some(agent) => config.agent(agent),
+                None => config,
+            })
         })
         .collect()
 }
@@ -164,15 +190,7 @@ pub(super) fn prompts_from_json(list: Value, base: Option<&Path>) -> Result<Vec<
                     }
                 }
             }
-            let agent = match object.remove("agent") {
-                None | Some(Value::Null) => None,
-                Some(Value::String(agent)) => Some(agent),
-                Some(other) => {
-                    return Err(config_error(format!(
-                        "a prompt's agent must be a string, not {other}"
-                    )));
-                }
-            };
+            let agent = agent_of(&mut object, "a prompt")?;
             let default = if agent.is_some() {
                 json!([])
             } else {

@@ -184,11 +184,25 @@ impl McpBridge {
                     bridge
                 }
             };
-            let name = &prompt.prompt.name;
-            served.insert(
-                agentlog_wire::mcp::call::prompt_call_name(name),
-                served::prompt_entry(name, agent, bridge)?,
-            );
+            let call = agentlog_wire::mcp::call::prompt_call_name(&prompt.prompt.name);
+            served.insert(call.clone(), served::served_entry(call, agent, bridge)?);
+        }
+        for template in &config.resource_templates {
+            let Some(agent) = &template.agent else {
+                continue;
+            };
+            let bridge = match bridges.get(agent) {
+                Some(bridge) => bridge.clone(),
+                None => {
+                    let bridge =
+                        Bridge::open(log.clone(), agent_config(&config.bridge, agent)).await?;
+                    bridges.insert(agent.clone(), bridge.clone());
+                    bridge
+                }
+            };
+            let call =
+                agentlog_wire::mcp::call::resource_call_name(&template.template.uri_template);
+            served.insert(call.clone(), served::served_entry(call, agent, bridge)?);
         }
         let mut sessions = agent_config(&config.bridge, SESSIONS_AGENT);
         sessions.card.default_input_modes =

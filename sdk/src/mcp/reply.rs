@@ -16,6 +16,7 @@ impl McpBridge {
     pub(super) async fn reply(&self, ctx: &Ctx<'_>, started: Started) -> McpReply {
         let modern = ctx.era.is_modern();
         let served = ctx.method != "tools/call";
+        let method = ctx.method.to_owned();
         let mut running = match started {
             Started::Answered(answer) => return self.reply_result(ctx, answer),
             Started::Running(running) => running,
@@ -50,7 +51,7 @@ impl McpBridge {
             let id = ctx.id.to_owned();
             let first = first.map(|n| serde_json::to_vec(&n).unwrap_or_default());
             let stream = futures::stream::unfold(Some(running), move |state| {
-                let (this, id) = (this.clone(), id.clone());
+                let (this, id, method) = (this.clone(), id.clone(), method.clone());
                 async move {
                     let mut running = state?;
                     match running.next().await? {
@@ -60,10 +61,12 @@ impl McpBridge {
                         CallEvent::Done(Ok(result)) if !served => {
                             Some((this.result_body(&id, modern, result), None))
                         }
-                        CallEvent::Done(Ok(result)) => match super::served::unwrap(result) {
-                            Ok(result) => Some((this.result_body(&id, modern, result), None)),
-                            Err(error) => Some((error_body(&id, &error.to_mcp()), None)),
-                        },
+                        CallEvent::Done(Ok(result)) => {
+                            match super::served::unwrap(result, &method, modern) {
+                                Ok(result) => Some((this.result_body(&id, modern, result), None)),
+                                Err(error) => Some((error_body(&id, &error.to_mcp()), None)),
+                            }
+                        }
                         CallEvent::Done(Err(error)) => {
                             Some((error_body(&id, &error.to_mcp()), None))
                         }
@@ -88,7 +91,9 @@ impl McpBridge {
         let modern = ctx.era.is_modern();
         // A worker's answer to a request other than a tool call carries its result inside.
         let answer = match answer {
-            Ok(result) if ctx.method != "tools/call" => super::served::unwrap(result),
+            Ok(result) if ctx.method != "tools/call" => {
+                super::served::unwrap(result, ctx.method, modern)
+            }
             answer => answer,
         };
         match answer {

@@ -297,7 +297,14 @@ impl McpBridge {
             "tools/list" => self.list_tools(params.as_ref(), modern),
             "resources/list" => self.list_resources(&ctx, params.as_ref()).await,
             "resources/templates/list" => self.list_resource_templates(params.as_ref(), modern),
-            "resources/read" => self.read_resource(&ctx, params.as_ref()).await,
+            "resources/read" => match self.resource_call(params.as_ref()) {
+                // A template a worker answers (`super::served`).
+                Some(raw) => {
+                    let call = serde_json::from_str(&raw).ok();
+                    return self.call_tool(&ctx, &raw, call).await;
+                }
+                None => self.read_resource(&ctx, params.as_ref()).await,
+            },
             // Legacy: 2026-07-28 subscribes through subscriptions/listen.
             "resources/subscribe" if !modern => {
                 self.change_subscription(&ctx, params.as_ref(), true).await

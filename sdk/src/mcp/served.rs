@@ -1,36 +1,39 @@
-//! Prompts answered by a worker through the log, as a tool call is: a `prompts/get` of a prompt
-//! configured with an `agent` is a call on that agent's topics whose params are
-//! `{name: "prompts/get:<prompt>", arguments: <the prompt's arguments>}` (plus the request's
-//! `_meta`, `inputResponses` and `requestState`), answered by the worker's `Tools::prompt`
-//! handler with the `GetPromptResult` as the call result's `structuredContent`
-//! ([`unwrap`]). Everything a sync tool call has comes with it: MRTR (`ToolCall::ask` answers
+//! Prompts and resources answered by a worker through the log, as a tool call is: a
+//! `prompts/get` of a prompt configured with an `agent` is a call on that agent's topics whose
+//! params are `{name: "prompts/get:<prompt>", arguments: <the prompt's arguments>}`, and a
+//! `resources/read` of a URI matching a template configured with an `agent` (and no configured
+//! resource or task before it) one of `{name: "resources/read:<uriTemplate>", arguments: {uri,
+//! <each variable's value>}}` (each plus the request's `_meta`, `inputResponses` and
+//! `requestState`), answered by the worker's `Tools::prompt` or `Tools::resource` handler with
+//! the `GetPromptResult` or `ReadResourceResult` as the call result's `structuredContent`
+//! ([`unwrap`]; a modern read is private and stale at once: a worker's answer may change). Everything a sync tool call has comes with it: MRTR (`ToolCall::ask` answers
 //! `input_required`, the retry continues the task on any replica), a legacy call's relayed
 //! requests, progress, logs, cancellation, the ask's expiry.
 //!
 //! These calls are reached only through their method: `tools/call` never finds them (their
 //! names are not tool names), and `tools/list` does not list them.
 
-use agentlog_wire::mcp::Tool;
-use agentlog_wire::mcp::call::prompt_call_name;
+use agentlog_wire::mcp::call::resource_call_name;
+use agentlog_wire::mcp::{TaskResource, Tool};
 use serde_json::{Map, Value, json};
 
 use super::{Entry, McpBridge, TaskSupport, ToolConfig};
 use crate::error::{Error, ErrorKind, Result};
 
-/// The entry of the worker call answering prompt `name` on `agent`.
-pub(super) fn prompt_entry(
-    name: &str,
+/// The entry of the worker call named `call` (answering a prompt or a template) on `agent`.
+pub(super) fn served_entry(
+    call: String,
     agent: &str,
     bridge: crate::bridge::Bridge,
 ) -> Result<Entry> {
-    let tool = Tool::new(prompt_call_name(name), json!({"type": "object"}));
+    let tool = Tool::new(call.clone(), json!({"type": "object"}));
     let config = ToolConfig {
         agent: Some(agent.to_owned()),
         task_support: TaskSupport::Forbidden,
         ..ToolConfig::new(tool.clone())
     };
     let validator = crate::bridge::Schema::compile(&tool.input_schema)
-        .map_err(|e| Error::new(ErrorKind::Config, format!("prompt {name:?}: {e}")))?;
+        .map_err(|e| Error::new(ErrorKind::Config, format!("{call:?}: {e}")))?;
     let listed = serde_json::to_value(&tool).unwrap_or(Value::Null);
     Ok(Entry {
         config,
@@ -42,9 +45,14 @@ pub(super) fn prompt_entry(
     })
 }
 
-/// The result a worker's answer carries: a call result's `structuredContent` (an
-/// `input_required` answer passes as it is); a tool error is the worker's failure.
-pub(super) fn unwrap(result: Map<String, Value>) -> Result<Map<String, Value>> {
+/// The result a worker's answer to `method` carries: a call result's `structuredContent` (an
+/// `input_required` answer passes as it is), a modern read's with its cache hints; a tool
+/// error is the worker's failure.
+pub(super) fn unwrap(
+    result: Map<String, Value>,
+    method: &str,
+    modern: bool,
+) -> Result<Map<String, Value>> {
     if result.get("resultType").and_then(Value::as_str) == Some("input_required") {
         return Ok(result);
     }
@@ -58,10 +66,16 @@ pub(super) fn unwrap(result: Map<String, Value>) -> Result<Map<String, Value>> {
             .collect();
         return Err(Error::new(
             ErrorKind::ToolFailed,
-            format!("the prompt's worker failed: {}", text.join(" ")),
+            format!("the {method} worker failed: {}", text.join(" ")),
         ));
     }
     match result.get("structuredContent") {
+        Some(Value::Object(answer)) if method == "resources/read" && modern => {
+            let mut answer = answer.clone();
+            answer.insert("ttlMs".into(), json!(0));
+            answer.insert("cacheScope".into(), json!("private"));
+            Ok(answer)
+        }
         Some(Value::Object(answer)) => Ok(answer.clone()),
         _ => Err(Error::new(
             ErrorKind::ToolFailed,
@@ -88,6 +102,36 @@ impl McpBridge {
             .is_some_and(|prompt| prompt.agent.is_some())
     }
 
+    /// The call params answering `resources/read` with `params` when a template a worker
+    /// answers is what serves its URI (a configured resource, then a task, come first, as in
+    /// `read_resource`): its JSON text, as recorded.
+    pub(super) fn resource_call(&self, params: Option<&Map<String, Value>>) -> Option<String> {
+        let params = params?;
+        let uri = params.get("uri").and_then(Value::as_str)?;
+        let catalog = &self.inner.catalog;
+        if catalog.resource(uri).is_some() || TaskResource::of(uri).is_some() {
+            return None;
+        }
+        let (template, values) = catalog.matching(uri)?;
+        template.agent.as_ref()?;
+        let mut arguments = Map::new();
+        for (name, value) in values {
+            arguments.insert(name, json!(value));
+        }
+        // The URI last: a variable named `uri` does not hide it.
+        arguments.insert("uri".into(), json!(uri));
+        let mut call = Map::new();
+        let name = resource_call_name(&template.template.uri_template);
+        call.insert("name".into(), json!(name));
+        call.insert("arguments".into(), Value::Object(arguments));
+        for member in ["_meta", "inputResponses", "requestState"] {
+            if let Some(value) = params.get(member) {
+                call.insert(member.into(), value.clone());
+            }
+        }
+        Some(Value::Object(call).to_string())
+    }
+
     /// The call params answering `prompts/get` with `params` (checked as a configured
     /// prompt's): its JSON text, as recorded.
     pub(super) fn prompt_call(&self, params: &Map<String, Value>) -> Result<String> {
@@ -98,7 +142,10 @@ impl McpBridge {
         // The arguments checked as a configured prompt's are (unknown, types, required).
         self.prompt_arguments(name, params)?;
         let mut call = Map::new();
-        call.insert("name".into(), json!(prompt_call_name(name)));
+        call.insert(
+            "name".into(),
+            json!(agentlog_wire::mcp::call::prompt_call_name(name)),
+        );
         let arguments = params.get("arguments").cloned().unwrap_or(json!({}));
         call.insert("arguments".into(), arguments);
         for member in ["_meta", "inputResponses", "requestState"] {

@@ -387,10 +387,11 @@ mod tests {
     #[test]
     fn every_demo_tool_has_a_handler_and_a_valid_definition() {
         let handlers = demo_tool_handlers();
-        // The handlers of prompts a worker answers are not tools.
+        // The handlers of prompts and resources a worker answers are not tools (their call
+        // names hold a `/`, which no tool name may).
         let mut names: Vec<&str> = handlers
             .names()
-            .filter(|name| !name.starts_with("prompts/get:"))
+            .filter(|name| !name.contains('/'))
             .collect();
         names.sort_unstable();
         let tools = demo_tools();

@@ -1,13 +1,15 @@
-//! Prompts answered by a worker through the log, against `McpBridge::handle` on two bridges
-//! over one log: a 2026-07-28 `prompts/get` whose worker asks answers `input_required`, and the
-//! retry through the other bridge gets the prompt; a legacy one on an event stream gets the
-//! ask as a request, answered through the other bridge; the arguments are checked before
-//! anything is written; `tools/call` never reaches a prompt's handler.
+//! Prompts and resources answered by a worker through the log, against `McpBridge::handle` on
+//! two bridges over one log: a 2026-07-28 `prompts/get` whose worker asks answers
+//! `input_required`, and the retry through the other bridge gets the prompt; a legacy one on an
+//! event stream gets the ask as a request, answered through the other bridge; the arguments are
+//! checked before anything is written; `tools/call` never reaches a prompt's handler; a
+//! template's reads are answered by its worker in both eras.
 
 use agentlog::Caller;
 use agentlog::mcp::{McpBridge, McpConfig, McpReply, McpRequest};
-use agentlog::worker::{HandlerError, ToolCall, Tools, Worker, prompt_fn};
+use agentlog::worker::{HandlerError, ToolCall, Tools, Worker, prompt_fn, resource_fn};
 use agentlog_integration::mcp_rpc::{SOON, rpc_as, two_bridges};
+use agentlog_wire::mcp::ResourceContents;
 use futures::StreamExt as _;
 use serde_json::{Map, Value, json};
 
@@ -16,7 +18,9 @@ const AGENT: &str = "mcp.served";
 fn config() -> McpConfig {
     McpConfig::from_json(
         json!({"prompts": [{"name": "brief", "description": "A brief on a topic",
-            "arguments": [{"name": "topic", "required": true}], "agent": AGENT}]}),
+            "arguments": [{"name": "topic", "required": true}], "agent": AGENT}],
+               "resourceTemplates": [{"uriTemplate": "notes://{id}", "name": "note",
+            "mimeType": "text/plain", "agent": AGENT}]}),
         None,
     )
     .expect("definitions")
@@ -48,12 +52,22 @@ async fn brief(call: ToolCall) -> Result<Map<String, Value>, HandlerError> {
 }
 
 async fn open() -> (McpBridge, McpBridge, Worker) {
-    two_bridges(
-        config,
-        AGENT,
-        Tools::new().prompt("brief", prompt_fn(brief)),
-    )
-    .await
+    let note = resource_fn(|call: ToolCall| async move {
+        let uri = call.arguments["uri"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        let id = call.arguments["id"].as_str().unwrap_or_default().to_owned();
+        Ok(vec![ResourceContents::text(
+            &uri,
+            Some("text/plain"),
+            format!("note {id}"),
+        )])
+    });
+    let tools = Tools::new()
+        .prompt("brief", prompt_fn(brief))
+        .resource("notes://{id}", note);
+    two_bridges(config, AGENT, tools).await
 }
 
 fn modern() -> Value {
@@ -178,4 +192,40 @@ async fn a_legacy_prompts_get_relays_its_ask_and_takes_the_answer_through_anothe
         "{answer}"
     );
     assert!(answer["result"].get("resultType").is_none(), "{answer}");
+}
+
+#[tokio::test]
+async fn a_templates_reads_are_answered_by_its_worker_in_both_eras() {
+    let (a, b, _worker) = open().await;
+    let alice = Caller::principal("alice");
+    let uri = json!({"uri": "notes://7"});
+    let (status, body) = rpc_as(&a, &alice, "resources/read", uri.clone(), Some(modern())).await;
+    assert_eq!(status, 200, "{body}");
+    let result = &body["result"];
+    assert_eq!(
+        result["contents"],
+        json!([{"uri": "notes://7", "mimeType": "text/plain", "text": "note 7"}])
+    );
+    assert_eq!(
+        (
+            &result["resultType"],
+            &result["ttlMs"],
+            &result["cacheScope"]
+        ),
+        (&json!("complete"), &json!(0), &json!("private"))
+    );
+    let (status, body) = rpc_as(&b, &alice, "resources/read", uri, None).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["result"]["contents"][0]["text"], "note 7");
+    assert!(body["result"].get("ttlMs").is_none(), "{body}");
+    // A URI the template does not match is still nobody's.
+    let (_, body) = rpc_as(
+        &b,
+        &alice,
+        "resources/read",
+        json!({"uri": "other://7"}),
+        None,
+    )
+    .await;
+    assert_eq!(body["error"]["code"], -32602, "{body}");
 }

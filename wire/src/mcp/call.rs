@@ -51,6 +51,12 @@ pub fn prompt_call_name(name: &str) -> String {
     format!("prompts/get:{name}")
 }
 
+/// The call name under which a worker answers `resources/read` of a match of resource
+/// template `uri_template` (its `ReadResourceResult` as the result's `structuredContent`).
+pub fn resource_call_name(uri_template: &str) -> String {
+    format!("resources/read:{uri_template}")
+}
+
 /// `tools/call` params (the members the bridge reads; the raw text is what is recorded).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CallToolParams {

@@ -1,0 +1,127 @@
+//! Prompts and resources answered by a worker (`Tools::prompt`, `Tools::resource`), beside
+//! tools: the MCP bridge makes a `prompts/get` of a prompt configured with an agent a call on
+//! that agent's topics named `prompts/get:<prompt>`
+//! (`agentlog_wire::mcp::call::prompt_call_name`), and a `resources/read` of a URI matching a
+//! template configured with one a call named `resources/read:<uriTemplate>`
+//! (`resource_call_name`); the handler's `GetPromptResult` or contents ride back as the call
+//! result's `structuredContent`. The handler gets a [`ToolCall`]: its `arguments` are the
+//! prompt's arguments (strings), or the URI (`uri`) and each template variable's value, and it
+//! may [`ask`](ToolCall::ask) the client for input as a tool does (MRTR on a 2026-07-28
+//! request, relayed requests on a legacy one).
+
+use std::future::Future;
+
+use agentlog_wire::mcp::{CallToolResult, ResourceContents};
+use serde_json::{Map, Value, json};
+
+use super::handler::HandlerError;
+use super::tools::{ToolCall, ToolHandler, Tools};
+
+/// A prompt's code: answers one `prompts/get` with a `GetPromptResult` object
+/// (`{description?, messages}`). `Err` fails the request (the client gets a JSON-RPC error).
+#[async_trait::async_trait]
+pub trait PromptHandler: Send + Sync + 'static {
+    /// Answer one `prompts/get`.
+    async fn get(&self, call: ToolCall) -> Result<Map<String, Value>, HandlerError>;
+}
+
+/// Build a [`PromptHandler`] from an async closure.
+pub fn prompt_fn<F, Fut>(f: F) -> impl PromptHandler
+where
+    F: Fn(ToolCall) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Map<String, Value>, HandlerError>> + Send,
+{
+    FnPrompt(f)
+}
+
+struct FnPrompt<F>(F);
+
+#[async_trait::async_trait]
+impl<F, Fut> PromptHandler for FnPrompt<F>
+where
+    F: Fn(ToolCall) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Map<String, Value>, HandlerError>> + Send,
+{
+    async fn get(&self, call: ToolCall) -> Result<Map<String, Value>, HandlerError> {
+        (self.0)(call).await
+    }
+}
+
+/// A resource template's code: answers one `resources/read` of a URI it matches with the
+/// URI's contents (text or blob, each with its URI and media type). `Err` fails the request.
+#[async_trait::async_trait]
+pub trait ResourceHandler: Send + Sync + 'static {
+    /// Answer one `resources/read`.
+    async fn read(&self, call: ToolCall) -> Result<Vec<ResourceContents>, HandlerError>;
+}
+
+/// Build a [`ResourceHandler`] from an async closure.
+pub fn resource_fn<F, Fut>(f: F) -> impl ResourceHandler
+where
+    F: Fn(ToolCall) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Vec<ResourceContents>, HandlerError>> + Send,
+{
+    FnResource(f)
+}
+
+struct FnResource<F>(F);
+
+#[async_trait::async_trait]
+impl<F, Fut> ResourceHandler for FnResource<F>
+where
+    F: Fn(ToolCall) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Vec<ResourceContents>, HandlerError>> + Send,
+{
+    async fn read(&self, call: ToolCall) -> Result<Vec<ResourceContents>, HandlerError> {
+        (self.0)(call).await
+    }
+}
+
+fn answered(result: Value) -> CallToolResult {
+    CallToolResult {
+        structured_content: Some(result),
+        ..CallToolResult::default()
+    }
+}
+
+/// A prompt handler as the call handler the bridge's request reaches.
+struct PromptCall<H>(H);
+
+#[async_trait::async_trait]
+impl<H: PromptHandler> ToolHandler for PromptCall<H> {
+    async fn call(&self, call: ToolCall) -> Result<CallToolResult, HandlerError> {
+        Ok(answered(Value::Object(self.0.get(call).await?)))
+    }
+}
+
+/// A resource handler as the call handler the bridge's request reaches.
+struct ResourceCall<H>(H);
+
+#[async_trait::async_trait]
+impl<H: ResourceHandler> ToolHandler for ResourceCall<H> {
+    async fn call(&self, call: ToolCall) -> Result<CallToolResult, HandlerError> {
+        let contents = self.0.read(call).await?;
+        Ok(answered(json!({"contents": contents})))
+    }
+}
+
+impl Tools {
+    /// Answer `prompts/get` of prompt `name` with `handler` (the prompt is configured with
+    /// this worker's agent: `PromptConfig::agent`, `"agent"` in a definitions file).
+    pub fn prompt(self, name: &str, handler: impl PromptHandler) -> Self {
+        self.tool(
+            agentlog_wire::mcp::call::prompt_call_name(name),
+            PromptCall(handler),
+        )
+    }
+
+    /// Answer `resources/read` of the URIs resource template `uri_template` matches with
+    /// `handler` (the template, as configured, names this worker's agent:
+    /// `ResourceTemplateConfig::agent`, `"agent"` in a definitions file).
+    pub fn resource(self, uri_template: &str, handler: impl ResourceHandler) -> Self {
+        self.tool(
+            agentlog_wire::mcp::call::resource_call_name(uri_template),
+            ResourceCall(handler),
+        )
+    }
+}
