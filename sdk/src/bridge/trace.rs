@@ -57,4 +57,63 @@ mod tests {
         assert_eq!(traced(None, async { current() }).await, None);
         assert_eq!(current(), None);
     }
+
+    /// A traced call's turn sees the call's context, and what the worker writes for it
+    /// carries a span of its own in the same trace.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_worker_turn_is_a_child_of_the_call() {
+        use crate::bridge::{Bridge, BridgeConfig, RpcReply, RpcRequest};
+        use crate::worker::{TaskContext, Worker, WorkerConfig, handler_fn};
+        use agentlog_wire::{Record, RecordBody};
+
+        let log = crate::log::open("memory://").await.unwrap();
+        let bridge = Bridge::open(log.clone(), BridgeConfig::new("traced"))
+            .await
+            .unwrap();
+        let (seen_tx, mut seen) = tokio::sync::mpsc::unbounded_channel();
+        let handler = handler_fn(move |task: TaskContext| {
+            let seen_tx = seen_tx.clone();
+            async move {
+                let _ = seen_tx.send(task.trace_context().cloned());
+                task.complete(Some("done")).await?;
+                Ok(())
+            }
+        });
+        let worker = Worker::start(log.clone(), WorkerConfig::new("traced"), handler)
+            .await
+            .unwrap();
+        let context = TraceContext::parse(PARENT, Some("a=1")).unwrap();
+        let body = br#"{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m-1","role":"ROLE_USER","parts":[{"text":"hi"}]}}}"#;
+        let request =
+            RpcRequest::new(body, crate::agent::Caller::anonymous()).trace(Some(context.clone()));
+        let RpcReply::Json(reply) = bridge.handle(request).await else {
+            panic!("a JSON reply");
+        };
+        assert!(String::from_utf8_lossy(&reply).contains("TASK_STATE_COMPLETED"));
+        assert_eq!(seen.recv().await.unwrap(), Some(context.clone()));
+
+        let task_id = agentlog_wire::ids::task_id("", "", "m-1");
+        let topic = &bridge.config().topics.events;
+        let partition = bridge.view().partition_of(&task_id);
+        let records: Vec<Record> = log
+            .read(topic, partition, 0, 1000)
+            .await
+            .unwrap()
+            .iter()
+            .map(|s| Record::decode(&s.payload).unwrap())
+            .filter(|r| r.header.task_id == task_id)
+            .collect();
+        let of = |r: &Record| TraceContext::from_content_type(&r.header.content_type);
+        let command = records.first().unwrap();
+        assert_eq!(of(command), Some(context.clone()));
+        let terminal = records
+            .iter()
+            .find(|r| matches!(r.body, RecordBody::Terminal { .. }))
+            .unwrap();
+        let child = of(terminal).unwrap();
+        assert_eq!(child.trace_id(), context.trace_id());
+        assert_ne!(child.parent_id(), context.parent_id());
+        assert_eq!(child.tracestate(), "a=1");
+        worker.shutdown().await.unwrap();
+    }
 }

@@ -48,6 +48,7 @@ use crate::retention::now_ms;
 pub use compact::{CompactTopics, Compacted};
 pub use own::OwnCommand;
 pub use persist::CheckpointInfo;
+pub use read::TurnOrigin;
 pub(crate) use tasks::applied::Applied;
 pub use tasks::index::ListFilter;
 use tasks::{Entry, Tasks, applied};

@@ -74,17 +74,17 @@ impl TaskView {
         self.load_turn(info, None).await.map(|(task, _)| task)
     }
 
-    /// [`load`](Self::load), and the bridge path (`bridge_hops`) of the command or continue
-    /// that brought message `turn` (empty if none did): what a worker gives the handler of
-    /// that turn (the hop guard), read with the task at no extra cost.
+    /// [`load`](Self::load), and the origin (bridge path, trace context) of the command or
+    /// continue that brought message `turn` (empty if none did): what a worker gives the
+    /// handler of that turn (the hop guard, its trace), read with the task at no extra cost.
     pub async fn load_turn(
         &self,
         info: &TaskInfo,
         turn: Option<&str>,
-    ) -> Result<(Task, Vec<String>)> {
+    ) -> Result<(Task, TurnOrigin)> {
         if applied::spilled(&info.records).is_some() {
             let records = self.task_records(info, false).await?;
-            let path = turn_path(&records, turn);
+            let path = turn_origin(&records, turn);
             let mut fold = agentlog_wire::fold::TaskFold::new();
             for (_, record) in &records {
                 fold.apply(record);
@@ -103,8 +103,8 @@ impl TaskView {
             && let Some(kept) = self.take_handed_off(&info.id, *command)
         {
             let path = match turn {
-                Some(turn) if kept.header.message_id == turn => kept.header.bridge_hops.clone(),
-                _ => Vec::new(),
+                Some(turn) if kept.header.message_id == turn => TurnOrigin::of(&kept.header),
+                _ => TurnOrigin::default(),
             };
             let task = fold_content_after(&kept.header, kept.request, [], info.status());
             return task.map(|task| (task, path)).ok_or_else(|| {
@@ -126,7 +126,7 @@ impl TaskView {
         places: &[Place],
         status: StatusMark,
         turn: Option<&str>,
-    ) -> Result<(Task, Vec<String>)> {
+    ) -> Result<(Task, TurnOrigin)> {
         let records = match self.read_records(partition, content, places).await {
             // The task expired while it was being read, and the log deleted its records:
             // a clean not-found, as a moment later.
@@ -135,7 +135,7 @@ impl TaskView {
             }
             read => read?,
         };
-        let path = turn_path(&records, turn);
+        let path = turn_origin(&records, turn);
         let task = fold_content(records.iter().map(|(_, record)| record), status).ok_or_else(|| {
             Error::new(
                 ErrorKind::Corrupt,
@@ -190,10 +190,30 @@ impl TaskView {
     }
 }
 
-/// The bridge path of the last command or continue among `records` that brought `turn`.
-fn turn_path(records: &[(u64, Record)], turn: Option<&str>) -> Vec<String> {
+/// Where a turn's message came from: what its command or continue record says of the call
+/// that wrote it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TurnOrigin {
+    /// The bridge path (`bridge_hops`): the hop guard's.
+    pub hops: Vec<String>,
+    /// The call's W3C trace context, if it came with one.
+    pub trace: Option<agentlog_wire::trace::TraceContext>,
+}
+
+impl TurnOrigin {
+    fn of(header: &agentlog_wire::RecordHeader) -> Self {
+        Self {
+            hops: header.bridge_hops.clone(),
+            trace: agentlog_wire::trace::TraceContext::from_content_type(&header.content_type),
+        }
+    }
+}
+
+/// The origin of the last command or continue among `records` that brought `turn`.
+fn turn_origin(records: &[(u64, Record)], turn: Option<&str>) -> TurnOrigin {
     let Some(turn) = turn else {
-        return Vec::new();
+        return TurnOrigin::default();
     };
     records
         .iter()
@@ -207,7 +227,7 @@ fn turn_path(records: &[(u64, Record)], turn: Option<&str>) -> Vec<String> {
                         | agentlog_wire::RecordBody::Continue { .. }
                 )
         })
-        .map(|r| r.header.bridge_hops.clone())
+        .map(|r| TurnOrigin::of(&r.header))
         .unwrap_or_default()
 }
 

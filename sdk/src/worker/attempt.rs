@@ -78,6 +78,9 @@ pub(super) struct TaskRef {
     pub(super) caller: Caller,
 }
 
+/// The media type of a record's JSON payload.
+const JSON: &str = "application/json";
+
 /// One worker's claim on a turn. Shared by the turn's supervisor (claims, renewals) and the
 /// handler's [`TaskContext`](super::TaskContext) (its reports).
 #[derive(Debug)]
@@ -96,6 +99,9 @@ pub(super) struct Attempt {
     sequence: AtomicU32,
     pub(super) writer: Arc<Writer>,
     pub(super) lease: Duration,
+    /// The `content_type` of the attempt's records: JSON, with the trace context of the
+    /// turn's span (a child of the call's) once the turn is loaded (`set_trace`).
+    content_type: Mutex<String>,
 }
 
 impl Attempt {
@@ -115,7 +121,19 @@ impl Attempt {
             sequence: AtomicU32::new(0),
             writer,
             lease,
+            content_type: Mutex::new(JSON.to_owned()),
         }
+    }
+
+    /// The turn being answered came with trace context `call` (or none): the attempt's
+    /// records from now on carry a span of its own under it, or none.
+    pub(super) fn set_trace(&self, call: Option<&agentlog_wire::trace::TraceContext>) {
+        let span = uuid::Uuid::new_v4().simple().to_string();
+        // A v4 uuid's first 16 hex digits hold its version digit: never all zero.
+        let content_type = call
+            .and_then(|call| call.child(&span[..16]))
+            .map_or_else(|| JSON.to_owned(), |child| child.in_content_type(JSON));
+        *self.content_type.lock().unwrap_or_else(|e| e.into_inner()) = content_type;
     }
 
     /// The same attempt, now known to be the turn's `turn_attempt`-th try.
@@ -155,7 +173,11 @@ impl Attempt {
                 attempt: self.number,
                 deadline_ms: 0,
                 timestamp_ms: now_ms(),
-                content_type: "application/json".to_owned(),
+                content_type: self
+                    .content_type
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .clone(),
                 key_id: String::new(),
                 bridge_hops: Vec::new(),
                 signature: Vec::new(),

@@ -81,6 +81,8 @@ struct Inner {
     sync_timeout: Duration,
     /// The bridge path of the record that brought this turn's message.
     hops: Vec<String>,
+    /// The trace context of the call that brought this turn's message.
+    trace: Option<agentlog_wire::trace::TraceContext>,
 }
 
 /// Everything a context is made of (built by the worker's run loop).
@@ -93,6 +95,7 @@ pub(super) struct Parts {
     pub(super) view: TaskView,
     pub(super) sync_timeout: Duration,
     pub(super) hops: Vec<String>,
+    pub(super) trace: Option<agentlog_wire::trace::TraceContext>,
 }
 
 impl TaskContext {
@@ -114,8 +117,16 @@ impl TaskContext {
                 view: parts.view,
                 sync_timeout: parts.sync_timeout,
                 hops: parts.hops,
+                trace: parts.trace,
             }),
         })
+    }
+
+    /// The W3C trace context of the call that brought this turn's message (its
+    /// `traceparent` and `tracestate`), if it came with one: the parent of the work this
+    /// turn does. The records this turn writes carry a child of it.
+    pub fn trace_context(&self) -> Option<&agentlog_wire::trace::TraceContext> {
+        self.inner.trace.as_ref()
     }
 
     /// The bridges the message this turn answers came through, oldest first, the bridge that

@@ -290,7 +290,7 @@ async fn run_turn(
     let mut followed_up = !info.pending.is_empty();
     let token = shared.force.child_token();
     let mut backoff = Backoff::default();
-    let (task, hops) = loop {
+    let (task, origin) = loop {
         match view.load_turn(&info, Some(&turn)).await {
             Ok(loaded) => break loaded,
             Err(error) => {
@@ -316,8 +316,11 @@ async fn run_turn(
         restart,
         view: view.clone(),
         sync_timeout: shared.sync_timeout,
-        hops,
+        hops: origin.hops,
+        trace: origin.trace.clone(),
     });
+    // What this attempt writes for the turn carries the turn's context, as a span of its own.
+    attempt.set_trace(origin.trace.as_ref());
     let Some(ctx) = ctx.filter(|_| role == Some(Role::User)) else {
         // No handler can answer a turn whose message is missing or not the user's.
         let why = match role {

@@ -293,7 +293,7 @@ async fn a_handed_off_command_gives_the_first_turn_the_log_gives_at_its_offset_o
     view.sync(None, PATIENCE).await.unwrap();
     let info = view.lookup(&caller, "a").unwrap();
     let from_log = view.load_turn(&info, Some("m-a")).await.unwrap();
-    assert_eq!(from_log.1, ["b1"]);
+    assert_eq!(from_log.1.hops, ["b1"]);
 
     // Nothing kept until a worker asks.
     view.hand_off(0, a.header.clone(), parsed(&a));

@@ -39,6 +39,7 @@ async fn context_on(log: Log, history: Vec<Message>, index: usize) -> (TaskConte
         view,
         sync_timeout: Duration::from_secs(10),
         hops: Vec::new(),
+        trace: None,
     })
     .unwrap();
     (ctx, log, events)
@@ -84,6 +85,7 @@ async fn the_message_is_the_turns_and_history_ends_with_it() {
             view: ctx.inner.view.clone(),
             sync_timeout: Duration::from_secs(1),
             hops: Vec::new(),
+            trace: None,
         })
         .is_none()
     );
