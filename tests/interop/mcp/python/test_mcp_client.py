@@ -208,10 +208,75 @@ async def test_prompts_are_listed_got_with_arguments_and_completed(mode):
         assert done.completion.values == ["456"]
 
 
-def a2a_send(text):
-    """SendMessage to the demo A2A agent (the server's root, beside /mcp), blocking."""
-    body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
-        "message": {"messageId": str(uuid.uuid4()), "role": "ROLE_USER", "parts": [{"text": text}]}}}
+def waiting_task():
+    """A demo A2A task waiting for input ("input"): its A2A id and its resource URI."""
+    status, sent = a2a_send("input")
+    assert status == 200 and sent["result"]["task"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED", sent
+    task_id = sent["result"]["task"]["id"]
+    return task_id, "agentlog://tasks/demo%3A" + task_id
+
+
+async def test_a_legacy_subscription_hears_of_a_change_made_over_a2a():
+    # The session's GET stream (the client opens it with the Mcp-Session-Id initialize gave)
+    # carries notifications/resources/updated when the task changes through the A2A endpoint.
+    task_id, uri = waiting_task()
+    updated = anyio.Event()
+
+    async def on_message(message):
+        if getattr(message, "method", None) == "notifications/resources/updated" and message.params.uri == uri:
+            updated.set()
+
+    async with Client(URL, mode="legacy", message_handler=on_message) as client:
+        with pytest.warns(Warning):
+            await client.subscribe_resource(uri)
+        status, sent = a2a_send("done", task_id=task_id)
+        assert status == 200, sent
+        with anyio.fail_after(20):
+            await updated.wait()
+        with pytest.warns(Warning):
+            await client.unsubscribe_resource(uri)
+        with pytest.raises(MCPError) as refused:
+            with pytest.warns(Warning):
+                await client.subscribe_resource("test://nobody")
+        assert refused.value.code == -32602
+
+
+async def test_a_modern_listen_hears_of_a_change_made_over_a2a():
+    task_id, uri = waiting_task()
+    async with Client(URL, mode="2026-07-28") as client:
+        async with client.listen(resource_subscriptions=[uri, "test://watched-resource"]) as subscription:
+            assert set(subscription.honored.resource_subscriptions) == {uri, "test://watched-resource"}
+            status, sent = a2a_send("done", task_id=task_id)
+            assert status == 200, sent
+            with anyio.fail_after(20):
+                event = await subscription.__anext__()
+            assert event.uri == uri
+
+
+async def test_a_legacy_call_relays_sampling_and_elicitation_to_the_callbacks():
+    from mcp.types import CreateMessageResult, TextContent
+
+    async def sample(context, params):
+        return CreateMessageResult(role="assistant", model="m", content=TextContent(type="text", text="Paris"))
+
+    async def elicit(context, params):
+        return ElicitResult(action="accept", content={"username": "ada", "email": "ada@example.com"})
+
+    async with Client(URL, mode="legacy", sampling_callback=sample, elicitation_callback=elicit) as client:
+        sampled = await client.call_tool("test_sampling", {"prompt": "Capital of France?"})
+        assert sampled.content[0].text == "LLM response: Paris", sampled
+        elicited = await client.call_tool("test_elicitation", {"message": "Who are you?"})
+        assert elicited.content[0].text.startswith("User response: action=accept"), elicited
+        assert '"username":"ada"' in elicited.content[0].text
+
+
+def a2a_send(text, task_id=None):
+    """SendMessage to the demo A2A agent (the server's root, beside /mcp), blocking; with
+    `task_id`, the task's next message."""
+    message = {"messageId": str(uuid.uuid4()), "role": "ROLE_USER", "parts": [{"text": text}]}
+    if task_id is not None:
+        message["taskId"] = task_id
+    body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message}}
     return post(body, {"A2A-Version": "1.0"}, url=URL.rsplit("/mcp", 1)[0] + "/")
 
 
