@@ -115,6 +115,20 @@ impl PyTaskContext {
         self.0.hops().to_vec()
     }
 
+    /// The W3C trace context of the call that brought the message, as a carrier dict
+    /// (`{"traceparent": ..., "tracestate": ...}`, the state only when there is one) that an
+    /// OpenTelemetry propagator extracts; `None` when the call came without one.
+    #[getter]
+    fn trace_context(&self) -> Option<std::collections::HashMap<&'static str, String>> {
+        let context = self.0.trace_context()?;
+        let mut carrier = std::collections::HashMap::new();
+        carrier.insert("traceparent", context.traceparent().to_owned());
+        if !context.tracestate().is_empty() {
+            carrier.insert("tracestate", context.tracestate().to_owned());
+        }
+        Some(carrier)
+    }
+
     /// Whether the turn was canceled (the task canceled, the turn taken over, the worker
     /// shutting down): return promptly. The handler's asyncio task is cancelled too.
     #[getter]

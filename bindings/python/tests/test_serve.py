@@ -56,6 +56,8 @@ async def handler(task: TaskContext) -> None:
         await task.wait_cancelled()
     elif text == "input" and len(task.history) == 1:
         await task.input_required("what now?")
+    elif text == "trace":
+        await task.complete(json.dumps(task.trace_context))
     elif text == "block":
         BLOCKED.append(time.monotonic())
         time.sleep(1.0)  # blocks the event loop on purpose
@@ -173,6 +175,21 @@ def post(url: str, method: str, params: dict[str, Any]) -> dict[str, Any]:
     with urllib.request.urlopen(request, timeout=20) as reply:
         answer: dict[str, Any] = json.loads(reply.read())
         return answer
+
+
+async def test_the_handler_reads_the_callers_trace_context(server: agentlog.Server) -> None:
+    parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    for headers, expected in [
+        ({"traceparent": parent, "tracestate": "a=1"}, {"traceparent": parent, "tracestate": "a=1"}),
+        ({"traceparent": parent}, {"traceparent": parent}),
+        ({}, None),
+    ]:
+        params = {"message": {"messageId": str(uuid.uuid4()), "role": "ROLE_USER", "parts": [{"text": "trace"}]}}
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": params}).encode()
+        request = urllib.request.Request(server.url, body, {"Content-Type": "application/json", **headers})
+        reply = await asyncio.to_thread(urllib.request.urlopen, request, timeout=20)
+        task = json.loads(reply.read())["result"]["task"]
+        assert json.loads(task["status"]["message"]["parts"][0]["text"]) == expected
 
 
 async def test_a_handler_blocking_the_loop_holds_up_nothing_else(server: agentlog.Server) -> None:
