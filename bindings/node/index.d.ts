@@ -478,6 +478,11 @@ export declare class TaskContext {
   /** The bridges the message came through, oldest first (the hop guard). */
   get hops(): Array<string>
   /**
+   * The W3C trace context of the call that brought the message, a carrier an
+   * OpenTelemetry propagator extracts; `null` when the call came without one.
+   */
+  get traceContext(): TraceCarrier | null
+  /**
    * index.js made the turn's AbortSignal: carry the cancellation into JS from now on.
    * Call it before reading `cancelled`, so that a cancellation is either seen there or
    * carried (never neither).
@@ -741,6 +746,14 @@ export interface StreamOptions {
    * with a snapshot.
    */
   resumeAfter?: number
+}
+
+/** A W3C trace context as HTTP headers carry it. */
+export interface TraceCarrier {
+  /** The `traceparent` value. */
+  traceparent: string
+  /** The `tracestate` value, when there is one. */
+  tracestate?: string
 }
 
 /**

@@ -30,6 +30,16 @@ pub enum Settled {
     Failed(String),
 }
 
+/// A W3C trace context as HTTP headers carry it.
+#[napi(object)]
+#[derive(Debug, Clone)]
+pub struct TraceCarrier {
+    /// The `traceparent` value.
+    pub traceparent: String,
+    /// The `tracestate` value, when there is one.
+    pub tracestate: Option<String>,
+}
+
 /// One turn of a task, as handed to a worker's handler.
 #[napi]
 pub struct TaskContext {
@@ -206,6 +216,16 @@ impl TaskContext {
     #[napi(getter)]
     pub fn hops(&self) -> Vec<String> {
         self.ctx.hops().to_vec()
+    }
+
+    /// The W3C trace context of the call that brought the message, a carrier an
+    /// OpenTelemetry propagator extracts; `null` when the call came without one.
+    #[napi(getter)]
+    pub fn trace_context(&self) -> Option<TraceCarrier> {
+        self.ctx.trace_context().map(|context| TraceCarrier {
+            traceparent: context.traceparent().to_owned(),
+            tracestate: Some(context.tracestate().to_owned()).filter(|s| !s.is_empty()),
+        })
     }
 
     /// index.js made the turn's AbortSignal: carry the cancellation into JS from now on.

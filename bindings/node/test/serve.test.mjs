@@ -62,6 +62,8 @@ async function handler(task) {
   } else if (text === 'sleep') {
     await task.working('sleeping');
     await task.waitCancelled();
+  } else if (text === 'trace') {
+    await task.complete(JSON.stringify(task.traceContext));
   } else if (text === 'input') {
     await task.inputRequired('your name?');
   } else {
@@ -145,6 +147,22 @@ describe('@a2a-js/sdk client against serve() with a JS handler', () => {
       assert.equal(done.status.state, TaskState.TASK_STATE_COMPLETED);
     });
   }
+
+  test('the handler reads the caller\'s W3C trace context', TIMEOUT, async () => {
+    const parent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+    const cases = [
+      [{ traceparent: parent, tracestate: 'a=1' }, { traceparent: parent, tracestate: 'a=1' }],
+      [{ traceparent: parent }, { traceparent: parent }],
+      [{}, null],
+    ];
+    for (const [headers, expected] of cases) {
+      const body = { jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'trace' }] } } };
+      const reply = await fetch(server.url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+      const { result } = await reply.json();
+      const seen = JSON.parse(result.task.status.message.parts[0].text);
+      assert.deepEqual(seen === null ? null : { ...seen }, expected === null ? null : expected);
+    }
+  });
 
   test('without grpcListen there is no gRPC interface', TIMEOUT, async () => {
     const plain = await serve(bridge, { listen: '127.0.0.1:0' });
