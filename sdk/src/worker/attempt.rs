@@ -126,14 +126,19 @@ impl Attempt {
     }
 
     /// The turn being answered came with trace context `call` (or none): the attempt's
-    /// records from now on carry a span of its own under it, or none.
-    pub(super) fn set_trace(&self, call: Option<&agentlog_wire::trace::TraceContext>) {
+    /// records from now on carry a span of its own under it, or none. That span's context.
+    pub(super) fn set_trace(
+        &self,
+        call: Option<&agentlog_wire::trace::TraceContext>,
+    ) -> Option<agentlog_wire::trace::TraceContext> {
         let span = uuid::Uuid::new_v4().simple().to_string();
         // A v4 uuid's first 16 hex digits hold its version digit: never all zero.
-        let content_type = call
-            .and_then(|call| call.child(&span[..16]))
+        let child = call.and_then(|call| call.child(&span[..16]));
+        let content_type = child
+            .as_ref()
             .map_or_else(|| JSON.to_owned(), |child| child.in_content_type(JSON));
         *self.content_type.lock().unwrap_or_else(|e| e.into_inner()) = content_type;
+        child
     }
 
     /// The same attempt, now known to be the turn's `turn_attempt`-th try.

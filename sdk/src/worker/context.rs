@@ -83,6 +83,8 @@ struct Inner {
     hops: Vec<String>,
     /// The trace context of the call that brought this turn's message.
     trace: Option<agentlog_wire::trace::TraceContext>,
+    /// The context of this turn's own span, a child of `trace`.
+    span: Option<agentlog_wire::trace::TraceContext>,
 }
 
 /// Everything a context is made of (built by the worker's run loop).
@@ -96,6 +98,7 @@ pub(super) struct Parts {
     pub(super) sync_timeout: Duration,
     pub(super) hops: Vec<String>,
     pub(super) trace: Option<agentlog_wire::trace::TraceContext>,
+    pub(super) span: Option<agentlog_wire::trace::TraceContext>,
 }
 
 impl TaskContext {
@@ -118,6 +121,7 @@ impl TaskContext {
                 sync_timeout: parts.sync_timeout,
                 hops: parts.hops,
                 trace: parts.trace,
+                span: parts.span,
             }),
         })
     }
@@ -127,6 +131,14 @@ impl TaskContext {
     /// turn does. The records this turn writes carry a child of it.
     pub fn trace_context(&self) -> Option<&agentlog_wire::trace::TraceContext> {
         self.inner.trace.as_ref()
+    }
+
+    /// The trace context of this turn's own span (a child of
+    /// [`trace_context`](Self::trace_context), the one the turn's records carry): what a call
+    /// this turn makes passes on as its parent (`agentlog worker --exec` gives it to its
+    /// command as `TRACEPARENT` and `TRACESTATE`, which `agentlog send` sends on).
+    pub fn span_context(&self) -> Option<&agentlog_wire::trace::TraceContext> {
+        self.inner.span.as_ref()
     }
 
     /// The bridges the message this turn answers came through, oldest first, the bridge that

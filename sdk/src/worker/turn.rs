@@ -308,6 +308,8 @@ async fn run_turn(
     };
     let found = task.history.iter().rposition(|m| *m.message_id == *turn);
     let role = found.map(|i| task.history[i].role);
+    // What this attempt writes for the turn carries the turn's context, as a span of its own.
+    let span = attempt.set_trace(origin.trace.as_ref());
     let ctx = TaskContext::new(Parts {
         attempt: attempt.clone(),
         message_index: found.unwrap_or(0),
@@ -317,10 +319,9 @@ async fn run_turn(
         view: view.clone(),
         sync_timeout: shared.sync_timeout,
         hops: origin.hops,
-        trace: origin.trace.clone(),
+        trace: origin.trace,
+        span,
     });
-    // What this attempt writes for the turn carries the turn's context, as a span of its own.
-    attempt.set_trace(origin.trace.as_ref());
     let Some(ctx) = ctx.filter(|_| role == Some(Role::User)) else {
         // No handler can answer a turn whose message is missing or not the user's.
         let why = match role {

@@ -4,6 +4,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use agentlog_wire::a2a::{AgentCard, AgentInterface};
+use agentlog_wire::trace::{TRACEPARENT, TRACESTATE};
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
@@ -24,6 +25,8 @@ pub(super) struct A2aClient {
     next_id: AtomicU64,
     /// `Authorization` of every call (never of the public card's fetch).
     authorization: Option<HeaderValue>,
+    /// The W3C trace context of every call, if any.
+    trace: Option<agentlog_wire::trace::TraceContext>,
 }
 
 impl A2aClient {
@@ -64,7 +67,14 @@ impl A2aClient {
             tenant,
             next_id: AtomicU64::new(1),
             authorization: None,
+            trace: None,
         })
+    }
+
+    /// The same client sending `trace` (`traceparent`, `tracestate`) with every call.
+    pub(super) fn with_trace(mut self, trace: Option<agentlog_wire::trace::TraceContext>) -> Self {
+        self.trace = trace;
+        self
     }
 
     /// The same client sending `token` as a bearer token with every call.
@@ -97,6 +107,15 @@ impl A2aClient {
             .header(ACCEPT, accept)
             .header("A2A-Version", HeaderValue::from_static("1.0"))
             .json(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        let request = match &self.trace {
+            Some(trace) if trace.tracestate().is_empty() => {
+                request.header(TRACEPARENT, trace.traceparent())
+            }
+            Some(trace) => request
+                .header(TRACEPARENT, trace.traceparent())
+                .header(TRACESTATE, trace.tracestate()),
+            None => request,
+        };
         match &self.authorization {
             Some(value) => request.header(reqwest::header::AUTHORIZATION, value.clone()),
             None => request,

@@ -91,6 +91,7 @@ impl Handler for ExecHandler {
                 agentlog::hops::HOPS_ENV,
                 serde_json::to_string(task.hops()).unwrap_or_else(|_| "[]".to_owned()),
             )
+            .envs(super::trace_env::of(&task))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

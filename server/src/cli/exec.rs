@@ -40,6 +40,7 @@ impl ToolHandler for ToolExec {
                 agentlog::hops::HOPS_ENV,
                 serde_json::to_string(task.hops()).unwrap_or_else(|_| "[]".to_owned()),
             )
+            .envs(super::trace_env::of(task))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -24,6 +24,7 @@ mod signing;
 mod tail;
 mod tasks;
 mod token;
+mod trace_env;
 mod worker;
 
 use std::fmt;

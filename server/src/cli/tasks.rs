@@ -224,9 +224,11 @@ fn hops_from_env() -> CliResult<Vec<String>> {
 /// `agentlog send`.
 pub(super) async fn send(args: SendArgs, out: &Out) -> CliResult {
     let text = message_text(&args.text)?;
+    // A command run by `agentlog worker --exec` has its turn's span in TRACEPARENT.
     let client = A2aClient::discover(&args.url)
         .await?
-        .with_token(args.token.token.as_deref())?;
+        .with_token(args.token.token.as_deref())?
+        .with_trace(super::trace_env::from_env());
     let mut message = Message::user_text(uuid::Uuid::new_v4().to_string(), text);
     message.task_id = args.task.clone();
     message.context_id = args.context.clone();

@@ -39,7 +39,9 @@ when the task's turn is run again after a worker died mid-run) and AGENTLOG_IDEM
 same in every run of the turn): pass the key to whatever the command changes, so it happens once.
 It also has AGENTLOG_HOPS, the task's bridge path as a JSON array (e.g. [\"a\"]): an
 `agentlog send` the command runs reads it and carries the path on, so a call that would come
-back to a bridge on it is refused (the hop guard) instead of looping.
+back to a bridge on it is refused (the hop guard) instead of looping. And TRACEPARENT and
+TRACESTATE, the W3C trace context of the turn (empty when the call came without one): an
+`agentlog send` the command runs sends them on, so its call is part of the same trace.
 Stops on Ctrl-C or SIGTERM, finishing running tasks first (up to 10 s; the rest are released to
 the other workers).";
 
@@ -341,6 +343,28 @@ mod tests {
         let task = send(&s.bridge, "x", false).await;
         assert_eq!(task.status.state, TaskState::Completed);
         assert_eq!(status_text(&task), r#"["exec"]"#);
+        s.worker.shutdown().await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn the_command_gets_the_turns_span_as_its_trace_parent() {
+        let s = setup("sh -c 'printf %s \"$TRACEPARENT|$TRACESTATE\"'").await;
+        // Untraced: empty, whatever the worker's own environment holds.
+        let task = send(&s.bridge, "x", false).await;
+        assert_eq!(status_text(&task), "|");
+        let call = agentlog_wire::trace::TraceContext::parse(
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            Some("a=1"),
+        )
+        .unwrap();
+        let traced =
+            agentlog::bridge::trace::traced(Some(call.clone()), send(&s.bridge, "y", false));
+        let text = status_text(&traced.await);
+        let (parent, state) = text.split_once('|').unwrap();
+        let span = agentlog_wire::trace::TraceContext::parse(parent, Some(state)).unwrap();
+        assert_eq!(span.trace_id(), call.trace_id());
+        assert_ne!(span.parent_id(), call.parent_id());
+        assert_eq!(span.tracestate(), "a=1");
         s.worker.shutdown().await.unwrap();
     }
 

@@ -40,6 +40,7 @@ async fn context_on(log: Log, history: Vec<Message>, index: usize) -> (TaskConte
         sync_timeout: Duration::from_secs(10),
         hops: Vec::new(),
         trace: None,
+        span: None,
     })
     .unwrap();
     (ctx, log, events)
@@ -86,6 +87,7 @@ async fn the_message_is_the_turns_and_history_ends_with_it() {
             sync_timeout: Duration::from_secs(1),
             hops: Vec::new(),
             trace: None,
+            span: None,
         })
         .is_none()
     );
