@@ -75,11 +75,13 @@ class Process:
                 self.kill9()
 
 
-def rpc(base: str, method: str, params: dict, token: str | None = None) -> dict:
+def rpc(base: str, method: str, params: dict, token: str | None = None, traceparent: str | None = None) -> dict:
     body = json.dumps({'jsonrpc': '2.0', 'id': 1, 'method': method, 'params': params}).encode()
     headers = {'Content-Type': 'application/json', 'A2A-Version': '1.0'}
     if token:
         headers['Authorization'] = f'Bearer {token}'
+    if traceparent:
+        headers['traceparent'] = traceparent
     request = urllib.request.Request(base, data=body, headers=headers)
     with urllib.request.urlopen(request, timeout=PATIENCE) as response:
         answer = json.load(response)
@@ -87,13 +89,13 @@ def rpc(base: str, method: str, params: dict, token: str | None = None) -> dict:
     return answer['result']
 
 
-def send(base: str, text: str, token: str | None = None) -> str:
+def send(base: str, text: str, token: str | None = None, traceparent: str | None = None) -> str:
     """A message sent with returnImmediately; its task id."""
     params = {
         'message': {'messageId': f'm-{uuid.uuid4()}', 'role': 'ROLE_USER', 'parts': [{'text': text}]},
         'configuration': {'returnImmediately': True},
     }
-    return rpc(base, 'SendMessage', params, token)['task']['id']
+    return rpc(base, 'SendMessage', params, token, traceparent)['task']['id']
 
 
 @pytest.fixture(scope='module')
@@ -188,8 +190,10 @@ def test_the_list_shows_the_tasks_sent_and_counts_them_live(browser, demo):
 
 
 def test_a_task_page_shows_its_records_in_order_within_a_second_of_their_append(browser, demo):
-    task_id = send(demo, 'sleep 3')
+    trace_id = uuid.uuid4().hex
+    task_id = send(demo, 'sleep 3', traceparent=f'00-{trace_id}-00f067aa0ba902b7-01')
     open_task(browser, demo, 'console-demo', task_id)
+    wait(browser, lambda d: d.find_element(By.ID, 'trace').text == trace_id, 'the trace id in the head')
     wait(browser, lambda d: any(r['kind'] == 'terminal' for r in timeline(d)), 'the terminal record')
     records = timeline(browser)
     offsets = [r['offset'] for r in records]

@@ -182,6 +182,7 @@ function showList() {
 let lastTime = null;
 let lastOffset = null;
 let claim = null; // the last claim that applied: {attempt, source, leaseUntil}
+let traceId = null; // the W3C trace id the task's command came with
 let taskState = null;
 let claimTimer = null;
 
@@ -197,6 +198,7 @@ async function showTask(agent, id) {
   lastTime = null;
   lastOffset = null;
   claim = null;
+  traceId = null;
   taskState = null;
   clearInterval(claimTimer);
   claimTimer = setInterval(showClaim, REFRESH_MS);
@@ -228,6 +230,7 @@ function showTaskHead(body) {
   fact("messages", String((task.history || []).length));
   fact("artifacts", String((task.artifacts || []).length));
   facts.append(el("dt", {}, "claim"), el("dd", { id: "claim", class: "mono" }));
+  facts.append(el("dt", {}, "trace"), el("dd", { id: "trace", class: "mono" }, traceId || "none"));
   taskState = task.status.state;
   showClaim();
 }
@@ -327,6 +330,10 @@ function addRecord(record) {
   // Renewals are hidden by default: the other rows' durations skip them.
   if (record.claim !== "renewal") lastTime = record.time;
   lastOffset = record.offset;
+  if (record.kind === "command" && record.trace) {
+    traceId = record.trace.split("-")[1];
+    if ($("trace")) $("trace").textContent = traceId;
+  }
   if (record.kind === "claim" && record.verdict === "applied") {
     claim = { attempt: record.attempt, source: record.source, leaseUntil: record.leaseUntil };
     showClaim();
