@@ -151,7 +151,8 @@ def timeline(driver) -> list[dict]:
         return [...document.querySelectorAll('#timeline tr.record')].map(r => ({
           offset: Number(r.dataset.offset), kind: r.dataset.kind, verdict: r.dataset.verdict,
           claim: r.dataset.claim, reason: r.dataset.reason, time: Number(r.dataset.time),
-          shownAt: Number(r.dataset.shownAt), live: r.dataset.live === 'true',
+          shownAt: Number(r.dataset.shownAt), live: r.dataset.live === 'true', trace: r.dataset.trace,
+          attempt: Number(r.children[4].textContent || 0),
           marks: [...r.querySelectorAll('.mark')].map(m => m.textContent)}));""")
 
 
@@ -348,7 +349,8 @@ def test_a_takeover_is_marked(browser, iggy):
     second = None
     try:
         base = server.url()
-        task_id = send(base, 'sleep 4')
+        trace_id = uuid.uuid4().hex
+        task_id = send(base, 'sleep 4', traceparent=f'00-{trace_id}-00f067aa0ba902b7-01')
         open_task(browser, base, agent, task_id)
         wait(browser, lambda d: any(r['kind'] == 'claim' for r in timeline(d)), 'the first worker\'s claim')
         # The first worker dies mid-turn holding the claim; the second takes the turn over once
@@ -368,6 +370,15 @@ def test_a_takeover_is_marked(browser, iggy):
         assert [c['claim'] for c in claims] == ['first', 'takeover'], claims
         offsets = [r['offset'] for r in records]
         assert offsets == sorted(offsets), offsets
+        # The trace crosses the kill: the second worker's records carry a span of the same
+        # trace, as the first's did (each attempt a span of its own).
+        spans = {r['attempt']: r['trace'].split('-')[2] for r in records
+                 if r['attempt'] and r['trace'] and r['kind'] != 'claim'}
+        traced = [r for r in records if r['trace']]
+        assert all(r['trace'].split('-')[1] == trace_id for r in traced), traced
+        assert 2 in spans and spans[2] != '00f067aa0ba902b7', (spans, records)
+        if 1 in spans:
+            assert spans[1] != spans[2], spans
         wait(browser, lambda d: task_state(d) == 'TASK_STATE_COMPLETED', 'the head showing completed')
         browser.save_screenshot(str(ARTIFACTS / 'takeover.png'))
     finally:

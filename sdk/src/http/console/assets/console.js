@@ -347,7 +347,8 @@ function addRecord(record) {
   if (record.state) kindCell.append(" ", stateBadge(record.state));
   const row = el("tr", { class: classes.join(" "), "data-offset": record.offset, "data-kind": record.kind,
       "data-verdict": record.verdict, "data-claim": record.claim || "", "data-reason": record.reason || "",
-      "data-time": record.time, "data-shown-at": Date.now(), "data-live": caughtUp() ? "true" : "false" },
+      "data-time": record.time, "data-shown-at": Date.now(), "data-live": caughtUp() ? "true" : "false",
+      "data-trace": record.trace || "" },
     el("td", { class: "mono" }, record.partition + ":" + record.offset),
     el("td", { class: "mono" }, clock(record.time)),
     el("td", { class: "mono muted" }, after),
