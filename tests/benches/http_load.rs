@@ -3,7 +3,8 @@
 //! worker, at 1 and 32 keep-alive connections, against a bare axum handler answering a fixed
 //! JSON-RPC body (the ceiling of the HTTP layer), and an MCP `tools/call` round trip through
 //! the demo tools' worker (`/mcp`, the legacy era a stateless client speaks) beside the A2A
-//! blocking one. Prints a table; see `benches/README.md`.
+//! blocking one, and an MCP `resources/read` of a finished task's artifact (no worker: the view)
+//! beside that `tools/call`. Prints a table; see `benches/README.md`.
 //!
 //! `cargo bench -p agentlog-integration --bench http_load`
 //! (`HTTP_LOAD_FILTER=<text>[|<text>...]` keeps only the cases whose label contains one of them;
@@ -59,6 +60,8 @@ enum Kind {
     Blocking,
     /// `tools/call` of the demo `greet` tool, answered by its worker.
     McpCall,
+    /// `resources/read` of the artifact of a task the demo A2A worker finished before the run.
+    McpRead,
 }
 
 #[derive(Clone, Copy)]
@@ -81,6 +84,7 @@ impl Case {
             Kind::Get => format!("GetTask [{fsync}]"),
             Kind::Blocking => format!("SendMessage, blocking, demo worker [{fsync}]"),
             Kind::McpCall => format!("MCP tools/call (greet), demo tool worker [{fsync}]"),
+            Kind::McpRead => format!("MCP resources/read, a task's artifact [{fsync}]"),
         }
     }
 }
@@ -91,6 +95,8 @@ struct Server {
     done: tokio::task::JoinHandle<std::io::Result<()>>,
     _worker: Option<Worker>,
     _dir: tempfile::TempDir,
+    /// The resource `McpRead` reads.
+    uri: Option<String>,
 }
 
 fn start(server_rt: &Runtime, case: Case) -> Server {
@@ -99,6 +105,7 @@ fn start(server_rt: &Runtime, case: Case) -> Server {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();
         let mut worker = None;
+        let mut uri = None;
         let app = if case.kind == Kind::Bare {
             Router::new().route(
                 "/",
@@ -117,7 +124,36 @@ fn start(server_rt: &Runtime, case: Case) -> Server {
                 )
                 .unwrap(),
             );
-            if case.kind == Kind::McpCall {
+            if case.kind == Kind::McpRead {
+                let bridge = Bridge::open(log.clone(), BridgeConfig::new("bench"))
+                    .await
+                    .unwrap();
+                let mut config = WorkerConfig::new("bench");
+                config.view = Some(bridge.view().clone());
+                worker = Some(Worker::start(log.clone(), config, DemoHandler).await.unwrap());
+                let request = serde_json::from_str(
+                    r#"{"message":{"messageId":"read-me","role":"ROLE_USER","parts":[{"text":"hello"}]}}"#,
+                )
+                .unwrap();
+                let caller = agentlog::Caller::anonymous();
+                let agentlog_wire::a2a::SendMessageResponse::Task(task) =
+                    bridge.send_message(&caller, request).await.unwrap()
+                else {
+                    panic!("the demo answered a message");
+                };
+                assert_eq!(task.artifacts.len(), 1, "{task:?}");
+                uri = Some(format!(
+                    "agentlog://tasks/bench%3A{}/artifacts/{}",
+                    task.id, task.artifacts[0].artifact_id
+                ));
+                let config = McpConfig::new(demo_tools()).a2a(vec![bridge]);
+                let mcp = McpBridge::open(log, config).await.unwrap();
+                let http = McpHttpConfig::new().allowed(agentlog::http::Allowed {
+                    hosts: vec!["*".to_owned()],
+                    ..Default::default()
+                });
+                agentlog::http::mcp::router(mcp, http).unwrap()
+            } else if case.kind == Kind::McpCall {
                 let mcp = McpBridge::open(log.clone(), McpConfig::new(demo_tools()))
                     .await
                     .unwrap();
@@ -155,6 +191,7 @@ fn start(server_rt: &Runtime, case: Case) -> Server {
             done,
             _worker: worker,
             _dir: dir,
+            uri,
         }
     })
 }
@@ -188,6 +225,12 @@ async fn connect(address: SocketAddr) -> Sender {
 fn tool_call_body(i: u64) -> Bytes {
     Bytes::from(format!(
         r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":{{"name":"greet","arguments":{{"name":"bench {i}"}}}}}}"#
+    ))
+}
+
+fn read_body(i: u64, uri: &str) -> Bytes {
+    Bytes::from(format!(
+        r#"{{"jsonrpc":"2.0","id":{i},"method":"resources/read","params":{{"uri":"{uri}"}}}}"#
     ))
 }
 
@@ -245,8 +288,9 @@ async fn load(address: SocketAddr, case: Case, connections: usize, task_id: Arc<
                     Kind::Blocking => send_body(conn, i, false),
                     Kind::Get => get_body(i, &task_id),
                     Kind::McpCall => tool_call_body(i),
+                    Kind::McpRead => read_body(i, &task_id),
                 };
-                let path = if case.kind == Kind::McpCall {
+                let path = if matches!(case.kind, Kind::McpCall | Kind::McpRead) {
                     "/mcp"
                 } else {
                     "/"
@@ -323,7 +367,7 @@ fn main() {
         kind: Kind::Send,
         fsync,
     }));
-    for kind in [Kind::Get, Kind::Blocking, Kind::McpCall] {
+    for kind in [Kind::Get, Kind::Blocking, Kind::McpCall, Kind::McpRead] {
         cases.push(Case {
             kind,
             fsync: default_fsync,
@@ -403,6 +447,20 @@ fn main() {
             );
         }
     }
+    let read = cases.iter().position(|c| c.kind == Kind::McpRead);
+    if let (Some(read), Some(mcp)) = (read, mcp) {
+        println!();
+        for (c, connections) in CONNECTIONS.iter().enumerate() {
+            print_ratio(
+                &format!(
+                    "MCP resources/read / MCP tools/call at {connections} connection(s) (target >= 1.5)"
+                ),
+                &runs[read][c],
+                &runs[mcp][c],
+                |read, call| read.rate / call.rate.max(f64::MIN_POSITIVE),
+            );
+        }
+    }
     let bare = cases.iter().position(|c| c.kind == Kind::Bare);
     let send = cases
         .iter()
@@ -455,6 +513,9 @@ struct Run {
 fn run_case(server_rt: &Runtime, client_rt: &Runtime, case: Case, connections: usize) -> Run {
     let server = start(server_rt, case);
     let task_id: Arc<str> = client_rt.block_on(async {
+        if let Some(uri) = &server.uri {
+            return uri.as_str().into();
+        }
         if case.kind != Kind::Get {
             return "".into();
         }

@@ -5,8 +5,9 @@
 //! opens with a GET, per session; the subscription may be POSTed to one replica and the GET
 //! held by another, so the subscriptions live on the log. A legacy `initialize` over HTTP is
 //! given a minted session id ([`McpBridge::new_session`], random, 122 bits); the session is a
-//! task of the caller on agent [`SESSIONS_AGENT`], created by its first subscription or GET
-//! (message id `mcp-session:<id>`, so every replica derives the same task), and each
+//! task of the caller on agent [`SESSIONS_AGENT`], created by its first subscription (message
+//! id `mcp-session:<id>`, so every replica derives the same task; a `GET` writes nothing and
+//! waits for it), and each
 //! subscribe or unsubscribe is a follow-up message of it (fold rule 12: it joins the history,
 //! the task stays submitted; no worker runs it). A stream reads the subscriptions from the
 //! history, then follows the task's events, and watches each subscribed URI
@@ -38,6 +39,9 @@ use crate::error::{Error, ErrorKind, Result};
 
 /// The agent whose topics hold the legacy sessions' subscriptions.
 pub const SESSIONS_AGENT: &str = "mcp.sessions";
+
+/// How often a session's stream looks for the task its first subscription makes.
+const SESSION_LOOK: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// How many URIs one session may watch at once.
 const MAX_SUBSCRIPTIONS: usize = 100;
@@ -246,21 +250,44 @@ impl McpBridge {
     /// `notifications/resources/updated` for each change of a URI the session subscribes to,
     /// as the subscriptions change, until the client goes away or the session is deleted.
     pub async fn session_stream(&self, caller: &Caller, session: &str) -> Result<McpStream> {
-        let task = self.session_task(caller, session).await?;
-        if task.status.state.is_terminal() {
-            return Err(ended(session));
+        check_session(session)?;
+        let id = session_task_id(caller, session);
+        let read = GetTaskRequest {
+            tenant: None,
+            id: id.clone(),
+            history_length: Some(0),
+        };
+        // Nothing is written: a session that never subscribes costs the log nothing.
+        match self.sessions().get_task(caller, read).await {
+            Ok(task) if task.status.state.is_terminal() => return Err(ended(session)),
+            Ok(_) => {}
+            Err(e) if e.kind() == ErrorKind::TaskNotFound => {}
+            Err(e) => return Err(e),
         }
-        // Subscribed before the history is read again: no change falls between the two.
-        let (_, mut events) = self
-            .sessions()
-            .view()
-            .subscribe(Some(caller), &task.id)
-            .ok_or_else(|| Error::new(ErrorKind::TaskNotFound, "the session is gone"))?;
-        let task = self.session_task(caller, session).await?;
-        let (mut uris, mut seen) = subscribed(&task.history);
         let (tx, rx) = mpsc::channel::<Vec<u8>>(64);
-        let (this, caller, id) = (self.clone(), caller.clone(), task.id.clone());
+        let (this, caller) = (self.clone(), caller.clone());
         tokio::spawn(async move {
+            // Until a subscription makes the session's task there is nothing to hear: look for
+            // it in this replica's view (memory) now and then. Subscribed before its history is
+            // read: no change falls between the two.
+            let mut events = loop {
+                if let Some((_, events)) = this.sessions().view().subscribe(Some(&caller), &id) {
+                    break events;
+                }
+                tokio::select! {
+                    () = tx.closed() => return,
+                    () = tokio::time::sleep(SESSION_LOOK) => {}
+                }
+            };
+            let read = GetTaskRequest {
+                tenant: None,
+                id: id.clone(),
+                history_length: None,
+            };
+            let Ok(task) = this.sessions().get_task(&caller, read).await else {
+                return;
+            };
+            let (mut uris, mut seen) = subscribed(&task.history);
             let (changed_tx, mut changed) = mpsc::channel::<String>(64);
             let mut watching: BTreeMap<String, tokio::task::AbortHandle> = BTreeMap::new();
             let mut watched = None;
