@@ -44,6 +44,24 @@ impl TraceContext {
         })
     }
 
+    /// The context a carrier's fields give (HTTP headers, gRPC metadata): `parents` every
+    /// `traceparent` field's value (`None` for one that is not text), `states` the text
+    /// `tracestate` values in order. Exactly one readable parent is needed (two are none at
+    /// all, as W3C says); several states are joined with commas.
+    pub fn from_fields<'a>(
+        parents: impl IntoIterator<Item = Option<&'a str>>,
+        states: impl IntoIterator<Item = &'a str>,
+    ) -> Option<Self> {
+        let mut parents = parents.into_iter();
+        let parent = parents.next()??;
+        if parents.next().is_some() {
+            return None;
+        }
+        let states: Vec<&str> = states.into_iter().collect();
+        let state = (!states.is_empty()).then(|| states.join(","));
+        Self::parse(parent, state.as_deref())
+    }
+
     /// The `traceparent` value.
     pub fn traceparent(&self) -> &str {
         &self.traceparent

@@ -309,18 +309,16 @@ impl A2aService for A2aGrpc {
 /// The W3C trace context of a call's metadata (`traceparent`, `tracestate`), as over HTTP.
 fn trace_of(metadata: &MetadataMap) -> Option<agentlog_wire::trace::TraceContext> {
     use agentlog_wire::trace::{TRACEPARENT, TRACESTATE, TraceContext};
-    let mut parents = metadata.get_all(TRACEPARENT).iter();
-    let parent = parents.next()?.to_str().ok()?;
-    if parents.next().is_some() {
-        return None;
-    }
-    let states: Vec<&str> = metadata
-        .get_all(TRACESTATE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .collect();
-    let state = (!states.is_empty()).then(|| states.join(","));
-    TraceContext::parse(parent, state.as_deref())
+    TraceContext::from_fields(
+        metadata
+            .get_all(TRACEPARENT)
+            .iter()
+            .map(|v| v.to_str().ok()),
+        metadata
+            .get_all(TRACESTATE)
+            .iter()
+            .filter_map(|v| v.to_str().ok()),
+    )
 }
 
 #[cfg(test)]

@@ -287,24 +287,19 @@ pub fn base_url(public_url: Option<&str>, local: SocketAddr) -> crate::Result<ur
     Ok(url)
 }
 
-/// The W3C trace context of a request's headers: one valid `traceparent` (two are none at
-/// all, as W3C says) and its `tracestate` (several headers joined, in order).
+/// The W3C trace context of a request's headers: one valid `traceparent` and its
+/// `tracestate` ([`TraceContext::from_fields`](agentlog_wire::trace::TraceContext::from_fields)).
 pub(crate) fn trace_of(
     headers: &axum::http::HeaderMap,
 ) -> Option<agentlog_wire::trace::TraceContext> {
     use agentlog_wire::trace::{TRACEPARENT, TRACESTATE, TraceContext};
-    let mut parents = headers.get_all(TRACEPARENT).iter();
-    let parent = parents.next()?.to_str().ok()?;
-    if parents.next().is_some() {
-        return None;
-    }
-    let states: Vec<&str> = headers
-        .get_all(TRACESTATE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .collect();
-    let state = (!states.is_empty()).then(|| states.join(","));
-    TraceContext::parse(parent, state.as_deref())
+    TraceContext::from_fields(
+        headers.get_all(TRACEPARENT).iter().map(|v| v.to_str().ok()),
+        headers
+            .get_all(TRACESTATE)
+            .iter()
+            .filter_map(|v| v.to_str().ok()),
+    )
 }
 
 /// What every handler shares.

@@ -12,7 +12,7 @@
 
 use std::collections::BTreeMap;
 
-use agentlog_wire::a2a::GetTaskRequest;
+use agentlog_wire::a2a::{GetTaskRequest, Task};
 use agentlog_wire::mcp::resource::{
     ARTIFACT_URI_TEMPLATE, TASK_URI_TEMPLATE, artifact_contents, task_contents, task_listing,
 };
@@ -24,6 +24,8 @@ use serde_json::{Map, Value, json};
 use super::catalog::ResourceBody;
 use super::rpc::Ctx;
 use super::{Cache, McpBridge, cursor};
+use crate::agent::Caller;
+use crate::bridge::Bridge;
 use crate::error::{Error, ErrorKind, Result};
 
 /// Where a `resources/list` page starts: at a configured resource, or among the tasks (after
@@ -245,16 +247,15 @@ impl McpBridge {
         Ok(result)
     }
 
-    /// A task's (or one artifact's) contents, read as the caller, and how long they keep.
-    async fn read_task(
-        &self,
-        ctx: &Ctx<'_>,
+    /// The task the resource `uri` names by `task_id` (`<agent>:<id>`): the bridge serving
+    /// it, its id there, and the task as `caller` reads it (the view synced with the log). A
+    /// task the caller cannot see is the resource not found.
+    pub(super) async fn task_resource<'a>(
+        &'a self,
+        caller: &Caller,
         uri: &str,
-        named: TaskResource,
-    ) -> Result<(Vec<ResourceContents>, Cache)> {
-        let task_id = match &named {
-            TaskResource::Task(id) | TaskResource::Artifact(id, _) => id.as_str(),
-        };
+        task_id: &'a str,
+    ) -> Result<(&'a Bridge, &'a str, Task)> {
         let (agent, id) = task_id.rsplit_once(':').ok_or_else(|| not_found(uri))?;
         let bridge = self
             .inner
@@ -266,13 +267,27 @@ impl McpBridge {
             id: id.to_owned(),
             history_length: Some(0),
         };
-        let task = bridge.get_task(ctx.caller, request).await.map_err(|e| {
+        let task = bridge.get_task(caller, request).await.map_err(|e| {
             if e.kind() == ErrorKind::TaskNotFound {
                 not_found(uri)
             } else {
                 e
             }
         })?;
+        Ok((bridge, id, task))
+    }
+
+    /// A task's (or one artifact's) contents, read as the caller, and how long they keep.
+    async fn read_task(
+        &self,
+        ctx: &Ctx<'_>,
+        uri: &str,
+        named: TaskResource,
+    ) -> Result<(Vec<ResourceContents>, Cache)> {
+        let task_id = match &named {
+            TaskResource::Task(id) | TaskResource::Artifact(id, _) => id.as_str(),
+        };
+        let (_, _, task) = self.task_resource(ctx.caller, uri, task_id).await?;
         let contents = match &named {
             TaskResource::Task(_) => task_contents(task_id, &task),
             TaskResource::Artifact(_, artifact) => {

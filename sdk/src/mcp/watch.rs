@@ -9,7 +9,7 @@
 //! changes while the server runs: it is subscribable, and quiet. A finished task changes no
 //! more: its watch stays open and quiet too, so that only the client ends a subscription.
 
-use agentlog_wire::a2a::{GetTaskRequest, StreamResponse, SubscribeToTaskRequest};
+use agentlog_wire::a2a::{StreamResponse, SubscribeToTaskRequest};
 use agentlog_wire::mcp::TaskResource;
 use futures::StreamExt as _;
 use futures::stream::BoxStream;
@@ -19,7 +19,7 @@ use super::McpBridge;
 use super::resources::not_found;
 use crate::agent::Caller;
 use crate::bridge::Bridge;
-use crate::error::{ErrorKind, Result};
+use crate::error::Result;
 
 /// What a subscribed URI names.
 #[derive(Debug, Clone)]
@@ -88,26 +88,9 @@ impl McpBridge {
                 TaskResource::Task(id) => (id, None),
                 TaskResource::Artifact(id, artifact) => (id, Some(artifact)),
             };
-            let (agent, id) = task_id.rsplit_once(':').ok_or_else(|| not_found(uri))?;
-            let bridge = self
-                .inner
-                .task_bridges
-                .get(agent)
-                .ok_or_else(|| not_found(uri))?;
-            let request = GetTaskRequest {
-                tenant: None,
-                id: id.to_owned(),
-                history_length: Some(0),
-            };
             // Read (the view synced with the log), then its position: a change written after
             // the read is one the subscriber hears of.
-            bridge.get_task(caller, request).await.map_err(|e| {
-                if e.kind() == ErrorKind::TaskNotFound {
-                    not_found(uri)
-                } else {
-                    e
-                }
-            })?;
+            let (bridge, id, _) = self.task_resource(caller, uri, &task_id).await?;
             let info = bridge
                 .view()
                 .lookup(caller, id)

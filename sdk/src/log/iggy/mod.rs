@@ -324,38 +324,11 @@ impl LogBackend for IggyLog {
     }
 
     async fn append(&self, topic: &TopicRef, key: &[u8], payloads: Vec<Bytes>) -> Result<Appended> {
-        let handle = self.handle(topic).await?;
-        let partition = partition_for_key(key, handle.partitions());
-        handle.route(partition)?;
-        if payloads.is_empty() {
-            let ends = self.end_offsets(topic).await?;
-            return Ok(Appended {
-                partition,
-                first_offset: ends.get(partition as usize).copied().unwrap_or(0),
-                count: 0,
-                place: Place::UNKNOWN,
-            });
-        }
-        let count = u32::try_from(payloads.len()).map_err(|_| {
-            Error::new(
-                ErrorKind::InvalidParams,
-                "append: more than u32::MAX records",
-            )
-        })?;
-        let first_offset = self
-            .appenders(topic, &handle)?
-            .get(&self.pool, &handle, partition)?
-            .append(payloads)
-            .await?;
-        Ok(Appended {
-            partition,
-            first_offset,
-            count,
-            place: Place::UNKNOWN,
-        })
+        let partition = partition_for_key(key, self.handle(topic).await?.partitions());
+        self.append_to(topic, partition, payloads).await
     }
 
-    /// As `append`, to the partition named.
+    /// One partition's group commit (`appender.rs`); an empty batch answers the end.
     async fn append_to(
         &self,
         topic: &TopicRef,
