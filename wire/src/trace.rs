@@ -6,7 +6,8 @@
 //! reads the same to a reader that knows nothing of traces (no format version bump), a record
 //! without one has no parameters, and a signature covers the context as it covers the rest of
 //! the header. [`TraceContext::parse`] takes the header values as W3C Trace Context level 1
-//! defines them and turns away what it does not allow.
+//! defines them and turns away what it does not allow. The rule for readers in other
+//! languages is wire/README.md's "Trace context"; `fixtures/trace_context.json` pins it.
 
 /// The HTTP header (and gRPC metadata key) of the parent.
 pub const TRACEPARENT: &str = "traceparent";
@@ -209,8 +210,9 @@ fn state_ok(state: &str) -> bool {
     (1..=MAX_MEMBERS).contains(&members)
 }
 
-/// The `name=value` parameters after a media type, quoted values unquoted.
-fn parameters(content_type: &str) -> Vec<(String, String)> {
+/// The `name=value` parameters after a media type, in order, names as written, quoted values
+/// unquoted (RFC 9110 §5.6.6, §5.6.4).
+pub fn parameters(content_type: &str) -> Vec<(String, String)> {
     let mut out = Vec::new();
     let Some((_, mut rest)) = content_type.split_once(';') else {
         return out;

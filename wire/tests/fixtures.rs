@@ -41,6 +41,7 @@ fn every_fixture_vector_holds() {
             "ids.json" => ids_case,
             "v03.json" => v03_case,
             "card_signatures.json" => card_signature_case,
+            "trace_context.json" => trace_context_case,
             other => panic!("no runner for fixtures/{other}: add one here"),
         };
         for case in file["cases"].as_array().expect("a cases array") {
@@ -405,4 +406,47 @@ fn card_signature_case(case: &Value) -> Result<(), String> {
         (Err(e), Some(expected)) => check(e.kind() == expected["kind"], || e.kind().into()),
         (got, _) => Err(format!("got {got:?}")),
     }
+}
+
+/// Header values to the context and the content type a record gets; a content type to its
+/// parameters and the context read back (wire/README.md, "Trace context").
+fn trace_context_case(case: &Value) -> Result<(), String> {
+    use agentlog_wire::trace::{TraceContext, parameters};
+    let (input, expected) = (&case["input"], &case["expected"]);
+    let as_json = |c: Option<TraceContext>| {
+        c.map_or(
+            Value::Null,
+            |c| json!({"traceparent": c.traceparent(), "tracestate": c.tracestate()}),
+        )
+    };
+    if let Some(parent) = input["traceparent"].as_str() {
+        let context = TraceContext::parse(parent, input["tracestate"].as_str());
+        let content_type = context
+            .as_ref()
+            .map(|c| c.in_content_type("application/json"));
+        check(as_json(context.clone()) == expected["context"], || {
+            format!("context {:?}", context)
+        })?;
+        check(json!(content_type) == expected["contentType"], || {
+            format!("content type {content_type:?}")
+        })?;
+        if let Some(content_type) = &content_type {
+            let back = TraceContext::from_content_type(content_type);
+            check(back == context, || format!("read back as {back:?}"))?;
+        }
+        return Ok(());
+    }
+    let content_type = input["contentType"].as_str().ok_or("no input")?;
+    let params: serde_json::Map<String, Value> = parameters(content_type)
+        .into_iter()
+        .map(|(name, value)| (name.to_ascii_lowercase(), Value::String(value)))
+        .collect();
+    check(
+        Value::Object(params.clone()) == expected["parameters"],
+        || format!("parameters {params:?}"),
+    )?;
+    let context = TraceContext::from_content_type(content_type);
+    check(as_json(context.clone()) == expected["context"], || {
+        format!("context {context:?}")
+    })
 }

@@ -6,6 +6,7 @@ const { test } = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
+const util = require('node:util');
 const { wire, AgentlogError } = require('..');
 
 const dir = path.join(__dirname, '..', '..', '..', 'fixtures');
@@ -148,6 +149,65 @@ function cardSignatures(c) {
   assert.equal(wire.encodeProtectedHeader(header), input.protected);
 }
 
+// The trace context vectors are read here without the addon, as a reader in any language
+// would (wire/README.md, "Trace context"): a standard media-type parser (util.MIMEType) for
+// the parameters, then the W3C rules.
+const PARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})/;
+const STATE_KEY = /^[a-z0-9_\-*/@]{1,256}$/;
+
+function w3cState(raw) {
+  const state = (raw ?? '').trim();
+  if (!state || state.length > 512) return '';
+  const members = state.split(',').map((m) => m.replace(/^[ \t]+|[ \t]+$/g, '')).filter((m) => m);
+  for (const member of members) {
+    const at = member.indexOf('=');
+    if (at < 0) return '';
+    const key = member.slice(0, at);
+    const value = member.slice(at + 1);
+    const printable = [...value].every((c) => c >= ' ' && c <= '~' && c !== ',' && c !== '=');
+    if (!STATE_KEY.test(key) || !value || value.length > 256 || !printable || value.endsWith(' ')) return '';
+  }
+  return members.length >= 1 && members.length <= 32 ? state : '';
+}
+
+function w3cContext(raw, state) {
+  if (raw === undefined || raw === null) return null;
+  const parent = raw.trim();
+  const found = PARENT.exec(parent);
+  if (!found || !/^[\x00-\x7f]*$/.test(parent)) return null;
+  const [, version, traceId, parentId] = found;
+  const rest = parent.slice(55);
+  if (version === 'ff' || /^0+$/.test(traceId) || /^0+$/.test(parentId)) return null;
+  if ((version === '00' && rest) || (rest && !rest.startsWith('-'))) return null;
+  return { traceparent: parent.slice(0, 55), tracestate: w3cState(state) };
+}
+
+function mediaTypeParams(contentType) {
+  return Object.fromEntries(new util.MIMEType(contentType).params);
+}
+
+function traceContext(c) {
+  const { input, expected } = c;
+  if ('traceparent' in input) {
+    const context = w3cContext(input.traceparent, input.tracestate);
+    assert.deepEqual(context, expected.context);
+    if (context === null) {
+      assert.equal(expected.contentType, null);
+      return;
+    }
+    // The writer's form: the parent as a token, the state as a quoted-string.
+    let contentType = `application/json; traceparent=${context.traceparent}`;
+    if (context.tracestate) contentType += `; tracestate="${context.tracestate.replace(/[\\"]/g, '\\$&')}"`;
+    assert.equal(contentType, expected.contentType);
+    const params = mediaTypeParams(contentType);
+    assert.deepEqual(w3cContext(params.traceparent, params.tracestate), context);
+    return;
+  }
+  const params = mediaTypeParams(input.contentType);
+  assert.deepEqual(params, expected.parameters);
+  assert.deepEqual(w3cContext(params.traceparent, params.tracestate), expected.context);
+}
+
 const RUNNERS = {
   'task_states.json': taskStates,
   'records.json': records,
@@ -157,6 +217,7 @@ const RUNNERS = {
   'ids.json': ids,
   'v03.json': v03,
   'card_signatures.json': cardSignatures,
+  'trace_context.json': traceContext,
 };
 
 const files = fs.readdirSync(dir).filter((f) => f.endsWith('.json')).sort();

@@ -3,7 +3,9 @@ Rust runner (wire/tests/fixtures.rs) reads, none skipped; a file without a runne
 
 from __future__ import annotations
 
+import email.message
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -164,6 +166,73 @@ def card_signature_case(case: Case) -> None:
     assert wire.encode_protected_header(header) == given["protected"]
 
 
+# The trace context vectors are read here without the binding, as a reader in any language
+# would (wire/README.md, "Trace context"): a standard media-type parser for the parameters,
+# then the W3C rules.
+PARENT = re.compile(r"([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})")
+STATE_KEY = re.compile(r"[a-z0-9_\-*/@]{1,256}")
+
+
+def w3c_context(parent: str | None, state: str | None) -> dict[str, str] | None:
+    if parent is None:
+        return None
+    parent = parent.strip()
+    found = PARENT.match(parent)
+    if not found or not parent.isascii():
+        return None
+    version, trace_id, parent_id = found.group(1), found.group(2), found.group(3)
+    rest = parent[55:]
+    if version == "ff" or set(trace_id) == {"0"} or set(parent_id) == {"0"}:
+        return None
+    if (version == "00" and rest) or (rest and not rest.startswith("-")):
+        return None
+    return {"traceparent": parent[:55], "tracestate": w3c_state(state)}
+
+
+def w3c_state(state: str | None) -> str:
+    state = (state or "").strip()
+    if not state or len(state) > 512:
+        return ""
+    members = [m.strip(" \t") for m in state.split(",")]
+    members = [m for m in members if m]
+    for member in members:
+        key, eq, value = member.partition("=")
+        printable = all(0x20 <= ord(c) <= 0x7E and c not in ",=" for c in value)
+        if not (eq and STATE_KEY.fullmatch(key) and value and len(value) <= 256 and printable):
+            return ""
+        if value.endswith(" "):
+            return ""
+    return state if 1 <= len(members) <= 32 else ""
+
+
+def media_type_params(content_type: str) -> dict[str, str]:
+    message = email.message.Message()
+    message["Content-Type"] = content_type
+    return {name.lower(): value for name, value in message.get_params()[1:]}
+
+
+def trace_context_case(case: Case) -> None:
+    given, expected = case["input"], case["expected"]
+    if "traceparent" in given:
+        context = w3c_context(given["traceparent"], given["tracestate"])
+        assert context == expected["context"]
+        if context is None:
+            assert expected["contentType"] is None
+            return
+        # The writer's form: the parent as a token, the state as a quoted-string.
+        content_type = f"application/json; traceparent={context['traceparent']}"
+        if context["tracestate"]:
+            quoted = context["tracestate"].replace("\\", "\\\\").replace('"', '\\"')
+            content_type += f'; tracestate="{quoted}"'
+        assert content_type == expected["contentType"]
+        params = media_type_params(content_type)
+        assert w3c_context(params.get("traceparent"), params.get("tracestate")) == context
+        return
+    params = media_type_params(given["contentType"])
+    assert params == expected["parameters"]
+    assert w3c_context(params.get("traceparent"), params.get("tracestate")) == expected["context"]
+
+
 RUNNERS: dict[str, Callable[[Case, dict[str, Any]], None]] = {
     "task_states.json": lambda c, _: task_state(c),
     "records.json": lambda c, _: record(c),
@@ -173,6 +242,7 @@ RUNNERS: dict[str, Callable[[Case, dict[str, Any]], None]] = {
     "ids.json": lambda c, _: ids_case(c),
     "v03.json": lambda c, _: v03_case(c),
     "card_signatures.json": lambda c, _: card_signature_case(c),
+    "trace_context.json": lambda c, _: trace_context_case(c),
 }
 
 

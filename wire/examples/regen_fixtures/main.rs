@@ -12,6 +12,7 @@ mod folds;
 mod push;
 mod records;
 mod replies;
+mod trace;
 
 use std::path::PathBuf;
 
@@ -65,6 +66,12 @@ fn main() {
         "ids.json",
         "Deterministic ids: task and context ids from (tenant, principal, messageId), worker record ids from (task, turn, attempt, sequence).",
         ids(),
+    );
+    write(
+        &dir,
+        "trace_context.json",
+        "W3C trace context on records: traceparent and tracestate header values, the context kept and the content type a record written under it gets; record content types and the media-type parameters and context read from them.",
+        trace::trace(),
     );
 }
 
