@@ -12,6 +12,9 @@
 # --demo`'s /mcp, with baselines of expected failures (tests/interop/mcp/run.sh; cached installs).
 # Then the web console's browser test: headless Chromium over WebDriver (tests/console/run.sh;
 # installs Debian's chromium and chromium-driver with apt-get when missing, selenium from PyPI).
+# Then the tracing test: the official a2a-sdk client's trace through `serve`, the log and
+# `agentlog worker` processes across a SIGKILL, exported over OTLP and decoded
+# (tests/tracing/run.sh; a2a-sdk, the OpenTelemetry SDK and opentelemetry-proto from PyPI).
 # Then the Node binding's tests (bindings/node/run-tests.sh: npm ci, the addon built with the
 # dev profile in the same target directory, node --test).
 # Then the Python binding's tests (bindings/python/run-tests.sh: the module built in the dev
@@ -28,4 +31,5 @@ bindings/node/run-tests.sh
 tests/interop/run.sh
 tests/interop/mcp/run.sh
 tests/console/run.sh
+tests/tracing/run.sh
 bindings/python/run-tests.sh

@@ -13,6 +13,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("retention", 1),
     ("hops", 1),
     ("skill", 1),
+    ("telemetry", 1),
     ("log", 2),
     ("agent", 3),
     ("security", 3),

@@ -39,6 +39,7 @@ pub mod push;
 pub mod retention;
 pub mod security;
 pub mod skill;
+pub mod telemetry;
 pub mod view;
 pub mod worker;
 

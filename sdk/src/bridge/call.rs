@@ -145,6 +145,24 @@ impl Bridge {
         raw: Option<&str>,
         options: &CallOptions<'_>,
     ) -> Result<Answer> {
+        let traced = crate::telemetry::enabled();
+        if traced {
+            note_call(&call);
+        }
+        let answer = self.dispatch_call(caller, call, raw, options).await;
+        if traced {
+            note_answer(&answer);
+        }
+        answer
+    }
+
+    async fn dispatch_call(
+        &self,
+        caller: &Caller,
+        call: Call,
+        raw: Option<&str>,
+        options: &CallOptions<'_>,
+    ) -> Result<Answer> {
         let caller = &tenant::scoped(caller, call.tenant())?;
         match call {
             Call::SendMessage(mut request) => {
@@ -202,6 +220,81 @@ impl Bridge {
         } else {
             raw
         }
+    }
+}
+
+/// The span attribute of the task a call is about.
+const TASK_ID: &str = "a2a.task.id";
+
+/// Name the current request span after `call`, with the task it names.
+fn note_call(call: &Call) {
+    let span = crate::telemetry::current();
+    if !span.is_some() {
+        return;
+    }
+    let method = method_name(call.operation());
+    span.rename(method);
+    span.set("rpc.method", method);
+    let task_id = match call {
+        Call::SendMessage(r) | Call::SendStreamingMessage(r) => r.message.task_id.as_deref(),
+        Call::GetTask(r) => Some(r.id.as_str()),
+        Call::CancelTask(r) => Some(r.id.as_str()),
+        Call::SubscribeToTask(r) => Some(r.id.as_str()),
+        Call::CreateTaskPushNotificationConfig(r) => r.task_id.as_deref(),
+        Call::GetTaskPushNotificationConfig(r) => Some(r.task_id.as_str()),
+        Call::ListTaskPushNotificationConfigs(r) => Some(r.task_id.as_str()),
+        Call::DeleteTaskPushNotificationConfig(r) => Some(r.task_id.as_str()),
+        _ => None,
+    };
+    if let Some(task_id) = task_id {
+        span.set(TASK_ID, task_id);
+    }
+}
+
+/// Mark the current request span with how `answer` went: `ok` or the error's kind, and the
+/// task a send created.
+fn note_answer(answer: &Result<Answer>) {
+    let span = crate::telemetry::current();
+    if !span.is_some() {
+        return;
+    }
+    match answer {
+        Ok(answer) => {
+            span.set(super::trace::OUTCOME, "ok");
+            let task_id = match answer {
+                Answer::Send(SendMessageResponse::Task(task)) | Answer::Task(task) => {
+                    Some(task.id.as_str())
+                }
+                Answer::Send(SendMessageResponse::Message(message)) => message.task_id.as_deref(),
+                _ => None,
+            };
+            if let Some(task_id) = task_id {
+                span.set(TASK_ID, task_id);
+            }
+        }
+        Err(error) => {
+            let kind = error.kind().as_str();
+            span.set(super::trace::OUTCOME, kind);
+            span.set("rpc.jsonrpc.error_code", error.kind().info().rpc.code());
+            span.fail(kind);
+        }
+    }
+}
+
+/// An operation's A2A 1.0 method name.
+fn method_name(operation: Operation) -> &'static str {
+    match operation {
+        Operation::SendMessage => "SendMessage",
+        Operation::SendStreamingMessage => "SendStreamingMessage",
+        Operation::GetTask => "GetTask",
+        Operation::ListTasks => "ListTasks",
+        Operation::CancelTask => "CancelTask",
+        Operation::SubscribeToTask => "SubscribeToTask",
+        Operation::CreateTaskPushNotificationConfig => "CreateTaskPushNotificationConfig",
+        Operation::GetTaskPushNotificationConfig => "GetTaskPushNotificationConfig",
+        Operation::ListTaskPushNotificationConfigs => "ListTaskPushNotificationConfigs",
+        Operation::DeleteTaskPushNotificationConfig => "DeleteTaskPushNotificationConfig",
+        Operation::GetExtendedAgentCard => "GetExtendedAgentCard",
     }
 }
 

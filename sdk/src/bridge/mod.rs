@@ -353,11 +353,9 @@ impl Bridge {
 
     async fn sync_task(&self, task_id: &str) -> Result<()> {
         let view = &self.inner.view;
-        view.sync(
-            Some(view.partition_of(task_id)),
-            self.inner.config.sync_timeout,
-        )
-        .await
+        let partition = view.partition_of(task_id);
+        let sync = view.sync(Some(partition), self.inner.config.sync_timeout);
+        trace::sync_span(partition, sync).await
     }
 }
 

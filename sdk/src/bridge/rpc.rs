@@ -240,7 +240,10 @@ impl Bridge {
                 RpcBody::Json(parsed) => self.handle_json(&caller, parsed, version, &options).await,
             }
         };
-        super::trace::traced(trace, answer).await
+        // Under a span of its own, the records the call writes carry that span's context.
+        let span = super::trace::request_span(&self.inner.config.topics.agent, trace.as_ref());
+        let trace = span.trace_context(trace.as_ref()).or(trace);
+        span.in_scope(super::trace::traced(trace, answer)).await
     }
 
     async fn handle_json(

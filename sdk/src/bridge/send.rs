@@ -28,14 +28,12 @@ struct Accepted {
 impl Bridge {
     /// Catch the view up until `accepted` is visible in it.
     async fn sync_to_accepted(&self, accepted: &Accepted) -> Result<()> {
-        self.inner
-            .view
-            .sync_to(
-                accepted.partition,
-                accepted.visible_at,
-                self.inner.config.sync_timeout,
-            )
-            .await
+        let sync = self.inner.view.sync_to(
+            accepted.partition,
+            accepted.visible_at,
+            self.inner.config.sync_timeout,
+        );
+        super::trace::sync_span(accepted.partition, sync).await
     }
 
     /// `SendMessage`: start a task, or send a message to an existing one (when the message

@@ -5,10 +5,18 @@
 //!
 //! The context rides with the call as a task-local value: set around one call's whole
 //! handling ([`traced`], which `Bridge::handle` uses), read where a record header is made.
+//! While spans are made ([`crate::telemetry`]), `Bridge::handle` answers under a server span
+//! of its own (a child of the caller's) and the records carry that span's context instead.
 
 use std::future::Future;
 
 use agentlog_wire::trace::TraceContext;
+
+use crate::error::Result;
+use crate::telemetry::{Kind, Parent, Span};
+
+/// The span attribute of how a call went: `ok`, or an error kind's name.
+pub(super) const OUTCOME: &str = "agentlog.outcome";
 
 /// The media type of every record's JSON payload.
 const JSON: &str = "application/json";
@@ -30,6 +38,37 @@ pub async fn traced<F: Future>(context: Option<TraceContext>, work: F) -> F::Out
 /// The trace context of the call being answered, if it has one.
 pub fn current() -> Option<TraceContext> {
     CURRENT.try_with(TraceContext::clone).ok()
+}
+
+/// The span of one request to the bridge (named after its method once dispatch knows it),
+/// under the context the request came with; empty while tracing is off.
+pub(super) fn request_span(agent: &str, carried: Option<&TraceContext>) -> Span {
+    let span = Span::start("A2A request", Kind::Server, Parent::Remote(carried));
+    if span.is_some() {
+        span.set("rpc.system", "a2a");
+        span.set("agentlog.agent", agent);
+    }
+    span
+}
+
+/// A `view sync` span under the current one while `work` (a wait for the view to apply
+/// `partition` up to the log's end) runs.
+pub(super) async fn sync_span<T>(
+    partition: u32,
+    work: impl Future<Output = Result<T>>,
+) -> Result<T> {
+    let span = Span::start("view sync", Kind::Internal, Parent::Current);
+    if !span.is_some() {
+        return work.await;
+    }
+    span.set("agentlog.log.partition", partition);
+    let result = work.await;
+    if let Err(error) = &result {
+        span.set(OUTCOME, error.kind().as_str());
+        span.fail(error.kind().as_str());
+    }
+    span.end();
+    result
 }
 
 /// The `content_type` of a record written now: JSON, with the call's trace context.

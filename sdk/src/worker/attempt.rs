@@ -126,19 +126,42 @@ impl Attempt {
     }
 
     /// The turn being answered came with trace context `call` (or none): the attempt's
-    /// records from now on carry a span of its own under it, or none. That span's context.
+    /// records from now on carry a span of its own under it (`span`, the turn's exported
+    /// span when tracing is on; else an id made here), or none. That span's context.
     pub(super) fn set_trace(
         &self,
         call: Option<&agentlog_wire::trace::TraceContext>,
+        span: Option<agentlog_wire::trace::TraceContext>,
     ) -> Option<agentlog_wire::trace::TraceContext> {
-        let span = uuid::Uuid::new_v4().simple().to_string();
-        // A v4 uuid's first 16 hex digits hold its version digit: never all zero.
-        let child = call.and_then(|call| call.child(&span[..16]));
+        let child = span.or_else(|| {
+            let span = uuid::Uuid::new_v4().simple().to_string();
+            // A v4 uuid's first 16 hex digits hold its version digit: never all zero.
+            call.and_then(|call| call.child(&span[..16]))
+        });
         let content_type = child
             .as_ref()
             .map_or_else(|| JSON.to_owned(), |child| child.in_content_type(JSON));
         *self.content_type.lock().unwrap_or_else(|e| e.into_inner()) = content_type;
         child
+    }
+
+    /// The span of this attempt's turn, a child of the context `call` its message came with
+    /// (empty while tracing is off).
+    pub(super) fn turn_span(
+        &self,
+        call: Option<&agentlog_wire::trace::TraceContext>,
+    ) -> crate::telemetry::Span {
+        use crate::telemetry::{Kind, Parent, Span};
+        let span = Span::start("turn", Kind::Consumer, Parent::Remote(call));
+        if span.is_some() {
+            span.set("a2a.task.id", &self.task.id);
+            span.set("agentlog.worker", &self.writer.source);
+            span.set("agentlog.attempt", self.number);
+            span.set("agentlog.turn_attempt", self.turn_attempt);
+            // A later attempt at the same turn: an earlier one's worker died or stalled.
+            span.set("agentlog.takeover", self.turn_attempt > 1);
+        }
+        span
     }
 
     /// The same attempt, now known to be the turn's `turn_attempt`-th try.

@@ -96,7 +96,9 @@ impl Reports {
                 // On a task of its own, which runs once the handler yields (tokio runs a task
                 // just spawned next on this thread): a burst of reports goes as one batch, and
                 // a handler that waits between reports sends each at once.
-                tokio::spawn(Arc::clone(self).send_waiting());
+                // Under the turn's span, whose child the append is.
+                let sending = crate::telemetry::current().bind(Arc::clone(self).send_waiting());
+                tokio::spawn(sending);
             }
         }
         let until = if wait {
@@ -153,7 +155,8 @@ impl Reports {
     /// answers at once (the embedded log's appends); a task of its own finishes the rest
     /// when one must wait for the log (a remote log's round trip).
     fn start_sending(self: &Arc<Self>) {
-        let mut sending = Box::pin(Arc::clone(self).send_waiting());
+        let sending = crate::telemetry::current().bind(Arc::clone(self).send_waiting());
+        let mut sending = Box::pin(sending);
         let waker = futures::task::noop_waker();
         let mut cx = std::task::Context::from_waker(&waker);
         if sending.as_mut().poll(&mut cx).is_pending() {

@@ -25,6 +25,7 @@ use super::settle::{Ran, confirm, fail_unrunnable, release, settle};
 use super::shared::{Backoff, Outcome, Shared};
 use crate::agent::Caller;
 use crate::error::Result;
+use crate::telemetry::Span;
 use crate::view::{TaskEvent, TaskInfo};
 use agentlog_wire::RecordBody;
 use agentlog_wire::a2a::Role;
@@ -269,12 +270,35 @@ enum Turn {
 }
 
 /// One run of the handler for the attempt's current turn: `claimed` is the task as seen when
-/// the attempt claimed this turn (its history is the handler's), `None` to look it up.
+/// the attempt claimed this turn (its history is the handler's), `None` to look it up. A
+/// `turn` span covers it once the turn's origin is read (its parent the call's), ending with
+/// how it went.
 async fn run_turn(
     shared: &Shared,
     attempt: &Arc<Attempt>,
     events: &mut Events,
     claimed: Option<TaskInfo>,
+) -> Turn {
+    let mut span = Span::none();
+    let turn = run_turn_in(shared, attempt, events, claimed, &mut span).await;
+    if span.is_some() {
+        let outcome = match &turn {
+            Turn::Over(Ran::Done) => "done",
+            Turn::Over(Ran::Lost) => "lost",
+            Turn::Over(Ran::Abandoned) => "abandoned",
+            Turn::NextFollowUp(_) => "follow-up",
+        };
+        span.set("agentlog.outcome", outcome);
+    }
+    turn
+}
+
+async fn run_turn_in(
+    shared: &Shared,
+    attempt: &Arc<Attempt>,
+    events: &mut Events,
+    claimed: Option<TaskInfo>,
+    span: &mut Span,
 ) -> Turn {
     let view = &shared.view;
     let task_id = attempt.task.id.as_str();
@@ -309,7 +333,9 @@ async fn run_turn(
     let found = task.history.iter().rposition(|m| *m.message_id == *turn);
     let role = found.map(|i| task.history[i].role);
     // What this attempt writes for the turn carries the turn's context, as a span of its own.
-    let span = attempt.set_trace(origin.trace.as_ref());
+    *span = attempt.turn_span(origin.trace.as_ref());
+    let turn_context = span.trace_context(origin.trace.as_ref());
+    let own = attempt.set_trace(origin.trace.as_ref(), turn_context);
     let ctx = TaskContext::new(Parts {
         attempt: attempt.clone(),
         message_index: found.unwrap_or(0),
@@ -320,7 +346,7 @@ async fn run_turn(
         sync_timeout: shared.sync_timeout,
         hops: origin.hops,
         trace: origin.trace,
-        span,
+        span: own,
     });
     let Some(ctx) = ctx.filter(|_| role == Some(Role::User)) else {
         // No handler can answer a turn whose message is missing or not the user's.
@@ -334,7 +360,8 @@ async fn run_turn(
 
     let handler = shared.handler.clone();
     let run_ctx = ctx.clone();
-    let mut handle = tokio::spawn(async move { handler.handle(run_ctx).await });
+    let scope = span.clone();
+    let mut handle = tokio::spawn(async move { scope.in_scope(handler.handle(run_ctx)).await });
     // If this supervisor is aborted (shutdown, or a crash-like abort), the handler goes too.
     let _abort = AbortOnDrop(handle.abort_handle());
     let renew_every = (attempt.lease / 3).max(Duration::from_millis(10));
@@ -390,7 +417,7 @@ async fn run_turn(
     }
     // What the handler reported is on the log before the turn is judged; a report that
     // failed unseen fails the turn as the handler's own error would.
-    let flushed = ctx.flush().await;
+    let flushed = span.in_scope(ctx.flush()).await;
     let failure = match result {
         Ok(Ok(())) => flushed.err().map(|error| error.to_string()),
         Ok(Err(error)) => Some(error.to_string()),
@@ -413,7 +440,7 @@ async fn run_turn(
                 "worker: handler failed after ending its turn; the reported outcome stands"
             );
         }
-        return Turn::Over(confirm(shared, &ctx, &turn).await);
+        return Turn::Over(span.in_scope(confirm(shared, &ctx, &turn)).await);
     }
     if failure.is_none()
         && followed_up
@@ -421,10 +448,16 @@ async fn run_turn(
     {
         return Turn::NextFollowUp(next);
     }
-    Turn::Over(match settle(shared, &ctx, failure.as_deref()).await {
-        Ran::Done => confirm(shared, &ctx, &turn).await,
-        other => other,
+    if failure.is_some() {
+        span.fail("handler_failed");
+    }
+    span.in_scope(async {
+        Turn::Over(match settle(shared, &ctx, failure.as_deref()).await {
+            Ran::Done => confirm(shared, &ctx, &turn).await,
+            other => other,
+        })
     })
+    .await
 }
 
 /// Whether the task is over (or gone from the view).

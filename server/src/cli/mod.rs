@@ -12,6 +12,8 @@ mod command;
 mod diagnostics;
 mod exec;
 mod keygen;
+#[cfg(feature = "otel")]
+mod otel;
 mod output;
 mod pusher;
 mod serve;
@@ -262,6 +264,21 @@ pub fn main() -> ExitCode {
         }
     };
     diagnostics::install(cli.log_format, cli.color);
+    // Spans are exported by the programs that do the work, when the OTEL_* variables ask.
+    #[cfg(feature = "otel")]
+    let export = match &cli.command {
+        Command::Serve(_) => Some("serve"),
+        Command::Worker(_) => Some("worker"),
+        Command::Pusher(_) => Some("pusher"),
+        _ => None,
+    }
+    .map(otel::start)
+    .transpose();
+    #[cfg(feature = "otel")]
+    let export = match export {
+        Ok(export) => export,
+        Err(err) => return fail(&err),
+    };
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     if let Some(threads) = cli.threads {
         builder.worker_threads(usize::from(threads));
@@ -270,7 +287,13 @@ pub fn main() -> ExitCode {
         Ok(runtime) => runtime,
         Err(err) => return fail(&CliError::msg(format!("cannot start the runtime: {err}"))),
     };
-    match runtime.block_on(run(cli)) {
+    let ran = runtime.block_on(run(cli));
+    drop(runtime);
+    #[cfg(feature = "otel")]
+    if let Some(export) = export {
+        export.finish();
+    }
+    match ran {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => fail(&err),
     }
@@ -374,6 +397,12 @@ async fn open_counted_log(
         .await?
         .layer(TracingLayer::new())
         .layer(MetricsLayer::new(metrics.clone()));
+    // Appends as spans only while they are exported: no wrapper to pass through otherwise.
+    let log = if agentlog::telemetry::enabled() {
+        log.layer(agentlog::log::layers::SpanLayer::new())
+    } else {
+        log
+    };
     Ok((log, metrics))
 }
 

@@ -63,11 +63,13 @@ use std::fmt;
 mod fault;
 mod intercept;
 mod metrics;
+mod otel;
 mod retry;
 mod trace;
 
 pub use fault::{FaultCounts, FaultLayer, Faults};
 pub use metrics::{LatencySnapshot, LogMetrics, MetricsLayer};
+pub use otel::SpanLayer;
 pub use retry::RetryLayer;
 pub use trace::TracingLayer;
 
