@@ -48,9 +48,10 @@ impl Caller {
 ///   in one order per task. A task's state is the fold of its records here.
 /// - `<agent>.commands`, the workers' queue: a copy of each command and continue, consumed by
 ///   the agent's worker group. It decides nothing; it only hands out work.
-/// - `<agent>.checkpoints` (one partition): snapshots of the task view at known positions of
-///   `events`, so that a restarting bridge or worker replays only what came after one. Only
-///   an accelerator: a view without it replays `events` from its start.
+/// - `<agent>.checkpoints` (as many partitions as `events`; one for a topic made before
+///   checkpoints were per partition): snapshots of each partition of the task view at known
+///   positions of `events`, so that a restarting bridge or worker replays only what came
+///   after one. Only an accelerator: a view without it replays `events` from its start.
 ///
 /// A bridge appends to `events` first (the commit point) and to `commands` second, so a
 /// worker never receives work for a task that the log of record does not have.
@@ -116,7 +117,9 @@ impl AgentTopics {
                 }
             }
         }
-        log.ensure_topic(&self.checkpoints, 1).await
+        // A partition's checkpoints in a partition of their own (an existing topic keeps its
+        // count: it holds every partition's then).
+        log.ensure_topic(&self.checkpoints, partitions).await
     }
 }
 
@@ -143,7 +146,7 @@ mod tests {
             .expect("created with 16");
         assert_eq!(log.partitions(&topics.events).await.ok(), Some(16));
         assert_eq!(log.partitions(&topics.commands).await.ok(), Some(16));
-        assert_eq!(log.partitions(&topics.checkpoints).await.ok(), Some(1));
+        assert_eq!(log.partitions(&topics.checkpoints).await.ok(), Some(16));
         // Asked for the same, or not asked: the topics are taken as they are.
         topics
             .ensure(&log.clone().with_partition_count(16))

@@ -308,7 +308,7 @@ async fn a_restart_from_a_checkpoint_answers_as_a_full_replay(subject: &dyn Back
     .expect("view");
     assert_eq!(
         restored.restored_from(),
-        Some(checkpointed.positions.as_slice())
+        Some(checkpointed.positions.clone())
     );
     let replayed = TaskView::start(log.clone(), topics.events.clone())
         .await

@@ -29,21 +29,36 @@ pub(super) async fn health() -> &'static str {
     "ok"
 }
 
-/// `GET /readyz`: `200 {"ready":true}`, or `503` with why not and a retryable error.
+/// `GET /readyz`: `200 {"ready":true,"partitions":{"held":[…],"replaying":[…]}}`, or `503` with
+/// why not, a retryable error and the partitions.
 pub(super) async fn ready(State(state): State<AppState>) -> Response {
     let bridge = &state.inner.bridge;
     let refusal = match replaying(&state) {
         Some(error) => Some(error),
         None => probe(bridge.log().clone()).await.err(),
     };
+    // The partitions the view holds, and those of them still replaying (a partition held on
+    // demand beyond the assignment replays without making the bridge unready).
+    let status = bridge.view().partition_status();
+    let partitions = serde_json::json!({
+        "held": status.iter().map(|s| s.partition).collect::<Vec<_>>(),
+        "replaying": status.iter().filter(|s| !s.ready).map(|s| s.partition).collect::<Vec<_>>(),
+    });
     match refusal {
-        None => json(StatusCode::OK, br#"{"ready":true}"#.to_vec()),
+        None => {
+            let body = serde_json::json!({"ready": true, "partitions": partitions});
+            json(
+                StatusCode::OK,
+                serde_json::to_vec(&body).unwrap_or_default(),
+            )
+        }
         Some(error) => {
             let info = error.kind().info();
             let body = serde_json::json!({
                 "ready": false,
                 "reason": error.report().to_string(),
                 "error": {"kind": info.name, "retryable": true},
+                "partitions": partitions,
             });
             unavailable(json(
                 StatusCode::SERVICE_UNAVAILABLE,
@@ -177,6 +192,8 @@ mod tests {
             body["reason"].as_str().unwrap().contains("replaying"),
             "{body}"
         );
+        let replaying = body["partitions"]["replaying"].as_array().unwrap();
+        assert!(!replaying.is_empty(), "{body}");
         // JSON-RPC is refused at once, retryably, rather than left to wait for the replay.
         let (status, retry, body) = get(&app, get_task()).await;
         assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
@@ -192,7 +209,10 @@ mod tests {
         let (status, _, body) = get(&app, readyz()).await;
         assert_eq!(
             (status, body),
-            (StatusCode::OK, serde_json::json!({"ready": true}))
+            (
+                StatusCode::OK,
+                serde_json::json!({"ready": true, "partitions": {"held": [0, 1, 2, 3], "replaying": []}})
+            )
         );
         let (status, _, body) = get(&app, get_task()).await;
         assert_eq!(status, StatusCode::OK);

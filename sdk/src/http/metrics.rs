@@ -14,7 +14,7 @@ use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetri
 use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::{ConstCounter, Counter};
 use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
@@ -152,7 +152,60 @@ impl Collector for ViewCounters {
             let metric = encoder.encode_descriptor(name, help, None, counter.metric_type())?;
             counter.encode(metric)?;
         }
+        let partitions = self.0.partition_status();
+        let held = ConstGauge::new(i64::try_from(partitions.len()).unwrap_or(i64::MAX));
+        held.encode(encoder.encode_descriptor(
+            "agentlog_view_partitions_held",
+            "Partitions of the events topic this task view holds",
+            None,
+            held.metric_type(),
+        )?)?;
+        let mut family = encoder.encode_descriptor(
+            "agentlog_view_tasks",
+            "Tasks this task view holds, by partition",
+            None,
+            MetricType::Gauge,
+        )?;
+        for status in &partitions {
+            let tasks = i64::try_from(status.tasks).unwrap_or(i64::MAX);
+            ConstGauge::new(tasks).encode(family.encode_family(&PartitionLabels::of(status))?)?;
+        }
+        let mut family = encoder.encode_descriptor(
+            "agentlog_view_partition_ready",
+            "1 once a held partition has caught up with what its log held when the hold began",
+            None,
+            MetricType::Gauge,
+        )?;
+        for status in &partitions {
+            ConstGauge::new(i64::from(status.ready))
+                .encode(family.encode_family(&PartitionLabels::of(status))?)?;
+        }
+        let mut family = encoder.encode_descriptor(
+            "agentlog_view_partition_hold_seconds",
+            "From holding a partition to its being ready (restored and caught up), by partition",
+            None,
+            MetricType::Gauge,
+        )?;
+        for status in &partitions {
+            if let Some(took) = status.ready_after {
+                ConstGauge::new(took.as_secs_f64())
+                    .encode(family.encode_family(&PartitionLabels::of(status))?)?;
+            }
+        }
         Ok(())
+    }
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PartitionLabels {
+    partition: u32,
+}
+
+impl PartitionLabels {
+    fn of(status: &crate::view::PartitionStatus) -> Self {
+        Self {
+            partition: status.partition,
+        }
     }
 }
 
@@ -377,6 +430,9 @@ mod tests {
         for line in [
             r#"agentlog_records_rejected_total{reason="unsigned"} 1"#,
             r#"agentlog_records_rejected_total{reason="bad_signature"} 0"#,
+            "agentlog_view_partitions_held 4",
+            r#"agentlog_view_tasks{partition="0"} 0"#,
+            r#"agentlog_view_partition_ready{partition="3"} 1"#,
         ] {
             assert!(text.contains(line), "missing {line:?} in\n{text}");
         }

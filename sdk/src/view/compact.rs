@@ -11,13 +11,15 @@
 //! there), but an expired task whose records were partly deleted may show again until its
 //! remaining records expire too (see `skills/log/SKILL.md`).
 //!
-//! The rule, per partition of the events topic: a sealed segment is deleted when it ends at
-//! or before the older checkpoint's position and no record in it is one a retained task
-//! applied (counted per chunk of offsets, [`LiveRecords`]). A segment holding one record of a
-//! live task is kept however old; the worst case is one live or retained task per segment,
-//! which keeps every segment. The commands topic only hands out work (the workers' sweeper
-//! queues again what a worker never took), so its sealed segments go once older than the
-//! retention; the checkpoint topic's once they are before the older checkpoint.
+//! The rule, per partition of the events topic the view holds: a sealed segment is deleted
+//! when it ends at or before the older of the partition's newest two checkpoints and no record
+//! in it is one a retained task applied (counted per chunk of offsets, [`LiveRecords`]). A
+//! segment holding one record of a live task is kept however old; the worst case is one live
+//! or retained task per segment, which keeps every segment. The commands topic only hands out
+//! work (the workers' sweeper queues again what a worker never took), so its sealed segments
+//! go once older than the retention; a checkpoint topic partition's once they are before the
+//! older checkpoint of every events partition it keeps (all of them held here, each with two
+//! known checkpoints).
 //!
 //! [`LiveRecords`]: super::tasks::expiry::LiveRecords
 
@@ -60,26 +62,24 @@ impl Inner {
         if !*self.caught_up.borrow() {
             return Ok(done);
         }
-        let (older, newer) = {
-            let marks = self
-                .checkpoints_known
-                .lock()
-                .unwrap_or_else(|e| e.into_inner());
-            match (marks.previous.clone(), marks.last.clone()) {
-                (Some(previous), Some(last)) => (previous, last),
-                _ => return Ok(done),
-            }
-        };
-        for partition in 0..self.partitions {
-            let horizon = older
-                .positions
-                .get(partition as usize)
-                .copied()
-                .unwrap_or(0);
+        // Per held partition, its older and newer known checkpoints.
+        let mut known = Vec::with_capacity(self.parts.len());
+        for part in self.parts.iter() {
+            let marks = part.known();
+            known.push(match (part.held(), &marks.previous, &marks.last) {
+                (true, Some(previous), Some(last)) => Some((previous.clone(), last.clone())),
+                _ => None,
+            });
+        }
+        for (partition, part) in (0u32..).zip(self.parts.iter()) {
+            let Some((older, _)) = known.get(partition as usize).and_then(Option::as_ref) else {
+                continue;
+            };
+            let horizon = older.position;
             let segments = self.log.segments(&self.topic, partition).await?;
             let dead: Vec<_> = {
-                let tasks = self.read();
-                let Some(live) = tasks.live.get(partition as usize) else {
+                let tasks = part.read();
+                let Some(live) = tasks.live.as_ref() else {
                     continue;
                 };
                 segments
@@ -90,13 +90,30 @@ impl Inner {
             done.add(&self.delete(&self.topic, partition, &dead).await?);
         }
         if let Some(checkpoints) = &self.options.checkpoints {
-            let before = older
-                .manifest
-                .first_offset()
-                .min(newer.manifest.first_offset());
-            let segments = self.log.segments(checkpoints, 0).await?;
-            let dead: Vec<_> = segments.into_iter().filter(|s| s.end <= before).collect();
-            done.add(&self.delete(checkpoints, 0, &dead).await?);
+            let homes = self.log.partitions(checkpoints).await?.max(1);
+            for home in 0..homes {
+                // Every events partition this one keeps must have two known checkpoints.
+                let before = (home..self.partitions)
+                    .step_by(homes as usize)
+                    .map(|p| {
+                        known
+                            .get(p as usize)
+                            .and_then(Option::as_ref)
+                            .map(|(older, newer)| {
+                                older
+                                    .manifest
+                                    .first_offset()
+                                    .min(newer.manifest.first_offset())
+                            })
+                    })
+                    .try_fold(u64::MAX, |min, first| first.map(|f| min.min(f)));
+                let Some(before) = before.filter(|b| *b != u64::MAX) else {
+                    continue;
+                };
+                let segments = self.log.segments(checkpoints, home).await?;
+                let dead: Vec<_> = segments.into_iter().filter(|s| s.end <= before).collect();
+                done.add(&self.delete(checkpoints, home, &dead).await?);
+            }
         }
         if let Some(others) = others.filter(|o| o.commands_retention_ms > 0) {
             let cutoff = now_ms().saturating_sub(others.commands_retention_ms);

@@ -15,8 +15,10 @@ use agentlog_wire::Record;
 use agentlog_wire::fold::Parsed;
 use tokio::sync::watch;
 use tokio::time::Instant;
+
 use tokio_util::sync::CancellationToken;
 
+use super::part::Part;
 use super::{Inner, TaskView};
 use crate::error::{Error, ErrorKind, Result};
 use crate::log::raw::Place;
@@ -24,12 +26,16 @@ use crate::log::{StoredRecord, TopicRef};
 
 impl TaskView {
     /// Wait until the view has applied everything the log held when this call started, on one
-    /// partition or on all of them, for at most `timeout` in all (the end-offset probe
+    /// partition or on all it holds, for at most `timeout` in all (the end-offset probe
     /// included): then a retryable [`ErrorKind::Timeout`]. This is what gives read-your-writes
-    /// across replicas: an acknowledged append by anyone is in the log's end offsets.
+    /// across replicas: an acknowledged append by anyone is in the log's end offsets. A
+    /// partition the view does not hold is a retryable [`ErrorKind::Unavailable`].
     pub async fn sync(&self, partition: Option<u32>, timeout: Duration) -> Result<()> {
         let deadline = Instant::now() + timeout;
         if let Some(partition) = partition {
+            if !self.holds(partition) {
+                return Err(self.inner.not_held(partition));
+            }
             // One partition's end: the log is asked about that partition alone.
             let end = self
                 .probe(deadline, timeout, move |inner| async move {
@@ -49,13 +55,11 @@ impl TaskView {
             })
             .await?;
         // Usually the view is there already: no timer to arm then.
-        if (0u32..)
-            .zip(&ends)
-            .all(|(p, end)| self.applied(p).is_some_and(|a| a >= *end))
-        {
-            return Ok(());
-        }
-        for (p, end) in (0u32..).zip(ends) {
+        let behind: Vec<(u32, u64)> = (0u32..)
+            .zip(ends)
+            .filter(|(p, end)| self.holds(*p) && self.applied(*p).is_some_and(|a| a < *end))
+            .collect();
+        for (p, end) in behind {
             self.wait_applied_until(p, end, deadline, timeout).await?;
         }
         Ok(())
@@ -64,6 +68,9 @@ impl TaskView {
     /// Wait until the view has applied partition `partition` up to (not including) `end`, for
     /// at most `timeout`: then a retryable [`ErrorKind::Timeout`].
     pub async fn sync_to(&self, partition: u32, end: u64, timeout: Duration) -> Result<()> {
+        if !self.holds(partition) {
+            return Err(self.inner.not_held(partition));
+        }
         if self.applied(partition).is_some_and(|a| a >= end) {
             return Ok(());
         }
@@ -74,9 +81,9 @@ impl TaskView {
     /// The next offset to apply of `partition`, or `None` for a partition the topic lacks.
     fn applied(&self, partition: u32) -> Option<u64> {
         self.inner
-            .applied
+            .parts
             .get(partition as usize)
-            .map(|a| *a.borrow())
+            .map(super::part::Part::applied_next)
     }
 
     /// What `ask` answers about the log's ends, given up on at `deadline`. The probe runs in
@@ -118,21 +125,14 @@ impl TaskView {
         deadline: Instant,
         timeout: Duration,
     ) -> Result<()> {
-        let Some(sender) = self.inner.applied.get(partition as usize) else {
-            return Err(Error::new(
-                ErrorKind::Internal,
-                format!("no partition {partition}"),
-            ));
-        };
-        let mut rx = sender.subscribe();
+        let part = self.inner.part(partition)?;
+        let mut rx = part.applied.subscribe();
         if *rx.borrow_and_update() >= end {
             return Ok(());
         }
         let stopped = || Error::new(ErrorKind::Unavailable, "the task view stopped");
         let wait = async {
-            let Some(feed) = self.inner.feeds.get(partition as usize) else {
-                return Err(stopped());
-            };
+            let feed = &part.feed;
             // Whoever holds the feed is applying the records now: wait for what they publish
             // rather than queue for the lock (many requests after their own appends would
             // otherwise take it in turn); apply them ourselves when nobody is at it.
@@ -140,7 +140,7 @@ impl TaskView {
                 match feed.try_lock() {
                     Ok(mut next) => {
                         self.inner
-                            .catch_up_locked(partition, &mut next, end)
+                            .catch_up_locked(partition, part, &mut next, end)
                             .await?;
                         break;
                     }
@@ -179,35 +179,38 @@ impl Inner {
     /// Apply partition `partition`'s records before `end` that nobody has applied yet,
     /// reading them from the log. Returns early if the log has fewer records than `end`.
     async fn catch_up(&self, partition: u32, end: u64) -> Result<()> {
-        let Some(feed) = self.feeds.get(partition as usize) else {
-            return Err(Error::new(
-                ErrorKind::Internal,
-                format!("no partition {partition}"),
-            ));
-        };
-        let mut next = feed.lock().await;
-        self.catch_up_locked(partition, &mut next, end).await
+        let part = self.part(partition)?;
+        let mut next = part.feed.lock().await;
+        self.catch_up_locked(partition, part, &mut next, end).await
     }
 
     /// [`catch_up`](Self::catch_up) with the partition's feed held: `next` is its next offset.
-    async fn catch_up_locked(&self, partition: u32, next: &mut u64, end: u64) -> Result<()> {
+    async fn catch_up_locked(
+        &self,
+        partition: u32,
+        part: &Part,
+        next: &mut u64,
+        end: u64,
+    ) -> Result<()> {
+        // Released meanwhile: nothing to apply to.
+        if !part.held() {
+            return Ok(());
+        }
         // Records this process wrote are applied as they are appended (`own.rs`): not read
         // back, decoded and parsed a second time.
-        if let Some(applied) = self.applied.get(partition as usize) {
-            *next = (*next).max(*applied.borrow());
-        }
+        *next = (*next).max(part.applied_next());
         while *next < end {
             let batch = self.log.read(&self.topic, partition, *next, 1024).await?;
             let Some(last) = batch.last().map(|r| r.offset) else {
                 break;
             };
-            self.apply_batch(partition, &batch);
+            self.apply_batch(partition, part, &batch);
             *next = last + 1;
         }
         Ok(())
     }
 
-    fn apply_batch(&self, partition: u32, batch: &[StoredRecord]) {
+    fn apply_batch(&self, partition: u32, part: &Part, batch: &[StoredRecord]) {
         // Decoding and JSON parsing need no state: done before the lock, so that requests
         // waiting for it wait only for the rules.
         // So is checking signatures (the costliest step per record).
@@ -242,17 +245,19 @@ impl Inner {
             .collect();
         self.records_seen
             .fetch_add(batch.len() as u64, Ordering::Relaxed);
-        let (Some(last), Some(sender)) = (batch.last(), self.applied.get(partition as usize))
-        else {
+        part.records_applied
+            .fetch_add(batch.len() as u64, Ordering::Relaxed);
+        let Some(last) = batch.last() else {
             return;
         };
+        let sender = &part.applied;
         // A slice at a time under the lock, each published as applied: a reader of any
         // partition waits for one slice at most, not for the whole batch.
         let mut decoded = decoded.into_iter().peekable();
         loop {
-            let mut tasks = self.write();
+            let mut tasks = part.write();
             for (offset, place, record, parsed) in decoded.by_ref().take(APPLY_SLICE) {
-                tasks.apply_parsed(partition, offset, place, &record, parsed);
+                tasks.apply_parsed(offset, place, &record, parsed);
             }
             // Under the tasks lock: a checkpoint reads the positions with the tasks.
             match decoded.peek() {
@@ -262,29 +267,11 @@ impl Inner {
                 }
                 None => {
                     sender.send_replace(last.offset + 1);
-                    self.expire_locked(&mut tasks);
+                    part.expire_locked(&mut tasks);
                     return;
                 }
             }
         }
-    }
-}
-
-impl Inner {
-    /// Drop the tasks expired by now, once the view has replayed the log: a replay keeps
-    /// every task until it is done, so that a command after a task's terminal record folds
-    /// as rule 14 says (a duplicate, or a new incarnation, by its timestamp) and not as the
-    /// first command of a task dropped a moment before. Readers never see an expired task
-    /// either way. How many went.
-    pub(super) fn expire_locked(&self, tasks: &mut super::Tasks) -> usize {
-        if !*self.caught_up.borrow() {
-            return 0;
-        }
-        tasks.index_ready();
-        let partitions = self.partitions;
-        tasks.expire(crate::retention::now_ms(), |id| {
-            crate::log::partition_for_key(id.as_bytes(), partitions)
-        })
     }
 }
 
@@ -322,32 +309,41 @@ impl Chore {
 pub(super) async fn expire_periodically(inner: Weak<Inner>, shutdown: CancellationToken) {
     let mut chore = Chore::new(inner, Duration::from_secs(1), shutdown);
     while let Some(inner) = chore.next().await {
-        if !inner.read().maintenance_due(crate::retention::now_ms()) {
-            continue;
+        let now = crate::retention::now_ms();
+        for part in inner.parts.iter() {
+            if part.held() && part.read().maintenance_due(now) {
+                part.expire_locked(&mut part.write());
+            }
         }
-        let mut tasks = inner.write();
-        inner.expire_locked(&mut tasks);
     }
 }
 
-/// Mark the view caught up once every partition has applied up to `ends`, where the log
-/// ended when the view started.
-pub(super) async fn mark_caught_up(inner: Weak<Inner>, ends: Vec<u64>) {
-    for (partition, end) in ends.into_iter().enumerate() {
-        let Some(mut applied) = inner
-            .upgrade()
-            .and_then(|i| i.applied.get(partition).map(watch::Sender::subscribe))
-        else {
+/// Mark hold number `generation` of `partition` ready once it has applied up to `end`, where
+/// its log ended when the hold began (at `began`); nothing once `stop` (the hold's) is
+/// cancelled.
+pub(super) async fn mark_ready(
+    inner: Weak<Inner>,
+    partition: u32,
+    generation: u64,
+    end: u64,
+    began: std::time::Instant,
+    stop: CancellationToken,
+) {
+    let Some(mut applied) = inner.upgrade().and_then(|i| {
+        i.parts
+            .get(partition as usize)
+            .map(|p| p.applied.subscribe())
+    }) else {
+        return;
+    };
+    tokio::select! {
+        () = stop.cancelled() => return,
+        reached = applied.wait_for(|a| *a >= end) => if reached.is_err() {
             return;
-        };
-        if applied.wait_for(|a| *a >= end).await.is_err() {
-            return;
-        }
+        },
     }
     if let Some(inner) = inner.upgrade() {
-        // The list index of what the replay applied, built once, before anyone is told.
-        inner.write().index_ready();
-        inner.caught_up.send_replace(true);
+        inner.mark_ready(partition, generation, began);
     }
 }
 
@@ -363,7 +359,7 @@ pub(super) async fn follow(
     loop {
         let Some(applied) = inner
             .upgrade()
-            .and_then(|i| i.applied.get(partition as usize).map(|a| *a.borrow()))
+            .and_then(|i| i.parts.get(partition as usize).map(Part::applied_next))
         else {
             return;
         };
@@ -379,9 +375,9 @@ pub(super) async fn follow(
         };
         let progressed = |strong: &Inner| {
             strong
-                .applied
+                .parts
                 .get(partition as usize)
-                .is_some_and(|a| *a.borrow() > applied)
+                .is_some_and(|p| p.applied_next() > applied)
         };
         match strong.catch_up(partition, target).await {
             Ok(()) if progressed(&strong) => backoff = Duration::from_millis(10),

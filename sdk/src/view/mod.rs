@@ -1,7 +1,7 @@
 //! The task view: what a bridge (or a worker) knows about tasks, rebuilt from the events topic.
 //!
-//! The view follows every partition of an agent's events topic from offset 0 and keeps, per
-//! task, only what it needs to answer quickly: the owner, the context id, the
+//! The view follows the partitions it holds of an agent's events topic (every one, unless told
+//! otherwise: [`part`]) and keeps, per task, only what it needs to answer quickly: the owner, the context id, the
 //! [`TaskMachine`] (state, status time, applied message ids while the task is live), and the
 //! offsets of the task's applied records, each marked with whether it carries content. A full
 //! [`Task`] (history, artifacts) is never kept: [`TaskView::get`] and [`TaskView::load`] read
@@ -20,8 +20,10 @@ mod checkpoint;
 mod compact;
 mod follow;
 mod handoff;
+mod hold;
 mod key;
 mod own;
+mod part;
 mod persist;
 mod read;
 mod subscribe;
@@ -29,10 +31,8 @@ mod tasks;
 #[cfg(test)]
 mod tests;
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-
-use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use agentlog_wire::fold::{Change, Claim, StatusMark};
 use agentlog_wire::{RecordBody, TaskState};
@@ -47,11 +47,13 @@ use crate::retention::now_ms;
 
 pub use compact::{CompactTopics, Compacted};
 pub use own::OwnCommand;
+use part::Part;
+pub use part::PartitionStatus;
 pub use persist::CheckpointInfo;
 pub use read::TurnOrigin;
 pub(crate) use tasks::applied::Applied;
 pub use tasks::index::ListFilter;
-use tasks::{Entry, Tasks, applied};
+use tasks::{Entry, applied};
 
 /// How `ListTasks` orders tasks of equal status time (descending, after the status time): a
 /// hash of the id every replica computes alike, for merging the pages of several views.
@@ -141,41 +143,26 @@ struct Inner {
     partitions: u32,
     /// Loads a task's records ahead of a `GetTask`'s read of them, where the log can.
     prefetcher: Option<Prefetcher>,
-    /// Readers (lookups, GetTask, ListTasks) share it; applying a record takes it alone.
-    /// `parking_lot`'s, not std's, because it is fair: a waiting writer stops new readers and
-    /// gets the lock when the last one leaves. std's lets a reader that takes it again at
-    /// once (a checkpoint encoding slice after slice) starve the appliers, and with them
-    /// every request waiting for the view to catch up (up to 0.4 s seen in the growth bench).
-    tasks: RwLock<Tasks>,
-    applied: Vec<watch::Sender<u64>>,
-    /// Per partition, the next offset to apply. Whoever holds it applies: the background
-    /// follower, or a request that needs the view caught up (it applies the records itself
-    /// instead of waiting for the follower to be scheduled).
-    feeds: Vec<tokio::sync::Mutex<u64>>,
+    /// Every partition of the topic, held or not ([`part`]).
+    parts: Box<[Part]>,
     records_seen: AtomicU64,
     undecodable: AtomicU64,
-    /// Becomes `true` once the view has applied everything the log held when it started: it
-    /// has replayed the log and answers from its present.
+    /// `true` while every partition the view holds as assigned has applied everything its
+    /// log held when its hold began: the view answers from its present.
     caught_up: watch::Sender<bool>,
     options: ViewOptions,
-    /// The positions of the checkpoint the view started from, if it did.
-    restored: Option<Vec<u64>>,
-    /// The newest checkpoints this view wrote or started from.
-    checkpoints_known: Mutex<persist::KnownCheckpoints>,
-    /// Held while a checkpoint is written: one at a time.
-    checkpointing: tokio::sync::Mutex<()>,
+    /// Cancelled when the last clone of the view drops; each hold's follower has a child.
+    shutdown: CancellationToken,
     /// New commands kept parsed for a worker's first turn.
     handoff: handoff::Handoff,
 }
 
 impl Inner {
-    // The lock does not poison: a panic while holding it leaves plain data behind, served.
-    fn read(&self) -> RwLockReadGuard<'_, Tasks> {
-        self.tasks.read()
-    }
-
-    fn write(&self) -> RwLockWriteGuard<'_, Tasks> {
-        self.tasks.write()
+    /// The share of the partition `task_id` lives in.
+    fn part_of(&self, task_id: &str) -> (u32, &Part) {
+        let partition = partition_for_key(task_id.as_bytes(), self.partitions);
+        // `partition_for_key` is below the count, and there is a part per partition.
+        (partition, &self.parts[partition as usize])
     }
 }
 
@@ -200,6 +187,8 @@ pub struct ViewOptions {
     /// `None` applies every record that decodes. A view's own appends
     /// ([`apply_own`](TaskView::apply_own)) are not checked again.
     pub verifier: Option<crate::security::RecordVerifier>,
+    /// The partitions to hold from the start ([`TaskView::hold`] adds more); `None`: every one.
+    pub holding: Option<Vec<u32>>,
 }
 
 impl ViewOptions {
@@ -216,6 +205,7 @@ setters!(ViewOptions {
     checkpoint_every: std::time::Duration,
     compact: CompactTopics,
     verifier: crate::security::RecordVerifier,
+    holding: Vec<u32>,
 });
 
 impl ViewOptions {
@@ -228,6 +218,7 @@ impl ViewOptions {
             checkpoint_records: 10_000,
             compact: None,
             verifier: None,
+            holding: None,
         }
     }
 
@@ -270,25 +261,15 @@ impl TaskView {
         Self::start_with(log, topic, ViewOptions::default()).await
     }
 
-    /// Start following `topic` (which must exist): from the newest usable checkpoint if
-    /// `options` names their topic, else from offset 0 on every partition.
+    /// Start following `topic` (which must exist), holding the partitions `options` names
+    /// (every one by default): each from its newest usable checkpoint if `options` names their
+    /// topic, else from offset 0.
     pub async fn start_with(log: Log, topic: TopicRef, options: ViewOptions) -> Result<Self> {
         let partitions = log.partitions(&topic).await?;
-        let start_ends = log.end_offsets(&topic).await?;
         let count_live = options.compact.is_some();
-        let restored = match &options.checkpoints {
-            Some(checkpoints) => {
-                persist::restore(&log, &topic, checkpoints, partitions, count_live).await
-            }
-            None => None,
-        };
-        let (tasks, positions, mark) = match restored {
-            Some((tasks, mark)) => (tasks, mark.positions.clone(), Some(mark)),
-            None => (
-                Tasks::new(partitions, count_live),
-                vec![0; partitions as usize],
-                None,
-            ),
+        let holding: Vec<u32> = match &options.holding {
+            Some(holding) => holding.clone(),
+            None => (0..partitions).collect(),
         };
         let shutdown = CancellationToken::new();
         let inner = Arc::new(Inner {
@@ -296,54 +277,37 @@ impl TaskView {
             prefetcher: log.prefetcher(&topic),
             topic: topic.clone(),
             partitions,
-            tasks: RwLock::new(tasks),
-            applied: positions.iter().map(|p| watch::channel(*p).0).collect(),
-            feeds: positions
-                .iter()
-                .map(|p| tokio::sync::Mutex::new(*p))
-                .collect(),
+            parts: (0..partitions).map(|_| Part::new(count_live)).collect(),
             records_seen: AtomicU64::new(0),
             undecodable: AtomicU64::new(0),
-            // Nothing to replay past the start (an empty log, or a checkpoint at its end).
-            caught_up: watch::channel(positions.iter().zip(&start_ends).all(|(p, end)| p >= end)).0,
-            restored: mark.as_ref().map(|m| m.positions.clone()),
-            checkpointing: tokio::sync::Mutex::new(()),
+            caught_up: watch::channel(holding.is_empty()).0,
             handoff: handoff::Handoff::default(),
-            checkpoints_known: Mutex::new(persist::KnownCheckpoints {
-                previous: None,
-                last: mark,
-            }),
+            shutdown: shutdown.clone(),
             options,
         });
-        if inner.options.checkpoint_every.is_some() {
-            tokio::spawn(persist::checkpoint_periodically(
-                Arc::downgrade(&inner),
-                shutdown.clone(),
-            ));
-        }
-        tokio::spawn(follow::mark_caught_up(Arc::downgrade(&inner), start_ends));
-        tokio::spawn(follow::expire_periodically(
-            Arc::downgrade(&inner),
-            shutdown.clone(),
-        ));
-        for partition in 0..partitions {
-            let end = log.watch_end(&topic, partition).await?;
-            tokio::spawn(follow::follow(
-                Arc::downgrade(&inner),
-                partition,
-                end,
-                shutdown.clone(),
-            ));
-        }
-        Ok(Self {
+        let view = Self {
             inner,
-            _guard: Arc::new(ShutdownOnDrop(shutdown)),
-        })
+            _guard: Arc::new(ShutdownOnDrop(shutdown.clone())),
+        };
+        // The restores side by side: a restart is ready sooner.
+        futures::future::try_join_all(holding.iter().map(|p| view.hold(*p))).await?;
+        if view.inner.options.checkpoint_every.is_some() {
+            tokio::spawn(persist::checkpoint_periodically(
+                Arc::downgrade(&view.inner),
+                shutdown.clone(),
+            ));
+        }
+        tokio::spawn(follow::expire_periodically(
+            Arc::downgrade(&view.inner),
+            shutdown,
+        ));
+        Ok(view)
     }
 
-    /// Whether the view has replayed the log it started on: it has applied every record the
-    /// log held when [`start`](Self::start) ran. Until then a read waits for the replay (up
-    /// to its sync timeout), and a readiness probe should say "not ready".
+    /// Whether the view has replayed the log it started on: every partition it holds as
+    /// assigned has applied every record its log held when the hold began. Until then a read
+    /// waits for the replay (up to its sync timeout), and a readiness probe should say "not
+    /// ready".
     pub fn caught_up(&self) -> bool {
         *self.inner.caught_up.borrow()
     }
@@ -360,14 +324,14 @@ impl TaskView {
         partition_for_key(task_id.as_bytes(), self.inner.partitions)
     }
 
-    /// The number of partitions followed.
+    /// The number of partitions of the topic (held or not).
     pub fn partitions(&self) -> u32 {
         self.inner.partitions
     }
 
     /// The claim on the task's current turn, if any: what a worker checks after writing one.
     pub fn claim_of(&self, task_id: &str) -> Option<Claim> {
-        let tasks = self.read();
+        let tasks = self.inner.part_of(task_id).1.read();
         tasks.entries.get(task_id)?.machine.claim().cloned()
     }
 
@@ -375,7 +339,7 @@ impl TaskView {
     /// 16; it may have been deleted since: its records say). A task the view does not know has
     /// none.
     pub fn has_push_configs(&self, task_id: &str) -> bool {
-        let tasks = self.read();
+        let tasks = self.inner.part_of(task_id).1.read();
         tasks
             .entries
             .get(task_id)
@@ -384,14 +348,21 @@ impl TaskView {
 
     /// How many finished tasks wait to expire (they have a retention), for metrics and tests.
     pub fn expiring_count(&self) -> usize {
-        self.read().expiring.len()
+        self.inner
+            .parts
+            .iter()
+            .map(|p| p.read().expiring.len())
+            .sum()
     }
 
     /// Drop the tasks expired by now (a view does this on its own as records arrive and
     /// every second; readers never see an expired task either way). How many went.
     pub fn expire_now(&self) -> usize {
-        let mut tasks = self.write();
-        self.inner.expire_locked(&mut tasks)
+        self.inner
+            .parts
+            .iter()
+            .map(|part| part.expire_locked(&mut part.write()))
+            .sum()
     }
 
     /// Whether the turn answering `turn` of the task is over ([`TaskMachine::turn_is_over`];
@@ -399,7 +370,7 @@ impl TaskView {
     ///
     /// [`TaskMachine::turn_is_over`]: agentlog_wire::fold::TaskMachine::turn_is_over
     pub fn turn_is_over(&self, task_id: &str, turn: &str) -> bool {
-        let tasks = self.read();
+        let tasks = self.inner.part_of(task_id).1.read();
         tasks
             .entries
             .get(task_id)
@@ -408,7 +379,7 @@ impl TaskView {
 
     /// The oldest follow-up queued behind the task's current turn, if any.
     pub fn first_pending(&self, task_id: &str) -> Option<Arc<str>> {
-        let tasks = self.read();
+        let tasks = self.inner.part_of(task_id).1.read();
         tasks
             .entries
             .get(task_id)?
@@ -421,7 +392,7 @@ impl TaskView {
     /// The offset of the command that created the task, if the view has it: which of several
     /// commands for one task id the fold took (the first in log order).
     pub fn command_offset(&self, task_id: &str) -> Option<u64> {
-        let tasks = self.read();
+        let tasks = self.inner.part_of(task_id).1.read();
         tasks
             .entries
             .get(task_id)?
@@ -433,7 +404,7 @@ impl TaskView {
     /// Whether the live task `task_id` applied a record with `message_id` (a client message
     /// or a worker's record; always `false` once the task is terminal).
     pub fn has_applied(&self, task_id: &str, message_id: &str) -> bool {
-        let tasks = self.read();
+        let tasks = self.inner.part_of(task_id).1.read();
         tasks
             .entries
             .get(task_id)
@@ -463,13 +434,15 @@ impl TaskView {
         }))
     }
 
-    /// How many records the log holds that the view has not applied yet, over all partitions.
+    /// How many records the log holds that the view has not applied yet, over the partitions
+    /// it holds.
     pub async fn lag(&self) -> Result<u64> {
         let ends = self.inner.log.end_offsets(&self.inner.topic).await?;
         Ok(ends
             .iter()
-            .zip(&self.inner.applied)
-            .map(|(end, applied)| end.saturating_sub(*applied.borrow()))
+            .zip(self.inner.parts.iter())
+            .filter(|(_, part)| part.held())
+            .map(|(end, part)| end.saturating_sub(part.applied_next()))
             .sum())
     }
 
@@ -487,100 +460,142 @@ impl TaskView {
         )
     }
 
-    /// How many tasks the view knows.
+    /// How many tasks the view knows (over the partitions it holds).
     pub fn task_count(&self) -> usize {
-        self.read().entries.len()
+        self.inner
+            .parts
+            .iter()
+            .map(|p| p.read().entries.len())
+            .sum()
     }
 
     /// The task if it exists and `caller` may see it; also a task a reply answered in its
     /// place (`answered`: its sender's retry needs it; readers answer it as not found).
     pub fn lookup(&self, caller: &Caller, task_id: &str) -> Option<TaskInfo> {
-        let tasks = self.read();
+        let (partition, part) = self.inner.part_of(task_id);
+        let tasks = part.read();
         let entry = tasks.owned(caller, task_id, now_ms())?;
-        Some(self.info(entry))
+        Some(info(partition, entry))
     }
 
     /// The task whoever owns it (for workers, which act for every caller), with its owner.
     pub fn lookup_any(&self, task_id: &str) -> Option<(TaskInfo, Caller)> {
-        let tasks = self.read();
+        let (partition, part) = self.inner.part_of(task_id);
+        let tasks = part.read();
         let entry = tasks.live_entry(task_id, now_ms())?;
         let owner = tasks.owners.caller(entry.owner).clone();
-        Some((self.info(entry), owner))
+        Some((info(partition, entry), owner))
     }
 
     /// The caller's tasks matching `filter`, newest status first: one page and the total
-    /// count. O(page + log n) under the view's lock: the index holds every filter's range.
+    /// count, over the partitions the view holds. O(page + log n) per partition under its
+    /// lock: each partition's index holds every filter's range, and their pages merge in the
+    /// order one index keeps (status time, then [`list_tie`], descending).
     pub fn list(&self, caller: &Caller, filter: &ListFilter) -> (Vec<TaskInfo>, usize) {
         let now = now_ms();
-        if self.read().maintenance_due(now) {
-            // A list during the replay (its request caught up with the log before the view
-            // said so) builds the index itself; and the total counts what the index holds,
-            // so expired tasks leave it first.
-            let mut tasks = self.write();
-            tasks.index_ready();
-            self.inner.expire_locked(&mut tasks);
+        let mut pages = Vec::new();
+        let mut total = 0;
+        for (partition, part) in (0u32..).zip(self.inner.parts.iter()) {
+            if !part.held() {
+                continue;
+            }
+            let (page, count) = list_part(partition, part, caller, filter, now);
+            total += count;
+            if !page.is_empty() {
+                pages.push(page);
+            }
         }
-        let tasks = self.read();
-        let Some(owner) = tasks.owners.find(caller) else {
-            return (Vec::new(), 0);
+        let page = match pages.len() {
+            0 => Vec::new(),
+            1 => pages.pop().unwrap_or_default(),
+            _ => {
+                let mut merged: Vec<TaskInfo> = pages.into_iter().flatten().collect();
+                merged.sort_by_cached_key(|t| {
+                    std::cmp::Reverse((t.status_timestamp_ms, list_tie(&t.id)))
+                });
+                merged.truncate(filter.page_size);
+                merged
+            }
         };
-        // A hash collision of the index, or a task expired during a replay: skipped.
-        let matching = |(ts, slot): (u64, tasks::Slot)| {
-            tasks.live_in(slot, now).filter(|entry| {
-                entry.owner == owner && filter.matches(ts, &entry.context, entry.machine.state())
-            })
-        };
-        let (candidates, total) = tasks.index.page(owner, filter);
-        let page: Vec<TaskInfo> = candidates
-            .filter_map(matching)
-            .take(filter.page_size)
-            .map(|entry| self.info(entry))
-            .collect();
-        let total = total.unwrap_or_else(|| {
-            tasks
-                .index
-                .context_range(owner, filter)
-                .filter_map(matching)
-                .count()
-        });
         (page, total)
     }
+}
 
-    fn info(&self, entry: &Entry) -> TaskInfo {
-        let id = entry.id.to_arc();
-        TaskInfo {
-            partition: self.partition_of(&id),
-            id,
-            context_id: entry.context.to_arc(),
-            state: entry.machine.state().unwrap_or(TaskState::Unspecified),
-            status_timestamp_ms: entry.machine.status_timestamp_ms(),
-            status_has_message: entry.machine.status().is_some_and(|s| s.has_message),
-            last_message_id: entry.machine.last_message_id().map(Arc::from),
-            claim: entry.machine.claim().cloned(),
-            attempts: entry.machine.attempts(),
-            pending: entry.machine.pending().map(Arc::from).collect(),
-            records: entry.records.as_slice().into(),
-            answered: entry.machine.is_answered(),
-            shown: entry.machine.is_shown(),
-        }
+/// One partition's page of `list`, and its total.
+fn list_part(
+    partition: u32,
+    part: &Part,
+    caller: &Caller,
+    filter: &ListFilter,
+    now: u64,
+) -> (Vec<TaskInfo>, usize) {
+    if part.read().maintenance_due(now) {
+        // A list during the replay (its request caught up with the log before the view
+        // said so) builds the index itself; and the total counts what the index holds,
+        // so expired tasks leave it first.
+        let mut tasks = part.write();
+        tasks.index_ready();
+        part.expire_locked(&mut tasks);
     }
+    let tasks = part.read();
+    let Some(owner) = tasks.owners.find(caller) else {
+        return (Vec::new(), 0);
+    };
+    // A hash collision of the index, or a task expired during a replay: skipped.
+    let matching = |(ts, slot): (u64, tasks::Slot)| {
+        tasks.live_in(slot, now).filter(|entry| {
+            entry.owner == owner && filter.matches(ts, &entry.context, entry.machine.state())
+        })
+    };
+    let (candidates, total) = tasks.index.page(owner, filter);
+    let page: Vec<TaskInfo> = candidates
+        .filter_map(matching)
+        .take(filter.page_size)
+        .map(|entry| info(partition, entry))
+        .collect();
+    let total = total.unwrap_or_else(|| {
+        tasks
+            .index
+            .context_range(owner, filter)
+            .filter_map(matching)
+            .count()
+    });
+    (page, total)
+}
 
+/// What the view knows of `entry`, a task of `partition`.
+fn info(partition: u32, entry: &Entry) -> TaskInfo {
+    let id = entry.id.to_arc();
+    TaskInfo {
+        partition,
+        id,
+        context_id: entry.context.to_arc(),
+        state: entry.machine.state().unwrap_or(TaskState::Unspecified),
+        status_timestamp_ms: entry.machine.status_timestamp_ms(),
+        status_has_message: entry.machine.status().is_some_and(|s| s.has_message),
+        last_message_id: entry.machine.last_message_id().map(Arc::from),
+        claim: entry.machine.claim().cloned(),
+        attempts: entry.machine.attempts(),
+        pending: entry.machine.pending().map(Arc::from).collect(),
+        records: entry.records.as_slice().into(),
+        answered: entry.machine.is_answered(),
+        shown: entry.machine.is_shown(),
+    }
+}
+
+impl TaskView {
     /// The tasks of `partition` whose turn has waited for a worker's claim since before
     /// `before_ms` (Unix milliseconds), oldest first, with the turn (the `messageId`) each
     /// waits on: what a sweeper puts back on the workers' queue.
     ///
     /// The first call starts the index (a view nobody sweeps keeps none).
     pub fn awaiting_claim(&self, partition: u32, before_ms: u64) -> Vec<(Arc<str>, Arc<str>)> {
-        let mut tasks = self.write();
-        let partitions = self.inner.partitions;
-        tasks.track_awaiting(partitions, |id| {
-            partition_for_key(id.as_bytes(), partitions)
-        });
-        let Some(awaiting) = tasks
-            .awaiting
-            .as_ref()
-            .and_then(|a| a.get(partition as usize))
-        else {
+        let Some(part) = self.inner.parts.get(partition as usize) else {
+            return Vec::new();
+        };
+        let mut tasks = part.write();
+        tasks.track_awaiting();
+        let Some(awaiting) = tasks.awaiting.as_ref() else {
             return Vec::new();
         };
         awaiting
@@ -598,16 +613,12 @@ impl TaskView {
     ///
     /// The first call starts the index (a view nobody sweeps keeps none).
     pub fn awaiting_input(&self, partition: u32) -> Vec<(Arc<str>, u64)> {
-        let mut tasks = self.write();
-        let partitions = self.inner.partitions;
-        tasks.track_awaiting_input(partitions, |id| {
-            partition_for_key(id.as_bytes(), partitions)
-        });
-        let Some(waiting) = tasks
-            .awaiting_input
-            .as_ref()
-            .and_then(|a| a.get(partition as usize))
-        else {
+        let Some(part) = self.inner.parts.get(partition as usize) else {
+            return Vec::new();
+        };
+        let mut tasks = part.write();
+        tasks.track_awaiting_input();
+        let Some(waiting) = tasks.awaiting_input.as_ref() else {
             return Vec::new();
         };
         waiting
@@ -615,12 +626,12 @@ impl TaskView {
             .filter_map(|(since, slot)| Some((tasks.entries.entry(slot)?.id.to_arc(), since)))
             .collect()
     }
+}
 
-    fn read(&self) -> RwLockReadGuard<'_, Tasks> {
-        self.inner.read()
-    }
-
-    fn write(&self) -> RwLockWriteGuard<'_, Tasks> {
-        self.inner.write()
+#[cfg(test)]
+impl TaskView {
+    /// The tasks of the partition `task_id` lives in, read-locked.
+    fn read_of(&self, task_id: &str) -> parking_lot::RwLockReadGuard<'_, tasks::Tasks> {
+        self.inner.part_of(task_id).1.read()
     }
 }

@@ -51,21 +51,18 @@ impl TaskView {
         };
         let header = &record.header;
         let inner = &self.inner;
-        let (Some(feed), Some(applied)) = (
-            inner.feeds.get(partition as usize),
-            inner.applied.get(partition as usize),
-        ) else {
+        let Some(part) = inner.parts.get(partition as usize) else {
             return OwnCommand::NotApplied;
         };
-        let Ok(mut next) = feed.try_lock() else {
+        let Ok(mut next) = part.feed.try_lock() else {
             return OwnCommand::NotApplied;
         };
-        if *next != offset {
+        if *next != offset || !part.held() {
             return OwnCommand::NotApplied;
         }
         let mut created = false;
-        let mut tasks = self.write();
-        tasks.apply_with(partition, offset, place, header, |machine| {
+        let mut tasks = part.write();
+        tasks.apply_with(offset, place, header, |machine| {
             let applied = machine.apply_parsed_command(
                 header,
                 &header.message_id,
@@ -76,10 +73,11 @@ impl TaskView {
             applied.map(|()| None)
         });
         inner.records_seen.fetch_add(1, Ordering::Relaxed);
+        part.records_applied.fetch_add(1, Ordering::Relaxed);
         *next = offset + 1;
         // Under the tasks lock: a checkpoint reads the positions with the tasks.
-        applied.send_replace(offset + 1);
-        inner.expire_locked(&mut tasks);
+        part.applied.send_replace(offset + 1);
+        part.expire_locked(&mut tasks);
         drop(tasks);
         if created {
             OwnCommand::Created
@@ -106,7 +104,7 @@ impl TaskView {
         let task_id = records.first()?.header.task_id.as_str();
         self.apply_own_with(partition, first_offset, records.len() as u64, |tasks| {
             for (offset, record) in (first_offset..).zip(records) {
-                tasks.apply(partition, offset, place, record);
+                tasks.apply(offset, place, record);
             }
             tasks
                 .entries
@@ -130,8 +128,8 @@ impl TaskView {
         self.apply_own_with(partition, first_offset, count, |tasks| {
             for ((offset, record), parsed) in (first_offset..).zip(records).zip(parsed) {
                 match parsed {
-                    Some(parsed) => tasks.apply_parsed(partition, offset, place, record, parsed),
-                    None => tasks.apply(partition, offset, place, record),
+                    Some(parsed) => tasks.apply_parsed(offset, place, record, parsed),
+                    None => tasks.apply(offset, place, record),
                 }
             }
         })
@@ -148,19 +146,19 @@ impl TaskView {
         apply: impl FnOnce(&mut Tasks) -> T,
     ) -> Option<T> {
         let inner = &self.inner;
-        let feed = inner.feeds.get(partition as usize)?;
-        let applied = inner.applied.get(partition as usize)?;
-        let mut next = feed.try_lock().ok()?;
-        if *next != first_offset {
+        let part = inner.parts.get(partition as usize)?;
+        let mut next = part.feed.try_lock().ok()?;
+        if *next != first_offset || !part.held() {
             return None;
         }
-        let mut tasks = self.write();
+        let mut tasks = part.write();
         let result = apply(&mut tasks);
         inner.records_seen.fetch_add(count, Ordering::Relaxed);
+        part.records_applied.fetch_add(count, Ordering::Relaxed);
         *next = first_offset + count;
         // Under the tasks lock: a checkpoint reads the positions with the tasks.
-        applied.send_replace(*next);
-        inner.expire_locked(&mut tasks);
+        part.applied.send_replace(*next);
+        part.expire_locked(&mut tasks);
         drop(tasks);
         Some(result)
     }

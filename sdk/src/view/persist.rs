@@ -1,63 +1,44 @@
-//! Starting a view from a checkpoint, and writing checkpoints ([`checkpoint`] has the format
-//! and the checks).
+//! Starting a partition's hold from its checkpoint, and writing checkpoints, one per partition
+//! ([`checkpoint`] has the format and the checks).
 
 use std::sync::Weak;
 use std::sync::atomic::Ordering;
 
 use tokio_util::sync::CancellationToken;
 
-use super::checkpoint::{self, Manifest, Position, codec};
+use super::checkpoint::{self, Position, codec};
+use super::part::{CheckpointMark, Part};
 use super::tasks::Tasks;
 use super::{Inner, TaskView};
 use crate::error::{Error, ErrorKind, Result};
-use crate::log::{Log, TopicRef, partition_for_key};
+use crate::log::{TopicRef, partition_for_key};
 use crate::retention::now_ms;
 
-/// A checkpoint the view wrote or started from.
-#[derive(Debug, Clone)]
-pub(super) struct CheckpointMark {
-    /// Per partition, the next offset it had not applied.
-    pub positions: Vec<u64>,
-    /// The view's `records_seen` when it was taken.
-    pub records_seen: u64,
-    /// Where it is on the checkpoint topic.
-    pub manifest: Manifest,
-}
-
-/// The newest two checkpoints a view knows (wrote, or started from): what a compaction may
-/// delete below.
-#[derive(Debug, Default)]
-pub(super) struct KnownCheckpoints {
-    /// The one before `last`.
-    pub previous: Option<CheckpointMark>,
-    /// The newest.
-    pub last: Option<CheckpointMark>,
-}
-
-/// What [`TaskView::checkpoint`] wrote.
+/// What [`TaskView::checkpoint`] wrote: a checkpoint of each partition the view holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CheckpointInfo {
-    /// Per partition, the next offset the checkpoint had not applied.
+    /// Per partition of the topic, the next offset its checkpoint had not applied (0 for a
+    /// partition not held: none written).
     pub positions: Vec<u64>,
-    /// Its size, bytes.
+    /// Their size, bytes.
     pub bytes: usize,
-    /// How many tasks it holds.
+    /// How many tasks they hold.
     pub tasks: usize,
 }
 
-/// The tasks of the newest usable checkpoint of `topic` on `checkpoints` (the newest two are
-/// tried), or `None` (warned about) if there is none.
+/// The tasks of `partition` in its newest usable checkpoint on `checkpoints` (the newest two
+/// that hold it are tried), or `None` (warned about) if there is none.
 pub(super) async fn restore(
-    log: &Log,
-    topic: &TopicRef,
+    inner: &Inner,
     checkpoints: &TopicRef,
-    partitions: u32,
+    partition: u32,
     count_live: bool,
 ) -> Option<(Tasks, CheckpointMark)> {
-    let manifests = match checkpoint::manifests(log, checkpoints, 2).await {
+    let (log, topic, partitions) = (&inner.log, &inner.topic, inner.partitions);
+    let manifests = match checkpoint::manifests(log, checkpoints, partition, 2).await {
         Ok(manifests) => manifests,
         Err(error) => {
-            tracing::warn!(%checkpoints, error = %error.report(), "cannot read the checkpoints; replaying the log from its start");
+            tracing::warn!(%checkpoints, partition, error = %error.report(), "cannot read the checkpoints; replaying the partition from its start");
             return None;
         }
     };
@@ -67,30 +48,35 @@ pub(super) async fn restore(
                 .await
                 .map_err(|e| e.report().to_string())?;
             let decoded = codec::decode(&bytes).map_err(|e| e.to_string())?;
-            checkpoint::verify(log, topic, partitions, &decoded).await?;
-            let positions: Vec<u64> = decoded.positions.iter().map(|p| p.next).collect();
-            let tasks = Tasks::from_checkpoint(decoded, partitions, count_live, |id| {
-                partition_for_key(id.as_bytes(), partitions)
+            checkpoint::verify(log, topic, partitions, partition, &decoded).await?;
+            let position = decoded
+                .positions
+                .get(partition as usize)
+                .map_or(0, |p| p.next);
+            // One of every partition (written before they were per partition): its tasks of
+            // this one.
+            let tasks = Tasks::from_checkpoint(decoded, count_live, |id| {
+                manifest.of.is_some() || partition_for_key(id.as_bytes(), partitions) == partition
             })
             .map_err(|e| e.to_string())?;
-            Ok::<_, String>((tasks, positions))
+            Ok::<_, String>((tasks, position))
         };
         match usable.await {
-            Ok((tasks, positions)) => {
+            Ok((tasks, position)) => {
                 tracing::info!(
-                    %topic, checkpoint = manifest.offset, tasks = tasks.entries.len(), ?positions,
-                    "task view starts from a checkpoint"
+                    %topic, partition, checkpoint = manifest.offset, tasks = tasks.entries.len(), position,
+                    "a partition of the task view starts from a checkpoint"
                 );
                 let mark = CheckpointMark {
-                    positions,
-                    records_seen: 0,
+                    position,
+                    records_applied: 0,
                     manifest,
                 };
                 return Some((tasks, mark));
             }
             Err(why) => tracing::warn!(
-                %checkpoints, offset = manifest.offset,
-                "ignoring a checkpoint: {why}; trying an older one, else replaying the log"
+                %checkpoints, partition, offset = manifest.offset,
+                "ignoring a checkpoint: {why}; trying an older one, else replaying the partition"
             ),
         }
     }
@@ -98,21 +84,55 @@ pub(super) async fn restore(
 }
 
 impl TaskView {
-    /// Write a checkpoint of the view as it is now to its checkpoint topic (`None` when it has
-    /// none). Views configured to do so write them on their own; this is for a clean shutdown
-    /// and for tests.
+    /// Write a checkpoint of each partition the view holds, as it is now, to its checkpoint
+    /// topic (`None` when it has none). Views configured to do so write them on their own;
+    /// this is for a clean shutdown and for tests.
     pub async fn checkpoint(&self) -> Result<Option<CheckpointInfo>> {
-        self.inner.write_checkpoint().await
+        if self.inner.options.checkpoints.is_none() {
+            return Ok(None);
+        }
+        let mut info = CheckpointInfo {
+            positions: vec![0; self.inner.parts.len()],
+            bytes: 0,
+            tasks: 0,
+        };
+        for partition in self.held_partitions() {
+            if let Some(written) = self.inner.write_checkpoint(partition).await? {
+                if let Some(position) = info.positions.get_mut(partition as usize) {
+                    *position = written.position;
+                }
+                info.bytes += written.bytes;
+                info.tasks += written.tasks;
+            }
+        }
+        Ok(Some(info))
     }
 
-    /// The positions of the checkpoint the view started from, if it started from one.
-    pub fn restored_from(&self) -> Option<&[u64]> {
-        self.inner.restored.as_deref()
+    /// Per partition of the topic, the position of the checkpoint its hold started from (0
+    /// for one that did not), if any held partition started from one.
+    pub fn restored_from(&self) -> Option<Vec<u64>> {
+        let positions: Vec<Option<u64>> = self
+            .inner
+            .parts
+            .iter()
+            .map(|part| part.held().then(|| part.restored()).flatten())
+            .collect();
+        positions
+            .iter()
+            .any(Option::is_some)
+            .then(|| positions.iter().map(|p| p.unwrap_or(0)).collect())
     }
 }
 
+/// One partition's checkpoint, written.
+struct Written {
+    position: u64,
+    bytes: usize,
+    tasks: usize,
+}
+
 /// Ends the checkpoint being encoded when dropped: also when the future writing it is.
-struct EndsOnDrop<'a>(&'a Inner);
+struct EndsOnDrop<'a>(&'a Part);
 
 impl Drop for EndsOnDrop<'_> {
     fn drop(&mut self) {
@@ -124,27 +144,34 @@ impl Drop for EndsOnDrop<'_> {
 const CHECKPOINT_SLICE: u32 = 4096;
 
 impl Inner {
-    async fn write_checkpoint(&self) -> Result<Option<CheckpointInfo>> {
+    /// Write a checkpoint of `partition` (held) as it is now; `None` when the view has no
+    /// checkpoint topic or does not hold it.
+    async fn write_checkpoint(&self, partition: u32) -> Result<Option<Written>> {
         let Some(topic) = &self.options.checkpoints else {
             return Ok(None);
         };
-        // One checkpoint at a time: the tasks hold the state of the one being encoded.
-        let _one = self.checkpointing.lock().await;
-        // The positions, and the tasks as they stand with them, taken under one lock: the
-        // positions move only under it.
-        let (positions, mut body, count_at, records_seen) = {
-            let mut tasks = self.write();
-            let positions: Vec<u64> = self.applied.iter().map(|a| *a.borrow()).collect();
+        let part = self.part(partition)?;
+        if !part.held() {
+            return Ok(None);
+        }
+        // One checkpoint of a partition at a time: its tasks hold the state of the one being
+        // encoded.
+        let _one = part.checkpointing.lock().await;
+        // The position, and the tasks as they stand with it, taken under one lock: the
+        // position moves only under it.
+        let (next, mut body, count_at, records_applied) = {
+            let mut tasks = part.write();
+            let next = part.applied_next();
             let mut body = Vec::with_capacity(tasks.entries.len() * 96);
             let count_at = tasks.begin_checkpoint(&mut body);
-            let seen = self.records_seen.load(Ordering::Relaxed);
-            (positions, body, count_at, seen)
+            let applied = part.records_applied.load(Ordering::Relaxed);
+            (next, body, count_at, applied)
         };
-        let encoding = EndsOnDrop(self);
+        let encoding = EndsOnDrop(part);
         // The tasks a slice of slots at a time, records applying in between.
         let mut count = 0;
         loop {
-            let (encoded, done) = self
+            let (encoded, done) = part
                 .read()
                 .encode_checkpoint_slice(&mut body, CHECKPOINT_SLICE);
             count += encoded;
@@ -156,22 +183,23 @@ impl Inner {
         drop(encoding);
         codec::patch_count(&mut body, count_at, count);
         let count = usize::try_from(count).unwrap_or(usize::MAX);
-        let mut marks = Vec::with_capacity(positions.len());
-        for (partition, next) in (0u32..).zip(positions.iter().copied()) {
-            let anchor = match next.checked_sub(1) {
-                None => (0, 0),
-                Some(before) => {
-                    let found = self.log.read_at(&self.topic, partition, &[before]).await?;
-                    let record = found.first().filter(|r| r.offset == before).ok_or_else(|| {
-                        Error::new(
-                            ErrorKind::Corrupt,
-                            format!("{}: no record at partition {partition} offset {before}, which the view applied", self.topic),
-                        )
-                    })?;
-                    Position::anchor_of(&record.payload)
-                }
-            };
-            marks.push(Position { next, anchor });
+        let anchor = match next.checked_sub(1) {
+            None => (0, 0),
+            Some(before) => {
+                let found = self.log.read_at(&self.topic, partition, &[before]).await?;
+                let record = found.first().filter(|r| r.offset == before).ok_or_else(|| {
+                    Error::new(
+                        ErrorKind::Corrupt,
+                        format!("{}: no record at partition {partition} offset {before}, which the view applied", self.topic),
+                    )
+                })?;
+                Position::anchor_of(&record.payload)
+            }
+        };
+        // The other partitions' positions are 0: nothing of them is in it.
+        let mut marks = vec![Position::default(); self.parts.len()];
+        if let Some(mark) = marks.get_mut(partition as usize) {
+            *mark = Position { next, anchor };
         }
         let mut bytes = Vec::with_capacity(body.len() + 64 + 16 * marks.len());
         codec::encode_header(
@@ -184,43 +212,35 @@ impl Inner {
         bytes.extend_from_slice(&body);
         drop(body);
         codec::seal(&mut bytes);
-        let manifest = checkpoint::store(&self.log, topic, &bytes).await?;
-        tracing::debug!(topic = %self.topic, checkpoint = manifest.offset, tasks = count, bytes = bytes.len(), "wrote a checkpoint");
-        let mut known = self
-            .checkpoints_known
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
+        let manifest = checkpoint::store(&self.log, topic, partition, &bytes).await?;
+        tracing::debug!(topic = %self.topic, partition, checkpoint = manifest.offset, tasks = count, bytes = bytes.len(), "wrote a checkpoint");
+        let mut known = part.known();
         known.previous = known.last.take();
         known.last = Some(CheckpointMark {
-            positions: positions.clone(),
-            records_seen,
+            position: next,
+            records_applied,
             manifest,
         });
         drop(known);
-        Ok(Some(CheckpointInfo {
-            positions,
+        Ok(Some(Written {
+            position: next,
             bytes: bytes.len(),
             tasks: count,
         }))
     }
 
-    /// Whether enough happened since the last checkpoint to write another.
-    fn checkpoint_due(&self) -> bool {
-        if !*self.caught_up.borrow() {
+    /// Whether enough happened in `partition` since its last checkpoint to write another: a
+    /// share of `checkpoint_records` as the partition is of the topic (so that the log is
+    /// written and replayed as much as with one checkpoint of every partition). Only the
+    /// partition's owner writes them: a view holding it on demand does not.
+    fn checkpoint_due(&self, part: &Part) -> bool {
+        if !part.held() || !part.assigned() || !part.is_ready() {
             return false;
         }
-        let seen = self.records_seen.load(Ordering::Relaxed);
-        let last = self
-            .checkpoints_known
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .last
-            .as_ref()
-            .map(|mark| mark.records_seen);
-        match last {
-            Some(at) => seen.saturating_sub(at) >= self.options.checkpoint_records.max(1),
-            None => seen >= self.options.checkpoint_records.max(1),
-        }
+        let applied = part.records_applied.load(Ordering::Relaxed);
+        let last = part.known().last.as_ref().map(|mark| mark.records_applied);
+        let every = (self.options.checkpoint_records / u64::from(self.partitions.max(1))).max(1);
+        applied.saturating_sub(last.unwrap_or(0)) >= every
     }
 }
 
@@ -232,10 +252,14 @@ pub(super) async fn checkpoint_periodically(inner: Weak<Inner>, shutdown: Cancel
     };
     let mut chore = super::follow::Chore::new(inner, every, shutdown);
     while let Some(inner) = chore.next().await {
-        if inner.checkpoint_due()
-            && let Err(error) = inner.write_checkpoint().await
-        {
-            tracing::warn!(topic = %inner.topic, error = %error.report(), "could not write a checkpoint; trying again later");
+        for partition in 0..inner.partitions {
+            let due = inner
+                .parts
+                .get(partition as usize)
+                .is_some_and(|part| inner.checkpoint_due(part));
+            if due && let Err(error) = inner.write_checkpoint(partition).await {
+                tracing::warn!(topic = %inner.topic, partition, error = %error.report(), "could not write a checkpoint; trying again later");
+            }
         }
         if let Some(others) = &inner.options.compact
             && let Err(error) = inner.compact(Some(others)).await

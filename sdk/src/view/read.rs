@@ -29,14 +29,14 @@ impl TaskView {
             }
         };
         let found = {
-            let tasks = self.read();
+            let tasks = self.inner.part_of(task_id).1.read();
             let found = tasks.owned_ahead(caller, task_id, now_ms(), prefetch);
             // A reply answered in the task's place: there is no task (fold rule 15).
             found
                 .filter(|e| !e.machine.is_answered())
                 .and_then(|entry| {
                     if applied::spilled(&entry.records).is_some() {
-                        return Some(Err(self.info(entry)));
+                        return Some(Err(super::info(partition, entry)));
                     }
                     let status = entry.machine.status()?;
                     let places = content_places(&entry.records, &entry.places);
@@ -147,7 +147,12 @@ impl TaskView {
 
     /// Whether the view holds `task_id` and it has not expired.
     fn is_retained(&self, task_id: &str) -> bool {
-        self.read().live_entry(task_id, now_ms()).is_some()
+        self.inner
+            .part_of(task_id)
+            .1
+            .read()
+            .live_entry(task_id, now_ms())
+            .is_some()
     }
 
     /// Read and decode the records at `offsets` (ascending) of `partition`, at `places` (one

@@ -8,7 +8,7 @@ use tokio::sync::broadcast;
 
 use super::tasks::Tasks;
 use super::tasks::{self, applied};
-use super::{TaskEvent, TaskInfo, TaskView};
+use super::{TaskEvent, TaskInfo, TaskView, info};
 use crate::agent::Caller;
 use crate::retention::now_ms;
 
@@ -23,12 +23,13 @@ impl TaskView {
         caller: Option<&Caller>,
         task_id: &str,
     ) -> Option<(TaskInfo, broadcast::Receiver<Arc<TaskEvent>>)> {
-        let mut tasks = self.write();
+        let (partition, part) = self.inner.part_of(task_id);
+        let mut tasks = part.write();
         let (slot, entry) = tasks.live_slot(task_id, now_ms())?;
         if caller.is_some_and(|caller| tasks.owners.find(caller) != Some(entry.owner)) {
             return None;
         }
-        Self::subscribe_locked(self.info(entry), slot, &mut tasks)
+        Self::subscribe_locked(info(partition, entry), slot, &mut tasks)
     }
 
     /// Start receiving the task's next events if the last record the view applied for it is
@@ -42,7 +43,7 @@ impl TaskView {
         task_id: &str,
         offset: u64,
     ) -> Option<broadcast::Receiver<Arc<TaskEvent>>> {
-        let mut tasks = self.write();
+        let mut tasks = self.inner.part_of(task_id).1.write();
         let (slot, entry) = tasks.live_slot(task_id, now_ms())?;
         if caller.is_some_and(|caller| tasks.owners.find(caller) != Some(entry.owner))
             || applied::position(&entry.records) != offset
@@ -64,10 +65,11 @@ impl TaskView {
         &self,
         task_id: &str,
     ) -> Option<(TaskInfo, Caller, broadcast::Receiver<Arc<TaskEvent>>)> {
-        let mut tasks = self.write();
+        let (partition, part) = self.inner.part_of(task_id);
+        let mut tasks = part.write();
         let (slot, entry) = tasks.live_slot(task_id, now_ms())?;
         let owner = tasks.owners.caller(entry.owner).clone();
-        let info = self.info(entry);
+        let info = info(partition, entry);
         Self::subscribe_locked(info, slot, &mut tasks).map(|(info, rx)| (info, owner, rx))
     }
 

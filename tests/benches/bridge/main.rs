@@ -82,17 +82,22 @@ async fn get_task_part() {
     let small = filled_log(1_000).await;
     let large = filled_log(1_000_000).await;
     println!(
-        "| records in log | tasks | view catch-up | view bytes/task | log bytes/record (reopened) |"
+        "| records in log | tasks | view catch-up | view bytes/task | log bytes/record (reopened) | release 2 of 4 partitions: tasks left, bytes freed | all 4 released: view bytes left |"
     );
-    println!("|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|");
     for log in [&small, &large] {
         println!(
-            "| {} | {} | {:.2} s | {} | {} |",
+            "| {} | {} | {:.2} s | {} | {} | {}, {} ({:.0}%) | {} |",
             log.records,
             log.tasks,
             log.catch_up.as_secs_f64(),
             log.view_bytes_per_task,
-            log.log_bytes_per_record
+            log.log_bytes_per_record,
+            log.release.tasks_left,
+            log.release.freed_half,
+            100.0 * log.release.freed_half as f64
+                / (log.view_bytes_per_task * log.tasks).max(1) as f64,
+            log.release.left_after_all,
         );
     }
     // Two access patterns: the same 250 tasks in every log (spread evenly over it, so only
@@ -194,6 +199,13 @@ async fn get_task_part() {
     );
 }
 
+/// Heap bytes freed by releasing half the view's partitions, and left once all are.
+struct Released {
+    tasks_left: usize,
+    freed_half: usize,
+    left_after_all: usize,
+}
+
 /// An events topic filled the way bridges and workers write it, closed again.
 struct FilledLog {
     dir: tempfile::TempDir,
@@ -201,6 +213,8 @@ struct FilledLog {
     tasks: usize,
     catch_up: Duration,
     view_bytes_per_task: usize,
+    /// What releasing partitions frees.
+    release: Released,
     /// Heap bytes per record of the embedded log opened over it (its batch index, mostly).
     log_bytes_per_record: usize,
 }
@@ -316,6 +330,21 @@ async fn filled_log(records: usize) -> FilledLog {
     let catch_up = started.elapsed();
     let view_bytes = LIVE.load(Ordering::Relaxed).saturating_sub(before);
     assert_eq!(view.task_count(), tasks);
+    // Releasing partitions frees their tasks at once.
+    let holding = LIVE.load(Ordering::Relaxed);
+    for partition in [0, 1] {
+        view.release(partition).await.unwrap();
+    }
+    let release_half = LIVE.load(Ordering::Relaxed);
+    let tasks_left = view.task_count();
+    for partition in [2, 3] {
+        view.release(partition).await.unwrap();
+    }
+    let release = Released {
+        tasks_left,
+        freed_half: holding.saturating_sub(release_half),
+        left_after_all: LIVE.load(Ordering::Relaxed).saturating_sub(before),
+    };
     drop(view);
     log.close().await.unwrap();
     drop(log);
@@ -329,6 +358,7 @@ async fn filled_log(records: usize) -> FilledLog {
         tasks,
         catch_up,
         view_bytes_per_task: view_bytes / tasks.max(1),
+        release,
         log_bytes_per_record: log_bytes / records.max(1),
     }
 }

@@ -59,25 +59,24 @@ impl Entry {
     }
 }
 
-/// Every task of the view, and the indexes over them.
+/// Every task of one partition the view holds, and the indexes over them.
 pub(super) struct Tasks {
     pub(super) entries: TaskMap,
     pub(super) owners: Owners,
     pub(super) index: ListIndex,
-    /// Per partition, the tasks whose turn no worker has claimed yet; kept only once a worker
-    /// asked for it ([`Tasks::track_awaiting`]): a bridge's view does not pay for it.
-    pub(super) awaiting: Option<Vec<AwaitingClaim>>,
-    /// Per partition, the input-required tasks by since when they wait; kept only once a
-    /// worker asked for it ([`Tasks::track_awaiting_input`]: its sweeper expires abandoned
-    /// asks).
-    pub(super) awaiting_input: Option<Vec<AwaitingClaim>>,
+    /// The tasks whose turn no worker has claimed yet; kept only once a worker asked for it
+    /// ([`Tasks::track_awaiting`]): a bridge's view does not pay for it.
+    pub(super) awaiting: Option<AwaitingClaim>,
+    /// The input-required tasks by since when they wait; kept only once a worker asked for it
+    /// ([`Tasks::track_awaiting_input`]: its sweeper expires abandoned asks).
+    pub(super) awaiting_input: Option<AwaitingClaim>,
     pub(super) watchers: HashMap<Slot, broadcast::Sender<Arc<TaskEvent>>>,
     /// Finished tasks by when they expire (fold rule 14): what [`Tasks::expire`] drops. Built
     /// with the list index, once the replay is done: a replay expires nothing.
     pub(super) expiring: Expiring,
-    /// Per partition, the offsets of the records retained tasks need; empty in a view that
-    /// does not compact (nothing asks).
-    pub(super) live: Vec<LiveRecords>,
+    /// The offsets of the records retained tasks need; none in a view that does not compact
+    /// (nothing asks).
+    pub(super) live: Option<LiveRecords>,
     /// A checkpoint being encoded, if one is ([`Snapshotting`]).
     pub(super) snapshotting: Option<Snapshotting>,
     /// The list index and the expiry order are built once the replay is done
@@ -87,9 +86,9 @@ pub(super) struct Tasks {
 }
 
 impl Tasks {
-    /// No tasks, over `partitions` partitions; counting the records retained tasks need
-    /// ([`LiveRecords`]) only with `count_live` (a view that compacts the log).
-    pub(super) fn new(partitions: u32, count_live: bool) -> Self {
+    /// No tasks; counting the records retained tasks need ([`LiveRecords`]) only with
+    /// `count_live` (a view that compacts the log).
+    pub(super) fn new(count_live: bool) -> Self {
         Self {
             entries: TaskMap::default(),
             owners: Owners::default(),
@@ -98,10 +97,7 @@ impl Tasks {
             awaiting_input: None,
             watchers: HashMap::default(),
             expiring: Expiring::default(),
-            live: (0..partitions)
-                .filter(|_| count_live)
-                .map(|_| LiveRecords::default())
-                .collect(),
+            live: count_live.then(LiveRecords::default),
             snapshotting: None,
             index_deferred: true,
         }
@@ -139,8 +135,8 @@ impl Tasks {
     }
 
     /// Drop every task expired at `now_ms` (its records are no longer needed either); how
-    /// many went. `partition_of` places a task.
-    pub(super) fn expire(&mut self, now_ms: u64, partition_of: impl Fn(&str) -> u32) -> usize {
+    /// many went.
+    pub(super) fn expire(&mut self, now_ms: u64) -> usize {
         let mut dropped = 0;
         while let Some(slot) = self.expiring.pop_expired(now_ms) {
             self.preserve(slot);
@@ -150,8 +146,7 @@ impl Tasks {
             if !self.index_deferred {
                 self.index.update(slot, entry.listed().as_ref(), None);
             }
-            let partition = partition_of(entry.id.text(&mut [0; 36]));
-            if let Some(live) = self.live.get_mut(partition as usize) {
+            if let Some(live) = self.live.as_mut() {
                 applied::forget(&entry.records, live);
             }
             self.watchers.remove(&slot);
@@ -160,43 +155,30 @@ impl Tasks {
         dropped
     }
 
-    /// Keep the awaiting-claim index from now on, built from the tasks known so far
-    /// (`partition_of` places a task).
-    pub(super) fn track_awaiting(&mut self, partitions: u32, partition_of: impl Fn(&str) -> u32) {
+    /// Keep the awaiting-claim index from now on, built from the tasks known so far.
+    pub(super) fn track_awaiting(&mut self) {
         if self.awaiting.is_some() {
             return;
         }
-        let mut awaiting: Vec<AwaitingClaim> =
-            (0..partitions).map(|_| AwaitingClaim::default()).collect();
+        let mut awaiting = AwaitingClaim::default();
         for (slot, entry) in self.entries.iter() {
             let machine = &entry.machine;
-            if machine.awaits_claim()
-                && let Some(index) =
-                    awaiting.get_mut(partition_of(entry.id.text(&mut [0; 36])) as usize)
-            {
-                index.update(slot, None, Some(machine.status_timestamp_ms()));
+            if machine.awaits_claim() {
+                awaiting.update(slot, None, Some(machine.status_timestamp_ms()));
             }
         }
         self.awaiting = Some(awaiting);
     }
 
     /// Keep the input-required index from now on, built from the tasks known so far.
-    pub(super) fn track_awaiting_input(
-        &mut self,
-        partitions: u32,
-        partition_of: impl Fn(&str) -> u32,
-    ) {
+    pub(super) fn track_awaiting_input(&mut self) {
         if self.awaiting_input.is_some() {
             return;
         }
-        let mut waiting: Vec<AwaitingClaim> =
-            (0..partitions).map(|_| AwaitingClaim::default()).collect();
+        let mut waiting = AwaitingClaim::default();
         for (slot, entry) in self.entries.iter() {
-            if let Some(since) = awaits_input(&entry.machine)
-                && let Some(index) =
-                    waiting.get_mut(partition_of(entry.id.text(&mut [0; 36])) as usize)
-            {
-                index.update(slot, None, Some(since));
+            if let Some(since) = awaits_input(&entry.machine) {
+                waiting.update(slot, None, Some(since));
             }
         }
         self.awaiting_input = Some(waiting);
@@ -242,8 +224,8 @@ impl Tasks {
             .filter(|entry| !entry.machine.is_expired(now_ms))
     }
 
-    pub(super) fn apply(&mut self, partition: u32, offset: u64, place: Place, record: &Record) {
-        self.apply_with(partition, offset, place, &record.header, |machine| {
+    pub(super) fn apply(&mut self, offset: u64, place: Place, record: &Record) {
+        self.apply_with(offset, place, &record.header, |machine| {
             machine.apply(record).map(Some)
         });
     }
@@ -251,24 +233,22 @@ impl Tasks {
     /// [`apply`](Self::apply) with the record's payload parsed already.
     pub(super) fn apply_parsed(
         &mut self,
-        partition: u32,
         offset: u64,
         place: Place,
         record: &Record,
         parsed: Parsed,
     ) {
-        self.apply_with(partition, offset, place, &record.header, |machine| {
+        self.apply_with(offset, place, &record.header, |machine| {
             machine.apply_parsed(record, Some(parsed)).map(Some)
         });
     }
 
-    /// Apply a record of `header`'s task at `offset` of `partition` (at `place` in the log):
+    /// Apply a record of `header`'s task at `offset` of the partition (at `place` in the log):
     /// `decide` runs the task's machine (a fresh one for a new task) and returns the change,
     /// or `None` where the caller has no payload to give (only for a new task's command,
     /// which nobody can be subscribed to yet and which has content).
     pub(super) fn apply_with(
         &mut self,
-        partition: u32,
         offset: u64,
         place: Place,
         header: &RecordHeader,
@@ -280,7 +260,7 @@ impl Tasks {
         let found = self.entries.find(&header.task_id);
         // The slot this record changes, kept first for a checkpoint being encoded.
         self.preserve(found.unwrap_or_else(|| self.entries.next_slot()));
-        let live = self.live.get_mut(partition as usize);
+        let live = self.live.as_mut();
         let keep_index = !self.index_deferred;
         let (slot, change) = match found {
             Some(slot) => {
@@ -348,22 +328,14 @@ impl Tasks {
                 machine.expires_at_ms(),
             );
         }
-        if let Some(awaiting) = self
-            .awaiting
-            .as_mut()
-            .and_then(|a| a.get_mut(partition as usize))
-        {
+        if let Some(awaiting) = self.awaiting.as_mut() {
             let was = before.as_ref().and_then(|b| b.awaiting);
             let now = machine.awaits_claim().then_some(ts);
             if was != now {
                 awaiting.update(slot, was, now);
             }
         }
-        if let Some(waiting) = self
-            .awaiting_input
-            .as_mut()
-            .and_then(|a| a.get_mut(partition as usize))
-        {
+        if let Some(waiting) = self.awaiting_input.as_mut() {
             let was = before.and_then(|b| b.input);
             let now = awaits_input(machine);
             if was != now {

@@ -94,17 +94,17 @@ impl Tasks {
         });
     }
 
-    /// The tasks a checkpoint holds, with every index rebuilt at once (`partition_of`
-    /// places a task), or why its tasks do not decode. The list index is built on a second
+    /// The tasks a checkpoint holds that `keep` takes (a checkpoint of every partition is
+    /// restored one partition at a time), with every index rebuilt at once, or why its tasks
+    /// do not decode. The list index is built on a second
     /// thread while the tasks are, so that a restart is ready sooner; the later records keep
     /// it up to date.
     pub(in crate::view) fn from_checkpoint(
         checkpoint: Checkpoint<'_>,
-        partitions: u32,
         count_live: bool,
-        partition_of: impl Fn(&str) -> u32,
+        keep: impl Fn(&str) -> bool + Sync,
     ) -> Result<Self, CodecError> {
-        let mut tasks = Tasks::new(partitions, count_live);
+        let mut tasks = Tasks::new(count_live);
         let owners: Vec<OwnerId> = checkpoint
             .owners
             .iter()
@@ -113,11 +113,17 @@ impl Tasks {
         // Decoding checks every task's owner.
         let owner_of = |task: &TaskRecord<'_>| owners.get(task.owner as usize).copied();
         let list = &checkpoint.tasks;
+        let keep = &keep;
+        // A task that does not decode is kept, so that the loop below fails on it.
+        let kept = move || {
+            list.iter()
+                .filter(move |task| task.as_ref().map_or(true, |task| keep(task.id)))
+        };
         let (index, in_order) = std::thread::scope(|scope| {
             // Decodes the tasks a second time, beside the main thread: a task that does not
             // decode fails the main thread's loop, and this index goes unused.
             let index = scope.spawn(|| {
-                ListIndex::build(list.iter().zip(0..).filter_map(|(task, slot)| {
+                ListIndex::build(kept().zip(0..).filter_map(|(task, slot)| {
                     let task = task.ok()?;
                     let listed = Listed::of(
                         owner_of(&task)?,
@@ -129,17 +135,16 @@ impl Tasks {
                     Some((slot, listed))
                 }))
             });
-            let mut live: Vec<Vec<u64>> =
-                vec![Vec::new(); if count_live { partitions as usize } else { 0 }];
+            let mut live = count_live.then(Vec::new);
             tasks.entries.reserve(list.len());
             // A fresh map gives slots 0, 1, 2... in order: the index thread counts on it.
             let mut in_order = true;
-            for (task, expected) in list.iter().zip(0..) {
+            for (task, expected) in kept().zip(0..) {
                 let task = task?;
                 let owner = owner_of(&task).ok_or(CodecError::Malformed("owner"))?;
                 let applied: smallvec::SmallVec<[Applied; 4]> =
                     task.records.into_iter().map(Applied).collect();
-                if let Some(offsets) = live.get_mut(partition_of(task.id) as usize) {
+                if let Some(offsets) = live.as_mut() {
                     applied::counted(&applied, offsets);
                 }
                 let slot = tasks.entries.insert(Entry {
@@ -152,7 +157,7 @@ impl Tasks {
                 });
                 in_order &= slot == expected;
             }
-            tasks.live = live.into_iter().map(LiveRecords::build).collect();
+            tasks.live = live.map(LiveRecords::build);
             let index = index
                 .join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
@@ -204,11 +209,11 @@ mod tests {
 
     #[test]
     fn a_checkpoint_encoded_while_records_apply_holds_the_tasks_as_they_were_when_it_began() {
-        let mut tasks = Tasks::new(1, false);
+        let mut tasks = Tasks::new(false);
         let now = now_ms();
         let mut offset = 0;
         let mut apply = |tasks: &mut Tasks, record: Record| {
-            tasks.apply(0, offset, Place::UNKNOWN, &record);
+            tasks.apply(offset, Place::UNKNOWN, &record);
             offset += 1;
         };
         // Slots 0..10; a retention of 1 ms, so finished tasks expire at once.
@@ -227,7 +232,7 @@ mod tests {
         apply(&mut tasks, status("t1", "s1", now, TaskState::Working));
         apply(&mut tasks, status("t5", "s5", now, TaskState::Working));
         apply(&mut tasks, status("t7", "s7", now, TaskState::Completed));
-        assert_eq!(tasks.expire(now + 10, |_| 0), 2, "t0 and t7 expired");
+        assert_eq!(tasks.expire(now + 10), 2, "t0 and t7 expired");
         for n in 0..3 {
             // Into the freed slots 7 and 0, then a slot the checkpoint never saw.
             apply(&mut tasks, command(&format!("new{n}"), "hi", now, 1));
@@ -251,12 +256,12 @@ mod tests {
 
     #[test]
     fn a_checkpoint_keeps_where_the_records_are() {
-        let mut tasks = Tasks::new(1, false);
+        let mut tasks = Tasks::new(false);
         let now = now_ms();
         let place = |n: u32| Place::from_raw(n * 100);
-        tasks.apply(0, 0, place(1), &command("t0", "hi", now, 0));
-        tasks.apply(0, 1, place(2), &command("t1", "hi", now, 0));
-        tasks.apply(0, 2, place(3), &status("t0", "s0", now, TaskState::Working));
+        tasks.apply(0, place(1), &command("t0", "hi", now, 0));
+        tasks.apply(1, place(2), &command("t1", "hi", now, 0));
+        tasks.apply(2, place(3), &status("t0", "s0", now, TaskState::Working));
         // A status with no message has no content to read back: no place kept for it.
         let places = |tasks: &Tasks, id: &str| tasks.entries.get(id).unwrap().places;
         let t0 = places(&tasks, "t0");
@@ -267,7 +272,7 @@ mod tests {
         bytes.extend(whole(&mut tasks));
         codec::seal(&mut bytes);
         let restored =
-            Tasks::from_checkpoint(codec::decode(&bytes).unwrap(), 1, false, |_| 0).unwrap();
+            Tasks::from_checkpoint(codec::decode(&bytes).unwrap(), false, |_| true).unwrap();
         assert_eq!(places(&restored, "t0"), t0);
         assert_eq!(places(&restored, "t1"), places(&tasks, "t1"));
     }

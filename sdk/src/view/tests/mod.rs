@@ -12,10 +12,11 @@ use super::tasks::applied::content_offsets;
 use super::*;
 use crate::log::raw::Place;
 
+mod holding;
 pub(super) mod retention;
 
 /// An upper bound for anything a test waits for.
-const PATIENCE: Duration = Duration::from_secs(30);
+pub(super) const PATIENCE: Duration = Duration::from_secs(30);
 
 async fn view_over_memory() -> (Log, TopicRef, TaskView) {
     let log = crate::log::open("memory://").await.unwrap();
@@ -75,7 +76,7 @@ async fn a_terminal_record_closes_the_subscribers_channel() {
     view.sync(None, PATIENCE).await.unwrap();
     let (info, mut events) = view.subscribe(None, "t1").unwrap();
     assert_eq!(info.state, TaskState::Submitted);
-    assert!(!view.read().watchers.is_empty());
+    assert!(!view.read_of("t1").watchers.is_empty());
 
     append(&log, &topic, &completed("t1")).await;
     view.sync(None, PATIENCE).await.unwrap();
@@ -84,7 +85,7 @@ async fn a_terminal_record_closes_the_subscribers_channel() {
     // Nothing follows a terminal record: the channel is gone, not kept for ever.
     let next = tokio::time::timeout(PATIENCE, events.recv()).await.unwrap();
     assert!(matches!(next, Err(RecvError::Closed)));
-    assert!(view.read().watchers.is_empty());
+    assert!(view.read_of("t1").watchers.is_empty());
 }
 
 #[tokio::test]
@@ -97,7 +98,7 @@ async fn subscribing_to_a_terminal_task_leaves_nothing_behind() {
     assert_eq!(info.state, TaskState::Completed);
     let next = tokio::time::timeout(PATIENCE, events.recv()).await.unwrap();
     assert!(matches!(next, Err(RecvError::Closed)));
-    assert!(view.read().watchers.is_empty());
+    assert!(view.read_of("t1").watchers.is_empty());
 }
 
 #[tokio::test]

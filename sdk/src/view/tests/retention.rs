@@ -14,7 +14,7 @@ const PATIENCE: Duration = Duration::from_secs(30);
 /// Long ago: 2023-11-14.
 const LONG_AGO: u64 = 1_700_000_000_000;
 
-fn caller() -> Caller {
+pub(super) fn caller() -> Caller {
     Caller::principal("p")
 }
 
@@ -44,7 +44,7 @@ pub(in crate::view) fn status(task: &str, id: &str, ms: u64, state: TaskState) -
     at(task, id, ms, RecordBody::status(state, String::new()))
 }
 
-async fn memory_log(partitions: u32) -> (Log, TopicRef, TopicRef) {
+pub(super) async fn memory_log(partitions: u32) -> (Log, TopicRef, TopicRef) {
     let log = crate::log::open("memory://").await.unwrap();
     let (events, checkpoints) = (
         TopicRef::new("s", "a.events"),
@@ -97,7 +97,12 @@ async fn a_finished_task_is_gone_for_every_reader_once_its_retention_has_passed(
     assert_eq!(view.list(&caller(), &filter).1, 1);
     assert_eq!(view.expiring_count(), 1);
     assert!(
-        view.read().live[0].any_in(0..2),
+        view.inner.parts[0]
+            .read()
+            .live
+            .as_ref()
+            .unwrap()
+            .any_in(0..2),
         "its two records are counted"
     );
     tokio::time::sleep(Duration::from_millis(400)).await;
@@ -109,7 +114,14 @@ async fn a_finished_task_is_gone_for_every_reader_once_its_retention_has_passed(
     assert_eq!(view.list(&caller(), &filter).1, 0);
     view.expire_now();
     assert_eq!((view.task_count(), view.expiring_count()), (0, 0));
-    assert!(!view.read().live[0].any_in(0..u64::MAX));
+    assert!(
+        !view.inner.parts[0]
+            .read()
+            .live
+            .as_ref()
+            .unwrap()
+            .any_in(0..u64::MAX)
+    );
     // A late record of the task does not bring it back (an orphan now).
     append(
         &log,
@@ -178,7 +190,7 @@ async fn a_command_after_the_expiry_starts_a_new_incarnation() {
 /// `old` records were written long ago (finished tasks among them with a retention of a
 /// minute: expired by now), the rest now (kept a day: nothing expires while a test compares),
 /// as a log written over time is.
-fn random_history(seed: u64, tasks: usize, records: usize, old: usize) -> Vec<Record> {
+pub(super) fn random_history(seed: u64, tasks: usize, records: usize, old: usize) -> Vec<Record> {
     let mut state = seed | 1;
     let mut next = move |n: u64| {
         state ^= state << 13;
@@ -333,9 +345,18 @@ async fn a_view_started_from_a_checkpoint_answers_as_a_full_replay() {
     }
 }
 
-/// Store `bytes` as the newest checkpoint on `topic`.
-async fn store(log: &Log, topic: &TopicRef, bytes: &[u8]) {
-    checkpoint::store(log, topic, bytes).await.unwrap();
+/// Store `bytes` as the newest checkpoint of partition `of` on `topic`.
+async fn store(log: &Log, topic: &TopicRef, of: u32, bytes: &[u8]) {
+    checkpoint::store(log, topic, of, bytes).await.unwrap();
+}
+
+/// The newest checkpoint of partition `of` on `topic`, as stored.
+async fn newest(log: &Log, topic: &TopicRef, of: u32) -> Vec<u8> {
+    let manifest = checkpoint::manifests(log, topic, of, 1)
+        .await
+        .unwrap()
+        .remove(0);
+    checkpoint::read(log, topic, &manifest).await.unwrap()
 }
 
 #[tokio::test]
@@ -352,17 +373,15 @@ async fn a_damaged_checkpoint_is_ignored_for_the_one_before_it_or_a_replay() {
     )
     .await;
     let good = writer.checkpoint().await.unwrap().unwrap();
-    let manifest = checkpoint::manifests(&log, &checkpoints, 1)
-        .await
-        .unwrap()
-        .remove(0);
-    let mut damaged = checkpoint::read(&log, &checkpoints, &manifest)
-        .await
-        .unwrap();
-    let middle = damaged.len() / 2;
-    damaged[middle] ^= 0x40;
-    assert!(codec::decode(&damaged).is_err());
-    store(&log, &checkpoints, &damaged).await;
+    let mut damaged = Vec::new();
+    for of in 0..2 {
+        let mut bytes = newest(&log, &checkpoints, of).await;
+        let middle = bytes.len() / 2;
+        bytes[middle] ^= 0x40;
+        assert!(codec::decode(&bytes).is_err());
+        store(&log, &checkpoints, of, &bytes).await;
+        damaged.push(bytes);
+    }
     let ids: Vec<String> = (0..20).map(|n| format!("t{n}")).collect();
     let replayed = caught_up_view(&log, &events, ViewOptions::default()).await;
     let restored = caught_up_view(
@@ -371,14 +390,16 @@ async fn a_damaged_checkpoint_is_ignored_for_the_one_before_it_or_a_replay() {
         ViewOptions::restore_only(checkpoints.clone()),
     )
     .await;
-    assert_eq!(restored.restored_from(), Some(good.positions.as_slice()));
+    assert_eq!(restored.restored_from(), Some(good.positions));
     assert_eq!(
         answers(&restored, &ids).await,
         answers(&replayed, &ids).await
     );
 
     // Two damaged ones: a replay.
-    store(&log, &checkpoints, &damaged).await;
+    for (of, bytes) in (0..).zip(&damaged) {
+        store(&log, &checkpoints, of, bytes).await;
+    }
     let restored = caught_up_view(
         &log,
         &events,
@@ -418,22 +439,20 @@ async fn a_checkpoint_of_another_log_is_ignored() {
     )
     .await;
     writer.checkpoint().await.unwrap().unwrap();
-    let manifest = checkpoint::manifests(&theirs, &their_checkpoints, 1)
-        .await
-        .unwrap()
-        .remove(0);
-    let foreign = checkpoint::read(&theirs, &their_checkpoints, &manifest)
-        .await
-        .unwrap();
-    store(&ours, &checkpoints, &foreign).await;
-    let decoded = codec::decode(&foreign).unwrap();
-    let why = checkpoint::verify(&ours, &events, 2, &decoded)
-        .await
-        .unwrap_err();
-    assert!(
-        why.contains("not the one it saw") || why.contains("ends at"),
-        "{why}"
-    );
+    let mut foreign = Vec::new();
+    for of in 0..2 {
+        let bytes = newest(&theirs, &their_checkpoints, of).await;
+        store(&ours, &checkpoints, of, &bytes).await;
+        let decoded = codec::decode(&bytes).unwrap();
+        let why = checkpoint::verify(&ours, &events, 2, of, &decoded)
+            .await
+            .unwrap_err();
+        assert!(
+            why.contains("not the one it saw") || why.contains("ends at"),
+            "partition {of}: {why}"
+        );
+        foreign.push(bytes);
+    }
     let restored = caught_up_view(
         &ours,
         &events,
@@ -449,7 +468,8 @@ async fn a_checkpoint_of_another_log_is_ignored() {
     );
     // A checkpoint of another topic is refused by name.
     let other = TopicRef::new("s", "b.events");
-    let why = checkpoint::verify(&ours, &other, 2, &decoded)
+    let decoded = codec::decode(&foreign[0]).unwrap();
+    let why = checkpoint::verify(&ours, &other, 2, 0, &decoded)
         .await
         .unwrap_err();
     assert!(why.contains("not of"), "{why}");
@@ -563,7 +583,7 @@ async fn a_task_with_100k_records_keeps_bounded_memory_and_reads_back_whole() {
     }
     view.sync(None, PATIENCE).await.unwrap();
     {
-        let tasks = view.read();
+        let tasks = view.read_of("long");
         let entry = tasks.entries.get("long").unwrap();
         assert_eq!(
             entry.records.len(),

@@ -1,0 +1,237 @@
+//! Holding and releasing partitions ([`TaskView::hold`], [`TaskView::release`]): a hold
+//! restores the partition's newest usable checkpoint and catches it up in the background; a
+//! release stops its follower and drops its tasks at once.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use super::part::{KnownCheckpoints, Part, PartitionStatus};
+use super::tasks::Tasks;
+use super::{Inner, TaskView, follow, persist};
+use crate::error::{Error, ErrorKind, Result};
+
+impl TaskView {
+    /// Start holding `partition` as part of the view's assignment: restore its newest usable
+    /// checkpoint (if the view has a checkpoint topic), then catch it up in the background.
+    /// Returns once the restore is done; [`partition_ready`](Self::partition_ready) says when
+    /// it has caught up (until then a request about it waits, within its sync timeout).
+    /// Holding a partition held already marks it assigned and does nothing else.
+    pub async fn hold(&self, partition: u32) -> Result<()> {
+        Inner::hold(&self.inner, partition, true).await
+    }
+
+    /// [`hold`](Self::hold) beyond the view's assignment (a successor standing in for an owner
+    /// that does not answer): the view's readiness does not wait for it.
+    pub async fn hold_on_demand(&self, partition: u32) -> Result<()> {
+        Inner::hold(&self.inner, partition, false).await
+    }
+
+    /// Stop holding `partition`: its follower stops and its tasks are dropped in one step
+    /// (no per-task work under a lock another partition's requests wait on). Writes nothing.
+    /// A request about it is then refused as unavailable. Releasing a partition not held
+    /// does nothing.
+    pub async fn release(&self, partition: u32) -> Result<()> {
+        self.inner.release(partition).await
+    }
+
+    /// The partitions the view holds, ascending.
+    pub fn held_partitions(&self) -> Vec<u32> {
+        (0u32..)
+            .zip(self.inner.parts.iter())
+            .filter(|(_, part)| part.held())
+            .map(|(p, _)| p)
+            .collect()
+    }
+
+    /// Whether the view holds `partition`.
+    pub fn holds(&self, partition: u32) -> bool {
+        self.inner
+            .parts
+            .get(partition as usize)
+            .is_some_and(Part::held)
+    }
+
+    /// Whether `partition` is held and has caught up with what its log held when the hold
+    /// began.
+    pub fn partition_ready(&self, partition: u32) -> bool {
+        self.inner
+            .parts
+            .get(partition as usize)
+            .is_some_and(|part| part.held() && part.is_ready())
+    }
+
+    /// Every held partition as it stands now, ascending.
+    pub fn partition_status(&self) -> Vec<PartitionStatus> {
+        (0u32..)
+            .zip(self.inner.parts.iter())
+            .filter(|(_, part)| part.held())
+            .map(|(partition, part)| PartitionStatus {
+                partition,
+                ready: part.is_ready(),
+                assigned: part.assigned.load(Ordering::Acquire),
+                tasks: part.read().entries.len(),
+                applied: part.applied_next(),
+                restored_from: *Part::lock(&part.restored),
+                ready_after: *Part::lock(&part.ready_after),
+            })
+            .collect()
+    }
+}
+
+impl Inner {
+    /// The partition's share, or a configuration error for one the topic lacks.
+    pub(super) fn part(&self, partition: u32) -> Result<&Part> {
+        self.parts.get(partition as usize).ok_or_else(|| {
+            Error::new(
+                ErrorKind::Config,
+                format!(
+                    "{} has {} partitions: no partition {partition}",
+                    self.topic, self.partitions
+                ),
+            )
+        })
+    }
+
+    /// The refusal of a request about a partition the view does not hold: retryable.
+    pub(super) fn not_held(&self, partition: u32) -> Error {
+        Error::new(
+            ErrorKind::Unavailable,
+            format!(
+                "partition {partition} of {} is not held by this view; retry (another holds it, or will)",
+                self.topic
+            ),
+        )
+    }
+
+    pub(super) async fn hold(self: &Arc<Self>, partition: u32, assigned: bool) -> Result<()> {
+        let part = self.part(partition)?;
+        let mut follower = part.holding.lock().await;
+        if part.held() {
+            if assigned {
+                part.assigned.store(true, Ordering::Release);
+                self.recompute_caught_up();
+            }
+            return Ok(());
+        }
+        let began = Instant::now();
+        let count_live = self.options.compact.is_some();
+        let restored = match &self.options.checkpoints {
+            Some(checkpoints) => persist::restore(self, checkpoints, partition, count_live).await,
+            None => None,
+        };
+        // The end the hold's readiness is measured against, read after the restore: the
+        // records before it are replayed before the partition answers.
+        let start_end = self.log.end_offset(&self.topic, partition).await?;
+        let end = self.log.watch_end(&self.topic, partition).await?;
+        let (tasks, position, mark) = match restored {
+            Some((tasks, mark)) => (tasks, mark.position, Some(mark)),
+            None => (Tasks::new(count_live), 0, None),
+        };
+        let generation = part.generation.fetch_add(1, Ordering::AcqRel) + 1;
+        let old = {
+            let mut next = part.feed.lock().await;
+            let mut held = part.write();
+            let old = std::mem::replace(&mut *held, tasks);
+            *next = position;
+            part.applied.send_replace(position);
+            part.held.store(true, Ordering::Release);
+            part.assigned.store(assigned, Ordering::Release);
+            *Part::lock(&part.restored) = mark.as_ref().map(|m| m.position);
+            *Part::lock(&part.ready_after) = None;
+            *part.known() = KnownCheckpoints {
+                previous: None,
+                last: mark,
+            };
+            part.records_applied.store(0, Ordering::Relaxed);
+            if position >= start_end {
+                // Nothing to replay past the start (an empty partition, or a checkpoint at
+                // its end): the list index of what was restored, built before anyone is told.
+                held.index_ready();
+                *Part::lock(&part.ready_after) = Some(began.elapsed());
+                part.ready.send_replace(true);
+            } else {
+                part.ready.send_replace(false);
+            }
+            old
+        };
+        drop(old);
+        let token = self.shutdown.child_token();
+        *follower = Some(token.clone());
+        drop(follower);
+        if !part.is_ready() {
+            tokio::spawn(follow::mark_ready(
+                Arc::downgrade(self),
+                partition,
+                generation,
+                start_end,
+                began,
+                token.clone(),
+            ));
+        }
+        tokio::spawn(follow::follow(Arc::downgrade(self), partition, end, token));
+        self.recompute_caught_up();
+        Ok(())
+    }
+
+    async fn release(&self, partition: u32) -> Result<()> {
+        let part = self.part(partition)?;
+        let mut follower = part.holding.lock().await;
+        if !part.held() {
+            return Ok(());
+        }
+        if let Some(token) = follower.take() {
+            token.cancel();
+        }
+        part.held.store(false, Ordering::Release);
+        part.assigned.store(false, Ordering::Release);
+        let count_live = self.options.compact.is_some();
+        let old = {
+            // An apply under way finishes first; none starts after (they check `held`).
+            let _next = part.feed.lock().await;
+            let old = std::mem::replace(&mut *part.write(), Tasks::new(count_live));
+            part.ready.send_replace(false);
+            old
+        };
+        *part.known() = KnownCheckpoints::default();
+        *Part::lock(&part.restored) = None;
+        *Part::lock(&part.ready_after) = None;
+        drop(follower);
+        self.recompute_caught_up();
+        // Outside every lock: the partition's tasks go at once, whoever waits.
+        drop(old);
+        Ok(())
+    }
+
+    /// Mark partition `partition`'s hold number `generation` ready (it applied up to where
+    /// its log ended when the hold began, after `began`).
+    pub(super) fn mark_ready(&self, partition: u32, generation: u64, began: Instant) {
+        let Some(part) = self.parts.get(partition as usize) else {
+            return;
+        };
+        {
+            if part.generation.load(Ordering::Acquire) != generation || !part.held() {
+                return;
+            }
+            // The list index of what the replay applied, built once, before anyone is told.
+            part.write().index_ready();
+            *Part::lock(&part.ready_after) = Some(began.elapsed());
+            part.ready.send_replace(true);
+        }
+        self.recompute_caught_up();
+    }
+
+    /// The view is caught up when every partition it holds as assigned is ready.
+    pub(super) fn recompute_caught_up(&self) {
+        let now = self
+            .parts
+            .iter()
+            .filter(|part| part.held() && part.assigned.load(Ordering::Acquire))
+            .all(Part::is_ready);
+        self.caught_up.send_if_modified(|was| {
+            let changed = *was != now;
+            *was = now;
+            changed
+        });
+    }
+}
