@@ -58,6 +58,9 @@ pub struct ResourceTemplateConfig {
     /// The agent whose worker answers `resources/read` of a match (`Tools::resource`),
     /// instead of `body`: the request is a call on its topics (`super::served`).
     pub agent: Option<String>,
+    /// The agent whose worker completes the variables with no configured `completions`
+    /// (`Tools::resource_completion`).
+    pub completion_agent: Option<String>,
 }
 
 setters!(ResourceTemplateConfig {
@@ -66,6 +69,7 @@ setters!(ResourceTemplateConfig {
     completions: BTreeMap<String, Vec<String>>,
 } optional {
     agent: String,
+    completion_agent: String,
 });
 
 impl ResourceTemplateConfig {
@@ -76,6 +80,7 @@ impl ResourceTemplateConfig {
             body,
             completions: BTreeMap::new(),
             agent: None,
+            completion_agent: None,
         }
     }
 }
@@ -93,6 +98,9 @@ pub struct PromptConfig {
     /// The agent whose worker answers `prompts/get` (`Tools::prompt`), instead of `messages`:
     /// the request is a call on its topics, as a tool call is (`super::served`).
     pub agent: Option<String>,
+    /// The agent whose worker completes the arguments with no configured `values`
+    /// (`Tools::prompt_completion`).
+    pub completion_agent: Option<String>,
 }
 
 setters!(PromptConfig {
@@ -101,6 +109,7 @@ setters!(PromptConfig {
     completions: BTreeMap<String, Vec<String>>,
 } optional {
     agent: String,
+    completion_agent: String,
 });
 
 impl PromptConfig {
@@ -111,17 +120,23 @@ impl PromptConfig {
             messages,
             completions: BTreeMap::new(),
             agent: None,
+            completion_agent: None,
         }
     }
 }
 
 /// The `agent` of a definition a worker answers (none: configuration answers it).
 fn agent_of(object: &mut Map<String, Value>, what: &str) -> Result<Option<String>> {
-    match object.remove("agent") {
+    agent_member(object, "agent", what)
+}
+
+/// The agent named by member `key` (`agent`, `completionAgent`) of a definition.
+fn agent_member(object: &mut Map<String, Value>, key: &str, what: &str) -> Result<Option<String>> {
+    match object.remove(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(agent)) => Ok(Some(agent)),
         Some(other) => Err(config_error(format!(
-            "{what}'s agent must be a string, not {other}"
+            "{what}'s {key} must be a string, not {other}"
         ))),
     }
 }
@@ -162,12 +177,12 @@ pub(super) fn templates_from_json(
                 None => body_of(&mut object, base, "resource template")?,
             };
             let completions = take_completions(&mut object, "completions")?;
+            let completer = agent_member(&mut object, "completionAgent", "a resource template")?;
             let template = parse(object, "resource template")?;
-            let config = ResourceTemplateConfig::new(template, body).completions(completions);
-            Ok(match agent {
-                Some(agent) => config.agent(agent),
-                None => config,
-            })
+            let mut config = ResourceTemplateConfig::new(template, body).completions(completions);
+            config.agent = agent;
+            config.completion_agent = completer;
+            Ok(config)
         })
         .collect()
 }
@@ -191,6 +206,7 @@ pub(super) fn prompts_from_json(list: Value, base: Option<&Path>) -> Result<Vec<
                 }
             }
             let agent = agent_of(&mut object, "a prompt")?;
+            let completer = agent_member(&mut object, "completionAgent", "a prompt")?;
             let default = if agent.is_some() {
                 json!([])
             } else {
@@ -204,11 +220,10 @@ pub(super) fn prompts_from_json(list: Value, base: Option<&Path>) -> Result<Vec<
             }
             let messages: Vec<PromptMessage> = parse_value(messages, "prompt messages")?;
             let prompt = parse(object, "prompt")?;
-            let config = PromptConfig::new(prompt, messages).completions(completions);
-            Ok(match agent {
-                Some(agent) => config.agent(agent),
-                None => config,
-            })
+            let mut config = PromptConfig::new(prompt, messages).completions(completions);
+            config.agent = agent;
+            config.completion_agent = completer;
+            Ok(config)
         })
         .collect()
 }

@@ -8,12 +8,13 @@
 //! `notifications.taskIds` are honored for the caller's own tasks (another caller's id is left
 //! out of the acknowledgement exactly as an unknown one), and `resourceSubscriptions` for the
 //! URIs the caller may read (`super::watch`): each change of one is a
-//! `notifications/resources/updated {uri}`. The list-changed kinds are not honored (nothing
-//! reloads the tools, prompts or configured resources while the server runs). Asking for task
+//! `notifications/resources/updated {uri}`. `toolsListChanged`, `promptsListChanged` (with
+//! prompts served) and `resourcesListChanged` are honored when `true`: a reload that changes
+//! that list (`super::reload`) sends its `notifications/…/list_changed`. Asking for task
 //! notifications without declaring the extension is -32021. Each task is followed from the view's events
 //! (`Bridge::subscribe_to_task`, so any replica serves it and the records are the truth);
 //! a finished task gets its one notification. Once every task followed has finished (and when
-//! no resource is watched, which only the client ends), the stream ends with the listen result
+//! no resource is watched nor list change asked, which only the client ends), the stream ends with the listen result
 //! (the spec's graceful end); a client that goes away ends it too. There is no replay: a client that lost the stream listens again and gets each
 //! task's current state first.
 
@@ -26,6 +27,7 @@ use futures::stream::BoxStream;
 use serde_json::{Map, Value, json};
 
 use super::McpBridge;
+use super::reload::{ListChanged, next_change};
 use super::rpc::{Ctx, McpReply, McpStream, error_reply};
 use crate::agent::Caller;
 use crate::error::{Error, ErrorKind};
@@ -40,8 +42,11 @@ fn invalid(message: &str, field: &str) -> Error {
     Error::new(ErrorKind::InvalidParams, message).with_detail("field", field)
 }
 
-/// The task ids and the resource URIs a listen request asks notifications for.
-fn asked(params: Option<&Map<String, Value>>) -> crate::Result<(Vec<String>, Vec<String>)> {
+/// The task ids, the resource URIs and the list changes a listen request asks notifications
+/// for.
+fn asked(
+    params: Option<&Map<String, Value>>,
+) -> crate::Result<(Vec<String>, Vec<String>, ListChanged)> {
     let notifications = match params.and_then(|p| p.get("notifications")) {
         Some(Value::Object(notifications)) => notifications,
         _ => return Err(invalid("notifications must be an object", "notifications")),
@@ -63,7 +68,24 @@ fn asked(params: Option<&Map<String, Value>>) -> crate::Result<(Vec<String>, Vec
             &format!("notifications.{member}"),
         )),
     };
-    Ok((strings("taskIds")?, strings("resourceSubscriptions")?))
+    let flag = |member: &str| match notifications.get(member) {
+        None | Some(Value::Null) => Ok(false),
+        Some(Value::Bool(asked)) => Ok(*asked),
+        Some(_) => Err(invalid(
+            &format!("{member} must be a boolean"),
+            &format!("notifications.{member}"),
+        )),
+    };
+    let lists = ListChanged {
+        tools: flag("toolsListChanged")?,
+        prompts: flag("promptsListChanged")?,
+        resources: flag("resourcesListChanged")?,
+    };
+    Ok((
+        strings("taskIds")?,
+        strings("resourceSubscriptions")?,
+        lists,
+    ))
 }
 
 fn frame(method: &str, mut params: Map<String, Value>, subscription: &Value) -> Vec<u8> {
@@ -79,7 +101,7 @@ impl McpBridge {
         ctx: &Ctx<'_>,
         params: Option<&Map<String, Value>>,
     ) -> McpReply {
-        let (asked, uris) = match asked(params) {
+        let (asked, uris, mut lists) = match asked(params) {
             Ok(asked) => asked,
             Err(error) => return error_reply(ctx.id, &error, true),
         };
@@ -116,8 +138,20 @@ impl McpBridge {
                 watched.push(uri);
             }
         }
+        // As the capabilities declare them: prompts' only with prompts served.
+        lists.prompts &= !self.inner.catalog.prompts.is_empty();
+        let changes_heard = self.list_changes();
         let mut ack = Map::new();
         let mut notifications = Map::new();
+        for (asked, member) in [
+            (lists.tools, "toolsListChanged"),
+            (lists.prompts, "promptsListChanged"),
+            (lists.resources, "resourcesListChanged"),
+        ] {
+            if asked {
+                notifications.insert(member.into(), json!(true));
+            }
+        }
         if !honored.is_empty() {
             notifications.insert("taskIds".into(), json!(honored));
         }
@@ -145,11 +179,21 @@ impl McpBridge {
                 )
             })
         };
-        // A watch never ends: with resources watched, only the client ends the stream.
-        let tasks: BoxStream<'static, Vec<u8>> = if watched.is_empty() {
+        let listed = {
+            let subscription = subscription.clone();
+            futures::stream::unfold(changes_heard, |mut heard| async move {
+                let changed = next_change(&mut heard).await?;
+                Some((changed, heard))
+            })
+            .flat_map(move |changed| futures::stream::iter(changed.methods(lists)))
+            .map(move |method| frame(method, Map::new(), &subscription))
+        };
+        // A watch never ends, nor do list changes: then only the client ends the stream.
+        let tasks: BoxStream<'static, Vec<u8>> = if watched.is_empty() && !lists.any() {
             tasks.boxed()
         } else {
-            futures::stream::select(tasks.chain(futures::stream::pending()), updates).boxed()
+            let pushed = futures::stream::select(updates, listed);
+            futures::stream::select(tasks.chain(futures::stream::pending()), pushed).boxed()
         };
         let id = ctx.id.to_owned();
         let this = self.clone();

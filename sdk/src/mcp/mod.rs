@@ -25,6 +25,7 @@ mod mrtr;
 mod params;
 mod prompts;
 mod relay;
+mod reload;
 mod reply;
 mod resources;
 mod rpc;
@@ -39,6 +40,7 @@ mod watch;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
+use agentlog_wire::mcp::call as wire_call;
 use agentlog_wire::mcp::{
     LEGACY_VERSIONS, META_SERVER_INFO, MODERN_VERSION, TASKS_EXTENSION, Tool,
 };
@@ -50,6 +52,7 @@ use crate::log::Log;
 
 pub use catalog::{PromptConfig, ResourceBody, ResourceConfig, ResourceTemplateConfig};
 pub use config::{McpConfig, TaskSupport, ToolConfig, tools_from_json};
+pub use reload::ListChanged;
 pub use rpc::{McpHeaders, McpReply, McpRequest, McpStream, sse_frames};
 pub use sessions::SESSIONS_AGENT;
 pub use skills::tool_skills;
@@ -58,7 +61,11 @@ pub use tool_skill::ToolSkill;
 /// The MCP bridge over the tools' topics. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct McpBridge {
+    /// The definitions served: a request reads the current ones once, at its start
+    /// ([`McpBridge::current`]), and keeps them to its end.
     inner: Arc<Inner>,
+    /// What reloads share: the current definitions and the list changes (`reload`).
+    live: Arc<reload::Live>,
 }
 
 struct Inner {
@@ -104,7 +111,20 @@ impl McpBridge {
     /// bridge per tool agent (creating its topics if needed); check the resources, templates
     /// and prompts. A bad definition is a config error.
     pub async fn open(log: Log, config: McpConfig) -> Result<Self> {
-        let mut bridges: HashMap<String, Bridge> = HashMap::new();
+        let inner = Inner::build(&log, config, HashMap::new(), None).await?;
+        Ok(Self::live(log, inner))
+    }
+}
+
+impl Inner {
+    /// The definitions of `config` checked and compiled, over the agent bridges in `bridges`
+    /// (reused; the missing ones opened) and `sessions` (opened when `None`).
+    async fn build(
+        log: &Log,
+        config: McpConfig,
+        mut bridges: HashMap<String, Bridge>,
+        sessions: Option<Bridge>,
+    ) -> Result<Self> {
         let mut tools = BTreeMap::new();
         for tool in &config.tools {
             let name = tool.tool.name.clone();
@@ -172,71 +192,85 @@ impl McpBridge {
                 .entry(bridge.config().topics.agent.clone())
                 .or_insert_with(|| bridge.clone());
         }
-        let mut served = BTreeMap::new();
+        // The requests a worker answers (`served`), each by its call name.
+        let mut wanted: Vec<(String, &str)> = Vec::new();
         for prompt in &config.prompts {
-            let Some(agent) = &prompt.agent else { continue };
-            let bridge = match bridges.get(agent) {
-                Some(bridge) => bridge.clone(),
-                None => {
-                    let bridge =
-                        Bridge::open(log.clone(), agent_config(&config.bridge, agent)).await?;
-                    bridges.insert(agent.clone(), bridge.clone());
-                    bridge
-                }
-            };
-            let call = agentlog_wire::mcp::call::prompt_call_name(&prompt.prompt.name);
-            served.insert(call.clone(), served::served_entry(call, agent, bridge)?);
+            let name = &prompt.prompt.name;
+            if let Some(agent) = &prompt.agent {
+                wanted.push((wire_call::prompt_call_name(name), agent));
+            }
+            if let Some(agent) = &prompt.completion_agent {
+                wanted.push((wire_call::prompt_completion_call_name(name), agent));
+            }
         }
         for template in &config.resource_templates {
-            let Some(agent) = &template.agent else {
-                continue;
-            };
+            let uri_template = &template.template.uri_template;
+            if let Some(agent) = &template.agent {
+                wanted.push((wire_call::resource_call_name(uri_template), agent));
+            }
+            if let Some(agent) = &template.completion_agent {
+                wanted.push((
+                    wire_call::resource_completion_call_name(uri_template),
+                    agent,
+                ));
+            }
+        }
+        let mut served = BTreeMap::new();
+        for (call, agent) in wanted {
             let bridge = match bridges.get(agent) {
                 Some(bridge) => bridge.clone(),
                 None => {
                     let bridge =
                         Bridge::open(log.clone(), agent_config(&config.bridge, agent)).await?;
-                    bridges.insert(agent.clone(), bridge.clone());
+                    bridges.insert(agent.to_owned(), bridge.clone());
                     bridge
                 }
             };
-            let call =
-                agentlog_wire::mcp::call::resource_call_name(&template.template.uri_template);
             served.insert(call.clone(), served::served_entry(call, agent, bridge)?);
         }
-        let mut sessions = agent_config(&config.bridge, SESSIONS_AGENT);
-        sessions.card.default_input_modes =
-            vec![agentlog_wire::mcp::call::SUBSCRIPTIONS_MEDIA_TYPE.to_owned()];
-        sessions.card.description =
-            "The MCP sessions' resource subscriptions, kept by agentlog".to_owned();
-        let sessions = Bridge::open(log, sessions).await?;
-        Ok(Self {
-            inner: Arc::new(Inner {
-                tools,
-                bridges,
-                task_bridges,
-                catalog,
-                served,
-                sessions,
-                config,
-            }),
+        let sessions = match sessions {
+            Some(sessions) => sessions,
+            None => {
+                let mut sessions = agent_config(&config.bridge, SESSIONS_AGENT);
+                sessions.card.default_input_modes =
+                    vec![agentlog_wire::mcp::call::SUBSCRIPTIONS_MEDIA_TYPE.to_owned()];
+                sessions.card.description =
+                    "The MCP sessions' resource subscriptions, kept by agentlog".to_owned();
+                Bridge::open(log.clone(), sessions).await?
+            }
+        };
+        Ok(Inner {
+            tools,
+            bridges,
+            task_bridges,
+            catalog,
+            served,
+            sessions,
+            config,
         })
     }
+}
 
-    /// The tools served, in `tools/list` order.
-    pub fn tools(&self) -> impl Iterator<Item = &Tool> {
-        self.inner.tools.values().map(|e| &e.config.tool)
+impl McpBridge {
+    /// The tools served now, in `tools/list` order.
+    pub fn tools(&self) -> Vec<Tool> {
+        let now = self.current();
+        now.inner
+            .tools
+            .values()
+            .map(|e| e.config.tool.clone())
+            .collect()
     }
 
     /// The A2A bridge of each tool agent, by agent name (for workers in the same process,
-    /// readiness and metrics).
+    /// readiness and metrics), as opened (a reload's new agents are not among them).
     pub fn bridges(&self) -> &HashMap<String, Bridge> {
         &self.inner.bridges
     }
 
-    /// The configuration.
-    pub fn config(&self) -> &McpConfig {
-        &self.inner.config
+    /// The configuration served now (the last [`reload`](Self::reload)'s, else `open`'s).
+    pub fn config(&self) -> McpConfig {
+        self.current().inner.config.clone()
     }
 
     fn entry(&self, name: &str) -> Result<&Entry> {
@@ -274,16 +308,20 @@ impl McpBridge {
 
     /// The capabilities both eras declare: tools, logging and resources (every task is one;
     /// subscribable) always; prompts when some are configured; completions when there is
-    /// something to complete (prompts, or configured templates).
+    /// something to complete (prompts, or configured templates). The lists may change on a
+    /// reload (`reload`), so they declare `listChanged`.
     fn capabilities(&self) -> Map<String, Value> {
         let mut capabilities = Map::new();
-        capabilities.insert("tools".into(), json!({}));
+        capabilities.insert("tools".into(), json!({"listChanged": true}));
         capabilities.insert("logging".into(), json!({}));
         // Subscriptions: legacy `resources/subscribe`, modern `subscriptions/listen`.
-        capabilities.insert("resources".into(), json!({"subscribe": true}));
+        capabilities.insert(
+            "resources".into(),
+            json!({"subscribe": true, "listChanged": true}),
+        );
         let catalog = &self.inner.catalog;
         if !catalog.prompts.is_empty() {
-            capabilities.insert("prompts".into(), json!({}));
+            capabilities.insert("prompts".into(), json!({"listChanged": true}));
         }
         if !catalog.prompts.is_empty() || !catalog.templates.is_empty() {
             capabilities.insert("completions".into(), json!({}));

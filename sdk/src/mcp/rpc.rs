@@ -226,8 +226,13 @@ pub(super) fn error_reply(id: &RawValue, error: &Error, modern: bool) -> McpRepl
 }
 
 impl McpBridge {
-    /// Answer one JSON-RPC message (see the module docs of [`crate::mcp`]).
+    /// Answer one JSON-RPC message (see the module docs of [`crate::mcp`]) with the
+    /// definitions served when it arrives.
     pub async fn handle(&self, request: McpRequest<'_>) -> McpReply {
+        self.current().answer(request).await
+    }
+
+    async fn answer(&self, request: McpRequest<'_>) -> McpReply {
         let parsed = match parse_request(request.body) {
             Ok(parsed) => parsed,
             // A client's response to a request relayed on a call's stream (`super::relay`).
@@ -323,7 +328,14 @@ impl McpBridge {
                 };
             }
             "prompts/get" => self.get_prompt(params.as_ref()),
-            "completion/complete" => self.complete(params.as_ref()),
+            "completion/complete" => match self.completion_call(params.as_ref()) {
+                // A worker completes it (`super::served`).
+                Some(raw) => {
+                    let call = serde_json::from_str(&raw).ok();
+                    return self.call_tool(&ctx, &raw, call).await;
+                }
+                None => self.complete(params.as_ref()),
+            },
             "subscriptions/listen" if modern => return self.listen(&ctx, params.as_ref()).await,
             "tools/call" => {
                 let raw = parsed.params.map(RawValue::get).unwrap_or("{}");

@@ -10,10 +10,21 @@
 //! `input_required`, the retry continues the task on any replica), a legacy call's relayed
 //! requests, progress, logs, cancellation, the ask's expiry.
 //!
+//! A `completion/complete` of a prompt argument or template variable with no configured values,
+//! whose prompt or template names a `completionAgent`, is a call too:
+//! `{name: "completion/complete:ref/prompt:<prompt>"` (or `…:ref/resource:<uriTemplate>`),
+//! `arguments: {argument, value, context}}` (`context` the request's `context.arguments`, or
+//! `{}`), answered by `Tools::prompt_completion` or `Tools::resource_completion` with
+//! `{completion: {values, total?, hasMore?}}` (at most 100 values kept). An argument the prompt
+//! does not declare completes to nothing without a call.
+//!
 //! These calls are reached only through their method: `tools/call` never finds them (their
 //! names are not tool names), and `tools/list` does not list them.
 
-use agentlog_wire::mcp::call::resource_call_name;
+use agentlog_wire::mcp::call::{
+    prompt_completion_call_name, resource_call_name, resource_completion_call_name,
+};
+use agentlog_wire::mcp::prompt::MAX_COMPLETIONS;
 use agentlog_wire::mcp::{TaskResource, Tool};
 use serde_json::{Map, Value, json};
 
@@ -70,6 +81,7 @@ pub(super) fn unwrap(
         ));
     }
     match result.get("structuredContent") {
+        Some(Value::Object(answer)) if method == "completion/complete" => completion(answer),
         Some(Value::Object(answer)) if method == "resources/read" && modern => {
             let mut answer = answer.clone();
             answer.insert("ttlMs".into(), json!(0));
@@ -84,7 +96,101 @@ pub(super) fn unwrap(
     }
 }
 
+/// A worker's `{completion: {values, total?, hasMore?}}` checked (values are strings) and held
+/// to the spec's 100 values (`hasMore` set when some were cut).
+fn completion(answer: &Map<String, Value>) -> Result<Map<String, Value>> {
+    let bad = || {
+        Error::new(
+            ErrorKind::ToolFailed,
+            "the completion worker's answer is not {completion: {values: [strings]}}",
+        )
+    };
+    let given = answer
+        .get("completion")
+        .and_then(Value::as_object)
+        .ok_or_else(bad)?;
+    let values: Vec<&str> = given
+        .get("values")
+        .and_then(Value::as_array)
+        .ok_or_else(bad)?
+        .iter()
+        .map(Value::as_str)
+        .collect::<Option<_>>()
+        .ok_or_else(bad)?;
+    let mut completion = Map::new();
+    let cut = values.len() > MAX_COMPLETIONS;
+    completion.insert(
+        "values".into(),
+        json!(&values[..values.len().min(MAX_COMPLETIONS)]),
+    );
+    match given.get("total").and_then(Value::as_u64) {
+        Some(total) => completion.insert("total".into(), json!(total)),
+        None if cut => completion.insert("total".into(), json!(values.len())),
+        None => None,
+    };
+    let more = cut || given.get("hasMore").and_then(Value::as_bool) == Some(true);
+    if more || given.contains_key("hasMore") {
+        completion.insert("hasMore".into(), json!(more));
+    }
+    let mut result = Map::new();
+    result.insert("completion".into(), Value::Object(completion));
+    Ok(result)
+}
+
 impl McpBridge {
+    /// The call params answering `completion/complete` with `params` when a worker completes
+    /// what it names (a declared argument or variable with no configured values, of a prompt
+    /// or template with a `completionAgent`): its JSON text, as recorded. Anything else
+    /// (bad params included) is `complete`'s.
+    pub(super) fn completion_call(&self, params: Option<&Map<String, Value>>) -> Option<String> {
+        let params = params?;
+        let reference = params.get("ref").and_then(Value::as_object)?;
+        let argument = params.get("argument").and_then(Value::as_object)?;
+        let name = argument.get("name").and_then(Value::as_str)?;
+        let value = argument.get("value").and_then(Value::as_str)?;
+        let catalog = &self.inner.catalog;
+        let call = match reference.get("type").and_then(Value::as_str)? {
+            "ref/prompt" => {
+                let prompt_name = reference.get("name").and_then(Value::as_str)?;
+                let prompt = catalog.prompts.get(prompt_name)?;
+                prompt.completion_agent.as_ref()?;
+                let declared = prompt.prompt.arguments.iter().any(|a| a.name == name);
+                if !declared || prompt.completions.contains_key(name) {
+                    return None;
+                }
+                prompt_completion_call_name(prompt_name)
+            }
+            "ref/resource" => {
+                let uri = reference.get("uri").and_then(Value::as_str)?;
+                let (parsed, template) =
+                    catalog.templates.iter().find(|(t, _)| t.as_str() == uri)?;
+                template.completion_agent.as_ref()?;
+                let declared = parsed.variables().any(|v| v == name);
+                if !declared || template.completions.contains_key(name) {
+                    return None;
+                }
+                resource_completion_call_name(uri)
+            }
+            _ => return None,
+        };
+        let context = params
+            .get("context")
+            .and_then(|c| c.get("arguments"))
+            .filter(|a| a.is_object())
+            .cloned()
+            .unwrap_or_else(|| json!({}));
+        let mut request = Map::new();
+        request.insert("name".into(), json!(call));
+        request.insert(
+            "arguments".into(),
+            json!({"argument": name, "value": value, "context": context}),
+        );
+        if let Some(meta) = params.get("_meta") {
+            request.insert("_meta".into(), meta.clone());
+        }
+        Some(Value::Object(request).to_string())
+    }
+
     /// The served entry of a worker-answered request named `name`.
     pub(super) fn served_entry(&self, name: &str) -> Result<&Entry> {
         self.inner.served.get(name).ok_or_else(|| {

@@ -32,6 +32,7 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::mpsc;
 
 use super::McpBridge;
+use super::reload::{ListChanged, next_change};
 use super::rpc::{Ctx, McpStream};
 use crate::agent::Caller;
 use crate::bridge::Bridge;
@@ -250,6 +251,10 @@ impl McpBridge {
     /// `notifications/resources/updated` for each change of a URI the session subscribes to,
     /// as the subscriptions change, until the client goes away or the session is deleted.
     pub async fn session_stream(&self, caller: &Caller, session: &str) -> Result<McpStream> {
+        self.current().stream_session(caller, session).await
+    }
+
+    async fn stream_session(&self, caller: &Caller, session: &str) -> Result<McpStream> {
         check_session(session)?;
         let id = session_task_id(caller, session);
         let read = GetTaskRequest {
@@ -266,16 +271,23 @@ impl McpBridge {
         }
         let (tx, rx) = mpsc::channel::<Vec<u8>>(64);
         let (this, caller) = (self.clone(), caller.clone());
+        // This replica's reloads, heard from now on: their list changes go unasked.
+        let mut lists = self.list_changes();
         tokio::spawn(async move {
-            // Until a subscription makes the session's task there is nothing to hear: look for
-            // it in this replica's view (memory) now and then. Subscribed before its history is
-            // read: no change falls between the two.
+            // Until a subscription makes the session's task there is no subscription to hear:
+            // look for it in this replica's view (memory) now and then. Subscribed before its
+            // history is read: no change falls between the two.
             let mut events = loop {
                 if let Some((_, events)) = this.sessions().view().subscribe(Some(&caller), &id) {
                     break events;
                 }
                 tokio::select! {
                     () = tx.closed() => return,
+                    Some(changed) = next_change(&mut lists) => {
+                        if !tell(&tx, changed).await {
+                            return;
+                        }
+                    }
                     () = tokio::time::sleep(SESSION_LOOK) => {}
                 }
             };
@@ -299,6 +311,11 @@ impl McpBridge {
                 }
                 tokio::select! {
                     () = tx.closed() => break,
+                    Some(lists_changed) = next_change(&mut lists) => {
+                        if !tell(&tx, lists_changed).await {
+                            break;
+                        }
+                    }
                     Some(uri) = changed.recv() => {
                         let frame = notification("notifications/resources/updated", super::watch::updated(&uri));
                         if tx.send(frame).await.is_err() {
@@ -416,6 +433,17 @@ fn ended(session: &str) -> Error {
 }
 
 /// A JSON-RPC notification's bytes.
+/// Send the notification of each list `changed` on a session's stream: `false` once the
+/// client is gone.
+async fn tell(tx: &mpsc::Sender<Vec<u8>>, changed: ListChanged) -> bool {
+    for method in changed.methods(ListChanged::ALL) {
+        if tx.send(notification(method, Map::new())).await.is_err() {
+            return false;
+        }
+    }
+    true
+}
+
 fn notification(method: &str, params: Map<String, Value>) -> Vec<u8> {
     serde_json::to_vec(&json!({"jsonrpc": "2.0", "method": method, "params": params}))
         .unwrap_or_default()

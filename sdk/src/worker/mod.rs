@@ -59,7 +59,9 @@ use crate::view::{TaskView, ViewOptions};
 pub use context::TaskContext;
 pub use expiry::DEFAULT_INPUT_TIMEOUT;
 pub use handler::{Handler, HandlerError, handler_fn};
-pub use served::{PromptHandler, ResourceHandler, prompt_fn, resource_fn};
+pub use served::{
+    CompletionHandler, PromptHandler, ResourceHandler, completion_fn, prompt_fn, resource_fn,
+};
 pub use skills::Skills;
 pub use tools::{ToolCall, ToolHandler, Tools, tool_fn};
 

@@ -8,10 +8,16 @@
 //! prompt's arguments (strings), or the URI (`uri`) and each template variable's value, and it
 //! may [`ask`](ToolCall::ask) the client for input as a tool does (MRTR on a 2026-07-28
 //! request, relayed requests on a legacy one).
+//!
+//! Completions likewise (`Tools::prompt_completion`, `Tools::resource_completion`): the
+//! bridge calls the prompt's or template's `completionAgent` for an argument or variable with
+//! no configured values, the [`ToolCall`]'s `arguments` being `{argument, value, context}`
+//! (the argument's name, what the user typed so far, the values of the arguments already
+//! given), and the handler answers a [`Completion`] (at most 100 values are kept).
 
 use std::future::Future;
 
-use agentlog_wire::mcp::{CallToolResult, ResourceContents};
+use agentlog_wire::mcp::{CallToolResult, Completion, ResourceContents};
 use serde_json::{Map, Value, json};
 
 use super::handler::HandlerError;
@@ -77,6 +83,48 @@ where
     }
 }
 
+/// A prompt's or template's completer: answers one `completion/complete` of one of its
+/// arguments (or variables) with the values matching what the user typed. `Err` fails the
+/// request.
+#[async_trait::async_trait]
+pub trait CompletionHandler: Send + Sync + 'static {
+    /// Answer one `completion/complete`.
+    async fn complete(&self, call: ToolCall) -> Result<Completion, HandlerError>;
+}
+
+/// Build a [`CompletionHandler`] from an async closure.
+pub fn completion_fn<F, Fut>(f: F) -> impl CompletionHandler
+where
+    F: Fn(ToolCall) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Completion, HandlerError>> + Send,
+{
+    FnCompletion(f)
+}
+
+struct FnCompletion<F>(F);
+
+#[async_trait::async_trait]
+impl<F, Fut> CompletionHandler for FnCompletion<F>
+where
+    F: Fn(ToolCall) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Completion, HandlerError>> + Send,
+{
+    async fn complete(&self, call: ToolCall) -> Result<Completion, HandlerError> {
+        (self.0)(call).await
+    }
+}
+
+/// A completer as the call handler the bridge's request reaches.
+struct CompletionCall<H>(H);
+
+#[async_trait::async_trait]
+impl<H: CompletionHandler> ToolHandler for CompletionCall<H> {
+    async fn call(&self, call: ToolCall) -> Result<CallToolResult, HandlerError> {
+        let completion = self.0.complete(call).await?;
+        Ok(answered(json!({"completion": completion})))
+    }
+}
+
 fn answered(result: Value) -> CallToolResult {
     CallToolResult {
         structured_content: Some(result),
@@ -112,6 +160,25 @@ impl Tools {
         self.tool(
             agentlog_wire::mcp::call::prompt_call_name(name),
             PromptCall(handler),
+        )
+    }
+
+    /// Complete the arguments of prompt `name` with `handler` (those with no configured
+    /// `values`; the prompt names this worker's agent as its `completionAgent`).
+    pub fn prompt_completion(self, name: &str, handler: impl CompletionHandler) -> Self {
+        self.tool(
+            agentlog_wire::mcp::call::prompt_completion_call_name(name),
+            CompletionCall(handler),
+        )
+    }
+
+    /// Complete the variables of resource template `uri_template` with `handler` (those with
+    /// no configured `completions`; the template names this worker's agent as its
+    /// `completionAgent`).
+    pub fn resource_completion(self, uri_template: &str, handler: impl CompletionHandler) -> Self {
+        self.tool(
+            agentlog_wire::mcp::call::resource_completion_call_name(uri_template),
+            CompletionCall(handler),
         )
     }
 

@@ -31,7 +31,9 @@ pub(super) struct McpArgs {
     /// `resources`, `resourceTemplates` and `prompts` arrays (docs/mcp.md has the format).
     /// Tool calls are answered by workers of their agents (`agentlog worker --tool NAME
     /// --exec CMD`). With --demo the demo tools, resources and prompts are served too (the
-    /// tools answered in this process).
+    /// tools answered in this process). On SIGHUP the file is read again and served from
+    /// then on (clients listening are told which lists changed); a file that does not check
+    /// is refused and the definitions served stay.
     #[arg(long, value_name = "FILE")]
     tools: Option<PathBuf>,
 
@@ -75,6 +77,13 @@ pub(super) async fn open(
     config.bridge = template.clone();
     config.a2a = vec![a2a.clone()];
     let mcp = McpBridge::open(log.clone(), config).await?;
+    #[cfg(unix)]
+    reload_on_hangup(
+        mcp.clone(),
+        args.tools.clone(),
+        demo,
+        a2a.config().topics.agent.clone(),
+    )?;
     let worker = match mcp.bridges().get(DEMO_TOOLS_AGENT).filter(|_| demo) {
         Some(bridge) => {
             let mut config = WorkerConfig::new(DEMO_TOOLS_AGENT);
@@ -108,10 +117,57 @@ pub(super) async fn open(
     }))
 }
 
+/// On each SIGHUP, the definitions read again (`--tools FILE`, and the demo's with `--demo`;
+/// tools that are skills of `agent` put on its topics, as at start) and served from then on
+/// (`McpBridge::reload`); what happened is logged. The A2A card is not reread: a skill added
+/// to the file is an MCP tool until the next start.
+#[cfg(unix)]
+fn reload_on_hangup(
+    mcp: McpBridge,
+    tools: Option<PathBuf>,
+    demo: bool,
+    agent: String,
+) -> CliResult<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut hangups = signal(SignalKind::hangup())
+        .map_err(|e| CliError::msg(format!("cannot take SIGHUP (to reload --tools): {e}")))?;
+    tokio::spawn(async move {
+        while hangups.recv().await.is_some() {
+            let read = read_definitions(tools.as_deref(), demo).and_then(|config| {
+                let mut config = config.unwrap_or_else(|| McpConfig::new(Vec::new()));
+                agentlog::mcp::tool_skills(&mut config, &agent)
+                    .map_err(|e| CliError::msg(format!("bad --tools: {}", e.message())))?;
+                Ok(config)
+            });
+            let reloaded = match read {
+                Ok(config) => mcp.reload(config).await.map_err(|e| e.report().to_string()),
+                Err(e) => Err(e.to_string()),
+            };
+            match reloaded {
+                Ok(changed) => tracing::info!(
+                    tools = changed.tools,
+                    prompts = changed.prompts,
+                    resources = changed.resources,
+                    "SIGHUP: MCP definitions reloaded (true: that list changed)"
+                ),
+                Err(error) => tracing::warn!(
+                    %error,
+                    "SIGHUP: the MCP definitions were not reloaded; the ones served stay"
+                ),
+            }
+        }
+    });
+    Ok(())
+}
+
 /// What the MCP route serves, when there is something to serve: `--tools`' definitions,
 /// and the demo's with `--demo`.
 pub(super) fn definitions(args: &McpArgs, demo: bool) -> CliResult<Option<McpConfig>> {
-    let mut config = match &args.tools {
+    read_definitions(args.tools.as_deref(), demo)
+}
+
+fn read_definitions(tools: Option<&Path>, demo: bool) -> CliResult<Option<McpConfig>> {
+    let mut config = match tools {
         Some(path) => definitions_file(path)?,
         None if demo => McpConfig::new(Vec::new()),
         None => return Ok(None),

@@ -290,3 +290,79 @@ fn a_secured_serve_makes_the_mcp_route_an_oauth_resource_server() {
     assert!(json_of(&body)["result"]["tools"].is_array(), "{body}");
     server.stop();
 }
+
+/// Read `stream` until what it sent holds `needle` (bounded by the stream's read timeout).
+fn read_until(stream: &mut std::net::TcpStream, seen: &mut String, needle: &str) {
+    let mut buf = [0u8; 4096];
+    while !seen.contains(needle) {
+        let n = stream.read(&mut buf).expect("read");
+        assert!(n > 0, "closed before {needle:?}: {seen}");
+        seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+}
+
+#[test]
+fn serve_reloads_the_tools_file_on_sighup_and_tells_a_listening_client() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("tools.json");
+    let tool = |name: &str| json!({"name": name, "inputSchema": {"type": "object"}});
+    std::fs::write(&path, json!([tool("upper")]).to_string()).expect("write");
+    let (server, banner) = Server::spawn(
+        &[
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--log",
+            "memory://",
+            "--tools",
+            path.to_str().expect("path"),
+        ],
+        dir.path(),
+    );
+    let url = banner
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .expect("url")
+        .to_owned();
+    // A 2026-07-28 client listening for the tools' list.
+    let host = url.trim_start_matches("http://").trim_end_matches('/');
+    let mut stream = std::net::TcpStream::connect(host).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("timeout");
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen",
+        "params": {"notifications": {"toolsListChanged": true}, "_meta": modern(false)}})
+    .to_string();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: subscriptions/listen\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).expect("write");
+    let mut seen = String::new();
+    read_until(
+        &mut stream,
+        &mut seen,
+        "notifications/subscriptions/acknowledged",
+    );
+    std::fs::write(&path, json!([tool("upper"), tool("lower")]).to_string()).expect("write");
+    let pid = server.child.id().to_string();
+    let status = std::process::Command::new("kill")
+        .args(["-HUP", &pid])
+        .status()
+        .expect("kill");
+    assert!(status.success());
+    read_until(&mut stream, &mut seen, "notifications/tools/list_changed");
+    let (_, body) = post(
+        &format!("{url}mcp"),
+        &[],
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+    );
+    let names: Vec<Value> = json_of(&body)["result"]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .map(|t| t["name"].clone())
+        .collect();
+    assert_eq!(names, [json!("lower"), json!("upper")]);
+    server.stop();
+}

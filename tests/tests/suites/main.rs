@@ -21,6 +21,7 @@ mod mcp_listen;
 mod mcp_log;
 mod mcp_mrtr;
 mod mcp_relay;
+mod mcp_reload;
 mod mcp_resources;
 mod mcp_served;
 mod mcp_subscribe;

@@ -270,14 +270,18 @@ async fn configured_resources_prompts_and_completions_in_both_eras() {
         &init["result"]["capabilities"],
         &discover["result"]["capabilities"],
     ] {
-        for capability in ["tools", "prompts", "completions"] {
+        for capability in ["tools", "prompts"] {
             assert_eq!(
                 capabilities[capability],
-                json!({}),
+                json!({"listChanged": true}),
                 "{capability}: {capabilities}"
             );
         }
-        assert_eq!(capabilities["resources"], json!({"subscribe": true}));
+        assert_eq!(capabilities["completions"], json!({}));
+        assert_eq!(
+            capabilities["resources"],
+            json!({"subscribe": true, "listChanged": true})
+        );
     }
     let (_, page) = legacy(
         addr,

@@ -3,13 +3,17 @@
 //! `input_required`, and the retry through the other bridge gets the prompt; a legacy one on an
 //! event stream gets the ask as a request, answered through the other bridge; the arguments are
 //! checked before anything is written; `tools/call` never reaches a prompt's handler; a
-//! template's reads are answered by its worker in both eras.
+//! template's reads are answered by its worker in both eras; completions of a prompt's
+//! argument and a template's variable are the worker's when configured values do not answer
+//! them.
 
 use agentlog::Caller;
 use agentlog::mcp::{McpBridge, McpConfig, McpReply, McpRequest};
-use agentlog::worker::{HandlerError, ToolCall, Tools, Worker, prompt_fn, resource_fn};
+use agentlog::worker::{
+    HandlerError, ToolCall, Tools, Worker, completion_fn, prompt_fn, resource_fn,
+};
 use agentlog_integration::mcp_rpc::{SOON, rpc_as, two_bridges};
-use agentlog_wire::mcp::ResourceContents;
+use agentlog_wire::mcp::{Completion, ResourceContents};
 use futures::StreamExt as _;
 use serde_json::{Map, Value, json};
 
@@ -18,9 +22,11 @@ const AGENT: &str = "mcp.served";
 fn config() -> McpConfig {
     McpConfig::from_json(
         json!({"prompts": [{"name": "brief", "description": "A brief on a topic",
-            "arguments": [{"name": "topic", "required": true}], "agent": AGENT}],
+            "arguments": [{"name": "topic", "required": true},
+                          {"name": "tone", "values": ["dry", "warm"]}],
+            "agent": AGENT, "completionAgent": AGENT}],
                "resourceTemplates": [{"uriTemplate": "notes://{id}", "name": "note",
-            "mimeType": "text/plain", "agent": AGENT}]}),
+            "mimeType": "text/plain", "agent": AGENT, "completionAgent": AGENT}]}),
         None,
     )
     .expect("definitions")
@@ -64,9 +70,28 @@ async fn open() -> (McpBridge, McpBridge, Worker) {
             format!("note {id}"),
         )])
     });
+    // Topics known to the worker, and the tone already chosen when there is one.
+    let topics = completion_fn(|call: ToolCall| async move {
+        let typed = call.arguments["value"].as_str().unwrap_or_default();
+        let tone = call.arguments["context"]["tone"].as_str().unwrap_or("any");
+        let names = ["logs", "latency", "disks"].map(|t| format!("{t} ({tone})"));
+        Ok(Completion::of(names.iter().map(String::as_str), typed))
+    });
+    // More ids than a completion may carry.
+    let ids = completion_fn(|call: ToolCall| async move {
+        assert_eq!(call.arguments["argument"], "id");
+        let ids: Vec<String> = (0..150).map(|i| format!("{i}")).collect();
+        Ok(Completion {
+            values: ids,
+            total: 150,
+            has_more: false,
+        })
+    });
     let tools = Tools::new()
         .prompt("brief", prompt_fn(brief))
-        .resource("notes://{id}", note);
+        .prompt_completion("brief", topics)
+        .resource("notes://{id}", note)
+        .resource_completion("notes://{id}", ids);
     two_bridges(config, AGENT, tools).await
 }
 
@@ -228,4 +253,54 @@ async fn a_templates_reads_are_answered_by_its_worker_in_both_eras() {
     )
     .await;
     assert_eq!(body["error"]["code"], -32602, "{body}");
+}
+
+#[tokio::test]
+async fn completions_without_configured_values_are_the_workers_in_both_eras() {
+    let (a, b, _worker) = open().await;
+    let alice = Caller::principal("alice");
+    let topic = json!({"ref": {"type": "ref/prompt", "name": "brief"},
+        "argument": {"name": "topic", "value": "l"}, "context": {"arguments": {"tone": "dry"}}});
+    let (status, body) = rpc_as(&a, &alice, "completion/complete", topic, Some(modern())).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body["result"]["completion"],
+        json!({"values": ["logs (dry)", "latency (dry)"], "total": 2, "hasMore": false}),
+        "{body}"
+    );
+    assert_eq!(body["result"]["resultType"], "complete");
+    // A configured list answers its own argument, with no call.
+    let tone = json!({"ref": {"type": "ref/prompt", "name": "brief"},
+        "argument": {"name": "tone", "value": "w"}});
+    let (_, body) = rpc_as(&b, &alice, "completion/complete", tone, None).await;
+    assert_eq!(
+        body["result"]["completion"]["values"],
+        json!(["warm"]),
+        "{body}"
+    );
+    // An argument the prompt does not declare completes to nothing, with no call either.
+    let unknown = json!({"ref": {"type": "ref/prompt", "name": "brief"},
+        "argument": {"name": "mood", "value": ""}});
+    let (_, body) = rpc_as(&b, &alice, "completion/complete", unknown, None).await;
+    assert_eq!(body["result"]["completion"]["values"], json!([]), "{body}");
+    let listed = a.bridges()[AGENT]
+        .list_tasks(&alice, Default::default())
+        .await
+        .expect("listed");
+    assert_eq!(
+        listed.tasks.len(),
+        1,
+        "only the topic's completion was a call"
+    );
+    // A legacy completion of a template's variable, through the other bridge: at most 100.
+    let id = json!({"ref": {"type": "ref/resource", "uri": "notes://{id}"},
+        "argument": {"name": "id", "value": ""}});
+    let (status, body) = rpc_as(&b, &alice, "completion/complete", id, None).await;
+    assert_eq!(status, 200, "{body}");
+    let completion = &body["result"]["completion"];
+    assert_eq!(completion["values"].as_array().map(Vec::len), Some(100));
+    assert_eq!(
+        (&completion["total"], &completion["hasMore"]),
+        (&json!(150), &json!(true))
+    );
 }

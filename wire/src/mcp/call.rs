@@ -57,6 +57,18 @@ pub fn resource_call_name(uri_template: &str) -> String {
     format!("resources/read:{uri_template}")
 }
 
+/// The call name under which a worker answers `completion/complete` of prompt `name`'s
+/// arguments (the result's `structuredContent` is `{completion}`).
+pub fn prompt_completion_call_name(name: &str) -> String {
+    format!("completion/complete:ref/prompt:{name}")
+}
+
+/// The call name under which a worker answers `completion/complete` of resource template
+/// `uri_template`'s variables.
+pub fn resource_completion_call_name(uri_template: &str) -> String {
+    format!("completion/complete:ref/resource:{uri_template}")
+}
+
 /// `tools/call` params (the members the bridge reads; the raw text is what is recorded).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CallToolParams {

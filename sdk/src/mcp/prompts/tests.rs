@@ -69,7 +69,7 @@ async fn prompts_are_listed_in_name_order_per_era() {
     let capabilities = &discover["result"]["capabilities"];
     assert_eq!(
         (&capabilities["prompts"], &capabilities["completions"]),
-        (&json!({}), &json!({}))
+        (&json!({"listChanged": true}), &json!({}))
     );
 }
 

@@ -360,7 +360,7 @@ async fn configured_resources_and_templates_read_and_list_per_era() {
     let capabilities = &discover["result"]["capabilities"];
     assert_eq!(
         (&capabilities["resources"], &capabilities["completions"]),
-        (&json!({"subscribe": true}), &json!({}))
+        (&json!({"subscribe": true, "listChanged": true}), &json!({}))
     );
     assert!(capabilities.get("prompts").is_none());
     let (_, init) = rpc_as(
@@ -371,7 +371,7 @@ async fn configured_resources_and_templates_read_and_list_per_era() {
     .await;
     assert_eq!(
         init["result"]["capabilities"]["resources"],
-        json!({"subscribe": true})
+        json!({"subscribe": true, "listChanged": true})
     );
     // No prompts configured: the prompt methods are unknown.
     let (_, prompts) = rpc_as(&mcp, anyone(), request("prompts/list", json!({}))).await;
