@@ -18,8 +18,10 @@ mod json;
 mod mcp;
 mod push;
 mod serve;
+mod served;
 mod skills;
 mod tools;
+mod turn;
 mod wire;
 mod worker;
 

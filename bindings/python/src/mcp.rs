@@ -1,7 +1,7 @@
 //! `agentlog.McpBridge`: the SDK's MCP bridge over plain data, and `ToolCall`, what a Python
 //! tool handler gets. The tool handlers themselves run in `worker` (`Worker(tools=...)`).
 
-use agentlog::mcp::{McpBridge, McpConfig, McpHeaders, McpReply, McpRequest, tools_from_json};
+use agentlog::mcp::{McpBridge, McpConfig, McpHeaders, McpReply, McpRequest};
 use agentlog::worker::ToolCall;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -20,9 +20,10 @@ pub struct PyMcpBridge(pub McpBridge);
 
 #[pymethods]
 impl PyMcpBridge {
-    /// Open the bridge serving `tools` (tool definitions as `agentlog serve --tools FILE`
-    /// reads them: a list, or a dict with one under `"tools"`) over `log`, creating each
-    /// tool agent's topics. A bad definition is a `ConfigError`.
+    /// Open the bridge serving `tools` (definitions as `agentlog serve --tools FILE` reads
+    /// them: a list of tools, or a dict with one under `"tools"` and `"resources"`,
+    /// `"resourceTemplates"` and `"prompts"` beside it) over `log`, creating each tool
+    /// agent's topics. A bad definition is a `ConfigError`.
     #[staticmethod]
     #[pyo3(signature = (log, tools, *, name = None, version = None, instructions = None))]
     fn open<'py>(
@@ -39,7 +40,7 @@ impl PyMcpBridge {
             py,
             OnCancel::Finish,
             async move {
-                let mut config = McpConfig::new(tools_from_json(tools)?);
+                let mut config = McpConfig::from_json(tools, None)?;
                 if let Some(name) = name {
                     config.name = name;
                 }
@@ -50,6 +51,36 @@ impl PyMcpBridge {
                 McpBridge::open(log, config).await
             },
             |py, bridge| Ok(Py::new(py, PyMcpBridge(bridge))?.into_any()),
+        )
+    }
+
+    /// Serve `definitions` (as `open` takes them) from now on, keeping this bridge's name,
+    /// version and instructions: the streams listening are told which lists changed, and so
+    /// is the caller (`{"tools": bool, "prompts": bool, "resources": bool}`). A bad
+    /// definition is a `ConfigError` and changes nothing.
+    fn reload<'py>(
+        &self,
+        py: Python<'py>,
+        definitions: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let definitions = py_to_json(definitions, "definitions")?;
+        let bridge = self.0.clone();
+        aio::spawn(
+            py,
+            OnCancel::Finish,
+            async move {
+                let served = bridge.config();
+                let mut config = McpConfig::from_json(definitions, None)?;
+                config.name = served.name;
+                config.version = served.version;
+                config.instructions = served.instructions;
+                bridge.reload(config).await
+            },
+            |py, changed| {
+                let changed = serde_json::json!({"tools": changed.tools,
+                    "prompts": changed.prompts, "resources": changed.resources});
+                serialize_to_py(py, &changed).map(Bound::unbind)
+            },
         )
     }
 

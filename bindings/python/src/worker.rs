@@ -20,7 +20,6 @@ use agentlog_wire::mcp::CallToolResult;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use serde_json::Value;
-use tokio::sync::oneshot;
 
 use crate::PyLog;
 use crate::aio::{self, LoopBridge, OnCancel, is_coroutine_function};
@@ -28,137 +27,11 @@ use crate::bridge::PyBridge;
 use crate::context::PyTaskContext;
 use crate::duration::seconds;
 use crate::error::err;
-use crate::json::to_json as py_to_json;
 use crate::mcp::{PyMcpBridge, PyToolCall};
+use crate::served::Served;
 use crate::skills::skill_functions;
 use crate::tools::{input_timeouts, tool_functions};
-
-/// How a handler's asyncio task ended.
-enum Outcome {
-    /// It returned: its value as JSON when asked for (a tool's result), else `None`.
-    Done(Option<Value>),
-    /// It raised (or its value did not convert): the exception as `Type: message`.
-    Failed(String),
-    /// It was cancelled.
-    Cancelled,
-}
-
-type Reply = Arc<Mutex<Option<oneshot::Sender<Outcome>>>>;
-
-fn send(reply: &Reply, outcome: Outcome) {
-    if let Some(tx) = reply.lock().unwrap_or_else(|e| e.into_inner()).take() {
-        let _ = tx.send(outcome);
-    }
-}
-
-/// The asyncio task running a handler, while it runs (to cancel it).
-type Running = Arc<Mutex<Option<Py<PyAny>>>>;
-
-/// The done callback of a handler's asyncio task.
-#[pyclass(frozen)]
-struct HandlerDone {
-    reply: Reply,
-    running: Running,
-    /// Send the coroutine's return value back (a tool handler's result).
-    returns: bool,
-}
-
-#[pymethods]
-impl HandlerDone {
-    fn __call__(&self, task: &Bound<'_, PyAny>) -> PyResult<()> {
-        drop(
-            self.running
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .take(),
-        );
-        let outcome = if task.call_method0("cancelled")?.is_truthy()? {
-            Outcome::Cancelled
-        } else {
-            let exception = task.call_method0("exception")?;
-            if !exception.is_none() {
-                Outcome::Failed(PyErr::from_value(exception).to_string())
-            } else if self.returns {
-                match py_to_json(&task.call_method0("result")?, "the tool's result") {
-                    Ok(value) => Outcome::Done(Some(value)),
-                    Err(e) => Outcome::Failed(e.to_string()),
-                }
-            } else {
-                Outcome::Done(None)
-            }
-        };
-        send(&self.reply, outcome);
-        Ok(())
-    }
-}
-
-/// How a coroutine run for a turn ended, as the worker sees it.
-enum Ran {
-    /// The handler's own end.
-    Ended(Outcome),
-    /// The turn was cancelled (the task canceled, the turn taken over, shutdown): the
-    /// coroutine was cancelled and has stopped.
-    TurnCancelled,
-    /// Cancelled by its loop (asyncio.run ending) or never started (the loop is gone): not
-    /// the handler's failure. The turn is left until the worker's shutdown releases it.
-    LoopGone,
-}
-
-/// Call `function(argument(py))` on the loop as an asyncio task and wait for it, cancelling
-/// it when `task`'s turn is cancelled. `returns`: bring its return value back.
-async fn run_coroutine(
-    event_loop: &Arc<LoopBridge>,
-    function: &Arc<Py<PyAny>>,
-    task: &TaskContext,
-    argument: impl FnOnce(Python<'_>) -> PyResult<Py<PyAny>> + Send + 'static,
-    returns: bool,
-) -> Ran {
-    let cancellation = task.cancellation().clone();
-    let running: Running = Arc::default();
-    let (tx, mut outcome) = oneshot::channel();
-    let reply: Reply = Arc::new(Mutex::new(Some(tx)));
-    let (function, bridge, slot) = (function.clone(), event_loop.clone(), running.clone());
-    event_loop.post(Box::new(move |py| {
-        let started = (|| -> PyResult<Py<PyAny>> {
-            let coroutine = function.bind(py).call1((argument(py)?,))?;
-            let asyncio_task = bridge
-                .event_loop(py)
-                .call_method1(pyo3::intern!(py, "create_task"), (coroutine,))?;
-            asyncio_task.call_method1(
-                pyo3::intern!(py, "add_done_callback"),
-                (HandlerDone {
-                    reply: reply.clone(),
-                    running: slot.clone(),
-                    returns,
-                },),
-            )?;
-            Ok(asyncio_task.unbind())
-        })();
-        match started {
-            Ok(asyncio_task) => {
-                *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(asyncio_task);
-            }
-            Err(e) => send(&reply, Outcome::Failed(e.to_string())),
-        }
-    }));
-    let ended = tokio::select! {
-        ended = &mut outcome => ended,
-        () = cancellation.cancelled() => {
-            // The turn is over for this attempt: stop the coroutine and wait for it.
-            event_loop.post(Box::new(move |py| {
-                if let Some(asyncio_task) = running.lock().unwrap_or_else(|e| e.into_inner()).take() {
-                    let _ = asyncio_task.bind(py).call_method0("cancel");
-                }
-            }));
-            let _ = outcome.await;
-            return Ran::TurnCancelled;
-        }
-    };
-    match ended {
-        Ok(Outcome::Cancelled) | Err(_) => Ran::LoopGone,
-        Ok(outcome) => Ran::Ended(outcome),
-    }
-}
+use crate::turn::{Outcome, Ran, run_coroutine};
 
 /// The SDK handler that runs a Python coroutine function on its loop.
 struct PyHandler {
@@ -222,6 +95,8 @@ enum Serves {
         functions: Vec<(String, Arc<Py<PyAny>>)>,
         /// How long the asks of these tools wait (the others: the SDK's default).
         input_timeouts: Vec<(String, Duration)>,
+        /// Prompt, resource and completion handlers beside the tools.
+        served: Served,
     },
     /// Skills by id, a default handler, tools: the SDK's `Skills`.
     Skills {
@@ -229,6 +104,7 @@ enum Serves {
         skills: Vec<(String, Arc<Py<PyAny>>)>,
         functions: Vec<(String, Arc<Py<PyAny>>)>,
         input_timeouts: Vec<(String, Duration)>,
+        served: Served,
     },
 }
 
@@ -263,10 +139,12 @@ enum Start {
     Skills(Skills),
 }
 
-/// The SDK's `Tools` running `functions` on `event_loop`, their asks waiting `input_timeouts`.
+/// The SDK's `Tools` running `functions` and `served` on `event_loop`, the tools' asks
+/// waiting `input_timeouts`.
 fn tools_of(
     functions: &[(String, Arc<Py<PyAny>>)],
     input_timeouts: &[(String, Duration)],
+    served: &Served,
     event_loop: &Arc<LoopBridge>,
 ) -> Tools {
     let tools = functions
@@ -280,6 +158,7 @@ fn tools_of(
                 },
             )
         });
+    let tools = served.add_to(tools, event_loop);
     input_timeouts.iter().fold(tools, |tools, (name, timeout)| {
         tools.input_timeout(name.clone(), *timeout)
     })
@@ -334,12 +213,14 @@ impl PyWorker {
             Serves::Tools {
                 functions,
                 input_timeouts,
-            } => Start::Tools(tools_of(functions, input_timeouts, &event_loop)),
+                served,
+            } => Start::Tools(tools_of(functions, input_timeouts, served, &event_loop)),
             Serves::Skills {
                 default,
                 skills,
                 functions,
                 input_timeouts,
+                served,
             } => {
                 let handler = |function: &Arc<Py<PyAny>>| PyHandler {
                     function: function.clone(),
@@ -351,8 +232,9 @@ impl PyWorker {
                 if let Some(function) = default {
                     routed = routed.default_handler(handler(function));
                 }
-                if !functions.is_empty() {
-                    routed = routed.tools(tools_of(functions, input_timeouts, &event_loop));
+                if !functions.is_empty() || !served.is_empty() {
+                    let tools = tools_of(functions, input_timeouts, served, &event_loop);
+                    routed = routed.tools(tools);
                 }
                 Start::Skills(routed)
             }
@@ -396,9 +278,12 @@ impl PyWorker {
     /// handlers finish. `input_timeout` (with `tools`): how long, in seconds, a call answered
     /// on its request whose tool asks (`ToolCall.ask`) waits for the client's retry before
     /// the task is cancelled (default 15 minutes; 0: no deadline), for every tool, or a dict
-    /// of tool name → seconds for those tools.
+    /// of tool name → seconds for those tools. `prompts` (prompt name →), `resources` (URI
+    /// template →), `prompt_completions` (prompt name →) and `resource_completions` (URI
+    /// template →), each `async def` taking a `ToolCall`, answer the prompts, template reads
+    /// and completions configured with this agent, beside `tools` (and count as them).
     #[new]
-    #[pyo3(signature = (log, agent, handler = None, *, tools = None, skills = None, concurrency = 64, bridge = None, shutdown_timeout = 10.0, input_timeout = None))]
+    #[pyo3(signature = (log, agent, handler = None, *, tools = None, skills = None, concurrency = 64, bridge = None, shutdown_timeout = 10.0, input_timeout = None, prompts = None, resources = None, prompt_completions = None, resource_completions = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         log: &PyLog,
@@ -410,36 +295,48 @@ impl PyWorker {
         bridge: Option<&Bound<'_, PyAny>>,
         shutdown_timeout: f64,
         input_timeout: Option<&Bound<'_, PyAny>>,
+        prompts: Option<&Bound<'_, PyAny>>,
+        resources: Option<&Bound<'_, PyAny>>,
+        prompt_completions: Option<&Bound<'_, PyAny>>,
+        resource_completions: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let handler = handler.filter(|h| !h.is_none());
         let tools = tools.filter(|t| !t.is_none());
         let input_timeout = input_timeout.filter(|t| !t.is_none());
         let skills = skills.filter(|s| !s.is_none());
-        let serves = match (handler, tools, skills) {
-            (None, None, None) => {
+        let served = Served::read(prompts, resources, prompt_completions, resource_completions)?;
+        let mcp = tools.is_some() || !served.is_empty();
+        let serves = match (handler, mcp, skills) {
+            (None, false, None) => {
                 return Err(PyTypeError::new_err(
                     "a worker needs a handler (an `async def` taking a TaskContext), tools= (a dict of tool name -> `async def` taking a ToolCall) or skills= (a dict of skill id -> `async def` taking a TaskContext)",
                 ));
             }
-            (Some(_), None, None) if input_timeout.is_some() => {
+            (Some(_), false, None) if input_timeout.is_some() => {
                 return Err(PyTypeError::new_err(
                     "input_timeout is how long a tool's ask waits: it needs tools=",
                 ));
             }
-            (Some(handler), None, None) => Serves::Tasks(coroutine(handler)?),
-            (None, Some(tools), None) => {
-                let functions = tool_functions(tools)?;
+            (Some(handler), false, None) => Serves::Tasks(coroutine(handler)?),
+            (None, true, None) => {
+                let functions = tools.map(tool_functions).transpose()?.unwrap_or_default();
                 let input_timeouts = match input_timeout {
+                    Some(_) if functions.is_empty() => {
+                        return Err(PyTypeError::new_err(
+                            "input_timeout is how long a tool's ask waits: it needs tools=",
+                        ));
+                    }
                     Some(timeout) => input_timeouts(timeout, &functions)?,
                     None => Vec::new(),
                 };
                 Serves::Tools {
                     functions,
                     input_timeouts,
+                    served,
                 }
             }
             // Several handlers on one agent: each task to its skill's (the SDK's `Skills`).
-            (handler, tools, skills) => {
+            (handler, _, skills) => {
                 let default = handler.map(coroutine).transpose()?;
                 let skills = skills.map(skill_functions).transpose()?.unwrap_or_default();
                 let functions = tools.map(tool_functions).transpose()?.unwrap_or_default();
@@ -457,6 +354,7 @@ impl PyWorker {
                     skills,
                     functions,
                     input_timeouts,
+                    served,
                 }
             }
         };

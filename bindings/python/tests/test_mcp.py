@@ -488,3 +488,60 @@ async def test_an_ask_waits_input_timeout_then_the_call_expires() -> None:
         body = await answer(refused)
         assert (refused.status, body["error"]["code"]) == (400, -32602), body
         assert "expired" in body["error"]["message"], body
+
+
+async def test_prompts_resources_and_completions_answered_by_python_handlers() -> None:
+    """A prompt, a resource template and their completions configured with a worker's agent,
+    answered by Python handlers through the log (both eras); a reload adds a tool and a
+    2026-07-28 listen stream that asked hears the tools' list changed."""
+    agent = agent_name()
+    log = await agentlog.open_log("memory://")
+    definitions: dict[str, Any] = {
+        "prompts": [{"name": "brief", "arguments": [{"name": "topic", "required": True}],
+                     "agent": agent, "completionAgent": agent}],
+        "resourceTemplates": [{"uriTemplate": "notes://{id}", "name": "note", "mimeType": "text/plain",
+                               "agent": agent, "completionAgent": agent}],
+    }
+    mcp = await agentlog.McpBridge.open(log, definitions)
+
+    async def brief(call: ToolCall) -> dict[str, Any]:
+        topic = call.arguments["topic"]
+        return {"messages": [{"role": "user", "content": {"type": "text", "text": f"Brief me on {topic}."}}]}
+
+    async def note(call: ToolCall) -> list[dict[str, Any]]:
+        return [{"uri": call.arguments["uri"], "mimeType": "text/plain", "text": f"note {call.arguments['id']}"}]
+
+    async def topics(call: ToolCall) -> list[str]:
+        assert call.arguments["argument"] == "topic"
+        return [t for t in ["logs", "latency", "disks"] if t.startswith(call.arguments["value"])]
+
+    async def ids(call: ToolCall) -> dict[str, Any]:
+        return {"values": ["1", "2"], "total": 7, "hasMore": True}
+
+    async with agentlog.Worker(log, agent, prompts={"brief": brief}, resources={"notes://{id}": note},
+                               prompt_completions={"brief": topics},
+                               resource_completions={"notes://{id}": ids}, bridge=mcp):
+        got = await answer(await mcp.handle_rpc(rpc("prompts/get", {"name": "brief", "arguments": {"topic": "disks"}})))
+        assert got["result"]["messages"][0]["content"]["text"] == "Brief me on disks.", got
+        read = await answer(await mcp.handle_rpc(rpc("resources/read", modern({"uri": "notes://7"}))))
+        assert read["result"]["contents"] == [{"uri": "notes://7", "mimeType": "text/plain", "text": "note 7"}], read
+        completed = await answer(await mcp.handle_rpc(rpc("completion/complete", {
+            "ref": {"type": "ref/prompt", "name": "brief"}, "argument": {"name": "topic", "value": "l"}})))
+        assert completed["result"]["completion"] == {"values": ["logs", "latency"], "total": 2, "hasMore": False}
+        completed = await answer(await mcp.handle_rpc(rpc("completion/complete", modern({
+            "ref": {"type": "ref/resource", "uri": "notes://{id}"}, "argument": {"name": "id", "value": ""}}))))
+        assert completed["result"]["completion"] == {"values": ["1", "2"], "total": 7, "hasMore": True}
+    # A reload is heard by a listen stream that asked for the tools' list.
+    listen = await mcp.handle_rpc(rpc("subscriptions/listen", modern({"notifications": {"toolsListChanged": True}})),
+                                  accepts_stream=True)
+    assert listen.frames is not None
+    frames = aiter(listen.frames)
+    ack = json.loads((await anext(frames)).decode().removeprefix("data: "))
+    assert ack["params"]["notifications"] == {"toolsListChanged": True}, ack
+    changed = await mcp.reload({**definitions, "tools": [{"name": "added", "inputSchema": {"type": "object"}}]})
+    assert changed == {"tools": True, "prompts": False, "resources": False}
+    heard = json.loads((await asyncio.wait_for(anext(frames), 20)).decode().removeprefix("data: "))
+    assert heard["method"] == "notifications/tools/list_changed", heard
+    assert [t["name"] for t in mcp.tools] == ["added"]
+    with pytest.raises(agentlog.ConfigError):
+        await mcp.reload([{"name": "bad name!", "inputSchema": {"type": "object"}}])

@@ -22,6 +22,9 @@ from .types import (
     SendMessageResponse,
     StreamEvent,
     Task,
+    CompletionHandler,
+    PromptHandler,
+    ResourceHandler,
     Tool,
     ToolHandler,
 )
@@ -204,6 +207,10 @@ class Worker:
         bridge: Bridge | McpBridge | None = None,
         shutdown_timeout: float = 10.0,
         input_timeout: float | Mapping[str, float] | None = None,
+        prompts: Mapping[str, PromptHandler] | None = None,
+        resources: Mapping[str, ResourceHandler] | None = None,
+        prompt_completions: Mapping[str, CompletionHandler] | None = None,
+        resource_completions: Mapping[str, CompletionHandler] | None = None,
     ) -> Worker: ...
     def start(self) -> Awaitable[None]: ...
     def shutdown(self) -> Awaitable[None]: ...
@@ -237,6 +244,7 @@ class McpBridge:
         version: str | None = None,
         instructions: str | None = None,
     ) -> Awaitable[McpBridge]: ...
+    def reload(self, definitions: Sequence[Params] | Params) -> Awaitable[dict[str, bool]]: ...
     @property
     def tools(self) -> list[Tool]: ...
     @property

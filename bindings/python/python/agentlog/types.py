@@ -4,7 +4,7 @@ field names; a value may hold fields not listed). Inputs take any mapping of the
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 if TYPE_CHECKING:
@@ -147,6 +147,19 @@ class CallToolResult(TypedDict, total=False):
 ToolHandler = Callable[["ToolCall"], Coroutine[Any, Any, "CallToolResult | Params"]]
 """A tool's handler: an ``async def`` taking a ToolCall and returning a CallToolResult."""
 
+PromptHandler = Callable[["ToolCall"], Coroutine[Any, Any, Params]]
+"""A prompt's handler: an ``async def`` taking a ToolCall (``arguments``: the prompt's) and
+returning a GetPromptResult dict (``{"description"?, "messages": [...]}``)."""
+
+ResourceHandler = Callable[["ToolCall"], Coroutine[Any, Any, "Sequence[Params]"]]
+"""A resource template's handler: an ``async def`` taking a ToolCall (``arguments``: ``uri``
+and each template variable's value) and returning the contents (``[{"uri", "mimeType"?,
+"text" | "blob"}]``)."""
+
+CompletionHandler = Callable[["ToolCall"], Coroutine[Any, Any, "Sequence[str] | Params"]]
+"""A completer: an ``async def`` taking a ToolCall (``arguments``: ``argument``, ``value``,
+``context``) and returning the values, or ``{"values", "total"?, "hasMore"?}``."""
+
 class NotificationClaims(TypedDict):
     """The claims of a push notification's JWT, verified (``agentlog.verify_notification``):
     the agent (``iss``), the receiver's URL (``aud``), when it was made and until when it holds
@@ -182,4 +195,7 @@ __all__ = [
     "Tool",
     "ToolAnnotations",
     "ToolHandler",
+    "PromptHandler",
+    "ResourceHandler",
+    "CompletionHandler",
 ]
