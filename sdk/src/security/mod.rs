@@ -5,6 +5,8 @@
 //! - [`card_signing`]: signed agent cards (`serve --signing-key`, `agentlog card --verify`).
 //! - [`records`]: signed records: the signer of a writer, the trust file, the verifier.
 //! - [`destinations`]: where push notifications may go (the guard against request forgery).
+//! - [`peers`]: bridges sharing an agent's partitions: who owns which, and the mark on a request
+//!   one forwards to another.
 //!
 //! The rules (what is trusted, what is checked where, how to rotate keys) are in
 //! `skills/security/SKILL.md`.
@@ -12,6 +14,7 @@
 pub mod card_signing;
 pub mod destinations;
 pub mod keys;
+pub mod peers;
 pub mod records;
 
 pub use card_signing::{sign_card, verify_card};

@@ -242,3 +242,39 @@ async fn list_pages_and_cursors_over_four_partitions_are_those_of_one() {
         .unwrap()
         .unwrap();
 }
+
+#[tokio::test]
+async fn views_holding_the_members_shares_hold_all_tasks_once_each_in_proportion() {
+    use crate::security::peers::Members;
+    let log = crate::log::open("memory://").await.unwrap();
+    let events = TopicRef::new("s", "a.events");
+    log.ensure_topic(&events, 16).await.unwrap();
+    let now = now_ms();
+    let tasks = 4_000usize;
+    for n in 0..tasks {
+        append(&log, &events, &command(&format!("task-{n}"), "hi", now, 0)).await;
+    }
+    for count in [1u32, 2, 4] {
+        let urls: Vec<String> = (0..count).map(|i| format!("http://b{i}")).collect();
+        let mut held = 0;
+        for index in 0..count {
+            let members = Members::new(index, count, urls.clone()).unwrap();
+            let share = members.owned_by(index, 16);
+            let view = ready(&log, &events, ViewOptions::new().holding(share.clone())).await;
+            assert_eq!(view.held_partitions(), share);
+            let expected = tasks / count as usize;
+            let got = view.task_count();
+            // Ids hash evenly: each member's share of the tasks is its share of the
+            // partitions, within 1 % of all tasks.
+            assert!(
+                got.abs_diff(expected) <= tasks / 100,
+                "member {index}/{count}: {got} tasks, {expected} expected"
+            );
+            for status in view.partition_status() {
+                assert_eq!(members.owner(status.partition), index);
+            }
+            held += got;
+        }
+        assert_eq!(held, tasks, "{count} members: every task held once");
+    }
+}
