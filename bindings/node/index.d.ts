@@ -245,6 +245,27 @@ export interface CallToolResult {
   _meta?: Metadata;
 }
 
+/**
+ * MCP definitions as `agentlog serve --tools FILE` reads them (docs/mcp.md): tools and, beside
+ * them, resources, resource templates and prompts (a prompt or template with `agent` is
+ * answered by a worker of that agent; with `completionAgent`, its completions too).
+ */
+export interface McpDefinitions {
+  tools?: Tool[];
+  resources?: { [key: string]: unknown }[];
+  resourceTemplates?: { [key: string]: unknown }[];
+  prompts?: { [key: string]: unknown }[];
+}
+
+/** One content item of a resource, as `resources/read` answers: text or base64 bytes. */
+export interface ResourceContents {
+  uri: string;
+  mimeType?: string;
+  text?: string;
+  blob?: string;
+  _meta?: Metadata;
+}
+
 // ---- the contract's own shapes (fixtures/README.md) ------------------------------------
 
 /** A log record in its JSON form: the header fields, `kind`, and the kind's body fields. */
@@ -383,6 +404,13 @@ export declare class Log {
 export declare class McpBridge {
   /** The tool definitions served, as given (`agent`, `taskSupport` filled in). */
   get tools(): Tool[]
+  /**
+   * Serve `definitions` (as `McpBridge.open` takes them) from now on, keeping this
+   * bridge's name, version and instructions: the clients listening are told which lists
+   * changed, and so is the caller. A bad definition rejects with `config` and changes
+   * nothing.
+   */
+  reload(definitions: Tool[] | McpDefinitions): Promise<ListChanged>
   /** The tool agents (whose workers answer the calls), sorted. */
   get agents(): Array<string>
   /**
@@ -613,6 +641,16 @@ export interface ErrorKindInfo {
  */
 export declare function errorKinds(): Array<ErrorKindInfo>
 
+/** Which lists a reload changed. */
+export interface ListChanged {
+  /** `tools/list`'s. */
+  tools: boolean
+  /** `prompts/list`'s. */
+  prompts: boolean
+  /** The configured resources' or templates'. */
+  resources: boolean
+}
+
 /** How an MCP bridge is opened. */
 export interface McpBridgeOptions {
   /** `serverInfo.name`. Default `agentlog`. */
@@ -683,10 +721,11 @@ export declare function openLog(url: string): Promise<Log>
 
 /**
  * Open the MCP bridge serving `tools` (definitions as `agentlog serve --tools FILE` reads
- * them: an array, or `{tools: [...]}`) over `log`, creating each tool agent's topics
- * (`McpBridge.open` in index.js). A bad definition rejects with `config`.
+ * them: an array of tools, or `{tools, resources, resourceTemplates, prompts}`) over `log`,
+ * creating each tool agent's topics (`McpBridge.open` in index.js). A bad definition
+ * rejects with `config`.
  */
-export declare function openMcpBridge(log: Log, tools: Tool[] | { tools: Tool[] }, options?: McpBridgeOptions | null): Promise<McpBridge>
+export declare function openMcpBridge(log: Log, tools: Tool[] | McpDefinitions, options?: McpBridgeOptions | null): Promise<McpBridge>
 
 /** What a transport knows about a JSON-RPC request besides its body. */
 export interface RpcCallOptions {
@@ -698,6 +737,21 @@ export interface RpcCallOptions {
   extensions?: Array<string>
   /** An SSE `Last-Event-ID`: a streaming method continues right after that position. */
   resumeAfter?: number
+}
+
+/**
+ * The prompts, URI templates and completions a worker answers beside its tools (each by the
+ * name or URI template the definitions give it).
+ */
+export interface ServedNames {
+  /** Prompt names (`prompts/get`). */
+  prompts?: Array<string>
+  /** URI templates (`resources/read` of their matches). */
+  resources?: Array<string>
+  /** Prompt names whose arguments it completes. */
+  promptCompletions?: Array<string>
+  /** URI templates whose variables it completes. */
+  resourceCompletions?: Array<string>
 }
 
 /** How `serve` listens. */
@@ -733,9 +787,10 @@ export interface ServeOptions {
  * (the others, and all without it: the SDK's default). With `skills` (skill ids), or a
  * handler (`has_handler`) beside tools, the turns are routed by the SDK's `Skills`: each to
  * its skill's handler (index.js picks it by `task.skill`), the tools' calls and skills to
- * the tools, the rest to the handler.
+ * the tools, the rest to the handler. `served`: the prompts, templates and completions
+ * answered beside the tools (as tools are).
  */
-export declare function startWorker(log: Log, agent: string, dispatch: (tasks: TaskContext[], done: Completion[], cancelled: number[]) => void, options?: WorkerOptions | null, bridge?: Bridge | null, mcp?: McpBridge | null, tools?: string[] | null, inputTimeoutMs?: number | { [tool: string]: number } | null, skills?: string[] | null, hasHandler?: boolean | null): Promise<Worker>
+export declare function startWorker(log: Log, agent: string, dispatch: (tasks: TaskContext[], done: Completion[], cancelled: number[]) => void, options?: WorkerOptions | null, bridge?: Bridge | null, mcp?: McpBridge | null, tools?: string[] | null, inputTimeoutMs?: number | { [tool: string]: number } | null, skills?: string[] | null, hasHandler?: boolean | null, served?: ServedNames | null): Promise<Worker>
 
 /** Options of a streaming verb. */
 export interface StreamOptions {
@@ -932,7 +987,40 @@ export declare class ToolCall {
 /** A tool's handler: returns the call's result; a throw or a rejection is a JSON-RPC error. */
 export type ToolHandler = (call: ToolCall) => Promise<CallToolResult> | CallToolResult;
 
-export interface ToolWorkerOptions extends WorkerOptions {
+/** A prompt's handler (`arguments`: the prompt's): returns `{description?, messages}`. */
+export type PromptHandler = (call: ToolCall) => Promise<{ [key: string]: unknown }> | { [key: string]: unknown };
+/** A resource template's handler (`arguments`: `uri` and each variable's value): returns the contents. */
+export type ResourceHandler = (call: ToolCall) => Promise<ResourceContents[]> | ResourceContents[];
+/** A completer (`arguments`: `argument`, `value` typed so far, `context`): the values, or `{values, total?, hasMore?}` (100 kept). */
+export type CompletionHandler = (
+  call: ToolCall,
+) => Promise<string[] | { values: string[]; total?: number; hasMore?: boolean }> | string[] | { values: string[]; total?: number; hasMore?: boolean };
+
+/**
+ * Handlers of the prompts, resource templates and completions configured with the worker's
+ * agent (`agent`, `completionAgent`), answered through the log as tool calls are; a throw is
+ * a JSON-RPC error.
+ */
+export interface McpServedOptions {
+  /** By prompt name. */
+  prompts?: { [name: string]: PromptHandler };
+  /** By URI template. */
+  resources?: { [uriTemplate: string]: ResourceHandler };
+  /** By prompt name: its arguments without configured values. */
+  promptCompletions?: { [name: string]: CompletionHandler };
+  /** By URI template: its variables without configured values. */
+  resourceCompletions?: { [uriTemplate: string]: CompletionHandler };
+}
+
+/** A worker of prompt, resource or completion handlers (tools optional). */
+export interface ServedWorkerOptions extends WorkerOptions, McpServedOptions {
+  tools?: { [name: string]: ToolHandler };
+  inputTimeoutMs?: number | { [tool: string]: number };
+  bridge?: Bridge | McpBridge;
+  skills?: { [id: string]: Handler };
+}
+
+export interface ToolWorkerOptions extends WorkerOptions, McpServedOptions {
   /** The tool handlers, by tool name. */
   tools: { [name: string]: ToolHandler };
   /**
@@ -953,6 +1041,8 @@ export declare namespace Worker {
   /** Start a worker of tool agent `agent` answering MCP calls with `options.tools`. */
   function start(log: Log, agent: string, options: ToolWorkerOptions): Promise<Worker>;
   function start(log: Log, agent: string, handler: null, options: ToolWorkerOptions): Promise<Worker>;
+  /** Start a worker of prompt, resource or completion handlers (`ServedWorkerOptions`). */
+  function start(log: Log, agent: string, options: ServedWorkerOptions): Promise<Worker>;
   /** Start a worker of an agent's skills: each task to its skill's handler. */
   function start(log: Log, agent: string, options: SkillWorkerOptions): Promise<Worker>;
   /** A handler for the rest beside tool handlers: one agent's tools and default handler. */
@@ -962,9 +1052,10 @@ export declare namespace Worker {
 export declare namespace McpBridge {
   /**
    * Open the MCP bridge serving `tools` (definitions as `agentlog serve --tools FILE` reads
-   * them) over `log`, creating each tool agent's topics; a bad definition rejects with `config`.
+   * them: tools, resources, templates, prompts) over `log`, creating each tool agent's topics;
+   * a bad definition rejects with `config`.
    */
-  function open(log: Log, tools: Tool[] | { tools: Tool[] }, options?: McpBridgeOptions): Promise<McpBridge>;
+  function open(log: Log, tools: Tool[] | McpDefinitions, options?: McpBridgeOptions): Promise<McpBridge>;
 }
 
 export interface ServeMcpOptions extends ServeOptions {

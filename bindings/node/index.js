@@ -282,8 +282,9 @@ class ToolCall {
   }
 }
 
-/** The dispatcher of a worker running `tools[name]` per tool call (or a skill named like a
- * tool), `skills[task.skill]` per turn of a skill's task (Rust routed it there: the SDK's
+/** The dispatcher of a worker running `tools[name]` per call (a tool's, or a prompt's,
+ * template's or completion's by its call name: `callHandlers`), or a skill named like a
+ * tool, `skills[task.skill]` per turn of a skill's task (Rust routed it there: the SDK's
  * `Skills`), else `handler`. */
 function dispatcher(handler, tools, skills) {
   const running = new Map();
@@ -328,6 +329,34 @@ function dispatcher(handler, tools, skills) {
 
 const Worker = native.Worker;
 const startWorker = guardAsync(native.startWorker);
+/** The call names under which a worker answers prompts, template reads and completions
+ * (agentlog_wire::mcp::call's `*_call_name`), each with its handler: `[names, handlers]`. */
+const SERVED_CALLS = {
+  prompts: (name) => `prompts/get:${name}`,
+  resources: (template) => `resources/read:${template}`,
+  promptCompletions: (name) => `completion/complete:ref/prompt:${name}`,
+  resourceCompletions: (template) => `completion/complete:ref/resource:${template}`,
+};
+function servedCalls(options) {
+  const names = {};
+  const handlers = {};
+  for (const [kind, callName] of Object.entries(SERVED_CALLS)) {
+    const given = options[kind];
+    if (given === undefined) continue;
+    if (given === null || typeof given !== 'object') {
+      throw new AgentlogError('invalid_params', `${kind} must be an object of name -> function taking a ToolCall, got ${given === null ? 'null' : typeof given}`);
+    }
+    names[kind] = Object.keys(given);
+    for (const name of names[kind]) {
+      if (typeof given[name] !== 'function') {
+        throw new AgentlogError('invalid_params', `${kind}[${JSON.stringify(name)}] must be a function taking a ToolCall, got ${typeof given[name]}`);
+      }
+      handlers[callName(name)] = given[name];
+    }
+  }
+  return [Object.keys(handlers).length > 0 ? names : null, handlers];
+}
+
 /**
  * Start a worker for `agent` over `log`: `handler(task)` runs once per turn (an async
  * function; a throw or a rejection fails the task with its message). Or, instead of a
@@ -339,16 +368,26 @@ const startWorker = guardAsync(native.startWorker);
  * tools on it, whose view of the log the worker shares. `options.skills`: `{ id: async (task)
  * => ... }`, the handler of each skill: a task runs the one its first message names (metadata
  * `agentlog.skill`, or `skillId`), else `handler`; with tools too, a skill named like a tool
- * is answered by it. A handler and tools together work so as well.
+ * is answered by it. A handler and tools together work so as well. `options.prompts` (prompt
+ * name ->), `options.resources` (URI template ->), `options.promptCompletions` (prompt name
+ * ->) and `options.resourceCompletions` (URI template ->), each a function taking a ToolCall,
+ * answer the prompts, template reads and completions configured with `agent`, as tools.
  */
 Worker.start = function start(log, agent, handler, options) {
   if (handler !== null && typeof handler === 'object' && options === undefined) {
     options = handler;
     handler = null;
   }
-  const { bridge, tools, inputTimeoutMs, skills, ...rest } = options || {};
+  const { bridge, tools, inputTimeoutMs, skills, prompts, resources, promptCompletions, resourceCompletions, ...rest } = options || {};
+  let served;
+  let servedHandlers;
+  try {
+    [served, servedHandlers] = servedCalls({ prompts, resources, promptCompletions, resourceCompletions });
+  } catch (error) {
+    return Promise.reject(error);
+  }
   const hasHandler = handler !== null && handler !== undefined;
-  if (!hasHandler && tools === undefined && skills === undefined) {
+  if (!hasHandler && tools === undefined && skills === undefined && served === null) {
     return Promise.reject(new AgentlogError('invalid_params', 'a worker needs a handler (a function taking a TaskContext), { tools } (tool name -> function taking a ToolCall) or { skills } (skill id -> function taking a TaskContext)'));
   }
   let skillIds = null;
@@ -380,7 +419,8 @@ Worker.start = function start(log, agent, handler, options) {
     }
   }
   const isMcp = bridge instanceof native.McpBridge;
-  return startWorker(log, agent, dispatcher(handler, tools, skills), rest, isMcp ? null : bridge ?? null, isMcp ? bridge : null, names, inputTimeoutMs ?? null, skillIds, hasHandler);
+  const callHandlers = tools !== undefined || served !== null ? { ...servedHandlers, ...(tools ?? {}) } : undefined;
+  return startWorker(log, agent, dispatcher(handler, callHandlers, skills), rest, isMcp ? null : bridge ?? null, isMcp ? bridge : null, names, inputTimeoutMs ?? null, skillIds, hasHandler, served);
 };
 const closedPromises = new WeakMap();
 /** `cls.prototype.closed`: one Promise per object, made on first use (a pending Promise keeps

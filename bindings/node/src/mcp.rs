@@ -5,7 +5,6 @@ use std::collections::HashMap;
 
 use agentlog::mcp::{
     McpBridge as SdkMcpBridge, McpConfig, McpHeaders, McpReply as SdkReply, McpRequest, sse_frames,
-    tools_from_json,
 };
 use napi::Env;
 use napi::bindgen_prelude::{Buffer, Either, PromiseRaw};
@@ -30,10 +29,11 @@ pub struct McpBridgeOptions {
 }
 
 /// Open the MCP bridge serving `tools` (definitions as `agentlog serve --tools FILE` reads
-/// them: an array, or `{tools: [...]}`) over `log`, creating each tool agent's topics
-/// (`McpBridge.open` in index.js). A bad definition rejects with `config`.
+/// them: an array of tools, or `{tools, resources, resourceTemplates, prompts}`) over `log`,
+/// creating each tool agent's topics (`McpBridge.open` in index.js). A bad definition
+/// rejects with `config`.
 #[napi(
-    ts_args_type = "log: Log, tools: Tool[] | { tools: Tool[] }, options?: McpBridgeOptions | null",
+    ts_args_type = "log: Log, tools: Tool[] | McpDefinitions, options?: McpBridgeOptions | null",
     ts_return_type = "Promise<McpBridge>"
 )]
 pub fn open_mcp_bridge<'env>(
@@ -42,7 +42,7 @@ pub fn open_mcp_bridge<'env>(
     tools: Value,
     options: Option<McpBridgeOptions>,
 ) -> napi::Result<PromiseRaw<'env, McpBridge>> {
-    let mut config = McpConfig::new(tools_from_json(from_js(tools)).or_throw()?);
+    let mut config = McpConfig::from_json(from_js(tools), None).or_throw()?;
     if let Some(options) = options {
         if let Some(name) = options.name {
             config.name = name;
@@ -57,6 +57,18 @@ pub fn open_mcp_bridge<'env>(
         let inner = SdkMcpBridge::open(log, config).await.or_throw()?;
         Ok(McpBridge { inner })
     })
+}
+
+/// Which lists a reload changed.
+#[napi(object)]
+#[derive(Debug)]
+pub struct ListChanged {
+    /// `tools/list`'s.
+    pub tools: bool,
+    /// `prompts/list`'s.
+    pub prompts: bool,
+    /// The configured resources' or templates'.
+    pub resources: bool,
 }
 
 /// What `handleRpc` is told about the request besides its body.
@@ -88,6 +100,28 @@ impl McpBridge {
     #[napi(getter, ts_return_type = "Tool[]")]
     pub fn tools(&self) -> napi::Result<Value> {
         to_js(&self.inner.config().tools)
+    }
+
+    /// Serve `definitions` (as `McpBridge.open` takes them) from now on, keeping this
+    /// bridge's name, version and instructions: the clients listening are told which lists
+    /// changed, and so is the caller. A bad definition rejects with `config` and changes
+    /// nothing.
+    #[napi(
+        ts_args_type = "definitions: Tool[] | McpDefinitions",
+        ts_return_type = "Promise<ListChanged>"
+    )]
+    pub async fn reload(&self, definitions: Value) -> napi::Result<ListChanged> {
+        let served = self.inner.config();
+        let mut config = McpConfig::from_json(from_js(definitions), None).or_throw()?;
+        config.name = served.name;
+        config.version = served.version;
+        config.instructions = served.instructions;
+        let changed = self.inner.reload(config).await.or_throw()?;
+        Ok(ListChanged {
+            tools: changed.tools,
+            prompts: changed.prompts,
+            resources: changed.resources,
+        })
     }
 
     /// The tool agents (whose workers answer the calls), sorted.

@@ -25,10 +25,10 @@ use std::time::Duration;
 use agentlog::ErrorKind;
 use agentlog::bridge::json::from_params;
 use agentlog::worker::{
-    Handler, HandlerError, Skills, TaskContext as SdkContext, ToolCall, ToolHandler, Tools,
-    Worker as SdkWorker, WorkerConfig,
+    CompletionHandler, Handler, HandlerError, PromptHandler, ResourceHandler, Skills,
+    TaskContext as SdkContext, ToolCall, ToolHandler, Tools, Worker as SdkWorker, WorkerConfig,
 };
-use agentlog_wire::mcp::CallToolResult;
+use agentlog_wire::mcp::{CallToolResult, Completion as McpCompletion, ResourceContents};
 use napi::bindgen_prelude::{Either, FnArgs, Function, PromiseRaw};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{Env, Status};
@@ -186,6 +186,126 @@ impl ToolHandler for JsTool {
     }
 }
 
+/// A JS function answering a prompt, a template's reads or completions (the SDK's
+/// `PromptHandler`, `ResourceHandler`, `CompletionHandler`): the call goes to JS as a tool's
+/// does, its return value converted here.
+struct JsServed {
+    dispatcher: Arc<Dispatcher>,
+}
+
+impl JsServed {
+    async fn run(&self, call: ToolCall) -> Result<Value, HandlerError> {
+        let task = call.task.clone();
+        match self.dispatcher.run(task, Some(call)).await {
+            Some(Ok(Settled::Done(value))) => Ok(value.unwrap_or(Value::Null)),
+            Some(Ok(Settled::Failed(failure))) => Err(failure.into()),
+            Some(Err(e)) => Err(e),
+            // The log says how the turn ended; nothing more is written for it.
+            None => Err("cancelled".into()),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl PromptHandler for JsServed {
+    async fn get(&self, call: ToolCall) -> Result<serde_json::Map<String, Value>, HandlerError> {
+        match self.run(call).await? {
+            Value::Object(result) => Ok(result),
+            other => Err(format!(
+                "the prompt handler returned {other}, not a GetPromptResult object"
+            )
+            .into()),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl ResourceHandler for JsServed {
+    async fn read(&self, call: ToolCall) -> Result<Vec<ResourceContents>, HandlerError> {
+        let value = self.run(call).await?;
+        from_params::<Vec<ResourceContents>>("the resource handler's contents", &value)
+            .map_err(|e| format!("the resource handler returned {}", e.message()).into())
+    }
+}
+
+#[async_trait::async_trait]
+impl CompletionHandler for JsServed {
+    /// An array of values (all of them: `total` is its length), or `{values, total?,
+    /// hasMore?}`.
+    async fn complete(&self, call: ToolCall) -> Result<McpCompletion, HandlerError> {
+        let value = self.run(call).await?;
+        let bad = || -> HandlerError {
+            "the completion handler must return an array of strings or {values, total?, hasMore?}"
+                .into()
+        };
+        let (values, total, has_more) = match &value {
+            Value::Array(_) => (value.clone(), None, None),
+            Value::Object(given) => (
+                given.get("values").cloned().ok_or_else(bad)?,
+                given.get("total").and_then(Value::as_u64),
+                given.get("hasMore").and_then(Value::as_bool),
+            ),
+            _ => return Err(bad()),
+        };
+        let values: Vec<String> = serde_json::from_value(values).map_err(|_| bad())?;
+        let total = total.map_or(values.len(), |t| usize::try_from(t).unwrap_or(usize::MAX));
+        Ok(McpCompletion {
+            total,
+            has_more: has_more.unwrap_or(false),
+            values,
+        })
+    }
+}
+
+/// The prompts, URI templates and completions a worker answers beside its tools (each by the
+/// name or URI template the definitions give it).
+#[napi(object)]
+#[derive(Debug, Default)]
+pub struct ServedNames {
+    /// Prompt names (`prompts/get`).
+    pub prompts: Option<Vec<String>>,
+    /// URI templates (`resources/read` of their matches).
+    pub resources: Option<Vec<String>>,
+    /// Prompt names whose arguments it completes.
+    pub prompt_completions: Option<Vec<String>>,
+    /// URI templates whose variables it completes.
+    pub resource_completions: Option<Vec<String>>,
+}
+
+impl ServedNames {
+    fn is_empty(&self) -> bool {
+        [
+            &self.prompts,
+            &self.resources,
+            &self.prompt_completions,
+            &self.resource_completions,
+        ]
+        .iter()
+        .all(|names| names.as_ref().is_none_or(Vec::is_empty))
+    }
+
+    /// `tools` answering these too, through `dispatcher`.
+    fn add_to(self, tools: Tools, dispatcher: &Arc<Dispatcher>) -> Tools {
+        let js = || JsServed {
+            dispatcher: dispatcher.clone(),
+        };
+        let mut tools = tools;
+        for name in self.prompts.unwrap_or_default() {
+            tools = tools.prompt(&name, js());
+        }
+        for template in self.resources.unwrap_or_default() {
+            tools = tools.resource(&template, js());
+        }
+        for name in self.prompt_completions.unwrap_or_default() {
+            tools = tools.prompt_completion(&name, js());
+        }
+        for template in self.resource_completions.unwrap_or_default() {
+            tools = tools.resource_completion(&template, js());
+        }
+        tools
+    }
+}
+
 /// How a worker runs.
 #[napi(object)]
 #[derive(Debug)]
@@ -219,9 +339,10 @@ pub struct Worker {
 /// (the others, and all without it: the SDK's default). With `skills` (skill ids), or a
 /// handler (`has_handler`) beside tools, the turns are routed by the SDK's `Skills`: each to
 /// its skill's handler (index.js picks it by `task.skill`), the tools' calls and skills to
-/// the tools, the rest to the handler.
+/// the tools, the rest to the handler. `served`: the prompts, templates and completions
+/// answered beside the tools (as tools are).
 #[napi(
-    ts_args_type = "log: Log, agent: string, dispatch: (tasks: TaskContext[], done: Completion[], cancelled: number[]) => void, options?: WorkerOptions | null, bridge?: Bridge | null, mcp?: McpBridge | null, tools?: string[] | null, inputTimeoutMs?: number | { [tool: string]: number } | null, skills?: string[] | null, hasHandler?: boolean | null",
+    ts_args_type = "log: Log, agent: string, dispatch: (tasks: TaskContext[], done: Completion[], cancelled: number[]) => void, options?: WorkerOptions | null, bridge?: Bridge | null, mcp?: McpBridge | null, tools?: string[] | null, inputTimeoutMs?: number | { [tool: string]: number } | null, skills?: string[] | null, hasHandler?: boolean | null, served?: ServedNames | null",
     ts_return_type = "Promise<Worker>"
 )]
 #[allow(clippy::too_many_arguments)]
@@ -237,7 +358,14 @@ pub fn start_worker<'env>(
     input_timeout_ms: Option<Either<f64, HashMap<String, f64>>>,
     skills: Option<Vec<String>>,
     has_handler: Option<bool>,
+    served: Option<ServedNames>,
 ) -> napi::Result<PromiseRaw<'env, Worker>> {
+    let served = served.filter(|s| !s.is_empty());
+    // Prompts, templates and completions are answered as tools are: by the `Tools` dispatcher.
+    let tools = match (tools, &served) {
+        (None, Some(_)) => Some(Vec::new()),
+        (tools, _) => tools,
+    };
     let input_timeouts = input_timeouts(input_timeout_ms, tools.as_deref().unwrap_or_default())?;
     let mut config = WorkerConfig::new(&agent);
     if let Some(options) = options {
@@ -279,6 +407,10 @@ pub fn start_worker<'env>(
                 },
             )
         });
+        let tools = match served {
+            Some(served) => served.add_to(tools, &dispatcher),
+            None => tools,
+        };
         input_timeouts
             .into_iter()
             .fold(tools, |tools, (name, timeout)| {

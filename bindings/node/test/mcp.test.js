@@ -2,7 +2,8 @@
 // { tools }), called through handleRpc (both eras, the MCP headers, progress as SSE frames,
 // invalid arguments, an unknown tool, handlers that throw, reject or return junk, a task that
 // asks for input and resumes, a cancelled task, log messages at a modern call's level, an ask
-// expiring after inputTimeoutMs) and through
+// expiring after inputTimeoutMs, prompts, template reads and completions with JS handlers, a
+// reload heard by a listen stream) and through
 // serve({ mcp }) over HTTP (plain requests and the official @modelcontextprotocol/client
 // 2.4.0, legacy and auto), over memory:// and file://.
 'use strict';
@@ -448,4 +449,56 @@ describe('refusals', () => {
       await log.close();
     }
   });
+});
+
+test('prompts, template reads and completions answered by JS handlers, and a reload heard by a listening client', TIMEOUT, async () => {
+  agents += 1;
+  const agent = `jsserved${agents}`;
+  const log = await openLog('memory://');
+  const definitions = {
+    prompts: [{ name: 'brief', arguments: [{ name: 'topic', required: true }], agent, completionAgent: agent }],
+    resourceTemplates: [{ uriTemplate: 'notes://{id}', name: 'note', mimeType: 'text/plain', agent, completionAgent: agent }],
+  };
+  const mcp = await McpBridge.open(log, definitions);
+  const worker = await Worker.start(log, agent, {
+    bridge: mcp,
+    prompts: {
+      brief: async (call) => ({ messages: [{ role: 'user', content: { type: 'text', text: `Brief me on ${call.arguments.topic}.` } }] }),
+    },
+    resources: {
+      'notes://{id}': (call) => [{ uri: call.arguments.uri, mimeType: 'text/plain', text: `note ${call.arguments.id}` }],
+    },
+    promptCompletions: {
+      brief: (call) => ['logs', 'latency', 'disks'].filter((t) => t.startsWith(call.arguments.value)),
+    },
+    resourceCompletions: {
+      'notes://{id}': async () => ({ values: ['1', '2'], total: 7, hasMore: true }),
+    },
+  });
+  try {
+    const got = answer(await mcp.handleRpc(rpc('prompts/get', { name: 'brief', arguments: { topic: 'disks' } })));
+    assert.equal(got.result.messages[0].content.text, 'Brief me on disks.', JSON.stringify(got));
+    const read = answer(await mcp.handleRpc(rpc('resources/read', modern({ uri: 'notes://7' }))));
+    assert.deepEqual(read.result.contents, [{ uri: 'notes://7', mimeType: 'text/plain', text: 'note 7' }]);
+    const topics = answer(await mcp.handleRpc(rpc('completion/complete', { ref: { type: 'ref/prompt', name: 'brief' }, argument: { name: 'topic', value: 'l' } })));
+    assert.deepEqual(topics.result.completion, { values: ['logs', 'latency'], total: 2, hasMore: false });
+    const ids = answer(await mcp.handleRpc(rpc('completion/complete', modern({ ref: { type: 'ref/resource', uri: 'notes://{id}' }, argument: { name: 'id', value: '' } }))));
+    assert.deepEqual(ids.result.completion, { values: ['1', '2'], total: 7, hasMore: true });
+  } finally {
+    await worker.close();
+  }
+  // A 2026-07-28 listen stream asking for the tools' list hears a reload that changes it.
+  const listen = await mcp.handleRpc(rpc('subscriptions/listen', modern({ notifications: { toolsListChanged: true } })), { acceptsStream: true });
+  assert.ok(listen.frames);
+  const frames = listen.frames[Symbol.asyncIterator]();
+  const parse = (frame) => JSON.parse(frame.value.toString().replace(/^data: /, ''));
+  const ack = parse(await frames.next());
+  assert.deepEqual(ack.params.notifications, { toolsListChanged: true });
+  const changed = await mcp.reload({ ...definitions, tools: [{ name: 'added', inputSchema: { type: 'object' } }] });
+  assert.deepEqual({ ...changed }, { tools: true, prompts: false, resources: false });
+  const heard = parse(await frames.next());
+  assert.equal(heard.method, 'notifications/tools/list_changed');
+  assert.deepEqual(mcp.tools.map((t) => t.name), ['added']);
+  await assert.rejects(mcp.reload([{ name: 'bad name!', inputSchema: { type: 'object' } }]), (e) => e instanceof AgentlogError && e.kind === 'config');
+  await frames.return?.();
 });

@@ -57,7 +57,40 @@ export declare class ToolCall {
 /** A tool's handler: returns the call's result; a throw or a rejection is a JSON-RPC error. */
 export type ToolHandler = (call: ToolCall) => Promise<CallToolResult> | CallToolResult;
 
-export interface ToolWorkerOptions extends WorkerOptions {
+/** A prompt's handler (`arguments`: the prompt's): returns `{description?, messages}`. */
+export type PromptHandler = (call: ToolCall) => Promise<{ [key: string]: unknown }> | { [key: string]: unknown };
+/** A resource template's handler (`arguments`: `uri` and each variable's value): returns the contents. */
+export type ResourceHandler = (call: ToolCall) => Promise<ResourceContents[]> | ResourceContents[];
+/** A completer (`arguments`: `argument`, `value` typed so far, `context`): the values, or `{values, total?, hasMore?}` (100 kept). */
+export type CompletionHandler = (
+  call: ToolCall,
+) => Promise<string[] | { values: string[]; total?: number; hasMore?: boolean }> | string[] | { values: string[]; total?: number; hasMore?: boolean };
+
+/**
+ * Handlers of the prompts, resource templates and completions configured with the worker's
+ * agent (`agent`, `completionAgent`), answered through the log as tool calls are; a throw is
+ * a JSON-RPC error.
+ */
+export interface McpServedOptions {
+  /** By prompt name. */
+  prompts?: { [name: string]: PromptHandler };
+  /** By URI template. */
+  resources?: { [uriTemplate: string]: ResourceHandler };
+  /** By prompt name: its arguments without configured values. */
+  promptCompletions?: { [name: string]: CompletionHandler };
+  /** By URI template: its variables without configured values. */
+  resourceCompletions?: { [uriTemplate: string]: CompletionHandler };
+}
+
+/** A worker of prompt, resource or completion handlers (tools optional). */
+export interface ServedWorkerOptions extends WorkerOptions, McpServedOptions {
+  tools?: { [name: string]: ToolHandler };
+  inputTimeoutMs?: number | { [tool: string]: number };
+  bridge?: Bridge | McpBridge;
+  skills?: { [id: string]: Handler };
+}
+
+export interface ToolWorkerOptions extends WorkerOptions, McpServedOptions {
   /** The tool handlers, by tool name. */
   tools: { [name: string]: ToolHandler };
   /**
@@ -78,6 +111,8 @@ export declare namespace Worker {
   /** Start a worker of tool agent `agent` answering MCP calls with `options.tools`. */
   function start(log: Log, agent: string, options: ToolWorkerOptions): Promise<Worker>;
   function start(log: Log, agent: string, handler: null, options: ToolWorkerOptions): Promise<Worker>;
+  /** Start a worker of prompt, resource or completion handlers (`ServedWorkerOptions`). */
+  function start(log: Log, agent: string, options: ServedWorkerOptions): Promise<Worker>;
   /** Start a worker of an agent's skills: each task to its skill's handler. */
   function start(log: Log, agent: string, options: SkillWorkerOptions): Promise<Worker>;
   /** A handler for the rest beside tool handlers: one agent's tools and default handler. */
@@ -87,9 +122,10 @@ export declare namespace Worker {
 export declare namespace McpBridge {
   /**
    * Open the MCP bridge serving `tools` (definitions as `agentlog serve --tools FILE` reads
-   * them) over `log`, creating each tool agent's topics; a bad definition rejects with `config`.
+   * them: tools, resources, templates, prompts) over `log`, creating each tool agent's topics;
+   * a bad definition rejects with `config`.
    */
-  function open(log: Log, tools: Tool[] | { tools: Tool[] }, options?: McpBridgeOptions): Promise<McpBridge>;
+  function open(log: Log, tools: Tool[] | McpDefinitions, options?: McpBridgeOptions): Promise<McpBridge>;
 }
 
 export interface ServeMcpOptions extends ServeOptions {

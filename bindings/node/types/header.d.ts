@@ -245,6 +245,27 @@ export interface CallToolResult {
   _meta?: Metadata;
 }
 
+/**
+ * MCP definitions as `agentlog serve --tools FILE` reads them (docs/mcp.md): tools and, beside
+ * them, resources, resource templates and prompts (a prompt or template with `agent` is
+ * answered by a worker of that agent; with `completionAgent`, its completions too).
+ */
+export interface McpDefinitions {
+  tools?: Tool[];
+  resources?: { [key: string]: unknown }[];
+  resourceTemplates?: { [key: string]: unknown }[];
+  prompts?: { [key: string]: unknown }[];
+}
+
+/** One content item of a resource, as `resources/read` answers: text or base64 bytes. */
+export interface ResourceContents {
+  uri: string;
+  mimeType?: string;
+  text?: string;
+  blob?: string;
+  _meta?: Metadata;
+}
+
 // ---- the contract's own shapes (fixtures/README.md) ------------------------------------
 
 /** A log record in its JSON form: the header fields, `kind`, and the kind's body fields. */
