@@ -5,12 +5,14 @@ The client is a2a-sdk's, instrumented with the OpenTelemetry SDK (its `telemetry
 a CLIENT span per call; the W3C propagator puts that span in the request's `traceparent`).
 `agentlog serve` and two `agentlog worker` processes share an Apache Iggy log and export
 their spans over OTLP/HTTP to a receiver in this test, which decodes each request with the
-OpenTelemetry protobuf definitions (opentelemetry-proto). Every wait is for a condition, with
-PATIENCE as an upper bound against hangs.
+OpenTelemetry protobuf definitions (opentelemetry-proto); the message's push config names a
+webhook on the same receiver, whose POSTs must carry the trace on. Every wait is for a
+condition, with PATIENCE as an upper bound against hangs.
 """
 
 import asyncio
 import http.server
+import json
 import os
 import shutil
 import signal
@@ -24,7 +26,16 @@ import uuid
 import httpx
 import pytest
 from a2a.client import ClientCallContext, ClientConfig, create_client
-from a2a.types.a2a_pb2 import GetTaskRequest, Message, Part, Role, SendMessageRequest, TaskState
+from a2a.types.a2a_pb2 import (
+    GetTaskRequest,
+    Message,
+    Part,
+    Role,
+    SendMessageConfiguration,
+    SendMessageRequest,
+    TaskPushNotificationConfig,
+    TaskState,
+)
 from opentelemetry import propagate, trace
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
@@ -72,12 +83,21 @@ class Receiver:
     def __init__(self):
         self.spans: list[dict] = []
         self.requests = 0
+        self.notifications: list[tuple[dict, dict]] = []  # push POSTs to /webhook: headers, body
         self.lock = threading.Lock()
         receiver = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_POST(self):
                 body = self.rfile.read(int(self.headers.get('Content-Length', '0')))
+                if self.path == '/webhook':
+                    with receiver.lock:
+                        receiver.notifications.append(
+                            ({k.lower(): v for k, v in self.headers.items()}, json.loads(body)))
+                    self.send_response(200)
+                    self.send_header('Content-Length', '0')
+                    self.end_headers()
+                    return
                 ok = self.path == '/v1/traces' and self.headers.get('Content-Type') == 'application/x-protobuf'
                 if ok:
                     receiver.take(ExportTraceServiceRequest.FromString(body))
@@ -245,15 +265,19 @@ async def inject_trace_context(request: httpx.Request) -> None:
     propagate.inject(request.headers)
 
 
-async def send_and_follow(base: str, text: str, on_working) -> tuple[str, int]:
-    """Send `text` with returnImmediately from an instrumented a2a-sdk client, call
-    `on_working()` once the task is working, and wait for it to finish: its id and state."""
+async def send_and_follow(base: str, text: str, webhook: str, token: str, on_working) -> tuple[str, int]:
+    """Send `text` with returnImmediately and a push config (`webhook`, `token`) from an
+    instrumented a2a-sdk client, call `on_working()` once the task is working, and wait for it
+    to finish: its id and state."""
     async with httpx.AsyncClient(timeout=20, event_hooks={'request': [inject_trace_context]}) as http:
         config = ClientConfig(streaming=False, polling=True, httpx_client=http,
                               supported_protocol_bindings=['JSONRPC'])
         async with await create_client(base, config) as client:
             message = Message(message_id=str(uuid.uuid4()), role=Role.ROLE_USER, parts=[Part(text=text)])
-            events = [ev async for ev in client.send_message(SendMessageRequest(message=message), context=CALL)]
+            push = SendMessageConfiguration(
+                task_push_notification_config=TaskPushNotificationConfig(url=webhook, token=token))
+            request = SendMessageRequest(message=message, configuration=push)
+            events = [ev async for ev in client.send_message(request, context=CALL)]
             task_id = events[0].task.id
             deadline = time.monotonic() + PATIENCE
             working_seen = False
@@ -275,11 +299,12 @@ async def send_and_follow(base: str, text: str, on_working) -> tuple[str, int]:
 def test_the_workers_spans_are_in_the_clients_trace_across_a_kill_and_a_takeover(receiver, iggy):
     agent = f'tracing-{uuid.uuid4().hex[:8]}'
     server = Process('serve', '--agent', agent, '--listen', '127.0.0.1:0', '--log', iggy,
-                     env=exporting(receiver, 'tracing-bridge'))
+                     '--push-allow-private', env=exporting(receiver, 'tracing-bridge'))
     first = Process('worker', '--agent', agent, '--log', iggy, '--lease', '1s',
                     env=exporting(receiver, 'tracing-worker'))
     second = None
     text = 'sleep 3'
+    token = f'push-token-{uuid.uuid4().hex}'
     try:
         def kill_first_start_second():
             # The first worker dies mid-turn holding the claim; the second takes the turn over
@@ -289,7 +314,11 @@ def test_the_workers_spans_are_in_the_clients_trace_across_a_kill_and_a_takeover
             second = Process('worker', '--agent', agent, '--log', iggy, '--lease', '1s',
                              env=exporting(receiver, 'tracing-worker'))
 
-        task_id, state = asyncio.run(send_and_follow(server.url(), text, kill_first_start_second))
+        task_id, state = asyncio.run(
+            send_and_follow(server.url(), text, f'{receiver.url}/webhook', token, kill_first_start_second))
+        # The push sender (in serve) has told the webhook of the end.
+        until(lambda: any(body.get('task', {}).get('status', {}).get('state') == 'TASK_STATE_COMPLETED'
+                          for _, body in list(receiver.notifications)), 'the last push notification')
         assert state == TaskState.TASK_STATE_COMPLETED
     finally:
         for process in [second, server]:
@@ -309,10 +338,25 @@ def test_the_workers_spans_are_in_the_clients_trace_across_a_kill_and_a_takeover
     assert len(posts) == 1, [s.name for s in client_spans.values()]
     client_id = posts[0]
 
+    # Every notification carries a trace context (W3C headers): that of the record it tells of,
+    # through the push delivery's span. A claim carries none (written before its turn is read),
+    # so the WORKING its first claim makes goes in a trace of its own; all else is the client's.
+    with receiver.lock:
+        notifications = list(receiver.notifications)
+    assert all(h.get('traceparent') for h, _ in notifications), notifications
+    others = [body for h, body in notifications if h['traceparent'].split('-')[1] != trace_id]
+    assert len(notifications) > len(others), others
+    assert all(body.get('statusUpdate', {}).get('status', {}).get('state') == 'TASK_STATE_WORKING'
+               for body in others), others
+    last = next(h['traceparent'].split('-')[2] for h, body in reversed(notifications)
+                if body.get('task', {}).get('status', {}).get('state') == 'TASK_STATE_COMPLETED')
+
     def complete():
         spans = receiver.of_trace(trace_id)
+        ids = {s['span_id'] for s in spans}
         turns = [s for s in spans if s['name'] == 'turn' and s['attributes'].get('agentlog.attempt') == 2]
-        return spans if turns and any(s['command'] == 'worker' and s['name'] == 'log append' for s in spans) else None
+        worker_appended = any(s['command'] == 'worker' and s['name'] == 'log append' for s in spans)
+        return spans if turns and worker_appended and last in ids else None
 
     try:
         spans = until(complete, f'the spans of trace {trace_id}')
@@ -353,16 +397,28 @@ def test_the_workers_spans_are_in_the_clients_trace_across_a_kill_and_a_takeover
     worker_appends = [s for s in spans if s['name'] == 'log append' and s['command'] == 'worker']
     assert worker_appends and all(by_id[s['parent_id']]['name'] == 'turn' for s in worker_appends), spans
 
+    # The push sender's delivery of the last update is a child of the turn that wrote it, in
+    # serve's process, and its POST carried the delivery's own span.
+    delivery = by_id[last]
+    assert delivery['name'] == 'push delivery' and delivery['command'] == 'serve', delivery
+    assert delivery['kind'] == ProtoSpan.SPAN_KIND_CLIENT
+    assert delivery['parent_id'] == turn['span_id'], delivery
+    assert delivery['attributes']['a2a.task.id'] == task_id
+    assert delivery['attributes']['agentlog.outcome'] == 'done'
+
     # Every span of the trace has its parent in the trace (or is the client's child), but what
-    # the killed worker exported before it died: its turn's span never ended.
+    # the killed worker exported before it died (its turn's span never ended), and deliveries
+    # of what it wrote.
     for span in spans:
         if span['pid'] == first.proc.pid:
             assert span['name'] == 'log append' and span['parent_id'] not in by_id, span
             continue
+        if span['name'] == 'push delivery' and span['parent_id'] not in by_id:
+            continue
         assert span['parent_id'] == client_id or span['parent_id'] in by_id, span
-    # No message content in any attribute of anything exported.
+    # No message content or push token in any attribute of anything exported.
     with receiver.lock:
         everything = list(receiver.spans)
     for span in everything:
         for value in span['attributes'].values():
-            assert text not in str(value), span
+            assert text not in str(value) and token not in str(value), span

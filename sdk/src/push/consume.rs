@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agentlog_wire::Record;
+use agentlog_wire::trace::TraceContext;
 use tokio_util::sync::CancellationToken;
 
 use super::lanes::{Job, Shared, enqueue, parked, resume};
@@ -159,6 +160,7 @@ async fn process(
         };
         let task: Arc<str> = Arc::from(record.header.task_id.as_str());
         let context: Arc<str> = Arc::from(record.header.context_id.as_str());
+        let trace = TraceContext::from_content_type(&record.header.content_type);
         let job = |offset, config, body| Job {
             partition,
             epoch,
@@ -169,6 +171,7 @@ async fn process(
             body,
             since,
             anchored: false,
+            trace: trace.clone(),
         };
         // A resumed config's earlier notices go first, each config's lane held by its anchor.
         let mut lanes: Vec<(u64, Vec<Job>)> = Vec::new();

@@ -11,11 +11,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agentlog_wire::a2a::TaskPushNotificationConfig;
+use agentlog_wire::trace::TraceContext;
 use agentlog_wire::{Record, RecordBody, RecordHeader};
 use bytes::Bytes;
 use foldhash::HashMap;
 use parking_lot::Mutex;
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
+
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
@@ -28,6 +30,7 @@ use super::progress::Progress;
 use super::sign::NotificationSigner;
 use crate::log::{Log, TopicRef};
 use crate::security::RecordSigner;
+use crate::telemetry::{self, Kind, Parent, Span};
 
 /// The header carrying a config's `token` (what most receivers read; the spec names none).
 pub(super) const TOKEN_HEADER: &str = "x-a2a-notification-token";
@@ -39,6 +42,10 @@ const FIRST_COOL_DOWN: Duration = Duration::from_secs(1);
 const LONGEST_COOL_DOWN: Duration = Duration::from_secs(60);
 /// Past this many endpoints known, idle ones are forgotten.
 const ENDPOINTS_KEPT: usize = 1024;
+
+/// The W3C trace context headers a notification carries.
+const TRACEPARENT: HeaderName = HeaderName::from_static(agentlog_wire::trace::TRACEPARENT);
+const TRACESTATE: HeaderName = HeaderName::from_static(agentlog_wire::trace::TRACESTATE);
 
 /// One notification to send.
 #[derive(Debug, Clone)]
@@ -55,6 +62,9 @@ pub(super) struct Job {
     pub(super) since: Instant,
     /// Held by its lane's anchor (a progress record) rather than by its offset.
     pub(super) anchored: bool,
+    /// The W3C trace context of the record it tells of: the delivery's parent, carried on in
+    /// the POST's `traceparent`.
+    pub(super) trace: Option<TraceContext>,
 }
 
 impl Job {
@@ -238,7 +248,7 @@ async fn run(shared: Arc<Shared>, key: LaneKey, lane: Arc<Lane>) {
                 }
             }
         };
-        let done = send(&shared, &lane, &job).await;
+        let done = delivery(&shared, &lane, &job).await;
         let popped = lane.queue.lock().pop_front();
         if done {
             let anchored = popped.is_some_and(|j| j.anchored);
@@ -258,6 +268,30 @@ async fn run(shared: Arc<Shared>, key: LaneKey, lane: Arc<Lane>) {
         }
     }
     forget_idle_endpoints(&shared);
+}
+
+/// [`send`] under a `push delivery` span (a child of the record's context): the task, the
+/// config, and whether it ended (`done`: delivered, or given up with a dead letter, which
+/// marks the span failed) or the sender stopped first (`stopped`).
+async fn delivery(shared: &Shared, lane: &Lane, job: &Job) -> bool {
+    let span = Span::start(
+        "push delivery",
+        Kind::Client,
+        Parent::Remote(job.trace.as_ref()),
+    );
+    if !span.is_some() {
+        return send(shared, lane, job).await;
+    }
+    span.set("a2a.task.id", &*job.task);
+    span.set("agentlog.push.config_id", job.config_id());
+    if let Ok(url) = url::Url::parse(&job.config.url)
+        && let Some(host) = url.host_str()
+    {
+        span.set("server.address", host);
+    }
+    let done = span.in_scope(send(shared, lane, job)).await;
+    span.set("agentlog.outcome", if done { "done" } else { "stopped" });
+    done
 }
 
 /// Send `job` until delivered or given up (`true`), or until the sender stops or loses the
@@ -443,12 +477,25 @@ fn headers(shared: &Shared, job: &Job) -> Result<HeaderMap, String> {
         token.set_sensitive(true);
         headers.insert(HeaderName::from_static(TOKEN_HEADER), token);
     }
+    // The delivery's span when spans are made, else the record's own context.
+    let trace = telemetry::current()
+        .trace_context(job.trace.as_ref())
+        .or_else(|| job.trace.clone());
+    if let Some(trace) = trace {
+        headers.insert(TRACEPARENT, value(trace.traceparent(), "trace context")?);
+        if !trace.tracestate().is_empty() {
+            headers.insert(TRACESTATE, value(trace.tracestate(), "trace context")?);
+        }
+    }
     Ok(headers)
 }
 
 /// Give `job` up: a dead-letter record on its task's log, written before the job counts as
 /// done (a sender stopped first sends it again). `false` if the sender stopped meanwhile.
 async fn dead_letter(shared: &Shared, job: &Job, attempts: u32, reason: &str) -> bool {
+    let span = telemetry::current();
+    span.set("agentlog.push.attempts", attempts);
+    span.fail("dead_letter");
     tracing::warn!(task = %job.task, config = job.config_id(), attempts, reason, "push: notification given up");
     let record = Record {
         header: header(shared, job, format!("push-dead-{}", uuid::Uuid::new_v4())),
