@@ -17,6 +17,10 @@
 #      alike), and the conformance suite:
 #      --suite all at 2026-07-28 and at 2025-11-25, and each Tasks extension scenario (--force),
 #      each against its baseline-*.yml of expected failures (a stale entry fails too).
+#   5. with an `iggy-server` (AGENTLOG_IGGY_SERVER or PATH), two more `serve --demo` replicas
+#      over one Iggy log (AGENTLOG_MCP_URL_A, AGENTLOG_MCP_URL_B): both clients subscribe
+#      through one and hear of a change made through the other, and answer a legacy call's
+#      relayed sampling and elicitation requests through the other; SKIPPED without one.
 # Exits non-zero if anything fails. Installs need PyPI and npm on the first run.
 set -euo pipefail
 
@@ -83,13 +87,21 @@ echo "node $("$NODE" --version); mcp $("$VENV/bin/python" -c 'import importlib.m
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/agentlog-mcp-interop.XXXXXX")"
 PID=""
-cleanup() {
-    if [[ -n "$PID" ]] && kill -0 "$PID" 2>/dev/null; then
-        kill -TERM "$PID" 2>/dev/null || true
-        for _ in $(seq 50); do kill -0 "$PID" 2>/dev/null || break; sleep 0.1; done
-        kill -KILL "$PID" 2>/dev/null || true
-        wait "$PID" 2>/dev/null || true
+# The two replicas over Iggy, then the iggy-server (stopped last).
+REPLICAS=()
+IGGY_PID=""
+stop() { # PID
+    if [[ -n "$1" ]] && kill -0 "$1" 2>/dev/null; then
+        kill -TERM "$1" 2>/dev/null || true
+        for _ in $(seq 50); do kill -0 "$1" 2>/dev/null || break; sleep 0.1; done
+        kill -KILL "$1" 2>/dev/null || true
+        wait "$1" 2>/dev/null || true
     fi
+}
+cleanup() {
+    stop "$PID"
+    for replica in "${REPLICAS[@]}"; do stop "$replica"; done
+    stop "$IGGY_PID"
     rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -113,6 +125,56 @@ done
 [[ -n "$MCP_URL" ]] || { cat "$WORK/server.out" "$WORK/server.err" >&2; die "agentlog serve did not print its MCP URL"; }
 export AGENTLOG_MCP_URL="$MCP_URL"
 echo "AGENTLOG_MCP_URL=$MCP_URL"
+
+# MCP_URL of a `serve --demo` started with its output in $WORK/NAME.out (NAME PID).
+mcp_url_of() {
+    local url=""
+    for _ in $(seq 300); do
+        url="$(sed -n 's/.*MCP at \(http:[^ ]*\).*/\1/p' "$WORK/$1.out" | head -1)"
+        [[ -n "$url" ]] && break
+        kill -0 "$2" 2>/dev/null || break
+        sleep 0.1
+    done
+    [[ -n "$url" ]] || { cat "$WORK/$1.out" "$WORK/$1.err" >&2; die "agentlog serve ($1) did not print its MCP URL"; }
+    echo "$url"
+}
+
+IGGY="${AGENTLOG_IGGY_SERVER:-$(command -v iggy-server || true)}"
+if [[ -n "$IGGY" && -x "$IGGY" ]]; then
+    step "two replicas over Iggy ($IGGY)"
+    read -r TCP HTTP QUIC WS < <("$PYTHON" -c '
+import socket
+ports = []
+for kind in (socket.SOCK_STREAM, socket.SOCK_STREAM, socket.SOCK_DGRAM, socket.SOCK_STREAM):
+    s = socket.socket(socket.AF_INET, kind); s.bind(("127.0.0.1", 0)); ports.append(s)
+print(*(s.getsockname()[1] for s in ports))')
+    mkdir -p "$WORK/iggy"
+    # The settings of tests/src/iggy_server.rs.
+    (cd "$WORK/iggy" && IGGY_SYSTEM_PATH="$WORK/iggy/data" IGGY_CONSUMER_GROUP_REBALANCING_TIMEOUT=3s \
+        IGGY_SYSTEM_SHARDING_PIN_CORES=false IGGY_SYSTEM_MEMORY_POOL_SIZE="512 MiB" \
+        IGGY_TCP_ADDRESS="127.0.0.1:$TCP" IGGY_HTTP_ADDRESS="127.0.0.1:$HTTP" \
+        IGGY_QUIC_ADDRESS="127.0.0.1:$QUIC" IGGY_WEBSOCKET_ADDRESS="127.0.0.1:$WS" \
+        exec "$IGGY" --with-default-root-credentials) >"$WORK/iggy.log" 2>&1 &
+    IGGY_PID=$!
+    for _ in $(seq 300); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$TCP") 2>/dev/null && break
+        kill -0 "$IGGY_PID" 2>/dev/null || break
+        sleep 0.1
+    done
+    kill -0 "$IGGY_PID" 2>/dev/null || { tail -n 50 "$WORK/iggy.log" >&2; die "iggy-server did not start"; }
+    for name in replica-a replica-b; do
+        : >"$WORK/$name.out"
+        : >"$WORK/$name.err"
+        "$BIN" serve --demo --listen 127.0.0.1:0 --log "iggy://iggy:iggy@127.0.0.1:$TCP" --color never \
+            >"$WORK/$name.out" 2>"$WORK/$name.err" &
+        REPLICAS+=($!)
+        url="$(mcp_url_of "$name" "$!")"
+        if [[ "$name" == replica-a ]]; then export AGENTLOG_MCP_URL_A="$url"; else export AGENTLOG_MCP_URL_B="$url"; fi
+    done
+    echo "AGENTLOG_MCP_URL_A=$AGENTLOG_MCP_URL_A AGENTLOG_MCP_URL_B=$AGENTLOG_MCP_URL_B"
+else
+    echo "SKIPPED: the two-replica tests need an iggy-server binary (AGENTLOG_IGGY_SERVER or PATH)"
+fi
 
 failed=()
 step "pytest -q (tests/interop/mcp/python, mcp)"

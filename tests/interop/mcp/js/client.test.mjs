@@ -1,5 +1,6 @@
 // The official MCP TypeScript client (@modelcontextprotocol/client 2.4.0) against
-// `agentlog serve --demo`'s /mcp: its default legacy handshake and negotiated (auto) mode.
+// `agentlog serve --demo`'s /mcp: its default legacy handshake and negotiated (auto) mode; and,
+// when run.sh started them (an iggy-server was found), against two replicas over one Iggy log.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
@@ -111,11 +112,12 @@ test('legacy: a subscribed task resource is notified of a change made over A2A',
   }
 });
 
-// SendMessage to the demo A2A agent beside /mcp (blocking); with `taskId`, the task's next message.
-async function a2aSend(text, taskId) {
+// SendMessage to the demo A2A agent beside /mcp (of `base`, default `url`), blocking; with
+// `taskId`, the task's next message.
+async function a2aSend(text, taskId, base = url) {
   const message = { messageId: crypto.randomUUID(), role: 'ROLE_USER', parts: [{ text }] };
   if (taskId !== undefined) message.taskId = taskId;
-  const response = await fetch(new URL('/', url), {
+  const response = await fetch(new URL('/', base), {
     method: 'POST',
     headers: { 'Content-Type': 'application/json', 'A2A-Version': '1.0' },
     body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message } }),
@@ -142,3 +144,67 @@ async function taskStatuses() {
     params = { cursor: result.nextCursor };
   }
 }
+
+// ---- two replicas over one Iggy log ----------------------------------------------------
+
+const replicaA = process.env.AGENTLOG_MCP_URL_A ? new URL(process.env.AGENTLOG_MCP_URL_A) : null;
+const replicaB = process.env.AGENTLOG_MCP_URL_B ? new URL(process.env.AGENTLOG_MCP_URL_B) : null;
+const twoReplicas = replicaA && replicaB ? {} : { skip: 'SKIPPED: two replicas need an iggy-server (run.sh starts them)' };
+
+test('two replicas, legacy: relayed sampling and elicitation answered through the other replica', twoReplicas, async () => {
+  // A balancer in front of both: the client's answers (JSON-RPC responses) go to replica B,
+  // everything else to replica A, which holds the call's stream.
+  let answers = 0;
+  const balancer = async (input, init) => {
+    const body = typeof init?.body === 'string' ? JSON.parse(init.body) : null;
+    if (init?.method === 'POST' && body && !('method' in body) && ('result' in body || 'error' in body)) {
+      answers += 1;
+      return fetch(replicaB, init);
+    }
+    return fetch(input, init);
+  };
+  const client = new Client(
+    { name: 'agentlog-interop', version: '1.0.0' },
+    { capabilities: { sampling: {}, elicitation: {} } },
+  );
+  client.setRequestHandler('sampling/createMessage', async () => ({
+    role: 'assistant', model: 'm', content: { type: 'text', text: 'Paris' },
+  }));
+  client.setRequestHandler('elicitation/create', async () => ({
+    action: 'accept', content: { username: 'ada', email: 'ada@example.com' },
+  }));
+  await client.connect(new StreamableHTTPClientTransport(replicaA, { fetch: balancer }));
+  try {
+    const sampled = await client.callTool({ name: 'test_sampling', arguments: { prompt: 'Capital of France?' } });
+    assert.equal(sampled.content[0].text, 'LLM response: Paris');
+    const elicited = await client.callTool({ name: 'test_elicitation', arguments: { message: 'Who?' } });
+    assert.match(elicited.content[0].text, /^User response: action=accept/);
+  } finally {
+    await client.close();
+  }
+  assert.equal(answers, 2);
+});
+
+test('two replicas, legacy: a subscription through one hears of a change made through the other', twoReplicas, async () => {
+  const client = new Client({ name: 'agentlog-interop', version: '1.0.0' });
+  await client.connect(new StreamableHTTPClientTransport(replicaA));
+  try {
+    const sent = await a2aSend('input', undefined, replicaA);
+    const task = sent.result.task;
+    assert.equal(task.status.state, 'TASK_STATE_INPUT_REQUIRED');
+    const uri = `agentlog://tasks/demo%3A${task.id}`;
+    const updated = new Promise((resolve) => {
+      client.setNotificationHandler('notifications/resources/updated', (n) => {
+        if (n.params.uri === uri) resolve(n.params.uri);
+      });
+    });
+    await client.subscribeResource({ uri });
+    await a2aSend('done', task.id, replicaB);
+    let timer;
+    const late = new Promise((_, reject) => { timer = setTimeout(() => reject(new Error('no notification in 20 s')), 20000); });
+    assert.equal(await Promise.race([updated, late]), uri);
+    clearTimeout(timer);
+  } finally {
+    await client.close();
+  }
+});

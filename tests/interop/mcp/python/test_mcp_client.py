@@ -1,5 +1,6 @@
 """The official MCP Python client (mcp 2.3.0) against `agentlog serve --demo`'s /mcp, in each
-of its modes: auto (probes server/discover), legacy (initialize), and pinned 2026-07-28."""
+of its modes: auto (probes server/discover), legacy (initialize), and pinned 2026-07-28; and,
+when run.sh started them (an iggy-server was found), against two replicas over one Iggy log."""
 
 import base64
 import json
@@ -9,8 +10,10 @@ import urllib.request
 import uuid
 
 import anyio
+import httpx2
 import pytest
 from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.types import ElicitResult, PromptReference, ResourceTemplateReference
 
@@ -208,9 +211,10 @@ async def test_prompts_are_listed_got_with_arguments_and_completed(mode):
         assert done.completion.values == ["456"]
 
 
-def waiting_task():
-    """A demo A2A task waiting for input ("input"): its A2A id and its resource URI."""
-    status, sent = a2a_send("input")
+def waiting_task(base=None):
+    """A demo A2A task waiting for input ("input"), sent to the server of MCP URL `base`: its
+    A2A id and its resource URI."""
+    status, sent = a2a_send("input", base=base)
     assert status == 200 and sent["result"]["task"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED", sent
     task_id = sent["result"]["task"]["id"]
     return task_id, "agentlog://tasks/demo%3A" + task_id
@@ -270,14 +274,14 @@ async def test_a_legacy_call_relays_sampling_and_elicitation_to_the_callbacks():
         assert '"username":"ada"' in elicited.content[0].text
 
 
-def a2a_send(text, task_id=None):
-    """SendMessage to the demo A2A agent (the server's root, beside /mcp), blocking; with
-    `task_id`, the task's next message."""
+def a2a_send(text, task_id=None, base=None):
+    """SendMessage to the demo A2A agent (the root of the server of MCP URL `base`, default
+    URL's, beside /mcp), blocking; with `task_id`, the task's next message."""
     message = {"messageId": str(uuid.uuid4()), "role": "ROLE_USER", "parts": [{"text": text}]}
     if task_id is not None:
         message["taskId"] = task_id
     body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message}}
-    return post(body, {"A2A-Version": "1.0"}, url=URL.rsplit("/mcp", 1)[0] + "/")
+    return post(body, {"A2A-Version": "1.0"}, url=(base or URL).rsplit("/mcp", 1)[0] + "/")
 
 
 def post(body, headers=None, url=URL):
@@ -361,3 +365,86 @@ def test_a_listen_stream_pushes_a_task_as_it_changes():
     assert frames[-1]["id"] == "listen-1" and frames[-1]["result"]["resultType"] == "complete", frames
     for frame in frames[:-1]:
         assert frame["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == "listen-1"
+
+
+# --- two replicas over one Iggy log (run.sh starts them when it finds an iggy-server) -----------
+
+URL_A = os.environ.get("AGENTLOG_MCP_URL_A")
+URL_B = os.environ.get("AGENTLOG_MCP_URL_B")
+two_replicas = pytest.mark.skipif(
+    not (URL_A and URL_B), reason="SKIPPED: two replicas need an iggy-server (run.sh starts them)")
+
+
+class AnswersToTheOther(httpx2.AsyncBaseTransport):
+    """A balancer in front of two replicas: the client's answers to relayed requests (JSON-RPC
+    responses it POSTs) go to the other replica, everything else to the one it connected to."""
+
+    def __init__(self, other):
+        self.inner = httpx2.AsyncHTTPTransport()
+        self.other = httpx2.URL(other)
+        self.answers = 0
+
+    async def handle_async_request(self, request):
+        if request.method == "POST":
+            body = await request.aread()
+            message = json.loads(body) if body else None
+            if isinstance(message, dict) and "method" not in message and ("result" in message or "error" in message):
+                headers = [(k, v) for k, v in request.headers.items() if k.lower() not in ("host", "content-length")]
+                request = httpx2.Request("POST", self.other, headers=headers, content=body)
+                self.answers += 1
+        return await self.inner.handle_async_request(request)
+
+    async def aclose(self):
+        await self.inner.aclose()
+
+
+@two_replicas
+async def test_two_replicas_a_legacy_calls_sampling_and_elicitation_are_answered_through_the_other():
+    from mcp.types import CreateMessageResult, TextContent
+
+    async def sample(context, params):
+        return CreateMessageResult(role="assistant", model="m", content=TextContent(type="text", text="Paris"))
+
+    async def elicit(context, params):
+        return ElicitResult(action="accept", content={"username": "ada", "email": "ada@example.com"})
+
+    balancer = AnswersToTheOther(URL_B)
+    async with httpx2.AsyncClient(transport=balancer, timeout=httpx2.Timeout(30, read=300)) as http:
+        transport = streamable_http_client(URL_A, http_client=http)
+        async with Client(transport, mode="legacy", sampling_callback=sample, elicitation_callback=elicit) as client:
+            sampled = await client.call_tool("test_sampling", {"prompt": "Capital of France?"})
+            assert sampled.content[0].text == "LLM response: Paris", sampled
+            elicited = await client.call_tool("test_elicitation", {"message": "Who are you?"})
+            assert elicited.content[0].text.startswith("User response: action=accept"), elicited
+    # Both answers reached the other replica, which wrote them for the call held by the first.
+    assert balancer.answers == 2
+
+
+@two_replicas
+async def test_two_replicas_a_subscription_through_one_hears_of_a_change_through_the_other():
+    # Legacy: resources/subscribe and the session's GET stream on replica A; the task is
+    # changed through replica B's A2A endpoint.
+    task_id, uri = waiting_task(base=URL_A)
+    updated = anyio.Event()
+
+    async def on_message(message):
+        if getattr(message, "method", None) == "notifications/resources/updated" and message.params.uri == uri:
+            updated.set()
+
+    async with Client(URL_A, mode="legacy", message_handler=on_message) as client:
+        with pytest.warns(Warning):
+            await client.subscribe_resource(uri)
+        status, sent = a2a_send("done", task_id=task_id, base=URL_B)
+        assert status == 200, sent
+        with anyio.fail_after(20):
+            await updated.wait()
+    # 2026-07-28: subscriptions/listen on replica A, the change through replica B.
+    task_id, uri = waiting_task(base=URL_A)
+    async with Client(URL_A, mode="2026-07-28") as client:
+        async with client.listen(resource_subscriptions=[uri]) as subscription:
+            assert subscription.honored.resource_subscriptions == [uri]
+            status, sent = a2a_send("done", task_id=task_id, base=URL_B)
+            assert status == 200, sent
+            with anyio.fail_after(20):
+                event = await subscription.__anext__()
+            assert event.uri == uri
