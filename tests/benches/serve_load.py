@@ -27,7 +27,8 @@ AGENTLOG_IGGY_SERVER (else the column says SKIPPED); cargo unless AGENTLOG_BIN n
 binary. From the repository root:
 
     python3 tests/benches/serve_load.py [--rounds 5] [--seconds 5] [--backends iggy,file,memory]
-        [--iggy-shards 1]   (--backends file,memory,a2a-rs,rmcp: the embedded log beside the peers)
+        [--iggy-shards 1]   (--backends file,memory,a2a-rs,rmcp: the embedded log beside the peers;
+                             --backends file,file-otel,file-otel-default: tracing off and exported)
         [--shapes send,submit,get,call] [--connections 1,32]
 """
 
@@ -133,11 +134,12 @@ class Server:
     helper_share: dict[tuple[str, int], list[float]] = field(default_factory=dict)
 
 
-def start_serve(binary: str, name: str, log: str, work: Path, helper: subprocess.Popen[bytes] | None = None) -> Server:
+def start_serve(binary: str, name: str, log: str, work: Path, helper: subprocess.Popen[bytes] | None = None,
+                env: dict[str, str] | None = None) -> Server:
     out = work / f"{name}.out"
     with out.open("wb") as sink:
         proc = subprocess.Popen([binary, "serve", "--demo", "--listen", "127.0.0.1:0", "--log", log],
-                                stdout=sink, stderr=subprocess.STDOUT)
+                                stdout=sink, stderr=subprocess.STDOUT, env=env)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         found = re.search(r"http://127\.0\.0\.1:\d+/", out.read_text(errors="replace"))
@@ -148,6 +150,44 @@ def start_serve(binary: str, name: str, log: str, work: Path, helper: subprocess
         time.sleep(0.05)
     die(f"serve over {name} printed no URL")
     raise AssertionError
+
+
+class OtlpSink:
+    """An OTLP/HTTP endpoint on loopback that takes every export and keeps only its size: what
+    the `file-otel` backends export their spans to."""
+
+    def __init__(self) -> None:
+        import http.server
+        import threading
+        self.exports = 0
+        self.bytes = 0
+        sink = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                size = int(self.headers.get("Content-Length", "0"))
+                self.rfile.read(size)
+                sink.exports += 1
+                sink.bytes += size
+                self.send_response(200)
+                self.send_header("Content-Type", "application/x-protobuf")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def env(self, service: str, sampler: str | None) -> dict[str, str]:
+        """The environment of a serve exporting to this sink (`sampler` None: the default)."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+        env.update(OTEL_EXPORTER_OTLP_ENDPOINT=self.url, OTEL_SERVICE_NAME=service)
+        if sampler:
+            env["OTEL_TRACES_SAMPLER"] = sampler
+        return env
 
 
 def peer_binaries() -> Path:
@@ -303,6 +343,9 @@ def report(servers: list[Server], shapes: list[str], connections: list[int], arg
                 parts.append(f"iggy/file {ratio(by_name['iggy'], by_name['file'], key)}")
             if "file" in by_name and "memory" in by_name:
                 parts.append(f"file/memory {ratio(by_name['file'], by_name['memory'], key)}")
+            parts.extend(f"{traced}/file {ratio(by_name[traced], by_name['file'], key)}"
+                         for traced in ("file-otel", "file-otel-default")
+                         if traced in by_name and "file" in by_name)
             for peer in ("a2a-rs", "rmcp"):
                 if peer in by_name and key in by_name[peer].runs:
                     parts.extend(f"{mine}/{peer} {ratio(by_name[mine], by_name[peer], key)}"
@@ -328,7 +371,9 @@ def main() -> int:
     parser.add_argument("--seconds", type=int, default=5)
     parser.add_argument("--connections", default="1,32")
     parser.add_argument("--backends", default="iggy,file,memory",
-                        help="any of iggy, file, memory (agentlog serve --demo over each), a2a-rs "
+                        help="any of iggy, file, memory (agentlog serve --demo over each), file-otel and "
+                             "file-otel-default (file:// exporting its spans over OTLP to a sink here, "
+                             "sampler always_on or the default), a2a-rs "
                              "(the official Rust A2A SDK's server: the A2A rows) and rmcp (the "
                              "official Rust MCP SDK: the call row)")
     parser.add_argument("--shapes", default="send,submit,get,call")
@@ -347,6 +392,7 @@ def main() -> int:
         backends.remove("iggy")
     peers = peer_binaries() if {"a2a-rs", "rmcp"} & set(backends) else None
     servers: list[Server] = []
+    sink: OtlpSink | None = None
     with tempfile.TemporaryDirectory(prefix="serve-load-") as tmp:
         work = Path(tmp)
         try:
@@ -359,6 +405,13 @@ def main() -> int:
                     servers.append(start_serve(binary, "file", f"file://{work / 'file-log'}", work))
                 elif backend == "memory":
                     servers.append(start_serve(binary, "memory", "memory://", work))
+                elif backend in ("file-otel", "file-otel-default"):
+                    # file://, its spans exported over OTLP to a sink here: always_on (every
+                    # request), or the default sampler (parentbased_always_on).
+                    sink = sink or OtlpSink()
+                    sampler = "always_on" if backend == "file-otel" else None
+                    servers.append(start_serve(binary, backend, f"file://{work / (backend + '-log')}", work,
+                                               env=sink.env(backend, sampler)))
                 elif backend == "a2a-rs" and peers:
                     servers.append(start_peer(peers / "a2a-echo", "a2a-rs", work, {"send", "submit", "get"}))
                 elif backend == "rmcp" and peers:
@@ -399,6 +452,8 @@ def main() -> int:
     if steal_from and steal_to and steal_to[1] > steal_from[1]:
         steal = (steal_to[0] - steal_from[0]) / (steal_to[1] - steal_from[1])
     report(servers, shapes, connections, args, steal)
+    if sink is not None:
+        print(f"- OTLP sink: {sink.exports:,} exports, {sink.bytes / 1e6:,.1f} MB of spans")
     return 0
 
 
