@@ -6,6 +6,7 @@ pub mod conformance;
 pub mod demo;
 mod demo_client_requests;
 mod demo_input_tools;
+pub mod demo_list_changes;
 pub mod demo_resources;
 pub mod demo_skills;
 pub mod demo_tools;

@@ -9,6 +9,7 @@ use axum::Router;
 use clap::Args;
 
 use super::{CliError, CliResult};
+use crate::agents::demo_list_changes::{list_change_tools, with_list_change_handlers};
 use crate::agents::demo_resources::demo_definitions;
 use crate::agents::demo_tools::{DEMO_TOOLS_AGENT, demo_tool_handlers, demo_tools};
 use agentlog::bridge::Bridge;
@@ -90,7 +91,9 @@ pub(super) async fn open(
             config.view = Some(bridge.view().clone());
             config.signer = template.signer.clone();
             config.trust = template.trust.clone();
-            Some(Worker::start(log.clone(), config, demo_tool_handlers()).await?)
+            // The list-change hooks reload this process's bridge, so only this worker has them.
+            let handlers = with_list_change_handlers(demo_tool_handlers(), mcp.clone());
+            Some(Worker::start(log.clone(), config, handlers).await?)
         }
         None => None,
     };
@@ -174,6 +177,7 @@ fn read_definitions(tools: Option<&Path>, demo: bool) -> CliResult<Option<McpCon
     };
     if demo {
         config.tools.extend(demo_tools());
+        config.tools.extend(list_change_tools());
         let fixtures = demo_definitions()?;
         config.resources.extend(fixtures.resources);
         config
