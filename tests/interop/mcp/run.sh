@@ -12,7 +12,8 @@
 #   4. starts the server; runs pytest (auto, legacy and pinned 2026-07-28 modes: tools,
 #      resources (a task's artifacts, binary, static), prompts and completions; a task over
 #      plain JSON-RPC; a resource subscription, legacy and by subscriptions/listen, notified of a
-#      change made over A2A; legacy sampling and elicitation relayed to the callbacks),
+#      change made over A2A; the tools' and prompts' lists changing, heard by subscriptions/listen;
+#      legacy sampling and elicitation relayed to the callbacks),
 #      node --test (the TS client, legacy and auto; legacy relayed requests and a subscription
 #      alike), and the conformance suite:
 #      --suite all at 2026-07-28 and at 2025-11-25, and each Tasks extension scenario (--force),

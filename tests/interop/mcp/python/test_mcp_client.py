@@ -257,6 +257,29 @@ async def test_a_modern_listen_hears_of_a_change_made_over_a2a():
             assert event.uri == uri
 
 
+async def test_a_listen_stream_hears_the_tools_and_prompts_lists_change():
+    # The demo's hooks reload the server's definitions (adding, then removing, a tool and a
+    # prompt); a 2026-07-28 listen stream that asked hears each list change.
+    from mcp.shared.subscriptions import PromptsListChanged, ToolsListChanged
+
+    async with Client(URL, mode="2026-07-28") as client:
+        async with client.listen(tools_list_changed=True, prompts_list_changed=True) as subscription:
+            assert subscription.honored.tools_list_changed and subscription.honored.prompts_list_changed
+            for hook, kind, name in [("test_trigger_tool_change", ToolsListChanged, "test_dynamic_tool"),
+                                     ("test_trigger_prompt_change", PromptsListChanged, "test_dynamic_prompt")]:
+                added = await client.call_tool(hook, {})
+                assert not added.is_error, added
+                with anyio.fail_after(20):
+                    event = await subscription.__anext__()
+                assert isinstance(event, kind), event
+                listed = await (client.list_tools() if kind is ToolsListChanged else client.list_prompts())
+                names = [item.name for item in (listed.tools if kind is ToolsListChanged else listed.prompts)]
+                assert name in names
+                await client.call_tool(hook, {})  # removed again
+                with anyio.fail_after(20):
+                    assert isinstance(await subscription.__anext__(), kind)
+
+
 async def test_a_legacy_call_relays_sampling_and_elicitation_to_the_callbacks():
     from mcp.types import CreateMessageResult, TextContent
 
