@@ -511,6 +511,12 @@ export declare class TaskContext {
    */
   get traceContext(): TraceCarrier | null
   /**
+   * The trace context of this turn's own span (a child of `traceContext`, the one the
+   * turn's records carry), the same kind of carrier: the parent of the spans the handler
+   * makes. `null` when the call came untraced and spans are not exported.
+   */
+  get spanContext(): TraceCarrier | null
+  /**
    * index.js made the turn's AbortSignal: carry the cancellation into JS from now on.
    * Call it before reading `cancelled`, so that a cancellation is either seen there or
    * carried (never neither).

@@ -40,6 +40,15 @@ pub struct TraceCarrier {
     pub tracestate: Option<String>,
 }
 
+impl TraceCarrier {
+    fn of(context: &agentlog_wire::trace::TraceContext) -> Self {
+        Self {
+            traceparent: context.traceparent().to_owned(),
+            tracestate: Some(context.tracestate().to_owned()).filter(|s| !s.is_empty()),
+        }
+    }
+}
+
 /// One turn of a task, as handed to a worker's handler.
 #[napi]
 pub struct TaskContext {
@@ -222,10 +231,15 @@ impl TaskContext {
     /// OpenTelemetry propagator extracts; `null` when the call came without one.
     #[napi(getter)]
     pub fn trace_context(&self) -> Option<TraceCarrier> {
-        self.ctx.trace_context().map(|context| TraceCarrier {
-            traceparent: context.traceparent().to_owned(),
-            tracestate: Some(context.tracestate().to_owned()).filter(|s| !s.is_empty()),
-        })
+        self.ctx.trace_context().map(TraceCarrier::of)
+    }
+
+    /// The trace context of this turn's own span (a child of `traceContext`, the one the
+    /// turn's records carry), the same kind of carrier: the parent of the spans the handler
+    /// makes. `null` when the call came untraced and spans are not exported.
+    #[napi(getter)]
+    pub fn span_context(&self) -> Option<TraceCarrier> {
+        self.ctx.span_context().map(TraceCarrier::of)
     }
 
     /// index.js made the turn's AbortSignal: carry the cancellation into JS from now on.

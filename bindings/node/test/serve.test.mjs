@@ -63,7 +63,7 @@ async function handler(task) {
     await task.working('sleeping');
     await task.waitCancelled();
   } else if (text === 'trace') {
-    await task.complete(JSON.stringify(task.traceContext));
+    await task.complete(JSON.stringify([task.traceContext, task.spanContext]));
   } else if (text === 'input') {
     await task.inputRequired('your name?');
   } else {
@@ -148,7 +148,7 @@ describe('@a2a-js/sdk client against serve() with a JS handler', () => {
     });
   }
 
-  test('the handler reads the caller\'s W3C trace context', TIMEOUT, async () => {
+  test('the handler reads the caller\'s W3C trace context and its turn\'s span', TIMEOUT, async () => {
     const parent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
     const cases = [
       [{ traceparent: parent, tracestate: 'a=1' }, { traceparent: parent, tracestate: 'a=1' }],
@@ -159,8 +159,17 @@ describe('@a2a-js/sdk client against serve() with a JS handler', () => {
       const body = { jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'trace' }] } } };
       const reply = await fetch(server.url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
       const { result } = await reply.json();
-      const seen = JSON.parse(result.task.status.message.parts[0].text);
+      const [seen, span] = JSON.parse(result.task.status.message.parts[0].text);
       assert.deepEqual(seen === null ? null : { ...seen }, expected === null ? null : expected);
+      if (expected === null) {
+        assert.equal(span, null);
+        continue;
+      }
+      // The turn's own span: the same trace, a span id of its own, the caller's state.
+      const [, traceId, spanId] = span.traceparent.split('-');
+      assert.equal(traceId, parent.split('-')[1]);
+      assert.notEqual(spanId, parent.split('-')[2]);
+      assert.equal(span.tracestate, expected.tracestate);
     }
   });
 

@@ -120,13 +120,15 @@ impl PyTaskContext {
     /// OpenTelemetry propagator extracts; `None` when the call came without one.
     #[getter]
     fn trace_context(&self) -> Option<std::collections::HashMap<&'static str, String>> {
-        let context = self.0.trace_context()?;
-        let mut carrier = std::collections::HashMap::new();
-        carrier.insert("traceparent", context.traceparent().to_owned());
-        if !context.tracestate().is_empty() {
-            carrier.insert("tracestate", context.tracestate().to_owned());
-        }
-        Some(carrier)
+        self.0.trace_context().map(carrier)
+    }
+
+    /// The trace context of this turn's own span (a child of `trace_context`, the one the
+    /// turn's records carry), as the same kind of carrier dict: the parent of the spans the
+    /// handler makes. `None` when the call came untraced and spans are not exported.
+    #[getter]
+    fn span_context(&self) -> Option<std::collections::HashMap<&'static str, String>> {
+        self.0.span_context().map(carrier)
     }
 
     /// Whether the turn was canceled (the task canceled, the turn taken over, the worker
@@ -281,4 +283,16 @@ impl PyTaskContext {
             self.0.attempt()
         )
     }
+}
+
+/// A W3C trace context as a propagator's carrier dict (`tracestate` only when there is one).
+fn carrier(
+    context: &agentlog_wire::trace::TraceContext,
+) -> std::collections::HashMap<&'static str, String> {
+    let mut carrier = std::collections::HashMap::new();
+    carrier.insert("traceparent", context.traceparent().to_owned());
+    if !context.tracestate().is_empty() {
+        carrier.insert("tracestate", context.tracestate().to_owned());
+    }
+    carrier
 }

@@ -57,7 +57,7 @@ async def handler(task: TaskContext) -> None:
     elif text == "input" and len(task.history) == 1:
         await task.input_required("what now?")
     elif text == "trace":
-        await task.complete(json.dumps(task.trace_context))
+        await task.complete(json.dumps([task.trace_context, task.span_context]))
     elif text == "block":
         BLOCKED.append(time.monotonic())
         time.sleep(1.0)  # blocks the event loop on purpose
@@ -177,7 +177,7 @@ def post(url: str, method: str, params: dict[str, Any]) -> dict[str, Any]:
         return answer
 
 
-async def test_the_handler_reads_the_callers_trace_context(server: agentlog.Server) -> None:
+async def test_the_handler_reads_the_callers_trace_context_and_its_turns_span(server: agentlog.Server) -> None:
     parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
     for headers, expected in [
         ({"traceparent": parent, "tracestate": "a=1"}, {"traceparent": parent, "tracestate": "a=1"}),
@@ -189,7 +189,15 @@ async def test_the_handler_reads_the_callers_trace_context(server: agentlog.Serv
         request = urllib.request.Request(server.url, body, {"Content-Type": "application/json", **headers})
         reply = await asyncio.to_thread(urllib.request.urlopen, request, timeout=20)
         task = json.loads(reply.read())["result"]["task"]
-        assert json.loads(task["status"]["message"]["parts"][0]["text"]) == expected
+        seen, span = json.loads(task["status"]["message"]["parts"][0]["text"])
+        assert seen == expected
+        if expected is None:
+            assert span is None
+            continue
+        # The turn's own span: the same trace, a span id of its own, the caller's state.
+        _, trace_id, span_id, _ = span["traceparent"].split("-")
+        assert trace_id == parent.split("-")[1] and span_id != parent.split("-")[2]
+        assert span.get("tracestate") == expected.get("tracestate")
 
 
 async def test_a_handler_blocking_the_loop_holds_up_nothing_else(server: agentlog.Server) -> None:
