@@ -21,6 +21,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import urllib.request
 import uuid
 
 import httpx
@@ -422,3 +423,36 @@ def test_the_workers_spans_are_in_the_clients_trace_across_a_kill_and_a_takeover
     for span in everything:
         for value in span['attributes'].values():
             assert text not in str(value) and token not in str(value), span
+
+
+def test_an_mcp_tool_call_and_its_turn_are_in_the_callers_trace(receiver):
+    """An MCP tools/call carrying a traceparent: the request's span is its child, and the tool
+    agent's turn (the demo worker, in the same process) is the request span's child."""
+    server = Process('serve', '--demo', '--listen', '127.0.0.1:0', '--log', 'memory://',
+                     env=exporting(receiver, 'tracing-mcp'))
+    trace_id, parent_id = uuid.uuid4().hex, uuid.uuid4().hex[:16]
+    try:
+        body = json.dumps({'jsonrpc': '2.0', 'id': 1, 'method': 'tools/call',
+                           'params': {'name': 'greet', 'arguments': {'name': 'tracing'}}}).encode()
+        request = urllib.request.Request(server.url() + 'mcp', body, {
+            'Content-Type': 'application/json', 'Accept': 'application/json, text/event-stream',
+            'MCP-Protocol-Version': '2025-06-18', 'traceparent': f'00-{trace_id}-{parent_id}-01'})
+        with urllib.request.urlopen(request, timeout=PATIENCE) as reply:
+            assert 'Hello, tracing!' in reply.read().decode()
+    finally:
+        server.stop()
+
+    def complete():
+        spans = receiver.of_trace(trace_id)
+        return spans if any(s['name'] == 'turn' for s in spans) else None
+
+    spans = until(complete, f'the spans of trace {trace_id}')
+    [call] = [s for s in spans if s['name'] == 'MCP request']
+    assert call['parent_id'] == parent_id and call['kind'] == ProtoSpan.SPAN_KIND_SERVER
+    assert call['attributes']['rpc.method'] == 'tools/call'
+    assert call['attributes']['http.response.status_code'] == 200
+    [turn] = [s for s in spans if s['name'] == 'turn']
+    assert turn['parent_id'] == call['span_id']
+    assert turn['attributes']['agentlog.outcome'] == 'done'
+    by_id = {s['span_id']: s for s in spans}
+    assert all(s['parent_id'] == parent_id or s['parent_id'] in by_id for s in spans), spans

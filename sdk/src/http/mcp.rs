@@ -55,6 +55,7 @@ pub use super::mcp_auth::McpAuth;
 use super::rpc::{sse, utf8};
 use crate::agent::Caller;
 use crate::mcp::{McpBridge, McpHeaders, McpReply, McpRequest};
+use crate::telemetry::{Kind, Parent, Span};
 
 /// How the MCP route behaves.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -262,8 +263,16 @@ async fn answer(state: &McpState, parts: Parts, body: Body, takes_stream: bool) 
         );
     }
     let session = state.mcp.new_session(&bytes);
-    let handled = crate::bridge::trace::traced(super::trace_of(headers), state.mcp.handle(request));
-    match handled.await {
+    // Under a server span of its own while spans are made: the records the call writes carry it.
+    let carried = super::trace_of(headers);
+    let span = mcp_span(&bytes, carried.as_ref());
+    let trace = span.trace_context(carried.as_ref()).or(carried);
+    let handled = crate::bridge::trace::traced(trace, state.mcp.handle(request));
+    let reply = span.in_scope(handled).await;
+    if let McpReply::Json { status, .. } = &reply {
+        span.set("http.response.status_code", *status);
+    }
+    match reply {
         McpReply::Json { status, body } => {
             let mut response = json(
                 StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
@@ -281,6 +290,27 @@ async fn answer(state: &McpState, parts: Parts, body: Body, takes_stream: bool) 
             sse(messages.map(|m| Ok::<_, Infallible>(Event::default().data(utf8(m)))))
         }
     }
+}
+
+/// The span of an MCP request (`rpc.method` its JSON-RPC method, read only while spans are
+/// made), under the context it came with.
+fn mcp_span(body: &[u8], carried: Option<&agentlog_wire::trace::TraceContext>) -> Span {
+    let span = Span::start("MCP request", Kind::Server, Parent::Remote(carried));
+    if span.is_some() {
+        #[derive(serde::Deserialize)]
+        struct Head<'a> {
+            #[serde(borrow)]
+            method: Option<std::borrow::Cow<'a, str>>,
+        }
+        span.set("rpc.system", "mcp");
+        if let Ok(Head {
+            method: Some(method),
+        }) = serde_json::from_slice::<Head<'_>>(body)
+        {
+            span.set("rpc.method", &*method);
+        }
+    }
+    span
 }
 
 /// The legacy session header.
