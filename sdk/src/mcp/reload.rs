@@ -13,7 +13,8 @@
 //! `subscriptions/listen` stream whose filter asked for that kind (2026-07-28) and on each
 //! legacy session's standalone stream (`GET`), unasked (2025-era servers send them so). The
 //! definitions are the process's own (each replica reads its own file), so each replica
-//! reloads and tells the streams it holds.
+//! reloads and tells the streams it holds. A subscribed configured resource (or template
+//! match) whose contents a reload changes is `notifications/resources/updated` (`super::watch`).
 
 use std::sync::{Arc, RwLock};
 
@@ -30,6 +31,8 @@ const PENDING_CHANGES: usize = 16;
 pub(super) struct Live {
     current: RwLock<Arc<Inner>>,
     changes: broadcast::Sender<ListChanged>,
+    /// Every reload's definitions (a subscribed configured resource compares what it reads).
+    reloaded: broadcast::Sender<Arc<Inner>>,
     /// One reload at a time: each compares with the definitions it replaces.
     reloading: tokio::sync::Mutex<()>,
     log: Log,
@@ -130,9 +133,11 @@ impl McpBridge {
     pub(super) fn live(log: Log, inner: Inner) -> Self {
         let inner = Arc::new(inner);
         let (changes, _) = broadcast::channel(PENDING_CHANGES);
+        let (reloaded, _) = broadcast::channel(PENDING_CHANGES);
         let live = Live {
             current: RwLock::new(inner.clone()),
             changes,
+            reloaded,
             reloading: tokio::sync::Mutex::new(()),
             log,
         };
@@ -176,16 +181,23 @@ impl McpBridge {
         )
         .await?;
         let changed = changed(&old, &new);
+        let new = Arc::new(new);
         *self
             .live
             .current
             .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(new);
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = new.clone();
+        // No stream listening is no one to tell.
+        let _ = self.live.reloaded.send(new);
         if changed.any() {
-            // No stream listening is no one to tell.
             let _ = self.live.changes.send(changed);
         }
         Ok(changed)
+    }
+
+    /// The definitions of the reloads from now on.
+    pub(super) fn reloads(&self) -> broadcast::Receiver<Arc<Inner>> {
+        self.live.reloaded.subscribe()
     }
 
     /// The list changes of the reloads from now on.

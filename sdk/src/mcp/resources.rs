@@ -21,7 +21,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Map, Value, json};
 
-use super::catalog::ResourceBody;
+use super::catalog::{Catalog, ResourceBody};
 use super::rpc::Ctx;
 use super::{Cache, McpBridge, cursor};
 use crate::agent::Caller;
@@ -88,6 +88,32 @@ fn body_contents(uri: &str, mime_type: Option<&str>, body: &ResourceBody) -> Res
         ResourceBody::Text(text) => ResourceContents::text(uri, mime_type, text.clone()),
         ResourceBody::Blob(bytes) => ResourceContents::blob(uri, mime_type, bytes),
     }
+}
+
+/// What `resources/read` of `uri` answers from configuration: a configured resource's body,
+/// else (unless `uri` names a task) the first configured template's match, its text with the
+/// URI's values; `None` when configuration does not serve `uri`.
+pub(super) fn configured_contents(catalog: &Catalog, uri: &str) -> Option<ResourceContents> {
+    if let Some(resource) = catalog.resource(uri) {
+        let mime = resource.resource.mime_type.as_deref();
+        return Some(body_contents(uri, mime, &resource.body));
+    }
+    if TaskResource::of(uri).is_some() {
+        return None;
+    }
+    let (template, values) = catalog.matching(uri)?;
+    let mime = template.template.mime_type.as_deref();
+    let body = match &template.body {
+        ResourceBody::Text(text) => {
+            let values: BTreeMap<&str, &str> = values
+                .iter()
+                .map(|(name, value)| (name.as_str(), value.as_str()))
+                .collect();
+            ResourceBody::Text(fill(text, &values))
+        }
+        blob => blob.clone(),
+    };
+    Some(body_contents(uri, mime, &body))
 }
 
 fn to_object<T: serde::Serialize>(value: T) -> Value {
@@ -214,30 +240,12 @@ impl McpBridge {
                     .with_detail("field", "uri"));
             }
         };
-        let catalog = &self.inner.catalog;
-        let (contents, cache) = if let Some(resource) = catalog.resource(uri) {
-            let mime = resource.resource.mime_type.as_deref();
-            (
-                vec![body_contents(uri, mime, &resource.body)],
-                Cache::Public,
-            )
-        } else if let Some(named) = TaskResource::of(uri) {
-            self.read_task(ctx, uri, named).await?
-        } else if let Some((template, values)) = catalog.matching(uri) {
-            let mime = template.template.mime_type.as_deref();
-            let body = match &template.body {
-                ResourceBody::Text(text) => {
-                    let values: BTreeMap<&str, &str> = values
-                        .iter()
-                        .map(|(name, value)| (name.as_str(), value.as_str()))
-                        .collect();
-                    ResourceBody::Text(fill(text, &values))
-                }
-                blob => blob.clone(),
-            };
-            (vec![body_contents(uri, mime, &body)], Cache::Public)
-        } else {
-            return Err(not_found(uri));
+        let (contents, cache) = match configured_contents(&self.inner.catalog, uri) {
+            Some(contents) => (vec![contents], Cache::Public),
+            None => match TaskResource::of(uri) {
+                Some(named) => self.read_task(ctx, uri, named).await?,
+                None => return Err(not_found(uri)),
+            },
         };
         let mut result = Map::new();
         result.insert("contents".into(), to_object(contents));

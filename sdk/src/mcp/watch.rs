@@ -5,18 +5,20 @@
 //! statuses too, since a task without artifacts reads as its result or status) or an
 //! artifact; an artifact's resource only when that artifact does. The changes are the task's
 //! events, which the view follows from the log, so a subscription held by one replica hears of
-//! a change any replica (or worker) wrote. A configured resource or template match never
-//! changes while the server runs: it is subscribable, and quiet. A finished task changes no
-//! more: its watch stays open and quiet too, so that only the client ends a subscription.
+//! a change any replica (or worker) wrote. A configured resource or template match changes
+//! when a reload of this replica's definitions (`super::reload`) changes what it reads
+//! (removed: it reads as not found). A finished task changes no more: its watch stays open and
+//! quiet, so that only the client ends a subscription.
 
 use agentlog_wire::a2a::{StreamResponse, SubscribeToTaskRequest};
 use agentlog_wire::mcp::TaskResource;
 use futures::StreamExt as _;
 use futures::stream::BoxStream;
 use serde_json::json;
+use tokio::sync::broadcast::error::RecvError;
 
 use super::McpBridge;
-use super::resources::not_found;
+use super::resources::{configured_contents, not_found};
 use crate::agent::Caller;
 use crate::bridge::Bridge;
 use crate::error::Result;
@@ -24,7 +26,7 @@ use crate::error::Result;
 /// What a subscribed URI names.
 #[derive(Debug, Clone)]
 pub(super) enum Watched {
-    /// A configured resource or a configured template's match: never changes while served.
+    /// A configured resource or a configured template's match: changes with a reload.
     Quiet,
     /// A task's outputs (`artifact: None`) or one of its artifacts; changes are the task's
     /// records after position `after`.
@@ -123,7 +125,7 @@ impl McpBridge {
             after,
         } = watched
         else {
-            return futures::stream::pending().boxed();
+            return self.configured_changes(uri);
         };
         let request = SubscribeToTaskRequest { tenant: None, id };
         let events = match bridge.subscribe_to_task(caller, request, Some(after)).await {
@@ -151,6 +153,34 @@ impl McpBridge {
             let uri = uri.clone();
             async move { changed.map(|()| uri) }
         });
+        changes.chain(futures::stream::pending()).boxed()
+    }
+
+    /// The reloads that change what configuration reads for `uri`, one item (the URI) each.
+    fn configured_changes(&self, uri: String) -> BoxStream<'static, String> {
+        let reloads = self.reloads();
+        let last = configured_contents(&self.current().inner.catalog, &uri);
+        let this = self.clone();
+        let changes =
+            futures::stream::unfold((reloads, last, uri), move |(mut reloads, mut last, uri)| {
+                let this = this.clone();
+                async move {
+                    loop {
+                        let now = match reloads.recv().await {
+                            Ok(inner) => configured_contents(&inner.catalog, &uri),
+                            // Behind: what the definitions served now read.
+                            Err(RecvError::Lagged(_)) => {
+                                configured_contents(&this.current().inner.catalog, &uri)
+                            }
+                            Err(RecvError::Closed) => return None,
+                        };
+                        if now != last {
+                            last = now;
+                            return Some((uri.clone(), (reloads, last, uri)));
+                        }
+                    }
+                }
+            });
         changes.chain(futures::stream::pending()).boxed()
     }
 }

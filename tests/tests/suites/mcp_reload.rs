@@ -1,7 +1,8 @@
 //! Reloading an MCP bridge's definitions (`McpBridge::reload`): the next requests see them, a
 //! `subscriptions/listen` stream that asked for list changes and a legacy session's stream hear
 //! `notifications/…/list_changed` for each list that changed (and only those), a listing
-//! that stays the same is no change, and definitions that do not check change nothing.
+//! that stays the same is no change, a subscribed configured resource whose text changed is
+//! `notifications/resources/updated`, and definitions that do not check change nothing.
 
 use agentlog::Caller;
 use agentlog::mcp::{McpBridge, McpConfig, McpReply, McpRequest, McpStream, ToolConfig};
@@ -80,6 +81,8 @@ async fn a_reload_serves_the_new_definitions_and_tells_the_streams_that_asked() 
     next(&mut all).await;
     let alice = Caller::principal("alice");
     let mut session = mcp.session_stream(&alice, "s-1").await.expect("session");
+    let mut readme = listen(&mcp, json!({"resourceSubscriptions": ["docs://readme"]})).await;
+    next(&mut readme).await;
 
     // A tool added: the tools' list changed, nothing else.
     let changed = mcp
@@ -121,6 +124,13 @@ async fn a_reload_serves_the_new_definitions_and_tells_the_streams_that_asked() 
     )
     .await;
     assert_eq!(read["result"]["contents"][0]["text"], "v2");
+    // The text changed under a subscription (the reload before did not change it).
+    let heard = next(&mut readme).await;
+    assert_eq!(
+        heard["method"], "notifications/resources/updated",
+        "{heard}"
+    );
+    assert_eq!(heard["params"]["uri"], "docs://readme");
     mcp.reload(definitions(&["a", "b"], "welcome", "v2"))
         .await
         .expect("reload");
