@@ -19,7 +19,7 @@ impl TaskView {
     /// the view (unlike [`lookup`](Self::lookup) then [`load`](Self::load)), so that it
     /// touches as little memory as it can in a view of many tasks.
     pub async fn get(&self, caller: &Caller, task_id: &str) -> Result<Option<Task>> {
-        let partition = self.partition_of(task_id);
+        let (partition, part) = self.inner.part_of(task_id);
         // The task's first records start loading while its entry does (`log/place.rs`).
         let prefetch = |lead: Lead| {
             if let Some(prefetcher) = &self.inner.prefetcher {
@@ -29,7 +29,7 @@ impl TaskView {
             }
         };
         let found = {
-            let tasks = self.inner.part_of(task_id).1.read();
+            let tasks = part.read();
             let found = tasks.owned_ahead(caller, task_id, now_ms(), prefetch);
             // A reply answered in the task's place: there is no task (fold rule 15).
             found
