@@ -20,9 +20,10 @@ const POLL_RECORDS: usize = 256;
 const POLL_WAIT: Duration = Duration::from_millis(100);
 /// The pause after a failed poll, or a record that could not be turned into notifications.
 const PAUSE: Duration = Duration::from_millis(200);
-/// How often progress over records without notifications is committed: a commit per record
-/// would cost a round trip (or a file's rewrite) for every update of every task, and reading
-/// such records again after a crash sends nothing.
+/// How often progress is committed while records keep coming (a poll that finds none commits
+/// at once). A commit is a round trip, or a file's rewrite and sync, and the reading waits for
+/// it: one per delivered notification would hold every next record back that long. A restart
+/// sends again what was in flight and what was delivered since the last commit.
 const COMMIT_EVERY: Duration = Duration::from_millis(100);
 
 /// Read until `reading` is cancelled; then let what was read be sent for up to `grace`
@@ -37,6 +38,7 @@ pub(super) async fn run(
     grace: Duration,
 ) {
     let mut committed_at = Instant::now();
+    let mut uncommitted = false;
     while !reading.is_cancelled() && !shared.cancel.is_cancelled() {
         wait_for_room(&shared, max_pending).await;
         let polled = tokio::select! {
@@ -44,6 +46,7 @@ pub(super) async fn run(
             () = shared.cancel.cancelled() => break,
             polled = member.poll(POLL_RECORDS, POLL_WAIT) => polled,
         };
+        let idle = matches!(polled, Ok(None));
         match polled {
             Ok(Some(delivery)) => {
                 if !process(
@@ -77,10 +80,9 @@ pub(super) async fn run(
             shared.progress.lock().drop_partition(partition);
             tracker.drop_partition(partition);
         }
-        // A notification done is committed at once, so a restart repeats only what was in
-        // flight; records that had none are committed at a pace.
-        let delivered = shared.progress.lock().take_moved();
-        if delivered || committed_at.elapsed() >= COMMIT_EVERY {
+        uncommitted |= shared.progress.lock().take_moved();
+        if (uncommitted && idle) || committed_at.elapsed() >= COMMIT_EVERY {
+            uncommitted = false;
             commit(&shared, member.as_mut()).await;
             committed_at = Instant::now();
         }
@@ -128,6 +130,16 @@ async fn process(
             return false;
         }
         let offset = stored.offset;
+        // Most records are of tasks without configs: their kind and task id say so without
+        // decoding (or checking) the rest. Unsure (the view could not catch up): read in full,
+        // which tries again and says why it cannot.
+        if let Ok(true) = tracker
+            .passes_over(partition, offset, &stored.payload)
+            .await
+        {
+            shared.progress.lock().read(partition, offset, 0);
+            continue;
+        }
         let record = match Record::decode(&stored.payload) {
             // What the view does not apply, the sender does not tell either.
             Ok(record) if verifier.is_none_or(|v| v.check(&record).is_ok()) => record,
@@ -143,7 +155,7 @@ async fn process(
                 Err(error) => {
                     tracing::warn!(error = %error.report(), task = %record.header.task_id, offset, "push: cannot read the task back; trying again");
                     // Its state is unsure now: read it back afresh.
-                    tracker.forget(&record.header.task_id);
+                    tracker.forget(partition, offset, &record.header.task_id);
                     if !pause(shared).await {
                         return false;
                     }

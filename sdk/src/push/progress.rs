@@ -150,8 +150,8 @@ impl Progress {
         }
     }
 
-    /// Whether the commit point may have moved since the last call: then its commit should
-    /// not wait (a restart sends again everything past the committed point).
+    /// Whether the commit point may have moved since the last call: then an idle reader
+    /// commits at once (a restart sends again everything past the committed point).
     pub(super) fn take_moved(&mut self) -> bool {
         std::mem::take(&mut self.moved)
     }

@@ -204,3 +204,93 @@ async fn a_receiver_that_always_fails_gets_a_dead_letter_per_update_and_a_health
     assert_eq!(letters, 4);
     pusher.stop().await;
 }
+
+/// The offsets and encodings of `task_id`'s records on the log, in order.
+async fn encoded(bridge: &Bridge, task_id: &str) -> Vec<(u64, Vec<u8>)> {
+    let view = bridge.view();
+    view.sync(None, Duration::from_secs(5)).await.unwrap();
+    let (info, _) = view.lookup_any(task_id).unwrap();
+    let mut records = view.task_records(&info, false).await.unwrap();
+    records.sort_by_key(|(at, _)| *at);
+    records
+        .into_iter()
+        .map(|(at, record)| (at, record.encode().unwrap()))
+        .collect()
+}
+
+#[tokio::test]
+async fn records_of_tasks_without_configs_are_passed_over_unread_until_a_config_comes() {
+    let log = crate::log::open("memory://").await.unwrap();
+    let open = Destinations::new().allow_private(true);
+    // No worker: the tasks stay submitted, their records only those the calls write.
+    let bridge = Bridge::open(log.clone(), BridgeConfig::new("pushed").push(open))
+        .await
+        .unwrap();
+    let config = PusherConfig::new("pushed");
+    let mut tracker = super::tracked::Tracker::new(
+        bridge.view().clone(),
+        log.clone(),
+        config.topics.events.clone(),
+        100,
+        Duration::from_secs(5),
+    );
+    let message =
+        |id: &str| json!({"messageId": id, "role": "ROLE_USER", "parts": [{"text": "hi"}]});
+    let plain = send(
+        &bridge,
+        json!({"message": message("m-1"), "configuration": {"returnImmediately": true}}),
+    )
+    .await;
+    let plain = plain["result"]["task"]["id"].as_str().unwrap().to_owned();
+    let inline = send(
+        &bridge,
+        json!({"message": message("m-2"), "configuration": {"returnImmediately": true,
+            "taskPushNotificationConfig": {"url": "http://127.0.0.1:9/hook"}}}),
+    )
+    .await;
+    let inline = inline["result"]["task"]["id"].as_str().unwrap().to_owned();
+    let view = bridge.view().clone();
+    for partition in 0..view.partitions() {
+        tracker.assigned(partition, 0);
+    }
+    let passes =
+        async |tracker: &mut super::tracked::Tracker, task: &str, at: u64, bytes: &[u8]| {
+            tracker
+                .passes_over(view.partition_of(task), at, bytes)
+                .await
+                .unwrap()
+        };
+    let plain_records = encoded(&bridge, &plain).await;
+    assert!(!plain_records.is_empty());
+    for (at, bytes) in &plain_records {
+        assert!(
+            passes(&mut tracker, &plain, *at, bytes).await,
+            "a task without configs"
+        );
+    }
+    // A message carrying a config inline is read in full, and so is its task's every record.
+    for (at, bytes) in encoded(&bridge, &inline).await {
+        assert!(!passes(&mut tracker, &inline, at, &bytes).await);
+    }
+    // A config registered later: its record is read in full, and the task's later records.
+    let create = json!({"jsonrpc": "2.0", "id": 2, "method": "CreateTaskPushNotificationConfig",
+                        "params": {"taskId": plain, "id": "late", "url": "http://127.0.0.1:9/late"}})
+    .to_string();
+    bridge
+        .handle(RpcRequest::new(create.as_bytes(), Caller::anonymous()))
+        .await;
+    let later = encoded(&bridge, &plain).await;
+    let (at, bytes) = later.last().unwrap();
+    assert_eq!(
+        agentlog_wire::Record::peek(bytes).unwrap().0,
+        agentlog_wire::RecordKind::PushConfig
+    );
+    assert!(!passes(&mut tracker, &plain, *at, bytes).await);
+    let (at, bytes) = &plain_records[plain_records.len() - 1];
+    assert!(
+        !passes(&mut tracker, &plain, *at, bytes).await,
+        "the view knows of the config now"
+    );
+    // A record that does not read is left to the full reading.
+    assert!(!passes(&mut tracker, &plain, *at, b"\x04").await);
+}

@@ -5,9 +5,16 @@
 //!
 //! A task is followed from the first record of it the sender reads once the view says the
 //! task has a config; its machine and configs are then folded from the task's records before
-//! that one, read back from the log. Tasks without configs cost one lookup in the view. A
-//! finished task stays followed (until the least recently changed are dropped) with its last
-//! notification, which configs registered after the end get without a read-back.
+//! that one, read back from the log. A finished task stays followed (until the least recently
+//! changed are dropped) with its last notification, which configs registered after the end
+//! get without a read-back.
+//!
+//! Tasks without configs cost a look at a record's kind and task id and one lookup in the
+//! view, which need not have caught up with the record ([`Tracker::passes_over`]): a config
+//! registered where this assignment reads is a record the sender reads itself (a push config,
+//! or a message with one inline: read in full, and the view brought that far), and one
+//! registered before it is in the view once the view has applied as far as the assignment's
+//! start (or, for a task no more followed, as far as the sender had read when it dropped it).
 //!
 //! Resuming (`progress`' module doc): when it starts following a task, the sender looks for
 //! push progress records of it that the partition's previous owner wrote (between where this
@@ -21,7 +28,7 @@ use std::time::Duration;
 
 use agentlog_wire::a2a::{StreamResponse, Task, TaskPushNotificationConfig};
 use agentlog_wire::fold::{Change, ChangeFold, PushConfigs, TaskFold, TaskMachine};
-use agentlog_wire::{Record, RecordBody, TaskState};
+use agentlog_wire::{Record, RecordBody, RecordKind, TaskState};
 use bytes::Bytes;
 use foldhash::{HashMap, HashSet};
 
@@ -110,6 +117,11 @@ pub(super) struct Tracker {
     assignments: HashMap<u32, Assignment>,
     /// The (task, config) pairs resumed in the current assignments.
     resumed: HashSet<(Arc<str>, Box<str>)>,
+    /// Per partition: the offset the view must have applied up to for its word on whether a
+    /// task not followed has configs (the start of the assignment, moved on where followed
+    /// tasks were dropped), and the next offset after what was read.
+    view_needed: HashMap<u32, u64>,
+    read_next: HashMap<u32, u64>,
 }
 
 impl Tracker {
@@ -130,6 +142,8 @@ impl Tracker {
             clock: 0,
             assignments: HashMap::default(),
             resumed: HashSet::default(),
+            view_needed: HashMap::default(),
+            read_next: HashMap::default(),
         }
     }
 
@@ -143,6 +157,8 @@ impl Tracker {
         self.drop_partition(partition);
         self.assignments
             .insert(partition, Assignment { start, end: None });
+        self.view_needed.insert(partition, start);
+        self.read_next.insert(partition, start);
     }
 
     /// Forget the tasks of `partition` (another sender owns it now).
@@ -153,6 +169,63 @@ impl Tracker {
         self.resumed
             .retain(|(task, _)| view.partition_of(task) != partition);
         self.assignments.remove(&partition);
+        self.view_needed.remove(&partition);
+        self.read_next.remove(&partition);
+    }
+
+    /// Whether the record `payload` at `offset` of `partition` makes no notification, told
+    /// from its kind and task id without decoding it: its task is not followed, the record
+    /// registers no config, and the view says the task has none (see the module doc). `false`
+    /// when it may make some (or does not read): [`on_record`](Self::on_record) decides.
+    pub(super) async fn passes_over(
+        &mut self,
+        partition: u32,
+        offset: u64,
+        payload: &[u8],
+    ) -> Result<bool> {
+        self.was_read(partition, offset);
+        let Some((kind, task_id)) = Record::peek(payload) else {
+            return Ok(false);
+        };
+        if self.tasks.contains_key(task_id) {
+            return Ok(false);
+        }
+        match kind {
+            // What registers a config is read in full: a push config, or a message that may
+            // carry one inline (its field's name in either spelling, unescaped as serde
+            // writes it; anything escaped is read in full too).
+            RecordKind::PushConfig => return Ok(false),
+            RecordKind::Command | RecordKind::Continue if may_carry_config(payload) => {
+                return Ok(false);
+            }
+            // Tells nothing to a task not followed (as in `on_record`).
+            RecordKind::PushDeadLetter | RecordKind::PushConfigDeleted => return Ok(true),
+            _ => {}
+        }
+        // Without an assignment known, as far as this record (what `on_record` does).
+        let needed = self
+            .view_needed
+            .get(&partition)
+            .copied()
+            .unwrap_or(offset + 1);
+        self.view
+            .sync_to(partition, needed, self.sync_timeout)
+            .await?;
+        Ok(!self.view.has_push_configs(task_id))
+    }
+
+    fn was_read(&mut self, partition: u32, offset: u64) {
+        let read = self.read_next.entry(partition).or_insert(offset + 1);
+        *read = (*read).max(offset + 1);
+    }
+
+    /// A task of `partition` is followed no more: until the view has applied what was
+    /// read of the partition, it may not know of the task's configs that only this sender did.
+    fn unfollowed(&mut self, partition: u32) {
+        if let Some(read) = self.read_next.get(&partition).copied() {
+            let needed = self.view_needed.entry(partition).or_insert(read);
+            *needed = (*needed).max(read);
+        }
     }
 
     /// The notifications the record at `offset` of `partition` makes; a task followed from
@@ -164,6 +237,7 @@ impl Tracker {
         record: &Record,
     ) -> Result<Vec<Notice>> {
         let task_id = record.header.task_id.as_str();
+        self.was_read(partition, offset);
         self.clock += 1;
         let tells_nothing = matches!(
             record.body,
@@ -329,8 +403,10 @@ impl Tracker {
 
     /// Stop following `task_id`: it is read back when it next changes (after an error that
     /// left its state unsure).
-    pub(super) fn forget(&mut self, task_id: &str) {
+    pub(super) fn forget(&mut self, partition: u32, offset: u64, task_id: &str) {
         self.tasks.remove(task_id);
+        self.was_read(partition, offset);
+        self.unfollowed(partition);
         // What it resumed was not sent on: resumed again when read back.
         self.resumed.retain(|(task, _)| &**task != task_id);
     }
@@ -344,8 +420,30 @@ impl Tracker {
         let mut ages: Vec<u64> = self.tasks.values().map(|t| t.touched).collect();
         let cut = ages.len() / 10;
         let (_, &mut oldest, _) = ages.select_nth_unstable(cut);
-        self.tasks.retain(|_, t| t.touched > oldest);
+        let view = &self.view;
+        let mut dropped = HashSet::default();
+        self.tasks.retain(|task, t| {
+            let kept = t.touched > oldest;
+            if !kept {
+                dropped.insert(view.partition_of(task));
+            }
+            kept
+        });
+        for partition in dropped {
+            self.unfollowed(partition);
+        }
     }
+}
+
+/// Whether a message record's bytes may hold an inline push config: its field's name in
+/// either spelling (`taskPushNotificationConfig`, `task_push_notification_config`), or an
+/// escape that could hide it. The needles are ASCII, so a match never spans a byte that is
+/// not UTF-8.
+fn may_carry_config(payload: &[u8]) -> bool {
+    payload.utf8_chunks().any(|chunk| {
+        let text = chunk.valid();
+        text.contains("otification") || text.contains("\\u")
+    })
 }
 
 /// Apply the record at `offset` to `tracked` and make its notices.

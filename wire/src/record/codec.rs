@@ -148,17 +148,7 @@ impl Record {
             return Err(WireError::UnknownVersion(version));
         }
         let kind_code = r.u8("kind")?;
-        let kind = RecordKind::from_code(kind_code)
-            .filter(|kind| match kind {
-                RecordKind::Claim => version != FORMAT_V1,
-                RecordKind::Reply
-                | RecordKind::PushConfig
-                | RecordKind::PushConfigDeleted
-                | RecordKind::PushDeadLetter
-                | RecordKind::PushProgress => version == RECORD_FORMAT_VERSION,
-                _ => true,
-            })
-            .ok_or(WireError::UnknownKind(kind_code))?;
+        let kind = kind_in(version, kind_code).ok_or(WireError::UnknownKind(kind_code))?;
         let timestamp_ms = r.u64("timestamp")?;
         let deadline_ms = r.u64("deadline")?;
         let hops = r.u8("hops")?;
@@ -288,6 +278,27 @@ impl Record {
         Ok(out)
     }
 
+    /// The kind and task id of an encoded record, read without decoding the rest: what a
+    /// reader that passes over most records looks at first. `None` where [`decode`](Self::decode)
+    /// fails before the task id (an unknown version or kind, a cut header) or on the task id
+    /// itself; whether the rest decodes is not checked.
+    pub fn peek(bytes: &[u8]) -> Option<(RecordKind, &str)> {
+        let version = *bytes.first()?;
+        let kind = kind_in(version, *bytes.get(1)?)?;
+        let at = if version == FORMAT_V1 {
+            HOPS_AT + 1
+        } else {
+            FIXED_HEADER_LEN
+        };
+        let mut r = Reader {
+            bytes: bytes.get(at..)?,
+            pos: 0,
+        };
+        let len = u16::from_le_bytes(r.array("task_id").ok()?);
+        let task_id = std::str::from_utf8(r.take("task_id", usize::from(len)).ok()?).ok()?;
+        (!task_id.is_empty()).then_some((kind, task_id))
+    }
+
     /// Whether the record carries a key id and a signature (not whether the signature holds:
     /// that takes the key, outside this crate).
     pub fn is_signed(&self) -> bool {
@@ -333,6 +344,25 @@ impl Record {
             + 4
             + body
     }
+}
+
+/// The kind of `code` in format `version`, if that version has it.
+fn kind_in(version: u8, code: u8) -> Option<RecordKind> {
+    if !matches!(
+        version,
+        RECORD_FORMAT_VERSION | FORMAT_V3 | FORMAT_V2 | FORMAT_V1
+    ) {
+        return None;
+    }
+    RecordKind::from_code(code).filter(|kind| match kind {
+        RecordKind::Claim => version != FORMAT_V1,
+        RecordKind::Reply
+        | RecordKind::PushConfig
+        | RecordKind::PushConfigDeleted
+        | RecordKind::PushDeadLetter
+        | RecordKind::PushProgress => version == RECORD_FORMAT_VERSION,
+        _ => true,
+    })
 }
 
 fn put_str16(out: &mut Vec<u8>, field: &'static str, s: &str) -> Result<(), WireError> {

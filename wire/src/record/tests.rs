@@ -477,3 +477,50 @@ fn empty_task_id_is_rejected_both_ways() {
     record.header.task_id.clear();
     assert_eq!(record.encode().unwrap_err().kind(), "invalid_field");
 }
+
+#[test]
+fn peek_reads_the_kind_and_task_id_that_decode_reads() {
+    for body in every_body() {
+        let record = Record {
+            header: header(),
+            body,
+        };
+        let bytes = record.encode().unwrap();
+        assert_eq!(
+            Record::peek(&bytes),
+            Some((record.body.kind(), "t-1")),
+            "{:?}",
+            record.body.kind()
+        );
+        // A cut record: its kind and task id while they are whole, then nothing.
+        let whole = FIXED_HEADER_LEN + 2 + "t-1".len();
+        for len in 0..bytes.len() {
+            assert_eq!(
+                Record::peek(&bytes[..len]).is_some(),
+                len >= whole,
+                "len {len}"
+            );
+        }
+        let mut old = Record {
+            header: old_header(),
+            body: record.body.clone(),
+        };
+        old.header.attempt = 0;
+        let v1 = v1_bytes(&old);
+        let decoded = Record::decode(&v1).ok();
+        assert_eq!(
+            Record::peek(&v1),
+            decoded
+                .as_ref()
+                .map(|r| (r.body.kind(), r.header.task_id.as_str()))
+        );
+    }
+    let mut unknown = Record {
+        header: header(),
+        body: every_body().remove(0),
+    }
+    .encode()
+    .unwrap();
+    unknown[0] = 99;
+    assert_eq!(Record::peek(&unknown), None);
+}
