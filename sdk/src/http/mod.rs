@@ -14,7 +14,7 @@
 //! | `GET /.well-known/agent-card.json`, `GET /.well-known/agent.json` (legacy 0.2) | the agent card (its interfaces at [`HttpConfig::interface_url`] when set, then [`HttpConfig::extra_interfaces`]) |
 //! | the same two under `{rpc_path}` when it is not `/` | the agent card (the JS client resolves the card relative to its base URL) |
 //! | `GET /healthz` | `200 ok`: liveness |
-//! | `GET /readyz` | `200 {"ready":true}` once the task view has replayed the log and the log takes appends; else `503`, `Retry-After: 1`, `{"ready":false,"reason":...,"error":{"kind":...,"retryable":true}}` |
+//! | `GET /readyz` | `200 {"ready":true,"partitions":{"held":[...],"replaying":[...]}}` once the task view has replayed the log and the log takes appends; else `503`, `Retry-After: 1`, `{"ready":false,"reason":...,"error":{"kind":...,"retryable":true},"partitions":...}` |
 //! | `GET /metrics` | OpenMetrics text (see below) |
 //! | `GET /.well-known/jwks.json` (with [`HttpConfig::push`]) | the keys that sign push notifications, a JWKS (public, not guarded) |
 //! | any other method on `{rpc_path}` | `405` JSON, `Allow: POST` |
