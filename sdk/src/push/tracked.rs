@@ -194,7 +194,8 @@ impl Tracker {
             // What registers a config is read in full: a push config, or a message that may
             // carry one inline (its field's name in either spelling, unescaped as serde
             // writes it; anything escaped is read in full too).
-            RecordKind::PushConfig => return Ok(false),
+            // A progress record is read back by the lane that wrote it (`lanes::parked`).
+            RecordKind::PushConfig | RecordKind::PushProgress => return Ok(false),
             RecordKind::Command | RecordKind::Continue if may_carry_config(payload) => {
                 return Ok(false);
             }
