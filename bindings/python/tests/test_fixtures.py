@@ -208,7 +208,8 @@ def w3c_state(state: str | None) -> str:
 def media_type_params(content_type: str) -> dict[str, str]:
     message = email.message.Message()
     message["Content-Type"] = content_type
-    return {name.lower(): value for name, value in message.get_params()[1:]}
+    params = message.get_params() or []
+    return {name.lower(): value for name, value in params[1:]}
 
 
 def trace_context_case(case: Case) -> None:
