@@ -307,6 +307,17 @@ impl Bridge {
     /// A new record is signed with [`BridgeConfig::signer`]; a copy queued again
     /// ([`Topics::Commands`]) goes as the log holds it, signature and all.
     async fn commit(&self, record: &Record, to: Topics) -> Result<Appended> {
+        self.commit_with(record, to, None).await
+    }
+
+    /// [`commit`](Self::commit), with `claim` (a worker's first claim on the turn the record
+    /// starts: `worker/reserve.rs`) right after the record in the events topic's batch.
+    async fn commit_with(
+        &self,
+        record: &Record,
+        to: Topics,
+        claim: Option<Bytes>,
+    ) -> Result<Appended> {
         let config = &self.inner.config;
         let bytes = match (&config.signer, to) {
             (Some(signer), Topics::Events | Topics::Both) => {
@@ -336,7 +347,7 @@ impl Bridge {
                 AppendBatch {
                     topic: &topics.events,
                     key,
-                    payloads: vec![bytes.clone()],
+                    payloads: std::iter::once(bytes.clone()).chain(claim).collect(),
                 },
                 AppendBatch {
                     topic: &topics.commands,

@@ -333,19 +333,34 @@ impl Bridge {
         // Held until the view shows the command: a worker of this process handed its copy
         // first waits for that rather than asking the log.
         let _appending = view.appending_command(&task_id);
-        let appended = self.commit(&record, Topics::Both).await?;
+        let immediately = request
+            .configuration
+            .as_ref()
+            .is_some_and(|c| c.return_immediately);
+        // A call that waits for the turn: a worker of this process may claim it in this
+        // append (its claim right after the command), saving the claim its own round trip.
+        let reserved = if immediately {
+            None
+        } else {
+            view.reserve_first_turn(&record.header)
+        };
+        let claim = reserved.as_ref().map(|r| r.claim().1.clone());
+        let appended = self.commit_with(&record, Topics::Both, claim).await?;
         let offset = appended.first_offset;
         // A command carrying a push config goes through the follower, which marks the task
         // as having one (fold rule 16) for a push sender sharing the view.
         let own = if params_parsed && !super::push::carries_config(request) {
-            let immediately = request
-                .configuration
-                .as_ref()
-                .is_some_and(|c| c.return_immediately);
             view.apply_own_command(partition, offset, appended.place, &record, immediately)
         } else {
             OwnCommand::NotApplied
         };
+        if let Some(reserved) = reserved {
+            if own != OwnCommand::NotApplied {
+                let claim = std::slice::from_ref(reserved.claim().0);
+                view.apply_own(partition, offset + 1, appended.place, claim);
+            }
+            reserved.landed();
+        }
         let first = match own {
             OwnCommand::Created => true,
             OwnCommand::Duplicate => false,

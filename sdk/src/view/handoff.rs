@@ -12,14 +12,19 @@
 //! While such a command is on its way to the log, the worker may already hold its copy (a
 //! backend may make the copy visible first): [`TaskView::own_command_landed`] waits for the
 //! bridge to apply it, instead of asking the log's end for a record this process is writing.
+//!
+//! Such a worker may also take the first turn in the command's own append
+//! ([`TaskView::take_first_turns`]): the bridge writes the worker's claim right after the
+//! command, in the same batch, so the turn starts without a claim round trip of its own.
 
 use std::collections::VecDeque;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use agentlog_wire::RecordHeader;
 use agentlog_wire::a2a::SendMessageRequest;
+use agentlog_wire::{Record, RecordHeader};
+use bytes::Bytes;
 use foldhash::{HashMap, HashSet};
 use tokio::sync::Notify;
 
@@ -42,6 +47,26 @@ pub(super) struct Handoff {
     /// Tasks whose new command this process is appending, and a wake-up when one lands.
     appending: Mutex<HashSet<String>>,
     landed: Notify,
+    /// The worker that claims first turns in their command's append, if one asked.
+    local_worker: OnceLock<Arc<dyn LocalWorker>>,
+}
+
+/// A worker in this process that takes a new task's first turn in its command's append.
+pub(crate) trait LocalWorker: Send + Sync {
+    /// A claim on the first turn of the task the command with `header` creates, a handler
+    /// slot kept for it; `None` when the worker would not take that turn now (no free slot,
+    /// not its partition, stopping).
+    fn reserve(&self, header: &RecordHeader) -> Option<Box<dyn ReservedTurn>>;
+}
+
+/// A claim a [`LocalWorker`] made ready, to append right after its command in one batch.
+pub(crate) trait ReservedTurn: Send {
+    /// The claim record, and its bytes as the worker writes them (signed if it signs).
+    fn claim(&self) -> (&Record, &Bytes);
+    /// The batch is on the log: the worker runs the turn when its copy reaches it. (A
+    /// reservation dropped without this may be on the log in part: the worker keeps it
+    /// until it is adopted or released.)
+    fn landed(self: Box<Self>);
 }
 
 #[derive(Default)]
@@ -65,6 +90,22 @@ impl TaskView {
     /// first turn of their tasks: what a worker deciding with this view asks for.
     pub fn hand_off_commands(&self) {
         self.inner.handoff.enabled.store(true, Ordering::Relaxed);
+    }
+
+    /// Let `worker` claim the first turns of the new commands this process's bridge appends,
+    /// in the same append ([`reserve_first_turn`](Self::reserve_first_turn)). The first
+    /// worker to ask keeps it.
+    pub(crate) fn take_first_turns(&self, worker: Arc<dyn LocalWorker>) {
+        let _ = self.inner.handoff.local_worker.set(worker);
+    }
+
+    /// A claim for the first turn of the task the command with `header` creates, from the
+    /// worker of this process if it takes it now.
+    pub(crate) fn reserve_first_turn(
+        &self,
+        header: &RecordHeader,
+    ) -> Option<Box<dyn ReservedTurn>> {
+        self.inner.handoff.local_worker.get()?.reserve(header)
     }
 
     /// Whether new commands are kept for a worker ([`hand_off`](Self::hand_off) keeps

@@ -46,6 +46,7 @@ use crate::log::{Log, TopicRef, partition_for_key};
 use crate::retention::now_ms;
 
 pub use compact::{CompactTopics, Compacted};
+pub(crate) use handoff::{LocalWorker, ReservedTurn};
 pub use own::OwnCommand;
 use part::Part;
 pub use part::PartitionStatus;
@@ -585,8 +586,9 @@ fn info(partition: u32, entry: &Entry) -> TaskInfo {
 
 impl TaskView {
     /// The tasks of `partition` whose turn has waited for a worker's claim since before
-    /// `before_ms` (Unix milliseconds), oldest first, with the turn (the `messageId`) each
-    /// waits on: what a sweeper puts back on the workers' queue.
+    /// `before_ms` (Unix milliseconds): unclaimed since then, or claimed under a lease over
+    /// since then; oldest first, with the turn (the `messageId`) each waits on: what a sweeper
+    /// puts back on the workers' queue.
     ///
     /// The first call starts the index (a view nobody sweeps keeps none).
     pub fn awaiting_claim(&self, partition: u32, before_ms: u64) -> Vec<(Arc<str>, Arc<str>)> {

@@ -43,22 +43,25 @@ impl Writer {
         let Some(first) = records.first() else {
             return Err(Error::new(ErrorKind::Internal, "an empty batch of records"));
         };
-        let payloads = match &self.signer {
-            Some(signer) => records
-                .iter()
-                .map(|r| {
-                    let bytes = signer.encode(r)?;
-                    if let Some(trust) = &self.trust {
-                        trust.remember_own(&bytes, r.body.kind(), signer);
-                    }
-                    Ok(Bytes::from(bytes))
-                })
-                .collect::<Result<Vec<_>>>()?,
-            None => records.iter().map(encode).collect::<Result<Vec<_>>>()?,
-        };
+        let payloads = records
+            .iter()
+            .map(|r| self.payload(r))
+            .collect::<Result<Vec<_>>>()?;
         self.log
             .append(&self.events, first.header.task_id.as_bytes(), payloads)
             .await
+    }
+
+    /// `record`'s bytes as this worker writes it: signed if it has a signer.
+    pub(super) fn payload(&self, record: &Record) -> Result<Bytes> {
+        let Some(signer) = &self.signer else {
+            return encode(record);
+        };
+        let bytes = signer.encode(record)?;
+        if let Some(trust) = &self.trust {
+            trust.remember_own(&bytes, record.body.kind(), signer);
+        }
+        Ok(Bytes::from(bytes))
     }
 }
 
@@ -68,6 +71,9 @@ pub(super) fn encode(record: &Record) -> Result<Bytes> {
         Error::new(ErrorKind::InvalidParams, "the record cannot be encoded").with_source(e)
     })
 }
+
+/// A turn of a task: its id and the client message it answers.
+pub(super) type TurnKey = (String, String);
 
 /// The task an attempt works for.
 #[derive(Debug, Clone)]

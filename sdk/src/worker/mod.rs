@@ -31,7 +31,9 @@ mod context;
 mod expiry;
 mod handler;
 mod pending;
+mod pickup;
 mod reports;
+mod reserve;
 mod run;
 mod served;
 mod settle;
@@ -55,6 +57,8 @@ use crate::error::Result;
 use crate::log::Log;
 use crate::security::{RecordSigner, RecordVerifier};
 use crate::view::{TaskView, ViewOptions};
+use pickup::Pickup;
+use reserve::Reservations;
 
 pub use context::TaskContext;
 pub use expiry::DEFAULT_INPUT_TIMEOUT;
@@ -153,6 +157,7 @@ impl Worker {
     pub async fn start(log: Log, config: WorkerConfig, handler: impl Handler) -> Result<Worker> {
         let topics = config.topics;
         topics.ensure(&log).await?;
+        let shares_view = config.view.is_some();
         let view = match config.view {
             // A bridge's in this process: its new commands reach the first turns parsed.
             Some(view) => {
@@ -171,6 +176,7 @@ impl Worker {
             .join_group(&topics.commands, &topics.worker_group())
             .await?;
         let stop = CancellationToken::new();
+        let (landed, claimed) = tokio::sync::mpsc::unbounded_channel();
         let concurrency = config.concurrency.max(1);
         let shared = Arc::new(shared::Shared {
             view: view.clone(),
@@ -193,8 +199,12 @@ impl Worker {
             shutdown_timeout: config.shutdown_timeout,
             stop: stop.clone(),
             force: CancellationToken::new(),
+            reservations: Reservations::new(landed),
         });
-        let task = tokio::spawn(run::run(shared, consumer));
+        if shares_view {
+            view.take_first_turns(Arc::new(Pickup::new(Arc::downgrade(&shared))));
+        }
+        let task = tokio::spawn(run::run(shared, consumer, claimed));
         Ok(Worker {
             source: config.source,
             view,

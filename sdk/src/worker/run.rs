@@ -5,16 +5,22 @@
 //! claims). The loop keeps, per partition, the offsets still in flight ([`Pending`]) and
 //! commits up to the first of them, so a command whose turn this worker has not settled is
 //! delivered again to whoever owns the partition next.
+//!
+//! A first turn claimed in its bridge's append (`reserve.rs`) gets its supervisor as soon as
+//! the claim lands, from whichever partition it is: the loop is told while it polls. Its
+//! copy, if it comes here, is that supervisor's offset to commit.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use agentlog_wire::{Record, RecordBody};
-use foldhash::{HashMap, HashSet};
+use foldhash::HashMap;
+use tokio::sync::mpsc;
 use tokio::task::{Id, JoinError, JoinSet};
 
+use super::attempt::TurnKey;
 use super::pending::Pending;
-use super::shared::{Backoff, Outcome, Shared, TurnKey};
+use super::shared::{Backoff, Outcome, Shared};
 use super::sweep::Sweeper;
 use super::turn::supervise;
 use crate::error::{Error, ErrorKind, Result};
@@ -35,7 +41,8 @@ const ABORT_AFTER: Duration = Duration::from_secs(1);
 /// A supervisor in flight.
 struct Running {
     partition: u32,
-    offset: u64,
+    /// The copy it came with (none yet for a first claim from the bridge's append).
+    offset: Option<u64>,
     turn: TurnKey,
 }
 
@@ -44,20 +51,25 @@ struct Loop {
     shared: Arc<Shared>,
     pending: Pending,
     running: HashMap<Id, Running>,
-    /// The turns supervised here: one supervisor per turn, whatever copies arrive.
-    turns: HashSet<TurnKey>,
+    /// The turns supervised here, and by whom: one supervisor per turn, whatever copies
+    /// arrive.
+    turns: HashMap<TurnKey, Id>,
     set: JoinSet<Outcome>,
     sweeper: Sweeper,
 }
 
 /// Run until [`Shared::stop`] fires, then drain (bounded) and leave the group.
-pub(super) async fn run(shared: Arc<Shared>, mut consumer: Box<dyn GroupConsumer>) -> Result<()> {
+pub(super) async fn run(
+    shared: Arc<Shared>,
+    mut consumer: Box<dyn GroupConsumer>,
+    mut claimed: mpsc::UnboundedReceiver<TurnKey>,
+) -> Result<()> {
     let mut state = Loop {
         sweeper: Sweeper::new(shared.requeue_after),
         shared: shared.clone(),
         pending: Pending::default(),
         running: HashMap::default(),
-        turns: HashSet::default(),
+        turns: HashMap::default(),
         set: JoinSet::new(),
     };
     let mut backoff = Backoff::default();
@@ -72,7 +84,17 @@ pub(super) async fn run(shared: Arc<Shared>, mut consumer: Box<dyn GroupConsumer
             .sweeper
             .sweep(&shared, &consumer.owned_partitions(), &state.turns)
             .await;
-        match consumer.poll(POLL_MAX, POLL_TIMEOUT).await {
+        // The poll is never dropped half-way (a backend may have taken records): first
+        // claims landing meanwhile get their supervisors beside it.
+        let poll = consumer.poll(POLL_MAX, POLL_TIMEOUT);
+        tokio::pin!(poll);
+        let polled = loop {
+            tokio::select! {
+                polled = &mut poll => break polled,
+                Some(turn) = claimed.recv() => state.supervise_claimed(turn),
+            }
+        };
+        match polled {
             Ok(None) => backoff.reset(),
             Ok(Some(delivery)) => {
                 backoff.reset();
@@ -101,17 +123,34 @@ impl Loop {
                 self.pending.finish(partition, stored.offset);
                 continue;
             };
-            if self.turns.contains(&turn) {
-                // Another copy of a turn supervised here already: this one adds nothing.
-                self.pending.finish(partition, stored.offset);
+            if let Some(id) = self.turns.get(&turn) {
+                // Another copy of a turn supervised here already: this one adds nothing,
+                // unless the supervisor has none (a first claim): then it is the one to
+                // commit once the turn settles.
+                match self.running.get_mut(id) {
+                    Some(running) if running.offset.is_none() && running.partition == partition => {
+                        running.offset = Some(stored.offset);
+                    }
+                    _ => self.pending.finish(partition, stored.offset),
+                }
                 continue;
             }
             if !self.wait_for_slot().await {
                 // Stopping: the rest stay in flight, so they are not committed and come again.
                 return;
             }
-            self.spawn(partition, stored.offset, turn, written_ms);
+            self.spawn(partition, Some(stored.offset), turn, written_ms);
         }
+    }
+
+    /// A first claim of `turn` landed in this process's bridge's append: make sure a
+    /// supervisor takes it (one may have come with the copy already).
+    fn supervise_claimed(&mut self, turn: TurnKey) {
+        if self.turns.contains_key(&turn) {
+            return;
+        }
+        let partition = self.shared.view.partition_of(&turn.0);
+        self.spawn(partition, None, turn, super::attempt::now_ms());
     }
 
     /// Wait until fewer than the most turns allowed are supervised; `false` if stopping.
@@ -125,8 +164,7 @@ impl Loop {
         true
     }
 
-    fn spawn(&mut self, partition: u32, offset: u64, turn: TurnKey, written_ms: u64) {
-        self.turns.insert(turn.clone());
+    fn spawn(&mut self, partition: u32, offset: Option<u64>, turn: TurnKey, written_ms: u64) {
         let (task_id, message_id) = turn.clone();
         let handle = self.set.spawn(supervise(
             self.shared.clone(),
@@ -134,6 +172,7 @@ impl Loop {
             message_id,
             written_ms,
         ));
+        self.turns.insert(turn.clone(), handle.id());
         self.running.insert(
             handle.id(),
             Running {
@@ -164,8 +203,10 @@ impl Loop {
             return;
         };
         self.turns.remove(&running.turn);
-        if outcome == Outcome::Done {
-            self.pending.finish(running.partition, running.offset);
+        if outcome == Outcome::Done
+            && let Some(offset) = running.offset
+        {
+            self.pending.finish(running.partition, offset);
         }
     }
 

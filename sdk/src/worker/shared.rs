@@ -9,6 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::attempt::Writer;
 use super::handler::Handler;
+use super::reserve::Reservations;
 use crate::security::RecordVerifier;
 use crate::view::TaskView;
 
@@ -31,6 +32,8 @@ pub(super) struct Shared {
     pub(super) stop: CancellationToken,
     /// The grace period is over: handlers' tokens fire, their turns are released.
     pub(super) force: CancellationToken,
+    /// First turns claimed in this process's bridge's appends, until adopted.
+    pub(super) reservations: Reservations,
 }
 
 /// How a supervisor ended, as far as its command's offset is concerned.
@@ -41,9 +44,6 @@ pub(super) enum Outcome {
     /// The worker gave up on it (shutdown): leave it uncommitted so it is delivered again.
     Abandoned,
 }
-
-/// A turn of a task: its id and the client message it answers.
-pub(super) type TurnKey = (String, String);
 
 /// Exponential backoff from 10 ms to 1 s.
 #[derive(Debug)]

@@ -4,7 +4,9 @@
 //! the commands topic. A crash between the two appends, or a failed second append, leaves a
 //! task `submitted` that no worker will ever be handed. So each worker looks, about once a
 //! second, at the partitions it owns in the worker group: a task there whose turn has waited
-//! for a claim for [`WorkerConfig::requeue_after`](super::WorkerConfig) (default 3 s) and that
+//! for a claim for [`WorkerConfig::requeue_after`](super::WorkerConfig) (default 3 s), or whose
+//! claim's lease has been over that long (a first claim written with its command, whose copy
+//! was lost with its process: `reserve.rs`), and that
 //! this worker is not already supervising gets a copy of its turn's record (the command or
 //! continue itself, read back from the events topic) on the commands topic. The worker that
 //! owns the partition receives it and claims the turn as usual.
@@ -20,19 +22,20 @@
 //! period (1 s) plus an append, so at most 5 s with the defaults, while the owning worker has
 //! a free supervisor slot to receive it.
 //!
-//! The same sweep cancels the input-required tasks of those partitions whose ask's deadline
+//! The same sweep releases the first claims this worker wrote in its bridge's appends that
+//! it never adopted (`reserve.rs`), and cancels the input-required tasks of those partitions whose ask's deadline
 //! has passed (an abandoned MCP call: [`super::expiry`]), within one sweep period of it.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentlog_wire::{Record, RecordBody};
-use foldhash::HashSet;
+use agentlog_wire::{Record, RecordBody, TaskState};
+
 use tokio::time::Instant;
 
-use super::attempt::{millis, now_ms};
-use super::shared::{Shared, TurnKey};
+use super::attempt::{TurnKey, millis, now_ms};
+use super::shared::Shared;
 use crate::error::Result;
 
 /// How often a worker sweeps.
@@ -66,20 +69,27 @@ impl Sweeper {
         &mut self,
         shared: &Shared,
         owned: &[u32],
-        supervised: &HashSet<TurnKey>,
+        supervised: &foldhash::HashMap<TurnKey, tokio::task::Id>,
     ) {
         let now = Instant::now();
         if now < self.next {
             return;
         }
         self.next = now + SWEEP_EVERY;
+        // First claims written for this process's bridge whose copies went elsewhere (the
+        // partition moved): released, so the worker holding the copy takes over at once.
+        for attempt in shared.reservations.take_stale(self.requeue_after) {
+            if let Err(error) = attempt.release().await {
+                tracing::warn!(task_id = attempt.task.id, error = %error.report(), "worker: cannot release an unused first claim; its lease ends it");
+            }
+        }
         self.requeued
             .retain(|_, at| now.duration_since(*at) < REMEMBER);
         let before = now_ms().saturating_sub(millis(self.requeue_after));
         for &partition in owned {
             for (task_id, turn) in shared.view.awaiting_claim(partition, before) {
                 let key = (task_id.to_string(), turn.to_string());
-                if supervised.contains(&key) || self.requeued.contains_key(&key) {
+                if supervised.contains_key(&key) || self.requeued.contains_key(&key) {
                     continue;
                 }
                 match requeue(shared, &task_id, &turn).await {
@@ -105,7 +115,14 @@ async fn requeue(shared: &Shared, task_id: &Arc<str>, turn: &str) -> Result<bool
     let Some((info, _)) = view.lookup_any(task_id) else {
         return Ok(false);
     };
-    if !info.awaits_claim() || info.last_message_id.as_deref() != Some(turn) {
+    // Unclaimed, or claimed under a lease that is over (its holder gone, and with it the
+    // copy that would have brought a takeover: `reserve.rs`).
+    let lease_over = matches!(info.state, TaskState::Submitted | TaskState::Working)
+        && info
+            .claim
+            .as_ref()
+            .is_some_and(|claim| claim.lease_until_ms <= now_ms());
+    if !(info.awaits_claim() || lease_over) || info.last_message_id.as_deref() != Some(turn) {
         return Ok(false);
     }
     let records = view.task_records(&info, true).await?;

@@ -89,16 +89,25 @@ pub(super) async fn supervise(
     // record is in the log: while it is fresh, a turn the log does not show yet is looked at
     // again (for as long as the sweeper would wait before queueing it anew), not dropped.
     let fresh = || now_ms().saturating_sub(written_ms) < millis(shared.requeue_after);
-    let ready_to_claim = || {
-        view.lookup_any(&task_id)
-            .is_some_and(|(info, _)| matches!(stance(&info, &turn, now_ms()), Stance::Claim(_)))
+    let source = shared.writer.source.as_str();
+    let reservations = &shared.reservations;
+    // Ready: the view shows the turn free to claim, or holding the first claim this
+    // process's bridge wrote for this worker (`reserve.rs`), which is then taken as is.
+    let ready_now = || {
+        view.lookup_any(&task_id).is_some_and(|(info, _)| {
+            if reservations.waits(&task_id, &turn) {
+                reservations.shows(&task_id, &turn, &info, source)
+            } else {
+                matches!(stance(&info, &turn, now_ms()), Stance::Claim(_))
+            }
+        })
     };
     loop {
-        let mut ready = first && ready_to_claim();
+        let mut ready = first && ready_now();
         if first && !ready {
             // This process's bridge may be writing it: wait for its view, not the log's end.
             view.own_command_landed(&task_id, shared.sync_timeout).await;
-            ready = ready_to_claim();
+            ready = ready_now();
         }
         first = false;
         if ready {
@@ -123,6 +132,16 @@ pub(super) async fn supervise(
             );
             return Outcome::Done;
         };
+        if let Some((attempt, permit)) = reservations.adopt(&task_id, &turn, &info, source) {
+            match run(&shared, attempt, permit, events, info).await {
+                Ran::Done => return Outcome::Done,
+                Ran::Abandoned => return Outcome::Abandoned,
+                Ran::Lost => {
+                    backoff.reset();
+                    continue;
+                }
+            }
+        }
         match stance(&info, &turn, now_ms()) {
             Stance::Over
                 if !info.state.is_terminal() && !view.has_applied(&task_id, &turn) && fresh() =>

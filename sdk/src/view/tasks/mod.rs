@@ -162,9 +162,8 @@ impl Tasks {
         }
         let mut awaiting = AwaitingClaim::default();
         for (slot, entry) in self.entries.iter() {
-            let machine = &entry.machine;
-            if machine.awaits_claim() {
-                awaiting.update(slot, None, Some(machine.status_timestamp_ms()));
+            if let Some(since) = awaits_claim_since(&entry.machine) {
+                awaiting.update(slot, None, Some(since));
             }
         }
         self.awaiting = Some(awaiting);
@@ -318,7 +317,6 @@ impl Tasks {
         };
         let machine = &entry.machine;
         let state = machine.state().unwrap_or(TaskState::Unspecified);
-        let ts = machine.status_timestamp_ms();
         if keep_index {
             let was = before.as_ref().and_then(|b| b.listed.as_ref());
             self.index.update(slot, was, entry.listed().as_ref());
@@ -330,7 +328,7 @@ impl Tasks {
         }
         if let Some(awaiting) = self.awaiting.as_mut() {
             let was = before.as_ref().and_then(|b| b.awaiting);
-            let now = machine.awaits_claim().then_some(ts);
+            let now = awaits_claim_since(machine);
             if was != now {
                 awaiting.update(slot, was, now);
             }
@@ -382,13 +380,28 @@ impl Before {
     /// Where `entry` stands; where it is listed only when the index is kept (`listed`).
     fn of(entry: &Entry, listed: bool) -> Self {
         let machine = &entry.machine;
-        let status_ms = machine.status_timestamp_ms();
         Self {
             listed: if listed { entry.listed() } else { None },
-            awaiting: machine.awaits_claim().then_some(status_ms),
+            awaiting: awaits_claim_since(machine),
             input: awaits_input(machine),
             expires_at: machine.expires_at_ms(),
         }
+    }
+}
+
+/// Since when the task's turn has waited for a worker's claim, if it does: unclaimed since its
+/// status, or claimed under a lease that ends or ended then (a holder gone whose command's
+/// copy is gone too, as when a process dies between the appends of a command that carried
+/// its worker's claim, is found by the sweep once that lease is over).
+fn awaits_claim_since(machine: &TaskMachine) -> Option<u64> {
+    if machine.awaits_claim() {
+        return Some(machine.status_timestamp_ms());
+    }
+    match machine.state() {
+        Some(TaskState::Submitted | TaskState::Working) => {
+            machine.claim().map(|claim| claim.lease_until_ms)
+        }
+        _ => None,
     }
 }
 

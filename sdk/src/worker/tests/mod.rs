@@ -21,6 +21,7 @@ use super::*;
 use crate::agent::Caller;
 use crate::bridge::{Bridge, BridgeConfig};
 
+mod first_claim;
 mod reply;
 
 /// An upper bound for anything a test waits for.

@@ -1,0 +1,98 @@
+//! The worker's side of a bridge's first-turn claims ([`LocalWorker`]): the claim is made
+//! and its slot kept here (`reserve.rs` keeps them until adopted).
+
+use std::sync::{Arc, Weak};
+
+use agentlog_wire::{Record, RecordHeader};
+use bytes::Bytes;
+
+use super::attempt::{Attempt, TaskRef, TurnKey};
+use super::shared::Shared;
+use crate::agent::Caller;
+use crate::view::{LocalWorker, ReservedTurn};
+
+/// The worker's side of [`LocalWorker`], registered on the view it shares with its bridge.
+pub(super) struct Pickup {
+    shared: Weak<Shared>,
+}
+
+impl Pickup {
+    pub(super) fn new(shared: Weak<Shared>) -> Pickup {
+        Pickup { shared }
+    }
+}
+
+impl LocalWorker for Pickup {
+    fn reserve(&self, header: &RecordHeader) -> Option<Box<dyn ReservedTurn>> {
+        let shared = self.shared.upgrade()?;
+        // A worker checking commands' signatures decides on each copy as it comes.
+        if shared.stop.is_cancelled() || shared.trust.is_some() {
+            return None;
+        }
+        let reservations = &shared.reservations;
+        let permit = shared.permits.clone().try_acquire_owned().ok()?;
+        let task = TaskRef {
+            id: header.task_id.clone(),
+            context_id: header.context_id.clone(),
+            caller: Caller {
+                principal: header.principal.clone(),
+                tenant: header.tenant.clone(),
+            },
+        };
+        let turn: Arc<str> = header.message_id.as_str().into();
+        let attempt = Attempt::new(task, 1, turn, shared.writer.clone(), shared.lease);
+        let claim = attempt.claim_record(&header.message_id, false);
+        let bytes = match shared.writer.payload(&claim) {
+            Ok(bytes) => bytes,
+            Err(error) => {
+                tracing::debug!(error = %error.report(), "worker: cannot write a first claim; the copy decides");
+                return None;
+            }
+        };
+        let key = (header.task_id.clone(), header.message_id.clone());
+        if !reservations.keep(key.clone(), attempt, permit) {
+            return None;
+        }
+        Some(Box::new(Reserved {
+            shared: self.shared.clone(),
+            key,
+            claim,
+            bytes,
+            landed: false,
+        }))
+    }
+}
+
+/// A claim handed to a bridge for its append.
+struct Reserved {
+    shared: Weak<Shared>,
+    key: TurnKey,
+    claim: Record,
+    bytes: Bytes,
+    landed: bool,
+}
+
+impl ReservedTurn for Reserved {
+    fn claim(&self) -> (&Record, &Bytes) {
+        (&self.claim, &self.bytes)
+    }
+
+    fn landed(mut self: Box<Self>) {
+        if let Some(shared) = self.shared.upgrade() {
+            shared.reservations.landed(&self.key);
+        }
+        self.landed = true;
+    }
+}
+
+impl Drop for Reserved {
+    fn drop(&mut self) {
+        // The append failed, but part of it (the events batch, claim and all) may be on the
+        // log: kept as landed, so the sweep releases the claim if no copy brings the turn.
+        if !self.landed
+            && let Some(shared) = self.shared.upgrade()
+        {
+            shared.reservations.landed(&self.key);
+        }
+    }
+}

@@ -1,0 +1,196 @@
+//! A worker sharing its bridge's view claims a new task's first turn in the command's own
+//! append (`reserve.rs`, `pickup.rs`), and a claim whose copy never landed still gets its
+//! turn run.
+
+use super::*;
+use crate::log::layers::{FaultLayer, Faults, LogMetrics, LogOp, MetricsLayer};
+
+/// A bridge and a worker sharing its view over `log`, the worker adjusted by `adjust`.
+async fn sharing(
+    log: &Log,
+    handler: impl Handler,
+    adjust: impl FnOnce(&mut WorkerConfig),
+) -> Harness {
+    let bridge = Bridge::open(log.clone(), BridgeConfig::new("agent"))
+        .await
+        .unwrap();
+    let mut config = WorkerConfig::new("agent");
+    config.view = Some(bridge.view().clone());
+    config.shutdown_timeout = PATIENCE * 2;
+    adjust(&mut config);
+    let worker = Worker::start(log.clone(), config, handler).await.unwrap();
+    Harness {
+        log: log.clone(),
+        bridge,
+        worker,
+    }
+}
+
+fn claims(records: &[Record]) -> Vec<(u32, u64)> {
+    records
+        .iter()
+        .filter_map(|r| match r.body {
+            RecordBody::Claim { lease_until_ms, .. } => Some((r.header.attempt, lease_until_ms)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_waiting_call_brings_its_first_claim_in_the_commands_append() {
+    let metrics = LogMetrics::new();
+    let log = crate::log::open("memory://")
+        .await
+        .unwrap()
+        .layer(MetricsLayer::new(metrics.clone()));
+    let h = sharing(&log, Completes, |_| {}).await;
+    let source = h.worker.source().to_owned();
+
+    // Blocking: the claim rides in the command's append; the worker appends its end only.
+    let appends = metrics.calls(LogOp::Append);
+    let task = send(&h.bridge, user("hi"), false).await;
+    assert_eq!(task.status.state, TaskState::Completed);
+    assert_eq!(metrics.calls(LogOp::Append) - appends, 1, "the end alone");
+    let events = h.events().await;
+    let records = &events[&task.id];
+    assert!(matches!(records[0].body, RecordBody::Command { .. }));
+    assert!(
+        matches!(&records[1].body, RecordBody::Claim { turn, .. } if *turn == task.history[0].message_id)
+    );
+    assert_eq!(records[1].header.source, source);
+    assert_eq!(claims(records).len(), 1, "one claim: {records:?}");
+    assert!(records[1..].iter().all(|r| r.header.attempt == 1));
+
+    // returnImmediately: the call does not wait, so the worker claims as it always has.
+    let appends = metrics.calls(LogOp::Append);
+    let id = send(&h.bridge, user("later"), true).await.id;
+    let view = h.bridge.view();
+    tokio::time::timeout(PATIENCE, async {
+        while view.lookup_any(&id).map(|(info, _)| info.state) != Some(TaskState::Completed) {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        metrics.calls(LogOp::Append) - appends,
+        2,
+        "a claim, then the end"
+    );
+    h.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_first_claim_whose_copy_never_landed_runs_here() {
+    let faults = Faults::new();
+    let log = crate::log::open("memory://")
+        .await
+        .unwrap()
+        .layer(FaultLayer::new(faults.clone()));
+    let h = sharing(&log, Completes, |_| {}).await;
+    // The command and its claim land; the commands copy does not, and the call fails.
+    faults.fail_batch(1);
+    let message = user("lost copy");
+    let failed = h
+        .bridge
+        .send_message(&Caller::anonymous(), request(message.clone(), false))
+        .await;
+    assert!(failed.is_err(), "the copy's append failed: {failed:?}");
+    let id = agentlog_wire::ids::task_id("", "", &message.message_id);
+    wait_until_completed(&h.bridge, &id).await;
+    let events = h.events().await;
+    assert_eq!(claims(&events[&id]).len(), 1, "the first claim ran it");
+    h.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_crash_after_a_first_claim_whose_copy_never_landed_is_taken_over() {
+    let faults = Faults::new();
+    let log = crate::log::open("memory://")
+        .await
+        .unwrap()
+        .layer(FaultLayer::new(faults.clone()));
+    let quick = |config: &mut WorkerConfig| {
+        config.lease = Duration::from_secs(1);
+        config.requeue_after = Duration::from_millis(200);
+    };
+    // The first attempt hangs; the process dies under it.
+    let h = sharing(&log, HangsFirst, quick).await;
+    faults.fail_batch(1);
+    let message = user("lost copy, then a crash");
+    let failed = h
+        .bridge
+        .send_message(&Caller::anonymous(), request(message.clone(), false))
+        .await;
+    assert!(failed.is_err(), "the copy's append failed: {failed:?}");
+    let id = agentlog_wire::ids::task_id("", "", &message.message_id);
+    wait_for_claim(&h.bridge, &id).await;
+    h.worker.abort();
+    // Another worker finds the turn once the dead claim's lease is over: no copy brings it.
+    let mut config = WorkerConfig::new("agent");
+    quick(&mut config);
+    let survivor = Worker::start(log.clone(), config, HangsFirst)
+        .await
+        .unwrap();
+    wait_until_completed(&h.bridge, &id).await;
+    let events = records_of(&log, &h.bridge.config().topics.events).await;
+    let attempts: Vec<u32> = claims(&events[&id]).iter().map(|c| c.0).collect();
+    assert_eq!(attempts.first(), Some(&1));
+    assert_eq!(attempts.last(), Some(&2), "taken over: {attempts:?}");
+    tokio::time::timeout(PATIENCE, survivor.shutdown())
+        .await
+        .unwrap()
+        .unwrap();
+}
+
+async fn wait_until_completed(bridge: &Bridge, id: &str) {
+    let view = bridge.view();
+    tokio::time::timeout(PATIENCE, async {
+        while view.lookup_any(id).map(|(info, _)| info.state) != Some(TaskState::Completed) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .unwrap();
+}
+
+async fn wait_for_claim(bridge: &Bridge, id: &str) {
+    let view = bridge.view();
+    tokio::time::timeout(PATIENCE, async {
+        while view
+            .lookup_any(id)
+            .and_then(|(info, _)| info.claim)
+            .is_none()
+        {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .unwrap();
+}
+
+/// Completes every turn at once.
+struct Completes;
+
+#[async_trait::async_trait]
+impl Handler for Completes {
+    async fn handle(&self, task: TaskContext) -> std::result::Result<(), HandlerError> {
+        task.complete(Some("done")).await?;
+        Ok(())
+    }
+}
+
+/// Hangs on a turn's first attempt (until cancelled); completes any later one.
+struct HangsFirst;
+
+#[async_trait::async_trait]
+impl Handler for HangsFirst {
+    async fn handle(&self, task: TaskContext) -> std::result::Result<(), HandlerError> {
+        if task.attempt() == 1 {
+            task.cancellation().cancelled().await;
+            return Ok(());
+        }
+        task.complete(Some("done")).await?;
+        Ok(())
+    }
+}
