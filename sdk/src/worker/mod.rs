@@ -27,6 +27,7 @@
 //! The rules are written in `skills/workers/SKILL.md`.
 
 mod attempt;
+mod claim;
 mod context;
 mod expiry;
 mod handler;
