@@ -359,7 +359,8 @@ impl Bridge {
                 let claim = std::slice::from_ref(reserved.claim().0);
                 view.apply_own(partition, offset + 1, appended.place, claim);
             }
-            reserved.landed();
+            // Done with: the worker takes the turn now.
+            drop(reserved);
         }
         let first = match own {
             OwnCommand::Created => true,

@@ -19,7 +19,7 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use agentlog_wire::a2a::SendMessageRequest;
@@ -48,25 +48,23 @@ pub(super) struct Handoff {
     appending: Mutex<HashSet<String>>,
     landed: Notify,
     /// The worker that claims first turns in their command's append, if one asked.
-    local_worker: OnceLock<Arc<dyn LocalWorker>>,
+    local_worker: RwLock<Option<Arc<dyn LocalWorker>>>,
 }
 
 /// A worker in this process that takes a new task's first turn in its command's append.
 pub(crate) trait LocalWorker: Send + Sync {
     /// A claim on the first turn of the task the command with `header` creates, a handler
     /// slot kept for it; `None` when the worker would not take that turn now (no free slot,
-    /// not its partition, stopping).
+    /// stopping, gone).
     fn reserve(&self, header: &RecordHeader) -> Option<Box<dyn ReservedTurn>>;
 }
 
 /// A claim a [`LocalWorker`] made ready, to append right after its command in one batch.
+/// Dropped once the append is done (or failed, perhaps part-way): the worker then takes the
+/// turn, or releases the claim if the log never shows it.
 pub(crate) trait ReservedTurn: Send {
     /// The claim record, and its bytes as the worker writes them (signed if it signs).
     fn claim(&self) -> (&Record, &Bytes);
-    /// The batch is on the log: the worker runs the turn when its copy reaches it. (A
-    /// reservation dropped without this may be on the log in part: the worker keeps it
-    /// until it is adopted or released.)
-    fn landed(self: Box<Self>);
 }
 
 #[derive(Default)]
@@ -93,10 +91,15 @@ impl TaskView {
     }
 
     /// Let `worker` claim the first turns of the new commands this process's bridge appends,
-    /// in the same append ([`reserve_first_turn`](Self::reserve_first_turn)). The first
-    /// worker to ask keeps it.
+    /// in the same append ([`reserve_first_turn`](Self::reserve_first_turn)); the latest
+    /// worker to ask takes them (one stopped before it declines them).
     pub(crate) fn take_first_turns(&self, worker: Arc<dyn LocalWorker>) {
-        let _ = self.inner.handoff.local_worker.set(worker);
+        *self
+            .inner
+            .handoff
+            .local_worker
+            .write()
+            .unwrap_or_else(|e| e.into_inner()) = Some(worker);
     }
 
     /// A claim for the first turn of the task the command with `header` creates, from the
@@ -105,7 +108,11 @@ impl TaskView {
         &self,
         header: &RecordHeader,
     ) -> Option<Box<dyn ReservedTurn>> {
-        self.inner.handoff.local_worker.get()?.reserve(header)
+        let worker = self.inner.handoff.local_worker.read();
+        worker
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()?
+            .reserve(header)
     }
 
     /// Whether new commands are kept for a worker ([`hand_off`](Self::hand_off) keeps

@@ -58,7 +58,6 @@ impl LocalWorker for Pickup {
             key,
             claim,
             bytes,
-            landed: false,
         }))
     }
 }
@@ -69,29 +68,20 @@ struct Reserved {
     key: TurnKey,
     claim: Record,
     bytes: Bytes,
-    landed: bool,
 }
 
 impl ReservedTurn for Reserved {
     fn claim(&self) -> (&Record, &Bytes) {
         (&self.claim, &self.bytes)
     }
-
-    fn landed(mut self: Box<Self>) {
-        if let Some(shared) = self.shared.upgrade() {
-            shared.reservations.landed(&self.key);
-        }
-        self.landed = true;
-    }
 }
 
 impl Drop for Reserved {
+    /// The bridge is done with the append. Had it failed, part of it (the events batch, claim
+    /// and all) may still be on the log: a supervisor looks either way, and the sweep
+    /// releases a claim nobody adopted.
     fn drop(&mut self) {
-        // The append failed, but part of it (the events batch, claim and all) may be on the
-        // log: kept as landed, so the sweep releases the claim if no copy brings the turn.
-        if !self.landed
-            && let Some(shared) = self.shared.upgrade()
-        {
+        if let Some(shared) = self.shared.upgrade() {
             shared.reservations.landed(&self.key);
         }
     }

@@ -64,14 +64,7 @@ async fn a_waiting_call_brings_its_first_claim_in_the_commands_append() {
     // returnImmediately: the call does not wait, so the worker claims as it always has.
     let appends = metrics.calls(LogOp::Append);
     let id = send(&h.bridge, user("later"), true).await.id;
-    let view = h.bridge.view();
-    tokio::time::timeout(PATIENCE, async {
-        while view.lookup_any(&id).map(|(info, _)| info.state) != Some(TaskState::Completed) {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    })
-    .await
-    .unwrap();
+    h.wait_for_state(&id, TaskState::Completed).await;
     assert_eq!(
         metrics.calls(LogOp::Append) - appends,
         2,
@@ -82,22 +75,10 @@ async fn a_waiting_call_brings_its_first_claim_in_the_commands_append() {
 
 #[tokio::test]
 async fn a_first_claim_whose_copy_never_landed_runs_here() {
-    let faults = Faults::new();
-    let log = crate::log::open("memory://")
-        .await
-        .unwrap()
-        .layer(FaultLayer::new(faults.clone()));
+    let (faults, log) = faulty().await;
     let h = sharing(&log, Completes, |_| {}).await;
-    // The command and its claim land; the commands copy does not, and the call fails.
-    faults.fail_batch(1);
-    let message = user("lost copy");
-    let failed = h
-        .bridge
-        .send_message(&Caller::anonymous(), request(message.clone(), false))
-        .await;
-    assert!(failed.is_err(), "the copy's append failed: {failed:?}");
-    let id = agentlog_wire::ids::task_id("", "", &message.message_id);
-    wait_until_completed(&h.bridge, &id).await;
+    let id = send_losing_its_copy(&h, &faults).await;
+    h.wait_for_state(&id, TaskState::Completed).await;
     let events = h.events().await;
     assert_eq!(claims(&events[&id]).len(), 1, "the first claim ran it");
     h.shutdown().await;
@@ -105,25 +86,14 @@ async fn a_first_claim_whose_copy_never_landed_runs_here() {
 
 #[tokio::test]
 async fn a_crash_after_a_first_claim_whose_copy_never_landed_is_taken_over() {
-    let faults = Faults::new();
-    let log = crate::log::open("memory://")
-        .await
-        .unwrap()
-        .layer(FaultLayer::new(faults.clone()));
+    let (faults, log) = faulty().await;
     let quick = |config: &mut WorkerConfig| {
         config.lease = Duration::from_secs(1);
         config.requeue_after = Duration::from_millis(200);
     };
     // The first attempt hangs; the process dies under it.
     let h = sharing(&log, HangsFirst, quick).await;
-    faults.fail_batch(1);
-    let message = user("lost copy, then a crash");
-    let failed = h
-        .bridge
-        .send_message(&Caller::anonymous(), request(message.clone(), false))
-        .await;
-    assert!(failed.is_err(), "the copy's append failed: {failed:?}");
-    let id = agentlog_wire::ids::task_id("", "", &message.message_id);
+    let id = send_losing_its_copy(&h, &faults).await;
     wait_for_claim(&h.bridge, &id).await;
     h.worker.abort();
     // Another worker finds the turn once the dead claim's lease is over: no copy brings it.
@@ -132,26 +102,40 @@ async fn a_crash_after_a_first_claim_whose_copy_never_landed_is_taken_over() {
     let survivor = Worker::start(log.clone(), config, HangsFirst)
         .await
         .unwrap();
-    wait_until_completed(&h.bridge, &id).await;
-    let events = records_of(&log, &h.bridge.config().topics.events).await;
+    let h = Harness {
+        log,
+        bridge: h.bridge,
+        worker: survivor,
+    };
+    h.wait_for_state(&id, TaskState::Completed).await;
+    let events = h.events().await;
     let attempts: Vec<u32> = claims(&events[&id]).iter().map(|c| c.0).collect();
     assert_eq!(attempts.first(), Some(&1));
     assert_eq!(attempts.last(), Some(&2), "taken over: {attempts:?}");
-    tokio::time::timeout(PATIENCE, survivor.shutdown())
-        .await
-        .unwrap()
-        .unwrap();
+    h.shutdown().await;
 }
 
-async fn wait_until_completed(bridge: &Bridge, id: &str) {
-    let view = bridge.view();
-    tokio::time::timeout(PATIENCE, async {
-        while view.lookup_any(id).map(|(info, _)| info.state) != Some(TaskState::Completed) {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    })
-    .await
-    .unwrap();
+/// A memory log under a fault layer, and its faults.
+async fn faulty() -> (Faults, Log) {
+    let faults = Faults::new();
+    let log = crate::log::open("memory://")
+        .await
+        .unwrap()
+        .layer(FaultLayer::new(faults.clone()));
+    (faults, log)
+}
+
+/// A blocking send whose command and first claim land while its commands copy does not (the
+/// call fails); the task's id.
+async fn send_losing_its_copy(h: &Harness, faults: &Faults) -> String {
+    faults.fail_batch(1);
+    let message = user("its copy is lost");
+    let failed = h
+        .bridge
+        .send_message(&Caller::anonymous(), request(message.clone(), false))
+        .await;
+    assert!(failed.is_err(), "the copy's append failed: {failed:?}");
+    agentlog_wire::ids::task_id("", "", &message.message_id)
 }
 
 async fn wait_for_claim(bridge: &Bridge, id: &str) {
