@@ -14,13 +14,16 @@
 #      plain JSON-RPC; a resource subscription, legacy and by subscriptions/listen, notified of a
 #      change made over A2A; the tools' and prompts' lists changing, heard by subscriptions/listen;
 #      legacy sampling and elicitation relayed to the callbacks),
-#      node --test (the TS client, legacy and auto; legacy relayed requests and a subscription
-#      alike), and the conformance suite:
+#      node --test (the TS client, legacy, auto and pinned 2026-07-28: tools, resources,
+#      prompts and completions; legacy relayed requests; a resource subscription, legacy and by
+#      client.listen, and the tools' and prompts' lists changing heard by client.listen), and
+#      the conformance suite:
 #      --suite all at 2026-07-28 and at 2025-11-25, and each Tasks extension scenario (--force),
 #      each against its baseline-*.yml of expected failures (a stale entry fails too).
 #   5. with an `iggy-server` (AGENTLOG_IGGY_SERVER or PATH), two more `serve --demo` replicas
 #      over one Iggy log (AGENTLOG_MCP_URL_A, AGENTLOG_MCP_URL_B): both clients subscribe
-#      through one and hear of a change made through the other, and answer a legacy call's
+#      through one (legacy resources/subscribe, and 2026-07-28 subscriptions/listen) and hear
+#      of a change made through the other, and answer a legacy call's
 #      relayed sampling and elicitation requests through the other; SKIPPED without one.
 # Exits non-zero if anything fails. Installs need PyPI and npm on the first run.
 set -euo pipefail
