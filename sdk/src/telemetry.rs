@@ -13,6 +13,13 @@
 //! ([`Span::in_scope`]), so the log's and the view's spans find their parent
 //! ([`Parent::Current`]). No attribute carries a token, a credential or message content:
 //! ids, names, counts and outcomes only.
+//!
+//! The W3C context of the work in progress rides with it as a task-local value ([`carrying`],
+//! [`carried`]), with or without spans: a bridge sets it around the call it answers (its
+//! records carry it), a worker around a handler's turn (the turn's own context), so a call
+//! the handler makes to a bridge in this process continues the turn's trace.
+
+use std::future::Future;
 
 use agentlog_wire::trace::TraceContext;
 
@@ -25,6 +32,24 @@ pub use on::{Span, current, enable, enabled};
 mod off;
 #[cfg(not(feature = "otel"))]
 pub use off::{Span, current, enabled};
+
+tokio::task_local! {
+    static CARRIED: TraceContext;
+}
+
+/// Run `work` as part of the work traced by `context` (as it is without one): what it writes
+/// and the calls it makes carry `context` ([`carried`]).
+pub async fn carrying<F: Future>(context: Option<TraceContext>, work: F) -> F::Output {
+    match context {
+        Some(context) => CARRIED.scope(context, work).await,
+        None => work.await,
+    }
+}
+
+/// The trace context of the work in progress ([`carrying`]), if it has one.
+pub fn carried() -> Option<TraceContext> {
+    CARRIED.try_with(TraceContext::clone).ok()
+}
 
 /// What a span stands for, as OpenTelemetry's span kinds say it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -456,3 +456,64 @@ def test_an_mcp_tool_call_and_its_turn_are_in_the_callers_trace(receiver):
     assert turn['attributes']['agentlog.outcome'] == 'done'
     by_id = {s['span_id']: s for s in spans}
     assert all(s['parent_id'] == parent_id or s['parent_id'] in by_id for s in spans), spans
+
+
+def test_a_handlers_call_to_another_agent_is_in_the_callers_trace(receiver, iggy):
+    """A worker's handler (`worker --exec`) calls another agent with `agentlog send`, the
+    hop-guarded call: the send's client span is the turn's child, and the callee's request
+    span and its turn (another `serve`) hang under it, all in the caller's trace."""
+    callee = Process('serve', '--demo', '--listen', '127.0.0.1:0', '--log', 'memory://',
+                     env=exporting(receiver, 'tracing-callee'))
+    agent = f'tracing-caller-{uuid.uuid4().hex[:8]}'
+    caller = Process('serve', '--agent', agent, '--listen', '127.0.0.1:0', '--log', iggy,
+                     env=exporting(receiver, 'tracing-caller'))
+    worker = Process('worker', '--agent', agent, '--log', iggy, '--exec',
+                     f'{binary()} --color never send --json {callee.url()} onward',
+                     env=exporting(receiver, 'tracing-caller-worker'))
+    trace_id, parent_id = uuid.uuid4().hex, uuid.uuid4().hex[:16]
+    try:
+        body = json.dumps({'jsonrpc': '2.0', 'id': 1, 'method': 'SendMessage', 'params': {'message': {
+            'messageId': str(uuid.uuid4()), 'role': 'ROLE_USER', 'parts': [{'text': 'call on'}]}}}).encode()
+        request = urllib.request.Request(caller.url(), body, {
+            'Content-Type': 'application/json', 'A2A-Version': '1.0',
+            'traceparent': f'00-{trace_id}-{parent_id}-01'})
+        with urllib.request.urlopen(request, timeout=PATIENCE) as reply:
+            task = json.loads(reply.read())['result']['task']
+        assert task['status']['state'] == 'TASK_STATE_COMPLETED', task
+        # The command's stdout, `agentlog send --json`'s: the callee's task, which carries the
+        # caller's bridge path.
+        called = json.loads(task['artifacts'][0]['parts'][0]['text'])['task']
+        assert called['status']['state'] == 'TASK_STATE_COMPLETED', called
+        assert called['history'][0]['metadata']['agentlog.hops'] == [agent], called
+    finally:
+        for process in [worker, caller, callee]:
+            process.stop()
+
+    def complete():
+        spans = receiver.of_trace(trace_id)
+        turns = [s for s in spans if s['name'] == 'turn']
+        return spans if len(turns) == 2 and any(s['command'] == 'send' for s in spans) else None
+
+    spans = until(complete, f'the spans of trace {trace_id}')
+    by_id = {s['span_id']: s for s in spans}
+
+    def one(name, service, kind):
+        found = [s for s in spans if s['name'] == name and s['service'] == service and s['kind'] == kind]
+        assert len(found) == 1, (name, service, spans)
+        return found[0]
+
+    request = one('SendMessage', 'tracing-caller', ProtoSpan.SPAN_KIND_SERVER)
+    assert request['parent_id'] == parent_id
+    turn = one('turn', 'tracing-caller-worker', ProtoSpan.SPAN_KIND_CONSUMER)
+    assert turn['parent_id'] == request['span_id'] and turn['command'] == 'worker'
+    # `agentlog send`, run by the turn's command with the turn's TRACEPARENT: a client span.
+    send = one('SendMessage', 'tracing-caller-worker', ProtoSpan.SPAN_KIND_CLIENT)
+    assert send['command'] == 'send' and send['parent_id'] == turn['span_id'], send
+    assert send['attributes']['rpc.method'] == 'SendMessage'
+    called = one('SendMessage', 'tracing-callee', ProtoSpan.SPAN_KIND_SERVER)
+    assert called['parent_id'] == send['span_id']
+    assert called['attributes']['agentlog.outcome'] == 'ok'
+    callee_turn = one('turn', 'tracing-callee', ProtoSpan.SPAN_KIND_CONSUMER)
+    assert callee_turn['parent_id'] == called['span_id']
+    assert callee_turn['attributes']['agentlog.outcome'] == 'done'
+    assert all(s['parent_id'] == parent_id or s['parent_id'] in by_id for s in spans), spans

@@ -240,6 +240,9 @@ impl Bridge {
                 RpcBody::Json(parsed) => self.handle_json(&caller, parsed, version, &options).await,
             }
         };
+        // A call without a context of its own, made by a handler's turn in this process (a
+        // call to another agent's bridge), continues the turn's trace.
+        let trace = trace.or_else(super::trace::current);
         // Under a span of its own, the records the call writes carry that span's context.
         let span = super::trace::request_span(&self.inner.config.topics.agent, trace.as_ref());
         let trace = span.trace_context(trace.as_ref()).or(trace);

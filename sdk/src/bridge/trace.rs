@@ -21,23 +21,17 @@ pub(super) const OUTCOME: &str = "agentlog.outcome";
 /// The media type of every record's JSON payload.
 const JSON: &str = "application/json";
 
-tokio::task_local! {
-    static CURRENT: TraceContext;
-}
-
 /// Run `work` as part of the call traced by `context` (nothing changes without one): the
 /// records the bridge writes meanwhile carry it. For transports that call the bridge other
 /// than through `Bridge::handle` (the MCP route).
 pub async fn traced<F: Future>(context: Option<TraceContext>, work: F) -> F::Output {
-    match context {
-        Some(context) => CURRENT.scope(context, work).await,
-        None => work.await,
-    }
+    crate::telemetry::carrying(context, work).await
 }
 
-/// The trace context of the call being answered, if it has one.
+/// The trace context of the call being answered (or of the handler's turn making the call),
+/// if it has one.
 pub fn current() -> Option<TraceContext> {
-    CURRENT.try_with(TraceContext::clone).ok()
+    crate::telemetry::carried()
 }
 
 /// The span of one request to the bridge (named after its method once dispatch knows it),
@@ -132,16 +126,7 @@ mod tests {
         assert_eq!(seen.recv().await.unwrap(), Some(context.clone()));
 
         let task_id = agentlog_wire::ids::task_id("", "", "m-1");
-        let topic = &bridge.config().topics.events;
-        let partition = bridge.view().partition_of(&task_id);
-        let records: Vec<Record> = log
-            .read(topic, partition, 0, 1000)
-            .await
-            .unwrap()
-            .iter()
-            .map(|s| Record::decode(&s.payload).unwrap())
-            .filter(|r| r.header.task_id == task_id)
-            .collect();
+        let records = records_of(&bridge, &task_id).await;
         let of = |r: &Record| TraceContext::from_content_type(&r.header.content_type);
         let command = records.first().unwrap();
         assert_eq!(of(command), Some(context.clone()));
@@ -154,5 +139,101 @@ mod tests {
         assert_ne!(child.parent_id(), context.parent_id());
         assert_eq!(child.tracestate(), "a=1");
         worker.shutdown().await.unwrap();
+    }
+
+    /// The records of task `task_id` on `bridge`'s events topic, in log order.
+    async fn records_of(
+        bridge: &crate::bridge::Bridge,
+        task_id: &str,
+    ) -> Vec<agentlog_wire::Record> {
+        let topic = &bridge.config().topics.events;
+        let partition = bridge.view().partition_of(task_id);
+        bridge
+            .log()
+            .read(topic, partition, 0, 1000)
+            .await
+            .unwrap()
+            .iter()
+            .map(|s| agentlog_wire::Record::decode(&s.payload).unwrap())
+            .filter(|r| r.header.task_id == task_id)
+            .collect()
+    }
+
+    /// A handler calling another agent's bridge in its process: the command it makes there
+    /// carries the turn's own context (and the hop path), so the callee's turn is in the
+    /// caller's trace, under the caller's turn.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_handlers_call_to_another_agent_carries_its_turn_on() {
+        use crate::bridge::{Bridge, BridgeConfig, RpcReply, RpcRequest};
+        use crate::worker::{TaskContext, Worker, WorkerConfig, handler_fn};
+        use agentlog_wire::a2a::{Message, SendMessageRequest, SendMessageResponse};
+
+        let log = crate::log::open("memory://").await.unwrap();
+        let caller = Bridge::open(log.clone(), BridgeConfig::new("caller"))
+            .await
+            .unwrap();
+        let callee = Bridge::open(log.clone(), BridgeConfig::new("callee"))
+            .await
+            .unwrap();
+        let (seen_tx, mut seen) = tokio::sync::mpsc::unbounded_channel();
+        let onward = callee.clone();
+        let calling = handler_fn(move |task: TaskContext| {
+            let (seen_tx, onward) = (seen_tx.clone(), onward.clone());
+            async move {
+                let mut request = SendMessageRequest {
+                    tenant: None,
+                    message: Message::user_text("m-2", "onward"),
+                    configuration: None,
+                    metadata: None,
+                };
+                task.stamp(&mut request);
+                let answer = onward
+                    .send_message(&crate::agent::Caller::anonymous(), request)
+                    .await?;
+                let SendMessageResponse::Task(called) = answer else {
+                    panic!("a task");
+                };
+                let _ = seen_tx.send((task.span_context().cloned(), called.id));
+                task.complete(Some("called")).await?;
+                Ok(())
+            }
+        });
+        let answering = handler_fn(|task: TaskContext| async move {
+            task.complete(Some("done")).await?;
+            Ok(())
+        });
+        let workers = [
+            Worker::start(log.clone(), WorkerConfig::new("caller"), calling)
+                .await
+                .unwrap(),
+            Worker::start(log.clone(), WorkerConfig::new("callee"), answering)
+                .await
+                .unwrap(),
+        ];
+        let context = TraceContext::parse(PARENT, Some("a=1")).unwrap();
+        let body = br#"{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m-1","role":"ROLE_USER","parts":[{"text":"hi"}]}}}"#;
+        let request =
+            RpcRequest::new(body, crate::agent::Caller::anonymous()).trace(Some(context.clone()));
+        let RpcReply::Json(reply) = caller.handle(request).await else {
+            panic!("a JSON reply");
+        };
+        assert!(String::from_utf8_lossy(&reply).contains("TASK_STATE_COMPLETED"));
+        let (turn, called) = seen.recv().await.unwrap();
+        let turn = turn.unwrap();
+        assert_eq!(turn.trace_id(), context.trace_id());
+        assert_ne!(turn.parent_id(), context.parent_id());
+
+        let records = records_of(&callee, &called).await;
+        let command = records.first().unwrap();
+        assert_eq!(
+            TraceContext::from_content_type(&command.header.content_type),
+            Some(turn)
+        );
+        assert_eq!(command.header.bridge_hops, ["caller", "callee"]);
+        // Outside a traced turn or call, nothing is carried.
+        assert_eq!(current(), None);
+        for worker in workers {
+            worker.shutdown().await.unwrap();
+        }
     }
 }

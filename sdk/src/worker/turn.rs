@@ -299,7 +299,14 @@ async fn run_turn_in(
     let handler = shared.handler.clone();
     let run_ctx = ctx.clone();
     let scope = span.clone();
-    let mut handle = tokio::spawn(async move { scope.in_scope(handler.handle(run_ctx)).await });
+    // The calls the handler makes to bridges in this process carry the turn's context on.
+    let carried = ctx.span_context().cloned();
+    let mut handle = tokio::spawn(async move {
+        let run = handler.handle(run_ctx);
+        scope
+            .in_scope(crate::telemetry::carrying(carried, run))
+            .await
+    });
     // If this supervisor is aborted (shutdown, or a crash-like abort), the handler goes too.
     let _abort = AbortOnDrop(handle.abort_handle());
     let renew_every = (attempt.lease / 3).max(Duration::from_millis(10));

@@ -3,8 +3,9 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use agentlog::telemetry::{Kind, Parent, Span};
 use agentlog_wire::a2a::{AgentCard, AgentInterface};
-use agentlog_wire::trace::{TRACEPARENT, TRACESTATE};
+use agentlog_wire::trace::{TRACEPARENT, TRACESTATE, TraceContext};
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
@@ -26,7 +27,7 @@ pub(super) struct A2aClient {
     /// `Authorization` of every call (never of the public card's fetch).
     authorization: Option<HeaderValue>,
     /// The W3C trace context of every call, if any.
-    trace: Option<agentlog_wire::trace::TraceContext>,
+    trace: Option<TraceContext>,
 }
 
 impl A2aClient {
@@ -72,7 +73,7 @@ impl A2aClient {
     }
 
     /// The same client sending `trace` (`traceparent`, `tracestate`) with every call.
-    pub(super) fn with_trace(mut self, trace: Option<agentlog_wire::trace::TraceContext>) -> Self {
+    pub(super) fn with_trace(mut self, trace: Option<TraceContext>) -> Self {
         self.trace = trace;
         self
     }
@@ -93,11 +94,33 @@ impl A2aClient {
         self.tenant.as_deref()
     }
 
+    /// The client span of one call of `method` (while this process exports spans), under the
+    /// context this client was given; and the context the call sends: the span's, else the
+    /// given one.
+    fn span(&self, method: &'static str) -> (Span, Option<TraceContext>) {
+        let span = Span::start(method, Kind::Client, Parent::Remote(self.trace.as_ref()));
+        if span.is_some() {
+            span.set("rpc.system", "a2a");
+            span.set("rpc.method", method);
+            if let Some(host) = self.endpoint.host_str() {
+                span.set("server.address", host);
+            }
+            if let Some(port) = self.endpoint.port_or_known_default() {
+                span.set("server.port", port);
+            }
+        }
+        let sent = span
+            .trace_context(self.trace.as_ref())
+            .or_else(|| self.trace.clone());
+        (span, sent)
+    }
+
     fn request(
         &self,
         method: &str,
         params: &Value,
         accept: &'static str,
+        trace: Option<&TraceContext>,
     ) -> reqwest::RequestBuilder {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let request = self
@@ -107,7 +130,7 @@ impl A2aClient {
             .header(ACCEPT, accept)
             .header("A2A-Version", HeaderValue::from_static("1.0"))
             .json(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        let request = match &self.trace {
+        let request = match trace {
             Some(trace) if trace.tracestate().is_empty() => {
                 request.header(TRACEPARENT, trace.traceparent())
             }
@@ -123,9 +146,25 @@ impl A2aClient {
     }
 
     /// Call `method` and return its `result`.
-    pub(super) async fn call(&self, method: &str, params: &Value) -> CliResult<Value> {
+    pub(super) async fn call(&self, method: &'static str, params: &Value) -> CliResult<Value> {
+        let (span, trace) = self.span(method);
+        let result = span
+            .in_scope(self.call_with(method, params, trace.as_ref()))
+            .await;
+        if let Err(error) = &result {
+            mark_failed(&span, error);
+        }
+        result
+    }
+
+    async fn call_with(
+        &self,
+        method: &str,
+        params: &Value,
+        trace: Option<&TraceContext>,
+    ) -> CliResult<Value> {
         let response = self
-            .request(method, params, "application/json")
+            .request(method, params, "application/json", trace)
             .send()
             .await
             .map_err(|e| self.unreachable(&e))?;
@@ -150,11 +189,36 @@ impl A2aClient {
     /// (before or during the stream) is an `Err` item, after which the stream ends.
     pub(super) async fn stream(
         &self,
-        method: &str,
+        method: &'static str,
         params: &Value,
     ) -> CliResult<BoxStream<'static, CliResult<Value>>> {
+        let (span, trace) = self.span(method);
+        let opened = self.open_stream(method, params, trace.as_ref()).await;
+        let events = match opened {
+            Ok(events) => events,
+            Err(error) => {
+                mark_failed(&span, &error);
+                return Err(error);
+            }
+        };
+        // The span lasts as long as the stream, and says how it ended.
+        Ok(events
+            .inspect(move |event| {
+                if let Err(error) = event {
+                    mark_failed(&span, error);
+                }
+            })
+            .boxed())
+    }
+
+    async fn open_stream(
+        &self,
+        method: &str,
+        params: &Value,
+        trace: Option<&TraceContext>,
+    ) -> CliResult<BoxStream<'static, CliResult<Value>>> {
         let response = self
-            .request(method, params, "text/event-stream")
+            .request(method, params, "text/event-stream", trace)
             .header("Cache-Control", "no-store")
             .send()
             .await
@@ -224,6 +288,20 @@ impl A2aClient {
 
     fn unreachable(&self, err: &reqwest::Error) -> CliError {
         CliError::msg(format!("cannot reach {}: {}", self.endpoint, chain(err)))
+    }
+}
+
+/// Mark a call's span failed: its JSON-RPC error code, or that it got no answer.
+fn mark_failed(span: &Span, error: &CliError) {
+    if !span.is_some() {
+        return;
+    }
+    match error {
+        CliError::Rpc { code, .. } => {
+            span.set("rpc.jsonrpc.error_code", i32::try_from(*code).unwrap_or(0));
+            span.fail("rpc_error");
+        }
+        _ => span.fail("no_answer"),
     }
 }
 

@@ -264,12 +264,18 @@ pub fn main() -> ExitCode {
         }
     };
     diagnostics::install(cli.log_format, cli.color);
-    // Spans are exported by the programs that do the work, when the OTEL_* variables ask.
+    // Spans are exported by the programs that do the work and the client calls, when the
+    // OTEL_* variables ask.
     #[cfg(feature = "otel")]
     let export = match &cli.command {
         Command::Serve(_) => Some("serve"),
         Command::Worker(_) => Some("worker"),
         Command::Pusher(_) => Some("pusher"),
+        // A client's calls are spans too: the parent of what the agent does for them.
+        Command::Send(_) => Some("send"),
+        Command::Get(_) => Some("get"),
+        Command::Cancel(_) => Some("cancel"),
+        Command::List(_) => Some("list"),
         _ => None,
     }
     .map(otel::start)

@@ -1,4 +1,5 @@
-//! OpenTelemetry export of `serve`, `worker` and `pusher`: the spans the library makes
+//! OpenTelemetry export of `serve`, `worker`, `pusher` and the client commands (`send`,
+//! `get`, `cancel`, `list`): the spans the library makes
 //! (`agentlog::telemetry`) sent over OTLP/HTTP with protobuf, when the standard variables ask
 //! for it.
 //!
@@ -64,7 +65,10 @@ pub(super) fn start(command: &'static str) -> CliResult<Export> {
         .build();
     opentelemetry::global::set_tracer_provider(provider.clone());
     agentlog::telemetry::enable();
-    tracing::info!(target: "agentlog::cli", command, "exporting OpenTelemetry traces over OTLP/HTTP");
+    // A server says so; a client command (`send`) keeps its stderr for what it was asked.
+    if matches!(command, "serve" | "worker" | "pusher") {
+        tracing::info!(target: "agentlog::cli", command, "exporting OpenTelemetry traces over OTLP/HTTP");
+    }
     Ok(Export {
         provider: Some(provider),
     })

@@ -387,7 +387,8 @@ fn next_step_hint(out: &Out, url: &str, task_id: &str, state: TaskState) {
 pub(super) async fn get(args: GetArgs, out: &Out) -> CliResult {
     let client = A2aClient::discover(&args.url)
         .await?
-        .with_token(args.token.token.as_deref())?;
+        .with_token(args.token.token.as_deref())?
+        .with_trace(super::trace_env::from_env());
     let request = GetTaskRequest {
         tenant: client.tenant().map(str::to_owned),
         id: args.task_id,
@@ -401,7 +402,8 @@ pub(super) async fn get(args: GetArgs, out: &Out) -> CliResult {
 pub(super) async fn cancel(args: CancelArgs, out: &Out) -> CliResult {
     let client = A2aClient::discover(&args.url)
         .await?
-        .with_token(args.token.token.as_deref())?;
+        .with_token(args.token.token.as_deref())?
+        .with_trace(super::trace_env::from_env());
     let request = CancelTaskRequest {
         tenant: client.tenant().map(str::to_owned),
         id: args.task_id,
@@ -424,7 +426,8 @@ fn print_task(out: &Out, result: Value, json: bool, history: bool) -> CliResult 
 pub(super) async fn list(args: ListArgs, out: &Out) -> CliResult {
     let client = A2aClient::discover(&args.url)
         .await?
-        .with_token(args.token.token.as_deref())?;
+        .with_token(args.token.token.as_deref())?
+        .with_trace(super::trace_env::from_env());
     let request = ListTasksRequest {
         tenant: client.tenant().map(str::to_owned),
         context_id: args.context,

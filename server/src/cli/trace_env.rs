@@ -1,7 +1,8 @@
 //! The W3C trace context through a process's environment (OpenTelemetry's environment
 //! carriers): `agentlog worker --exec` gives its command the turn's own span as `TRACEPARENT`
-//! and `TRACESTATE`, and `agentlog send` sends what it finds there as the call's headers, so
-//! the call a command makes is a child of the turn that ran it.
+//! and `TRACESTATE`, and `agentlog send` (`get`, `cancel`, `list`) sends what it finds there
+//! as the call's headers (or, while exporting, the context of its own client span under it),
+//! so the call a command makes is a child of the turn that ran it.
 
 use agentlog::worker::TaskContext;
 use agentlog_wire::trace::TraceContext;
