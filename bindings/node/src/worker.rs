@@ -25,8 +25,9 @@ use std::time::Duration;
 use agentlog::ErrorKind;
 use agentlog::bridge::json::from_params;
 use agentlog::worker::{
-    CompletionHandler, Handler, HandlerError, PromptHandler, ResourceHandler, Skills,
-    TaskContext as SdkContext, ToolCall, ToolHandler, Tools, Worker as SdkWorker, WorkerConfig,
+    CompletionHandler, Handler, HandlerError, HandlerResult, PromptHandler, ResourceHandler,
+    Skills, TaskContext as SdkContext, ToolCall, ToolHandler, Tools, Worker as SdkWorker,
+    WorkerConfig,
 };
 use agentlog_wire::mcp::{CallToolResult, Completion as McpCompletion, ResourceContents};
 use napi::bindgen_prelude::{Either, FnArgs, Function, PromiseRaw};
@@ -206,54 +207,25 @@ impl JsServed {
     }
 }
 
+// What the function returned, read as the SDK reads every binding's handler results.
 #[async_trait::async_trait]
 impl PromptHandler for JsServed {
     async fn get(&self, call: ToolCall) -> Result<serde_json::Map<String, Value>, HandlerError> {
-        match self.run(call).await? {
-            Value::Object(result) => Ok(result),
-            other => Err(format!(
-                "the prompt handler returned {other}, not a GetPromptResult object"
-            )
-            .into()),
-        }
+        Ok(serde_json::Map::from_value(self.run(call).await?)?)
     }
 }
 
 #[async_trait::async_trait]
 impl ResourceHandler for JsServed {
     async fn read(&self, call: ToolCall) -> Result<Vec<ResourceContents>, HandlerError> {
-        let value = self.run(call).await?;
-        from_params::<Vec<ResourceContents>>("the resource handler's contents", &value)
-            .map_err(|e| format!("the resource handler returned {}", e.message()).into())
+        Ok(Vec::from_value(self.run(call).await?)?)
     }
 }
 
 #[async_trait::async_trait]
 impl CompletionHandler for JsServed {
-    /// An array of values (all of them: `total` is its length), or `{values, total?,
-    /// hasMore?}`.
     async fn complete(&self, call: ToolCall) -> Result<McpCompletion, HandlerError> {
-        let value = self.run(call).await?;
-        let bad = || -> HandlerError {
-            "the completion handler must return an array of strings or {values, total?, hasMore?}"
-                .into()
-        };
-        let (values, total, has_more) = match &value {
-            Value::Array(_) => (value.clone(), None, None),
-            Value::Object(given) => (
-                given.get("values").cloned().ok_or_else(bad)?,
-                given.get("total").and_then(Value::as_u64),
-                given.get("hasMore").and_then(Value::as_bool),
-            ),
-            _ => return Err(bad()),
-        };
-        let values: Vec<String> = serde_json::from_value(values).map_err(|_| bad())?;
-        let total = total.map_or(values.len(), |t| usize::try_from(t).unwrap_or(usize::MAX));
-        Ok(McpCompletion {
-            total,
-            has_more: has_more.unwrap_or(false),
-            values,
-        })
+        Ok(McpCompletion::from_value(self.run(call).await?)?)
     }
 }
 

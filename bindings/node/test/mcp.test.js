@@ -466,7 +466,9 @@ test('prompts, template reads and completions answered by JS handlers, and a rel
       brief: async (call) => ({ messages: [{ role: 'user', content: { type: 'text', text: `Brief me on ${call.arguments.topic}.` } }] }),
     },
     resources: {
-      'notes://{id}': (call) => [{ uri: call.arguments.uri, mimeType: 'text/plain', text: `note ${call.arguments.id}` }],
+      'notes://{id}': (call) => (call.arguments.id === 'misshapen'
+        ? [{ text: 'no uri' }]
+        : [{ uri: call.arguments.uri, mimeType: 'text/plain', text: `note ${call.arguments.id}` }]),
     },
     promptCompletions: {
       brief: (call) => ['logs', 'latency', 'disks'].filter((t) => t.startsWith(call.arguments.value)),
@@ -480,6 +482,10 @@ test('prompts, template reads and completions answered by JS handlers, and a rel
     assert.equal(got.result.messages[0].content.text, 'Brief me on disks.', JSON.stringify(got));
     const read = answer(await mcp.handleRpc(rpc('resources/read', modern({ uri: 'notes://7' }))));
     assert.deepEqual(read.result.contents, [{ uri: 'notes://7', mimeType: 'text/plain', text: 'note 7' }]);
+    // Contents of the wrong shape fail the read, saying what is wrong (the SDK's check).
+    const misshapen = answer(await mcp.handleRpc(rpc('resources/read', { uri: 'notes://misshapen' })));
+    assert.equal(misshapen.error.code, -32603, JSON.stringify(misshapen));
+    assert.match(misshapen.error.message, /the resource handler returned invalid contents/);
     const topics = answer(await mcp.handleRpc(rpc('completion/complete', { ref: { type: 'ref/prompt', name: 'brief' }, argument: { name: 'topic', value: 'l' } })));
     assert.deepEqual(topics.result.completion, { values: ['logs', 'latency'], total: 2, hasMore: false });
     const ids = answer(await mcp.handleRpc(rpc('completion/complete', modern({ ref: { type: 'ref/resource', uri: 'notes://{id}' }, argument: { name: 'id', value: '' } }))));

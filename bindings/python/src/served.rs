@@ -6,9 +6,8 @@
 
 use std::sync::Arc;
 
-use agentlog::bridge::json::from_params;
 use agentlog::worker::{
-    CompletionHandler, HandlerError, PromptHandler, ResourceHandler, ToolCall, Tools,
+    CompletionHandler, HandlerError, HandlerResult, PromptHandler, ResourceHandler, ToolCall, Tools,
 };
 use agentlog_wire::mcp::{Completion, ResourceContents};
 use pyo3::exceptions::PyTypeError;
@@ -141,52 +140,24 @@ impl PyServed {
     }
 }
 
+// What the coroutine returned, read as the SDK reads every binding's handler results.
 #[async_trait::async_trait]
 impl PromptHandler for PyServed {
     async fn get(&self, call: ToolCall) -> Result<Map<String, Value>, HandlerError> {
-        match self.run(call).await? {
-            Value::Object(result) => Ok(result),
-            other => Err(format!(
-                "the prompt handler returned {other}, not a GetPromptResult dict"
-            )
-            .into()),
-        }
+        Ok(Map::from_value(self.run(call).await?)?)
     }
 }
 
 #[async_trait::async_trait]
 impl ResourceHandler for PyServed {
     async fn read(&self, call: ToolCall) -> Result<Vec<ResourceContents>, HandlerError> {
-        let value = self.run(call).await?;
-        from_params::<Vec<ResourceContents>>("the resource handler's contents", &value)
-            .map_err(|e| format!("the resource handler returned {}", e.message()).into())
+        Ok(Vec::from_value(self.run(call).await?)?)
     }
 }
 
 #[async_trait::async_trait]
 impl CompletionHandler for PyServed {
-    /// A list of values (all of them: `total` is its length), or a `{values, total?,
-    /// hasMore?}` dict.
     async fn complete(&self, call: ToolCall) -> Result<Completion, HandlerError> {
-        let value = self.run(call).await?;
-        let bad = || -> HandlerError {
-            "the completion handler must return a list of str or {values, total?, hasMore?}".into()
-        };
-        let (values, total, has_more) = match &value {
-            Value::Array(_) => (value.clone(), None, None),
-            Value::Object(given) => (
-                given.get("values").cloned().ok_or_else(bad)?,
-                given.get("total").and_then(Value::as_u64),
-                given.get("hasMore").and_then(Value::as_bool),
-            ),
-            _ => return Err(bad()),
-        };
-        let values: Vec<String> = serde_json::from_value(values).map_err(|_| bad())?;
-        let total = total.map_or(values.len(), |t| usize::try_from(t).unwrap_or(usize::MAX));
-        Ok(Completion {
-            total,
-            has_more: has_more.unwrap_or(false),
-            values,
-        })
+        Ok(Completion::from_value(self.run(call).await?)?)
     }
 }

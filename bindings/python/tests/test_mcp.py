@@ -509,6 +509,8 @@ async def test_prompts_resources_and_completions_answered_by_python_handlers() -
         return {"messages": [{"role": "user", "content": {"type": "text", "text": f"Brief me on {topic}."}}]}
 
     async def note(call: ToolCall) -> list[dict[str, Any]]:
+        if call.arguments["id"] == "misshapen":
+            return [{"text": "no uri"}]
         return [{"uri": call.arguments["uri"], "mimeType": "text/plain", "text": f"note {call.arguments['id']}"}]
 
     async def topics(call: ToolCall) -> list[str]:
@@ -525,6 +527,10 @@ async def test_prompts_resources_and_completions_answered_by_python_handlers() -
         assert got["result"]["messages"][0]["content"]["text"] == "Brief me on disks.", got
         read = await answer(await mcp.handle_rpc(rpc("resources/read", modern({"uri": "notes://7"}))))
         assert read["result"]["contents"] == [{"uri": "notes://7", "mimeType": "text/plain", "text": "note 7"}], read
+        # Contents of the wrong shape fail the read, saying what is wrong (the SDK's check).
+        misshapen = await answer(await mcp.handle_rpc(rpc("resources/read", {"uri": "notes://misshapen"})))
+        assert misshapen["error"]["code"] == -32603, misshapen
+        assert "the resource handler returned invalid contents" in misshapen["error"]["message"], misshapen
         completed = await answer(await mcp.handle_rpc(rpc("completion/complete", {
             "ref": {"type": "ref/prompt", "name": "brief"}, "argument": {"name": "topic", "value": "l"}})))
         assert completed["result"]["completion"] == {"values": ["logs", "latency"], "total": 2, "hasMore": False}

@@ -113,7 +113,7 @@ pub fn card_from_json(agent: &str, fields: &Value) -> Result<AgentCard> {
     let Value::Object(fields) = fields else {
         return Err(bad_card(format!(
             "expected a JSON object, got {}",
-            json_type(fields)
+            agentlog_wire::a2a::json_type(fields)
         )));
     };
     for section in ["auth", "extendedCard"] {
@@ -150,17 +150,6 @@ pub fn card_from_file(agent: &str, path: &Path) -> Result<AgentCard> {
 
 fn bad_card(why: String) -> Error {
     Error::new(ErrorKind::Config, format!("bad agent card: {why}"))
-}
-
-fn json_type(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 #[cfg(test)]

@@ -65,7 +65,8 @@ pub use context::TaskContext;
 pub use expiry::DEFAULT_INPUT_TIMEOUT;
 pub use handler::{Handler, HandlerError, handler_fn};
 pub use served::{
-    CompletionHandler, PromptHandler, ResourceHandler, completion_fn, prompt_fn, resource_fn,
+    CompletionHandler, HandlerResult, PromptHandler, ResourceHandler, completion_fn, prompt_fn,
+    resource_fn,
 };
 pub use skills::Skills;
 pub use tools::{ToolCall, ToolHandler, Tools, tool_fn};

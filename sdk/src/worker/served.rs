@@ -14,14 +14,104 @@
 //! no configured values, the [`ToolCall`]'s `arguments` being `{argument, value, context}`
 //! (the argument's name, what the user typed so far, the values of the arguments already
 //! given), and the handler answers a [`Completion`] (at most 100 values are kept).
+//!
+//! A handler in another language (the bindings') returns JSON: [`HandlerResult::from_value`]
+//! reads it as the result its trait answers, so every binding checks it alike.
 
 use std::future::Future;
 
-use agentlog_wire::mcp::{CallToolResult, Completion, ResourceContents};
+use agentlog_wire::a2a::{from_json, json_type};
+use agentlog_wire::mcp::{CallToolResult, Completion, PromptMessage, ResourceContents};
 use serde_json::{Map, Value, json};
 
 use super::handler::HandlerError;
 use super::tools::{ToolCall, ToolHandler, Tools};
+use crate::error::{Error, ErrorKind, Result};
+
+/// A prompt's, resource's or completion's result read from the JSON a handler written in
+/// another language returned. A value of the wrong shape is [`ErrorKind::ToolFailed`] (the
+/// handler, not the client, is at fault: the request fails with -32603) saying what is wrong.
+pub trait HandlerResult: Sized {
+    /// `value` read as this result.
+    fn from_value(value: Value) -> Result<Self>;
+}
+
+fn misshapen(message: String) -> Error {
+    Error::new(ErrorKind::ToolFailed, message)
+}
+
+/// A prompt handler's `GetPromptResult`: an object with `messages` (each a `PromptMessage`)
+/// and an optional string `description`; kept as given (`_meta` and the like pass through).
+impl HandlerResult for Map<String, Value> {
+    fn from_value(value: Value) -> Result<Self> {
+        let Value::Object(result) = value else {
+            return Err(misshapen(format!(
+                "the prompt handler returned {}, not a GetPromptResult object {{description?, messages}}",
+                json_type(&value)
+            )));
+        };
+        let messages = result.get("messages").unwrap_or(&Value::Null);
+        from_json::<Vec<PromptMessage>>("messages", messages)
+            .map_err(|e| misshapen(format!("the prompt handler returned {e}")))?;
+        match result.get("description") {
+            None | Some(Value::String(_)) => Ok(result),
+            Some(other) => Err(misshapen(format!(
+                "the prompt handler returned a description that is {}, not a string",
+                json_type(other)
+            ))),
+        }
+    }
+}
+
+/// A resource handler's contents: an array of `{uri, mimeType?, text}` or `{uri, mimeType?,
+/// blob}` (base64).
+impl HandlerResult for Vec<ResourceContents> {
+    fn from_value(value: Value) -> Result<Self> {
+        from_json("contents", &value)
+            .map_err(|e| misshapen(format!("the resource handler returned {e}")))
+    }
+}
+
+/// A completion handler's values: an array of strings (all of them: `total` is its length),
+/// or `{values, total?, hasMore?}`.
+impl HandlerResult for Completion {
+    fn from_value(value: Value) -> Result<Self> {
+        let bad = |what: &Value| {
+            misshapen(format!(
+                "the completion handler returned {}, not an array of strings nor {{values, total?, hasMore?}}",
+                json_type(what)
+            ))
+        };
+        let (values, total, has_more) = match value {
+            Value::Array(values) => (values, None, None),
+            Value::Object(mut given) => match given.remove("values") {
+                Some(Value::Array(values)) => (
+                    values,
+                    given.get("total").and_then(Value::as_u64),
+                    given.get("hasMore").and_then(Value::as_bool),
+                ),
+                other => return Err(bad(&other.unwrap_or(Value::Null))),
+            },
+            other => return Err(bad(&other)),
+        };
+        let values = values
+            .into_iter()
+            .map(|value| match value {
+                Value::String(value) => Ok(value),
+                other => Err(misshapen(format!(
+                    "the completion handler returned a value that is {}, not a string",
+                    json_type(&other)
+                ))),
+            })
+            .collect::<Result<Vec<String>>>()?;
+        let total = total.map_or(values.len(), |t| usize::try_from(t).unwrap_or(usize::MAX));
+        Ok(Completion {
+            total,
+            has_more: has_more.unwrap_or(false),
+            values,
+        })
+    }
+}
 
 /// A prompt's code: answers one `prompts/get` with a `GetPromptResult` object
 /// (`{description?, messages}`). `Err` fails the request (the client gets a JSON-RPC error).
@@ -192,3 +282,6 @@ impl Tools {
         )
     }
 }
+
+#[cfg(test)]
+mod tests;

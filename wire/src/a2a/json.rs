@@ -23,6 +23,18 @@ pub fn from_json<T: DeserializeOwned>(what: &'static str, value: &Value) -> Resu
     })
 }
 
+/// What JSON type `value` is, as an error message says it ("a string", "an object", "null").
+pub fn json_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
 /// Reads JSON bytes as a `T`; `what` names the thing being read in the error.
 pub fn from_slice<T: DeserializeOwned>(what: &'static str, bytes: &[u8]) -> Result<T, WireError> {
     read(bytes).map_err(|err| WireError::InvalidJson {
@@ -209,6 +221,32 @@ mod tests {
         let value = json!({"message": {"role": "ROLE_USER", "parts": [{"text": "hi"}]}});
         let err = from_json::<SendMessageRequest>("SendMessageRequest", &value).expect_err("no id");
         assert_eq!(reason(err), "missing field `messageId` at `message`");
+    }
+
+    #[test]
+    fn json_types_are_named_as_errors_say_them() {
+        let named: Vec<&str> = [
+            json!(null),
+            json!(true),
+            json!(1),
+            json!("s"),
+            json!([]),
+            json!({}),
+        ]
+        .iter()
+        .map(json_type)
+        .collect();
+        assert_eq!(
+            named,
+            [
+                "null",
+                "a boolean",
+                "a number",
+                "a string",
+                "an array",
+                "an object"
+            ]
+        );
     }
 
     #[test]

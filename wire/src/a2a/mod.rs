@@ -33,7 +33,7 @@ pub use card_signature::{
 pub use events::{
     SendMessageResponse, StreamResponse, TaskArtifactUpdateEvent, TaskStatusUpdateEvent,
 };
-pub use json::{from_json, from_slice};
+pub use json::{from_json, from_slice, json_type};
 pub use message::{Message, Role};
 pub use part::{Part, PartContent};
 pub use push::{

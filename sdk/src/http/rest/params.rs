@@ -118,19 +118,11 @@ fn object_body(body: &[u8]) -> Result<Map<String, Value>> {
     })?;
     match serde_json::from_str::<Value>(raw.get()) {
         Ok(Value::Object(object)) => Ok(object),
-        Ok(other) => Err(refused(format!("got {}", kind_of(&other)))),
+        Ok(other) => Err(refused(format!(
+            "got {}",
+            agentlog_wire::a2a::json_type(&other)
+        ))),
         Err(e) => Err(refused(e.to_string())),
-    }
-}
-
-fn kind_of(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 
