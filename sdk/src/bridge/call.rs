@@ -132,6 +132,8 @@ impl std::fmt::Debug for Answer {
 pub(super) struct CallOptions<'a> {
     pub(super) extensions: &'a [String],
     pub(super) resume_after: Option<u64>,
+    /// A `ListTasks` over these partitions only (a peer's share of a fan-out).
+    pub(super) partitions: Option<&'a [u32]>,
 }
 
 impl Bridge {
@@ -181,7 +183,10 @@ impl Bridge {
             }
             Call::GetTask(request) => Ok(Answer::Task(self.get_task(caller, request).await?)),
             Call::CancelTask(request) => Ok(Answer::Task(self.cancel_task(caller, request).await?)),
-            Call::ListTasks(request) => Ok(Answer::Tasks(self.list_tasks(caller, request).await?)),
+            Call::ListTasks(request) => Ok(Answer::Tasks(
+                self.list_tasks_in(caller, request, options.partitions)
+                    .await?,
+            )),
             Call::SubscribeToTask(request) => Ok(Answer::Stream(
                 self.subscribe_to_task(caller, request, options.resume_after)
                     .await?,

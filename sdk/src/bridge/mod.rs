@@ -60,6 +60,7 @@ pub use skills::{skill_schemas_from_file, skill_schemas_from_json};
 pub(crate) use stream::to_response;
 pub use stream::{StreamEvent, TaskStream};
 pub(crate) use tasks::encode_cursor as page_token;
+pub(crate) use tasks::{list_position, merge_newest};
 pub use timeline::{Timeline, TimelineRecord, Verdict};
 
 /// How a bridge behaves.
@@ -120,6 +121,10 @@ pub struct BridgeConfig {
     /// against these destinations when registered, and the card declares
     /// `capabilities.pushNotifications`. `None` (default): the methods answer -32003.
     pub push: Option<Destinations>,
+    /// The partitions of the events topic the bridge's view holds (a member's share when
+    /// bridges share the agent, `skills/a2a-bridge/partitions.md`); a request about another
+    /// is refused as unavailable unless it is held on demand. `None` (default): every one.
+    pub holding: Option<Vec<u32>>,
 }
 
 setters!(BridgeConfig {
@@ -140,6 +145,7 @@ setters!(BridgeConfig {
     signer: RecordSigner,
     trust: RecordVerifier,
     push: Destinations,
+    holding: Vec<u32>,
 });
 
 impl BridgeConfig {
@@ -162,6 +168,7 @@ impl BridgeConfig {
             trust: None,
             extension_scope: extensions::ExtensionScope::default(),
             push: None,
+            holding: None,
         }
     }
 }
@@ -209,6 +216,7 @@ impl Bridge {
                 commands_retention_ms: millis(config.retention.unwrap_or(DEFAULT_RETENTION)),
             }),
             verifier: config.trust.clone(),
+            holding: config.holding.clone(),
             ..ViewOptions::checkpointed(config.topics.checkpoints.clone())
         };
         let view = TaskView::start_with(log.clone(), config.topics.events.clone(), options).await?;

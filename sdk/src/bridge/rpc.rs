@@ -154,6 +154,10 @@ pub struct RpcRequest<'a> {
     /// The W3C trace context the request came with (`traceparent`, `tracestate`): the
     /// records written for it carry it ([`trace`](super::trace)).
     pub trace: Option<agentlog_wire::trace::TraceContext>,
+    /// A `ListTasks` over these partitions only, which the view holds or holds on demand: the
+    /// share of one bridge in a fan-out over the bridges sharing the agent
+    /// (`skills/a2a-bridge/partitions.md`). `None`: every partition the view holds.
+    pub partitions: Option<Vec<u32>>,
 }
 
 impl<'a> RpcRequest<'a> {
@@ -180,7 +184,14 @@ impl<'a> RpcRequest<'a> {
             extensions: Vec::new(),
             resume_after: None,
             trace: None,
+            partitions: None,
         }
+    }
+
+    /// Sets [`RpcRequest::partitions`].
+    pub fn partitions(mut self, partitions: Option<Vec<u32>>) -> Self {
+        self.partitions = partitions;
+        self
     }
 
     /// Sets [`RpcRequest::a2a_version`].
@@ -220,10 +231,12 @@ impl Bridge {
             extensions,
             resume_after,
             trace,
+            partitions,
         } = request;
         let options = CallOptions {
             extensions: &extensions,
             resume_after,
+            partitions: partitions.as_deref(),
         };
         let version = a2a_version.map(str::trim).filter(|v| !v.is_empty());
         let answer = async {

@@ -87,6 +87,17 @@ impl Bridge {
         caller: &Caller,
         request: ListTasksRequest,
     ) -> Result<ListTasksResponse> {
+        self.list_tasks_in(caller, request, None).await
+    }
+
+    /// [`list_tasks`](Self::list_tasks) over `partitions` only (each held, or held on demand
+    /// first), or every partition the view holds.
+    pub(super) async fn list_tasks_in(
+        &self,
+        caller: &Caller,
+        request: ListTasksRequest,
+        partitions: Option<&[u32]>,
+    ) -> Result<ListTasksResponse> {
         check_history_length(request.history_length)?;
         let page_size = match request.page_size {
             None => DEFAULT_PAGE_SIZE,
@@ -121,8 +132,20 @@ impl Bridge {
             cursor,
         };
         let view = &self.inner.view;
-        view.sync(None, self.inner.config.sync_timeout).await?;
-        let (mut page, total) = view.list(caller, &filter);
+        let timeout = self.inner.config.sync_timeout;
+        match partitions {
+            None => view.sync(None, timeout).await?,
+            Some(partitions) => {
+                for p in partitions {
+                    if !view.holds(*p) {
+                        view.hold_on_demand(*p).await?;
+                    }
+                }
+                let syncs = partitions.iter().map(|p| view.sync(Some(*p), timeout));
+                futures::future::try_join_all(syncs).await?;
+            }
+        }
+        let (mut page, total) = view.list_in(caller, &filter, partitions);
         let next_page_token = if page.len() > page_size {
             page.truncate(page_size);
             page.last()
@@ -201,6 +224,35 @@ fn not_cancelable(task_id: &str, state: &str) -> Error {
         format!("Task cannot be canceled: {task_id} is {state}"),
     )
     .with_detail("taskId", task_id)
+}
+
+/// `found` (tasks from several pages of one `ListTasks` order, each reached through
+/// `task_of`) merged in that order: newest status first, ties by [`list_tie`] of the id,
+/// descending; the first `page_size` kept. Also whether any were left off.
+///
+/// [`list_tie`]: crate::view::list_tie
+pub(crate) fn merge_newest<T>(
+    mut found: Vec<T>,
+    task_of: impl Fn(&T) -> &Task,
+    page_size: usize,
+) -> (Vec<T>, bool) {
+    found.sort_by_cached_key(|item| std::cmp::Reverse(list_position(task_of(item))));
+    let more = found.len() > page_size;
+    found.truncate(page_size);
+    (found, more)
+}
+
+/// Where `task` stands in the `ListTasks` order: its status time (ms) and [`list_tie`] of its id.
+///
+/// [`list_tie`]: crate::view::list_tie
+pub(crate) fn list_position(task: &Task) -> (u64, u32) {
+    let ms = task
+        .status
+        .timestamp
+        .as_deref()
+        .and_then(parse_millis)
+        .unwrap_or(0);
+    (ms, crate::view::list_tie(&task.id))
 }
 
 /// The page token: `base64url(status_ms ":" task_id)`, opaque to clients. A token for any

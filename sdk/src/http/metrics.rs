@@ -40,6 +40,12 @@ struct MethodLabels {
     method: &'static str,
 }
 
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ForwardLabels {
+    verb: &'static str,
+    outcome: &'static str,
+}
+
 type DurationFamily = Family<MethodLabels, Histogram, fn() -> Histogram>;
 
 /// The router's metrics and their registry.
@@ -48,6 +54,7 @@ pub(super) struct Metrics {
     registry: Registry,
     requests: Family<RequestLabels, Counter>,
     durations: DurationFamily,
+    forwards: Family<ForwardLabels, Counter>,
     lag: Gauge<u64, AtomicU64>,
     /// When a scrape last measured the lag: at most once per [`LAG_EVERY`] and one scrape at a
     /// time, so that scraping `/metrics` in a loop does not reach the log each time.
@@ -82,6 +89,12 @@ impl Metrics {
             "Time from request to reply head (for streams: until the stream starts)",
             durations.clone(),
         );
+        let forwards = Family::<ForwardLabels, Counter>::default();
+        registry.register(
+            "agentlog_forwards",
+            "Requests about partitions held elsewhere, by verb and outcome: owner or successor (who answered), here (this bridge stood in), unavailable (nobody answered), received (a peer's, served here)",
+            forwards.clone(),
+        );
         let lag = Gauge::<u64, AtomicU64>::default();
         registry.register(
             "agentlog_view_lag_records",
@@ -112,10 +125,18 @@ impl Metrics {
             registry,
             requests,
             durations,
+            forwards,
             lag,
             lag_measured: tokio::sync::Mutex::new(None),
             view,
         }
+    }
+
+    /// Count one request about a partition held elsewhere (or a peer's, received).
+    pub(super) fn forwarded(&self, verb: &'static str, outcome: &'static str) {
+        self.forwards
+            .get_or_create(&ForwardLabels { verb, outcome })
+            .inc();
     }
 
     /// Count one request to `method` that ended with `code` after `elapsed`.

@@ -143,6 +143,7 @@ mod connections;
 pub mod console;
 mod dispatch;
 mod errors;
+mod forward;
 mod guard;
 mod health;
 pub mod mcp;
@@ -153,6 +154,7 @@ mod rest;
 mod rpc;
 mod server;
 
+pub use forward::{Forwarding, PARTITIONS, PeerList};
 pub use guard::Allowed;
 pub use server::{
     DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_CONNECTIONS, SHUTDOWN_GRACE, ServeConfig, serve,
@@ -211,6 +213,10 @@ pub struct HttpConfig {
     /// the sender's counters on `/metrics` ([`Pusher::published`](crate::push::Pusher::published)).
     /// Default `None`: neither.
     pub push: Option<crate::push::Published>,
+    /// Bridges sharing the agent's partitions: a request about a partition the bridge's view
+    /// does not hold is forwarded to its owner, and `ListTasks` asks every owner
+    /// (`skills/a2a-bridge/partitions.md`). Default `None`: every request is served here.
+    pub forward: Option<Forwarding>,
 }
 
 impl HttpConfig {
@@ -232,6 +238,7 @@ setters!(HttpConfig {
     auth: auth::EdgeAuth,
     interface_url: String,
     push: crate::push::Published,
+    forward: Forwarding,
 });
 
 impl Default for HttpConfig {
@@ -247,6 +254,7 @@ impl Default for HttpConfig {
             extra_interfaces: Vec::new(),
             allowed: Allowed::default(),
             push: None,
+            forward: None,
         }
     }
 }
@@ -323,6 +331,7 @@ struct Inner {
     metrics: metrics::Metrics,
     auth: Option<auth::EdgeAuth>,
     allowed: Allowed,
+    forward: Option<forward::Forwarder>,
 }
 
 const CARD_PATH: &str = "/.well-known/agent-card.json";
@@ -330,6 +339,7 @@ const LEGACY_CARD_PATH: &str = "/.well-known/agent.json";
 const HEALTH_PATH: &str = "/healthz";
 const READY_PATH: &str = "/readyz";
 const METRICS_PATH: &str = "/metrics";
+const PEERS_PATH: &str = "/peers";
 
 /// The router serving `bridge` over HTTP, with its state applied. See the module docs for
 /// its routes and behaviour.
@@ -385,6 +395,7 @@ pub fn router(bridge: Bridge, config: HttpConfig) -> Router {
             body_timeout: config.body_timeout,
             auth: config.auth,
             allowed: config.allowed,
+            forward: config.forward.clone().map(forward::Forwarder::new),
             rest_base: prefix.to_owned(),
             rpc_paths,
             prefixed_card_paths,
@@ -406,6 +417,11 @@ pub fn router(bridge: Bridge, config: HttpConfig) -> Router {
         && !state.inner.rpc_paths.iter().any(|p| p == push::JWKS_PATH)
     {
         router = router.route(push::JWKS_PATH, push::jwks(published));
+    }
+    if let Some(forward) = &config.forward
+        && !state.inner.rpc_paths.iter().any(|p| p == PEERS_PATH)
+    {
+        router = router.route(PEERS_PATH, forward::peers(forward.owners.clone()));
     }
     // Everything derived from `rpc_path` is matched in the fallback (see the module docs).
     router.fallback(dispatch::dispatch).with_state(state)

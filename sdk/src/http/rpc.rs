@@ -19,6 +19,7 @@ use serde::Deserialize;
 use super::AppState;
 use super::body::{read_body_within, refuse_unread};
 use super::errors::{json, rpc_refusal};
+use super::forward::Route;
 use super::metrics::UNKNOWN_METHOD;
 use crate::agent::Caller;
 use crate::bridge::{RpcReply, RpcRequest, extensions};
@@ -98,8 +99,8 @@ pub(super) async fn rpc(state: AppState, parts: Parts, body: Body) -> Response {
         }
     };
 
-    match call(&state, &parts, &body, start).await {
-        Err(refusal) => refusal,
+    match call(&state, &parts, &body, &body, start).await {
+        Err(NotCalled::Refused(response) | NotCalled::Piped(response)) => response,
         Ok(called) => {
             let response = respond(called.reply, &called.probe, &state, start);
             echo_extensions(response, &called.activated)
@@ -115,15 +116,25 @@ pub(super) struct Called<'a> {
     pub(super) activated: String,
 }
 
+/// Why [`call`] has no answer of the bridge's.
+pub(super) enum NotCalled {
+    /// A refusal (a JSON-RPC error body, which the HTTP+JSON binding restyles).
+    Refused(Response),
+    /// A peer's answer to a forwarded request, as it came (in the request's own binding).
+    Piped(Response),
+}
+
 /// A JSON-RPC `body` through to the bridge's answer: who calls (a refusal, counted, if edge
-/// auth says no), `A2A-Version`, `Last-Event-ID` and `A2A-Extensions`. Both HTTP bindings
-/// go through it, so they authenticate and answer alike.
+/// auth says no), where it is served (another bridge's partition is forwarded: the `raw`
+/// body as received goes on), `A2A-Version`, `Last-Event-ID` and `A2A-Extensions`. Both HTTP
+/// bindings go through it, so they authenticate and answer alike.
 pub(super) async fn call<'a>(
     state: &AppState,
     parts: &Parts,
+    raw: &[u8],
     body: &'a [u8],
     start: Instant,
-) -> Result<Called<'a>, Response> {
+) -> Result<Called<'a>, NotCalled> {
     let inner = &state.inner;
     // One borrowing parse: the metrics label, the id and the streaming flag come from it, and
     // the bridge answers from it.
@@ -139,10 +150,43 @@ pub(super) async fn call<'a>(
                 inner
                     .metrics
                     .observe(probe.method, i64::from(code), start.elapsed());
-                return Err(refusal);
+                return Err(NotCalled::Refused(refusal));
             }
         },
     };
+    let mut partitions = None;
+    let mut fanned = None;
+    if let Some(forwarder) = &inner.forward {
+        let metrics = &inner.metrics;
+        let route = forwarder.route(inner, parts, raw, &parsed, &caller, probe.method);
+        match route.await {
+            Route::Here => {}
+            Route::Share(only) => partitions = Some(only),
+            Route::Piped(answer) => return Err(NotCalled::Piped(answer)),
+            Route::Refused(refusal) => {
+                let code = i64::from(ErrorCode::InternalError.code());
+                metrics.observe(probe.method, code, start.elapsed());
+                return Err(NotCalled::Refused(refusal));
+            }
+            Route::FanOut(plan) => {
+                let rpc_path = inner.rpc_paths.first().map_or("/", String::as_str);
+                match plan.fetch(forwarder, metrics, parts, rpc_path, body).await {
+                    Ok(pages) => {
+                        let mut local = plan.local().to_vec();
+                        local.extend(&pages.stand_in);
+                        partitions = Some(local);
+                        let id = parsed.as_ref().ok().map(|r| r.id.to_owned());
+                        fanned = id.map(|id| (id, pages));
+                    }
+                    Err(refusal) => {
+                        let code = i64::from(ErrorCode::InternalError.code());
+                        metrics.observe(probe.method, code, start.elapsed());
+                        return Err(NotCalled::Refused(refusal));
+                    }
+                }
+            }
+        }
+    }
     let version = parts
         .headers
         .get(A2A_VERSION)
@@ -167,8 +211,14 @@ pub(super) async fn call<'a>(
         .a2a_version(version.as_deref())
         .extensions(requested)
         .resume_after(resume_after)
-        .trace(super::trace_of(&parts.headers));
-    let reply = inner.bridge.handle(request).await;
+        .trace(super::trace_of(&parts.headers))
+        .partitions(partitions);
+    let reply = match (inner.bridge.handle(request).await, fanned) {
+        (RpcReply::Json(local), Some((id, pages))) => {
+            RpcReply::Json(super::forward::merge(&id, local, pages))
+        }
+        (reply, _) => reply,
+    };
     Ok(Called {
         reply,
         probe,

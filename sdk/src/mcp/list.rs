@@ -12,7 +12,6 @@
 //! as the caller, so another caller's cursor shows nothing of theirs.
 
 use agentlog_wire::a2a::{ListTasksRequest, Task};
-use agentlog_wire::timestamp::parse_millis;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Map, Value, json};
@@ -62,7 +61,7 @@ pub(super) async fn page<'a>(
     page_size: usize,
 ) -> Result<Page<'a>> {
     let token = after.map(|(ms, id)| crate::bridge::page_token(*ms, id));
-    // (status time, tie, agent, bridge, task), from every agent: the page is the newest.
+    // (agent, bridge, task), from every agent: the page is the newest.
     let mut found = Vec::new();
     let mut more = false;
     for (agent, bridge) in bridges {
@@ -74,30 +73,16 @@ pub(super) async fn page<'a>(
         let listed = bridge.list_tasks(caller, request).await?;
         more |= !listed.next_page_token.is_empty();
         for task in listed.tasks {
-            let ms = task
-                .status
-                .timestamp
-                .as_deref()
-                .and_then(parse_millis)
-                .unwrap_or(0);
-            let tie = crate::view::list_tie(&task.id);
-            found.push((ms, tie, agent.as_str(), bridge, task));
+            found.push((agent.as_str(), bridge, task));
         }
     }
-    found.sort_by_key(|t| std::cmp::Reverse((t.0, t.1)));
-    more |= found.len() > page_size;
-    found.truncate(page_size);
-    let next = found
-        .last()
-        .filter(|_| more)
-        .map(|(ms, _, _, _, task)| (*ms, task.id.clone()));
-    Ok(Page {
-        tasks: found
-            .into_iter()
-            .map(|(_, _, agent, bridge, task)| (agent, bridge, task))
-            .collect(),
-        next,
-    })
+    let (found, cut) = crate::bridge::merge_newest(found, |(_, _, task)| task, page_size);
+    more |= cut;
+    let next = found.last().filter(|_| more).map(|(_, _, task)| {
+        let (ms, _) = crate::bridge::list_position(task);
+        (ms, task.id.clone())
+    });
+    Ok(Page { tasks: found, next })
 }
 
 impl McpBridge {

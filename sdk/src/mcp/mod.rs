@@ -471,6 +471,8 @@ fn agent_config(template: &BridgeConfig, agent: &str) -> BridgeConfig {
         extension_scope: Default::default(),
         // The tool agent takes calls: the A2A agent's skills are not its.
         skill_schemas: Default::default(),
+        // `/mcp` is not forwarded between bridges: a tool agent holds every partition.
+        holding: None,
         ..template.clone()
     }
 }

@@ -14,6 +14,7 @@
 pub mod card_signing;
 pub mod destinations;
 pub mod keys;
+pub mod owners;
 pub mod peers;
 pub mod records;
 

@@ -17,6 +17,8 @@
 
 use sha2::{Digest, Sha256};
 
+use super::owners::OwnerMap;
+
 use crate::error::{Error, ErrorKind, Result};
 
 /// The header carrying a forwarding peer's mark.
@@ -128,10 +130,17 @@ impl Members {
             .filter(|p| self.owner(*p) == member)
             .collect()
     }
+
+    /// This static map over a topic of `partitions`, as the forwarder reads ownership.
+    pub fn owner_map(&self, partitions: u32) -> Result<OwnerMap> {
+        let owners: Vec<u32> = (0..partitions).map(|p| self.owner(p)).collect();
+        let successors = owners.iter().map(|o| self.successor(*o)).collect();
+        OwnerMap::new(self.index, self.urls.clone(), owners, successors)
+    }
 }
 
 /// The key the peers share, to mark the requests they forward to each other.
-#[derive(Clone)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct PeerKey(Vec<u8>);
 
 impl std::fmt::Debug for PeerKey {
@@ -284,6 +293,10 @@ mod tests {
         let mut owned: Vec<u32> = (0..4).flat_map(|m| maps[0].owned_by(m, 16)).collect();
         owned.sort_unstable();
         assert_eq!(owned, (0..16).collect::<Vec<_>>());
+        let map = maps[1].owner_map(16).unwrap();
+        assert_eq!(map.owned_by(1), maps[1].owned_by(1, 16));
+        assert_eq!(map.owner(7).unwrap().url.as_ref(), "http://b3:8080");
+        assert_eq!(map.successor(7).unwrap().index, 0);
         let one = Members::new(0, 1, urls(1)).unwrap();
         assert_eq!((one.owner(7), one.successor(0)), (0, 0));
     }

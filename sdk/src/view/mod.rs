@@ -493,11 +493,21 @@ impl TaskView {
     /// lock: each partition's index holds every filter's range, and their pages merge in the
     /// order one index keeps (status time, then [`list_tie`], descending).
     pub fn list(&self, caller: &Caller, filter: &ListFilter) -> (Vec<TaskInfo>, usize) {
+        self.list_in(caller, filter, None)
+    }
+
+    /// [`list`](Self::list) over those of `partitions` the view holds (`None`: every one).
+    pub fn list_in(
+        &self,
+        caller: &Caller,
+        filter: &ListFilter,
+        partitions: Option<&[u32]>,
+    ) -> (Vec<TaskInfo>, usize) {
         let now = now_ms();
         let mut pages = Vec::new();
         let mut total = 0;
         for (partition, part) in (0u32..).zip(self.inner.parts.iter()) {
-            if !part.held() {
+            if !part.held() || partitions.is_some_and(|only| !only.contains(&partition)) {
                 continue;
             }
             let (page, count) = list_part(partition, part, caller, filter, now);

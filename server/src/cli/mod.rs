@@ -21,6 +21,7 @@ mod serve_auth;
 mod serve_console;
 mod serve_grpc;
 mod serve_mcp;
+mod serve_peers;
 mod serve_push;
 mod signing;
 mod tail;

@@ -136,6 +136,9 @@ pub(super) struct ServeArgs {
     #[command(flatten)]
     console: super::serve_console::ConsoleArgs,
 
+    #[command(flatten)]
+    peers: super::serve_peers::PeerArgs,
+
     /// Also run the built-in demo worker in this process (echo, `sleep N`, `input`, `fail`, `reply TEXT`;
     /// the skill `shout`, its input checked by a schema),
     /// and describe it in the card's skills; and serve the demo MCP tools on /mcp (echo and
@@ -200,8 +203,12 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
         .map_err(|e| CliError::msg(format!("cannot read the listening address: {e}")))?;
     let grpc = super::serve_grpc::bind(&args.grpc).await?;
     let public_url = public_url(args.public_url.as_deref(), local)?;
+    let membership = args.peers.membership()?;
     let mut allowed = Allowed::for_base_url(&public_url);
     allowed.hosts.extend(args.allowed_hosts.iter().cloned());
+    if let Some(membership) = &membership {
+        allowed.hosts.extend(membership.hosts());
+    }
     allowed.origins.extend(args.allowed_origins.iter().cloned());
     let mut http = HttpConfig::new()
         .body_timeout(args.body_timeout)
@@ -287,6 +294,11 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
         config.extension_scope = conformance::extension_scope();
     }
     config.push = args.push.destinations();
+    if let Some(membership) = &membership {
+        let (holding, forwarding) = membership.open(&log, &config.topics).await?;
+        config.holding = Some(holding);
+        http.forward = Some(forwarding);
+    }
     let bridge = Bridge::open(log.clone(), config).await?;
     let push = super::serve_push::start(
         &args.push,
@@ -311,7 +323,11 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
     .await?;
     let worker = if args.demo || args.conformance {
         let mut config = WorkerConfig::new(&args.log.agent);
-        config.view = Some(bridge.view().clone());
+        // A member's view holds its share only; the worker takes turns of every partition
+        // its consumer group gives it, so it follows them in a view of its own.
+        if membership.is_none() {
+            config.view = Some(bridge.view().clone());
+        }
         config.signer = signer;
         config.trust = verifier;
         Some(if args.conformance {
@@ -381,8 +397,12 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
         view.wait_caught_up().await;
     }
     let signal = super::shutdown_signal();
+    let peers_banner = match &membership {
+        Some(membership) => format!("; {}", membership.describe()),
+        None => String::new(),
+    };
     out.line(&format!(
-        "agentlog serving agent {:?} at {public_url} (log: {}; {}; {auth_banner}{}{console_banner}{mcp_banner}{grpc_banner})",
+        "agentlog serving agent {:?} at {public_url} (log: {}; {}; {auth_banner}{}{console_banner}{mcp_banner}{grpc_banner}{peers_banner})",
         args.log.agent,
         super::display_log_url(&log_url),
         if args.conformance {

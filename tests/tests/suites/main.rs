@@ -26,6 +26,7 @@ mod mcp_resources;
 mod mcp_served;
 mod mcp_subscribe;
 mod mcp_tasks;
+mod partitions;
 mod push;
 mod push_bindings;
 mod push_faults;

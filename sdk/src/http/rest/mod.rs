@@ -29,7 +29,7 @@ pub(super) use route::{Matched, Route, route};
 use super::AppState;
 use super::body::read_body_within;
 use super::metrics::UNKNOWN_METHOD;
-use super::rpc::{self, ACCEPTED_TYPES, accepted_content_type, call, echo_extensions};
+use super::rpc::{self, ACCEPTED_TYPES, NotCalled, accepted_content_type, call, echo_extensions};
 use crate::error::{Error, ErrorKind};
 
 /// Answer one request of the binding (its host and origin already admitted).
@@ -77,8 +77,9 @@ pub(super) async fn serve(
             return refused(code, reply::error(&error));
         }
     };
-    match call(state, &parts, &rpc_body, start).await {
-        Err(refusal) => reply::restyle(refusal).await,
+    match call(state, &parts, &body, &rpc_body, start).await {
+        Err(NotCalled::Refused(refusal)) => reply::restyle(refusal).await,
+        Err(NotCalled::Piped(answer)) => answer,
         Ok(called) => {
             let (code, response) = reply::respond(called.reply);
             let method = match called.probe.method {

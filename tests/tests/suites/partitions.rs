@@ -1,0 +1,428 @@
+//! Bridges sharing an agent's partitions (`skills/a2a-bridge/partitions.md`), several in one
+//! process over one `memory://` log, each on a real loopback listener with its own router:
+//! every member holds its share, a request about another member's partition is forwarded
+//! (once) to its owner, `ListTasks` merges every owner's page, and a bridge that goes away is
+//! stood in for by its successor with nothing acknowledged lost.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use agentlog::bridge::{Bridge, BridgeConfig};
+use agentlog::http::{Forwarding, HttpConfig, router, serve};
+use agentlog::log::{Log, partition_for_key};
+use agentlog::security::owners::Owners;
+use agentlog::security::peers::{FORWARDED_BY, Members, PeerKey};
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+
+const P: u32 = 16;
+const AGENT: &str = "scaled";
+const KEY: &[u8] = b"0123456789abcdef0123456789abcdef";
+
+/// One member: its bridge, its URL and what stops its server.
+struct Member {
+    bridge: Bridge,
+    url: String,
+    stop: oneshot::Sender<()>,
+    server: tokio::task::JoinHandle<()>,
+}
+
+struct Cluster {
+    members: Vec<Option<Member>>,
+    client: reqwest::Client,
+}
+
+async fn memory_log() -> Log {
+    agentlog::log::open(&format!("memory://?partitions={P}"))
+        .await
+        .expect("log")
+}
+
+impl Cluster {
+    /// `n` members over `log`, each serving on a loopback port.
+    async fn start(log: &Log, n: u32) -> Self {
+        let mut listeners = Vec::new();
+        for _ in 0..n {
+            listeners.push(TcpListener::bind("127.0.0.1:0").await.expect("bind"));
+        }
+        let urls: Vec<String> = listeners
+            .iter()
+            .map(|l| format!("http://{}", l.local_addr().expect("addr")))
+            .collect();
+        let mut members = Vec::new();
+        for (i, listener) in (0..n).zip(listeners) {
+            let map = Members::new(i, n, urls.clone()).expect("members");
+            let mut config = BridgeConfig::new(AGENT);
+            config.holding = Some(map.owned_by(i, P));
+            config.blocking_timeout = Duration::from_secs(2);
+            let bridge = Bridge::open(log.clone(), config).await.expect("bridge");
+            let forwarding = Forwarding::new(
+                Owners::new(map.owner_map(P).expect("map")),
+                PeerKey::new(KEY).expect("key"),
+            );
+            let app = router(bridge.clone(), HttpConfig::new().forward(forwarding));
+            let (stop, stopped) = oneshot::channel::<()>();
+            let server = tokio::spawn(async move {
+                let stopped = async {
+                    let _ = stopped.await;
+                };
+                serve(listener, app, stopped).await.expect("serve");
+            });
+            members.push(Some(Member {
+                bridge,
+                url: urls[i as usize].clone(),
+                stop,
+                server,
+            }));
+        }
+        Self {
+            members,
+            client: reqwest::Client::new(),
+        }
+    }
+
+    fn member(&self, i: usize) -> &Member {
+        self.members[i].as_ref().expect("a live member")
+    }
+
+    /// Stop member `i`'s server and drop its bridge: its port refuses connections.
+    async fn kill(&mut self, i: usize) {
+        let member = self.members[i].take().expect("a live member");
+        let _ = member.stop.send(());
+        member.server.await.expect("server");
+        drop(member.bridge);
+    }
+
+    /// A JSON-RPC call to member `i`: the HTTP status and the body.
+    async fn rpc(&self, i: usize, method: &str, params: Value) -> (u16, Value) {
+        self.rpc_with(i, method, params, &[]).await
+    }
+
+    async fn rpc_with(
+        &self,
+        i: usize,
+        method: &str,
+        params: Value,
+        headers: &[(&str, String)],
+    ) -> (u16, Value) {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        let body = serde_json::to_vec(&body).expect("json");
+        let mut request = self
+            .client
+            .post(format!("{}/", self.member(i).url))
+            .header("content-type", "application/json");
+        for (name, value) in headers {
+            request = request.header(*name, value);
+        }
+        let answer = request.body(body).send().await.expect("an answer");
+        let status = answer.status().as_u16();
+        let text = answer.text().await.expect("a body");
+        (status, serde_json::from_str(&text).expect("a JSON body"))
+    }
+
+    /// Send a new message `id` through member `i`, answered at once: the task's id, or the
+    /// status and body of the refusal.
+    async fn send(&self, i: usize, id: &str) -> Result<String, (u16, Value)> {
+        let params = json!({
+            "message": {"messageId": id, "role": "ROLE_USER", "parts": [{"text": "hello"}]},
+            "configuration": {"returnImmediately": true},
+        });
+        let (status, body) = self.rpc(i, "SendMessage", params).await;
+        match body["result"]["task"]["id"].as_str() {
+            Some(id) => Ok(id.to_owned()),
+            None => Err((status, body)),
+        }
+    }
+
+    /// `agentlog_forwards_total{verb,outcome}` of member `i`.
+    async fn forwards(&self, i: usize, verb: &str, outcome: &str) -> u64 {
+        let text = self
+            .client
+            .get(format!("{}/metrics", self.member(i).url))
+            .send()
+            .await
+            .expect("metrics")
+            .text()
+            .await
+            .expect("text");
+        let series = format!("agentlog_forwards_total{{verb=\"{verb}\",outcome=\"{outcome}\"}} ");
+        text.lines()
+            .find_map(|line| line.strip_prefix(&series))
+            .map_or(0, |n| n.trim().parse().expect("a count"))
+    }
+}
+
+fn partition(task_id: &str) -> u32 {
+    partition_for_key(task_id.as_bytes(), P)
+}
+
+/// Whether an answer is the retryable unavailable (what the move window may show): 503,
+/// `Retry-After`, -32603.
+fn retryable(status: u16, body: &Value) -> bool {
+    status == 503 && body["error"]["code"] == -32603
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_member_holds_its_share_and_any_member_answers_for_every_task() {
+    for n in [1u32, 2, 4] {
+        let log = memory_log().await;
+        let cluster = Cluster::start(&log, n).await;
+        // A plain balancer's round robin.
+        let mut acknowledged = Vec::new();
+        for k in 0..400 {
+            let id = cluster
+                .send(k % n as usize, &format!("m-{k}"))
+                .await
+                .expect("acknowledged");
+            acknowledged.push(id);
+        }
+        for i in 0..n {
+            let view = cluster.member(i as usize).bridge.view();
+            let share = acknowledged
+                .iter()
+                .filter(|t| partition(t) % n == i)
+                .count();
+            // Exactly the tasks of its partitions: each held once, by its owner.
+            assert_eq!(view.task_count(), share, "member {i} of {n}");
+            assert_eq!(view.held_partitions(), Members::new(i, n, urls(n)).expect("m").owned_by(i, P));
+        }
+        // Read-your-writes across every pair: sent through a, read through b at once.
+        for a in 0..n as usize {
+            for b in 0..n as usize {
+                for round in 0..8 {
+                    let id = cluster
+                        .send(a, &format!("ryw-{a}-{b}-{round}"))
+                        .await
+                        .expect("sent");
+                    let (status, body) = cluster.rpc(b, "GetTask", json!({"id": id})).await;
+                    assert_eq!(status, 200);
+                    assert_eq!(body["result"]["id"], id.as_str(), "{body}");
+                }
+            }
+        }
+    }
+}
+
+fn urls(n: u32) -> Vec<String> {
+    (0..n).map(|i| format!("http://m{i}")).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_message_sent_through_its_owner_and_a_forwarder_at_once_makes_one_task() {
+    let log = memory_log().await;
+    let cluster = Cluster::start(&log, 4).await;
+    for k in 0..16 {
+        let message = format!("twice-{k}");
+        let task_id = agentlog_wire::ids::task_id("", "", &message);
+        let owner = (partition(&task_id) % 4) as usize;
+        let other = (owner + 1 + k % 3) % 4;
+        let (a, b) = tokio::join!(cluster.send(owner, &message), cluster.send(other, &message));
+        assert_eq!(a.expect("owner"), task_id);
+        assert_eq!(b.expect("forwarder"), task_id);
+    }
+    // Sixteen tasks, each once.
+    let (_, listed) = cluster.rpc(2, "ListTasks", json!({"pageSize": 100})).await;
+    let ids: Vec<&str> = listed["result"]["tasks"]
+        .as_array()
+        .expect("tasks")
+        .iter()
+        .filter_map(|t| t["id"].as_str())
+        .collect();
+    assert_eq!(ids.len(), 16, "{listed}");
+    assert_eq!(ids.iter().collect::<BTreeSet<_>>().len(), 16);
+    assert_eq!(listed["result"]["totalSize"], 16);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_tasks_pages_and_tokens_are_those_of_one_view_holding_everything() {
+    let log = memory_log().await;
+    let cluster = Cluster::start(&log, 4).await;
+    for k in 0..60 {
+        cluster
+            .send(k % 4, &format!("l-{k}"))
+            .await
+            .expect("acknowledged");
+    }
+    // One member of one (every partition) over the same log: the reference.
+    let single = Cluster::start(&log, 1).await;
+    for via in 0..4 {
+        let mut token = String::new();
+        let mut pages = 0;
+        loop {
+            let params = json!({"pageSize": 7, "pageToken": token});
+            let (_, four) = cluster.rpc(via, "ListTasks", params.clone()).await;
+            let (_, one) = single.rpc(0, "ListTasks", params).await;
+            assert_eq!(four, one, "page {pages} through member {via}");
+            pages += 1;
+            token = four["result"]["nextPageToken"]
+                .as_str()
+                .expect("a token")
+                .to_owned();
+            if token.is_empty() {
+                break;
+            }
+        }
+        assert_eq!(pages, 9, "60 tasks in pages of 7");
+    }
+    // The HTTP+JSON binding fans out alike.
+    let rest = |url: &str| format!("{url}/tasks?pageSize=5");
+    let four: Value = reqwest::get(rest(&cluster.member(3).url))
+        .await
+        .expect("rest")
+        .json()
+        .await
+        .expect("json");
+    let one: Value = reqwest::get(rest(&single.member(0).url))
+        .await
+        .expect("rest")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(four, one);
+    assert_eq!(four["tasks"].as_array().map(Vec::len), Some(5));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_members_partitions_are_served_by_its_successor_and_nothing_is_lost() {
+    let log = memory_log().await;
+    let mut cluster = Cluster::start(&log, 4).await;
+    let mut acknowledged = Vec::new();
+    for k in 0..200 {
+        acknowledged.push(cluster.send(k % 4, &format!("k-{k}")).await.expect("sent"));
+    }
+    let killed = 2;
+    cluster.kill(killed).await;
+    let alive: Vec<usize> = (0..4).filter(|i| *i != killed).collect();
+    // Sends go on through the survivors, retried with the same messageId on a retryable
+    // refusal only.
+    let mut retried = 0;
+    for k in 200..300 {
+        let via = alive[k % alive.len()];
+        let id = loop {
+            match cluster.send(via, &format!("k-{k}")).await {
+                Ok(id) => break id,
+                Err((status, body)) => {
+                    assert!(retryable(status, &body), "only retryable errors: {body}");
+                    retried += 1;
+                }
+            }
+        };
+        acknowledged.push(id);
+    }
+    // Every acknowledged task, through every survivor: found, none lost.
+    let mut unavailable = 0;
+    for id in &acknowledged {
+        for via in &alive {
+            loop {
+                let (status, body) = cluster.rpc(*via, "GetTask", json!({"id": id})).await;
+                if status == 200 && body["result"]["id"] == id.as_str() {
+                    break;
+                }
+                assert!(retryable(status, &body), "task {id} through {via}: {body}");
+                unavailable += 1;
+            }
+        }
+    }
+    // The successor holds the killed member's partitions on demand.
+    let successor = cluster.member(3).bridge.view().held_partitions();
+    for p in (0..P).filter(|p| p % 4 == killed as u32) {
+        assert!(successor.contains(&p), "{successor:?}");
+    }
+    let (_, listed) = cluster.rpc(0, "ListTasks", json!({"pageSize": 100})).await;
+    assert_eq!(listed["result"]["totalSize"], 300, "{listed}");
+    eprintln!("killed member: {retried} sends and {unavailable} reads retried, 0 lost");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_marked_request_is_served_where_it_lands_and_a_forged_mark_is_ignored() {
+    let log = memory_log().await;
+    let cluster = Cluster::start(&log, 4).await;
+    // A task of member 0's, which member 1 does not hold.
+    let message = (0..)
+        .map(|k| format!("mark-{k}"))
+        .find(|m| partition(&agentlog_wire::ids::task_id("", "", m)) % 4 == 0)
+        .expect("a message");
+    let task = agentlog_wire::ids::task_id("", "", &message);
+    let p = partition(&task);
+    cluster.send(0, &message).await.expect("sent");
+    let body = serde_json::to_vec(
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": task}}),
+    )
+    .expect("json");
+    let now = agentlog::retention::now_ms();
+
+    // Forged (another key): treated as a client's, forwarded once to the owner.
+    let forged = PeerKey::new(&[7; 32]).expect("key").mark(3, "POST", "/", &body, now);
+    let (status, answer) = cluster
+        .rpc_with(1, "GetTask", json!({"id": task}), &[(FORWARDED_BY, forged)])
+        .await;
+    assert_eq!((status, &answer["result"]["id"]), (200, &json!(task)));
+    assert_eq!(cluster.forwards(1, "GetTask", "owner").await, 1);
+    assert!(!cluster.member(1).bridge.view().holds(p));
+
+    // A peer's mark: served where it lands (held on demand), not forwarded.
+    let mark = PeerKey::new(KEY).expect("key").mark(3, "POST", "/", &body, now);
+    let (status, answer) = cluster
+        .rpc_with(1, "GetTask", json!({"id": task}), &[(FORWARDED_BY, mark)])
+        .await;
+    assert_eq!((status, &answer["result"]["id"]), (200, &json!(task)));
+    assert_eq!(cluster.forwards(1, "GetTask", "received").await, 1);
+    assert_eq!(cluster.forwards(1, "GetTask", "owner").await, 1);
+    assert!(cluster.member(1).bridge.view().holds(p));
+    // The owner saw the forged one's forward only.
+    assert_eq!(cluster.forwards(0, "GetTask", "received").await, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forwarded_stream_comes_frame_by_frame_with_its_ids_and_rest_is_forwarded_too() {
+    let log = memory_log().await;
+    let cluster = Cluster::start(&log, 2).await;
+    let worker = agentlog::worker::Worker::start(
+        log.clone(),
+        agentlog::worker::WorkerConfig::new(AGENT),
+        agentlog_server::agents::DemoHandler,
+    )
+    .await
+    .expect("worker");
+    // A message whose task member 1 owns, streamed through member 0.
+    let message = (0..)
+        .map(|k| format!("s-{k}"))
+        .find(|m| partition(&agentlog_wire::ids::task_id("", "", m)) % 2 == 1)
+        .expect("a message");
+    let task = agentlog_wire::ids::task_id("", "", &message);
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage", "params": {
+        "message": {"messageId": message, "role": "ROLE_USER", "parts": [{"text": "hello"}]}}});
+    let answer = cluster
+        .client
+        .post(format!("{}/", cluster.member(0).url))
+        .header("content-type", "application/json")
+        .json(&body)
+        .send()
+        .await
+        .expect("stream");
+    assert_eq!(
+        answer.headers()["content-type"].to_str().expect("type"),
+        "text/event-stream"
+    );
+    let text = answer.text().await.expect("frames");
+    let ids: Vec<u64> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("id: "))
+        .map(|n| n.parse().expect("a position"))
+        .collect();
+    assert!(ids.len() >= 2, "{text}");
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "{ids:?}");
+    assert!(text.contains("TASK_STATE_COMPLETED"), "{text}");
+    assert_eq!(cluster.forwards(0, "SendStreamingMessage", "owner").await, 1);
+    // HTTP+JSON: GET /tasks/{id} through the member that does not hold it.
+    let got: Value = reqwest::get(format!("{}/tasks/{task}", cluster.member(0).url))
+        .await
+        .expect("rest")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(got["id"], task.as_str(), "{got}");
+    assert_eq!(cluster.forwards(0, "GetTask", "owner").await, 1);
+    worker.shutdown().await.expect("shutdown");
+}
