@@ -185,7 +185,10 @@ async fn each_member_holds_its_share_and_any_member_answers_for_every_task() {
                 .count();
             // Exactly the tasks of its partitions: each held once, by its owner.
             assert_eq!(view.task_count(), share, "member {i} of {n}");
-            assert_eq!(view.held_partitions(), Members::new(i, n, urls(n)).expect("m").owned_by(i, P));
+            assert_eq!(
+                view.held_partitions(),
+                Members::new(i, n, urls(n)).expect("m").owned_by(i, P)
+            );
         }
         // Read-your-writes across every pair: sent through a, read through b at once.
         for a in 0..n as usize {
@@ -341,7 +344,7 @@ async fn a_marked_request_is_served_where_it_lands_and_a_forged_mark_is_ignored(
     // A task of member 0's, which member 1 does not hold.
     let message = (0..)
         .map(|k| format!("mark-{k}"))
-        .find(|m| partition(&agentlog_wire::ids::task_id("", "", m)) % 4 == 0)
+        .find(|m| partition(&agentlog_wire::ids::task_id("", "", m)).is_multiple_of(4))
         .expect("a message");
     let task = agentlog_wire::ids::task_id("", "", &message);
     let p = partition(&task);
@@ -353,7 +356,9 @@ async fn a_marked_request_is_served_where_it_lands_and_a_forged_mark_is_ignored(
     let now = agentlog::retention::now_ms();
 
     // Forged (another key): treated as a client's, forwarded once to the owner.
-    let forged = PeerKey::new(&[7; 32]).expect("key").mark(3, "POST", "/", &body, now);
+    let forged = PeerKey::new(&[7; 32])
+        .expect("key")
+        .mark(3, "POST", "/", &body, now);
     let (status, answer) = cluster
         .rpc_with(1, "GetTask", json!({"id": task}), &[(FORWARDED_BY, forged)])
         .await;
@@ -362,7 +367,9 @@ async fn a_marked_request_is_served_where_it_lands_and_a_forged_mark_is_ignored(
     assert!(!cluster.member(1).bridge.view().holds(p));
 
     // A peer's mark: served where it lands (held on demand), not forwarded.
-    let mark = PeerKey::new(KEY).expect("key").mark(3, "POST", "/", &body, now);
+    let mark = PeerKey::new(KEY)
+        .expect("key")
+        .mark(3, "POST", "/", &body, now);
     let (status, answer) = cluster
         .rpc_with(1, "GetTask", json!({"id": task}), &[(FORWARDED_BY, mark)])
         .await;
@@ -414,7 +421,10 @@ async fn a_forwarded_stream_comes_frame_by_frame_with_its_ids_and_rest_is_forwar
     assert!(ids.len() >= 2, "{text}");
     assert!(ids.windows(2).all(|w| w[0] < w[1]), "{ids:?}");
     assert!(text.contains("TASK_STATE_COMPLETED"), "{text}");
-    assert_eq!(cluster.forwards(0, "SendStreamingMessage", "owner").await, 1);
+    assert_eq!(
+        cluster.forwards(0, "SendStreamingMessage", "owner").await,
+        1
+    );
     // HTTP+JSON: GET /tasks/{id} through the member that does not hold it.
     let got: Value = reqwest::get(format!("{}/tasks/{task}", cluster.member(0).url))
         .await
