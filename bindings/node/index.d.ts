@@ -288,6 +288,33 @@ export interface LogRecord {
   [field: string]: unknown;
 }
 
+/** A membership record in its JSON form (`fixtures/members.json`): the kind's fields only. */
+export interface MemberRecord {
+  kind: 'join' | 'heartbeat' | 'leave' | 'evict' | 'ready';
+  timestampMs: number;
+  member: string;
+  source: string;
+  keyId?: string;
+  /** Standard base64 of the 64-byte signature. */
+  signature?: string;
+  /** join */
+  url?: string;
+  leaseMs?: number;
+  /** ready */
+  partition?: number;
+  move?: number;
+}
+
+/** What folding membership records gives (`fixtures/members.json`). */
+export interface MembersFoldResult {
+  assignment: {
+    members: { name: string; url: string; slot: number; leaving: boolean }[];
+    targets: (number | null)[];
+    moves: ({ from: number; since: number } | null)[];
+  };
+  stats: { applied: number; ignored: number };
+}
+
 /** What folding records gives (`fixtures/fold.json`). */
 export interface FoldResult {
   task: Task | null;
@@ -845,6 +872,11 @@ export declare namespace wire {
   export function cardPayload(card: AgentCard): string
   /** The context id derived from (tenant, principal, messageId). */
   export function contextId(tenant: string, principal: string, messageId: string): string
+  /**
+   * Decode membership record bytes into the record's JSON form; bad bytes throw with the
+   * wire kind in `details.wireKind`.
+   */
+  export function decodeMemberRecord(bytes: Buffer): MemberRecord
   /** A JWS protected header (base64url) decoded: `{alg, kid, typ, jku?}`. */
   export function decodeProtectedHeader(protectedHeader: string): ProtectedHeader
   /**
@@ -852,6 +884,8 @@ export declare namespace wire {
    * (`truncated`, `unknown_version`, ...) in `details.wireKind`.
    */
   export function decodeRecord(bytes: Buffer): LogRecord
+  /** A membership record (its JSON form, `fixtures/members.json`) in its encoding. */
+  export function encodeMemberRecord(record: MemberRecord): Buffer
   /** A protected header encoded (sorted, compact JSON, base64url). */
   export function encodeProtectedHeader(header: ProtectedHeader): string
   /** A record (its JSON form, `fixtures/README.md`) in the record encoding. */
@@ -872,6 +906,13 @@ export declare namespace wire {
    * stats}` as in `fixtures/fold.json`.
    */
   export function fold(records: LogRecord[]): FoldResult
+  /**
+   * Fold membership records (in log order) over `partitions` partitions: `{assignment,
+   * stats}` as in `fixtures/members.json`.
+   */
+  export function foldMembers(partitions: number, records: MemberRecord[]): MembersFoldResult
+  /** The bytes a membership record's signature covers. */
+  export function memberSigningPayload(bytes: Buffer): Buffer
   /** A parsed JSON-RPC request. */
   export interface ParsedRequest {
     /** The method name as sent. */

@@ -12,6 +12,7 @@ pub mod ids;
 pub mod jcs;
 pub mod jsonrpc;
 pub mod mcp;
+pub mod members;
 mod record;
 mod task_state;
 pub mod timestamp;

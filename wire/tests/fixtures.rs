@@ -9,6 +9,7 @@ use std::path::PathBuf;
 
 use agentlog_wire::fold::{Change, TaskMachine, fold, fold_content};
 use agentlog_wire::jsonrpc::{ProtocolVersion, error_body, parse_request};
+use agentlog_wire::members::{MemberFold, MemberRecord};
 use agentlog_wire::{ErrorCode, Record, RpcError, StateCode, TaskState};
 use serde_json::{Value, json};
 
@@ -42,6 +43,7 @@ fn every_fixture_vector_holds() {
             "v03.json" => v03_case,
             "card_signatures.json" => card_signature_case,
             "trace_context.json" => trace_context_case,
+            "members.json" => members_case,
             other => panic!("no runner for fixtures/{other}: add one here"),
         };
         for case in file["cases"].as_array().expect("a cases array") {
@@ -190,6 +192,45 @@ fn signed_record(case: &Value) -> Result<(), String> {
         || "signed or not".into(),
     )?;
     let payload = hex(&decoded.signing_payload().unwrap());
+    check(payload == case["expected"]["signingPayloadHex"], || {
+        format!("signing payload {payload}")
+    })
+}
+
+/// A membership record's bytes and signing payload, bytes the decoder refuses, or a history
+/// and the assignment it folds to.
+fn members_case(case: &Value) -> Result<(), String> {
+    let input = &case["input"];
+    if let Some(expected) = case.get("error") {
+        let bytes = unhex(input["hex"].as_str().unwrap());
+        return match MemberRecord::decode(&bytes) {
+            Ok(record) => Err(format!("decoded {record:?}")),
+            Err(err) => check(err.kind() == expected["kind"], || {
+                format!("error kind {}", err.kind())
+            }),
+        };
+    }
+    if let Some(records) = input.get("records") {
+        let records: Vec<MemberRecord> =
+            serde_json::from_value(records.clone()).map_err(|e| e.to_string())?;
+        let partitions = u32::try_from(input["partitions"].as_u64().unwrap()).unwrap();
+        let fold = MemberFold::of(partitions, &records);
+        let got = json!({"assignment": fold.assignment(), "stats": fold.stats()});
+        return check(got == case["expected"], || format!("folded to {got}"));
+    }
+    let record: MemberRecord =
+        serde_json::from_value(input["record"].clone()).map_err(|e| e.to_string())?;
+    let bytes = record.encode().map_err(|e| e.to_string())?;
+    check(hex(&bytes) == case["expected"]["hex"], || {
+        format!("encoded {}", hex(&bytes))
+    })?;
+    let decoded = MemberRecord::decode(&bytes).map_err(|e| e.to_string())?;
+    check(decoded == record, || format!("decoded {decoded:?}"))?;
+    check(
+        serde_json::to_value(&decoded).unwrap() == input["record"],
+        || "JSON form differs".into(),
+    )?;
+    let payload = hex(&record.signing_payload().unwrap());
     check(payload == case["expected"]["signingPayloadHex"], || {
         format!("signing payload {payload}")
     })

@@ -5,6 +5,7 @@
 use agentlog_wire::a2a::{AgentCard, ProtectedHeader, Task};
 use agentlog_wire::fold::fold as fold_records;
 use agentlog_wire::jsonrpc::{ProtocolVersion, error_body, parse_request};
+use agentlog_wire::members::{MemberFold, MemberRecord};
 use agentlog_wire::{ErrorCode, Record, RpcError, StateCode, TaskState};
 use napi::bindgen_prelude::{Buffer, Either};
 use napi_derive::napi;
@@ -123,6 +124,57 @@ pub fn fold(records: Vec<Value>) -> napi::Result<Value> {
             "afterTerminal": s.after_terminal, "illegalTransitions": s.illegal_transitions,
             "invalid": s.invalid, "fenced": s.fenced,
         },
+    }))
+}
+
+fn member_record_from(value: Value) -> napi::Result<MemberRecord> {
+    parse("member record", value)
+}
+
+/// A membership record (its JSON form, `fixtures/members.json`) in its encoding.
+#[napi(namespace = "wire", ts_args_type = "record: MemberRecord")]
+pub fn encode_member_record(record: Value) -> napi::Result<Buffer> {
+    let record = member_record_from(record)?;
+    Ok(record
+        .encode()
+        .map_err(|e| wire("member record", e))?
+        .into())
+}
+
+/// Decode membership record bytes into the record's JSON form; bad bytes throw with the
+/// wire kind in `details.wireKind`.
+#[napi(namespace = "wire", ts_return_type = "MemberRecord")]
+pub fn decode_member_record(bytes: Buffer) -> napi::Result<Value> {
+    let record = MemberRecord::decode(&bytes).map_err(|e| wire("member record bytes", e))?;
+    to_js(&record)
+}
+
+/// The bytes a membership record's signature covers.
+#[napi(namespace = "wire")]
+pub fn member_signing_payload(bytes: Buffer) -> napi::Result<Buffer> {
+    let record = MemberRecord::decode(&bytes).map_err(|e| wire("member record bytes", e))?;
+    Ok(record
+        .signing_payload()
+        .map_err(|e| wire("member record", e))?
+        .into())
+}
+
+/// Fold membership records (in log order) over `partitions` partitions: `{assignment,
+/// stats}` as in `fixtures/members.json`.
+#[napi(
+    namespace = "wire",
+    ts_args_type = "partitions: number, records: MemberRecord[]",
+    ts_return_type = "MembersFoldResult"
+)]
+pub fn fold_members(partitions: u32, records: Vec<Value>) -> napi::Result<Value> {
+    let records = records
+        .into_iter()
+        .map(member_record_from)
+        .collect::<napi::Result<Vec<_>>>()?;
+    let fold = MemberFold::of(partitions, &records);
+    Ok(json!({
+        "assignment": to_js(fold.assignment())?,
+        "stats": to_js(&fold.stats())?,
     }))
 }
 

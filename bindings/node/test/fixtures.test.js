@@ -61,6 +61,22 @@ function records(c) {
   assert.deepEqual(wire.decodeRecord(bytes), c.input.record);
 }
 
+function members(c) {
+  if (c.error) {
+    const error = throws(() => wire.decodeMemberRecord(hex(c.input.hex)));
+    assert.equal(error.details.wireKind, c.error.kind);
+    return;
+  }
+  if ('records' in c.input) {
+    assert.deepEqual(wire.foldMembers(c.input.partitions, c.input.records), c.expected);
+    return;
+  }
+  const bytes = wire.encodeMemberRecord(c.input.record);
+  assert.equal(bytes.toString('hex'), c.expected.hex);
+  assert.deepEqual(wire.decodeMemberRecord(bytes), c.input.record);
+  assert.equal(wire.memberSigningPayload(bytes).toString('hex'), c.expected.signingPayloadHex);
+}
+
 let signedFile;
 function signedRecords(c) {
   const bytes = hex(c.input.hex);
@@ -218,6 +234,7 @@ const RUNNERS = {
   'v03.json': v03,
   'card_signatures.json': cardSignatures,
   'trace_context.json': traceContext,
+  'members.json': members,
 };
 
 const files = fs.readdirSync(dir).filter((f) => f.endsWith('.json')).sort();

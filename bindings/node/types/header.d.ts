@@ -288,6 +288,33 @@ export interface LogRecord {
   [field: string]: unknown;
 }
 
+/** A membership record in its JSON form (`fixtures/members.json`): the kind's fields only. */
+export interface MemberRecord {
+  kind: 'join' | 'heartbeat' | 'leave' | 'evict' | 'ready';
+  timestampMs: number;
+  member: string;
+  source: string;
+  keyId?: string;
+  /** Standard base64 of the 64-byte signature. */
+  signature?: string;
+  /** join */
+  url?: string;
+  leaseMs?: number;
+  /** ready */
+  partition?: number;
+  move?: number;
+}
+
+/** What folding membership records gives (`fixtures/members.json`). */
+export interface MembersFoldResult {
+  assignment: {
+    members: { name: string; url: string; slot: number; leaving: boolean }[];
+    targets: (number | null)[];
+    moves: ({ from: number; since: number } | null)[];
+  };
+  stats: { applied: number; ignored: number };
+}
+
 /** What folding records gives (`fixtures/fold.json`). */
 export interface FoldResult {
   task: Task | null;

@@ -1,11 +1,12 @@
 //! `agentlog.wire`: the contract functions of the `agentlog-wire` crate (and the signature
 //! checks of `agentlog::security` the fixtures exercise), over plain Python data. Every
 //! function is a conversion around one Rust function; `fixtures/README.md` describes the
-//! JSON forms (a record's JSON form, the fold's result).
+//! JSON forms (a record's JSON form, the fold's result, membership records and their fold).
 
 use agentlog::security::{SigningKey, Trust, VerifyingKey, card_signing, verify_card};
 use agentlog_wire::a2a::{AgentCard, ProtectedHeader};
 use agentlog_wire::jsonrpc::{ProtocolVersion, error_body, parse_request};
+use agentlog_wire::members::{MemberFold, MemberRecord};
 use agentlog_wire::{ErrorCode, Record, RpcError, StateCode, TaskState, WireError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -104,6 +105,54 @@ fn record_verdict(py: Python<'_>, data: &[u8], trust: &Bound<'_, PyAny>) -> PyRe
         Ok(()) => "valid",
         Err(rejection) => rejection.as_str(),
     })
+}
+
+/// A membership record (its JSON form, `fixtures/members.json`) encoded.
+#[pyfunction]
+fn encode_member_record<'py>(
+    py: Python<'py>,
+    record: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let json = to_json(record, "member record")?;
+    let record: MemberRecord = serde_json::from_value(json).map_err(|e| {
+        crate::error::wire_kind(py, "invalid_json", &format!("invalid member record: {e}"))
+    })?;
+    let bytes = record.encode().map_err(wire(py))?;
+    Ok(PyBytes::new(py, &bytes))
+}
+
+/// A membership record's bytes decoded to its JSON form.
+#[pyfunction]
+fn decode_member_record<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+    let record = MemberRecord::decode(data).map_err(wire(py))?;
+    serialize_to_py(py, &record)
+}
+
+/// The bytes a membership record's signature covers.
+#[pyfunction]
+fn member_signing_payload<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
+    let record = MemberRecord::decode(data).map_err(wire(py))?;
+    let payload = record.signing_payload().map_err(wire(py))?;
+    Ok(PyBytes::new(py, &payload))
+}
+
+/// Fold membership records (JSON forms, in log order) over `partitions` partitions into
+/// `{"assignment", "stats"}`.
+#[pyfunction]
+fn fold_members<'py>(
+    py: Python<'py>,
+    partitions: u32,
+    records: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let json = to_json(records, "member records")?;
+    let records: Vec<MemberRecord> = serde_json::from_value(json).map_err(|e| {
+        crate::error::wire_kind(py, "invalid_json", &format!("invalid member records: {e}"))
+    })?;
+    let fold = MemberFold::of(partitions, &records);
+    to_py(
+        py,
+        &json!({"assignment": fold.assignment(), "stats": fold.stats()}),
+    )
 }
 
 /// A JSON-RPC request body read as the bridge reads it: `{"method", "operation", "version",
@@ -325,6 +374,10 @@ pub fn module(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
     m.add_function(wrap_pyfunction!(decode_record, &m)?)?;
     m.add_function(wrap_pyfunction!(signing_payload, &m)?)?;
     m.add_function(wrap_pyfunction!(record_verdict, &m)?)?;
+    m.add_function(wrap_pyfunction!(encode_member_record, &m)?)?;
+    m.add_function(wrap_pyfunction!(decode_member_record, &m)?)?;
+    m.add_function(wrap_pyfunction!(member_signing_payload, &m)?)?;
+    m.add_function(wrap_pyfunction!(fold_members, &m)?)?;
     m.add_function(wrap_pyfunction!(parse_rpc_request, &m)?)?;
     m.add_function(wrap_pyfunction!(protocol_version, &m)?)?;
     m.add_function(wrap_pyfunction!(error_response, &m)?)?;

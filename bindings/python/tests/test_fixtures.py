@@ -71,6 +71,22 @@ def signed_record(case: Case, file: dict[str, Any]) -> None:
     assert wire.record_verdict(data, file["trust"]) == expected["verdict"]
 
 
+def members_case(case: Case) -> None:
+    given = case["input"]
+    if "error" in case:
+        with pytest.raises(agentlog.WireError) as raised:
+            wire.decode_member_record(bytes.fromhex(given["hex"]))
+        assert raised.value.kind == case["error"]["kind"]
+        return
+    if "records" in given:
+        assert wire.fold_members(given["partitions"], given["records"]) == case["expected"]
+        return
+    encoded = wire.encode_member_record(given["record"])
+    assert encoded.hex() == case["expected"]["hex"]
+    assert wire.decode_member_record(encoded) == given["record"]
+    assert wire.member_signing_payload(encoded).hex() == case["expected"]["signingPayloadHex"]
+
+
 def jsonrpc(case: Case) -> None:
     given = case["input"]
     if "header" in given:
@@ -244,6 +260,7 @@ RUNNERS: dict[str, Callable[[Case, dict[str, Any]], None]] = {
     "v03.json": lambda c, _: v03_case(c),
     "card_signatures.json": lambda c, _: card_signature_case(c),
     "trace_context.json": lambda c, _: trace_context_case(c),
+    "members.json": lambda c, _: members_case(c),
 }
 
 

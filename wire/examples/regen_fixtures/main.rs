@@ -9,6 +9,7 @@
 mod claims;
 mod expiry;
 mod folds;
+mod members;
 mod push;
 mod records;
 mod replies;
@@ -66,6 +67,12 @@ fn main() {
         "ids.json",
         "Deterministic ids: task and context ids from (tenant, principal, messageId), worker record ids from (task, turn, attempt, sequence).",
         ids(),
+    );
+    write(
+        &dir,
+        "members.json",
+        "Membership records on <agent>.members: encodings (with their signing payloads), bytes the decoder must refuse, and histories in log order with the assignment of partitions they fold to.",
+        members::members(),
     );
     write(
         &dir,

@@ -1,6 +1,6 @@
 """The agentlog contract (the ``agentlog-wire`` crate) over plain data: records and their
 encoding, task states and their pinned codes, JSON-RPC parsing and error bodies, the fold,
-the derived ids, 0.3 conversions, card payloads and signatures. ``fixtures/README.md`` in
+the derived ids, membership records and their fold, 0.3 conversions, card payloads and signatures. ``fixtures/README.md`` in
 the repository describes the JSON forms; the tests run every fixture vector through these.
 """
 
@@ -14,6 +14,10 @@ encode_record = _wire.encode_record
 decode_record = _wire.decode_record
 signing_payload = _wire.signing_payload
 record_verdict = _wire.record_verdict
+encode_member_record = _wire.encode_member_record
+decode_member_record = _wire.decode_member_record
+member_signing_payload = _wire.member_signing_payload
+fold_members = _wire.fold_members
 parse_rpc_request = _wire.parse_rpc_request
 protocol_version = _wire.protocol_version
 error_response = _wire.error_response
@@ -39,12 +43,16 @@ __all__ = [
     "card_payload",
     "card_signature",
     "context_id",
+    "decode_member_record",
     "decode_protected_header",
     "decode_record",
+    "encode_member_record",
     "encode_protected_header",
     "encode_record",
     "error_response",
     "fold",
+    "fold_members",
+    "member_signing_payload",
     "parse_rpc_request",
     "protocol_version",
     "record_id",
