@@ -2,7 +2,8 @@
 //! and view syncs it waits on, a worker's turn, a push delivery.
 //!
 //! Spans are made only once a program has installed a tracer provider and called
-//! [`enable`] (the `agentlog` command does when the `OTEL_*` variables ask it to export);
+//! `enable` (`export::Export::from_env` does both when the `OTEL_*` variables ask it to
+//! export: the `agentlog` command and the language bindings call it, feature `otlp`);
 //! until then every function here returns at once after one atomic load, and [`Span`] is
 //! empty. Without the crate feature `otel` nothing here touches OpenTelemetry at all.
 //!
@@ -27,6 +28,9 @@ use agentlog_wire::trace::TraceContext;
 mod on;
 #[cfg(feature = "otel")]
 pub use on::{Span, current, enable, enabled};
+
+#[cfg(feature = "otlp")]
+pub mod export;
 
 #[cfg(not(feature = "otel"))]
 mod off;

@@ -20,6 +20,7 @@ mod push;
 mod serve;
 mod served;
 mod skills;
+mod telemetry;
 mod tools;
 mod turn;
 mod wire;
@@ -116,5 +117,6 @@ fn _agentlog(m: &Bound<'_, PyModule>) -> PyResult<()> {
     serve::register(m)?;
     push::register(m)?;
     m.add_submodule(&wire::module(py)?)?;
+    telemetry::start(py)?;
     Ok(())
 }

@@ -291,4 +291,5 @@ fn at_exit(py: Python<'_>) {
     stop_all();
     crate::worker::stop_all(py);
     py.detach(|| std::thread::sleep(std::time::Duration::from_millis(50)));
+    crate::telemetry::finish(py);
 }

@@ -298,7 +298,7 @@ pub fn main() -> ExitCode {
     drop(runtime);
     #[cfg(feature = "otel")]
     if let Some(export) = export {
-        export.finish();
+        otel::finish(export);
     }
     match ran {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,136 @@
+"""A Python program exports its spans over OTLP when the standard variables say so, through the
+SDK's own export (started at import, flushed by the exit hook): the request span of a served
+bridge and the turn of a Python handler, its child, as a receiver here decodes them with the
+OpenTelemetry protobuf definitions."""
+
+from __future__ import annotations
+
+import http.server
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+from opentelemetry.proto.common.v1.common_pb2 import KeyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
+
+# The program under test: a bridge served over HTTP with a Python worker, called once with a
+# traceparent, then a normal exit (the exit hook sends the spans the batch has kept).
+PROGRAM = textwrap.dedent(
+    """
+    import asyncio, json, sys, urllib.request
+    import agentlog
+
+    async def handle(task):
+        await task.complete("traced" if task.span_context else "untraced")
+
+    async def main():
+        log = await agentlog.open_log("memory://")
+        bridge = await agentlog.Bridge.open(log, "telemetry")
+        async with agentlog.Worker(log, "telemetry", handle, bridge=bridge):
+            async with await agentlog.serve(bridge, "127.0.0.1:0") as server:
+                body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
+                    "message": {"messageId": "m-1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}}})
+                request = urllib.request.Request(server.url, body.encode(), {
+                    "Content-Type": "application/json", "A2A-Version": "1.0",
+                    "traceparent": sys.argv[1]})
+                reply = await asyncio.to_thread(lambda: urllib.request.urlopen(request, timeout=30).read())
+                print(json.loads(reply)["result"]["task"]["status"]["state"])
+
+    asyncio.run(main())
+    """
+)
+
+
+class Receiver:
+    """An OTLP/HTTP trace receiver on a loopback port: every span it is sent, decoded."""
+
+    def __init__(self) -> None:
+        self.spans: list[tuple[dict[str, Any], Span]] = []
+        receiver = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                ok = self.path == "/v1/traces" and self.headers.get("Content-Type") == "application/x-protobuf"
+                if ok:
+                    request = ExportTraceServiceRequest.FromString(body)
+                    for resource_spans in request.resource_spans:
+                        resource = values(resource_spans.resource.attributes)
+                        for scope_spans in resource_spans.scope_spans:
+                            receiver.spans.extend((resource, span) for span in scope_spans.spans)
+                answer = ExportTraceServiceResponse().SerializeToString() if ok else b""
+                self.send_response(200 if ok else 415)
+                self.send_header("Content-Type", "application/x-protobuf")
+                self.send_header("Content-Length", str(len(answer)))
+                self.end_headers()
+                self.wfile.write(answer)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+
+def values(pairs: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    pair: KeyValue
+    for pair in pairs:
+        which = pair.value.WhichOneof("value")
+        out[pair.key] = getattr(pair.value, which) if which else None
+    return out
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    found = Receiver()
+    yield found
+    found.server.shutdown()
+    found.server.server_close()
+
+
+def run(env: dict[str, str], traceparent: str) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    return subprocess.run([sys.executable, "-c", PROGRAM, traceparent], env={**base, **env},
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_a_python_workers_turn_is_exported_as_the_request_spans_child(receiver: Receiver) -> None:
+    trace_id, parent_id = uuid.uuid4().hex, uuid.uuid4().hex[:16]
+    # A batch delay longer than the program runs: what arrives was sent by the exit hook.
+    done = run({"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url, "OTEL_SERVICE_NAME": "python-worker",
+                "OTEL_BSP_SCHEDULE_DELAY": "600000"}, f"00-{trace_id}-{parent_id}-01")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "TASK_STATE_COMPLETED", done.stdout
+    spans = [(resource, span) for resource, span in receiver.spans if span.trace_id.hex() == trace_id]
+    assert spans and all(resource["service.name"] == "python-worker" and resource["agentlog.command"] == "python"
+                         for resource, _ in spans), spans
+    [request] = [s for _, s in spans if s.name == "SendMessage"]
+    assert request.parent_span_id.hex() == parent_id and request.kind == Span.SPAN_KIND_SERVER
+    [turn] = [s for _, s in spans if s.name == "turn"]
+    assert turn.parent_span_id.hex() == request.span_id.hex() and turn.kind == Span.SPAN_KIND_CONSUMER
+    assert values(turn.attributes)["agentlog.outcome"] == "done"
+    ids = {s.span_id.hex() for _, s in spans}
+    assert all(s.parent_span_id.hex() in ids | {parent_id} for _, s in spans), spans
+
+
+def test_without_the_variables_nothing_is_exported_and_a_bad_protocol_only_warns(receiver: Receiver) -> None:
+    traceparent = f"00-{uuid.uuid4().hex}-{uuid.uuid4().hex[:16]}-01"
+    quiet = run({}, traceparent)
+    assert quiet.returncode == 0 and quiet.stdout.strip() == "TASK_STATE_COMPLETED", quiet.stderr
+    grpc = run({"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url, "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, traceparent)
+    assert grpc.returncode == 0 and grpc.stdout.strip() == "TASK_STATE_COMPLETED", grpc.stderr
+    assert "RuntimeWarning: agentlog: not exporting traces" in grpc.stderr, grpc.stderr
+    assert "OTEL_EXPORTER_OTLP_PROTOCOL=grpc is not supported" in grpc.stderr, grpc.stderr
+    assert receiver.spans == []
