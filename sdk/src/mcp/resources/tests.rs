@@ -272,14 +272,15 @@ async fn configured_resources_list_first_then_the_callers_tasks_a_page_at_a_time
     ];
     want.extend(newest_first);
     assert_eq!(seen, want);
-    // Another caller sees the configured resources only.
-    let (_, carol) = rpc_as(
-        &mcp,
-        Caller::principal("carol"),
-        request("resources/list", json!({})),
-    )
-    .await;
-    assert_eq!(uris(&carol), ["test://static-text", "test://static-binary"]);
+    // Another caller, or the same principal in another tenant, sees the configured resources
+    // only.
+    for other in [Caller::principal("carol"), ada.clone().in_tenant("t2")] {
+        let (_, listed) = rpc_as(&mcp, other, request("resources/list", json!({}))).await;
+        assert_eq!(
+            uris(&listed),
+            ["test://static-text", "test://static-binary"]
+        );
+    }
     let (_, bad) = rpc_as(
         &mcp,
         ada,
