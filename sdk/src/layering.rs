@@ -18,6 +18,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("agent", 3),
     ("security", 3),
     ("view", 4),
+    ("members", 4),
     ("bridge", 5),
     ("worker", 5),
     ("mcp", 6),

@@ -34,6 +34,7 @@ pub mod http;
 mod layering;
 pub mod log;
 pub mod mcp;
+pub mod members;
 #[cfg(feature = "http")]
 pub mod push;
 pub mod retention;

@@ -94,7 +94,8 @@ fn encode_error(error: agentlog_wire::WireError) -> Error {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Role {
     /// A bridge: commands, continues and cancel requests, and the push records (configs, their
-    /// deletions, and the dead letters of the push sender, which runs with the bridge's key).
+    /// deletions, and the dead letters of the push sender, which runs with the bridge's key);
+    /// and membership records (`agentlog_wire::members`, [`Trust::check_member`]).
     Bridge,
     /// A worker: claims, status updates, artifact updates and terminals.
     Worker,
@@ -216,6 +217,8 @@ struct TrustedKey {
     key: VerifyingKey,
     /// Bit `code` set: the key may write kind `code`.
     kinds: u32,
+    /// Whether the key may write membership records ([`Trust::check_member`]).
+    members: bool,
     retired: bool,
 }
 
@@ -233,7 +236,15 @@ impl Trust {
 
     /// Trust `key` (under its key id) to write the kinds of `role`.
     pub fn with_role(self, key: VerifyingKey, role: Role) -> Self {
-        self.with_kinds(key, role.kinds())
+        let kid = key.kid().to_owned();
+        let mut trust = self.with_kinds(key, role.kinds());
+        if role == Role::Bridge
+            && let Some(key) = trust.keys.get_mut(&kid)
+        {
+            // Bridges say who they are on `<agent>.members`.
+            key.members = true;
+        }
+        trust
     }
 
     /// Trust `key` (under its key id) to write `kinds`.
@@ -244,6 +255,7 @@ impl Trust {
             TrustedKey {
                 key,
                 kinds,
+                members: false,
                 retired: false,
             },
         );
@@ -368,6 +380,11 @@ impl KeyEntry {
                 ));
             }
         };
+        let members = match (self.role.as_deref(), &self.kinds) {
+            (Some("bridge"), _) => true,
+            (None, Some(names)) => names.iter().any(|n| n == members::KIND_NAME),
+            _ => false,
+        };
         let kinds: Vec<RecordKind> = match (self.role.as_deref(), self.kinds) {
             (Some("bridge"), None) => Role::Bridge.kinds().to_vec(),
             (Some("worker"), None) => Role::Worker.kinds().to_vec(),
@@ -378,10 +395,11 @@ impl KeyEntry {
             }
             (None, Some(names)) => names
                 .iter()
+                .filter(|name| *name != members::KIND_NAME)
                 .map(|name| {
                     kind_named(name).ok_or_else(|| {
                         config(format!(
-                            "unknown record kind {name:?} (one of command, continue, cancel_request, status_update, artifact_update, terminal, claim)"
+                            "unknown record kind {name:?} (one of command, continue, cancel_request, status_update, artifact_update, terminal, claim, reply, push_config, push_config_deleted, push_dead_letter, push_progress, members)"
                         ))
                     })
                 })
@@ -400,6 +418,7 @@ impl KeyEntry {
             .next()
             .ok_or_else(|| Error::new(ErrorKind::Internal, "a key vanished"))?;
         entry.retired = self.retired;
+        entry.members = members;
         Ok((kid, entry))
     }
 }
@@ -551,6 +570,9 @@ impl RecordVerifier {
         self.rejected().iter().map(|(_, n)| n).sum()
     }
 }
+
+/// Membership records (`wire::members`) signed and checked by the same keys.
+mod members;
 
 #[cfg(test)]
 mod tests;

@@ -1,0 +1,165 @@
+//! Dynamic membership: the bridges sharing an agent's partitions say who they are on
+//! `<agent>.members` ([`agentlog_wire::members`]: join with the URL peers reach them at,
+//! heartbeat, leave, evict, ready), and every bridge folds that topic into the same sticky,
+//! balanced [`Assignment`] (`skills/a2a-bridge/partitions.md`).
+//!
+//! A [`Membership`] is one member's runner over a [`Log`]: [`Membership::join`] writes its
+//! join and returns once the assignment includes it; then it heartbeats, follows the topic,
+//! writes an eviction for any member whose lease its clock sees over (whoever notices first;
+//! the fold ignores an early or repeated one, judging by the records' times alone), joins
+//! again if it was evicted, and publishes each new assignment through a watch
+//! ([`Membership::watch`]). [`Membership::ready`] says a partition moved to it is caught up;
+//! [`Membership::leave`] hands its partitions over warmed up, then stops.
+//!
+//! Not an Iggy consumer group: a group's leave reshuffles most partitions, its members carry
+//! no URL, and its members outlive a server restart as ghosts. Here a member is gone when it
+//! leaves or its lease runs out in the log's own records, whatever the server did.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agentlog_wire::members::Assignment;
+use tokio::sync::watch;
+
+use crate::agent::DEFAULT_STREAM;
+use crate::log::TopicRef;
+use crate::security::{RecordSigner, RecordVerifier};
+
+mod run;
+
+pub use run::{Membership, ReadyReporter};
+
+/// How long a member counts as alive after its latest join or heartbeat, by default.
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(10);
+
+/// The topic an agent's membership records are on: `<agent>.members`, one partition (one
+/// order every member folds alike).
+pub fn members_topic(stream: &str, agent: &str) -> TopicRef {
+    TopicRef::new(stream, format!("{agent}.members"))
+}
+
+/// How a bridge takes part in its agent's membership.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct MembershipConfig {
+    /// The agent whose partitions are shared.
+    pub agent: String,
+    /// The stream holding its topics.
+    pub stream: String,
+    /// This member's name: stable across its restarts, unique among the agent's members.
+    pub name: String,
+    /// The URL its peers reach it at (`--advertise`).
+    pub url: String,
+    /// How long it counts as alive after each of its records ([`DEFAULT_LEASE`]).
+    pub lease: Duration,
+    /// How often it says it is alive, and looks for members whose lease is over (a third of
+    /// the lease when not set).
+    pub heartbeat: Option<Duration>,
+    /// Signs the records it writes (`serve --signing-key`).
+    pub signer: Option<RecordSigner>,
+    /// Checks the records it reads (`serve --trust`): others are not folded.
+    pub verifier: Option<RecordVerifier>,
+}
+
+impl MembershipConfig {
+    /// Member `name` of `agent`'s bridges, reached at `url`.
+    pub fn new(agent: impl Into<String>, name: impl Into<String>, url: impl Into<String>) -> Self {
+        Self {
+            agent: agent.into(),
+            stream: DEFAULT_STREAM.to_owned(),
+            name: name.into(),
+            url: url.into(),
+            lease: DEFAULT_LEASE,
+            heartbeat: None,
+            signer: None,
+            verifier: None,
+        }
+    }
+
+    fn heartbeat_every(&self) -> Duration {
+        self.heartbeat
+            .unwrap_or(self.lease / 3)
+            .max(Duration::from_millis(1))
+    }
+}
+
+setters!(MembershipConfig {
+    stream: String,
+    lease: Duration,
+} optional {
+    heartbeat: Duration,
+    signer: RecordSigner,
+    verifier: RecordVerifier,
+});
+
+/// The assignment as one member sees it: published by [`Membership::watch`] whenever it
+/// changes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemberView {
+    /// Who holds which partition.
+    pub assignment: Assignment,
+    /// This member's slot (its index for its peers), or `None` while it is not a member
+    /// (evicted and not yet joined again, or gone after leaving).
+    pub me: Option<u32>,
+}
+
+/// The map the forwarder reads, with member indexes dense enough to be list positions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OwnerParts {
+    /// This member's index.
+    pub me: u32,
+    /// Each index's URL (an index no member holds: an empty URL, named by no partition).
+    pub urls: Vec<String>,
+    /// Each partition's owner: who serves it now.
+    pub owners: Vec<u32>,
+    /// Each partition's stand-in: the member it moves to, else the next member (the owner
+    /// itself when it is alone).
+    pub successors: Vec<u32>,
+}
+
+impl MemberView {
+    /// The partitions this member should hold now: its targets and those it serves until
+    /// they are ready elsewhere.
+    pub fn held(&self) -> Vec<u32> {
+        self.me
+            .map(|me| self.assignment.held_by(me))
+            .unwrap_or_default()
+    }
+
+    /// The partitions moving to this member, each with the move its `ready` names.
+    pub fn incoming(&self) -> Vec<(u32, u64)> {
+        self.me
+            .map(|me| self.assignment.incoming(me))
+            .unwrap_or_default()
+    }
+
+    /// Owner, successor and URLs by member index, for the forwarder; `None` while this
+    /// bridge is not a member or a partition has no owner (no member at all).
+    pub fn owner_parts(&self) -> Option<OwnerParts> {
+        let me = self.me?;
+        let a = &self.assignment;
+        let slots = a.members.iter().map(|m| m.slot).max()?;
+        let urls = (0..=slots)
+            .map(|s| a.member(s).map(|m| m.url.clone()).unwrap_or_default())
+            .collect();
+        let owners: Vec<u32> = (0..a.partitions())
+            .map(|p| a.owner(p))
+            .collect::<Option<_>>()?;
+        let successors = (0..a.partitions())
+            .zip(&owners)
+            .map(|(p, owner)| a.successor(p).unwrap_or(*owner))
+            .collect();
+        Some(OwnerParts {
+            me,
+            urls,
+            owners,
+            successors,
+        })
+    }
+}
+
+/// A receiver of the assignment as it changes.
+pub type MemberWatch = watch::Receiver<Arc<MemberView>>;
+
+#[cfg(test)]
+mod tests;

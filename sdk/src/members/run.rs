@@ -1,0 +1,331 @@
+//! One member's runner: its records written, the topic followed and folded, leases watched.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use agentlog_wire::members::{MemberBody, MemberFold, MemberRecord};
+use bytes::Bytes;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use super::{MemberView, MemberWatch, MembershipConfig, members_topic};
+use crate::error::{Error, ErrorKind, Result};
+use crate::log::{Follower, Log, StoredRecord, TopicRef};
+
+/// A running member of an agent's bridges (the module's documentation says what it does).
+/// Dropping it stops it as a crash would: no leave is written, and the others evict it once
+/// its lease is over.
+#[derive(Debug)]
+pub struct Membership {
+    writer: Arc<Writer>,
+    view: MemberWatch,
+    stop: watch::Sender<bool>,
+    task: Option<JoinHandle<()>>,
+}
+
+/// What writes this member's records.
+#[derive(Debug)]
+struct Writer {
+    log: Log,
+    topic: TopicRef,
+    config: MembershipConfig,
+    leaving: AtomicBool,
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+impl Writer {
+    /// Append a record about `member`; the offset it landed at.
+    async fn write(&self, member: &str, body: MemberBody) -> Result<u64> {
+        let mut record = MemberRecord::new(now_ms(), member, &self.config.name, body);
+        if let Some(signer) = &self.config.signer {
+            signer.sign_member(&mut record)?;
+        }
+        let bytes = record.encode().map_err(|e| {
+            Error::new(
+                ErrorKind::InvalidParams,
+                "a membership record cannot be encoded",
+            )
+            .with_source(e)
+        })?;
+        let appended = self
+            .log
+            .append_to(&self.topic, 0, vec![Bytes::from(bytes)])
+            .await?;
+        Ok(appended.first_offset)
+    }
+
+    async fn join(&self) -> Result<u64> {
+        let lease_ms = u64::try_from(self.config.lease.as_millis())
+            .unwrap_or(u64::MAX)
+            .max(1);
+        let body = MemberBody::Join {
+            url: self.config.url.clone(),
+            lease_ms,
+        };
+        self.write(&self.config.name, body).await
+    }
+}
+
+/// The fold of the topic as this member reads it.
+struct Reader {
+    follower: Follower,
+    fold: MemberFold,
+    name: String,
+    topic: TopicRef,
+    verifier: Option<crate::security::RecordVerifier>,
+}
+
+impl Reader {
+    /// Fold `records`: those that do not decode, or that the trust turns away, are passed
+    /// over (every member with the same trust passes over the same ones).
+    fn fold(&mut self, records: &[StoredRecord]) {
+        for stored in records {
+            let record = match MemberRecord::decode(&stored.payload) {
+                Ok(record) => record,
+                Err(error) => {
+                    tracing::warn!(
+                        topic = %self.topic, offset = stored.offset, %error,
+                        "passing over a membership record that does not decode"
+                    );
+                    continue;
+                }
+            };
+            let admitted = self.verifier.as_ref().is_none_or(|v| {
+                v.admit_member(&record, &self.topic, stored.partition, stored.offset)
+            });
+            if admitted {
+                self.fold.apply(&record);
+            }
+        }
+    }
+
+    fn view(&self) -> MemberView {
+        let assignment = self.fold.assignment().clone();
+        let me = assignment.slot_of(&self.name);
+        MemberView { assignment, me }
+    }
+}
+
+impl Membership {
+    /// Join `config.agent`'s members over `log` (its events topic has `partitions`
+    /// partitions): write the join, read the topic up to it, and run from there. The
+    /// assignment it returns with includes this member.
+    pub async fn join(log: Log, config: MembershipConfig, partitions: u32) -> Result<Self> {
+        let topic = members_topic(&config.stream, &config.agent);
+        log.ensure_topic(&topic, 1).await?;
+        let verifier = config.verifier.clone();
+        let name = config.name.clone();
+        let writer = Arc::new(Writer {
+            log: log.clone(),
+            topic: topic.clone(),
+            config,
+            leaving: AtomicBool::new(false),
+        });
+        let joined_at = writer.join().await?;
+        let mut reader = Reader {
+            follower: Follower::new(log, topic.clone(), 0, 0).await?,
+            fold: MemberFold::new(partitions),
+            name,
+            topic,
+            verifier,
+        };
+        while reader.follower.position() <= joined_at {
+            let records = reader.follower.next_batch().await?;
+            let upto = records.partition_point(|r| r.offset <= joined_at);
+            reader.fold(&records[..upto]);
+            if reader.follower.position() > joined_at && reader.view().me.is_none() {
+                return Err(Error::new(
+                    ErrorKind::Config,
+                    format!(
+                        "member {:?}: its own join was not admitted (does the trust let its key write membership records?)",
+                        reader.name
+                    ),
+                ));
+            }
+            reader.fold(&records[upto..]);
+        }
+        let (publish, view) = watch::channel(Arc::new(reader.view()));
+        let (stop, stopped) = watch::channel(false);
+        let task = tokio::spawn(run(Arc::clone(&writer), reader, publish, stopped));
+        Ok(Self {
+            writer,
+            view,
+            stop,
+            task: Some(task),
+        })
+    }
+
+    /// This member's name.
+    pub fn name(&self) -> &str {
+        &self.writer.config.name
+    }
+
+    /// The assignment now.
+    pub fn view(&self) -> Arc<MemberView> {
+        Arc::clone(&self.view.borrow())
+    }
+
+    /// A receiver of every new assignment.
+    pub fn watch(&self) -> MemberWatch {
+        self.view.clone()
+    }
+
+    /// Say that `partition`, moved to this member by the move that began at `since`
+    /// ([`MemberView::incoming`]), is caught up: the map switches to this member, and the
+    /// member it moved from releases it.
+    pub async fn ready(&self, partition: u32, since: u64) -> Result<()> {
+        self.reporter().ready(partition, since).await
+    }
+
+    /// What says partitions are ready from another task (the one holding them).
+    pub fn reporter(&self) -> ReadyReporter {
+        ReadyReporter(Arc::clone(&self.writer))
+    }
+
+    /// Leave: the others take this member's partitions, each warmed up while this member
+    /// goes on serving it; once none is left (or `within` passes) it stops. Whether every
+    /// partition was handed over in time (if not, the others evict it after its lease and
+    /// serve the rest from then on).
+    pub async fn leave(mut self, within: Duration) -> Result<bool> {
+        self.writer.leaving.store(true, Ordering::SeqCst);
+        self.writer
+            .write(&self.writer.config.name, MemberBody::Leave)
+            .await?;
+        let mut view = self.view.clone();
+        let gone = tokio::time::timeout(within, view.wait_for(|v| v.me.is_none()))
+            .await
+            .is_ok_and(|changed| changed.is_ok());
+        self.shut().await;
+        Ok(gone)
+    }
+
+    /// Stop without leaving, as a crash would (the others evict it after its lease).
+    pub async fn stop(mut self) {
+        self.shut().await;
+    }
+
+    async fn shut(&mut self) {
+        self.stop.send_replace(true);
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+}
+
+/// Says that partitions moved to a member are caught up ([`Membership::ready`]); cheap to
+/// clone, usable after the member stopped (a late ready is stale and changes nothing).
+#[derive(Debug, Clone)]
+pub struct ReadyReporter(Arc<Writer>);
+
+impl ReadyReporter {
+    /// [`Membership::ready`].
+    pub async fn ready(&self, partition: u32, since: u64) -> Result<()> {
+        let body = MemberBody::Ready { partition, since };
+        self.0.write(&self.0.config.name, body).await?;
+        Ok(())
+    }
+}
+
+impl Drop for Membership {
+    fn drop(&mut self) {
+        self.stop.send_replace(true);
+    }
+}
+
+/// Follow, fold and publish; heartbeat, evict and rejoin on each tick.
+async fn run(
+    writer: Arc<Writer>,
+    mut reader: Reader,
+    publish: watch::Sender<Arc<MemberView>>,
+    mut stopped: watch::Receiver<bool>,
+) {
+    let every = writer.config.heartbeat_every();
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // The lease end each eviction was written for: one record per missed lease.
+    let mut evicted: HashMap<String, u64> = HashMap::new();
+    let mut rejoining = false;
+    loop {
+        tokio::select! {
+            changed = stopped.changed() => {
+                if changed.is_err() || *stopped.borrow() {
+                    return;
+                }
+            }
+            batch = reader.follower.next_batch() => match batch {
+                Ok(records) => {
+                    reader.fold(&records);
+                    let view = reader.view();
+                    let present = view.me.is_some();
+                    publish.send_if_modified(|current| {
+                        let changed = **current != view;
+                        if changed {
+                            *current = Arc::new(view);
+                        }
+                        changed
+                    });
+                    rejoining &= !present;
+                    if !present && !rejoining && !writer.leaving.load(Ordering::SeqCst) {
+                        // Evicted while alive (a pause longer than the lease): join again.
+                        rejoining = true;
+                        tracing::warn!(member = %writer.config.name, "evicted from the members: joining again");
+                        if let Err(error) = writer.join().await {
+                            rejoining = false;
+                            tracing::warn!(error = %error.report(), "cannot join the members again");
+                        }
+                    }
+                }
+                Err(error) if error.kind() == ErrorKind::Internal => {
+                    tracing::warn!(error = %error.report(), "membership stops: the log is closed");
+                    return;
+                }
+                Err(error) => {
+                    tracing::warn!(error = %error.report(), "cannot read the members topic; retrying");
+                    tokio::time::sleep(every.min(Duration::from_secs(1))).await;
+                }
+            },
+            _ = tick.tick() => {
+                let present = publish.borrow().me.is_some();
+                if present
+                    && let Err(error) = writer.write(&writer.config.name, MemberBody::Heartbeat).await
+                {
+                    tracing::warn!(error = %error.report(), "cannot write a heartbeat");
+                }
+                evict_overdue(&writer, &reader.fold, &mut evicted).await;
+            }
+        }
+    }
+}
+
+/// Write an eviction of each other member whose lease this member's clock sees over, once
+/// per lease end.
+async fn evict_overdue(writer: &Writer, fold: &MemberFold, evicted: &mut HashMap<String, u64>) {
+    let now = now_ms();
+    let members = &fold.assignment().members;
+    evicted.retain(|name, _| members.iter().any(|m| &m.name == name));
+    for member in members {
+        if member.name == writer.config.name {
+            continue;
+        }
+        let Some(end) = fold.lease_end(&member.name) else {
+            continue;
+        };
+        if now < end || evicted.get(&member.name) == Some(&end) {
+            continue;
+        }
+        tracing::info!(member = %member.name, lease_end_ms = end, "evicting a member whose lease is over");
+        match writer.write(&member.name, MemberBody::Evict).await {
+            Ok(_) => {
+                evicted.insert(member.name.clone(), end);
+            }
+            Err(error) => tracing::warn!(error = %error.report(), "cannot write an eviction"),
+        }
+    }
+}
