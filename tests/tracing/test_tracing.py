@@ -340,8 +340,9 @@ def test_the_workers_spans_are_in_the_clients_trace_across_a_kill_and_a_takeover
     client_id = posts[0]
 
     # Every notification carries a trace context (W3C headers): that of the record it tells of,
-    # through the push delivery's span. A claim carries none (written before its turn is read),
-    # so the WORKING its first claim makes goes in a trace of its own; all else is the client's.
+    # through the push delivery's span. A worker process's claim carries none (written before
+    # its turn is read), so the WORKING its first claim makes goes in a trace of its own; all
+    # else is the client's.
     with receiver.lock:
         notifications = list(receiver.notifications)
     assert all(h.get('traceparent') for h, _ in notifications), notifications

@@ -41,6 +41,10 @@ impl LocalWorker for Pickup {
         };
         let turn: Arc<str> = header.message_id.as_str().into();
         let attempt = Attempt::new(task, 1, turn, shared.writer.clone(), shared.lease);
+        // The claim is written by the command's append, under the call's span: it carries the
+        // command's trace context (the turn's records carry the turn's once it is loaded).
+        let call = agentlog_wire::trace::TraceContext::from_content_type(&header.content_type);
+        attempt.set_trace(call.as_ref(), call.clone());
         let claim = attempt.claim_record(&header.message_id, false);
         let bytes = match shared.writer.payload(&claim) {
             Ok(bytes) => bytes,

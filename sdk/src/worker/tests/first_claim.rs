@@ -73,6 +73,36 @@ async fn a_waiting_call_brings_its_first_claim_in_the_commands_append() {
     h.shutdown().await;
 }
 
+/// The claim in a traced command's append carries the command's trace context, so what it
+/// tells (a push sender's `working`) is in the caller's trace.
+#[tokio::test]
+async fn a_first_claim_carries_the_commands_trace_context() {
+    use agentlog_wire::trace::TraceContext;
+    let log = crate::log::open("memory://").await.unwrap();
+    let h = sharing(&log, Completes, |_| {}).await;
+    let context = TraceContext::parse(
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+        Some("a=1"),
+    )
+    .unwrap();
+    let traced =
+        crate::bridge::trace::traced(Some(context.clone()), send(&h.bridge, user("hi"), false));
+    let task = traced.await;
+    assert_eq!(task.status.state, TaskState::Completed);
+    let events = h.events().await;
+    let records = &events[&task.id];
+    let of = |r: &Record| TraceContext::from_content_type(&r.header.content_type);
+    assert!(matches!(records[1].body, RecordBody::Claim { .. }));
+    assert_eq!(of(&records[0]), Some(context.clone()));
+    assert_eq!(of(&records[1]), Some(context.clone()));
+    // What the turn writes carries the turn's own span, a child in the same trace.
+    let end = records.last().unwrap();
+    let turn = of(end).unwrap();
+    assert_eq!(turn.trace_id(), context.trace_id());
+    assert_ne!(turn.parent_id(), context.parent_id());
+    h.shutdown().await;
+}
+
 #[tokio::test]
 async fn a_first_claim_whose_copy_never_landed_runs_here() {
     let (faults, log) = faulty().await;
