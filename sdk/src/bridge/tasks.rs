@@ -226,6 +226,32 @@ fn not_cancelable(task_id: &str, state: &str) -> Error {
     .with_detail("taskId", task_id)
 }
 
+/// How many fresh ids [`Bridge::mint_message_id`] tries for one whose task lands in a held
+/// partition: a view holding 1 of 1000 partitions misses every one with odds of e^-10.
+const MINT_TRIES: usize = 10_000;
+
+impl Bridge {
+    /// A fresh message id (a v4 UUID) whose new task, of `caller` in its own tenant, lands in
+    /// a partition the view holds: a bridge holding a share of the partitions serves the call
+    /// it mints an id for itself, with no forward. A view holding none takes the first.
+    pub(crate) fn mint_message_id(&self, caller: &Caller) -> String {
+        let view = &self.inner.view;
+        let fresh = || uuid::Uuid::new_v4().to_string();
+        let lands = |id: &str| {
+            let task = agentlog_wire::ids::task_id(&caller.tenant, &caller.principal, id);
+            view.holds(view.partition_of(&task))
+        };
+        let first = fresh();
+        if lands(&first) || view.held_partitions().is_empty() {
+            return first;
+        }
+        (1..MINT_TRIES)
+            .map(|_| fresh())
+            .find(|id| lands(id))
+            .unwrap_or(first)
+    }
+}
+
 /// `found` (tasks from several pages of one `ListTasks` order, each reached through
 /// `task_of`) merged in that order: newest status first, ties by [`list_tie`] of the id,
 /// descending; the first `page_size` kept. Also whether any were left off.
@@ -277,8 +303,23 @@ fn decode_cursor(token: &str) -> Result<(u64, String)> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_minted_message_ids_task_lands_in_a_held_partition() {
+        let log = crate::log::open("memory://?partitions=16").await.unwrap();
+        let config = super::super::BridgeConfig::new("minted").holding(vec![3, 11]);
+        let bridge = Bridge::open(log, config).await.unwrap();
+        let alice = Caller::principal("alice").in_tenant("acme");
+        for _ in 0..50 {
+            let id = bridge.mint_message_id(&alice);
+            let task = agentlog_wire::ids::task_id("acme", "alice", &id);
+            let p = bridge.view().partition_of(&task);
+            assert!(p == 3 || p == 11, "{p}");
+        }
+    }
 
     #[test]
     fn cursors_round_trip_and_reject_garbage() {

@@ -110,8 +110,16 @@ impl McpBridge {
             let id = serde_json::from_str(ctx.id.get()).unwrap_or(Value::Null);
             super::cancel::request_context(ctx.caller, &id)
         });
-        let (request, text, message_id) =
-            super::command::command(&ctx.era, raw, data, &params, as_task, context.as_deref())?;
+        let minted = entry.bridge.mint_message_id(ctx.caller);
+        let (request, text, message_id) = super::command::command(
+            &ctx.era,
+            raw,
+            data,
+            &params,
+            as_task,
+            context.as_deref(),
+            minted,
+        )?;
         if as_task {
             let response = entry
                 .bridge

@@ -8,9 +8,10 @@ use serde_json::{Map, Value, json};
 
 use crate::error::{Error, ErrorKind, Result};
 
-/// The command recording a call: a minted message id (MCP has no idempotency key, so every
-/// call is a new task whose id nobody can guess), the raw params, the hop path, and the
-/// context `context_id` when given (else the bridge derives one from the message id).
+/// The command recording a call: `message_id`, minted by the bridge (MCP has no idempotency
+/// key, so every call is a new task whose id nobody can guess; `Bridge::mint_message_id`), the
+/// raw params, the hop path, and the context `context_id` when given (else the bridge derives
+/// one from the message id).
 ///
 /// Returns the request, the command's params text (`raw` spliced in: the client's bytes) and
 /// the message id. The request is built from `data` (`raw` as parsed) rather than parsed back
@@ -23,6 +24,7 @@ pub(super) fn command(
     params: &CallToolParams,
     as_task: bool,
     context_id: Option<&str>,
+    message_id: String,
 ) -> Result<(SendMessageRequest, String, String)> {
     let mut metadata = Map::new();
     if let Some(hops) = params.meta.as_ref().and_then(|m| m.get(META_HOPS)) {
@@ -47,7 +49,6 @@ pub(super) fn command(
         mcp["task"] = json!(true);
     }
     metadata.insert("agentlog.mcp".to_owned(), mcp);
-    let message_id = uuid::Uuid::new_v4().to_string();
     let text = command_params(&message_id, context_id, raw, &metadata, as_task);
     let request = SendMessageRequest {
         tenant: None,
@@ -102,7 +103,7 @@ mod tests {
                     let data: Value = serde_json::from_str(raw).unwrap();
                     let params = CallToolParams::deserialize(&data).unwrap();
                     let (request, text, message_id) =
-                        command(&era, raw, data, &params, as_task, context).unwrap();
+                        command(&era, raw, data, &params, as_task, context, "m".into()).unwrap();
                     assert!(text.contains(raw), "{text}");
                     let parsed: SendMessageRequest = serde_json::from_str(&text).unwrap();
                     assert_eq!(request, parsed, "{text}");
@@ -117,7 +118,7 @@ mod tests {
         let raw = r#"{"name":"t","_meta":{"dev.agentlog/hops":[1]}}"#;
         let data: Value = serde_json::from_str(raw).unwrap();
         let params = CallToolParams::deserialize(&data).unwrap();
-        let error = command(&Era::Legacy, raw, data, &params, false, None).unwrap_err();
+        let error = command(&Era::Legacy, raw, data, &params, false, None, "m".into()).unwrap_err();
         assert_eq!(error.kind(), ErrorKind::InvalidParams);
     }
 }

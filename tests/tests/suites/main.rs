@@ -27,6 +27,7 @@ mod mcp_served;
 mod mcp_subscribe;
 mod mcp_tasks;
 mod partitions;
+mod partitions_iggy;
 mod push;
 mod push_bindings;
 mod push_faults;
