@@ -23,6 +23,10 @@ struct Accepted {
     /// Where the view must have applied up to for the acceptance to be visible.
     partition: u32,
     visible_at: u64,
+    /// The new task's events, subscribed to while its command was the last record the view
+    /// had applied for it: taken when this process's worker claimed the turn in the command's
+    /// append, whose claim would otherwise be applied before anyone could subscribe.
+    events: Option<super::live::Events>,
 }
 
 impl Bridge {
@@ -68,7 +72,8 @@ impl Bridge {
         let waiting = (!configuration.return_immediately)
             .then(|| self.inner.limits.blocking_send())
             .transpose()?;
-        let accepted = self.accept(caller, &request, raw_params, Fresh::No).await?;
+        let mut accepted = self.accept(caller, &request, raw_params, Fresh::No).await?;
+        let subscribed = accepted.events.take();
         if configuration.return_immediately {
             if let Some(header) = &accepted.created {
                 // Exactly what folding the new command gives, without parsing its params again.
@@ -88,7 +93,7 @@ impl Bridge {
         }
         let deadline = tokio::time::Instant::now() + self.inner.config.blocking_timeout;
         if let Some(header) = &accepted.created
-            && let Some(events) = self.follow_created(caller, &accepted).await?
+            && let Some(events) = self.follow_created(caller, &accepted, subscribed).await?
         {
             // The new task folded from the view's events: nothing read back from the log.
             match super::live::settle(events, header, request, deadline).await {
@@ -106,15 +111,20 @@ impl Bridge {
     }
 
     /// The events of the task this call has just created (`accepted`), subscribed to while its
-    /// command is the last record the view applied for it (see [`super::live`]); `None` if
-    /// the view has moved past it already.
+    /// command is the last record the view applied for it (see [`super::live`]): `subscribed`
+    /// when the append subscribed already (a first claim came with the command), else now;
+    /// `None` if the view has moved past the command already.
     async fn follow_created(
         &self,
         caller: &Caller,
         accepted: &Accepted,
+        subscribed: Option<super::live::Events>,
     ) -> Result<Option<super::live::Events>> {
         let view = &self.inner.view;
         self.sync_to_accepted(accepted).await?;
+        if subscribed.is_some() {
+            return Ok(subscribed);
+        }
         let command = accepted.visible_at.saturating_sub(1);
         Ok(view.subscribe_after(Some(caller), &accepted.task_id, command))
     }
@@ -197,10 +207,11 @@ impl Bridge {
         fresh: Fresh,
     ) -> Result<TurnEvents> {
         let place = self.inner.limits.stream(caller)?;
-        let accepted = self.accept(caller, &request, raw_params, fresh).await?;
+        let mut accepted = self.accept(caller, &request, raw_params, fresh).await?;
+        let subscribed = accepted.events.take();
         let new_task = request.message.task_id.is_none();
         let created = accepted.created.is_some();
-        if created && let Some(events) = self.follow_created(caller, &accepted).await? {
+        if created && let Some(events) = self.follow_created(caller, &accepted, subscribed).await? {
             let view = self.inner.view.clone();
             let command = accepted.visible_at.saturating_sub(1);
             let task_id = Arc::from(accepted.task_id);
@@ -354,8 +365,13 @@ impl Bridge {
         } else {
             OwnCommand::NotApplied
         };
+        let mut events = None;
         if let Some(reserved) = reserved {
             if own != OwnCommand::NotApplied {
+                // Before the claim is applied, so the follower of the new task hears it.
+                if own == OwnCommand::Created {
+                    events = view.subscribe_after(Some(caller), &task_id, offset);
+                }
                 let claim = std::slice::from_ref(reserved.claim().0);
                 view.apply_own(partition, offset + 1, appended.place, claim);
             }
@@ -390,6 +406,7 @@ impl Bridge {
             task_id,
             partition,
             visible_at: offset + 1,
+            events,
         })
     }
 
@@ -430,6 +447,7 @@ impl Bridge {
             created: None,
             partition: info.partition,
             visible_at: 0,
+            events: None,
         })
     }
 
@@ -506,6 +524,7 @@ impl Bridge {
             created: None,
             partition: info.partition,
             visible_at: appended.first_offset + 1,
+            events: None,
         })
     }
 

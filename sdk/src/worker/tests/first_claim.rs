@@ -26,6 +26,21 @@ async fn sharing(
     }
 }
 
+/// A blocking send as a transport makes it: its params as received, which the view applies
+/// without reading the command back.
+async fn send_as_received(bridge: &Bridge, message: Message) -> Task {
+    let request = request(message, false);
+    let raw = serde_json::to_string(&request).unwrap();
+    let response = bridge
+        .send_message_raw(&Caller::anonymous(), request, Some(&raw))
+        .await
+        .unwrap();
+    match response {
+        SendMessageResponse::Task(task) => task,
+        SendMessageResponse::Message(m) => panic!("expected a task, got {m:?}"),
+    }
+}
+
 fn claims(records: &[Record]) -> Vec<(u32, u64)> {
     records
         .iter()
@@ -46,11 +61,14 @@ async fn a_waiting_call_brings_its_first_claim_in_the_commands_append() {
     let h = sharing(&log, Completes, |_| {}).await;
     let source = h.worker.source().to_owned();
 
-    // Blocking: the claim rides in the command's append; the worker appends its end only.
+    // Blocking: the claim rides in the command's append; the worker appends its end only,
+    // and the call answers from the view's events, reading nothing back.
     let appends = metrics.calls(LogOp::Append);
-    let task = send(&h.bridge, user("hi"), false).await;
+    let reads = metrics.calls(LogOp::ReadAt);
+    let task = send_as_received(&h.bridge, user("hi")).await;
     assert_eq!(task.status.state, TaskState::Completed);
     assert_eq!(metrics.calls(LogOp::Append) - appends, 1, "the end alone");
+    assert_eq!(metrics.calls(LogOp::ReadAt) - reads, 0, "nothing read back");
     let events = h.events().await;
     let records = &events[&task.id];
     assert!(matches!(records[0].body, RecordBody::Command { .. }));
