@@ -23,6 +23,7 @@ use tokio::sync::watch;
 
 use crate::agent::DEFAULT_STREAM;
 use crate::log::TopicRef;
+use crate::security::owners::{OwnerMap, Owners};
 use crate::security::{RecordSigner, RecordVerifier};
 
 mod run;
@@ -103,20 +104,6 @@ pub struct MemberView {
     pub me: Option<u32>,
 }
 
-/// The map the forwarder reads, with member indexes dense enough to be list positions.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OwnerParts {
-    /// This member's index.
-    pub me: u32,
-    /// Each index's URL (an index no member holds: an empty URL, named by no partition).
-    pub urls: Vec<String>,
-    /// Each partition's owner: who serves it now.
-    pub owners: Vec<u32>,
-    /// Each partition's stand-in: the member it moves to, else the next member (the owner
-    /// itself when it is alone).
-    pub successors: Vec<u32>,
-}
-
 impl MemberView {
     /// The partitions this member should hold now: its targets and those it serves until
     /// they are ready elsewhere.
@@ -133,9 +120,11 @@ impl MemberView {
             .unwrap_or_default()
     }
 
-    /// Owner, successor and URLs by member index, for the forwarder; `None` while this
-    /// bridge is not a member or a partition has no owner (no member at all).
-    pub fn owner_parts(&self) -> Option<OwnerParts> {
+    /// The map the forwarder reads ([`Owners::set`]): member indexes are slots (an index no
+    /// member holds has an empty URL and owns nothing); each partition's owner is who serves
+    /// it now, its successor the member it moves to, else the next member (the owner itself
+    /// when alone). `None` while this bridge is not a member, or no member holds anything.
+    pub fn owner_map(&self) -> Option<OwnerMap> {
         let me = self.me?;
         let a = &self.assignment;
         let slots = a.members.iter().map(|m| m.slot).max()?;
@@ -149,12 +138,22 @@ impl MemberView {
             .zip(&owners)
             .map(|(p, owner)| a.successor(p).unwrap_or(*owner))
             .collect();
-        Some(OwnerParts {
-            me,
-            urls,
-            owners,
-            successors,
-        })
+        OwnerMap::new(me, urls, owners, successors).ok()
+    }
+}
+
+/// Put each new assignment's [`MemberView::owner_map`] in force in `owners` until the
+/// member stops (a view without a map, while this bridge is not a member, leaves the last
+/// one in force: a stale owner costs a forward at most).
+pub async fn feed_owners(mut watch: MemberWatch, owners: Owners) {
+    loop {
+        let map = watch.borrow_and_update().owner_map();
+        if let Some(map) = map {
+            owners.set(map);
+        }
+        if watch.changed().await.is_err() {
+            return;
+        }
     }
 }
 

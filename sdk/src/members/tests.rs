@@ -88,10 +88,19 @@ async fn members_join_balanced_warm_up_and_leave_without_moving_the_others() {
     let mut counts: Vec<usize> = shares(&seen).iter().map(|(_, n)| *n).collect();
     counts.sort_unstable();
     assert_eq!(counts, [2, 3, 3]);
+    // The forwarder's map: slots as member indexes, who serves each partition, who stands in.
+    let owners = crate::security::owners::Owners::new(seen.owner_map().unwrap());
+    let feeding = tokio::spawn(feed_owners(b.watch(), owners.clone()));
+    let map = owners.current();
     assert_eq!(
-        seen.owner_parts().unwrap().urls,
+        map.urls().collect::<Vec<_>>(),
         ["http://a:8080", "http://b:8080", "http://c:8080"]
     );
+    for p in 0..P {
+        let owner = seen.assignment.targets[p as usize].unwrap();
+        assert_eq!(map.owner(p).unwrap().index, owner);
+        assert_ne!(map.successor(p).unwrap().index, owner);
+    }
 
     // b leaves: only its partitions move, warmed up, and it is gone once they are ready.
     let before = seen.assignment.clone();
@@ -111,6 +120,8 @@ async fn members_join_balanced_warm_up_and_leave_without_moving_the_others() {
     counts.sort_unstable();
     assert_eq!(counts, [4, 4]);
     until(&c.watch(), |v| v.assignment == after.assignment).await;
+    // b stopped: its feed ended with the last map it saw.
+    feeding.await.unwrap();
 }
 
 #[tokio::test]

@@ -11,6 +11,7 @@ mod log_conformance;
 mod log_crash;
 mod log_iggy;
 mod log_iggy_tls;
+mod members_iggy;
 mod mcp;
 mod mcp_cancel;
 mod mcp_compose;
