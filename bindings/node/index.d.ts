@@ -599,6 +599,12 @@ export declare class Worker {
 }
 
 /**
+ * Send the spans not sent yet (index.js, on the process's `exit`). Blocking, as an exit
+ * hook must be.
+ */
+export declare function _finishTelemetry(): void
+
+/**
  * Serve `bridge` over HTTP: A2A JSON-RPC and HTTP+JSON, the agent card (its interfaces at
  * the bound URL, or `publicUrl`), /healthz, /readyz, /metrics, and with `mcp` (index.js
  * takes it from `options.mcp`) the MCP route `/mcp` beside them, as `agentlog serve --tools`
@@ -609,6 +615,9 @@ export declare class Worker {
  * `server.closed` for that.
  */
 export declare function _serve(bridge: Bridge, options?: ServeOptions | null, mcp?: McpBridge | null): Promise<Server>
+
+/** Start exporting if the environment asks (index.js, once, at load). */
+export declare function _startTelemetry(): TelemetryStart
 
 /** How a bridge is opened. */
 export interface BridgeOptions {
@@ -834,6 +843,17 @@ export interface StreamOptions {
    * with a snapshot.
    */
   resumeAfter?: number
+}
+
+/** What starting the export did. */
+export interface TelemetryStart {
+  /** Spans are exported: flush them at exit (`_finishTelemetry`). */
+  exporting: boolean
+  /**
+   * The environment asked for what this build cannot do (another exporter or protocol):
+   * why, for a process warning; nothing is exported.
+   */
+  warning?: string
 }
 
 /** A W3C trace context as HTTP headers carry it. */

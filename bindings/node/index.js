@@ -20,6 +20,16 @@ try {
   throw error;
 }
 
+// ---- traces --------------------------------------------------------------------------------
+
+// The SDK's spans go over OTLP when the OTEL_* variables say so (the SDK's export, as
+// `agentlog serve`'s); what the batch still holds is sent at exit.
+{
+  const started = native._startTelemetry();
+  if (started.warning) process.emitWarning(started.warning);
+  if (started.exporting) process.on('exit', () => native._finishTelemetry());
+}
+
 // ---- errors --------------------------------------------------------------------------------
 
 const KINDS = new Map(native.errorKinds().map((info) => [info.kind, info]));

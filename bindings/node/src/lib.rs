@@ -23,5 +23,6 @@ mod log;
 mod mcp;
 mod push;
 mod serve;
+mod telemetry;
 mod wire;
 mod worker;
