@@ -252,6 +252,8 @@ async fn run(
     // The lease end each eviction was written for: one record per missed lease.
     let mut evicted: HashMap<String, u64> = HashMap::new();
     let mut rejoining = false;
+    // Since when this member's writes have kept working (`None`: one failed or was slow).
+    let mut writing_since = Some(now_ms());
     loop {
         tokio::select! {
             changed = stopped.changed() => {
@@ -293,19 +295,34 @@ async fn run(
             },
             _ = tick.tick() => {
                 let present = publish.borrow().me.is_some();
-                if present
-                    && let Err(error) = writer.write(&writer.config.name, MemberBody::Heartbeat).await
-                {
-                    tracing::warn!(error = %error.report(), "cannot write a heartbeat");
+                if present {
+                    let started = tokio::time::Instant::now();
+                    let wrote = writer.write(&writer.config.name, MemberBody::Heartbeat).await;
+                    if let Err(error) = &wrote {
+                        tracing::warn!(error = %error.report(), "cannot write a heartbeat");
+                    }
+                    // A failed or slow write: the log was out of reach, for the others too
+                    // (their heartbeats could not land either, or carry times from before).
+                    if wrote.is_err() || started.elapsed() > every {
+                        writing_since = None;
+                    } else if writing_since.is_none() {
+                        writing_since = Some(now_ms());
+                    }
                 }
-                evict_overdue(&writer, &reader.fold, &mut evicted).await;
+                // Only once this member's own writes have worked for a whole lease: after an
+                // outage the others get a lease to show they are alive.
+                let lease_ms = u64::try_from(writer.config.lease.as_millis()).unwrap_or(u64::MAX);
+                if writing_since.is_some_and(|since| now_ms() >= since.saturating_add(lease_ms)) {
+                    evict_overdue(&writer, &reader.fold, &mut evicted).await;
+                }
             }
         }
     }
 }
 
 /// Write an eviction of each other member whose lease this member's clock sees over, once
-/// per lease end.
+/// per lease end. The fold judges it by the record's time alone; the caller only writes one
+/// once its own writes have worked for a whole lease.
 async fn evict_overdue(writer: &Writer, fold: &MemberFold, evicted: &mut HashMap<String, u64>) {
     let now = now_ms();
     let members = &fold.assignment().members;

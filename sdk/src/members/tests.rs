@@ -11,6 +11,7 @@ use agentlog_wire::members::{MemberBody, MemberRecord};
 use bytes::Bytes;
 
 use super::*;
+use crate::log::layers::{FaultLayer, Faults, LogOp};
 use crate::log::{self, Log};
 use crate::security::{RecordSigner, RecordVerifier, Role, SigningKey, Trust};
 
@@ -178,6 +179,55 @@ async fn an_evicted_member_that_is_alive_joins_again() {
     until(&a.watch(), settled(2)).await;
     let view = until(&b.watch(), settled(2)).await;
     assert!(view.me.is_some());
+}
+
+#[tokio::test]
+async fn a_log_out_of_reach_for_longer_than_the_lease_evicts_nobody() {
+    let log = log::open("memory://").await.unwrap();
+    let (faults_a, faults_b) = (Faults::new(), Faults::new());
+    let handle = |faults: &Faults| log.clone().layer(FaultLayer::new(faults.clone()));
+    let a = Membership::join(handle(&faults_a), config("a"), P)
+        .await
+        .unwrap();
+    let _a_up = catch_up(&a);
+    let b = Membership::join(handle(&faults_b), config("b"), P)
+        .await
+        .unwrap();
+    let _b_up = catch_up(&b);
+    until(&a.watch(), settled(2)).await;
+    // Every write of both stalls past the lease (the log out of reach), then the log is back.
+    let before = read_all(&log).await.len();
+    for faults in [&faults_a, &faults_b] {
+        faults.delay(LogOp::AppendTo, Duration::from_millis(2_500));
+    }
+    until_log(&log, |records| records.len() >= before + 2).await;
+    for faults in [&faults_a, &faults_b] {
+        faults.clear_delays();
+    }
+    // Both write again for more than a lease: each sees the other's heartbeats, nobody is
+    // evicted.
+    let back = read_all(&log).await.len();
+    until_log(&log, |records| {
+        let after = &records[back..];
+        ["a", "b"].iter().all(|name| {
+            after
+                .iter()
+                .filter(|r| r.member == *name && r.body == MemberBody::Heartbeat)
+                .count()
+                >= 30
+        })
+    })
+    .await;
+    let records = read_all(&log).await;
+    assert!(
+        records.iter().all(|r| r.body != MemberBody::Evict),
+        "an eviction after an outage: {:?}",
+        records
+            .iter()
+            .filter(|r| r.body == MemberBody::Evict)
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(a.view().assignment.members.len(), 2);
 }
 
 #[tokio::test]
