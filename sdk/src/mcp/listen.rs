@@ -10,7 +10,9 @@
 //! URIs the caller may read (`super::watch`): each change of one is a
 //! `notifications/resources/updated {uri}`. `toolsListChanged`, `promptsListChanged` (with
 //! prompts served) and `resourcesListChanged` are honored when `true`: a reload that changes
-//! that list (`super::reload`) sends its `notifications/…/list_changed`. Asking for task
+//! that list (`super::reload`) sends its `notifications/…/list_changed`, and so does a task
+//! new to the caller's `resources/list`, written through any replica (one notification for a
+//! burst of them). Asking for task
 //! notifications without declaring the extension is -32021. Each task is followed from the view's events
 //! (`Bridge::subscribe_to_task`, so any replica serves it and the records are the truth);
 //! a finished task gets its one notification. Once every task followed has finished (and when
@@ -179,14 +181,21 @@ impl McpBridge {
                 )
             })
         };
+        let new_tasks = if lists.resources {
+            self.task_list_changes(ctx.caller)
+        } else {
+            futures::stream::pending().boxed()
+        };
         let listed = {
             let subscription = subscription.clone();
-            futures::stream::unfold(changes_heard, |mut heard| async move {
+            let reloads = futures::stream::unfold(changes_heard, |mut heard| async move {
                 let changed = next_change(&mut heard).await?;
                 Some((changed, heard))
             })
-            .flat_map(move |changed| futures::stream::iter(changed.methods(lists)))
-            .map(move |method| frame(method, Map::new(), &subscription))
+            .flat_map(move |changed| futures::stream::iter(changed.methods(lists)));
+            let tasks = new_tasks.map(|()| "notifications/resources/list_changed");
+            futures::stream::select(reloads, tasks)
+                .map(move |method| frame(method, Map::new(), &subscription))
         };
         // A watch never ends, nor do list changes: then only the client ends the stream.
         let tasks: BoxStream<'static, Vec<u8>> = if watched.is_empty() && !lists.any() {

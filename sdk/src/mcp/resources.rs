@@ -19,7 +19,10 @@ use agentlog_wire::mcp::resource::{
 use agentlog_wire::mcp::{ResourceContents, ResourceTemplate, TaskResource, prompt::fill};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use futures::stream::BoxStream;
+use futures::{FutureExt as _, StreamExt};
 use serde_json::{Map, Value, json};
+use tokio::sync::broadcast::error::RecvError;
 
 use super::catalog::{Catalog, ResourceBody};
 use super::rpc::Ctx;
@@ -169,6 +172,39 @@ impl McpBridge {
             self.cache_hints(&mut result, Cache::Stale);
         }
         Ok(result)
+    }
+
+    /// When `caller`'s `resources/list` gains a task, from now on: a task new on any agent it
+    /// lists, written through whichever replica or worker (the views follow the log). One item
+    /// for a burst (what arrived while the last was told); it never ends.
+    pub(super) fn task_list_changes(&self, caller: &Caller) -> BoxStream<'static, ()> {
+        let views = self.inner.task_bridges.values().map(|bridge| {
+            let new_tasks = bridge.view().new_tasks();
+            futures::stream::unfold(
+                (new_tasks, caller.clone()),
+                |(mut new_tasks, caller)| async move {
+                    loop {
+                        match new_tasks.recv().await {
+                            Ok(owner) if owner == caller => break,
+                            Ok(_) => {}
+                            // Behind: some may have been the caller's.
+                            Err(RecvError::Lagged(_)) => break,
+                            Err(RecvError::Closed) => return None,
+                        }
+                    }
+                    Some(((), (new_tasks, caller)))
+                },
+            )
+        });
+        let heard = futures::stream::select_all(views.map(StreamExt::boxed));
+        futures::stream::unfold(heard, |mut heard| async move {
+            heard.next().await?;
+            // The rest of the burst, already heard: the same change.
+            while let Some(Some(())) = heard.next().now_or_never() {}
+            Some(((), heard))
+        })
+        .chain(futures::stream::pending())
+        .boxed()
     }
 
     /// `resources/templates/list`: the tasks' templates, then the configured ones, on one

@@ -15,6 +15,10 @@
 //! need be), which then expires with the sessions agent's retention, and a request naming an
 //! ended session is answered 404; a session never deleted and that subscribed stays on the log.
 //!
+//! The stream also carries the `list_changed` notifications unasked (as 2025-era servers
+//! send them): this replica's reloads', and `notifications/resources/list_changed` when the
+//! caller's `resources/list` gains a task, written through any replica.
+//!
 //! Only the session's caller reaches it (the task is the caller's): another caller naming the
 //! id gets a task of its own, empty. A subscription is checked as a read would be: a URI the
 //! caller may not read is -32602 with `data.uri`, nothing written.
@@ -27,6 +31,7 @@ use agentlog_wire::a2a::{
 };
 use agentlog_wire::fold::Change;
 use agentlog_wire::mcp::call::{SUBSCRIPTIONS_MEDIA_TYPE, data_part, typed_part};
+use futures::StreamExt as _;
 use serde_json::{Map, Value, json};
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::mpsc;
@@ -271,8 +276,10 @@ impl McpBridge {
         }
         let (tx, rx) = mpsc::channel::<Vec<u8>>(64);
         let (this, caller) = (self.clone(), caller.clone());
-        // This replica's reloads, heard from now on: their list changes go unasked.
+        // This replica's reloads, and the caller's new tasks (resources/list gains them), heard
+        // from now on: their list changes go unasked.
         let mut lists = self.list_changes();
+        let mut new_tasks = self.task_list_changes(&caller);
         tokio::spawn(async move {
             // Until a subscription makes the session's task there is no subscription to hear:
             // look for it in this replica's view (memory) now and then. Subscribed before its
@@ -285,6 +292,11 @@ impl McpBridge {
                     () = tx.closed() => return,
                     Some(changed) = next_change(&mut lists) => {
                         if !tell(&tx, changed).await {
+                            return;
+                        }
+                    }
+                    Some(()) = new_tasks.next() => {
+                        if !tell(&tx, TASKS_LISTED).await {
                             return;
                         }
                     }
@@ -313,6 +325,11 @@ impl McpBridge {
                     () = tx.closed() => break,
                     Some(lists_changed) = next_change(&mut lists) => {
                         if !tell(&tx, lists_changed).await {
+                            break;
+                        }
+                    }
+                    Some(()) = new_tasks.next() => {
+                        if !tell(&tx, TASKS_LISTED).await {
                             break;
                         }
                     }
@@ -387,7 +404,6 @@ impl McpBridge {
             let mut changes = self.watch(caller, uri.clone(), watched).await;
             let changed = changed.clone();
             let handle = tokio::spawn(async move {
-                use futures::StreamExt as _;
                 while let Some(uri) = changes.next().await {
                     if changed.send(uri).await.is_err() {
                         break;
@@ -433,6 +449,13 @@ fn ended(session: &str) -> Error {
 }
 
 /// A JSON-RPC notification's bytes.
+/// What a new task of the caller changes: `resources/list`.
+const TASKS_LISTED: ListChanged = ListChanged {
+    tools: false,
+    prompts: false,
+    resources: true,
+};
+
 /// Send the notification of each list `changed` on a session's stream: `false` once the
 /// client is gone.
 async fn tell(tx: &mpsc::Sender<Vec<u8>>, changed: ListChanged) -> bool {

@@ -1,14 +1,15 @@
 //! MCP resource subscriptions across two replicas over real HTTP: a legacy session's
 //! `resources/subscribe` POSTed to one replica and its stream (`GET` with `Mcp-Session-Id`)
 //! held by the other hear of a task changed through the second; the modern
-//! `subscriptions/listen {resourceSubscriptions}` likewise; what is refused.
+//! `subscriptions/listen {resourceSubscriptions}` likewise; a task made through one replica
+//! is `notifications/resources/list_changed` on a stream held by the other; what is refused.
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use agentlog::agent::Caller;
 use agentlog::http::mcp::{McpHttpConfig, router as mcp_router};
-use agentlog::mcp::{McpBridge, McpConfig, McpReply, McpRequest};
+use agentlog::mcp::{McpBridge, McpConfig, McpReply, McpRequest, McpStream};
 use agentlog::worker::{TaskContext, Worker, WorkerConfig, handler_fn};
 use agentlog::{Bridge, BridgeConfig};
 use agentlog_wire::a2a::{Artifact, Part, SendMessageRequest, SendMessageResponse};
@@ -193,6 +194,41 @@ async fn next(messages: &mut mpsc::UnboundedReceiver<Value>) -> Value {
         .expect("the stream is open")
 }
 
+/// A 2026-07-28 `subscriptions/listen` (request id `id`) of the anonymous caller on `mcp`,
+/// asking for `notifications`: the reply.
+async fn listen_reply(mcp: &McpBridge, id: &str, notifications: Value) -> McpReply {
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": "subscriptions/listen",
+        "params": {"notifications": notifications,
+                   "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                             "io.modelcontextprotocol/clientCapabilities": {}}}})
+    .to_string();
+    let request = McpRequest {
+        body: body.as_bytes(),
+        caller: Caller::anonymous(),
+        headers: None,
+        accepts_stream: true,
+    };
+    mcp.handle(request).await
+}
+
+/// [`listen_reply`]'s stream, and its first frame (the acknowledgement).
+async fn listen(mcp: &McpBridge, id: &str, notifications: Value) -> (McpStream, Value) {
+    let McpReply::Stream(mut stream) = listen_reply(mcp, id, notifications).await else {
+        panic!("not a stream");
+    };
+    let ack = next_frame(&mut stream).await;
+    (stream, ack)
+}
+
+/// The next frame of an in-process listen stream, as JSON.
+async fn next_frame(stream: &mut McpStream) -> Value {
+    let bytes = tokio::time::timeout(SOON, stream.next())
+        .await
+        .expect("a frame in time")
+        .expect("the stream is open");
+    serde_json::from_slice(&bytes).expect("json")
+}
+
 #[tokio::test]
 async fn a_legacy_subscription_made_through_one_replica_is_heard_on_the_other() {
     let log = agentlog::log::open("memory://").await.expect("log");
@@ -309,34 +345,15 @@ async fn a_modern_listen_hears_of_a_resource_changed_through_another_replica() {
     let (a, b) = (replica(&log).await, replica(&log).await);
     let _worker = worker(&log).await;
     let (uri, task_id) = waiting_task(&a, "m-2").await;
-    let body = json!({"jsonrpc": "2.0", "id": "listen-1", "method": "subscriptions/listen",
-        "params": {"notifications": {"resourceSubscriptions": [uri, "docs://readme", "docs://none"]},
-                   "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                             "io.modelcontextprotocol/clientCapabilities": {}}}})
-    .to_string();
-    let request = McpRequest {
-        body: body.as_bytes(),
-        caller: Caller::anonymous(),
-        headers: None,
-        accepts_stream: true,
-    };
-    let McpReply::Stream(mut stream) = a.mcp.handle(request).await else {
-        panic!("not a stream");
-    };
-    let frame = |bytes: Vec<u8>| serde_json::from_slice::<Value>(&bytes).expect("json");
-    let ack = frame(stream.next().await.expect("ack"));
+    let asked = json!({"resourceSubscriptions": [uri, "docs://readme", "docs://none"]});
+    let (mut stream, ack) = listen(&a.mcp, "listen-1", asked).await;
     assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
     assert_eq!(
         ack["params"]["notifications"],
         json!({"resourceSubscriptions": [uri, "docs://readme"]})
     );
     finish(&b, &task_id).await;
-    let updated = frame(
-        tokio::time::timeout(SOON, stream.next())
-            .await
-            .expect("in time")
-            .expect("a frame"),
-    );
+    let updated = next_frame(&mut stream).await;
     assert_eq!(updated["method"], "notifications/resources/updated");
     assert_eq!(updated["params"]["uri"], uri.as_str());
     assert_eq!(
@@ -344,18 +361,8 @@ async fn a_modern_listen_hears_of_a_resource_changed_through_another_replica() {
         "listen-1"
     );
     // Not a list of strings: -32602.
-    let body = json!({"jsonrpc": "2.0", "id": 2, "method": "subscriptions/listen",
-        "params": {"notifications": {"resourceSubscriptions": "docs://readme"},
-                   "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                             "io.modelcontextprotocol/clientCapabilities": {}}}})
-    .to_string();
-    let request = McpRequest {
-        body: body.as_bytes(),
-        caller: Caller::anonymous(),
-        headers: None,
-        accepts_stream: true,
-    };
-    let McpReply::Json { status, body } = a.mcp.handle(request).await else {
+    let asked = json!({"resourceSubscriptions": "docs://readme"});
+    let McpReply::Json { status, body } = listen_reply(&a.mcp, "listen-3", asked).await else {
         panic!("not JSON");
     };
     let refused: Value = serde_json::from_slice(&body).expect("json");
@@ -363,4 +370,46 @@ async fn a_modern_listen_hears_of_a_resource_changed_through_another_replica() {
         (status, refused["error"]["code"].as_i64()),
         (400, Some(-32602))
     );
+}
+
+#[tokio::test]
+async fn a_task_made_through_one_replica_changes_the_resource_list_heard_on_the_other() {
+    let log = agentlog::log::open("memory://").await.expect("log");
+    let (a, b) = (replica(&log).await, replica(&log).await);
+    let _worker = worker(&log).await;
+    // 2026-07-28: a listen stream on replica A asking for the resources' list.
+    let asked = json!({"resourcesListChanged": true});
+    let (mut stream, ack) = listen(&a.mcp, "listen-2", asked).await;
+    assert_eq!(
+        ack["params"]["notifications"],
+        json!({"resourcesListChanged": true})
+    );
+    // The `initialize` era: a session's stream on replica A hears it unasked.
+    let initialize = json!({"protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"}});
+    let (_, session, _) = post(a.addr, None, "initialize", initialize).await;
+    let session = session.expect("a session id");
+    let (status, _, body) = request(a.addr, "GET", &[("mcp-session-id", &session)], None).await;
+    assert_eq!(status, 200);
+    let mut legacy = messages(body);
+
+    // A task of this caller made through replica B.
+    let (uri, _) = waiting_task(&b, "m-3").await;
+    let changed = next_frame(&mut stream).await;
+    assert_eq!(changed["method"], "notifications/resources/list_changed");
+    assert_eq!(
+        changed["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        "listen-2"
+    );
+    let message = next(&mut legacy).await;
+    assert_eq!(message["method"], "notifications/resources/list_changed");
+    // What changed: replica A lists it.
+    let (_, _, listed) = post(a.addr, None, "resources/list", json!({})).await;
+    let uris: Vec<&str> = listed["result"]["resources"]
+        .as_array()
+        .expect("resources")
+        .iter()
+        .filter_map(|r| r["uri"].as_str())
+        .collect();
+    assert!(uris.contains(&uri.as_str()), "{uris:?}");
 }

@@ -16,6 +16,7 @@ use crate::error::ErrorKind;
 use crate::worker::{TaskContext, Worker, WorkerConfig, handler_fn};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use futures::{FutureExt as _, StreamExt as _};
 
 fn artifact(id: &str, parts: Vec<Part>) -> Artifact {
     Artifact {
@@ -288,6 +289,39 @@ async fn configured_resources_list_first_then_the_callers_tasks_a_page_at_a_time
     )
     .await;
     assert_eq!(bad["error"]["code"], -32602);
+}
+
+#[tokio::test]
+async fn the_callers_new_tasks_change_its_resource_list_a_burst_at_a_time() {
+    let (mcp, docs, _workers) = setup(50).await;
+    let ada = Caller::principal("ada");
+    let mut changes = mcp.task_list_changes(&ada);
+    // Each send returns once its bridge's view applied the task's records: what the view
+    // tells of them has been told.
+    docs_task(&docs, &Caller::principal("bob"), "not ada's").await;
+    docs_task(&docs, &ada.clone().in_tenant("t2"), "not this ada's").await;
+    assert_eq!(
+        changes.next().now_or_never(),
+        None,
+        "another caller's tasks"
+    );
+    docs_task(&docs, &ada, "one").await;
+    assert_eq!(changes.next().now_or_never(), Some(Some(())));
+    assert_eq!(
+        changes.next().now_or_never(),
+        None,
+        "its later records are no change"
+    );
+    // A tool call's task and an A2A task, on two agents: one burst, one change.
+    let call = request(
+        "tools/call",
+        json!({"name": "add", "arguments": {"a": 1, "b": 2}}),
+    );
+    let (status, answered) = rpc_as(&mcp, ada.clone(), call).await;
+    assert_eq!(status, 200, "{answered}");
+    docs_task(&docs, &ada, "two").await;
+    assert_eq!(changes.next().now_or_never(), Some(Some(())));
+    assert_eq!(changes.next().now_or_never(), None);
 }
 
 #[tokio::test]

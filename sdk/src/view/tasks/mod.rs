@@ -71,6 +71,9 @@ pub(super) struct Tasks {
     /// ([`Tasks::track_awaiting_input`]: its sweeper expires abandoned asks).
     pub(super) awaiting_input: Option<AwaitingClaim>,
     pub(super) watchers: HashMap<Slot, broadcast::Sender<Arc<TaskEvent>>>,
+    /// Told the owner of each task the view holds anew (its first record, or a new
+    /// incarnation after it expired), once someone asked (`TaskView::new_tasks`).
+    pub(super) created: Option<broadcast::Sender<Caller>>,
     /// Finished tasks by when they expire (fold rule 14): what [`Tasks::expire`] drops. Built
     /// with the list index, once the replay is done: a replay expires nothing.
     pub(super) expiring: Expiring,
@@ -96,6 +99,7 @@ impl Tasks {
             awaiting: None,
             awaiting_input: None,
             watchers: HashMap::default(),
+            created: None,
             expiring: Expiring::default(),
             live: count_live.then(LiveRecords::default),
             snapshotting: None,
@@ -261,6 +265,7 @@ impl Tasks {
         self.preserve(found.unwrap_or_else(|| self.entries.next_slot()));
         let live = self.live.as_mut();
         let keep_index = !self.index_deferred;
+        let mut new = found.is_none();
         let (slot, change) = match found {
             Some(slot) => {
                 let Some(entry) = self.entries.entry_mut(slot) else {
@@ -275,6 +280,7 @@ impl Tasks {
                 if matches!(change, None | Some(Change::Created(_))) {
                     // A new incarnation of an expired task (fold rule 14): nothing of the
                     // old one is needed any more.
+                    new = true;
                     if let Some(live) = live {
                         applied::forget(&entry.records, live);
                         live.add(offset);
@@ -315,6 +321,11 @@ impl Tasks {
         let Some(entry) = self.entries.entry(slot) else {
             return;
         };
+        if let Some(created) = self.created.as_ref().filter(|_| new)
+            && created.receiver_count() > 0
+        {
+            let _ = created.send(self.owners.caller(entry.owner).clone());
+        }
         let machine = &entry.machine;
         let state = machine.state().unwrap_or(TaskState::Unspecified);
         if keep_index {

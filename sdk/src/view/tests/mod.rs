@@ -89,6 +89,33 @@ async fn a_terminal_record_closes_the_subscribers_channel() {
 }
 
 #[tokio::test]
+async fn new_tasks_tells_the_owner_of_each_task_new_to_the_view_and_nothing_else() {
+    let log = crate::log::open("memory://").await.unwrap();
+    let topic = TopicRef::new("s", "events");
+    log.ensure_topic(&topic, 4).await.unwrap();
+    let view = TaskView::start(log.clone(), topic.clone()).await.unwrap();
+    append(&log, &topic, &command("before")).await;
+    view.sync(None, PATIENCE).await.unwrap();
+    let mut created = view.new_tasks();
+    let mut again = view.new_tasks();
+    let mut other = command("t2");
+    other.header.principal = "q".to_owned();
+    // Two tasks on (most likely) different partitions, and a record of a known task.
+    for record in [command("t1"), completed("before"), other] {
+        append(&log, &topic, &record).await;
+    }
+    view.sync(None, PATIENCE).await.unwrap();
+    for receiver in [&mut created, &mut again] {
+        let mut owners = Vec::new();
+        while let Ok(owner) = receiver.try_recv() {
+            owners.push(owner.principal);
+        }
+        owners.sort();
+        assert_eq!(owners, ["p", "q"]);
+    }
+}
+
+#[tokio::test]
 async fn subscribing_to_a_terminal_task_leaves_nothing_behind() {
     let (log, topic, view) = view_over_memory().await;
     append(&log, &topic, &command("t1")).await;

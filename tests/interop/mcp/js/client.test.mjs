@@ -324,17 +324,24 @@ test('two replicas, legacy: a subscription through one hears of a change made th
 });
 
 test('two replicas, 2026-07-28: listen through one hears of a change made through the other', twoReplicas, async () => {
-  // The task is created through replica A and answered through replica B; the listen stream is
-  // held by replica A, whose view hears of B's records from the log.
+  // The task is created through replica A and answered through replica B, then another task is
+  // made through replica B; the listen stream is held by replica A, whose view hears of B's
+  // records from the log.
   const client = await connect('2026-07-28', replicaA);
   try {
     const { id, uri } = await waitingTask(replicaA);
-    const subscription = await client.listen({ resourceSubscriptions: [uri] });
+    const subscription = await client.listen({ resourceSubscriptions: [uri], resourcesListChanged: true });
     try {
-      assert.deepEqual(subscription.honoredFilter, { resourceSubscriptions: [uri] });
+      assert.deepEqual(subscription.honoredFilter, { resourcesListChanged: true, resourceSubscriptions: [uri] });
       const updated = heard(client, 'notifications/resources/updated', (p) => p.uri === uri);
       await a2aSend('done', id, replicaB);
       assert.equal((await updated).uri, uri);
+      const listChanged = heard(client, 'notifications/resources/list_changed');
+      const made = await waitingTask(replicaB);
+      await listChanged;
+      // The client dropped its cached list on the notification: replica A lists the new task.
+      const { resources } = await client.listResources();
+      assert.ok(resources.some((r) => r.uri === made.uri), made.uri);
     } finally {
       await subscription.close();
     }
