@@ -23,7 +23,7 @@
 #   5. with an `iggy-server` (AGENTLOG_IGGY_SERVER or PATH), two more `serve --demo` replicas
 #      over one Iggy log (AGENTLOG_MCP_URL_A, AGENTLOG_MCP_URL_B): both clients subscribe
 #      through one (legacy resources/subscribe, and 2026-07-28 subscriptions/listen) and hear
-#      of a change made through the other (TS: and of a task made through it, list_changed),
+#      of a change made through the other (listening: of a task made through it too),
 #      and answer a legacy call's relayed sampling and elicitation requests through the
 #      other; SKIPPED without one.
 # Exits non-zero if anything fails. Installs need PyPI and npm on the first run.

@@ -461,13 +461,25 @@ async def test_two_replicas_a_subscription_through_one_hears_of_a_change_through
         assert status == 200, sent
         with anyio.fail_after(20):
             await updated.wait()
-    # 2026-07-28: subscriptions/listen on replica A, the change through replica B.
+    # 2026-07-28: subscriptions/listen on replica A, the change through replica B; then a
+    # task made through replica B is a change of the resources' list.
+    from mcp.shared.subscriptions import ResourcesListChanged
+
     task_id, uri = waiting_task(base=URL_A)
     async with Client(URL_A, mode="2026-07-28") as client:
-        async with client.listen(resource_subscriptions=[uri]) as subscription:
+        async with client.listen(resource_subscriptions=[uri], resources_list_changed=True) as subscription:
             assert subscription.honored.resource_subscriptions == [uri]
+            assert subscription.honored.resources_list_changed
             status, sent = a2a_send("done", task_id=task_id, base=URL_B)
             assert status == 200, sent
             with anyio.fail_after(20):
                 event = await subscription.__anext__()
             assert event.uri == uri
+            _, made = waiting_task(base=URL_B)
+            with anyio.fail_after(20):
+                # The first task's later updates may come first.
+                while not isinstance(event, ResourcesListChanged):
+                    event = await subscription.__anext__()
+                    assert isinstance(event, ResourcesListChanged) or event.uri == uri, event
+            listed = [r.uri for r in (await client.list_resources()).resources]
+            assert made in listed, listed
