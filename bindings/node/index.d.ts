@@ -290,7 +290,7 @@ export interface LogRecord {
 
 /** A membership record in its JSON form (`fixtures/members.json`): the kind's fields only. */
 export interface MemberRecord {
-  kind: 'join' | 'heartbeat' | 'leave' | 'evict' | 'ready';
+  kind: 'join' | 'heartbeat' | 'leave' | 'evict' | 'ready' | 'snapshot';
   timestampMs: number;
   member: string;
   source: string;
@@ -303,6 +303,9 @@ export interface MemberRecord {
   /** ready */
   partition?: number;
   move?: number;
+  /** snapshot: the offset of the last record it folds, and the fold's state (JSON text) */
+  after?: number;
+  state?: string;
 }
 
 /** What folding membership records gives (`fixtures/members.json`). */

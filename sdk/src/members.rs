@@ -9,7 +9,10 @@
 //! the fold ignores an early or repeated one, judging by the records' times alone), joins
 //! again if it was evicted, and publishes each new assignment through a watch
 //! ([`Membership::watch`]). [`Membership::ready`] says a partition moved to it is caught up;
-//! [`Membership::leave`] hands its partitions over warmed up, then stops.
+//! [`Membership::leave`] hands its partitions over warmed up, then stops. The member in the
+//! lowest slot writes a snapshot of the fold every [`MembershipConfig::snapshot_every`]
+//! records; a joining member starts from the newest one its trust admits, so neither its start
+//! nor the topic's expiry depends on the topic's whole history.
 //!
 //! Not an Iggy consumer group: a group's leave reshuffles most partitions, its members carry
 //! no URL, and its members outlive a server restart as ghosts. Here a member is gone when it
@@ -32,6 +35,10 @@ pub use run::{Membership, ReadyReporter};
 
 /// How long a member counts as alive after its latest join or heartbeat, by default.
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(10);
+
+/// After how many records a snapshot of the fold is written, by default: a joining member
+/// reads at most about this many records past the newest one.
+pub const DEFAULT_SNAPSHOT_EVERY: u64 = 1000;
 
 /// The topic an agent's membership records are on: `<agent>.members`, one partition (one
 /// order every member folds alike).
@@ -60,6 +67,10 @@ pub struct MembershipConfig {
     pub signer: Option<RecordSigner>,
     /// Checks the records it reads (`serve --trust`): others are not folded.
     pub verifier: Option<RecordVerifier>,
+    /// After how many records the member in the lowest slot writes a snapshot of the fold, so
+    /// that a joining member folds from the newest one instead of from the start
+    /// ([`DEFAULT_SNAPSHOT_EVERY`]).
+    pub snapshot_every: u64,
 }
 
 impl MembershipConfig {
@@ -74,6 +85,7 @@ impl MembershipConfig {
             heartbeat: None,
             signer: None,
             verifier: None,
+            snapshot_every: DEFAULT_SNAPSHOT_EVERY,
         }
     }
 
@@ -87,6 +99,7 @@ impl MembershipConfig {
 setters!(MembershipConfig {
     stream: String,
     lease: Duration,
+    snapshot_every: u64,
 } optional {
     heartbeat: Duration,
     signer: RecordSigner,

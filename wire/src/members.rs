@@ -23,7 +23,7 @@
 //! | member | str16, the member the record is about (not empty) |
 //! | source | str16, the member that wrote it (an eviction: the one that noticed) |
 //! | key id | str16, the signer's key id; empty = unsigned |
-//! | body | join: str16 url, u64 lease_ms (> 0); ready: u32 partition, u64 move (the [`Move::since`] it answers); heartbeat, leave, evict: nothing |
+//! | body | join: str16 url, u64 lease_ms (> 0); ready: u32 partition, u64 move (the [`Move::since`] it answers); snapshot: u64 after (the offset of the last record it folds), str32 state (the fold as JSON, [`MemberFold::state`]); heartbeat, leave, evict: nothing |
 //! | signature | u8 length (0 or 64) + the ed25519 signature of [`MemberRecord::signing_payload`] |
 //!
 //! The decoder rejects an unknown version (`unknown_version`) or kind (`unknown_kind`),
@@ -61,6 +61,8 @@ pub enum MemberKind {
     Evict = 4,
     /// A member caught up a partition moved to it: the map switches to it.
     Ready = 5,
+    /// The fold of every record up to an offset, so a reader need not fold from the start.
+    Snapshot = 6,
 }
 
 impl MemberKind {
@@ -77,11 +79,12 @@ impl MemberKind {
             3 => MemberKind::Leave,
             4 => MemberKind::Evict,
             5 => MemberKind::Ready,
+            6 => MemberKind::Snapshot,
             _ => return None,
         })
     }
 
-    /// The snake-case name (`join`, `heartbeat`, `leave`, `evict`, `ready`).
+    /// The snake-case name (`join`, `heartbeat`, `leave`, `evict`, `ready`, `snapshot`).
     pub fn name(self) -> &'static str {
         self.into()
     }
@@ -117,6 +120,15 @@ pub enum MemberBody {
         #[serde(rename = "move")]
         since: u64,
     },
+    /// The fold of every record of the topic up to offset `after`, as [`MemberFold::state`]
+    /// gives it: a reader may start from it and fold the records after `after`. The fold
+    /// itself passes over it (it changes nothing, and is not counted).
+    Snapshot {
+        /// The offset of the last record it folds.
+        after: u64,
+        /// The fold's state (JSON).
+        state: String,
+    },
 }
 
 impl MemberBody {
@@ -128,6 +140,7 @@ impl MemberBody {
             MemberBody::Leave => MemberKind::Leave,
             MemberBody::Evict => MemberKind::Evict,
             MemberBody::Ready { .. } => MemberKind::Ready,
+            MemberBody::Snapshot { .. } => MemberKind::Snapshot,
         }
     }
 }

@@ -23,6 +23,7 @@ pub struct Membership {
     view: MemberWatch,
     stop: watch::Sender<bool>,
     task: Option<JoinHandle<()>>,
+    replayed_from: u64,
 }
 
 /// What writes this member's records.
@@ -80,6 +81,10 @@ struct Reader {
     name: String,
     topic: TopicRef,
     verifier: Option<crate::security::RecordVerifier>,
+    /// The offset of the last record read (folded or passed over).
+    last: Option<u64>,
+    /// Records folded since the newest snapshot read.
+    since_snapshot: u64,
 }
 
 impl Reader {
@@ -100,8 +105,15 @@ impl Reader {
             let admitted = self.verifier.as_ref().is_none_or(|v| {
                 v.admit_member(&record, &self.topic, stored.partition, stored.offset)
             });
-            if admitted {
+            self.last = Some(stored.offset);
+            if !admitted {
+                continue;
+            }
+            if let MemberBody::Snapshot { .. } = record.body {
+                self.since_snapshot = 0;
+            } else {
                 self.fold.apply(&record);
+                self.since_snapshot += 1;
             }
         }
     }
@@ -129,12 +141,20 @@ impl Membership {
             leaving: AtomicBool::new(false),
         });
         let joined_at = writer.join().await?;
+        let snapshot =
+            newest_snapshot(&log, &topic, joined_at, partitions, verifier.as_ref()).await?;
+        let (replayed_from, fold) = match snapshot {
+            Some((after, fold)) => (after + 1, fold),
+            None => (0, MemberFold::new(partitions)),
+        };
         let mut reader = Reader {
-            follower: Follower::new(log, topic.clone(), 0, 0).await?,
-            fold: MemberFold::new(partitions),
+            follower: Follower::new(log, topic.clone(), 0, replayed_from).await?,
+            fold,
             name,
             topic,
             verifier,
+            last: replayed_from.checked_sub(1),
+            since_snapshot: 0,
         };
         while reader.follower.position() <= joined_at {
             let records = reader.follower.next_batch().await?;
@@ -159,7 +179,14 @@ impl Membership {
             view,
             stop,
             task: Some(task),
+            replayed_from,
         })
+    }
+
+    /// The offset of `<agent>.members` this member's fold started reading at: after the
+    /// newest snapshot before its join, or 0.
+    pub fn replayed_from(&self) -> u64 {
+        self.replayed_from
     }
 
     /// This member's name.
@@ -264,6 +291,7 @@ async fn run(
             batch = reader.follower.next_batch() => match batch {
                 Ok(records) => {
                     reader.fold(&records);
+                    snapshot_if_due(&writer, &mut reader).await;
                     let view = reader.view();
                     let present = view.me.is_some();
                     publish.send_if_modified(|current| {
@@ -345,4 +373,72 @@ async fn evict_overdue(writer: &Writer, fold: &MemberFold, evicted: &mut HashMap
             Err(error) => tracing::warn!(error = %error.report(), "cannot write an eviction"),
         }
     }
+}
+
+/// Write a snapshot of the fold if this member is in the lowest slot and enough records
+/// came since the newest one.
+async fn snapshot_if_due(writer: &Writer, reader: &mut Reader) {
+    let a = reader.fold.assignment();
+    let lowest = a.members.first().map(|m| m.name.as_str());
+    let (Some(after), true) = (reader.last, lowest == Some(writer.config.name.as_str())) else {
+        return;
+    };
+    if reader.since_snapshot < writer.config.snapshot_every.max(1) {
+        return;
+    }
+    reader.since_snapshot = 0;
+    let state = reader.fold.state();
+    let body = MemberBody::Snapshot { after, state };
+    if let Err(error) = writer.write(&writer.config.name, body).await {
+        tracing::warn!(error = %error.report(), "cannot write a membership snapshot");
+    }
+}
+
+/// How far back a join looks for a snapshot at a time.
+const SNAPSHOT_WINDOW: u64 = 4096;
+
+/// The newest snapshot before offset `end` that the trust admits and that restores over
+/// `partitions` partitions: the offset of the last record it folds, and the fold.
+async fn newest_snapshot(
+    log: &Log,
+    topic: &TopicRef,
+    end: u64,
+    partitions: u32,
+    verifier: Option<&crate::security::RecordVerifier>,
+) -> Result<Option<(u64, MemberFold)>> {
+    let mut hi = end;
+    while hi > 0 {
+        let lo = hi.saturating_sub(SNAPSHOT_WINDOW);
+        let mut records = Vec::new();
+        let mut from = lo;
+        while from < hi {
+            let want = usize::try_from(hi - from).unwrap_or(usize::MAX);
+            let batch = log.read(topic, 0, from, want).await?;
+            let Some(last) = batch.last() else { break };
+            from = last.offset + 1;
+            records.extend(batch.into_iter().filter(|r| r.offset < hi));
+        }
+        for stored in records.iter().rev() {
+            let Ok(record) = MemberRecord::decode(&stored.payload) else {
+                continue;
+            };
+            let MemberBody::Snapshot { after, state } = &record.body else {
+                continue;
+            };
+            let admitted =
+                verifier.is_none_or(|v| v.admit_member(&record, topic, 0, stored.offset));
+            if *after >= stored.offset || !admitted {
+                continue;
+            }
+            match MemberFold::restore(partitions, state) {
+                Ok(fold) => return Ok(Some((*after, fold))),
+                Err(error) => tracing::warn!(
+                    topic = %topic, offset = stored.offset, %error,
+                    "passing over a membership snapshot that does not restore"
+                ),
+            }
+        }
+        hi = lo;
+    }
+    Ok(None)
 }

@@ -231,6 +231,37 @@ async fn a_log_out_of_reach_for_longer_than_the_lease_evicts_nobody() {
 }
 
 #[tokio::test]
+async fn a_joining_member_starts_from_the_newest_snapshot() {
+    let log = log::open("memory://").await.unwrap();
+    let often = |name: &str| config(name).snapshot_every(5);
+    let a = Membership::join(log.clone(), often("a"), P).await.unwrap();
+    let _a_up = catch_up(&a);
+    let b = Membership::join(log.clone(), often("b"), P).await.unwrap();
+    let _b_up = catch_up(&b);
+    until(&a.watch(), settled(2)).await;
+    // a (the lowest slot) writes one every 5 records; wait for a few.
+    until_log(&log, |records| {
+        let snapshots = records
+            .iter()
+            .filter(|r| matches!(r.body, MemberBody::Snapshot { .. }));
+        snapshots.count() >= 3
+    })
+    .await;
+    let c = Membership::join(log.clone(), often("c"), P).await.unwrap();
+    assert!(c.replayed_from() > 0, "c folded from the start");
+    let _c_up = catch_up(&c);
+    let seen = until(&a.watch(), settled(3)).await;
+    until(&c.watch(), |v| v.assignment == seen.assignment).await;
+    // The same map as a fold of every record from the start.
+    let records = read_all(&log).await;
+    let whole = agentlog_wire::members::MemberFold::of(P, &records);
+    let joined = records.iter().rposition(|r| r.member == "c").unwrap();
+    let upto = agentlog_wire::members::MemberFold::of(P, &records[..=joined]);
+    assert_eq!(upto.assignment().slot_of("c"), Some(2));
+    assert_eq!(whole.assignment().members.len(), 3);
+}
+
+#[tokio::test]
 async fn a_restart_within_the_lease_keeps_the_partitions() {
     let log = log::open("memory://").await.unwrap();
     let slow = |name: &str| config(name).lease(Duration::from_secs(60));

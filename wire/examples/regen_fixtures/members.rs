@@ -55,6 +55,17 @@ pub(crate) fn members() -> Vec<Value> {
             "a signed heartbeat (key id and a 64-byte signature)",
             signed,
         ),
+        (
+            "a snapshot: the fold of the records up to offset 1, as JSON",
+            of(
+                T0,
+                "a",
+                MemberBody::Snapshot {
+                    after: 1,
+                    state: MemberFold::of(2, &[join(T0, "a"), join(T0, "b")]).state(),
+                },
+            ),
+        ),
     ];
     for (description, record) in encodings {
         let bytes = record.encode().unwrap();
@@ -78,8 +89,8 @@ pub(crate) fn members() -> Vec<Value> {
     version[0] = 2;
     bad.push(("format version 2", version, "unknown_version"));
     let mut kind = bytes.clone();
-    kind[1] = 6;
-    bad.push(("kind 6", kind, "unknown_kind"));
+    kind[1] = 7;
+    bad.push(("kind 7", kind, "unknown_kind"));
     let mut utf8 = bytes.clone();
     utf8[12] = 0xff;
     bad.push(("a member name that is not UTF-8", utf8, "invalid_utf8"));
@@ -209,6 +220,22 @@ pub(crate) fn members() -> Vec<Value> {
                 ),
                 of(T0 + 2, "a", MemberBody::Leave),
                 join(T0 + 3, "a"),
+            ],
+        ),
+        (
+            "a snapshot changes nothing and is not counted (a reader may start from its state)",
+            4,
+            vec![
+                join(T0, "a"),
+                of(
+                    T0 + 1,
+                    "a",
+                    MemberBody::Snapshot {
+                        after: 0,
+                        state: MemberFold::of(4, &[join(T0, "a")]).state(),
+                    },
+                ),
+                join(T0 + 2, "b"),
             ],
         ),
         (

@@ -53,6 +53,16 @@ impl MemberRecord {
                 out.extend_from_slice(&partition.to_le_bytes());
                 out.extend_from_slice(&since.to_le_bytes());
             }
+            MemberBody::Snapshot { after, state } => {
+                out.extend_from_slice(&after.to_le_bytes());
+                let len = u32::try_from(state.len()).map_err(|_| WireError::FieldTooLong {
+                    field: "state",
+                    len: state.len(),
+                    max: u32::MAX as usize,
+                })?;
+                out.extend_from_slice(&len.to_le_bytes());
+                out.extend_from_slice(state.as_bytes());
+            }
             MemberBody::Heartbeat | MemberBody::Leave | MemberBody::Evict => {}
         }
         if with_signature && !self.signature.is_empty() {
@@ -95,6 +105,13 @@ impl MemberRecord {
             MemberKind::Ready => MemberBody::Ready {
                 partition: u32::from_le_bytes(r.array("partition")?),
                 since: r.u64("move")?,
+            },
+            MemberKind::Snapshot => MemberBody::Snapshot {
+                after: r.u64("after")?,
+                state: {
+                    let len = u32::from_le_bytes(r.array("state")?);
+                    r.text("state", usize::try_from(len).unwrap_or(usize::MAX))?
+                },
             },
         };
         let signature_len = usize::from(r.u8("signature")?);
@@ -171,7 +188,11 @@ impl<'a> Reader<'a> {
 
     fn str16(&mut self, field: &'static str) -> Result<String, WireError> {
         let len = u16::from_le_bytes(self.array(field)?);
-        let bytes = self.take(field, usize::from(len))?;
+        self.text(field, usize::from(len))
+    }
+
+    fn text(&mut self, field: &'static str, len: usize) -> Result<String, WireError> {
+        let bytes = self.take(field, len)?;
         std::str::from_utf8(bytes)
             .map(str::to_owned)
             .map_err(|_| WireError::InvalidUtf8 { field })

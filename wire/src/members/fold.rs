@@ -23,6 +23,8 @@
 //!    (the member was alive after all), or about an absent member (a duplicate), it is ignored.
 //! 5. **Ready** of partition p and move m by p's target ends p's move if it began at m; any
 //!    other is stale and ignored.
+//! 6. **Snapshot**: nothing (not even counted); a reader may start from its state instead
+//!    ([`MemberFold::restore`]) and fold the records after its `after` offset.
 //!
 //! Balance: after every record each member that is not leaving holds ⌊P/N⌋ or ⌈P/N⌉ targets,
 //! the members holding the most keeping the larger shares. Leases are judged by records' times
@@ -31,6 +33,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{MemberBody, MemberRecord};
+use crate::WireError;
 
 /// A partition moving: `from` serves it until its target is ready.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -168,14 +171,15 @@ pub struct MemberStats {
 }
 
 /// A present member's lease.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 struct Lease {
     lease_ms: u64,
     last_seen_ms: u64,
 }
 
 /// The fold of an agent's membership records (the rules are in this module's documentation).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MemberFold {
     assignment: Assignment,
     /// Parallel to `assignment.members`.
@@ -228,8 +232,48 @@ impl MemberFold {
         Some(lease.last_seen_ms.saturating_add(lease.lease_ms))
     }
 
-    /// Fold one more record; whether it changed anything.
+    /// The fold's state as JSON, what a snapshot record carries: [`restore`](Self::restore)
+    /// gives this fold back.
+    pub fn state(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// The fold a snapshot's `state` holds, over `partitions` partitions; refused
+    /// (`invalid_json`, `invalid_field`) when it does not parse or does not hold together.
+    pub fn restore(partitions: u32, state: &str) -> Result<Self, WireError> {
+        let fold: Self = serde_json::from_str(state).map_err(|e| WireError::InvalidJson {
+            what: "membership snapshot",
+            reason: e.to_string(),
+        })?;
+        let a = &fold.assignment;
+        let invalid = |reason: &str| WireError::InvalidField {
+            field: "state",
+            reason: reason.to_owned(),
+        };
+        if a.targets.len() != partitions as usize || a.moves.len() != partitions as usize {
+            return Err(invalid("another partition count"));
+        }
+        if fold.leases.len() != a.members.len()
+            || a.members.windows(2).any(|w| w[0].slot >= w[1].slot)
+        {
+            return Err(invalid(
+                "members out of slot order, or without a lease each",
+            ));
+        }
+        let present = |slot: &u32| a.member(*slot).is_some();
+        let moves_ok = a.moves.iter().flatten().all(|m| present(&m.from));
+        if !a.targets.iter().flatten().all(present) || !moves_ok {
+            return Err(invalid("a partition names an absent member"));
+        }
+        Ok(fold)
+    }
+
+    /// Fold one more record; whether it changed anything. A snapshot changes nothing and is
+    /// not counted, so a fold restored from one and a fold from the start agree.
     pub fn apply(&mut self, record: &MemberRecord) -> bool {
+        if let MemberBody::Snapshot { .. } = record.body {
+            return false;
+        }
         let seq = self.folded;
         self.folded += 1;
         let applied = match &record.body {
@@ -242,6 +286,7 @@ impl MemberFold {
             MemberBody::Ready { partition, since } => {
                 self.ready(&record.member, *partition, *since)
             }
+            MemberBody::Snapshot { .. } => false,
         };
         if applied {
             self.stats.applied += 1;

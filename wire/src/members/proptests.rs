@@ -31,13 +31,17 @@ fn history(partitions: u32, steps: &[Step]) -> Vec<MemberRecord> {
     for &(op, who, dt, pick) in steps {
         now += u64::from(dt);
         let name = NAMES[who % NAMES.len()];
-        let body = match op % 6 {
+        let body = match op % 7 {
             0 | 1 => MemberBody::Join {
                 url: format!("http://{name}"),
                 lease_ms: LEASE,
             },
             2 => MemberBody::Heartbeat,
             3 => MemberBody::Leave,
+            6 => MemberBody::Snapshot {
+                after: records.len() as u64,
+                state: fold.state(),
+            },
             4 => {
                 let due = fold.lease_end(name).unwrap_or(now);
                 let at = if pick % 2 == 0 {
@@ -169,7 +173,7 @@ proptest! {
                     prop_assert_eq!(&before.moves, &after.moves);
                 }
                 (MemberBody::Join { .. }, true) => {}
-                (MemberBody::Heartbeat | MemberBody::Ready { .. }, true) => {
+                (MemberBody::Heartbeat | MemberBody::Ready { .. } | MemberBody::Snapshot { .. }, true) => {
                     prop_assert!(changed.is_empty());
                 }
             }
@@ -181,7 +185,15 @@ proptest! {
             .iter()
             .map(|r| MemberRecord::decode(&r.encode().unwrap()).unwrap())
             .collect();
-        prop_assert_eq!(MemberFold::of(partitions, &decoded), fold);
+        prop_assert_eq!(MemberFold::of(partitions, &decoded), fold.clone());
+        // A reader starting from any point's state folds to the same map.
+        for at in [0, records.len() / 3, records.len() / 2, records.len()] {
+            let head = MemberFold::of(partitions, &records[..at]);
+            let mut restored = MemberFold::restore(partitions, &head.state()).unwrap();
+            for record in &records[at..] {
+                restored.apply(record);
+            }
+            prop_assert_eq!(&restored, &fold);
+        }
     }
 }
-

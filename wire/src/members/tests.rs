@@ -40,6 +40,10 @@ fn every_body() -> Vec<MemberBody> {
             partition: 7,
             since: 42,
         },
+        MemberBody::Snapshot {
+            after: 99,
+            state: MemberFold::new(2).state(),
+        },
     ]
 }
 
@@ -56,13 +60,14 @@ fn kind_codes_are_pinned() {
             (MemberKind::Leave, 3, "leave"),
             (MemberKind::Evict, 4, "evict"),
             (MemberKind::Ready, 5, "ready"),
+            (MemberKind::Snapshot, 6, "snapshot"),
         ]
     );
     for (kind, code, _) in pinned {
         assert_eq!(MemberKind::from_code(code), Some(kind));
     }
     assert_eq!(MemberKind::from_code(0), None);
-    assert_eq!(MemberKind::from_code(6), None);
+    assert_eq!(MemberKind::from_code(7), None);
 }
 
 #[test]
@@ -310,4 +315,37 @@ fn the_last_member_leaving_leaves_nobody() {
     fold.apply(&of(T0 + 1, "a", MemberBody::Leave));
     assert_eq!(fold.assignment(), &Assignment::empty(4));
     assert_eq!(fold.assignment().owner(0), None);
+}
+
+#[test]
+fn a_snapshot_changes_nothing_and_restores_the_fold() {
+    let mut fold = MemberFold::of(4, &[join(T0, "a"), join(T0 + 1, "b")]);
+    let before = fold.clone();
+    let snapshot = of(
+        T0 + 2,
+        "a",
+        MemberBody::Snapshot {
+            after: 1,
+            state: fold.state(),
+        },
+    );
+    assert!(!fold.apply(&snapshot));
+    assert_eq!(fold, before, "not even counted");
+    assert_eq!(MemberFold::restore(4, &fold.state()).unwrap(), fold);
+    assert_eq!(
+        MemberFold::restore(8, &fold.state()).unwrap_err().kind(),
+        "invalid_field"
+    );
+    assert_eq!(
+        MemberFold::restore(4, "{").unwrap_err().kind(),
+        "invalid_json"
+    );
+    let mut ghost: serde_json::Value = serde_json::from_str(&fold.state()).unwrap();
+    ghost["assignment"]["targets"][0] = 7.into();
+    assert_eq!(
+        MemberFold::restore(4, &ghost.to_string())
+            .unwrap_err()
+            .kind(),
+        "invalid_field"
+    );
 }
