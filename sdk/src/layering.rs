@@ -21,6 +21,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("members", 4),
     ("bridge", 5),
     ("worker", 5),
+    ("placement", 5),
     ("mcp", 6),
     ("edge", 6),
     ("push", 6),

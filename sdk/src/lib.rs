@@ -35,6 +35,7 @@ mod layering;
 pub mod log;
 pub mod mcp;
 pub mod members;
+pub mod placement;
 #[cfg(feature = "http")]
 pub mod push;
 pub mod retention;
