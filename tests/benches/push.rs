@@ -18,6 +18,13 @@
 //!     cargo bench -p agentlog-integration --bench push
 //!     PUSH_BENCH_ROUNDS=3 PUSH_BENCH_LOG=memory cargo bench -p agentlog-integration --bench push
 //!     PUSH_BENCH_CASES=2,3 PUSH_BENCH_PER_ENDPOINT=8 cargo bench ... --bench push  # some cases; a limit
+//!     PUSH_BENCH_PEER=off cargo bench ... --bench push  # agentlog alone (profiling its CPU)
+//!
+//! CPU a notification: this process's CPU time (every thread: the worker writing the
+//! updates, the log, the view, the sender and the receiver) from the worker's start to the
+//! last arrival, over the notifications of that span; a figure the machine's other load
+//! barely moves, unlike the rates and lags. The a2a-python sender runs in its own process:
+//! its column is the receiver's share only, left blank.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -82,6 +89,8 @@ struct Row {
     /// after its first (the fan-out to its configs), p50 and p99.
     first_ms: (f64, f64),
     spread_ms: (f64, f64),
+    /// This process's CPU microseconds a notification (agentlog's runs only).
+    cpu_us: Option<f64>,
 }
 
 fn micros(at: SystemTime) -> u64 {
@@ -136,16 +145,13 @@ fn measure(got: &[Got]) -> Row {
         p99_ms: lags.value_at_quantile(0.99) as f64 / 1000.0,
         first_ms: (ms(&first, 0.5), ms(&first, 0.99)),
         spread_ms: (ms(&spread, 0.5), ms(&spread, 0.99)),
+        cpu_us: None,
     }
 }
 
 async fn wait_for(receiver: &Receiver, count: usize) {
-    let got = receiver.wait_for(count, Duration::from_secs(300)).await;
-    assert!(
-        got.len() >= count,
-        "only {} of {count} notifications",
-        got.len()
-    );
+    let got = receiver.wait_until(count, Duration::from_secs(300)).await;
+    assert!(got >= count, "only {got} of {count} notifications");
 }
 
 async fn agentlog(case: Case, memory: bool, per_endpoint: Option<usize>) -> Row {
@@ -197,6 +203,7 @@ async fn agentlog(case: Case, memory: bool, per_endpoint: Option<usize>) -> Row 
     }
     // Every config's first notification (the task as registered) before the updates start.
     wait_for(&receiver, tasks * configs).await;
+    let cpu_before = agentlog_integration::bench::process_cpu_time();
     let worker = Worker::start(
         log.clone(),
         WorkerConfig::new("bench").view(bridge.view().clone()),
@@ -223,7 +230,13 @@ async fn agentlog(case: Case, memory: bool, per_endpoint: Option<usize>) -> Row 
     .expect("worker");
     // Snapshot, working, the updates, the end: per config of every task.
     wait_for(&receiver, tasks * configs * (updates + 3)).await;
-    let row = measure(&receiver.got());
+    let cpu = agentlog_integration::bench::process_cpu_time()
+        .zip(cpu_before)
+        .map(|(after, before)| after.saturating_sub(before));
+    let mut row = measure(&receiver.got());
+    // Working, the updates and the end: what came after the worker started.
+    let told = tasks * configs * (updates + 2);
+    row.cpu_us = cpu.map(|cpu| cpu.as_secs_f64() * 1e6 / told as f64);
     worker.shutdown().await.expect("worker");
     pusher.stop().await;
     log.close().await.expect("close");
@@ -312,14 +325,15 @@ async fn run() {
     let per_endpoint = std::env::var("PUSH_BENCH_PER_ENDPOINT")
         .ok()
         .and_then(|n| n.trim().parse().ok());
+    let peer = std::env::var("PUSH_BENCH_PEER").map_or(true, |p| p != "off");
     println!(
         "push bench: {} log, {rounds} rounds, medians (min-max)",
         if memory { "memory://" } else { "file://" }
     );
     println!(
-        "| configs | tasks x updates | sender | notifications/s | lag p50 ms | lag p99 ms | lost (worst round) |"
+        "| configs | tasks x updates | sender | notifications/s | lag p50 ms | lag p99 ms | CPU µs a notification | lost (worst round) |"
     );
-    println!("| --- | --- | --- | --- | --- | --- | --- |");
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- |");
     for case in cases.iter().filter_map(|c| CASES.get(*c).copied()) {
         let Case {
             configs,
@@ -332,7 +346,9 @@ async fn run() {
         for round in 0..rounds {
             let started = Instant::now();
             // Alternate which goes first, so neither always runs on a warmer machine.
-            if round % 2 == 0 {
+            if !peer {
+                ours.push(agentlog(case, memory, per_endpoint).await);
+            } else if round % 2 == 0 {
                 ours.push(agentlog(case, memory, per_endpoint).await);
                 theirs.push(a2a_python(case).await);
             } else {
@@ -347,6 +363,9 @@ async fn run() {
             format!("{tasks} x {updates}, one per {interval_ms} ms a task")
         };
         for (name, rows) in [("agentlog", &ours), ("a2a-python", &theirs)] {
+            if rows.is_empty() {
+                continue;
+            }
             let rate = median(rows, |r| r.per_second);
             let p50 = median(rows, |r| r.p50_ms);
             let p99 = median(rows, |r| r.p99_ms);
@@ -355,8 +374,14 @@ async fn run() {
                 .map(|r| tasks * configs * updates - r.notifications.min(tasks * configs * updates))
                 .max()
                 .unwrap_or(0);
+            let cpu = if rows.iter().all(|r| r.cpu_us.is_some()) {
+                let cpu = median(rows, |r| r.cpu_us.unwrap_or_default());
+                format!("{:.0} ({:.0}-{:.0})", cpu.0, cpu.1, cpu.2)
+            } else {
+                String::new()
+            };
             println!(
-                "| {configs} | {load} | {name} | {:.0} ({:.0}-{:.0}) | {:.1} ({:.1}-{:.1}) | {:.1} ({:.1}-{:.1}) | {lost} |",
+                "| {configs} | {load} | {name} | {:.0} ({:.0}-{:.0}) | {:.1} ({:.1}-{:.1}) | {:.1} ({:.1}-{:.1}) | {cpu} | {lost} |",
                 rate.0, rate.1, rate.2, p50.0, p50.1, p50.2, p99.0, p99.1, p99.2
             );
             if configs > 1 && interval_ms > 0 {
@@ -372,9 +397,9 @@ async fn run() {
                 );
             }
         }
-        if interval_ms == 0 {
+        if interval_ms == 0 && !theirs.is_empty() {
             let ratio = median(&ours, |r| r.per_second).0 / median(&theirs, |r| r.per_second).0;
-            println!("| {configs} | | agentlog / a2a-python | {ratio:.1}x | | | |");
+            println!("| {configs} | | agentlog / a2a-python | {ratio:.1}x | | | | |");
         }
     }
 }
