@@ -85,6 +85,11 @@ impl SigningKey {
         }
     }
 
+    /// The 32-byte secret (for a signer that holds the key in another library).
+    pub(crate) fn seed(&self) -> [u8; 32] {
+        self.key.to_bytes()
+    }
+
     /// The ed25519 signature of `message`.
     pub fn sign(&self, message: &[u8]) -> [u8; SIGNATURE_LEN] {
         self.key.sign(message).to_bytes()
