@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
-use reqwest::header::{HeaderMap, HeaderValue};
+use reqwest::header::HeaderMap;
+use url::Url;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::security::Destinations;
@@ -64,22 +65,26 @@ impl Client {
         })
     }
 
-    /// POST `body` to `url` with `headers` (`Content-Type` and `Content-Length` are set here).
-    pub(super) async fn post(&self, url: &str, headers: HeaderMap, body: Bytes) -> Sent {
-        // A literal address never reaches the resolver: check it here, before any connection.
-        if let Err(refused) = self.destinations.check_url(url) {
-            return Sent::Refused(refused.message().to_owned());
+    /// `url` parsed, if `Destinations` lets it be sent to as far as its text tells (a literal
+    /// address never reaches the resolver, so it is checked here, before any connection);
+    /// else why not. Checked once per notification, not per attempt: the rules do not change.
+    pub(super) fn check(&self, url: &str) -> std::result::Result<Checked, String> {
+        match self.destinations.check_url(url) {
+            Ok(url) => Ok(Checked {
+                endpoint: endpoint_of(&url),
+                url,
+            }),
+            Err(refused) => Err(refused.message().to_owned()),
         }
-        let request = self
-            .http
-            .post(url)
-            .headers(headers)
-            .header(
-                reqwest::header::CONTENT_TYPE,
-                HeaderValue::from_static("application/json"),
-            )
-            .body(body);
-        let mut response = match request.send().await {
+    }
+
+    /// POST `body` to `url` with `headers` (which set `Content-Type`; `Content-Length` is
+    /// set here).
+    pub(super) async fn post(&self, url: &Checked, headers: HeaderMap, body: Bytes) -> Sent {
+        let mut request = reqwest::Request::new(reqwest::Method::POST, url.url.clone());
+        *request.headers_mut() = headers;
+        *request.body_mut() = Some(body.into());
+        let mut response = match self.http.execute(request).await {
             Ok(response) => response,
             Err(error) => return failure(&error),
         };
@@ -179,15 +184,20 @@ impl Resolve for Guarded {
     }
 }
 
-/// The host of a webhook URL, for grouping requests by endpoint: scheme, host and port.
-pub(super) fn endpoint_of(url: &str) -> String {
-    match url::Url::parse(url) {
-        Ok(parsed) => format!(
-            "{}://{}:{}",
-            parsed.scheme(),
-            host_of(&parsed),
-            parsed.port_or_known_default().unwrap_or(0)
-        ),
-        Err(_) => url.to_owned(),
-    }
+/// A webhook URL the destination rules allow as written, and its endpoint.
+#[derive(Debug)]
+pub(super) struct Checked {
+    url: Url,
+    /// Scheme, host and port: what requests are grouped by (per-endpoint limits, circuits).
+    pub(super) endpoint: String,
+}
+
+/// The endpoint of a webhook URL: scheme, host and port.
+fn endpoint_of(url: &Url) -> String {
+    format!(
+        "{}://{}:{}",
+        url.scheme(),
+        host_of(url),
+        url.port_or_known_default().unwrap_or(0)
+    )
 }

@@ -2,9 +2,8 @@
 //! log order, each retried with backoff until delivered or given up (a dead-letter record on
 //! the task's log); lanes run side by side, so a slow or dead receiver holds only its own.
 //! Requests to one endpoint (scheme, host, port) are limited in number, and an endpoint that
-//! keeps failing has its circuit opened: nothing is sent to it until a cool-down passes. A
-//! lane that keeps failing is parked (`progress`' module doc), so that it does not hold its
-//! partition's progress back.
+//! keeps failing has its circuit opened ([`super::endpoint`]). A lane that keeps failing is
+//! parked (`progress`' module doc), so that it does not hold its partition's progress back.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -16,14 +15,14 @@ use agentlog_wire::{Record, RecordBody, RecordHeader};
 use bytes::Bytes;
 use foldhash::HashMap;
 use parking_lot::Mutex;
-use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
+use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use super::client::{Client, Sent, endpoint_of};
+use super::client::{Checked, Client, Sent};
 use super::config::RetryPolicy;
-use super::gate::Gate;
+use super::endpoint::{Endpoint, Endpoints};
 use super::metrics::PushMetrics;
 use super::park::{PARK_CHECK, Park};
 use super::progress::Progress;
@@ -36,12 +35,6 @@ use crate::telemetry::{self, Kind, Parent, Span};
 pub(super) const TOKEN_HEADER: &str = "x-a2a-notification-token";
 /// The header carrying the notification's signed JWT.
 pub const SIGNATURE_HEADER: &str = "agentlog-notification-signature";
-
-/// The shortest and longest an endpoint's circuit stays open.
-const FIRST_COOL_DOWN: Duration = Duration::from_secs(1);
-const LONGEST_COOL_DOWN: Duration = Duration::from_secs(60);
-/// Past this many endpoints known, idle ones are forgotten.
-const ENDPOINTS_KEPT: usize = 1024;
 
 /// The W3C trace context headers a notification carries.
 const TRACEPARENT: HeaderName = HeaderName::from_static(agentlog_wire::trace::TRACEPARENT);
@@ -77,7 +70,6 @@ impl Job {
 pub(super) struct Shared {
     pub(super) client: Client,
     pub(super) policy: RetryPolicy,
-    pub(super) per_endpoint: usize,
     pub(super) breaker_failures: u32,
     pub(super) log: Log,
     pub(super) events: TopicRef,
@@ -90,7 +82,7 @@ pub(super) struct Shared {
     pub(super) room: Notify,
     pub(super) cancel: CancellationToken,
     lanes: Mutex<HashMap<LaneKey, Arc<Lane>>>,
-    endpoints: Mutex<HashMap<String, Arc<Endpoint>>>,
+    endpoints: Endpoints,
 }
 
 /// A lane's task and config id.
@@ -121,7 +113,6 @@ impl Shared {
         Self {
             client,
             policy,
-            per_endpoint: per_endpoint.max(1),
             breaker_failures: breaker_failures.max(1),
             log,
             events,
@@ -133,7 +124,7 @@ impl Shared {
             room: Notify::new(),
             cancel,
             lanes: Mutex::new(HashMap::default()),
-            endpoints: Mutex::new(HashMap::default()),
+            endpoints: Endpoints::new(per_endpoint),
         }
     }
 }
@@ -267,7 +258,7 @@ async fn run(shared: Arc<Shared>, key: LaneKey, lane: Arc<Lane>) {
             shared.room.notify_waiters();
         }
     }
-    forget_idle_endpoints(&shared);
+    shared.endpoints.forget_idle();
 }
 
 /// [`send`] under a `push delivery` span (a child of the record's context): the task, the
@@ -297,36 +288,19 @@ async fn delivery(shared: &Shared, lane: &Lane, job: &Job) -> bool {
 /// Send `job` until delivered or given up (`true`), or until the sender stops or loses the
 /// job's partition (`false`: it is not done; its next sender sends it).
 async fn send(shared: &Shared, lane: &Lane, job: &Job) -> bool {
-    let endpoint = endpoint(shared, &job.config.url);
+    let target = shared
+        .client
+        .check(&job.config.url)
+        .map(|url| (shared.endpoints.get(&url.endpoint), url));
     let mut failures = 0;
     let mut failing_since = None;
     loop {
         if shared.cancel.is_cancelled() || !current(shared, job) {
             return false;
         }
-        let sent = if endpoint.is_open() {
-            Sent::Failed("the endpoint's circuit is open (it kept failing)".into())
-        } else {
-            let _permit = endpoint.permits.acquire(job.since).await;
-            let sent = match headers(shared, job) {
-                Ok(headers) => {
-                    shared
-                        .client
-                        .post(&job.config.url, headers, job.body.clone())
-                        .await
-                }
-                Err(reason) => Sent::Refused(reason),
-            };
-            match &sent {
-                Sent::Delivered => endpoint.succeeded(),
-                Sent::Failed(_) => {
-                    if endpoint.failed(shared.breaker_failures) {
-                        PushMetrics::add(&shared.metrics.circuit_opens);
-                    }
-                }
-                Sent::Refused(_) => {}
-            }
-            sent
+        let sent = match &target {
+            Ok((endpoint, url)) => attempt(shared, job, endpoint, url).await,
+            Err(reason) => Sent::Refused(reason.clone()),
         };
         let reason = match sent {
             Sent::Delivered => {
@@ -359,6 +333,29 @@ async fn send(shared: &Shared, lane: &Lane, job: &Job) -> bool {
             }
         }
     }
+}
+
+/// One POST of `job` to `url`, unless its endpoint's circuit is open; the endpoint told how
+/// it went.
+async fn attempt(shared: &Shared, job: &Job, endpoint: &Endpoint, url: &Checked) -> Sent {
+    if endpoint.is_open() {
+        return Sent::Failed("the endpoint's circuit is open (it kept failing)".into());
+    }
+    let _permit = endpoint.permits.acquire(job.since).await;
+    let sent = match headers(shared, job) {
+        Ok(headers) => shared.client.post(url, headers, job.body.clone()).await,
+        Err(reason) => Sent::Refused(reason),
+    };
+    match &sent {
+        Sent::Delivered => endpoint.succeeded(),
+        Sent::Failed(_) => {
+            if endpoint.failed(shared.breaker_failures) {
+                PushMetrics::add(&shared.metrics.circuit_opens);
+            }
+        }
+        Sent::Refused(_) => {}
+    }
+    sent
 }
 
 /// Park the lane of `job`, failing since `failing_since`, if it is due and holds its
@@ -441,9 +438,11 @@ fn current(shared: &Shared, job: &Job) -> bool {
     shared.progress.lock().is_current(job.partition, job.epoch)
 }
 
-/// The request's headers: the config's credentials and token, and the signed JWT.
+/// The request's headers: the body's type, the config's credentials and token, the signed
+/// JWT and the trace context.
 fn headers(shared: &Shared, job: &Job) -> Result<HeaderMap, String> {
-    let mut headers = HeaderMap::new();
+    let mut headers = HeaderMap::with_capacity(8);
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     let value = |text: &str, what: &str| {
         HeaderValue::from_str(text)
             .map_err(|_| format!("the config's {what} is not a header value"))
@@ -524,95 +523,9 @@ fn jitter(delay: Duration) -> Duration {
     delay.mul_f64(0.5 + spread / 2.0)
 }
 
-/// Requests to one endpoint: how many at once, and its circuit.
-struct Endpoint {
-    permits: Gate,
-    breaker: Mutex<Breaker>,
-}
-
-#[derive(Default)]
-struct Breaker {
-    /// Failures in a row.
-    failures: u32,
-    /// While open: until when nothing is sent. Still set once past: the next answer decides
-    /// (a failure reopens it at once, a success closes it).
-    open_until: Option<Instant>,
-    cool_down: Duration,
-}
-
-impl Endpoint {
-    fn is_open(&self) -> bool {
-        self.breaker
-            .lock()
-            .open_until
-            .is_some_and(|until| Instant::now() < until)
-    }
-
-    fn succeeded(&self) {
-        *self.breaker.lock() = Breaker::default();
-    }
-
-    /// Count a failure; `true` if it opened the circuit.
-    fn failed(&self, threshold: u32) -> bool {
-        let mut breaker = self.breaker.lock();
-        breaker.failures += 1;
-        if breaker.open_until.is_none() && breaker.failures < threshold {
-            return false;
-        }
-        breaker.cool_down = if breaker.open_until.is_some() {
-            (breaker.cool_down * 2).clamp(FIRST_COOL_DOWN, LONGEST_COOL_DOWN)
-        } else {
-            FIRST_COOL_DOWN
-        };
-        breaker.open_until = Some(Instant::now() + breaker.cool_down);
-        true
-    }
-}
-
-fn endpoint(shared: &Shared, url: &str) -> Arc<Endpoint> {
-    shared
-        .endpoints
-        .lock()
-        .entry(endpoint_of(url))
-        .or_insert_with(|| {
-            Arc::new(Endpoint {
-                permits: Gate::new(shared.per_endpoint),
-                breaker: Mutex::new(Breaker::default()),
-            })
-        })
-        .clone()
-}
-
-/// Forget endpoints no lane uses and whose circuit is closed, once many are known.
-fn forget_idle_endpoints(shared: &Shared) {
-    let mut endpoints = shared.endpoints.lock();
-    if endpoints.len() > ENDPOINTS_KEPT {
-        endpoints.retain(|_, e| Arc::strong_count(e) > 1 || e.breaker.lock().open_until.is_some());
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_circuit_opens_after_failures_in_a_row_and_reopens_longer_after_a_failed_probe() {
-        let endpoint = Endpoint {
-            permits: Gate::new(1),
-            breaker: Mutex::new(Breaker::default()),
-        };
-        assert!(!endpoint.failed(3) && !endpoint.failed(3));
-        assert!(endpoint.failed(3), "the third in a row opens it");
-        assert!(endpoint.is_open());
-        assert_eq!(endpoint.breaker.lock().cool_down, FIRST_COOL_DOWN);
-        // The cool-down passed: a failed probe reopens it at once, for longer.
-        endpoint.breaker.lock().open_until = Some(Instant::now());
-        assert!(!endpoint.is_open());
-        assert!(endpoint.failed(3));
-        assert_eq!(endpoint.breaker.lock().cool_down, 2 * FIRST_COOL_DOWN);
-        endpoint.succeeded();
-        assert!(!endpoint.is_open() && !endpoint.failed(3));
-    }
 
     #[test]
     fn jitter_stays_between_half_and_all_of_the_delay() {

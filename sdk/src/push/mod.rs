@@ -24,6 +24,7 @@
 mod client;
 mod config;
 mod consume;
+mod endpoint;
 mod gate;
 mod lanes;
 mod metrics;
