@@ -11,8 +11,8 @@
 //! `notifications/resources/updated {uri}`. `toolsListChanged`, `promptsListChanged` (with
 //! prompts served) and `resourcesListChanged` are honored when `true`: a reload that changes
 //! that list (`super::reload`) sends its `notifications/…/list_changed`, and so does a task
-//! new to the caller's `resources/list`, written through any replica (one notification for a
-//! burst of them). Asking for task
+//! the caller's `resources/list` gains (written through any replica) or loses (expired): one
+//! notification for a burst of them. Asking for task
 //! notifications without declaring the extension is -32021. Each task is followed from the view's events
 //! (`Bridge::subscribe_to_task`, so any replica serves it and the records are the truth);
 //! a finished task gets its one notification. Once every task followed has finished (and when

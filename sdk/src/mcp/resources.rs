@@ -174,12 +174,13 @@ impl McpBridge {
         Ok(result)
     }
 
-    /// When `caller`'s `resources/list` gains a task, from now on: a task new on any agent it
-    /// lists, written through whichever replica or worker (the views follow the log). One item
-    /// for a burst (what arrived while the last was told); it never ends.
+    /// When `caller`'s `resources/list` gains or loses a task, from now on: a task new on any
+    /// agent it lists, written through whichever replica or worker (the views follow the log),
+    /// or one expired. One item for a burst (what arrived while the last was told); it never
+    /// ends.
     pub(super) fn task_list_changes(&self, caller: &Caller) -> BoxStream<'static, ()> {
         let views = self.inner.task_bridges.values().map(|bridge| {
-            let new_tasks = bridge.view().new_tasks();
+            let new_tasks = bridge.view().listing_changes();
             futures::stream::unfold(
                 (new_tasks, caller.clone()),
                 |(mut new_tasks, caller)| async move {

@@ -17,7 +17,7 @@
 //!
 //! The stream also carries the `list_changed` notifications unasked (as 2025-era servers
 //! send them): this replica's reloads', and `notifications/resources/list_changed` when the
-//! caller's `resources/list` gains a task, written through any replica.
+//! caller's `resources/list` gains a task (written through any replica) or loses one (expired).
 //!
 //! Only the session's caller reaches it (the task is the caller's): another caller naming the
 //! id gets a task of its own, empty. A subscription is checked as a read would be: a URI the

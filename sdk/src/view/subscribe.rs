@@ -73,15 +73,16 @@ impl TaskView {
         Self::subscribe_locked(info, slot, &mut tasks).map(|(info, rx)| (info, owner, rx))
     }
 
-    /// The owner of each task the view holds anew from now on (its first record, or a new
-    /// incarnation after it expired), whichever replica or worker wrote it: what changes
-    /// a caller's list of tasks. One channel for every partition, made by the first to ask.
-    pub fn new_tasks(&self) -> broadcast::Receiver<Caller> {
+    /// The owner of each task the view gains (its first record, or a new incarnation after it
+    /// expired, whichever replica or worker wrote it) or drops (expired), from now on: what
+    /// changes a caller's list of tasks. One channel for every partition, made by the first
+    /// to ask.
+    pub fn listing_changes(&self) -> broadcast::Receiver<Caller> {
         let mut shared: Option<broadcast::Sender<Caller>> = None;
         for part in self.inner.parts.iter() {
             let mut tasks = part.write();
             let created = tasks
-                .created
+                .listing
                 .get_or_insert_with(|| match &shared {
                     Some(sender) => sender.clone(),
                     None => broadcast::channel(SUBSCRIBER_BUFFER).0,

@@ -71,9 +71,9 @@ pub(super) struct Tasks {
     /// ([`Tasks::track_awaiting_input`]: its sweeper expires abandoned asks).
     pub(super) awaiting_input: Option<AwaitingClaim>,
     pub(super) watchers: HashMap<Slot, broadcast::Sender<Arc<TaskEvent>>>,
-    /// Told the owner of each task the view holds anew (its first record, or a new
-    /// incarnation after it expired), once someone asked (`TaskView::new_tasks`).
-    pub(super) created: Option<broadcast::Sender<Caller>>,
+    /// Told the owner of each task the view gains (its first record, or a new incarnation
+    /// after it expired) or drops (expired), once someone asked (`TaskView::listing_changes`).
+    pub(super) listing: Option<broadcast::Sender<Caller>>,
     /// Finished tasks by when they expire (fold rule 14): what [`Tasks::expire`] drops. Built
     /// with the list index, once the replay is done: a replay expires nothing.
     pub(super) expiring: Expiring,
@@ -99,7 +99,7 @@ impl Tasks {
             awaiting: None,
             awaiting_input: None,
             watchers: HashMap::default(),
-            created: None,
+            listing: None,
             expiring: Expiring::default(),
             live: count_live.then(LiveRecords::default),
             snapshotting: None,
@@ -154,9 +154,19 @@ impl Tasks {
                 applied::forget(&entry.records, live);
             }
             self.watchers.remove(&slot);
+            self.tell_listing(entry.owner);
             dropped += 1;
         }
         dropped
+    }
+
+    /// Tell [`listing`](Self::listing)'s receivers, if any, that `owner`'s tasks changed.
+    fn tell_listing(&self, owner: OwnerId) {
+        if let Some(listing) = self.listing.as_ref()
+            && listing.receiver_count() > 0
+        {
+            let _ = listing.send(self.owners.caller(owner).clone());
+        }
     }
 
     /// Keep the awaiting-claim index from now on, built from the tasks known so far.
@@ -321,10 +331,8 @@ impl Tasks {
         let Some(entry) = self.entries.entry(slot) else {
             return;
         };
-        if let Some(created) = self.created.as_ref().filter(|_| new)
-            && created.receiver_count() > 0
-        {
-            let _ = created.send(self.owners.caller(entry.owner).clone());
+        if new {
+            self.tell_listing(entry.owner);
         }
         let machine = &entry.machine;
         let state = machine.state().unwrap_or(TaskState::Unspecified);

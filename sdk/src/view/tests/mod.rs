@@ -89,15 +89,15 @@ async fn a_terminal_record_closes_the_subscribers_channel() {
 }
 
 #[tokio::test]
-async fn new_tasks_tells_the_owner_of_each_task_new_to_the_view_and_nothing_else() {
+async fn listing_changes_tells_the_owner_of_each_task_gained_or_expired_and_nothing_else() {
     let log = crate::log::open("memory://").await.unwrap();
     let topic = TopicRef::new("s", "events");
     log.ensure_topic(&topic, 4).await.unwrap();
     let view = TaskView::start(log.clone(), topic.clone()).await.unwrap();
     append(&log, &topic, &command("before")).await;
     view.sync(None, PATIENCE).await.unwrap();
-    let mut created = view.new_tasks();
-    let mut again = view.new_tasks();
+    let mut changes = view.listing_changes();
+    let mut again = view.listing_changes();
     let mut other = command("t2");
     other.header.principal = "q".to_owned();
     // Two tasks on (most likely) different partitions, and a record of a known task.
@@ -105,14 +105,27 @@ async fn new_tasks_tells_the_owner_of_each_task_new_to_the_view_and_nothing_else
         append(&log, &topic, &record).await;
     }
     view.sync(None, PATIENCE).await.unwrap();
-    for receiver in [&mut created, &mut again] {
+    let owners = |receiver: &mut tokio::sync::broadcast::Receiver<Caller>| {
         let mut owners = Vec::new();
         while let Ok(owner) = receiver.try_recv() {
             owners.push(owner.principal);
         }
         owners.sort();
-        assert_eq!(owners, ["p", "q"]);
-    }
+        owners
+    };
+    assert_eq!(owners(&mut changes), ["p", "q"]);
+    assert_eq!(owners(&mut again), ["p", "q"]);
+    // A task finished long enough ago to have expired: gained, then dropped.
+    let now = crate::retention::now_ms();
+    let mut kept = retention::command("gone", "hi", now - 2_000, 1_000);
+    kept.header.principal = "r".to_owned();
+    let mut done = retention::status("gone", "done", now - 1_500, TaskState::Completed);
+    done.header.principal = "r".to_owned();
+    append(&log, &topic, &kept).await;
+    append(&log, &topic, &done).await;
+    view.sync(None, PATIENCE).await.unwrap();
+    view.expire_now();
+    assert_eq!(owners(&mut changes), ["r", "r"]);
 }
 
 #[tokio::test]
