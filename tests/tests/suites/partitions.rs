@@ -436,3 +436,38 @@ async fn a_forwarded_stream_comes_frame_by_frame_with_its_ids_and_rest_is_forwar
     assert_eq!(cluster.forwards(0, "GetTask", "owner").await, 1);
     worker.shutdown().await.expect("shutdown");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partition_whose_owner_and_successor_are_gone_is_a_retryable_503_never_not_found() {
+    let log = memory_log().await;
+    let mut cluster = Cluster::start(&log, 4).await;
+    // A task of member 1's, whose successor is member 2.
+    let message = (0..)
+        .map(|k| format!("gone-{k}"))
+        .find(|m| partition(&agentlog_wire::ids::task_id("", "", m)) % 4 == 1)
+        .expect("a message");
+    let task = cluster.send(0, &message).await.expect("sent");
+    cluster.kill(1).await;
+    cluster.kill(2).await;
+    let answer = cluster
+        .client
+        .post(format!("{}/", cluster.member(0).url))
+        .header("content-type", "application/json")
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": task}}))
+        .send()
+        .await
+        .expect("an answer");
+    assert_eq!(answer.status().as_u16(), 503);
+    assert_eq!(answer.headers()["retry-after"], "1");
+    let body: Value = answer.json().await.expect("json");
+    assert!(retryable(503, &body), "{body}");
+    assert_eq!(cluster.forwards(0, "GetTask", "unavailable").await, 1);
+    // HTTP+JSON: the same refusal in its shape.
+    let rest = reqwest::get(format!("{}/tasks/{task}", cluster.member(3).url))
+        .await
+        .expect("rest");
+    assert_eq!(rest.status().as_u16(), 503);
+    // ListTasks: not a short page.
+    let (status, listed) = cluster.rpc(3, "ListTasks", json!({})).await;
+    assert!(retryable(status, &listed), "{listed}");
+}
