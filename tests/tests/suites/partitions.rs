@@ -471,3 +471,50 @@ async fn a_partition_whose_owner_and_successor_are_gone_is_a_retryable_503_never
     let (status, listed) = cluster.rpc(3, "ListTasks", json!({})).await;
     assert!(retryable(status, &listed), "{listed}");
 }
+
+/// Section 4's full count, slow in a debug build (run it with `--ignored`): 10,000 rounds of
+/// read-your-writes across every ordered pair of four members, one of them killed halfway.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "10,000 rounds: run with --ignored"]
+async fn read_your_writes_across_every_pair_10_000_times_with_a_kill_halfway() {
+    const ROUNDS: usize = 10_000;
+    let log = memory_log().await;
+    let mut cluster = Cluster::start(&log, 4).await;
+    let mut alive: Vec<usize> = (0..4).collect();
+    let (mut not_found, mut retried) = (0, 0);
+    let started = std::time::Instant::now();
+    for round in 0..ROUNDS {
+        if round == ROUNDS / 2 {
+            cluster.kill(3).await;
+            alive.pop();
+        }
+        let a = alive[round % alive.len()];
+        let b = alive[(round / alive.len()) % alive.len()];
+        let id = loop {
+            match cluster.send(a, &format!("ryw-{round}")).await {
+                Ok(id) => break id,
+                Err((status, body)) => {
+                    assert!(retryable(status, &body), "{body}");
+                    retried += 1;
+                }
+            }
+        };
+        loop {
+            let (status, body) = cluster.rpc(b, "GetTask", json!({"id": id})).await;
+            if body["error"]["code"] == -32001 {
+                not_found += 1;
+            }
+            if status == 200 {
+                assert_eq!(body["result"]["id"], id.as_str());
+                break;
+            }
+            assert!(retryable(status, &body), "{body}");
+            retried += 1;
+        }
+    }
+    assert_eq!(not_found, 0);
+    eprintln!(
+        "read-your-writes: {ROUNDS} rounds over every pair of 4 members (one killed halfway) in {:?}: 0 not found, {retried} retried",
+        started.elapsed()
+    );
+}
