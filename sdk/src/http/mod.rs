@@ -17,6 +17,7 @@
 //! | `GET /readyz` | `200 {"ready":true,"partitions":{"held":[...],"replaying":[...]}}` once the task view has replayed the log and the log takes appends; else `503`, `Retry-After: 1`, `{"ready":false,"reason":...,"error":{"kind":...,"retryable":true},"partitions":...}` |
 //! | `GET /metrics` | OpenMetrics text (see below) |
 //! | `GET /.well-known/jwks.json` (with [`HttpConfig::push`]) | the keys that sign push notifications, a JWKS (public, not guarded) |
+//! | `GET /peers` (with [`HttpConfig::forward`]) | this member's [`PeerList`]: its index, every member's URL, the partition count (members refuse to start beside one that disagrees) |
 //! | any other method on `{rpc_path}` | `405` JSON, `Allow: POST` |
 //! | anything else | `404` JSON |
 //!
@@ -89,6 +90,9 @@
 //!   code (for a stream: `0` once it started; an error before it is a JSON reply with its code).
 //! - `agentlog_rpc_request_duration_seconds{method}`: time until the reply's head (for a
 //!   stream, until it starts, not until it ends).
+//! - `agentlog_forwards_total{verb,outcome}` (with [`HttpConfig::forward`]): requests about a
+//!   partition held elsewhere by method and by who answered (`owner`, `successor`, `here`,
+//!   `unavailable`), and peers' marked requests served here (`received`); see `forward`.
 //! - `agentlog_view_lag_records`: records in the log not yet applied by the task view,
 //!   measured on each scrape.
 //! - `agentlog_view_records_total`, `agentlog_view_undecodable_records_total`: records the
