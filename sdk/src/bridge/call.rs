@@ -74,6 +74,34 @@ impl Call {
         }
     }
 
+    /// The task the call is about, for `caller`: its id, or a new task's (`SendMessage` without
+    /// a `taskId`: derived from the caller in the tenant the bridge will work in and the
+    /// `messageId`). `None` for a call about no task, or one the bridge will refuse anyway.
+    pub(crate) fn task_id(&self, caller: &Caller) -> Option<String> {
+        match self {
+            Call::SendMessage(r) | Call::SendStreamingMessage(r) => match &r.message.task_id {
+                Some(task_id) => Some(task_id.clone()),
+                None => {
+                    let caller = tenant::scoped(caller, self.tenant()).ok()?;
+                    let message_id = &r.message.message_id;
+                    Some(agentlog_wire::ids::task_id(
+                        &caller.tenant,
+                        &caller.principal,
+                        message_id,
+                    ))
+                }
+            },
+            Call::GetTask(r) => Some(r.id.clone()),
+            Call::CancelTask(r) => Some(r.id.clone()),
+            Call::SubscribeToTask(r) => Some(r.id.clone()),
+            Call::CreateTaskPushNotificationConfig(r) => r.task_id.clone(),
+            Call::GetTaskPushNotificationConfig(r) => Some(r.task_id.clone()),
+            Call::ListTaskPushNotificationConfigs(r) => Some(r.task_id.clone()),
+            Call::DeleteTaskPushNotificationConfig(r) => Some(r.task_id.clone()),
+            Call::ListTasks(_) | Call::GetExtendedAgentCard { .. } => None,
+        }
+    }
+
     /// The tenant the request names, if any.
     fn tenant(&self) -> Option<&str> {
         match self {

@@ -61,6 +61,18 @@ impl A2aGrpc {
             .collect();
         let activated = extensions::activated(self.bridge.agent_card(), &requested).join(", ");
         let call = convert(message).map_err(|e| status(&e))?;
+        // gRPC is not forwarded between bridges sharing the partitions: a member serves a
+        // call about a partition it does not hold where it lands, holding it on demand
+        // (correct anywhere, it only costs memory).
+        if let Some(task) = call.task_id(&caller) {
+            let view = self.bridge.view();
+            let partition = view.partition_of(&task);
+            if !view.holds(partition) {
+                view.hold_on_demand(partition)
+                    .await
+                    .map_err(|e| status(&e))?;
+            }
+        }
         let request = RpcRequest::call(call, caller)
             .a2a_version(Some(&version))
             .extensions(requested)

@@ -518,3 +518,67 @@ async fn read_your_writes_across_every_pair_10_000_times_with_a_kill_halfway() {
         started.elapsed()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grpc_call_about_another_members_partition_is_served_where_it_lands() {
+    use agentlog::grpc::proto::a2a_service_client::A2aServiceClient;
+    use agentlog::grpc::proto::{self as pb, send_message_response};
+    let log = memory_log().await;
+    let cluster = Cluster::start(&log, 2).await;
+    // Member 0's gRPC listener; a message whose task member 1 owns.
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let address = listener.local_addr().expect("addr");
+    let (_stop, stopped) = oneshot::channel::<()>();
+    tokio::spawn(agentlog::grpc::serve(
+        listener,
+        cluster.member(0).bridge.clone(),
+        agentlog::grpc::GrpcConfig::new(),
+        async {
+            let _ = stopped.await;
+        },
+    ));
+    let message = (0..)
+        .map(|k| format!("g-{k}"))
+        .find(|m| partition(&agentlog_wire::ids::task_id("", "", m)) % 2 == 1)
+        .expect("a message");
+    let p = partition(&agentlog_wire::ids::task_id("", "", &message));
+    assert!(!cluster.member(0).bridge.view().holds(p));
+    let channel = tonic::transport::Channel::from_shared(format!("http://{address}"))
+        .expect("uri")
+        .connect()
+        .await
+        .expect("connect");
+    let mut client = A2aServiceClient::new(channel);
+    let mut request = tonic::Request::new(pb::SendMessageRequest {
+        message: Some(pb::Message {
+            message_id: message.clone(),
+            role: pb::Role::User.into(),
+            parts: vec![pb::Part {
+                content: Some(pb::part::Content::Text("hello".into())),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }),
+        configuration: Some(pb::SendMessageConfiguration {
+            return_immediately: true,
+            ..Default::default()
+        }),
+        ..Default::default()
+    });
+    request
+        .metadata_mut()
+        .insert("a2a-version", "1.0".parse().expect("ascii"));
+    let sent = client
+        .send_message(request)
+        .await
+        .expect("sent")
+        .into_inner();
+    let Some(send_message_response::Payload::Task(task)) = sent.payload else {
+        panic!("a task: {sent:?}");
+    };
+    assert_eq!(task.id, agentlog_wire::ids::task_id("", "", &message));
+    assert!(cluster.member(0).bridge.view().holds(p));
+    // The owner sees it too (one log).
+    let (status, body) = cluster.rpc(1, "GetTask", json!({"id": task.id})).await;
+    assert_eq!((status, &body["result"]["id"]), (200, &json!(task.id)));
+}
