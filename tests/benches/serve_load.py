@@ -28,7 +28,8 @@ binary. From the repository root:
 
     python3 tests/benches/serve_load.py [--rounds 5] [--seconds 5] [--backends iggy,file,memory]
         [--iggy-shards 1]   (--backends file,memory,a2a-rs,rmcp: the embedded log beside the peers;
-                             --backends file,file-otel,file-otel-default: tracing off and exported)
+                             --backends file-no-otel,file,file-otel,file-otel-default: tracing
+                             compiled out, compiled in and off, exported)
         [--shapes send,submit,get,call] [--connections 1,32]
 """
 
@@ -59,19 +60,28 @@ def die(message: str) -> None:
     sys.exit(f"serve_load: FAILED: {message}")
 
 
-def agentlog_binary() -> str:
-    given = os.environ.get("AGENTLOG_BIN")
+def agentlog_binary(*features: str) -> str:
+    """The release binary, built with `features` (e.g. --no-default-features) when given."""
+    given = os.environ.get("AGENTLOG_BIN_NO_OTEL" if features else "AGENTLOG_BIN")
     if given:
         return given
-    print("cargo build --release -p agentlog-server --bin agentlog --locked", file=sys.stderr)
+    print("cargo build --release -p agentlog-server --bin agentlog --locked " + " ".join(features), file=sys.stderr)
     built = subprocess.run(
         [str(ROOT / "scripts" / "agentlog-bin.sh"), "build", "--release", "-p", "agentlog-server", "--bin", "agentlog",
-         "--locked"],
+         "--locked", *features],
         stdout=subprocess.PIPE, text=True,
     )
     if built.returncode != 0:
         die("cargo build --release did not produce the agentlog binary")
     return built.stdout.strip()
+
+
+def agentlog_without_otel(work: Path) -> str:
+    """A release binary with tracing compiled out (no feature `otel`), copied aside: the next
+    build of the default one writes the same path."""
+    copy = work / "agentlog-no-otel"
+    shutil.copy2(agentlog_binary("--no-default-features"), copy)
+    return str(copy)
 
 
 def iggy_binary() -> str | None:
@@ -296,8 +306,10 @@ def wrk(server: Server, shape: str, connections: int, seconds: int) -> tuple[flo
     return rate, float(p50.group(1)) * scale, cpu / max(total, 1) * 1e6
 
 
-def ratio(top: Server, bottom: Server, key: tuple[str, int]) -> str:
-    rounds = [a[0] / b[0] for a, b in zip(top.runs[key], bottom.runs[key])]
+def ratio(top: Server, bottom: Server, key: tuple[str, int], field: int = 0) -> str:
+    """The median over rounds of `top`'s figure over `bottom`'s (0: requests/s, 2: CPU µs per
+    request), with the rounds' min–max."""
+    rounds = [a[field] / b[field] for a, b in zip(top.runs[key], bottom.runs[key])]
     return f"{statistics.median(rounds):.2f} ({min(rounds):.2f}–{max(rounds):.2f})"
 
 
@@ -346,6 +358,11 @@ def report(servers: list[Server], shapes: list[str], connections: list[int], arg
             parts.extend(f"{traced}/file {ratio(by_name[traced], by_name['file'], key)}"
                          for traced in ("file-otel", "file-otel-default")
                          if traced in by_name and "file" in by_name)
+            # Tracing compiled out as the base: requests/s, then CPU per request.
+            parts.extend(f"{traced}/file-no-otel {ratio(by_name[traced], by_name['file-no-otel'], key)}, "
+                         f"CPU {ratio(by_name[traced], by_name['file-no-otel'], key, 2)}"
+                         for traced in ("file", "file-otel", "file-otel-default")
+                         if traced in by_name and "file-no-otel" in by_name)
             for peer in ("a2a-rs", "rmcp"):
                 if peer in by_name and key in by_name[peer].runs:
                     parts.extend(f"{mine}/{peer} {ratio(by_name[mine], by_name[peer], key)}"
@@ -371,7 +388,8 @@ def main() -> int:
     parser.add_argument("--seconds", type=int, default=5)
     parser.add_argument("--connections", default="1,32")
     parser.add_argument("--backends", default="iggy,file,memory",
-                        help="any of iggy, file, memory (agentlog serve --demo over each), file-otel and "
+                        help="any of iggy, file, memory (agentlog serve --demo over each), file-no-otel "
+                             "(file:// built without feature otel, AGENTLOG_BIN_NO_OTEL or built), file-otel and "
                              "file-otel-default (file:// exporting its spans over OTLP to a sink here, "
                              "sampler always_on or the default), a2a-rs "
                              "(the official Rust A2A SDK's server: the A2A rows) and rmcp (the "
@@ -385,6 +403,9 @@ def main() -> int:
     backends = args.backends.split(",")
     if shutil.which("wrk") is None:
         die("wrk not found on PATH (apt-get install wrk)")
+    # Before the default build, which the run uses: both end at the same path.
+    bin_dir = tempfile.TemporaryDirectory(prefix="serve-load-bin-")
+    no_otel = agentlog_without_otel(Path(bin_dir.name)) if "file-no-otel" in backends else None
     binary = agentlog_binary()
     iggy = iggy_binary()
     if "iggy" in backends and iggy is None:
@@ -405,6 +426,9 @@ def main() -> int:
                     servers.append(start_serve(binary, "file", f"file://{work / 'file-log'}", work))
                 elif backend == "memory":
                     servers.append(start_serve(binary, "memory", "memory://", work))
+                elif backend == "file-no-otel":
+                    assert no_otel is not None
+                    servers.append(start_serve(no_otel, backend, f"file://{work / 'no-otel-log'}", work))
                 elif backend in ("file-otel", "file-otel-default"):
                     # file://, its spans exported over OTLP to a sink here: always_on (every
                     # request), or the default sampler (parentbased_always_on).
