@@ -17,6 +17,7 @@ mod otel;
 mod output;
 mod pusher;
 mod serve;
+mod serve_args;
 mod serve_auth;
 mod serve_console;
 mod serve_grpc;
@@ -106,7 +107,7 @@ enum ColorChoice {
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 enum Command {
-    Serve(serve::ServeArgs),
+    Serve(serve_args::ServeArgs),
     Worker(worker::WorkerArgs),
     Pusher(pusher::PusherArgs),
     Send(tasks::SendArgs),
