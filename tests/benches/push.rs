@@ -3,11 +3,12 @@
 //! sender beside a2a-python's (a2a-sdk 1.3.0's `BasePushNotificationSender`,
 //! `push_python/sender.py`) under the same load, in one run, to the same receiver.
 //!
-//! - agentlog: a bridge and a sender (`Pusher`, defaults but `allow_private`) on a `file://`
-//!   log (`PUSH_BENCH_LOG=memory` for `memory://`); TASKS tasks, each with CONFIGS configs
-//!   registered first, then a worker whose handler writes UPDATES artifact updates per task as
-//!   fast as the log takes them, each carrying the time it was made. Every update is a record
-//!   the sender reads from the log, then one POST per config.
+//! - agentlog: a bridge and a sender (`Pusher`, defaults but `allow_private`), on mimalloc as
+//!   in the `agentlog` command, on a `file://` log (`PUSH_BENCH_LOG=memory` for `memory://`);
+//!   TASKS tasks, each with CONFIGS configs registered first, then a worker whose handler
+//!   writes UPDATES artifact updates per task as fast as the log takes them, each carrying the
+//!   time it was made. Every update is a record the sender reads from the log, then one POST
+//!   per config.
 //! - a2a-python: the same tasks, configs and updates held in its in-memory store, each task's
 //!   updates awaited one after another (as its server sends them), all tasks at once.
 //!
@@ -313,6 +314,10 @@ fn median(rows: &[Row], field: fn(&Row) -> f64) -> (f64, f64, f64) {
         values[values.len() - 1],
     )
 }
+
+// The allocator of the programs that run the sender (`agentlog serve`, `agentlog pusher`).
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
     agentlog_integration::bench::block_on(run());
