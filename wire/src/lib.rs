@@ -5,6 +5,7 @@
 //! SDK, the Python and TypeScript bindings and the fixture vectors all agree byte for byte.
 
 pub mod a2a;
+mod bytes;
 mod error;
 mod error_code;
 pub mod fold;

@@ -2,6 +2,7 @@
 
 use super::{MEMBER_FORMAT_VERSION, MEMBER_SIGNING_DOMAIN, MemberBody, MemberKind, MemberRecord};
 use crate::WireError;
+use crate::bytes::{Reader, put_str16};
 
 /// The length of a signature when there is one (ed25519).
 const SIGNATURE_LEN: usize = 64;
@@ -139,62 +140,4 @@ impl MemberRecord {
 
 fn invalid(field: &'static str, reason: String) -> WireError {
     WireError::InvalidField { field, reason }
-}
-
-fn put_str16(out: &mut Vec<u8>, field: &'static str, s: &str) -> Result<(), WireError> {
-    let len = u16::try_from(s.len()).map_err(|_| WireError::FieldTooLong {
-        field,
-        len: s.len(),
-        max: u16::MAX as usize,
-    })?;
-    out.extend_from_slice(&len.to_le_bytes());
-    out.extend_from_slice(s.as_bytes());
-    Ok(())
-}
-
-struct Reader<'a> {
-    bytes: &'a [u8],
-    pos: usize,
-}
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, field: &'static str, n: usize) -> Result<&'a [u8], WireError> {
-        let available = self.bytes.len() - self.pos;
-        if available < n {
-            return Err(WireError::Truncated {
-                field,
-                at: self.pos,
-                needed: n - available,
-            });
-        }
-        let slice = &self.bytes[self.pos..self.pos + n];
-        self.pos += n;
-        Ok(slice)
-    }
-
-    fn array<const N: usize>(&mut self, field: &'static str) -> Result<[u8; N], WireError> {
-        let mut out = [0; N];
-        out.copy_from_slice(self.take(field, N)?);
-        Ok(out)
-    }
-
-    fn u8(&mut self, field: &'static str) -> Result<u8, WireError> {
-        Ok(self.array::<1>(field)?[0])
-    }
-
-    fn u64(&mut self, field: &'static str) -> Result<u64, WireError> {
-        Ok(u64::from_le_bytes(self.array(field)?))
-    }
-
-    fn str16(&mut self, field: &'static str) -> Result<String, WireError> {
-        let len = u16::from_le_bytes(self.array(field)?);
-        self.text(field, usize::from(len))
-    }
-
-    fn text(&mut self, field: &'static str, len: usize) -> Result<String, WireError> {
-        let bytes = self.take(field, len)?;
-        std::str::from_utf8(bytes)
-            .map(str::to_owned)
-            .map_err(|_| WireError::InvalidUtf8 { field })
-    }
 }

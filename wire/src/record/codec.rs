@@ -4,6 +4,7 @@ use super::{
     FORMAT_V1, FORMAT_V2, FORMAT_V3, MAX_BRIDGE_PATH, RECORD_FORMAT_VERSION, Record, RecordBody,
     RecordHeader, RecordKind, SIGNATURE_LEN, SIGNING_DOMAIN,
 };
+use crate::bytes::{Reader, put_str16, put_str32};
 use crate::{StateCode, WireError};
 
 pub(super) const ARTIFACT_APPEND: u8 = 0b01;
@@ -363,83 +364,4 @@ fn kind_in(version: u8, code: u8) -> Option<RecordKind> {
         | RecordKind::PushProgress => version == RECORD_FORMAT_VERSION,
         _ => true,
     })
-}
-
-fn put_str16(out: &mut Vec<u8>, field: &'static str, s: &str) -> Result<(), WireError> {
-    let len = u16::try_from(s.len()).map_err(|_| WireError::FieldTooLong {
-        field,
-        len: s.len(),
-        max: u16::MAX as usize,
-    })?;
-    out.extend_from_slice(&len.to_le_bytes());
-    out.extend_from_slice(s.as_bytes());
-    Ok(())
-}
-
-fn put_str32(out: &mut Vec<u8>, field: &'static str, s: &str) -> Result<(), WireError> {
-    let len = u32::try_from(s.len()).map_err(|_| WireError::FieldTooLong {
-        field,
-        len: s.len(),
-        max: u32::MAX as usize,
-    })?;
-    out.extend_from_slice(&len.to_le_bytes());
-    out.extend_from_slice(s.as_bytes());
-    Ok(())
-}
-
-struct Reader<'a> {
-    bytes: &'a [u8],
-    pos: usize,
-}
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, field: &'static str, n: usize) -> Result<&'a [u8], WireError> {
-        let available = self.bytes.len() - self.pos;
-        if available < n {
-            return Err(WireError::Truncated {
-                field,
-                at: self.pos,
-                needed: n - available,
-            });
-        }
-        let slice = &self.bytes[self.pos..self.pos + n];
-        self.pos += n;
-        Ok(slice)
-    }
-
-    fn array<const N: usize>(&mut self, field: &'static str) -> Result<[u8; N], WireError> {
-        let mut out = [0; N];
-        out.copy_from_slice(self.take(field, N)?);
-        Ok(out)
-    }
-
-    fn u8(&mut self, field: &'static str) -> Result<u8, WireError> {
-        Ok(self.array::<1>(field)?[0])
-    }
-
-    fn u64(&mut self, field: &'static str) -> Result<u64, WireError> {
-        Ok(u64::from_le_bytes(self.array(field)?))
-    }
-
-    fn text(&mut self, field: &'static str, len: usize) -> Result<String, WireError> {
-        let bytes = self.take(field, len)?;
-        std::str::from_utf8(bytes)
-            .map(str::to_owned)
-            .map_err(|_| WireError::InvalidUtf8 { field })
-    }
-
-    fn str16(&mut self, field: &'static str) -> Result<String, WireError> {
-        let len = u16::from_le_bytes(self.array(field)?);
-        self.text(field, usize::from(len))
-    }
-
-    fn str32(&mut self, field: &'static str) -> Result<String, WireError> {
-        let len = u32::from_le_bytes(self.array(field)?);
-        let len = usize::try_from(len).map_err(|_| WireError::FieldTooLong {
-            field,
-            len: usize::MAX,
-            max: usize::MAX,
-        })?;
-        self.text(field, len)
-    }
 }
