@@ -4,6 +4,7 @@
 
 mod bindings;
 mod bridge;
+mod child;
 mod faults;
 mod grpc;
 mod hops;

@@ -4,51 +4,16 @@
 //! killed member's partitions on demand), with only retryable refusals meanwhile. Members given
 //! another peer list refuse to start.
 
-use std::io::BufRead;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use agentlog::log::partition_for_key;
 use agentlog_integration::iggy_server::IggyServer;
+
+use crate::child::{Killed, agentlog as spawn};
 use serde_json::{Value, json};
 
 const P: u32 = 16;
 const N: usize = 4;
-
-/// A child process, SIGKILLed when dropped.
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// `agentlog <args>`: the child once it printed its first line, and that line (or the
-/// error it printed, if it exited).
-fn spawn(args: &[String]) -> (Killed, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_agentlog_child"))
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn agentlog");
-    let mut stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
-    let mut line = String::new();
-    stdout.read_line(&mut line).expect("first line");
-    std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
-    if line.is_empty() {
-        let mut stderr = String::new();
-        let _ =
-            std::io::Read::read_to_string(&mut child.stderr.take().expect("stderr"), &mut stderr);
-        return (Killed(child), stderr);
-    }
-    let mut stderr = std::io::BufReader::new(child.stderr.take().expect("stderr"));
-    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-    (Killed(child), line)
-}
 
 /// Free loopback ports, one per member (bound and released: the members bind them next).
 fn free_ports(n: usize) -> Vec<u16> {

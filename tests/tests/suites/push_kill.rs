@@ -7,8 +7,6 @@
 //! more than about a second).
 
 use std::collections::{BTreeMap, HashSet};
-use std::io::BufRead;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use agentlog::push::verify::{Expect, Keys, verify};
@@ -16,6 +14,8 @@ use agentlog_integration::iggy_server::IggyServer;
 use agentlog_integration::push_receiver::{Got, Receiver, get_text, post_json};
 use agentlog_integration::push_suite::{ECHO, SOON, kind, task_of};
 use serde_json::json;
+
+use crate::child::{Killed, agentlog as spawn};
 
 const TASKS: usize = 30;
 
@@ -26,33 +26,6 @@ const IN_FLIGHT: Duration = Duration::from_secs(1);
 /// Beside a parked config: its anchor moves on once a second (`PARK_AFTER`), so up to that
 /// much more of the others' notifications may be sent again.
 const IN_FLIGHT_BESIDE_PARKED: Duration = Duration::from_secs(2);
-
-/// A child process, SIGKILLed when dropped (a failed assertion leaves nothing running).
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// `agentlog <args>` as a child process, once it printed its first line.
-fn spawn(args: &[&str]) -> (Killed, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_agentlog_child"))
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn agentlog");
-    let mut stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
-    let mut line = String::new();
-    stdout.read_line(&mut line).expect("first line");
-    // Keep reading so the child never blocks on a full pipe.
-    std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
-    (Killed(child), line)
-}
 
 /// `serve --demo` on `log` with `extra` flags: the child and its URL.
 fn serve(log: &str, extra: &[&str]) -> (Killed, String) {

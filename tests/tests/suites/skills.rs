@@ -6,8 +6,7 @@
 //! over MCP and A2A by one handler: in process, and by `agentlog serve --tools` with an
 //! `agentlog worker --tool` over Apache Iggy (SKIPPED without an `iggy-server`).
 
-use std::io::{BufRead, Read, Write};
-use std::process::{Child, Command, Stdio};
+use std::io::{Read, Write};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -26,6 +25,8 @@ use agentlog_wire::TaskState;
 use agentlog_wire::a2a::{PartContent, SendMessageRequest, SendMessageResponse, Task};
 use agentlog_wire::mcp::{CallToolResult, ContentBlock};
 use serde_json::{Value, json};
+
+use crate::child::agentlog;
 
 const AGENT: &str = "skills.agent";
 
@@ -369,32 +370,6 @@ async fn one_definition_is_a_tool_and_a_skill_answered_by_one_handler() {
     .expect_err("refused");
     assert_eq!(refused.kind(), ErrorKind::InvalidParams);
     assert_eq!(calls.load(Ordering::SeqCst), 2);
-}
-
-/// A child process, killed when dropped (a failed assertion leaves nothing running).
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// `agentlog <args>` as a child process, once it printed its first line.
-fn agentlog(args: &[&str]) -> (Killed, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_agentlog_child"))
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn agentlog");
-    let mut stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
-    let mut line = String::new();
-    stdout.read_line(&mut line).expect("first line");
-    std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
-    (Killed(child), line)
 }
 
 /// POST the JSON `body` to `url` (`http://host:port/path`): the reply's JSON body.
