@@ -106,6 +106,21 @@ setters!(MembershipConfig {
     verifier: RecordVerifier,
 });
 
+/// The `move` a `ready` names when it answers no move: the member says it holds a partition
+/// it owns caught up (after it started, or took the partition over at an eviction). The fold
+/// ignores it (no move begins at this position); [`MemberView::ready`] keeps it.
+pub const NO_MOVE: u64 = u64::MAX;
+
+/// The newest `ready` about a partition written by the member that owned it once folded:
+/// that member holds it caught up since `at_ms`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadyMark {
+    /// The member that wrote it.
+    pub member: String,
+    /// The record's time (the writer's clock), Unix ms.
+    pub at_ms: u64,
+}
+
 /// The assignment as one member sees it: published by [`Membership::watch`] whenever it
 /// changes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -115,6 +130,11 @@ pub struct MemberView {
     /// This member's slot (its index for its peers), or `None` while it is not a member
     /// (evicted and not yet joined again, or gone after leaving).
     pub me: Option<u32>,
+    /// Per partition, the newest `ready` its owner wrote (a move's, or [`NO_MOVE`]'s), read
+    /// since this member started: a bridge holding a copy on demand releases it once its
+    /// owner says so after the copy began ([`crate::placement`]). Not part of the fold (a
+    /// snapshot does not carry it).
+    pub ready: Vec<Option<ReadyMark>>,
 }
 
 impl MemberView {
@@ -138,9 +158,14 @@ impl MemberView {
     /// it now, its successor the member it moves to, else the next member (the owner itself
     /// when alone). `None` while this bridge is not a member, or no member holds anything.
     pub fn owner_map(&self) -> Option<OwnerMap> {
-        let me = self.me?;
+        self.owner_map_as(self.me?)
+    }
+
+    /// [`owner_map`](Self::owner_map) as seen by slot `me`, which may be no member's (this
+    /// bridge after it left: it forwards everything).
+    fn owner_map_as(&self, me: u32) -> Option<OwnerMap> {
         let a = &self.assignment;
-        let slots = a.members.iter().map(|m| m.slot).max()?;
+        let slots = a.members.iter().map(|m| m.slot).max()?.max(me);
         let urls = (0..=slots)
             .map(|s| a.member(s).map(|m| m.url.clone()).unwrap_or_default())
             .collect();
@@ -156,12 +181,21 @@ impl MemberView {
 }
 
 /// Put each new assignment's [`MemberView::owner_map`] in force in `owners` until the
-/// member stops (a view without a map, while this bridge is not a member, leaves the last
-/// one in force: a stale owner costs a forward at most).
+/// member stops. Once this bridge is no member (it left, or was evicted and joins again) the
+/// map keeps its last slot, which owns nothing, so that it forwards what others now serve;
+/// with no member left at all the last map stays in force (a stale owner costs a forward at
+/// most).
 pub async fn feed_owners(mut watch: MemberWatch, owners: Owners) {
+    let mut last_me = None;
     loop {
-        let map = watch.borrow_and_update().owner_map();
-        if let Some(map) = map {
+        let map = {
+            let view = watch.borrow_and_update();
+            last_me = view.me.or(last_me);
+            last_me.and_then(|me| view.owner_map_as(me))
+        };
+        if let Some(map) = map
+            && *owners.current() != map
+        {
             owners.set(map);
         }
         if watch.changed().await.is_err() {

@@ -1,77 +1,217 @@
 //! Placement: a bridge's view holding what its dynamic membership assigns it
 //! (`skills/a2a-bridge/partitions.md`, "Dynamic membership").
 //!
-//! [`hold_assigned`] follows a member's assignment: it holds every partition the member
-//! should hold ([`MemberView::held`]: its targets and those it still serves while they move
-//! away), releases those it held for the assignment and no longer should, and says a
-//! partition moved to it is ready once the view has caught it up to the log's end
-//! ([`TaskView::sync`]), which switches the map to it (and the old holder releases it in
-//! turn). Partitions held on demand (a successor standing in) are not its to release.
+//! [`hold_assigned`] follows a member's assignment:
+//! - it holds every partition the member should hold ([`MemberView::held`]: its targets and
+//!   those it still serves while they move away) and releases those it held for the
+//!   assignment and no longer should;
+//! - a partition moving to it is held on demand while it catches up (the old holder serves
+//!   it meanwhile, so the bridge's readiness, and its requests, do not wait for it), said
+//!   ready once the view has caught it up to the log's end ([`TaskView::sync`]), which
+//!   switches the map to it (the old holder releases it in turn), and then held as assigned;
+//! - a partition it owns without a move (held at start, after a restart, or taken over at
+//!   an eviction) is said held once caught up ([`ReadyReporter::holding`]);
+//! - a copy held on demand (a successor standing in for an owner that did not answer) is
+//!   released once the partition's owner has said, after the copy began, that it holds the
+//!   partition caught up ([`MemberView::ready`]): the owner is back, or another member took
+//!   the partition over, and serves it.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::error::ErrorKind;
 use crate::members::{MemberView, MemberWatch, ReadyReporter};
 use crate::view::TaskView;
 
-/// Keep `view` holding what the assignment in `watch` gives this member, and report each
-/// partition moved to it ready once caught up (each catch-up waits up to `catch_up`, and is
-/// tried again at the next change of the assignment if it took longer). Returns when the
-/// member stops.
+/// How long a failed write or catch-up waits before it is tried again (the log was out of
+/// reach).
+const RETRY: Duration = Duration::from_millis(250);
+
+/// Keep `view` holding what the assignment in `watch` gives this member, and say each
+/// partition it catches up ready (each catch-up waits up to `catch_up` at a time, tried
+/// again while the partition is still its to catch up). Returns when the member stops.
 pub async fn hold_assigned(
     view: TaskView,
     mut watch: MemberWatch,
     reporter: ReadyReporter,
     catch_up: Duration,
 ) {
+    // Held as assigned, and held on demand while moving here.
     let mut assigned: BTreeSet<u32> = BTreeSet::new();
+    let mut warming: BTreeSet<u32> = BTreeSet::new();
     let mut reported: BTreeSet<(u32, u64)> = BTreeSet::new();
     loop {
         let current: Arc<MemberView> = watch.borrow_and_update().clone();
         let wanted: BTreeSet<u32> = current.held().into_iter().collect();
-        let to_hold: Vec<u32> = wanted.difference(&assigned).copied().collect();
-        for p in to_hold {
+        let incoming: BTreeMap<u32, u64> = current.incoming().into_iter().collect();
+        for p in wanted.iter().copied() {
+            if assigned.contains(&p) {
+                continue;
+            }
+            if incoming.contains_key(&p) {
+                if !warming.contains(&p) {
+                    match view.hold_on_demand(p).await {
+                        Ok(()) => {
+                            warming.insert(p);
+                        }
+                        Err(error) => {
+                            tracing::warn!(partition = p, error = %error.report(), "cannot hold a partition moving here");
+                        }
+                    }
+                }
+                continue;
+            }
             match view.hold(p).await {
                 Ok(()) => {
                     assigned.insert(p);
+                    // Moved here: its `ready` said so already. Otherwise say it is held.
+                    if !warming.remove(&p) {
+                        tokio::spawn(say_held(
+                            view.clone(),
+                            watch.clone(),
+                            reporter.clone(),
+                            p,
+                            catch_up,
+                        ));
+                    }
                 }
                 Err(error) => {
                     tracing::warn!(partition = p, error = %error.report(), "cannot hold an assigned partition");
                 }
             }
         }
-        let to_release: Vec<u32> = assigned.difference(&wanted).copied().collect();
+        let to_release: Vec<u32> = assigned
+            .union(&warming)
+            .filter(|p| !wanted.contains(p))
+            .copied()
+            .collect();
         for p in to_release {
             if let Err(error) = view.release(p).await {
                 tracing::warn!(partition = p, error = %error.report(), "cannot release a partition");
             }
             assigned.remove(&p);
+            warming.remove(&p);
         }
-        let incoming = current.incoming();
-        reported.retain(|moved| incoming.contains(moved));
+        reported.retain(|(p, since)| incoming.get(p) == Some(since));
         for (p, since) in incoming {
-            if reported.contains(&(p, since)) || !assigned.contains(&p) {
+            if reported.contains(&(p, since)) || !(warming.contains(&p) || assigned.contains(&p)) {
                 continue;
             }
             reported.insert((p, since));
-            let (view, reporter) = (view.clone(), reporter.clone());
-            tokio::spawn(async move {
-                // Caught up to the end read now: all the old holder had applied.
-                match view.sync(Some(p), catch_up).await {
-                    Ok(()) => {
-                        if let Err(error) = reporter.ready(p, since).await {
-                            tracing::warn!(partition = p, error = %error.report(), "cannot say a partition is ready");
-                        }
-                    }
-                    Err(error) => {
-                        tracing::info!(partition = p, error = %error.report(), "a moved partition is not caught up yet");
-                    }
-                }
-            });
+            tokio::spawn(say_ready(
+                view.clone(),
+                watch.clone(),
+                reporter.clone(),
+                (p, since),
+                catch_up,
+            ));
         }
+        release_stale_copies(&view, &current, &assigned, &warming).await;
         if watch.changed().await.is_err() {
             return;
+        }
+    }
+}
+
+/// Catch partition `p` up, retrying each `catch_up` while `still` holds of the assignment
+/// and the view holds it; whether it got there.
+async fn caught_up(
+    view: &TaskView,
+    watch: &MemberWatch,
+    p: u32,
+    catch_up: Duration,
+    still: impl Fn(&MemberView) -> bool,
+) -> bool {
+    loop {
+        // Caught up to the end read now: all the old holder had applied.
+        match view.sync(Some(p), catch_up).await {
+            Ok(()) => return true,
+            Err(error) => {
+                if !view.holds(p) || !still(&watch.borrow()) || watch.has_changed().is_err() {
+                    return false;
+                }
+                tracing::info!(partition = p, error = %error.report(), "a partition is not caught up yet; waiting on");
+                if error.kind() != ErrorKind::Timeout {
+                    // The log failed at once: not a busy loop while it is out of reach.
+                    tokio::time::sleep(RETRY.min(catch_up)).await;
+                }
+            }
+        }
+    }
+}
+
+/// Say partition `moved.0`, moving here by the move that began at `moved.1`, ready once it
+/// is caught up (unless the move ended or changed meanwhile).
+async fn say_ready(
+    view: TaskView,
+    watch: MemberWatch,
+    reporter: ReadyReporter,
+    moved: (u32, u64),
+    catch_up: Duration,
+) {
+    let (p, since) = moved;
+    let still = |v: &MemberView| v.incoming().contains(&moved);
+    if !caught_up(&view, &watch, p, catch_up, still).await {
+        return;
+    }
+    while let Err(error) = reporter.ready(p, since).await {
+        tracing::warn!(partition = p, error = %error.report(), "cannot say a partition is ready; trying again");
+        if !still(&watch.borrow()) || watch.has_changed().is_err() {
+            return;
+        }
+        tokio::time::sleep(RETRY).await;
+    }
+}
+
+/// Say partition `p`, owned here without a move, held once it is caught up (unless it is
+/// no longer this member's meanwhile).
+async fn say_held(
+    view: TaskView,
+    watch: MemberWatch,
+    reporter: ReadyReporter,
+    p: u32,
+    catch_up: Duration,
+) {
+    let still = |v: &MemberView| v.me.is_some() && v.me == v.assignment.owner(p);
+    if !caught_up(&view, &watch, p, catch_up, still).await {
+        return;
+    }
+    while let Err(error) = reporter.holding(p).await {
+        tracing::warn!(partition = p, error = %error.report(), "cannot say a partition is held; trying again");
+        if !still(&watch.borrow()) || watch.has_changed().is_err() {
+            return;
+        }
+        tokio::time::sleep(RETRY).await;
+    }
+}
+
+/// Release each copy the view holds on demand (neither assigned nor moving here) whose
+/// owner, another member, said after the copy began that it holds the partition caught up.
+async fn release_stale_copies(
+    view: &TaskView,
+    current: &MemberView,
+    assigned: &BTreeSet<u32>,
+    warming: &BTreeSet<u32>,
+) {
+    let a = &current.assignment;
+    for status in view.partition_status() {
+        let p = status.partition;
+        if status.assigned || assigned.contains(&p) || warming.contains(&p) {
+            continue;
+        }
+        let Some(owner) = a.owner(p).filter(|o| Some(*o) != current.me) else {
+            continue;
+        };
+        let Some(owner) = a.member(owner) else {
+            continue;
+        };
+        let said = current.ready.get(p as usize).and_then(Option::as_ref);
+        if said.is_some_and(|mark| mark.member == owner.name && mark.at_ms >= status.held_at_ms) {
+            tracing::info!(partition = p, owner = %owner.name, "releasing a copy held on demand: its owner holds it");
+            if let Err(error) = view.release(p).await {
+                tracing::warn!(partition = p, error = %error.report(), "cannot release a partition");
+            }
         }
     }
 }
@@ -147,5 +287,81 @@ mod tests {
         holding_b.await.unwrap();
         assert_eq!(view_a.held_partitions(), share_a);
         assert_eq!(view_b.held_partitions(), share_b);
+    }
+
+    #[tokio::test]
+    async fn a_copy_held_on_demand_is_released_once_its_owner_says_it_holds_it() {
+        let log = log::open("memory://").await.unwrap();
+        let events = TopicRef::new("agentlog", "echo.events");
+        log.ensure_topic(&events, P).await.unwrap();
+        let view = |log: &Log| {
+            TaskView::start_with(
+                log.clone(),
+                events.clone(),
+                ViewOptions::new().holding(Vec::new()),
+            )
+        };
+        let config = |name: &str| {
+            MembershipConfig::new("echo", name, format!("http://{name}"))
+                .lease(Duration::from_secs(30))
+                .heartbeat(Duration::from_millis(100))
+        };
+        let catch_up = Duration::from_secs(5);
+        let (view_a, view_b) = (view(&log).await.unwrap(), view(&log).await.unwrap());
+        let a = Membership::join(log.clone(), config("a"), P).await.unwrap();
+        let holding_a = tokio::spawn(hold_assigned(
+            view_a.clone(),
+            a.watch(),
+            a.reporter(),
+            catch_up,
+        ));
+        let b = Membership::join(log.clone(), config("b"), P).await.unwrap();
+        let holding_b = tokio::spawn(hold_assigned(
+            view_b.clone(),
+            b.watch(),
+            b.reporter(),
+            catch_up,
+        ));
+        until(&b.watch(), settled).await;
+        let of_a = b.view().assignment.targets_of(0);
+        // A partition moved to b was caught up on demand, then held as assigned: b's view
+        // was ready throughout and is now.
+        assert!(view_b.caught_up());
+        // a dies (no leave); b stands in for one of its partitions on demand.
+        a.stop().await;
+        holding_a.await.unwrap();
+        let p = of_a[0];
+        view_b.hold_on_demand(p).await.unwrap();
+        let held_at = view_b
+            .partition_status()
+            .into_iter()
+            .find(|s| s.partition == p)
+            .unwrap()
+            .held_at_ms;
+        // a comes back within its lease under its name: it keeps its partitions, holds them
+        // again and says so; b releases its copy, and only that.
+        let view_a = view(&log).await.unwrap();
+        let a = Membership::join(log.clone(), config("a"), P).await.unwrap();
+        assert_eq!(a.view().assignment.targets_of(0), of_a);
+        let holding_a = tokio::spawn(hold_assigned(
+            view_a.clone(),
+            a.watch(),
+            a.reporter(),
+            catch_up,
+        ));
+        until(&b.watch(), |v| {
+            v.ready[p as usize]
+                .as_ref()
+                .is_some_and(|m| m.member == "a" && m.at_ms >= held_at)
+        })
+        .await;
+        let of_b = b.view().assignment.targets_of(1);
+        b.stop().await;
+        holding_b.await.unwrap();
+        assert!(!view_b.holds(p));
+        assert_eq!(view_b.held_partitions(), of_b);
+        a.stop().await;
+        holding_a.await.unwrap();
+        assert_eq!(view_a.held_partitions(), of_a);
     }
 }

@@ -10,7 +10,7 @@ use bytes::Bytes;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use super::{MemberView, MemberWatch, MembershipConfig, members_topic};
+use super::{MemberView, MemberWatch, MembershipConfig, NO_MOVE, ReadyMark, members_topic};
 use crate::error::{Error, ErrorKind, Result};
 use crate::log::{Follower, Log, StoredRecord, TopicRef};
 
@@ -85,6 +85,8 @@ struct Reader {
     last: Option<u64>,
     /// Records folded since the newest snapshot read.
     since_snapshot: u64,
+    /// Per partition, the newest `ready` by its owner ([`MemberView::ready`]).
+    marks: Vec<Option<ReadyMark>>,
 }
 
 impl Reader {
@@ -114,14 +116,34 @@ impl Reader {
             } else {
                 self.fold.apply(&record);
                 self.since_snapshot += 1;
+                if let MemberBody::Ready { partition, .. } = record.body {
+                    self.mark(partition, &record);
+                }
             }
+        }
+    }
+
+    /// Keep a `ready` about `partition` if its writer owns the partition once it is folded
+    /// (whether it ended a move or named none).
+    fn mark(&mut self, partition: u32, record: &MemberRecord) {
+        let a = self.fold.assignment();
+        let owns = a.owner(partition).is_some() && a.owner(partition) == a.slot_of(&record.member);
+        if let (true, Some(mark)) = (owns, self.marks.get_mut(partition as usize)) {
+            *mark = Some(ReadyMark {
+                member: record.member.clone(),
+                at_ms: record.timestamp_ms,
+            });
         }
     }
 
     fn view(&self) -> MemberView {
         let assignment = self.fold.assignment().clone();
         let me = assignment.slot_of(&self.name);
-        MemberView { assignment, me }
+        MemberView {
+            assignment,
+            me,
+            ready: self.marks.clone(),
+        }
     }
 }
 
@@ -155,6 +177,7 @@ impl Membership {
             verifier,
             last: replayed_from.checked_sub(1),
             since_snapshot: 0,
+            marks: vec![None; partitions as usize],
         };
         while reader.follower.position() <= joined_at {
             let records = reader.follower.next_batch().await?;
@@ -257,6 +280,13 @@ impl ReadyReporter {
         let body = MemberBody::Ready { partition, since };
         self.0.write(&self.0.config.name, body).await?;
         Ok(())
+    }
+
+    /// Say that `partition`, which this member owns without a move (it started holding it,
+    /// or took it over at an eviction), is caught up: a `ready` naming [`NO_MOVE`]. The fold
+    /// passes over it; a bridge holding a copy of the partition on demand releases it.
+    pub async fn holding(&self, partition: u32) -> Result<()> {
+        self.ready(partition, NO_MOVE).await
     }
 }
 

@@ -74,6 +74,7 @@ impl TaskView {
                 applied: part.applied_next(),
                 restored_from: *Part::lock(&part.restored),
                 ready_after: *Part::lock(&part.ready_after),
+                held_at_ms: part.held_at_ms.load(Ordering::Acquire),
             })
             .collect()
     }
@@ -115,6 +116,7 @@ impl Inner {
             return Ok(());
         }
         let began = Instant::now();
+        let held_at_ms = crate::retention::now_ms();
         let count_live = self.options.compact.is_some();
         let restored = match &self.options.checkpoints {
             Some(checkpoints) => persist::restore(self, checkpoints, partition, count_live).await,
@@ -137,6 +139,7 @@ impl Inner {
             part.applied.send_replace(position);
             part.held.store(true, Ordering::Release);
             part.assigned.store(assigned, Ordering::Release);
+            part.held_at_ms.store(held_at_ms, Ordering::Release);
             *Part::lock(&part.restored) = mark.as_ref().map(|m| m.position);
             *Part::lock(&part.ready_after) = None;
             *part.known() = KnownCheckpoints {

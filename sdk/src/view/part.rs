@@ -52,6 +52,8 @@ pub(super) struct Part {
     pub(super) restored: Mutex<Option<u64>>,
     /// How long the current hold took from `hold` to ready, once it is.
     pub(super) ready_after: Mutex<Option<Duration>>,
+    /// When the current hold began, Unix ms (this process's clock).
+    pub(super) held_at_ms: AtomicU64,
 }
 
 impl Part {
@@ -70,6 +72,7 @@ impl Part {
             checkpointing: tokio::sync::Mutex::new(()),
             restored: Mutex::new(None),
             ready_after: Mutex::new(None),
+            held_at_ms: AtomicU64::new(0),
         }
     }
 
@@ -146,6 +149,9 @@ pub struct PartitionStatus {
     pub restored_from: Option<u64>,
     /// How long the hold took to be ready, once it is.
     pub ready_after: Option<Duration>,
+    /// When the hold began, Unix ms (this process's clock): an on-demand copy is released
+    /// once the partition's owner says, after it, that it holds the partition caught up.
+    pub held_at_ms: u64,
 }
 
 /// A checkpoint of one partition the view wrote or started its hold from.

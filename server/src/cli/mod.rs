@@ -22,6 +22,7 @@ mod serve_auth;
 mod serve_console;
 mod serve_grpc;
 mod serve_mcp;
+mod serve_members;
 mod serve_peers;
 mod serve_push;
 mod signing;

@@ -36,11 +36,11 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
         .map_err(|e| CliError::msg(format!("cannot read the listening address: {e}")))?;
     let grpc = super::serve_grpc::bind(&args.grpc).await?;
     let public_url = public_url(args.public_url.as_deref(), local)?;
-    let membership = args.peers.membership()?;
+    let mut scale_out = args.peers.scale_out()?;
     let mut allowed = Allowed::for_base_url(&public_url);
     allowed.hosts.extend(args.allowed_hosts.iter().cloned());
-    if let Some(membership) = &membership {
-        allowed.hosts.extend(membership.hosts());
+    if let Some(scale_out) = &scale_out {
+        allowed.hosts.extend(scale_out.hosts());
     }
     allowed.origins.extend(args.allowed_origins.iter().cloned());
     let mut http = HttpConfig::new()
@@ -127,12 +127,16 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
         config.extension_scope = conformance::extension_scope();
     }
     config.push = args.push.destinations();
-    if let Some(membership) = &membership {
-        let (holding, forwarding) = membership.open(&log, &config.topics).await?;
+    if let Some(scale_out) = &mut scale_out {
+        let opened = scale_out.open(&log, &config.topics, signer.clone(), verifier.clone());
+        let (holding, forwarding) = opened.await?;
         config.holding = Some(holding);
         http.forward = Some(forwarding);
     }
     let bridge = Bridge::open(log.clone(), config).await?;
+    if let Some(scale_out) = &mut scale_out {
+        scale_out.start(&bridge).await?;
+    }
     let push = super::serve_push::start(
         &args.push,
         &log,
@@ -158,7 +162,7 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
         let mut config = WorkerConfig::new(&args.log.agent);
         // A member's view holds its share only; the worker takes turns of every partition
         // its consumer group gives it, so it follows them in a view of its own.
-        if membership.is_none() {
+        if scale_out.is_none() {
             config.view = Some(bridge.view().clone());
         }
         config.signer = signer;
@@ -230,8 +234,8 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
         view.wait_caught_up().await;
     }
     let signal = super::shutdown_signal();
-    let peers_banner = match &membership {
-        Some(membership) => format!("; {}", membership.describe()),
+    let peers_banner = match &scale_out {
+        Some(scale_out) => format!("; {}", scale_out.describe()),
         None => String::new(),
     };
     out.line(&format!(
@@ -255,6 +259,10 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
     };
     if stopped_early.is_none() {
         super::output::note("agentlog: shutting down");
+    }
+    // A dynamic member hands its partitions over while it still serves them.
+    if let Some(scale_out) = &mut scale_out {
+        scale_out.leave(&view).await;
     }
     // Drain: the server stops accepting and lets open requests finish (for up to
     // `http::SHUTDOWN_GRACE`) while the worker lets running turns finish (for up to its

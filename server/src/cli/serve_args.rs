@@ -26,6 +26,10 @@ EXAMPLES:
   agentlog serve --listen 0.0.0.0:8080 --public-url https://agents.example.com/ \\
       --log iggy://iggy:iggy@127.0.0.1:8090
       behind a proxy: the card tells clients the public URL
+  agentlog serve --agent translator --log iggy://iggy:iggy@iggy:8090 --listen 0.0.0.0:8080 \\
+      --member-name b1 --advertise http://b1.internal:8080 --peer-key peer.key
+      one of several bridges sharing the agent's partitions, each holding its share (they
+      find each other on the log; Ctrl-C or SIGTERM hands this one's share over first)
   agentlog serve --demo --push-allow-private
       push notifications to webhooks on this machine too (by default only public
       addresses are sent to); every update of a task goes to its webhooks, retried
@@ -34,7 +38,8 @@ Prints one line, `agentlog serving agent \"demo\" at http://127.0.0.1:8080/ (...
 is ready: it has replayed the log (until then /readyz answers 503, and so does JSON-RPC, with a
 retryable error). /healthz is liveness. The agent card is at <URL>.well-known/agent-card.json;
 it lists one JSONRPC 1.0 interface (plus a 0.3 one with --with-v03-interface; the endpoint
-answers 0.3 method names either way). Stops on Ctrl-C or SIGTERM: stops accepting, lets open
+answers 0.3 method names either way). Stops on Ctrl-C or SIGTERM (a --member-name member first
+hands its partitions over while it serves on, up to --leave-timeout): stops accepting, lets open
 requests finish (up to 10 s) while the demo worker lets running tasks finish (up to 10 s, then
 releases them to another worker), then closes the log.
 

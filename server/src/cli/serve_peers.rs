@@ -1,6 +1,7 @@
 //! `serve --member i/N --peers URL0,… --peer-key FILE [--advertise URL]`: bridges sharing an
-//! agent's partitions (`docs/operations.md#partitions`). The bridge's view holds its share;
-//! requests about the others' are forwarded to their owners.
+//! agent's partitions by a static list (`docs/operations.md#partitions`). The bridge's view
+//! holds its share; requests about the others' are forwarded to their owners. The flags of
+//! dynamic membership (`--member-name`) are here too; `serve_members.rs` runs it.
 
 use std::time::Duration;
 
@@ -11,15 +12,21 @@ use agentlog::security::owners::{OwnerMap, Owners};
 use agentlog::security::peers::{Members, PeerKey};
 use clap::Args;
 
+use super::serve_members::{Dynamic, ScaleOut};
 use super::{CliError, CliResult};
 
 /// The flags of scale-out.
 #[derive(Debug, Args)]
 pub(super) struct PeerArgs {
-    /// This bridge's place among the bridges sharing the agent: INDEX/COUNT (e.g. 0/4). Its
-    /// view holds the partitions p with p mod COUNT = INDEX; requests about the others are
-    /// forwarded to their owners. Needs --peers and --peer-key.
-    #[arg(long, value_name = "INDEX/COUNT", requires_all = ["peers", "peer_key"])]
+    /// This bridge's place among the bridges sharing the agent, by a static list:
+    /// INDEX/COUNT (e.g. 0/4). Its view holds the partitions p with p mod COUNT = INDEX;
+    /// requests about the others are forwarded to their owners. Needs --peers and --peer-key.
+    #[arg(
+        long,
+        value_name = "INDEX/COUNT",
+        requires_all = ["peers", "peer_key"],
+        conflicts_with = "member_name"
+    )]
     member: Option<String>,
 
     /// Every member's URL, in member order, comma-separated (the same list on every member).
@@ -31,13 +38,32 @@ pub(super) struct PeerArgs {
     )]
     peers: Vec<String>,
 
-    /// The URL the other members reach this one at (default: its entry in --peers).
-    #[arg(long, value_name = "URL", requires = "member")]
+    /// Join the bridges sharing the agent's partitions under this name, found at run time on
+    /// the topic <agent>.members (dynamic membership): stable across this bridge's restarts,
+    /// unique among the agent's bridges. Needs --advertise and --peer-key; not with --member.
+    #[arg(long, value_name = "NAME")]
+    member_name: Option<String>,
+
+    /// How long this member counts as alive after each heartbeat (it writes one every third
+    /// of it); a member silent for longer is evicted and its partitions served by the
+    /// others. Keep the members' clocks within a small fraction of it. With --member-name.
+    #[arg(long, value_name = "DURATION", value_parser = super::parse_duration)]
+    member_lease: Option<Duration>,
+
+    /// How long a stopping member (Ctrl-C, SIGTERM) goes on serving while the others take
+    /// its partitions over, caught up, before it stops anyway (the rest is then served by
+    /// the others once its lease is over). With --member-name. Default 10s.
+    #[arg(long, value_name = "DURATION", value_parser = super::parse_duration)]
+    leave_timeout: Option<Duration>,
+
+    /// The URL the other members reach this one at (with --member: default its entry in
+    /// --peers; with --member-name: required).
+    #[arg(long, value_name = "URL")]
     advertise: Option<String>,
 
     /// A file holding the key the members share (at least 32 bytes), to mark the requests
     /// they forward to each other.
-    #[arg(long, value_name = "FILE", requires = "member")]
+    #[arg(long, value_name = "FILE")]
     peer_key: Option<std::path::PathBuf>,
 
     /// How long a member may take to accept a forwarded request and answer its head before
@@ -56,17 +82,70 @@ pub(super) struct Membership {
 }
 
 impl PeerArgs {
-    /// The membership the flags describe, or `None` without `--member`.
-    pub(super) fn membership(&self) -> CliResult<Option<Membership>> {
+    /// How this bridge shares the agent's partitions, or `None` (it holds them all); a
+    /// combination of flags that does not hold together is refused, saying why.
+    pub(super) fn scale_out(&self) -> CliResult<Option<ScaleOut>> {
+        let dynamic_only = [
+            ("--member-lease", self.member_lease.is_some()),
+            ("--leave-timeout", self.leave_timeout.is_some()),
+        ];
+        if self.member_name.is_none()
+            && let Some((flag, _)) = dynamic_only.iter().find(|(_, given)| *given)
+        {
+            return Err(CliError::msg(format!(
+                "{flag} is for dynamic membership: give --member-name too"
+            )));
+        }
+        if self.member.is_none() && self.member_name.is_none() {
+            for (flag, given) in [
+                ("--advertise", self.advertise.is_some()),
+                ("--peer-key", self.peer_key.is_some()),
+            ] {
+                if given {
+                    return Err(CliError::msg(format!(
+                        "{flag} is for bridges sharing the agent's partitions: give --member-name NAME (or --member INDEX/COUNT with --peers)"
+                    )));
+                }
+            }
+            return Ok(None);
+        }
+        if let Some(name) = &self.member_name {
+            let key = self.key("--member-name")?;
+            let Some(advertise) = &self.advertise else {
+                return Err(CliError::msg(
+                    "--member-name needs --advertise URL: the URL the other members reach this one at",
+                ));
+            };
+            let mut member = Dynamic::new(name, advertise, key, self.forward_timeout)?;
+            if let Some(lease) = self.member_lease {
+                member = member.lease(lease)?;
+            }
+            if let Some(within) = self.leave_timeout {
+                member = member.leave_within(within);
+            }
+            return Ok(Some(ScaleOut::Dynamic(Box::new(member))));
+        }
+        Ok(self.membership()?.map(ScaleOut::Static))
+    }
+
+    /// The key of `--peer-key`, which `flag` needs.
+    fn key(&self, flag: &str) -> CliResult<PeerKey> {
+        let Some(path) = &self.peer_key else {
+            return Err(CliError::msg(format!(
+                "{flag} needs --peer-key FILE: the key the members mark the requests they forward to each other with"
+            )));
+        };
+        PeerKey::from_file(path).map_err(CliError::from)
+    }
+
+    /// The static membership the flags describe, or `None` without `--member`.
+    fn membership(&self) -> CliResult<Option<Membership>> {
         let Some(member) = &self.member else {
             return Ok(None);
         };
         let (index, count) = Members::parse_member(member).map_err(CliError::from)?;
         let members = Members::new(index, count, self.peers.clone()).map_err(CliError::from)?;
-        let Some(path) = &self.peer_key else {
-            return Err(CliError::msg("--member needs --peer-key FILE"));
-        };
-        let key = PeerKey::from_file(path).map_err(CliError::from)?;
+        let key = self.key("--member")?;
         let advertised = match &self.advertise {
             Some(url) => url.trim_end_matches('/').to_owned(),
             None => members.url(index).unwrap_or_default().to_owned(),
