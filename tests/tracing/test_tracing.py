@@ -295,6 +295,28 @@ async def send_and_follow(base: str, text: str, webhook: str, token: str, on_wor
                 await asyncio.sleep(0.05)
 
 
+def console_records(base: str, agent: str, task_id: str) -> list[dict]:
+    """The task's records as `serve`'s console shows them (its SSE, read until caught up)."""
+    url = f'{base.rstrip("/")}/console/api/tasks/{agent}/{task_id}/records'
+    records, event, data = [], None, []
+    with urllib.request.urlopen(url, timeout=PATIENCE) as stream:
+        for raw in stream:
+            line = raw.decode().rstrip('\r\n')
+            if line.startswith('event:'):
+                event = line[6:].strip()
+            elif line.startswith('data:'):
+                data.append(line[5:].strip())
+            elif not line:
+                if event == 'caught-up':
+                    return records
+                if event == 'error':
+                    raise AssertionError(f'the console could not read {task_id}: {data}')
+                if data:
+                    records.append(json.loads('\n'.join(data)))
+                event, data = None, []
+    raise AssertionError(f'the console stream of {task_id} ended before catching up')
+
+
 # --- the test -----------------------------------------------------------------------------------
 
 def test_the_workers_spans_are_in_the_clients_trace_across_a_kill_and_a_takeover(receiver, iggy):
@@ -321,6 +343,7 @@ def test_the_workers_spans_are_in_the_clients_trace_across_a_kill_and_a_takeover
         until(lambda: any(body.get('task', {}).get('status', {}).get('state') == 'TASK_STATE_COMPLETED'
                           for _, body in list(receiver.notifications)), 'the last push notification')
         assert state == TaskState.TASK_STATE_COMPLETED
+        records = console_records(server.url(), agent, task_id)
     finally:
         for process in [second, server]:
             if process:
@@ -340,16 +363,16 @@ def test_the_workers_spans_are_in_the_clients_trace_across_a_kill_and_a_takeover
     client_id = posts[0]
 
     # Every notification carries a trace context (W3C headers): that of the record it tells of,
-    # through the push delivery's span. A worker process's claim carries none (written before
-    # its turn is read), so the WORKING its first claim makes goes in a trace of its own; all
-    # else is the client's.
+    # through the push delivery's span, all in the client's trace (the WORKING a worker
+    # process's claim makes too: its claim carries the command's context).
     with receiver.lock:
         notifications = list(receiver.notifications)
     assert all(h.get('traceparent') for h, _ in notifications), notifications
     others = [body for h, body in notifications if h['traceparent'].split('-')[1] != trace_id]
-    assert len(notifications) > len(others), others
-    assert all(body.get('statusUpdate', {}).get('status', {}).get('state') == 'TASK_STATE_WORKING'
-               for body in others), others
+    assert not others, others
+    working = [h['traceparent'].split('-')[2] for h, body in notifications
+               if body.get('statusUpdate', {}).get('status', {}).get('state') == 'TASK_STATE_WORKING']
+    assert working, notifications
     last = next(h['traceparent'].split('-')[2] for h, body in reversed(notifications)
                 if body.get('task', {}).get('status', {}).get('state') == 'TASK_STATE_COMPLETED')
 
@@ -358,7 +381,8 @@ def test_the_workers_spans_are_in_the_clients_trace_across_a_kill_and_a_takeover
         ids = {s['span_id'] for s in spans}
         turns = [s for s in spans if s['name'] == 'turn' and s['attributes'].get('agentlog.attempt') == 2]
         worker_appended = any(s['command'] == 'worker' and s['name'] == 'log append' for s in spans)
-        return spans if turns and worker_appended and last in ids else None
+        delivered = last in ids and working[0] in ids
+        return spans if turns and worker_appended and delivered else None
 
     try:
         spans = until(complete, f'the spans of trace {trace_id}')
@@ -398,6 +422,19 @@ def test_the_workers_spans_are_in_the_clients_trace_across_a_kill_and_a_takeover
     # What the worker appended for the turn hangs under it.
     worker_appends = [s for s in spans if s['name'] == 'log append' and s['command'] == 'worker']
     assert worker_appends and all(by_id[s['parent_id']]['name'] == 'turn' for s in worker_appends), spans
+
+    # Both workers' claims on the log (the killed one's first, the other's takeover) carry the
+    # command's context, the request span's, read from the command's copy on their queue; their
+    # renewals are in the same trace (under each turn's span once it is read).
+    claims = [r for r in records if r['kind'] == 'claim']
+    taken = [r for r in claims if r['claim'] in ('first', 'takeover')]
+    assert [(r['attempt'], r['claim']) for r in taken] == [(1, 'first'), (2, 'takeover')], claims
+    assert taken[0]['source'] != taken[1]['source'], taken
+    assert all(r['trace'] == f"00-{trace_id}-{request['span_id']}-01" for r in taken), taken
+    assert all(r['trace'].split('-')[1] == trace_id for r in claims), claims
+    # The first WORKING, the first claim's, was delivered under a span whose parent is that
+    # span (the later ones tell of the handlers' reports, under their turns).
+    assert by_id[working[0]]['parent_id'] == request['span_id'], by_id[working[0]]
 
     # The push sender's delivery of the last update is a child of the turn that wrote it, in
     # serve's process, and its POST carried the delivery's own span.

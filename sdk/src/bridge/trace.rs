@@ -92,7 +92,7 @@ mod tests {
     }
 
     /// A traced call's turn sees the call's context, and what the worker writes for it
-    /// carries a span of its own in the same trace.
+    /// carries a span of its own in the same trace (its claim, the call's).
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_worker_turn_is_a_child_of_the_call() {
         use crate::bridge::{Bridge, BridgeConfig, RpcReply, RpcRequest};
@@ -130,6 +130,14 @@ mod tests {
         let of = |r: &Record| TraceContext::from_content_type(&r.header.content_type);
         let command = records.first().unwrap();
         assert_eq!(of(command), Some(context.clone()));
+        // The worker has a view of its own (as in another process): its claim, read from
+        // the command's copy on its queue, carries the command's context.
+        let claim = records
+            .iter()
+            .find(|r| matches!(r.body, RecordBody::Claim { .. }))
+            .unwrap();
+        assert_eq!(claim.header.source, worker.source());
+        assert_eq!(of(claim), Some(context.clone()));
         let terminal = records
             .iter()
             .find(|r| matches!(r.body, RecordBody::Terminal { .. }))

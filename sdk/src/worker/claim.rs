@@ -3,6 +3,8 @@
 
 use std::sync::Arc;
 
+use agentlog_wire::trace::TraceContext;
+
 use super::attempt::{Attempt, TaskRef};
 use super::shared::Shared;
 use crate::agent::Caller;
@@ -44,12 +46,16 @@ pub(super) fn stance(info: &TaskInfo, turn: &str, now: u64) -> Stance {
 }
 
 /// Claim `info`'s turn under attempt `number` (the claim moves a submitted task to `working`),
-/// and tell whether the claim applied.
+/// and tell whether the claim applied. `trace` is the context the turn's command or continue
+/// carries (its copy on the workers' queue): the claim carries it, as a first claim written
+/// in the command's own append does, so what the claim starts (its `working` notified) is in
+/// the caller's trace; the turn's records carry the turn's span once it is loaded.
 pub(super) async fn claim(
     shared: &Shared,
     info: &TaskInfo,
     caller: Caller,
     number: u32,
+    trace: Option<&TraceContext>,
 ) -> Result<Option<Arc<Attempt>>> {
     let Some(turn) = info.last_message_id.clone() else {
         return Ok(None);
@@ -66,6 +72,7 @@ pub(super) async fn claim(
         shared.writer.clone(),
         shared.lease,
     );
+    attempt.set_trace(trace, trace.cloned());
     // On a submitted task the claim is also its WORKING status (fold rule 10).
     let records = [attempt.claim_record(&turn, false)];
     let appended = shared.writer.append(&records).await?;

@@ -13,6 +13,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use agentlog_wire::trace::TraceContext;
 use agentlog_wire::{Record, RecordBody};
 use foldhash::HashMap;
 use tokio::sync::mpsc;
@@ -119,7 +120,7 @@ impl Loop {
             self.pending.start(partition, stored.offset);
         }
         for stored in &delivery.records {
-            let Some((turn, written_ms)) = turn_of(stored, &self.shared) else {
+            let Some((turn, written_ms, trace)) = turn_of(stored, &self.shared) else {
                 self.pending.finish(partition, stored.offset);
                 continue;
             };
@@ -139,7 +140,7 @@ impl Loop {
                 // Stopping: the rest stay in flight, so they are not committed and come again.
                 return;
             }
-            self.spawn(partition, Some(stored.offset), turn, written_ms);
+            self.spawn(partition, Some(stored.offset), turn, written_ms, trace);
         }
     }
 
@@ -150,7 +151,8 @@ impl Loop {
             return;
         }
         let partition = self.shared.view.partition_of(&turn.0);
-        self.spawn(partition, None, turn, super::attempt::now_ms());
+        // The claim kept for it carries the command's context already.
+        self.spawn(partition, None, turn, super::attempt::now_ms(), None);
     }
 
     /// Wait until fewer than the most turns allowed are supervised; `false` if stopping.
@@ -164,13 +166,21 @@ impl Loop {
         true
     }
 
-    fn spawn(&mut self, partition: u32, offset: Option<u64>, turn: TurnKey, written_ms: u64) {
+    fn spawn(
+        &mut self,
+        partition: u32,
+        offset: Option<u64>,
+        turn: TurnKey,
+        written_ms: u64,
+        trace: Option<TraceContext>,
+    ) {
         let (task_id, message_id) = turn.clone();
         let handle = self.set.spawn(supervise(
             self.shared.clone(),
             task_id,
             message_id,
             written_ms,
+            trace,
         ));
         self.turns.insert(turn.clone(), handle.id());
         self.running.insert(
@@ -259,9 +269,10 @@ impl Loop {
     }
 }
 
-/// The turn a commands record names and when the record was written, if it is a command or a
-/// continue that decodes (and that the trust admits, if one is configured).
-fn turn_of(stored: &StoredRecord, shared: &Shared) -> Option<(TurnKey, u64)> {
+/// The turn a commands record names, when the record was written and the trace context it
+/// carries, if it is a command or a continue that decodes (and that the trust admits, if one
+/// is configured).
+fn turn_of(stored: &StoredRecord, shared: &Shared) -> Option<(TurnKey, u64, Option<TraceContext>)> {
     let record = match Record::decode(&stored.payload) {
         Ok(record) => record,
         Err(error) => {
@@ -287,10 +298,14 @@ fn turn_of(stored: &StoredRecord, shared: &Shared) -> Option<(TurnKey, u64)> {
         record.body,
         RecordBody::Command { .. } | RecordBody::Continue { .. }
     )
-    .then_some((
-        (record.header.task_id, record.header.message_id),
-        record.header.timestamp_ms,
-    ))
+    .then(|| {
+        let trace = TraceContext::from_content_type(&record.header.content_type);
+        (
+            (record.header.task_id, record.header.message_id),
+            record.header.timestamp_ms,
+            trace,
+        )
+    })
 }
 
 /// The error for a run loop that did not return normally.

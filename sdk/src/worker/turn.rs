@@ -29,16 +29,18 @@ use crate::view::{TaskEvent, TaskInfo};
 use agentlog_wire::RecordBody;
 use agentlog_wire::a2a::Role;
 use agentlog_wire::fold::{Change, ClaimKind};
+use agentlog_wire::trace::TraceContext;
 use tokio::sync::OwnedSemaphorePermit;
 use tokio::sync::broadcast::error::RecvError;
 
-/// Supervise the turn `(task_id, turn)` a command record written at `written_ms` names, until
-/// it needs nothing more from this worker.
+/// Supervise the turn `(task_id, turn)` a command record written at `written_ms` with trace
+/// context `trace` names, until it needs nothing more from this worker.
 pub(super) async fn supervise(
     shared: Arc<Shared>,
     task_id: String,
     turn: String,
     written_ms: u64,
+    trace: Option<TraceContext>,
 ) -> Outcome {
     let view = &shared.view;
     let partition = view.partition_of(&task_id);
@@ -152,7 +154,7 @@ pub(super) async fn supervise(
                         }
                     },
                 };
-                match claim(&shared, &info, caller, number).await {
+                match claim(&shared, &info, caller, number, trace.as_ref()).await {
                     // The events subscribed to before the claim go to the run: nothing between
                     // the two is missed, and the task's channel is not made twice.
                     Ok(Some(attempt)) => match run(&shared, attempt, permit, events, info).await {
