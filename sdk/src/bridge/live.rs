@@ -2,16 +2,18 @@
 //! read back from the log, no task of its own.
 //!
 //! A send that has just written a task's command holds what that record makes of the task
-//! (its header and the params it parsed: [`ChangeFold::new`]). If it subscribes to the task
-//! while the command is still the last record the view applied for it
-//! ([`TaskView::subscribe_after`]), the events it then receives are every change the view's
-//! machine applies after the command, in log order: folded onto the command, they give the same
-//! task as a fold of the task's records ([`ChangeFold`], tested against [`TaskFold`] in the
-//! wire crate). So a blocking send answers from them, and a tool call reads its progress and
-//! answer from them, instead of reading the task's records back and folding them again.
+//! (its header and the params it parsed: [`ChangeFold::new`]). It registers for the task's
+//! events before it appends the command ([`TaskView::watch_new`]); the view moves that
+//! registration to the task when it applies the creating command, whoever applies it (the
+//! append itself, or the follower with the records after it in one go). So the events it
+//! receives are every change the view's machine applies after the command, in log order:
+//! folded onto the command, they give the same task as a fold of the task's records
+//! ([`ChangeFold`], tested against [`TaskFold`] in the wire crate). A blocking send answers
+//! from them, and a tool call reads its progress and answer from them, instead of reading the
+//! task's records back and folding them again.
 //!
-//! Whenever that does not hold (the view had moved past the command, or the subscriber fell
-//! behind the view's buffer) the callers go the way that reads from the log.
+//! Whenever that does not hold (the subscriber fell behind the view's buffer, or the task
+//! left the view) the callers go the way that reads from the log.
 //!
 //! [`TaskFold`]: agentlog_wire::fold::TaskFold
 

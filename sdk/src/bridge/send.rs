@@ -23,9 +23,7 @@ struct Accepted {
     /// Where the view must have applied up to for the acceptance to be visible.
     partition: u32,
     visible_at: u64,
-    /// The new task's events, subscribed to while its command was the last record the view
-    /// had applied for it: taken when this process's worker claimed the turn in the command's
-    /// append, whose claim would otherwise be applied before anyone could subscribe.
+    /// The new task's events from right after its command, when the call follows its turn.
     events: Option<super::live::Events>,
 }
 
@@ -72,7 +70,18 @@ impl Bridge {
         let waiting = (!configuration.return_immediately)
             .then(|| self.inner.limits.blocking_send())
             .transpose()?;
-        let mut accepted = self.accept(caller, &request, raw_params, Fresh::No).await?;
+        let follows = !configuration.return_immediately;
+        let mut accepted = self
+            .accept(
+                caller,
+                &request,
+                raw_params,
+                Accepting {
+                    fresh: Fresh::No,
+                    follows,
+                },
+            )
+            .await?;
         let subscribed = accepted.events.take();
         if configuration.return_immediately {
             if let Some(header) = &accepted.created {
@@ -92,9 +101,7 @@ impl Bridge {
             return self.respond(&info, history_length).await;
         }
         let deadline = tokio::time::Instant::now() + self.inner.config.blocking_timeout;
-        if let Some(header) = &accepted.created
-            && let Some(events) = self.follow_created(caller, &accepted, subscribed).await?
-        {
+        if let (Some(header), Some(events)) = (&accepted.created, subscribed) {
             // The new task folded from the view's events: nothing read back from the log.
             match super::live::settle(events, header, request, deadline).await {
                 Settled::Task(task) => {
@@ -108,25 +115,6 @@ impl Bridge {
         let info = self.wait_settled(caller, &accepted, deadline).await?;
         drop(waiting);
         self.respond(&info, history_length).await
-    }
-
-    /// The events of the task this call has just created (`accepted`), subscribed to while its
-    /// command is the last record the view applied for it (see [`super::live`]): `subscribed`
-    /// when the append subscribed already (a first claim came with the command), else now;
-    /// `None` if the view has moved past the command already.
-    async fn follow_created(
-        &self,
-        caller: &Caller,
-        accepted: &Accepted,
-        subscribed: Option<super::live::Events>,
-    ) -> Result<Option<super::live::Events>> {
-        let view = &self.inner.view;
-        self.sync_to_accepted(accepted).await?;
-        if subscribed.is_some() {
-            return Ok(subscribed);
-        }
-        let command = accepted.visible_at.saturating_sub(1);
-        Ok(view.subscribe_after(Some(caller), &accepted.task_id, command))
     }
 
     /// The answer to a send about the task `info` describes: the task, or the reply that
@@ -164,7 +152,17 @@ impl Bridge {
         resume_after: Option<u64>,
     ) -> Result<TaskStream> {
         let place = self.inner.limits.stream(caller)?;
-        let accepted = self.accept(caller, &request, raw_params, Fresh::No).await?;
+        let accepted = self
+            .accept(
+                caller,
+                &request,
+                raw_params,
+                Accepting {
+                    fresh: Fresh::No,
+                    follows: false,
+                },
+            )
+            .await?;
         let new_task = request.message.task_id.is_none();
         let stream = self
             .stream_accepted(caller, new_task, &accepted, resume_after)
@@ -207,11 +205,21 @@ impl Bridge {
         fresh: Fresh,
     ) -> Result<TurnEvents> {
         let place = self.inner.limits.stream(caller)?;
-        let mut accepted = self.accept(caller, &request, raw_params, fresh).await?;
-        let subscribed = accepted.events.take();
+        let mut accepted = self
+            .accept(
+                caller,
+                &request,
+                raw_params,
+                Accepting {
+                    fresh,
+                    follows: true,
+                },
+            )
+            .await?;
         let new_task = request.message.task_id.is_none();
-        let created = accepted.created.is_some();
-        if created && let Some(events) = self.follow_created(caller, &accepted, subscribed).await? {
+        if accepted.created.is_some()
+            && let Some(events) = accepted.events.take()
+        {
             let view = self.inner.view.clone();
             let command = accepted.visible_at.saturating_sub(1);
             let task_id = Arc::from(accepted.task_id);
@@ -260,7 +268,7 @@ impl Bridge {
         caller: &Caller,
         request: &SendMessageRequest,
         raw_params: Option<&str>,
-        fresh: Fresh,
+        how: Accepting,
     ) -> Result<Accepted> {
         let message = &request.message;
         message.validate().map_err(|e| {
@@ -294,7 +302,8 @@ impl Bridge {
                     .await
             }
             None => {
-                self.accept_new(caller, request, params, raw_params.is_some(), path, fresh)
+                let parsed = raw_params.is_some();
+                self.accept_new(caller, request, params, parsed, path, how)
                     .await
             }
         }
@@ -309,7 +318,7 @@ impl Bridge {
         params: String,
         params_parsed: bool,
         path: Vec<String>,
-        fresh: Fresh,
+        how: Accepting,
     ) -> Result<Accepted> {
         let message = &request.message;
         let task_id = ids::task_id(&caller.tenant, &caller.principal, &message.message_id);
@@ -319,7 +328,7 @@ impl Bridge {
         // One it does not know is appended without asking the log's end first: should another
         // replica have written it already, log order settles it below (that command came
         // first), and syncing to this command's own offset shows everything before it.
-        if fresh == Fresh::No && view.lookup(caller, &task_id).is_some() {
+        if how.fresh == Fresh::No && view.lookup(caller, &task_id).is_some() {
             self.sync_task(&task_id).await?;
             if let Some(info) = view.lookup(caller, &task_id) {
                 return self.accept_retry(&info, message).await;
@@ -356,6 +365,7 @@ impl Bridge {
             view.reserve_first_turn(&record.header)
         };
         let claim = reserved.as_ref().map(|r| r.claim().1.clone());
+        let watch = how.follows.then(|| view.watch_new(&task_id));
         let appended = self.commit_with(&record, Topics::Both, claim).await?;
         let offset = appended.first_offset;
         // A command carrying a push config goes through the follower, which marks the task
@@ -365,13 +375,8 @@ impl Bridge {
         } else {
             OwnCommand::NotApplied
         };
-        let mut events = None;
         if let Some(reserved) = reserved {
             if own != OwnCommand::NotApplied {
-                // Before the claim is applied, so the follower of the new task hears it.
-                if own == OwnCommand::Created {
-                    events = view.subscribe_after(Some(caller), &task_id, offset);
-                }
                 let claim = std::slice::from_ref(reserved.claim().0);
                 view.apply_own(partition, offset + 1, appended.place, claim);
             }
@@ -396,6 +401,8 @@ impl Bridge {
                 .ok_or_else(|| not_found(&task_id))?;
             return self.accept_retry(&info, message).await;
         }
+        // This call's command created the task, so the watch moved to it.
+        let events = watch.and_then(crate::view::NewTaskWatch::created);
         if params_parsed && view.hands_off() {
             // Parsed from exactly the command's params: a worker sharing the view folds the
             // first turn from it (a load that comes first reads the log, as always).
@@ -558,6 +565,14 @@ impl Bridge {
         view.lookup(caller, &accepted.task_id)
             .ok_or_else(|| not_found(&accepted.task_id))
     }
+}
+
+/// How a send puts its message on the log.
+#[derive(Debug, Clone, Copy)]
+struct Accepting {
+    fresh: Fresh,
+    /// The call follows the turn: a new task's events are subscribed to from its command on.
+    follows: bool,
 }
 
 /// Whether a send's `messageId` may have been sent before.

@@ -47,6 +47,7 @@ use crate::retention::now_ms;
 
 pub use compact::{CompactTopics, Compacted};
 pub(crate) use handoff::{LocalWorker, ReservedTurn};
+pub(crate) use subscribe::NewTaskWatch;
 pub use own::OwnCommand;
 use part::Part;
 pub use part::PartitionStatus;

@@ -3,11 +3,11 @@
 
 use std::sync::Arc;
 
-use agentlog_wire::TaskState;
 use tokio::sync::broadcast;
 
+use super::key::Key;
+use super::tasks;
 use super::tasks::Tasks;
-use super::tasks::{self, applied};
 use super::{TaskEvent, TaskInfo, TaskView, info};
 use crate::agent::Caller;
 use crate::retention::now_ms;
@@ -32,31 +32,27 @@ impl TaskView {
         Self::subscribe_locked(info(partition, entry), slot, &mut tasks)
     }
 
-    /// Start receiving the task's next events if the last record the view applied for it is
-    /// the one at `offset` (a command the caller has just written): the events then begin
-    /// right after it, so a caller that holds what that record made of the task (its own
-    /// command, parsed) follows the task from the events alone. `None` if the task is not
-    /// `caller`'s (when given), not live, or has moved past `offset` already.
-    pub fn subscribe_after(
-        &self,
-        caller: Option<&Caller>,
-        task_id: &str,
-        offset: u64,
-    ) -> Option<broadcast::Receiver<Arc<TaskEvent>>> {
-        let mut tasks = self.inner.part_of(task_id).1.write();
-        let (slot, entry) = tasks.live_slot(task_id, now_ms())?;
-        if caller.is_some_and(|caller| tasks.owners.find(caller) != Some(entry.owner))
-            || applied::position(&entry.records) != offset
-            || entry.machine.state().is_none_or(TaskState::is_terminal)
-        {
-            return None;
-        }
-        let rx = tasks
-            .watchers
-            .entry(slot)
+    /// Start receiving the events of the task `task_id` names once a command creates it, for
+    /// a call about to write that command: the events begin right after the creating record,
+    /// whoever applies it (this process's append or the follower, with any records after it),
+    /// so a caller that holds what its command made of the task (its own command, parsed)
+    /// follows the task from the events alone. Registered before the append, so the command
+    /// cannot be applied first.
+    pub(crate) fn watch_new(&self, task_id: &str) -> NewTaskWatch {
+        let events = self
+            .inner
+            .part_of(task_id)
+            .1
+            .write()
+            .pending
+            .entry(Key::new(task_id))
             .or_insert_with(|| broadcast::channel(SUBSCRIBER_BUFFER).0)
             .subscribe();
-        Some(rx)
+        NewTaskWatch {
+            view: self.clone(),
+            task_id: task_id.into(),
+            events: Some(events),
+        }
     }
 
     /// [`lookup_any`](Self::lookup_any) and [`subscribe`](Self::subscribe) at once, for a
@@ -111,5 +107,40 @@ impl TaskView {
             .or_insert_with(|| broadcast::channel(SUBSCRIBER_BUFFER).0)
             .subscribe();
         Some((info, rx))
+    }
+}
+
+/// The events of a task a call is about to create ([`TaskView::watch_new`]). Dropped without
+/// [`created`](Self::created) (the append failed, or another command created the task first),
+/// it takes back the registration nobody will use.
+pub(crate) struct NewTaskWatch {
+    view: TaskView,
+    task_id: Box<str>,
+    events: Option<broadcast::Receiver<Arc<TaskEvent>>>,
+}
+
+impl NewTaskWatch {
+    /// The events after the command that created the task: call once the caller knows its own
+    /// command did (then the view moved the registration to the task).
+    pub(crate) fn created(mut self) -> Option<broadcast::Receiver<Arc<TaskEvent>>> {
+        self.events.take()
+    }
+}
+
+impl Drop for NewTaskWatch {
+    fn drop(&mut self) {
+        // Taken by `created`: the task's command moved the registration to the task already.
+        if self.events.take().is_none() {
+            return;
+        }
+        let mut tasks = self.view.inner.part_of(&self.task_id).1.write();
+        let key = Key::new(&self.task_id);
+        if tasks
+            .pending
+            .get(&key)
+            .is_some_and(|sender| sender.receiver_count() == 0)
+        {
+            tasks.pending.remove(&key);
+        }
     }
 }

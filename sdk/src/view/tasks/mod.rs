@@ -71,6 +71,11 @@ pub(super) struct Tasks {
     /// ([`Tasks::track_awaiting_input`]: its sweeper expires abandoned asks).
     pub(super) awaiting_input: Option<AwaitingClaim>,
     pub(super) watchers: HashMap<Slot, broadcast::Sender<Arc<TaskEvent>>>,
+    /// Subscribers to tasks no record has created yet, by task id: the call about to write a
+    /// new task's command ([`TaskView::watch_new`](super::TaskView::watch_new)). The command
+    /// that creates the task moves its sender to `watchers`, so they hear every change after
+    /// the command, whoever applies it and however many records that applier takes at once.
+    pub(super) pending: HashMap<Key, broadcast::Sender<Arc<TaskEvent>>>,
     /// Told the owner of each task the view gains (its first record, or a new incarnation
     /// after it expired) or drops (expired), once someone asked (`TaskView::listing_changes`).
     pub(super) listing: Option<broadcast::Sender<Caller>>,
@@ -99,6 +104,7 @@ impl Tasks {
             awaiting: None,
             awaiting_input: None,
             watchers: HashMap::default(),
+            pending: HashMap::default(),
             listing: None,
             expiring: Expiring::default(),
             live: count_live.then(LiveRecords::default),
@@ -333,6 +339,11 @@ impl Tasks {
         };
         if new {
             self.tell_listing(entry.owner);
+            if !self.pending.is_empty()
+                && let Some(sender) = self.pending.remove(&Key::new(&header.task_id))
+            {
+                self.watchers.insert(slot, sender);
+            }
         }
         let machine = &entry.machine;
         let state = machine.state().unwrap_or(TaskState::Unspecified);
@@ -362,8 +373,9 @@ impl Tasks {
         let (Some(sender), Some(change)) = (self.watchers.get(&slot), change) else {
             return;
         };
-        // A push record changes nothing a subscriber follows (fold rule 16).
-        if quiet || is_first_claim(&change) || matches!(change, Change::Push(_)) {
+        // A push record changes nothing a subscriber follows (fold rule 16); a new task's
+        // subscribers hold what its creating record made of it.
+        if new || quiet || is_first_claim(&change) || matches!(change, Change::Push(_)) {
             return;
         }
         let event = Arc::new(TaskEvent {

@@ -142,6 +142,28 @@ async fn subscribing_to_a_terminal_task_leaves_nothing_behind() {
 }
 
 #[tokio::test]
+async fn a_watch_on_a_new_task_hears_every_change_after_its_command() {
+    let (log, topic, view) = view_over_memory().await;
+    let watch = view.watch_new("w");
+    // Both records are on the log before the view applies either: the follower takes the
+    // command and what follows it in one go, and the watch still hears the change after it.
+    append(&log, &topic, &command("w")).await;
+    append(&log, &topic, &completed("w")).await;
+    view.sync(None, PATIENCE).await.unwrap();
+    let mut events = watch.created().expect("the events of the created task");
+    let event = tokio::time::timeout(PATIENCE, events.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((event.offset, event.state), (1, TaskState::Completed));
+    let next = tokio::time::timeout(PATIENCE, events.recv()).await.unwrap();
+    assert!(matches!(next, Err(RecvError::Closed)));
+    // A watch given up before its task exists leaves nothing behind.
+    drop(view.watch_new("never"));
+    assert!(view.read_of("never").pending.is_empty());
+}
+
+#[tokio::test]
 async fn the_follower_applies_appends_with_nobody_asking() {
     // No request syncs and nobody subscribes: the follower alone brings the view to the
     // log's end.
