@@ -463,18 +463,25 @@ def test_the_workers_spans_are_in_the_clients_trace_across_a_kill_and_a_takeover
             assert text not in str(value) and token not in str(value), span
 
 
-def test_an_mcp_tool_call_and_its_turn_are_in_the_callers_trace(receiver):
-    """An MCP tools/call carrying a traceparent: the request's span is its child, and the tool
-    agent's turn (the demo worker, in the same process) is the request span's child."""
+@pytest.mark.parametrize('carrier', ['header', 'meta'])
+def test_an_mcp_tool_call_and_its_turn_are_in_the_callers_trace(receiver, carrier):
+    """An MCP tools/call carrying a traceparent, as an HTTP header or in `params._meta` (MCP's
+    own carrier, SEP-414): the request's span is its child, and the tool agent's turn (the demo
+    worker, in the same process) is the request span's child."""
     server = Process('serve', '--demo', '--listen', '127.0.0.1:0', '--log', 'memory://',
                      env=exporting(receiver, 'tracing-mcp'))
     trace_id, parent_id = uuid.uuid4().hex, uuid.uuid4().hex[:16]
+    traceparent = f'00-{trace_id}-{parent_id}-01'
     try:
-        body = json.dumps({'jsonrpc': '2.0', 'id': 1, 'method': 'tools/call',
-                           'params': {'name': 'greet', 'arguments': {'name': 'tracing'}}}).encode()
-        request = urllib.request.Request(server.url() + 'mcp', body, {
-            'Content-Type': 'application/json', 'Accept': 'application/json, text/event-stream',
-            'MCP-Protocol-Version': '2025-06-18', 'traceparent': f'00-{trace_id}-{parent_id}-01'})
+        params = {'name': 'greet', 'arguments': {'name': 'tracing'}}
+        headers = {'Content-Type': 'application/json', 'Accept': 'application/json, text/event-stream',
+                   'MCP-Protocol-Version': '2025-06-18'}
+        if carrier == 'header':
+            headers['traceparent'] = traceparent
+        else:
+            params['_meta'] = {'traceparent': traceparent, 'tracestate': 'a=1'}
+        body = json.dumps({'jsonrpc': '2.0', 'id': 1, 'method': 'tools/call', 'params': params}).encode()
+        request = urllib.request.Request(server.url() + 'mcp', body, headers)
         with urllib.request.urlopen(request, timeout=PATIENCE) as reply:
             assert 'Hello, tracing!' in reply.read().decode()
     finally:

@@ -263,9 +263,10 @@ async fn answer(state: &McpState, parts: Parts, body: Body, takes_stream: bool) 
         );
     }
     let session = state.mcp.new_session(&bytes);
-    // Under a server span of its own while spans are made: the records the call writes carry it.
-    let carried = super::trace_of(headers);
-    let span = mcp_span(&bytes, carried.as_ref());
+    // Under a server span of its own while spans are made: the records the call writes carry
+    // it. Its parent is the headers' context, else the body's `params._meta` one (which,
+    // without spans, `McpBridge::handle` reads itself).
+    let (span, carried) = mcp_span(&bytes, super::trace_of(headers));
     let trace = span.trace_context(carried.as_ref()).or(carried);
     let handled = crate::bridge::trace::traced(trace, state.mcp.handle(request));
     let reply = span.in_scope(handled).await;
@@ -293,24 +294,40 @@ async fn answer(state: &McpState, parts: Parts, body: Body, takes_stream: bool) 
 }
 
 /// The span of an MCP request (`rpc.method` its JSON-RPC method, read only while spans are
-/// made), under the context it came with.
-fn mcp_span(body: &[u8], carried: Option<&agentlog_wire::trace::TraceContext>) -> Span {
-    let span = Span::start("MCP request", Kind::Server, Parent::Remote(carried));
+/// made), under the context it came with: `carried` (its headers'), else its `params._meta`
+/// one. The span and that parent.
+fn mcp_span(
+    body: &[u8],
+    carried: Option<agentlog_wire::trace::TraceContext>,
+) -> (Span, Option<agentlog_wire::trace::TraceContext>) {
+    use std::borrow::Cow;
+    #[derive(serde::Deserialize)]
+    struct Head<'a> {
+        #[serde(borrow)]
+        method: Option<Cow<'a, str>>,
+        #[serde(borrow)]
+        params: Option<&'a serde_json::value::RawValue>,
+    }
+    if !crate::telemetry::enabled() {
+        return (Span::none(), carried);
+    }
+    let head = serde_json::from_slice::<Head<'_>>(body).ok();
+    let carried = carried.or_else(|| {
+        let params = serde_json::from_str(head.as_ref()?.params?.get()).ok()?;
+        crate::mcp::trace_in_meta(Some(&params))
+    });
+    let span = Span::start(
+        "MCP request",
+        Kind::Server,
+        Parent::Remote(carried.as_ref()),
+    );
     if span.is_some() {
-        #[derive(serde::Deserialize)]
-        struct Head<'a> {
-            #[serde(borrow)]
-            method: Option<std::borrow::Cow<'a, str>>,
-        }
         span.set("rpc.system", "mcp");
-        if let Ok(Head {
-            method: Some(method),
-        }) = serde_json::from_slice::<Head<'_>>(body)
-        {
-            span.set("rpc.method", &*method);
+        if let Some(method) = head.as_ref().and_then(|h| h.method.as_deref()) {
+            span.set("rpc.method", method);
         }
     }
-    span
+    (span, carried)
 }
 
 /// The legacy session header.

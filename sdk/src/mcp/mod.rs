@@ -53,6 +53,7 @@ use crate::log::Log;
 pub use catalog::{PromptConfig, ResourceBody, ResourceConfig, ResourceTemplateConfig};
 pub use config::{McpConfig, TaskSupport, ToolConfig, tools_from_json};
 pub use reload::ListChanged;
+pub(crate) use rpc::trace_in_meta;
 pub use rpc::{McpHeaders, McpReply, McpRequest, McpStream, sse_frames};
 pub use sessions::SESSIONS_AGENT;
 pub use skills::tool_skills;

@@ -6,6 +6,7 @@ use std::pin::Pin;
 
 use agentlog_wire::jsonrpc::parse_request;
 use agentlog_wire::mcp::{Era, MODERN_VERSION, is_legacy_version};
+use agentlog_wire::trace::{TRACEPARENT, TRACESTATE, TraceContext};
 use futures::Stream;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
@@ -268,7 +269,6 @@ impl McpBridge {
                 return error_reply(id, &error, true);
             }
         };
-        let modern = era.is_modern();
         if let Err(error) = check_version_and_headers(
             &era,
             &parsed.method,
@@ -278,6 +278,29 @@ impl McpBridge {
             // These refusals are the modern transport's: its statuses (400) apply.
             return error_reply(id, &error, true);
         }
+        // A context the transport carried (its headers, or a handler's turn calling in
+        // process) is the call's own; else the one in `params._meta`, MCP's carrier.
+        let meta = match crate::telemetry::carried() {
+            Some(_) => None,
+            None => trace_in_meta(params.as_ref()),
+        };
+        let answered = self.answer_checked(&request, &parsed, params, era);
+        match meta {
+            Some(context) => crate::telemetry::carrying(Some(context), answered).await,
+            None => answered.await,
+        }
+    }
+
+    /// [`answer`](Self::answer) once the request parsed and passed the era's checks.
+    async fn answer_checked(
+        &self,
+        request: &McpRequest<'_>,
+        parsed: &agentlog_wire::jsonrpc::Request<'_>,
+        params: Option<Map<String, Value>>,
+        era: Era,
+    ) -> McpReply {
+        let id = parsed.id;
+        let modern = era.is_modern();
         if parsed.method.starts_with("notifications/") {
             // Notifications have no answer. A modern call is cancelled by its client going
             // away, a task by tasks/cancel; a legacy sync call by this notification.
@@ -372,6 +395,14 @@ impl McpBridge {
             Err(error) => error_reply(id, &error, modern),
         }
     }
+}
+
+/// The W3C trace context a request's `params._meta` carries (`traceparent`, `tracestate`:
+/// the keys MCP reserves for it, SEP-414), if a valid one.
+pub(crate) fn trace_in_meta(params: Option<&Map<String, Value>>) -> Option<TraceContext> {
+    let meta = params?.get("_meta")?.as_object()?;
+    let parent = meta.get(TRACEPARENT)?.as_str()?;
+    TraceContext::parse(parent, meta.get(TRACESTATE).and_then(Value::as_str))
 }
 
 /// The id of an answer to no request.
@@ -523,3 +554,6 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod trace_tests;
