@@ -29,6 +29,7 @@ mod mcp_subscribe;
 mod mcp_tasks;
 mod members_iggy;
 mod partitions;
+mod partitions_dynamic;
 mod partitions_iggy;
 mod push;
 mod push_bindings;
