@@ -77,6 +77,8 @@ impl Call {
     /// The task the call is about, for `caller`: its id, or a new task's (`SendMessage` without
     /// a `taskId`: derived from the caller in the tenant the bridge will work in and the
     /// `messageId`). `None` for a call about no task, or one the bridge will refuse anyway.
+    /// What the forwarder routes a typed call by.
+    #[cfg(feature = "http")]
     pub(crate) fn task_id(&self, caller: &Caller) -> Option<String> {
         match self {
             Call::SendMessage(r) | Call::SendStreamingMessage(r) => match &r.message.task_id {

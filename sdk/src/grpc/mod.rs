@@ -25,6 +25,11 @@
 //!   event, or with an error's status. A client that cancels ends its stream and nothing else.
 //! - Requests larger than [`GrpcConfig::body_limit_bytes`] (1 MiB, the HTTP router's body
 //!   limit) are refused `RESOURCE_EXHAUSTED` before they are decoded.
+//! - Bridges sharing the agent's partitions (`GrpcConfig::forward`): a call about a partition
+//!   this bridge does not hold is answered by its owner (else its successor), reached over the
+//!   members' HTTP URLs as the JSON-RPC request it stands for, with the caller's metadata; the
+//!   answer is converted as a local one (`http::forward`'s typed calls). `ListTasks` merges
+//!   every owner's page.
 //! - Shutdown: no new connections, [`SHUTDOWN_GRACE`] for open calls, then they are dropped.
 
 mod convert;
@@ -61,6 +66,11 @@ pub struct GrpcConfig {
     pub auth: Option<EdgeAuth>,
     /// The largest request message taken, in bytes. Default 1 MiB.
     pub body_limit_bytes: usize,
+    /// Forwarding between bridges sharing the agent's partitions (the HTTP router's, with
+    /// its `rpc_path`): a call about a partition this bridge does not hold goes to the
+    /// partition's owner, and `ListTasks` asks every owner. `None`: every call is served here.
+    #[cfg(feature = "http")]
+    pub forward: Option<crate::http::Forwarding>,
 }
 
 setters!(GrpcConfig {
@@ -75,7 +85,17 @@ impl GrpcConfig {
         Self {
             auth: None,
             body_limit_bytes: 1024 * 1024,
+            #[cfg(feature = "http")]
+            forward: None,
         }
+    }
+
+    /// Sets the `forward` field (to `Some`).
+    #[cfg(feature = "http")]
+    #[must_use]
+    pub fn forward(mut self, forward: crate::http::Forwarding) -> Self {
+        self.forward = Some(forward);
+        self
     }
 }
 
@@ -112,7 +132,11 @@ pub fn service(
     bridge: Bridge,
     config: GrpcConfig,
 ) -> proto::a2a_service_server::A2aServiceServer<A2aGrpc> {
-    proto::a2a_service_server::A2aServiceServer::new(A2aGrpc::new(bridge, config.auth))
+    #[cfg(feature = "http")]
+    let service = A2aGrpc::new(bridge, config.auth).forward(config.forward);
+    #[cfg(not(feature = "http"))]
+    let service = A2aGrpc::new(bridge, config.auth);
+    proto::a2a_service_server::A2aServiceServer::new(service)
         .max_decoding_message_size(config.body_limit_bytes)
 }
 

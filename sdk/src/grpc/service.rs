@@ -13,6 +13,8 @@ use tonic::{Request, Response, Status};
 use super::proto as pb;
 use super::proto::a2a_service_server::A2aService;
 use super::status::status;
+#[cfg(feature = "http")]
+use super::status::status_of;
 use super::trailer::EXTENSIONS;
 use crate::agent::Caller;
 use crate::bridge::{Answer, Bridge, Call, RpcReply, RpcRequest, TaskStream, extensions};
@@ -30,11 +32,26 @@ pub type EventStream = Pin<Box<dyn Stream<Item = Result<pb::StreamResponse, Stat
 pub struct A2aGrpc {
     bridge: Bridge,
     auth: Option<EdgeAuth>,
+    /// Calls about partitions held elsewhere go to their owners (`GrpcConfig::forward`).
+    #[cfg(feature = "http")]
+    forward: Option<std::sync::Arc<crate::http::forward::Forwarder>>,
 }
 
 impl A2aGrpc {
     pub(super) fn new(bridge: Bridge, auth: Option<EdgeAuth>) -> Self {
-        Self { bridge, auth }
+        Self {
+            bridge,
+            auth,
+            #[cfg(feature = "http")]
+            forward: None,
+        }
+    }
+
+    #[cfg(feature = "http")]
+    pub(super) fn forward(mut self, forward: Option<crate::http::Forwarding>) -> Self {
+        self.forward =
+            forward.map(|f| std::sync::Arc::new(crate::http::forward::Forwarder::new(f)));
+        self
     }
 
     /// Admit `request`, convert its message with `convert`, and answer it through the
@@ -61,27 +78,45 @@ impl A2aGrpc {
             .collect();
         let activated = extensions::activated(self.bridge.agent_card(), &requested).join(", ");
         let call = convert(message).map_err(|e| status(&e))?;
-        // gRPC is not forwarded between bridges sharing the partitions: a member serves a
-        // call about a partition it does not hold where it lands, holding it on demand
-        // (correct anywhere, it only costs memory).
-        if let Some(task) = call.task_id(&caller) {
-            let view = self.bridge.view();
-            let partition = view.partition_of(&task);
-            if !view.holds(partition) {
-                view.hold_on_demand(partition)
-                    .await
-                    .map_err(|e| status(&e))?;
+        // Where it is served: a call about a partition held elsewhere is answered by its
+        // owner (`http::forward`'s typed calls); `ListTasks` merges every owner's page.
+        #[cfg(feature = "http")]
+        let (partitions, fanned) = match &self.forward {
+            None => (None, None),
+            Some(forwarder) => {
+                use crate::http::forward::CallRoute;
+                let route = forwarder.route_call(&self.bridge, &call, &caller, metadata.as_ref());
+                match route.await {
+                    CallRoute::Here => (None, None),
+                    CallRoute::Answered(answer) => return Ok((*answer, activated)),
+                    CallRoute::Refused(refusal) => {
+                        return Err(status_of(refusal.kind, &refusal.rpc));
+                    }
+                    CallRoute::FanOut { local, pages } => (Some(local), Some(pages)),
+                }
             }
-        }
+        };
+        #[cfg(not(feature = "http"))]
+        let partitions = None;
         let request = RpcRequest::call(call, caller)
             .a2a_version(Some(&version))
             .extensions(requested)
-            .trace(trace_of(&metadata));
-        match self.bridge.handle(request).await {
-            RpcReply::Answer(Ok(answer)) => Ok((answer, activated)),
-            RpcReply::Answer(Err(error)) => Err(status(&error)),
-            RpcReply::Json(_) | RpcReply::Stream(_) => Err(status(&unexpected())),
-        }
+            .trace(trace_of(&metadata))
+            .partitions(partitions);
+        let answer = match self.bridge.handle(request).await {
+            RpcReply::Answer(Ok(answer)) => answer,
+            RpcReply::Answer(Err(error)) => return Err(status(&error)),
+            RpcReply::Json(_) | RpcReply::Stream(_) => return Err(status(&unexpected())),
+        };
+        #[cfg(feature = "http")]
+        let answer = match (answer, fanned) {
+            (Answer::Tasks(local), Some(pages)) => match pages.merge_into(local) {
+                Ok(merged) => Answer::Tasks(merged),
+                Err(refusal) => return Err(status_of(refusal.kind, &refusal.rpc)),
+            },
+            (answer, _) => answer,
+        };
+        Ok((answer, activated))
     }
 
     /// Who calls: anonymous without edge auth; with it, the credentials' caller if they are

@@ -11,14 +11,20 @@ use serde_json::Value;
 use tonic::{Code, Status};
 use tonic_types::{ErrorDetails, StatusExt};
 
-use crate::error::Error;
+use agentlog_wire::RpcError;
+
+use crate::error::{Error, ErrorKind};
 
 /// The `ErrorInfo.domain` of every A2A error.
 pub const ERROR_DOMAIN: &str = "a2a-protocol.org";
 
 /// `error` as a gRPC status.
 pub fn status(error: &Error) -> Status {
-    let rpc = error.to_rpc();
+    status_of(error.kind(), &error.to_rpc())
+}
+
+/// The status of an error of `kind` as JSON-RPC carries it (`rpc`: a peer's, relayed).
+pub(crate) fn status_of(kind: ErrorKind, rpc: &RpcError) -> Status {
     let metadata: HashMap<String, String> = rpc
         .metadata
         .iter()
@@ -35,15 +41,14 @@ pub fn status(error: &Error) -> Status {
     if let Some(field) = field {
         details.add_bad_request_violation(field, rpc.message.clone());
     }
-    let code = Code::from_i32(error.kind().info().grpc.number());
-    Status::with_error_details(code, rpc.message, details)
+    let code = Code::from_i32(kind.info().grpc.number());
+    Status::with_error_details(code, rpc.message.clone(), details)
 }
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::error::ErrorKind;
 
     #[test]
     fn every_kind_has_its_tables_code_and_an_error_info() {

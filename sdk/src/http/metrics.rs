@@ -40,10 +40,12 @@ struct MethodLabels {
     method: &'static str,
 }
 
+/// The labels of `agentlog_forwards_total`, counted by the forwarder (of the HTTP bindings
+/// and the gRPC one alike).
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct ForwardLabels {
-    verb: &'static str,
-    outcome: &'static str,
+pub(super) struct ForwardLabels {
+    pub(super) verb: &'static str,
+    pub(super) outcome: &'static str,
 }
 
 type DurationFamily = Family<MethodLabels, Histogram, fn() -> Histogram>;
@@ -54,7 +56,6 @@ pub(super) struct Metrics {
     registry: Registry,
     requests: Family<RequestLabels, Counter>,
     durations: DurationFamily,
-    forwards: Family<ForwardLabels, Counter>,
     lag: Gauge<u64, AtomicU64>,
     /// When a scrape last measured the lag: at most once per [`LAG_EVERY`] and one scrape at a
     /// time, so that scraping `/metrics` in a loop does not reach the log each time.
@@ -75,6 +76,7 @@ impl Metrics {
         view: TaskView,
         log: Option<LogMetrics>,
         push: Option<super::push::PushCounters>,
+        forwards: Family<ForwardLabels, Counter>,
     ) -> Self {
         let mut registry = Registry::default();
         let requests = Family::<RequestLabels, Counter>::default();
@@ -89,11 +91,10 @@ impl Metrics {
             "Time from request to reply head (for streams: until the stream starts)",
             durations.clone(),
         );
-        let forwards = Family::<ForwardLabels, Counter>::default();
         registry.register(
             "agentlog_forwards",
             "Requests about partitions held elsewhere, by verb and outcome: owner or successor (who answered), here (this bridge stood in), unavailable (nobody answered), received (a peer's, served here)",
-            forwards.clone(),
+            forwards,
         );
         let lag = Gauge::<u64, AtomicU64>::default();
         registry.register(
@@ -125,18 +126,10 @@ impl Metrics {
             registry,
             requests,
             durations,
-            forwards,
             lag,
             lag_measured: tokio::sync::Mutex::new(None),
             view,
         }
-    }
-
-    /// Count one request about a partition held elsewhere (or a peer's, received).
-    pub(super) fn forwarded(&self, verb: &'static str, outcome: &'static str) {
-        self.forwards
-            .get_or_create(&ForwardLabels { verb, outcome })
-            .inc();
     }
 
     /// Count one request to `method` that ended with `code` after `elapsed`.

@@ -147,7 +147,7 @@ mod connections;
 pub mod console;
 mod dispatch;
 mod errors;
-mod forward;
+pub(crate) mod forward;
 mod guard;
 mod health;
 pub mod mcp;
@@ -393,6 +393,11 @@ pub fn router(bridge: Bridge, config: HttpConfig) -> Router {
                 bridge.view().clone(),
                 config.log_metrics,
                 config.push.clone().map(push::PushCounters),
+                config
+                    .forward
+                    .as_ref()
+                    .map(Forwarding::counts)
+                    .unwrap_or_default(),
             ),
             bridge,
             body_limit: config.body_limit_bytes,

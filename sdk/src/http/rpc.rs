@@ -170,7 +170,7 @@ pub(super) async fn call<'a>(
             }
             Route::FanOut(plan) => {
                 let rpc_path = inner.rpc_paths.first().map_or("/", String::as_str);
-                match plan.fetch(forwarder, metrics, parts, rpc_path, body).await {
+                match plan.fetch(forwarder, &parts.headers, rpc_path, body).await {
                     Ok(pages) => {
                         let mut local = plan.local().to_vec();
                         local.extend(&pages.stand_in);

@@ -200,7 +200,18 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
         Some(grpc) => format!("; gRPC at {}", grpc.address(&public_url)),
         None => String::new(),
     };
-    let grpc_server = grpc.map(|grpc| grpc.spawn(bridge.clone(), http.auth.clone(), stop.clone()));
+    let grpc_forward = http
+        .forward
+        .clone()
+        .map(|f| f.rpc_path(http.rpc_path.clone()));
+    let grpc_server = grpc.map(|grpc| {
+        grpc.spawn(
+            bridge.clone(),
+            http.auth.clone(),
+            grpc_forward,
+            stop.clone(),
+        )
+    });
     let mut app = router(bridge, http);
     if let Some(mcp_router) = mcp_router {
         app = app.merge(mcp_router);

@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 
 use agentlog::bridge::Bridge;
 use agentlog::grpc::{self, GrpcConfig};
+use agentlog::http::Forwarding;
 use agentlog::http::auth::EdgeAuth;
 use agentlog_wire::a2a::AgentCard;
 use clap::Args;
@@ -57,15 +58,18 @@ impl GrpcListener {
             .push(grpc::card_interface(public_url, self.local));
     }
 
-    /// Serve `bridge` until `stop` (then the open calls' grace).
+    /// Serve `bridge` until `stop` (then the open calls' grace); with `forward` (a member's),
+    /// calls about partitions held elsewhere go to their owners as the HTTP router's do.
     pub(super) fn spawn(
         self,
         bridge: Bridge,
         auth: Option<EdgeAuth>,
+        forward: Option<Forwarding>,
         stop: CancellationToken,
     ) -> JoinHandle<agentlog::Result<()>> {
         let mut config = GrpcConfig::new();
         config.auth = auth;
+        config.forward = forward;
         tokio::spawn(grpc::serve(
             self.listener,
             bridge,

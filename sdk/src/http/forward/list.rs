@@ -8,8 +8,7 @@
 use agentlog_wire::a2a::ListTasksResponse;
 use agentlog_wire::jsonrpc::success_body;
 use axum::http::header::CONTENT_TYPE;
-use axum::http::request::Parts;
-use axum::http::{HeaderValue, Method, StatusCode};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::Response;
 use bytes::Bytes;
 use serde::Deserialize;
@@ -17,7 +16,6 @@ use serde_json::value::RawValue;
 
 use super::{Forwarder, NoAnswer, To, forwarded_headers, unavailable};
 use crate::error::{Error, ErrorKind};
-use crate::http::metrics::Metrics;
 use crate::security::owners::{OwnerMap, Peer};
 
 /// Who is asked for which partitions.
@@ -37,7 +35,7 @@ struct Share {
 
 /// What the peers answered: the pages, and the partitions this bridge lists for an owner
 /// that did not answer.
-pub(in crate::http) struct Pages {
+pub(crate) struct Pages {
     pub(in crate::http) stand_in: Vec<u32>,
     bodies: Vec<Bytes>,
 }
@@ -82,12 +80,11 @@ impl FanOut {
     pub(in crate::http) async fn fetch(
         &self,
         forwarder: &Forwarder,
-        metrics: &Metrics,
-        parts: &Parts,
+        caller_headers: &HeaderMap,
         rpc_path: &str,
         body: &[u8],
     ) -> Result<Pages, Response> {
-        let mut headers = forwarded_headers(&parts.headers);
+        let mut headers = forwarded_headers(caller_headers);
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         let asked = self.shares.iter().map(|share| {
             let headers = headers.clone();
@@ -106,7 +103,7 @@ impl FanOut {
                 let mut why = Vec::new();
                 for (peer, outcome) in [(&share.owner, "owner"), (&share.successor, "successor")] {
                     if peer.index == self.me {
-                        metrics.forwarded("ListTasks", "here");
+                        forwarder.count("ListTasks", "here");
                         return Ok(None);
                     }
                     let timeout = forwarder.config.timeout;
@@ -115,7 +112,7 @@ impl FanOut {
                         .await;
                     match sent {
                         Ok(answer) => {
-                            metrics.forwarded("ListTasks", outcome);
+                            forwarder.count("ListTasks", outcome);
                             return read(answer).await.map(Some);
                         }
                         Err(NoAnswer(reason)) => {
@@ -123,7 +120,7 @@ impl FanOut {
                         }
                     }
                 }
-                metrics.forwarded("ListTasks", "unavailable");
+                forwarder.count("ListTasks", "unavailable");
                 Err(unavailable(&Error::new(
                     ErrorKind::Unavailable,
                     format!(
@@ -199,6 +196,31 @@ pub(in crate::http) fn merge(id: &RawValue, local: Vec<u8>, pages: Pages) -> Vec
             _ => return body.to_vec(),
         }
     }
+    success_body(id, &merge_pages(merged))
+}
+
+impl Pages {
+    /// This bridge's page `local` (a typed call's) merged with the peers' pages; a peer's
+    /// error is the answer.
+    pub(crate) fn merge_into(
+        self,
+        local: ListTasksResponse,
+    ) -> Result<ListTasksResponse, super::call::Relayed> {
+        let mut merged = Vec::with_capacity(self.bodies.len() + 1);
+        merged.push(local);
+        for body in &self.bodies {
+            match serde_json::from_slice::<Reply>(body) {
+                Ok(Reply { result: Some(page) }) => merged.push(page),
+                _ => return Err(super::call::Relayed::of_body(body)),
+            }
+        }
+        Ok(merge_pages(merged))
+    }
+}
+
+/// Pages of one `ListTasks` (the same filter, size and cursor) as one view's page: the
+/// newest `pageSize` of them all, the totals added, a token when any page had more.
+fn merge_pages(merged: Vec<ListTasksResponse>) -> ListTasksResponse {
     let page_size = merged.first().map_or(0, |p| p.page_size);
     let mut total = 0i32;
     let mut more = false;
@@ -217,15 +239,12 @@ pub(in crate::http) fn merge(id: &RawValue, local: Vec<u8>, pages: Pages) -> Vec
         }
         _ => String::new(),
     };
-    success_body(
-        id,
-        &ListTasksResponse {
-            tasks,
-            next_page_token,
-            page_size,
-            total_size: total,
-        },
-    )
+    ListTasksResponse {
+        tasks,
+        next_page_token,
+        page_size,
+        total_size: total,
+    }
 }
 
 #[cfg(test)]

@@ -9,8 +9,10 @@
 //! need be, and never forwarded again; one whose mark does not verify is a client's.
 //!
 //! `ListTasks` is about every partition: [`list`] asks each owner for its partitions' page and
-//! merges them.
+//! merges them. The gRPC binding's typed calls are forwarded by the same rules ([`call`]), as
+//! the JSON-RPC requests they stand for.
 
+mod call;
 mod list;
 
 use std::time::Duration;
@@ -20,11 +22,15 @@ use axum::body::Body;
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::Response;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
 use serde::{Deserialize, Serialize};
 
+pub(crate) use call::CallRoute;
 pub(super) use list::{FanOut, merge};
 
 use super::errors::rpc_error_refusal;
+use super::metrics::ForwardLabels;
 use crate::agent::Caller;
 use crate::error::{Error, ErrorKind};
 use crate::security::owners::{Owners, Peer};
@@ -35,8 +41,9 @@ use crate::view::TaskView;
 /// the mark covers it.
 pub const PARTITIONS: &str = "agentlog-partitions";
 
-/// How a bridge forwards requests about partitions it does not hold (`HttpConfig::forward`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// How a bridge forwards requests about partitions it does not hold (`HttpConfig::forward`,
+/// and `GrpcConfig::forward` for the gRPC binding: clones share their forward counts).
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct Forwarding {
     /// Who owns each partition, read afresh by every request.
@@ -49,7 +56,26 @@ pub struct Forwarding {
     /// How long a blocking `SendMessage`'s answer may take (it comes whole when the task
     /// settles, up to the owner's blocking timeout). Default 70 s.
     pub blocking_timeout: Duration,
+    /// The peers' JSON-RPC path, where a typed call (the gRPC binding's) is forwarded as
+    /// JSON-RPC: the HTTP router's `rpc_path`. Default `/`.
+    pub rpc_path: String,
+    /// `agentlog_forwards_total`, shared by every binding forwarding by these settings (the
+    /// HTTP router's `/metrics` shows them).
+    counts: Family<ForwardLabels, Counter>,
 }
+
+impl PartialEq for Forwarding {
+    /// The same settings (the counts are not settings).
+    fn eq(&self, other: &Self) -> bool {
+        self.owners == other.owners
+            && self.key == other.key
+            && self.timeout == other.timeout
+            && self.blocking_timeout == other.blocking_timeout
+            && self.rpc_path == other.rpc_path
+    }
+}
+
+impl Eq for Forwarding {}
 
 impl Forwarding {
     /// Forwarding by `owners`' map, marked with `key`; the default timeouts.
@@ -59,19 +85,27 @@ impl Forwarding {
             key,
             timeout: Duration::from_secs(2),
             blocking_timeout: Duration::from_secs(70),
+            rpc_path: "/".to_owned(),
+            counts: Family::default(),
         }
+    }
+
+    /// The forward counts, for the router's registry.
+    pub(super) fn counts(&self) -> Family<ForwardLabels, Counter> {
+        self.counts.clone()
     }
 }
 
 setters!(Forwarding {
     timeout: Duration,
     blocking_timeout: Duration,
+    rpc_path: String,
 });
 
-/// What the router keeps to forward: the settings and one HTTP client (its pool of
+/// What a binding keeps to forward: the settings and one HTTP client (its pool of
 /// connections to the peers).
 #[derive(Debug)]
-pub(super) struct Forwarder {
+pub(crate) struct Forwarder {
     config: Forwarding,
     client: reqwest::Client,
 }
@@ -125,6 +159,16 @@ pub(super) enum Route {
     FanOut(FanOut),
 }
 
+/// Who answered a request about a partition held elsewhere.
+enum Holder {
+    /// This bridge (it holds the partition, or stands in for its holders).
+    Here,
+    /// The owner or the successor: its answer.
+    Answered(reqwest::Response),
+    /// Nobody: why (retryable).
+    Nobody(Error),
+}
+
 /// Where a forwarded request goes on a peer.
 struct To<'a> {
     method: &'a axum::http::Method,
@@ -139,7 +183,7 @@ struct To<'a> {
 struct NoAnswer(String);
 
 impl Forwarder {
-    pub(super) fn new(config: Forwarding) -> Self {
+    pub(crate) fn new(config: Forwarding) -> Self {
         let client = reqwest::Client::builder()
             .connect_timeout(config.timeout)
             .tcp_nodelay(true)
@@ -149,6 +193,14 @@ impl Forwarder {
             // default client reports the same way.
             .unwrap_or_default();
         Self { config, client }
+    }
+
+    /// Count one request about a partition held elsewhere (or a peer's, received).
+    fn count(&self, verb: &'static str, outcome: &'static str) {
+        self.config
+            .counts
+            .get_or_create(&ForwardLabels { verb, outcome })
+            .inc();
     }
 
     /// Where `parts` and its body `raw` (as received; `parsed` its JSON-RPC form, the same
@@ -163,7 +215,7 @@ impl Forwarder {
         caller: &Caller,
         verb: &'static str,
     ) -> Route {
-        let (view, metrics) = (inner.bridge.view(), &inner.metrics);
+        let view = inner.bridge.view();
         let Ok(request) = parsed else {
             return Route::Here;
         };
@@ -172,7 +224,7 @@ impl Forwarder {
         };
         let operation = method.operation();
         if self.marked(parts, raw) {
-            metrics.forwarded(verb, "received");
+            self.count(verb, "received");
             if operation == Operation::ListTasks
                 && let Some(partitions) = parts.headers.get(PARTITIONS)
             {
@@ -198,14 +250,44 @@ impl Forwarder {
         if view.holds(p) {
             return Route::Here;
         }
-        let map = self.config.owners.current();
-        let (Some(owner), Some(successor)) = (map.owner(p), map.successor(p)) else {
-            // A map of another partition count: nothing to forward by.
-            return Route::Here;
-        };
         let head_within = match operation {
             Operation::SendMessage => self.config.blocking_timeout,
             _ => self.config.timeout,
+        };
+        let to = To {
+            method: &parts.method,
+            path: path_of(parts),
+            partitions: None,
+        };
+        let headers = forwarded_headers(&parts.headers);
+        match self
+            .to_holder(view, p, verb, &to, &headers, raw, head_within)
+            .await
+        {
+            Holder::Here => Route::Here,
+            Holder::Answered(answer) => Route::Piped(piped(answer)),
+            Holder::Nobody(error) => Route::Refused(unavailable(&error)),
+        }
+    }
+
+    /// Send a request about partition `p` (`to`, `headers`, `body`) to p's owner, else its
+    /// successor (each given `head_within` for its answer's head); this bridge stands in
+    /// when it is either (holding p on demand).
+    #[allow(clippy::too_many_arguments)]
+    async fn to_holder(
+        &self,
+        view: &TaskView,
+        p: u32,
+        verb: &'static str,
+        to: &To<'_>,
+        headers: &HeaderMap,
+        body: &[u8],
+        head_within: Duration,
+    ) -> Holder {
+        let map = self.config.owners.current();
+        let (Some(owner), Some(successor)) = (map.owner(p), map.successor(p)) else {
+            // A map of another partition count: nothing to forward by.
+            return Holder::Here;
         };
         let mut why = Vec::new();
         for (peer, outcome) in [(owner, "owner"), (successor, "successor")] {
@@ -213,41 +295,34 @@ impl Forwarder {
                 // Held by nobody reachable: this bridge stands in.
                 return match view.hold_on_demand(p).await {
                     Ok(()) => {
-                        metrics.forwarded(verb, "here");
-                        Route::Here
+                        self.count(verb, "here");
+                        Holder::Here
                     }
                     Err(error) => {
-                        metrics.forwarded(verb, "unavailable");
-                        Route::Refused(unavailable(&error))
+                        self.count(verb, "unavailable");
+                        Holder::Nobody(error)
                     }
                 };
             }
-            let headers = forwarded_headers(&parts.headers);
-            let to = To {
-                method: &parts.method,
-                path: path_of(parts),
-                partitions: None,
-            };
             match self
-                .send(&peer, &to, headers, raw, map.me(), head_within)
+                .send(&peer, to, headers.clone(), body, map.me(), head_within)
                 .await
             {
                 Ok(answer) => {
-                    metrics.forwarded(verb, outcome);
-                    return Route::Piped(piped(answer));
+                    self.count(verb, outcome);
+                    return Holder::Answered(answer);
                 }
                 Err(NoAnswer(reason)) => why.push(format!("member {}: {reason}", peer.index)),
             }
         }
-        metrics.forwarded(verb, "unavailable");
-        let error = Error::new(
+        self.count(verb, "unavailable");
+        Holder::Nobody(Error::new(
             ErrorKind::Unavailable,
             format!(
                 "partition {p} is held by no bridge that answers ({}); retry shortly",
                 why.join("; ")
             ),
-        );
-        Route::Refused(unavailable(&error))
+        ))
     }
 
     /// Whether the request carries a peer's mark that verifies.

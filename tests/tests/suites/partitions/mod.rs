@@ -2,12 +2,16 @@
 //! process over one `memory://` log, each on a real loopback listener with its own router:
 //! every member holds its share, a request about another member's partition is forwarded
 //! (once) to its owner, `ListTasks` merges every owner's page, and a bridge that goes away is
-//! stood in for by its successor with nothing acknowledged lost.
+//! stood in for by its successor with nothing acknowledged lost. Each member serves gRPC too
+//! (`grpc.rs`).
+
+mod grpc;
 
 use std::collections::BTreeSet;
 use std::time::Duration;
 
 use agentlog::bridge::{Bridge, BridgeConfig};
+use agentlog::grpc::{EdgeAuth, GrpcConfig};
 use agentlog::http::{Forwarding, HttpConfig, router, serve};
 use agentlog::log::{Log, partition_for_key};
 use agentlog::security::owners::Owners;
@@ -20,12 +24,14 @@ const P: u32 = 16;
 const AGENT: &str = "scaled";
 const KEY: &[u8] = b"0123456789abcdef0123456789abcdef";
 
-/// One member: its bridge, its URL and what stops its server.
+/// One member: its bridge, its URL, its gRPC address and what stops its servers.
 struct Member {
     bridge: Bridge,
     url: String,
+    grpc: String,
     stop: oneshot::Sender<()>,
     server: tokio::task::JoinHandle<()>,
+    grpc_server: tokio::task::JoinHandle<agentlog::Result<()>>,
 }
 
 struct Cluster {
@@ -42,6 +48,17 @@ async fn memory_log() -> Log {
 impl Cluster {
     /// `n` members over `log`, each serving on a loopback port.
     async fn start(log: &Log, n: u32) -> Self {
+        Self::start_with(log, n, None, None).await
+    }
+
+    /// As [`start`](Self::start), the HTTP routers authenticating with `http_auth` and the
+    /// gRPC listeners with `grpc_auth`.
+    async fn start_with(
+        log: &Log,
+        n: u32,
+        http_auth: Option<EdgeAuth>,
+        grpc_auth: Option<EdgeAuth>,
+    ) -> Self {
         let mut listeners = Vec::new();
         for _ in 0..n {
             listeners.push(TcpListener::bind("127.0.0.1:0").await.expect("bind"));
@@ -52,6 +69,8 @@ impl Cluster {
             .collect();
         let mut members = Vec::new();
         for (i, listener) in (0..n).zip(listeners) {
+            let grpc_listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+            let grpc = format!("http://{}", grpc_listener.local_addr().expect("addr"));
             let map = Members::new(i, n, urls.clone()).expect("members");
             let mut config = BridgeConfig::new(AGENT);
             config.holding = Some(map.owned_by(i, P));
@@ -61,7 +80,17 @@ impl Cluster {
                 Owners::new(map.owner_map(P).expect("map")),
                 PeerKey::new(KEY).expect("key"),
             );
-            let app = router(bridge.clone(), HttpConfig::new().forward(forwarding));
+            let mut grpc_config = GrpcConfig::new().forward(forwarding.clone());
+            grpc_config.auth = grpc_auth.clone();
+            let grpc_server = tokio::spawn(agentlog::grpc::serve(
+                grpc_listener,
+                bridge.clone(),
+                grpc_config,
+                std::future::pending(),
+            ));
+            let mut http = HttpConfig::new().forward(forwarding);
+            http.auth = http_auth.clone();
+            let app = router(bridge.clone(), http);
             let (stop, stopped) = oneshot::channel::<()>();
             let server = tokio::spawn(async move {
                 let stopped = async {
@@ -72,8 +101,10 @@ impl Cluster {
             members.push(Some(Member {
                 bridge,
                 url: urls[i as usize].clone(),
+                grpc,
                 stop,
                 server,
+                grpc_server,
             }));
         }
         Self {
@@ -86,11 +117,13 @@ impl Cluster {
         self.members[i].as_ref().expect("a live member")
     }
 
-    /// Stop member `i`'s server and drop its bridge: its port refuses connections.
+    /// Stop member `i`'s servers and drop its bridge: its ports refuse connections.
     async fn kill(&mut self, i: usize) {
         let member = self.members[i].take().expect("a live member");
         let _ = member.stop.send(());
         member.server.await.expect("server");
+        member.grpc_server.abort();
+        let _ = member.grpc_server.await;
         drop(member.bridge);
     }
 
@@ -517,68 +550,4 @@ async fn read_your_writes_across_every_pair_10_000_times_with_a_kill_halfway() {
         "read-your-writes: {ROUNDS} rounds over every pair of 4 members (one killed halfway) in {:?}: 0 not found, {retried} retried",
         started.elapsed()
     );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_grpc_call_about_another_members_partition_is_served_where_it_lands() {
-    use agentlog::grpc::proto::a2a_service_client::A2aServiceClient;
-    use agentlog::grpc::proto::{self as pb, send_message_response};
-    let log = memory_log().await;
-    let cluster = Cluster::start(&log, 2).await;
-    // Member 0's gRPC listener; a message whose task member 1 owns.
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let address = listener.local_addr().expect("addr");
-    let (_stop, stopped) = oneshot::channel::<()>();
-    tokio::spawn(agentlog::grpc::serve(
-        listener,
-        cluster.member(0).bridge.clone(),
-        agentlog::grpc::GrpcConfig::new(),
-        async {
-            let _ = stopped.await;
-        },
-    ));
-    let message = (0..)
-        .map(|k| format!("g-{k}"))
-        .find(|m| partition(&agentlog_wire::ids::task_id("", "", m)) % 2 == 1)
-        .expect("a message");
-    let p = partition(&agentlog_wire::ids::task_id("", "", &message));
-    assert!(!cluster.member(0).bridge.view().holds(p));
-    let channel = tonic::transport::Channel::from_shared(format!("http://{address}"))
-        .expect("uri")
-        .connect()
-        .await
-        .expect("connect");
-    let mut client = A2aServiceClient::new(channel);
-    let mut request = tonic::Request::new(pb::SendMessageRequest {
-        message: Some(pb::Message {
-            message_id: message.clone(),
-            role: pb::Role::User.into(),
-            parts: vec![pb::Part {
-                content: Some(pb::part::Content::Text("hello".into())),
-                ..Default::default()
-            }],
-            ..Default::default()
-        }),
-        configuration: Some(pb::SendMessageConfiguration {
-            return_immediately: true,
-            ..Default::default()
-        }),
-        ..Default::default()
-    });
-    request
-        .metadata_mut()
-        .insert("a2a-version", "1.0".parse().expect("ascii"));
-    let sent = client
-        .send_message(request)
-        .await
-        .expect("sent")
-        .into_inner();
-    let Some(send_message_response::Payload::Task(task)) = sent.payload else {
-        panic!("a task: {sent:?}");
-    };
-    assert_eq!(task.id, agentlog_wire::ids::task_id("", "", &message));
-    assert!(cluster.member(0).bridge.view().holds(p));
-    // The owner sees it too (one log).
-    let (status, body) = cluster.rpc(1, "GetTask", json!({"id": task.id})).await;
-    assert_eq!((status, &body["result"]["id"]), (200, &json!(task.id)));
 }
