@@ -6,6 +6,7 @@
 //! (`grpc.rs`).
 
 mod grpc;
+mod resume;
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -29,6 +30,8 @@ struct Member {
     bridge: Bridge,
     url: String,
     grpc: String,
+    /// Who owns each partition, as its forwarders read it (a move sets a new map).
+    owners: Owners,
     stop: oneshot::Sender<()>,
     server: tokio::task::JoinHandle<()>,
     grpc_server: tokio::task::JoinHandle<agentlog::Result<()>>,
@@ -76,10 +79,8 @@ impl Cluster {
             config.holding = Some(map.owned_by(i, P));
             config.blocking_timeout = Duration::from_secs(2);
             let bridge = Bridge::open(log.clone(), config).await.expect("bridge");
-            let forwarding = Forwarding::new(
-                Owners::new(map.owner_map(P).expect("map")),
-                PeerKey::new(KEY).expect("key"),
-            );
+            let owners = Owners::new(map.owner_map(P).expect("map"));
+            let forwarding = Forwarding::new(owners.clone(), PeerKey::new(KEY).expect("key"));
             let mut grpc_config = GrpcConfig::new().forward(forwarding.clone());
             grpc_config.auth = grpc_auth.clone();
             let grpc_server = tokio::spawn(agentlog::grpc::serve(
@@ -102,6 +103,7 @@ impl Cluster {
                 bridge,
                 url: urls[i as usize].clone(),
                 grpc,
+                owners,
                 stop,
                 server,
                 grpc_server,
