@@ -656,6 +656,11 @@ export interface Caller {
 export interface CallOptions {
   /** Who is calling (default: anonymous). */
   caller?: Caller
+  /**
+   * Plumbing: the W3C trace context the call carries on (index.js sets it to the
+   * handler's turn when a handler calls).
+   */
+  _trace?: TraceCarrier
 }
 
 /** A context call's result, as it reaches JS: `error` (an `AgentlogError` reason) or `value`. */
@@ -721,6 +726,11 @@ export interface McpRpcOptions {
    * SSE frames.
    */
   acceptsStream?: boolean
+  /**
+   * Plumbing: the W3C trace context the call carries on (index.js sets it to the
+   * handler's turn when a handler calls).
+   */
+  _trace?: TraceCarrier
 }
 
 /** A verified notification's claims. */
@@ -782,6 +792,11 @@ export interface RpcCallOptions {
   extensions?: Array<string>
   /** An SSE `Last-Event-ID`: a streaming method continues right after that position. */
   resumeAfter?: number
+  /**
+   * Plumbing: the W3C trace context the call carries on (index.js sets it to the
+   * handler's turn when a handler calls).
+   */
+  _trace?: TraceCarrier
 }
 
 /**
@@ -846,6 +861,11 @@ export interface StreamOptions {
    * with a snapshot.
    */
   resumeAfter?: number
+  /**
+   * Plumbing: the W3C trace context the call carries on (index.js sets it to the
+   * handler's turn when a handler calls).
+   */
+  _trace?: TraceCarrier
 }
 
 /** What starting the export did. */

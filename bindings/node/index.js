@@ -5,6 +5,7 @@
 'use strict';
 
 const path = require('node:path');
+const { AsyncLocalStorage } = require('node:async_hooks');
 
 let native;
 try {
@@ -28,6 +29,25 @@ try {
   const started = native._startTelemetry();
   if (started.warning) process.emitWarning(started.warning);
   if (started.exporting) process.on('exit', () => native._finishTelemetry());
+}
+
+// A handler's calls to bridges in this process carry its turn's trace context on, as a Rust
+// handler's do: the turn's `spanContext` rides with the handler's async work, and each
+// bridge call made meanwhile passes it to Rust (`_trace`, unless the call names its own).
+// Only traced turns are run in the storage, so an untraced process never enables it.
+const turnTrace = new AsyncLocalStorage();
+
+/** `options` with the running turn's trace context, if a handler is calling. */
+function carried(options) {
+  const trace = turnTrace.getStore();
+  if (trace === undefined || (options != null && options._trace != null)) return options;
+  return { ...(options ?? {}), _trace: trace };
+}
+
+/** `fn(task)`, a handler's run, with the turn's trace context carried (when it has one). */
+function inTurn(task, fn) {
+  const trace = task.spanContext;
+  return trace ? turnTrace.run(trace, fn) : fn();
 }
 
 // ---- errors --------------------------------------------------------------------------------
@@ -152,6 +172,21 @@ function iterable(cls) {
   };
 }
 
+// The calls that carry a handler's turn on: each takes its options last, as the second argument.
+for (const [cls, methods] of [
+  [native.Bridge, ['sendMessage', 'getTask', 'cancelTask', 'listTasks', 'sendStreamingMessage', 'subscribeToTask', 'handleRpc']],
+  [native.McpBridge, ['handleRpc']],
+]) {
+  for (const name of methods) {
+    const call = cls.prototype[name];
+    Object.defineProperty(cls.prototype, name, {
+      ...Object.getOwnPropertyDescriptor(cls.prototype, name),
+      value: function carrying(first, options) {
+        return call.call(this, first, carried(options));
+      },
+    });
+  }
+}
 for (const cls of [native.Log, native.Bridge, native.EventStream, native.RpcFrames, native.Worker, native.TaskContext, native.Server, native.McpBridge, native.McpReply]) {
   guardClass(cls);
 }
@@ -306,11 +341,11 @@ function dispatcher(handler, tools, skills) {
       const call = tools ? task._tool : null;
       const skill = skills && !call ? task.skill : null;
       if (call) {
-        result = await tools[call.name](new ToolCall(task, call));
+        result = await inTurn(task, () => tools[call.name](new ToolCall(task, call)));
       } else if (skill !== null && Object.hasOwn(skills, skill)) {
-        await skills[skill](task);
+        await inTurn(task, () => skills[skill](task));
       } else {
-        await handler(task);
+        await inTurn(task, () => handler(task));
       }
     } catch (error) {
       failure = failureText(error);

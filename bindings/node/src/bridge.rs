@@ -10,6 +10,8 @@ use agentlog::bridge::{
     Bridge as SdkBridge, BridgeConfig, PulledStream, RpcReply, RpcRequest, SseFrames, TaskStream,
     card_from_file, card_from_json, default_card,
 };
+use agentlog::telemetry::carrying;
+use agentlog_wire::trace::TraceContext;
 use futures::StreamExt;
 use napi::Env;
 use napi::bindgen_prelude::{Buffer, Either, PromiseRaw};
@@ -17,6 +19,7 @@ use napi_derive::napi;
 use serde_json::Value;
 use tokio::sync::Mutex;
 
+use crate::context::TraceCarrier;
 use crate::convert::from_js;
 use crate::error::{OrThrow, invalid};
 use crate::log::Log;
@@ -71,6 +74,10 @@ pub struct BridgeOptions {
 pub struct CallOptions {
     /// Who is calling (default: anonymous).
     pub caller: Option<Caller>,
+    /// Plumbing: the W3C trace context the call carries on (index.js sets it to the
+    /// handler's turn when a handler calls).
+    #[napi(js_name = "_trace")]
+    pub trace: Option<TraceCarrier>,
 }
 
 /// Options of a streaming verb.
@@ -82,6 +89,10 @@ pub struct StreamOptions {
     /// Continue right after this log position (an event's `position`) instead of starting
     /// with a snapshot.
     pub resume_after: Option<i64>,
+    /// Plumbing: the W3C trace context the call carries on (index.js sets it to the
+    /// handler's turn when a handler calls).
+    #[napi(js_name = "_trace")]
+    pub trace: Option<TraceCarrier>,
 }
 
 /// What a transport knows about a JSON-RPC request besides its body.
@@ -96,6 +107,20 @@ pub struct RpcCallOptions {
     pub extensions: Option<Vec<String>>,
     /// An SSE `Last-Event-ID`: a streaming method continues right after that position.
     pub resume_after: Option<i64>,
+    /// Plumbing: the W3C trace context the call carries on (index.js sets it to the
+    /// handler's turn when a handler calls).
+    #[napi(js_name = "_trace")]
+    pub trace: Option<TraceCarrier>,
+}
+
+impl CallOptions {
+    /// The caller and the trace context of a typed verb's options.
+    fn split(options: Option<CallOptions>) -> (SdkCaller, Option<TraceContext>) {
+        match options {
+            Some(o) => (Caller::of(o.caller), TraceCarrier::context(o.trace)),
+            None => (SdkCaller::anonymous(), None),
+        }
+    }
 }
 
 pub(crate) fn millis(value: Option<f64>, what: &str) -> napi::Result<Option<Duration>> {
@@ -189,9 +214,11 @@ impl Bridge {
         request: Value,
         options: Option<CallOptions>,
     ) -> napi::Result<Value> {
-        let caller = Caller::of(options.and_then(|o| o.caller));
+        let (caller, trace) = CallOptions::split(options);
         let request = from_params("SendMessageRequest", &from_js(request)).or_throw()?;
-        let response = self.inner.send_message(&caller, request).await.or_throw()?;
+        let response = carrying(trace, self.inner.send_message(&caller, request))
+            .await
+            .or_throw()?;
         to_json(&response).or_throw()
     }
 
@@ -205,9 +232,14 @@ impl Bridge {
         request: Value,
         options: Option<CallOptions>,
     ) -> napi::Result<Value> {
-        let caller = Caller::of(options.and_then(|o| o.caller));
+        let (caller, trace) = CallOptions::split(options);
         let request = from_params("GetTaskRequest", &from_js(request)).or_throw()?;
-        to_json(&self.inner.get_task(&caller, request).await.or_throw()?).or_throw()
+        to_json(
+            &carrying(trace, self.inner.get_task(&caller, request))
+                .await
+                .or_throw()?,
+        )
+        .or_throw()
     }
 
     /// `CancelTask`: a `CancelTaskRequest` (`{id}`) in, the canceled task out.
@@ -220,9 +252,14 @@ impl Bridge {
         request: Value,
         options: Option<CallOptions>,
     ) -> napi::Result<Value> {
-        let caller = Caller::of(options.and_then(|o| o.caller));
+        let (caller, trace) = CallOptions::split(options);
         let request = from_params("CancelTaskRequest", &from_js(request)).or_throw()?;
-        to_json(&self.inner.cancel_task(&caller, request).await.or_throw()?).or_throw()
+        to_json(
+            &carrying(trace, self.inner.cancel_task(&caller, request))
+                .await
+                .or_throw()?,
+        )
+        .or_throw()
     }
 
     /// `ListTasks`: a `ListTasksRequest` (filters, paging; all optional) in, a page out.
@@ -235,13 +272,18 @@ impl Bridge {
         request: Option<Value>,
         options: Option<CallOptions>,
     ) -> napi::Result<Value> {
-        let caller = Caller::of(options.and_then(|o| o.caller));
+        let (caller, trace) = CallOptions::split(options);
         let request = match request {
             None | Some(Value::Null) => Value::Object(Default::default()),
             Some(request) => from_js(request),
         };
         let request = from_params("ListTasksRequest", &request).or_throw()?;
-        to_json(&self.inner.list_tasks(&caller, request).await.or_throw()?).or_throw()
+        to_json(
+            &carrying(trace, self.inner.list_tasks(&caller, request))
+                .await
+                .or_throw()?,
+        )
+        .or_throw()
     }
 
     /// `SendStreamingMessage`: the task's events (`{position, last, event}`) until it
@@ -253,13 +295,17 @@ impl Bridge {
         request: Value,
         options: Option<StreamOptions>,
     ) -> napi::Result<EventStream> {
-        let (caller, resume_after) = match options {
-            Some(o) => (Caller::of(o.caller), position(o.resume_after)?),
-            None => (SdkCaller::anonymous(), None),
+        let (caller, resume_after, trace) = match options {
+            Some(o) => (
+                Caller::of(o.caller),
+                position(o.resume_after)?,
+                TraceCarrier::context(o.trace),
+            ),
+            None => (SdkCaller::anonymous(), None, None),
         };
         let request = from_js(request);
         let bridge = self.inner.clone();
-        Ok(EventStream::new(async move {
+        Ok(EventStream::new(trace, async move {
             let request = from_params("SendMessageRequest", &request)?;
             bridge
                 .send_streaming_message(&caller, request, None, resume_after)
@@ -274,13 +320,17 @@ impl Bridge {
         request: Value,
         options: Option<StreamOptions>,
     ) -> napi::Result<EventStream> {
-        let (caller, resume_after) = match options {
-            Some(o) => (Caller::of(o.caller), position(o.resume_after)?),
-            None => (SdkCaller::anonymous(), None),
+        let (caller, resume_after, trace) = match options {
+            Some(o) => (
+                Caller::of(o.caller),
+                position(o.resume_after)?,
+                TraceCarrier::context(o.trace),
+            ),
+            None => (SdkCaller::anonymous(), None, None),
         };
         let request = from_js(request);
         let bridge = self.inner.clone();
-        Ok(EventStream::new(async move {
+        Ok(EventStream::new(trace, async move {
             let request = from_params("SubscribeToTaskRequest", &request)?;
             bridge
                 .subscribe_to_task(&caller, request, resume_after)
@@ -301,19 +351,21 @@ impl Bridge {
             Either::A(text) => text.into_bytes(),
             Either::B(buffer) => buffer.to_vec(),
         };
-        let (caller, version, extensions, resume_after) = match options {
+        let (caller, version, extensions, resume_after, trace) = match options {
             Some(o) => (
                 Caller::of(o.caller),
                 o.version,
                 o.extensions.unwrap_or_default(),
                 position(o.resume_after)?,
+                TraceCarrier::context(o.trace),
             ),
-            None => (SdkCaller::anonymous(), None, Vec::new(), None),
+            None => (SdkCaller::anonymous(), None, Vec::new(), None, None),
         };
         let request = RpcRequest::new(&body, caller)
             .a2a_version(version.as_deref())
             .extensions(extensions)
-            .resume_after(resume_after);
+            .resume_after(resume_after)
+            .trace(trace);
         Ok(match self.inner.handle(request).await {
             RpcReply::Json(bytes) => Either::A(bytes.into()),
             RpcReply::Stream(stream) => Either::B(RpcFrames::new(stream.into_sse_frames())),
@@ -337,9 +389,13 @@ pub struct EventStream {
 }
 
 impl EventStream {
-    fn new(open: impl Future<Output = agentlog::Result<TaskStream>> + Send + 'static) -> Self {
+    /// The stream `open` opens at the first `next()`, carrying `trace` on.
+    fn new(
+        trace: Option<TraceContext>,
+        open: impl Future<Output = agentlog::Result<TaskStream>> + Send + 'static,
+    ) -> Self {
         Self {
-            stream: Arc::new(PulledStream::new(open)),
+            stream: Arc::new(PulledStream::new(carrying(trace, open))),
         }
     }
 }

@@ -41,6 +41,17 @@ pub struct TraceCarrier {
 }
 
 impl TraceCarrier {
+    /// The context `carrier` holds, if a valid one (W3C's rules: a bad one is none).
+    pub(crate) fn context(
+        carrier: Option<TraceCarrier>,
+    ) -> Option<agentlog_wire::trace::TraceContext> {
+        let carrier = carrier?;
+        agentlog_wire::trace::TraceContext::parse(
+            &carrier.traceparent,
+            carrier.tracestate.as_deref(),
+        )
+    }
+
     fn of(context: &agentlog_wire::trace::TraceContext) -> Self {
         Self {
             traceparent: context.traceparent().to_owned(),

@@ -11,7 +11,10 @@ use napi::bindgen_prelude::{Buffer, Either, PromiseRaw};
 use napi_derive::napi;
 use serde_json::Value;
 
+use agentlog::telemetry::carrying;
+
 use crate::bridge::{Caller, RpcFrames};
+use crate::context::TraceCarrier;
 use crate::convert::{from_js, to_js};
 use crate::error::OrThrow;
 use crate::log::Log;
@@ -84,6 +87,10 @@ pub struct McpRpcOptions {
     /// The client takes `text/event-stream`: a call with a progress token is answered as
     /// SSE frames.
     pub accepts_stream: Option<bool>,
+    /// Plumbing: the W3C trace context the call carries on (index.js sets it to the
+    /// handler's turn when a handler calls).
+    #[napi(js_name = "_trace")]
+    pub trace: Option<TraceCarrier>,
 }
 
 /// The MCP bridge over the tools' topics: `tools/list`, `tools/call` (a durable task a
@@ -144,9 +151,14 @@ impl McpBridge {
             Either::A(text) => text.into_bytes(),
             Either::B(buffer) => buffer.to_vec(),
         };
-        let (headers, caller, accepts_stream) = match options {
-            Some(o) => (o.headers, o.caller, o.accepts_stream.unwrap_or(false)),
-            None => (None, None, false),
+        let (headers, caller, accepts_stream, trace) = match options {
+            Some(o) => (
+                o.headers,
+                o.caller,
+                o.accepts_stream.unwrap_or(false),
+                TraceCarrier::context(o.trace),
+            ),
+            None => (None, None, false, None),
         };
         let request = McpRequest {
             body: &body,
@@ -155,7 +167,7 @@ impl McpBridge {
                 .map(|h| McpHeaders::from_pairs(h.iter().map(|(k, v)| (k.as_str(), v.as_str())))),
             accepts_stream,
         };
-        let reply = self.inner.handle(request).await;
+        let reply = carrying(trace, self.inner.handle(request)).await;
         let (status, content_type) = (reply.status(), reply.content_type());
         let (body, frames) = match reply {
             SdkReply::Json { body, .. } => (Some(body), None),

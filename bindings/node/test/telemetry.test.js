@@ -3,6 +3,7 @@
 // decoded by the Python binding's test (bindings/python/tests/test_telemetry.py); here the
 // receiver checks what only an export of this trace holds: the trace id's 16 bytes and the
 // caller's span id's 8, raw in the protobuf, with the names of the request and turn spans.
+// A handler's calls to bridges in its process carry its turn on (AsyncLocalStorage in index.js).
 'use strict';
 
 const { test } = require('node:test');
@@ -11,6 +12,8 @@ const http = require('node:http');
 const crypto = require('node:crypto');
 const path = require('node:path');
 const { spawn } = require('node:child_process');
+const { openLog, Bridge, McpBridge, Worker, serve } = require('..');
+const { send } = require('./helpers');
 
 function receiver() {
   const bodies = [];
@@ -68,5 +71,63 @@ test('an environment asking for another protocol is a warning, and nothing is ex
     assert.equal(bodies.length, 0);
   } finally {
     server.close();
+  }
+});
+
+test("a handler's calls to bridges in its process carry its turn on", { timeout: 60000 }, async () => {
+  const log = await openLog('memory://');
+  const [caller, callee, toolAgent] = ['trace-caller', 'trace-callee', 'trace-tools'];
+  const callerBridge = await Bridge.open(log, caller);
+  const calleeBridge = await Bridge.open(log, callee);
+  const mcp = await McpBridge.open(log, [{ name: 'seen', inputSchema: { type: 'object' }, agent: toolAgent }]);
+  const turns = [];
+  const seen = [];
+  const calling = async (task) => {
+    turns.push(task.spanContext ?? null);
+    await calleeBridge.sendMessage(send('typed'));
+    const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: send('rpc') });
+    await calleeBridge.handleRpc(body, { version: '1.0' });
+    for await (const event of calleeBridge.sendStreamingMessage(send('streamed'))) void event;
+    // From a callback the handler started, after a timer: still its turn.
+    await new Promise((resolve, reject) => setTimeout(() => calleeBridge.sendMessage(send('later')).then(resolve, reject), 1));
+    const call = { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'seen', arguments: {} } };
+    const reply = await mcp.handleRpc(JSON.stringify(call));
+    assert.equal(reply.status, 200, String(reply.body));
+    await task.complete('called');
+  };
+  const workers = [
+    await Worker.start(log, caller, calling, { bridge: callerBridge }),
+    await Worker.start(log, callee, async (task) => {
+      seen.push(task.traceContext ?? null);
+      await task.complete('answered');
+    }, { bridge: calleeBridge }),
+    await Worker.start(log, toolAgent, { tools: { seen: async (call) => {
+      seen.push(call.task.traceContext ?? null);
+      return { content: [{ type: 'text', text: 'seen' }] };
+    } }, bridge: mcp }),
+  ];
+  const server = await serve(callerBridge, { listen: '127.0.0.1:0' });
+  try {
+    const parent = `00-${crypto.randomBytes(16).toString('hex')}-${crypto.randomBytes(8).toString('hex')}-01`;
+    for (const headers of [{ traceparent: parent, tracestate: 'a=1' }, {}]) {
+      const reply = await fetch(server.url, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', 'A2A-Version': '1.0', ...headers },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: send('call') }),
+      });
+      assert.equal((await reply.json()).result.task.status.state, 'TASK_STATE_COMPLETED');
+    }
+    // Outside any handler, nothing is carried.
+    await calleeBridge.sendMessage(send('outside'));
+    const [traced, untraced] = turns;
+    assert.ok(traced && untraced === null, JSON.stringify(turns));
+    assert.equal(traced.traceparent.split('-')[1], parent.split('-')[1]);
+    assert.equal(traced.tracestate, 'a=1');
+    // Five calls in the traced turn, five in the untraced one, then the one from outside.
+    assert.deepEqual(seen, [...Array(5).fill(traced), ...Array(5).fill(null), null]);
+  } finally {
+    await server.close();
+    for (const worker of workers) await worker.close();
+    await log.close();
   }
 });

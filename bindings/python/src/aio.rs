@@ -20,8 +20,10 @@ use std::future::Future;
 use std::io::{PipeReader, PipeWriter, Read, Write};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use agentlog_wire::trace::TraceContext;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
+use pyo3::types::IntoPyDict;
 use tokio::runtime::Runtime;
 
 use crate::error::to_py_err;
@@ -224,8 +226,10 @@ where
         .call_method0(pyo3::intern!(py, "create_future"))?;
     let target = awaitable.clone().unbind();
     let poster = bridge.clone();
+    // A call a handler makes carries its turn on, as a Rust handler's does.
+    let trace = carried(py);
     let handle = runtime().spawn(async move {
-        let result = future.await;
+        let result = agentlog::telemetry::carrying(trace, future).await;
         poster.post(Box::new(move |py| {
             let target = target.bind(py);
             let outcome = result
@@ -241,6 +245,65 @@ where
         )?;
     }
     Ok(awaitable)
+}
+
+/// The trace context of the work in progress on the loop: a handler's turn, carried by the
+/// asyncio task that runs it (a context variable, so the tasks it starts have it too).
+#[pyclass(frozen)]
+struct Carried(TraceContext);
+
+/// The context variable holding the [`Carried`] context of the running asyncio task.
+fn trace_var(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
+    static VAR: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    Ok(VAR
+        .get_or_try_init(py, || {
+            Ok::<_, PyErr>(
+                py.import("contextvars")?
+                    .getattr("ContextVar")?
+                    .call(
+                        ("agentlog_trace",),
+                        Some(&[("default", py.None())].into_py_dict(py)?),
+                    )?
+                    .unbind(),
+            )
+        })?
+        .bind(py))
+}
+
+/// The trace context the running asyncio task carries (a handler's turn), if any.
+pub fn carried(py: Python<'_>) -> Option<TraceContext> {
+    let value = trace_var(py)
+        .ok()?
+        .call_method0(pyo3::intern!(py, "get"))
+        .ok()?;
+    Some(value.cast::<Carried>().ok()?.get().0.clone())
+}
+
+/// Start `coroutine` as an asyncio task on `bridge`'s loop carrying `trace` (the calls it
+/// makes through this module carry it on: [`carried`]); none carried without one.
+pub fn create_task<'py>(
+    bridge: &LoopBridge,
+    coroutine: Bound<'py, PyAny>,
+    trace: Option<TraceContext>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let py = coroutine.py();
+    let create = bridge
+        .event_loop(py)
+        .getattr(pyo3::intern!(py, "create_task"))?;
+    let var = trace_var(py)?;
+    // The loop's callbacks run in the context they were registered from: say "none" too
+    // when one is set there, so that no other turn's context leaks into this task.
+    if trace.is_none() && var.call_method0(pyo3::intern!(py, "get"))?.is_none() {
+        return create.call1((coroutine,));
+    }
+    let context = py.import("contextvars")?.call_method0("copy_context")?;
+    let value = match trace {
+        Some(trace) => Py::new(py, Carried(trace))?.into_any(),
+        None => py.None(),
+    };
+    context.call_method1(pyo3::intern!(py, "run"), (var.getattr("set")?, value))?;
+    // A task copies the context current when it is made: this one.
+    context.call_method1(pyo3::intern!(py, "run"), (create, coroutine))
 }
 
 /// Give an asyncio future its result or exception (unless it was cancelled meanwhile).

@@ -219,6 +219,7 @@ impl PyBridge {
     #[pyo3(signature = (request, *, caller = None, resume_after = None))]
     fn send_streaming_message(
         &self,
+        py: Python<'_>,
         request: &Bound<'_, PyAny>,
         caller: Option<&PyCaller>,
         resume_after: Option<u64>,
@@ -226,7 +227,7 @@ impl PyBridge {
         let params = py_to_json(request, "request")?;
         let bridge = self.0.clone();
         let caller = caller_of(caller);
-        Ok(EventStream::new(async move {
+        Ok(EventStream::new(py, async move {
             let request = from_params("SendMessageRequest", &params)?;
             bridge
                 .send_streaming_message(&caller, request, None, resume_after)
@@ -239,6 +240,7 @@ impl PyBridge {
     #[pyo3(signature = (request, *, caller = None, resume_after = None))]
     fn subscribe_to_task(
         &self,
+        py: Python<'_>,
         request: &Bound<'_, PyAny>,
         caller: Option<&PyCaller>,
         resume_after: Option<u64>,
@@ -246,7 +248,7 @@ impl PyBridge {
         let params = py_to_json(request, "request")?;
         let bridge = self.0.clone();
         let caller = caller_of(caller);
-        Ok(EventStream::new(async move {
+        Ok(EventStream::new(py, async move {
             let request = from_params("SubscribeToTaskRequest", &params)?;
             bridge
                 .subscribe_to_task(&caller, request, resume_after)
@@ -340,7 +342,13 @@ pub struct EventStream {
 }
 
 impl EventStream {
-    fn new(open: impl Future<Output = agentlog::Result<TaskStream>> + Send + 'static) -> Self {
+    /// The stream `open` opens at the first read, carrying the trace context of the asyncio
+    /// task asking for it (a handler's turn).
+    fn new(
+        py: Python<'_>,
+        open: impl Future<Output = agentlog::Result<TaskStream>> + Send + 'static,
+    ) -> Self {
+        let open = agentlog::telemetry::carrying(aio::carried(py), open);
         Self {
             stream: Arc::new(PulledStream::new(open)),
         }

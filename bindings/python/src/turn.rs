@@ -97,12 +97,12 @@ pub(crate) async fn run_coroutine(
     let (tx, mut outcome) = oneshot::channel();
     let reply: Reply = Arc::new(Mutex::new(Some(tx)));
     let (function, bridge, slot) = (function.clone(), event_loop.clone(), running.clone());
+    // What the handler calls through this module carries its turn on (`aio::carried`).
+    let trace = task.span_context().cloned();
     event_loop.post(Box::new(move |py| {
         let started = (|| -> PyResult<Py<PyAny>> {
             let coroutine = function.bind(py).call1((argument(py)?,))?;
-            let asyncio_task = bridge
-                .event_loop(py)
-                .call_method1(pyo3::intern!(py, "create_task"), (coroutine,))?;
+            let asyncio_task = crate::aio::create_task(&bridge, coroutine, trace)?;
             asyncio_task.call_method1(
                 pyo3::intern!(py, "add_done_callback"),
                 (HandlerDone {

@@ -1,16 +1,20 @@
 """A Python program exports its spans over OTLP when the standard variables say so, through the
 SDK's own export (started at import, flushed by the exit hook): the request span of a served
 bridge and the turn of a Python handler, its child, as a receiver here decodes them with the
-OpenTelemetry protobuf definitions."""
+OpenTelemetry protobuf definitions. A handler's calls to bridges in its process carry its turn
+on (the context of the asyncio task running it)."""
 
 from __future__ import annotations
 
+import asyncio
 import http.server
+import json
 import os
 import subprocess
 import sys
 import textwrap
 import threading
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -22,6 +26,12 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from opentelemetry.proto.common.v1.common_pb2 import KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
+
+import agentlog
+from agentlog import TaskContext, ToolCall
+from agentlog.types import CallToolResult
+
+from conftest import agent_name, message
 
 # The program under test: a bridge served over HTTP with a Python worker, called once with a
 # traceparent, then a normal exit (the exit hook sends the spans the batch has kept).
@@ -134,3 +144,64 @@ def test_without_the_variables_nothing_is_exported_and_a_bad_protocol_only_warns
     assert "RuntimeWarning: agentlog: not exporting traces" in grpc.stderr, grpc.stderr
     assert "OTEL_EXPORTER_OTLP_PROTOCOL=grpc is not supported" in grpc.stderr, grpc.stderr
     assert receiver.spans == []
+
+
+async def test_a_handlers_calls_in_this_process_carry_its_turn_on() -> None:
+    """A handler calling other agents through a Bridge or an McpBridge of this process (a typed
+    verb, handle_rpc, a stream, from a task it starts): each command carries the handler's turn,
+    as the callee's turn reads it back from the log; a turn that came untraced carries none."""
+    log = await agentlog.open_log("memory://")
+    caller, callee, tool_agent = agent_name(), agent_name(), agent_name()
+    caller_bridge = await agentlog.Bridge.open(log, caller)
+    callee_bridge = await agentlog.Bridge.open(log, callee)
+    mcp = await agentlog.McpBridge.open(log, [{"name": "seen", "inputSchema": {"type": "object"}, "agent": tool_agent}])
+    turns: list[dict[str, str] | None] = []
+    seen: list[dict[str, str] | None] = []
+
+    async def answer(task: TaskContext) -> None:
+        seen.append(task.trace_context)
+        await task.complete("answered")
+
+    async def tool(call: ToolCall) -> CallToolResult:
+        seen.append(call.task.trace_context)
+        return {"content": [{"type": "text", "text": "seen"}]}
+
+    async def calling(task: TaskContext) -> None:
+        turns.append(task.span_context)
+        await callee_bridge.send_message(message("typed"))
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": message("rpc")})
+        await callee_bridge.handle_rpc(body, version="1.0")
+        _ = [e async for e in callee_bridge.send_streaming_message(message("streamed"))]
+
+        async def later() -> None:
+            await asyncio.sleep(0)
+            await callee_bridge.send_message(message("from a task it started"))
+
+        await asyncio.create_task(later())
+        call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "seen", "arguments": {}}}
+        reply = await mcp.handle_rpc(json.dumps(call))
+        assert reply.status == 200, reply.body
+        await task.complete("called")
+
+    parent = f"00-{uuid.uuid4().hex}-{uuid.uuid4().hex[:16]}-01"
+    async with (
+        agentlog.Worker(log, caller, calling, bridge=caller_bridge),
+        agentlog.Worker(log, callee, answer, bridge=callee_bridge),
+        agentlog.Worker(log, tool_agent, tools={"seen": tool}, bridge=mcp),
+        await agentlog.serve(caller_bridge, "127.0.0.1:0") as server,
+    ):
+        for headers in [{"traceparent": parent, "tracestate": "a=1"}, {}]:
+            params = {"message": {"messageId": str(uuid.uuid4()), "role": "ROLE_USER", "parts": [{"text": "call"}]}}
+            body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": params}).encode()
+            request = urllib.request.Request(
+                server.url, body, {"Content-Type": "application/json", "A2A-Version": "1.0", **headers})
+            reply = await asyncio.to_thread(lambda: urllib.request.urlopen(request, timeout=30).read())
+            assert json.loads(reply)["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED", reply
+        # Outside any handler, nothing is carried.
+        await callee_bridge.send_message(message("outside"))
+    traced, untraced = turns
+    assert traced is not None and untraced is None
+    assert traced["traceparent"].split("-")[1] == parent.split("-")[1] and traced.get("tracestate") == "a=1"
+    # Five calls in the traced turn, five in the untraced one, then the one from outside.
+    assert seen == [traced] * 5 + [None] * 5 + [None], seen
+    await log.close()
