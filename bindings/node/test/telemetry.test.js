@@ -1,9 +1,8 @@
 // A Node program exports its spans over OTLP when the standard variables say so, through the
-// SDK's own export (started when the addon loads, flushed on exit). The spans' protobuf is
-// decoded by the Python binding's test (bindings/python/tests/test_telemetry.py); here the
-// receiver checks what only an export of this trace holds: the trace id's 16 bytes and the
-// caller's span id's 8, raw in the protobuf, with the names of the request and turn spans.
-// A handler's calls to bridges in its process carry its turn on (AsyncLocalStorage in index.js).
+// SDK's own export (started when the addon loads, flushed on exit); the receiver here decodes
+// each request with the OpenTelemetry protobuf definitions (@opentelemetry/otlp-transformer's,
+// compiled by protobufjs) and checks the spans' parents. A handler's calls to bridges in its
+// process carry its turn on (AsyncLocalStorage in index.js).
 'use strict';
 
 const { test } = require('node:test');
@@ -12,8 +11,44 @@ const http = require('node:http');
 const crypto = require('node:crypto');
 const path = require('node:path');
 const { spawn } = require('node:child_process');
+const { opentelemetry: otlp } = require('@opentelemetry/otlp-transformer/build/src/generated/root');
 const { openLog, Bridge, McpBridge, Worker, serve } = require('..');
 const { send } = require('./helpers');
+
+const { ExportTraceServiceRequest } = otlp.proto.collector.trace.v1;
+const { SpanKind } = otlp.proto.trace.v1.Span;
+
+/** An attribute list as an object of plain values. */
+function values(attributes) {
+  const out = {};
+  for (const { key, value } of attributes) {
+    const which = ['stringValue', 'boolValue', 'intValue', 'doubleValue'].find((k) => value[k] != null);
+    out[key] = which === 'intValue' ? Number(value.intValue) : which ? value[which] : null;
+  }
+  return out;
+}
+
+/** Every span of an OTLP/HTTP protobuf request body, decoded, with its resource's attributes. */
+function decode(body) {
+  const spans = [];
+  for (const resourceSpans of ExportTraceServiceRequest.decode(body).resourceSpans) {
+    const resource = values(resourceSpans.resource.attributes);
+    for (const scopeSpans of resourceSpans.scopeSpans) {
+      for (const span of scopeSpans.spans) {
+        spans.push({
+          resource,
+          name: span.name,
+          kind: span.kind,
+          traceId: Buffer.from(span.traceId).toString('hex'),
+          spanId: Buffer.from(span.spanId).toString('hex'),
+          parentId: Buffer.from(span.parentSpanId).toString('hex'),
+          attributes: values(span.attributes),
+        });
+      }
+    }
+  }
+  return spans;
+}
 
 function receiver() {
   const bodies = [];
@@ -43,18 +78,35 @@ function run(env, traceparent) {
 test('the request and turn spans are exported, the rest at exit', { timeout: 60000 }, async () => {
   const { server, bodies } = await receiver();
   try {
-    const traceId = crypto.randomBytes(16);
-    const parentId = crypto.randomBytes(8);
+    const traceId = crypto.randomBytes(16).toString('hex');
+    const parentId = crypto.randomBytes(8).toString('hex');
     // A batch delay longer than the program runs: what arrives was sent by the exit hook.
     const done = await run({ OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${server.address().port}`,
       OTEL_SERVICE_NAME: 'node-worker', OTEL_BSP_SCHEDULE_DELAY: '600000' },
-    `00-${traceId.toString('hex')}-${parentId.toString('hex')}-01`);
+    `00-${traceId}-${parentId}-01`);
     assert.equal(done.code, 0, done.stderr);
     assert.equal(done.stdout.trim(), 'TASK_STATE_COMPLETED');
-    const all = Buffer.concat(bodies);
-    assert.ok(all.includes(traceId), 'the trace is exported');
-    assert.ok(all.includes(parentId), "the request span's parent is the caller's span");
-    for (const name of ['SendMessage', 'turn', 'node-worker']) assert.ok(all.includes(name), name);
+    const spans = bodies.flatMap(decode).filter((s) => s.traceId === traceId);
+    assert.ok(spans.length > 0, 'the trace is exported');
+    for (const { resource } of spans) {
+      assert.equal(resource['service.name'], 'node-worker');
+      assert.equal(resource['agentlog.command'], 'node');
+    }
+    // The bridge's request span is the caller's child; the worker's turn is the request's.
+    const [request, ...moreRequests] = spans.filter((s) => s.name === 'SendMessage');
+    assert.equal(moreRequests.length, 0, JSON.stringify(spans));
+    assert.equal(request.parentId, parentId);
+    assert.equal(request.kind, SpanKind.SPAN_KIND_SERVER);
+    assert.equal(request.attributes['agentlog.outcome'], 'ok');
+    const [turn, ...moreTurns] = spans.filter((s) => s.name === 'turn');
+    assert.equal(moreTurns.length, 0, JSON.stringify(spans));
+    assert.equal(turn.parentId, request.spanId);
+    assert.equal(turn.kind, SpanKind.SPAN_KIND_CONSUMER);
+    assert.equal(turn.attributes['agentlog.outcome'], 'done');
+    assert.equal(turn.attributes['a2a.task.id'], request.attributes['a2a.task.id']);
+    // Every other span (appends, syncs) hangs under one of the trace's.
+    const ids = new Set(spans.map((s) => s.spanId));
+    for (const span of spans) assert.ok(span.parentId === parentId || ids.has(span.parentId), JSON.stringify(span));
   } finally {
     server.close();
   }
