@@ -28,6 +28,7 @@ mod mcp_served;
 mod mcp_subscribe;
 mod mcp_tasks;
 mod members_iggy;
+mod partition_shares;
 mod partitions;
 mod partitions_dynamic;
 mod partitions_iggy;
