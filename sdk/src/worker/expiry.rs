@@ -23,6 +23,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agentlog_wire::mcp::input::{MCP_METADATA_KEY, deadline_metadata, deadline_of};
+use agentlog_wire::trace::TraceContext;
 use agentlog_wire::{Record, RecordBody, RecordHeader, TaskState};
 use serde_json::{Map, Value};
 
@@ -30,6 +31,7 @@ use super::attempt::{millis, now_ms};
 use super::context::TaskContext;
 use super::shared::Shared;
 use crate::error::Result;
+use crate::view::TaskInfo;
 
 /// How long a tool's ask waits for the client's retry unless
 /// [`Tools::input_timeout`](super::Tools::input_timeout) says otherwise: 15 minutes, long
@@ -134,6 +136,12 @@ async fn expire(shared: &Shared, task_id: &str) -> Result<()> {
     if info.state != TaskState::InputRequired {
         return Ok(());
     }
+    // The cancel ends what the ask's turn left waiting: it carries that turn's trace context
+    // (the ask's record's), so the cancellation is notified in the caller's trace.
+    let content_type = match ask_trace(shared, &info).await {
+        Some(trace) => trace.in_content_type(JSON),
+        None => JSON.to_owned(),
+    };
     let writer = &shared.writer;
     let record = Record {
         header: RecordHeader {
@@ -144,7 +152,7 @@ async fn expire(shared: &Shared, task_id: &str) -> Result<()> {
             principal: owner.principal,
             tenant: owner.tenant,
             timestamp_ms: now_ms(),
-            content_type: "application/json".to_owned(),
+            content_type,
             ..RecordHeader::default()
         },
         body: RecordBody::CancelRequest {
@@ -153,4 +161,22 @@ async fn expire(shared: &Shared, task_id: &str) -> Result<()> {
     };
     writer.append(&[record]).await?;
     Ok(())
+}
+
+/// The media type of a record's JSON payload.
+const JSON: &str = "application/json";
+
+/// The trace context of the last record of `info`'s task that carries one (the ask), if any.
+async fn ask_trace(shared: &Shared, info: &TaskInfo) -> Option<TraceContext> {
+    let records = match shared.view.task_records(info, false).await {
+        Ok(records) => records,
+        Err(error) => {
+            tracing::debug!(task_id = %info.id, error = %error.report(), "worker: cannot read the ask's trace context; the cancel carries none");
+            return None;
+        }
+    };
+    records
+        .iter()
+        .rev()
+        .find_map(|(_, record)| TraceContext::from_content_type(&record.header.content_type))
 }

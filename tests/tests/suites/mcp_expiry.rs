@@ -15,6 +15,7 @@ use agentlog_integration::mcp_rpc::{SOON, rpc};
 use agentlog_wire::a2a::{GetTaskRequest, ListTasksRequest, Task};
 use agentlog_wire::mcp::input::deadline_of;
 use agentlog_wire::mcp::{CallToolResult, Tool};
+use agentlog_wire::trace::TraceContext;
 use agentlog_wire::{Record, RecordBody, TaskState};
 use serde_json::{Value, json};
 
@@ -57,7 +58,12 @@ fn meta() -> Value {
 
 /// A sync call of `confirm`: its `requestState` (it must answer input_required).
 async fn ask(mcp: &McpBridge) -> String {
-    let (status, body) = rpc(mcp, "tools/call", json!({"name": "confirm"}), Some(meta())).await;
+    ask_with(mcp, meta()).await
+}
+
+/// [`ask`] with `meta` as the request's `_meta`.
+async fn ask_with(mcp: &McpBridge, meta: Value) -> String {
+    let (status, body) = rpc(mcp, "tools/call", json!({"name": "confirm"}), Some(meta)).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["result"]["resultType"], "input_required", "{body}");
     body["result"]["requestState"]
@@ -116,8 +122,17 @@ fn recorded_deadline(task: &Task) -> Option<u64> {
 
 /// The cancel requests on the agent's events topic, by task id.
 async fn cancels(log: &agentlog::log::Log) -> std::collections::HashMap<String, usize> {
-    let topics = agentlog::AgentTopics::of(AGENT);
     let mut counts = std::collections::HashMap::new();
+    for record in cancel_requests(log).await {
+        *counts.entry(record.header.task_id).or_default() += 1;
+    }
+    counts
+}
+
+/// The cancel request records on the agent's events topic.
+async fn cancel_requests(log: &agentlog::log::Log) -> Vec<Record> {
+    let topics = agentlog::AgentTopics::of(AGENT);
+    let mut found = Vec::new();
     let partitions = log.partitions(&topics.events).await.expect("partitions");
     for partition in 0..partitions {
         let mut offset = 0;
@@ -131,12 +146,12 @@ async fn cancels(log: &agentlog::log::Log) -> std::collections::HashMap<String, 
             for stored in &batch {
                 let record = Record::decode(&stored.payload).expect("record");
                 if matches!(record.body, RecordBody::CancelRequest { .. }) {
-                    *counts.entry(record.header.task_id).or_default() += 1;
+                    found.push(record);
                 }
             }
         }
     }
-    counts
+    found
 }
 
 #[tokio::test]
@@ -151,7 +166,10 @@ async fn an_abandoned_call_expires_and_its_retry_is_refused() {
     .await
     .expect("worker");
     let asked_at = agentlog::retention::now_ms();
-    let state = ask(&mcp).await;
+    // Traced in its `_meta`, as an MCP client propagates a trace.
+    let mut traced = meta();
+    traced["traceparent"] = json!(TRACEPARENT);
+    let state = ask_with(&mcp, traced).await;
     let id = task_id(&state);
     let waiting = task(&mcp, &id).await;
     assert_eq!(waiting.status.state, TaskState::InputRequired);
@@ -177,7 +195,18 @@ async fn an_abandoned_call_expires_and_its_retry_is_refused() {
     );
     assert_eq!(cancels(&log).await.get(&id), Some(&1));
     assert_eq!(task(&mcp, &id).await.history.len(), cancelled.history.len());
+    // The sweeper's cancel carries the asking turn's trace context: the caller's trace.
+    let cancel = cancel_requests(&log)
+        .await
+        .into_iter()
+        .find(|r| r.header.task_id == id);
+    let trace = cancel.and_then(|r| TraceContext::from_content_type(&r.header.content_type));
+    let trace = trace.expect("the cancel carries a trace context");
+    let wanted = TraceContext::parse(TRACEPARENT, None).expect("valid");
+    assert_eq!(trace.trace_id(), wanted.trace_id());
 }
+
+const TRACEPARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 
 #[tokio::test]
 async fn a_retry_before_the_deadline_continues_the_call_and_zero_never_expires() {
