@@ -27,6 +27,7 @@ AGENTLOG_IGGY_SERVER (else the column says SKIPPED); cargo unless AGENTLOG_BIN n
 binary. From the repository root:
 
     python3 tests/benches/serve_load.py [--rounds 5] [--seconds 5] [--backends iggy,file,memory]
+        [--backends file,file-fsync]   (file:// with ?fsync=always beside the default)
         [--iggy-shards 1]   (--backends file,memory,a2a-rs,rmcp: the embedded log beside the peers;
                              --backends file-no-otel,file,file-otel,file-otel-default: tracing
                              compiled out, compiled in and off, exported)
@@ -138,8 +139,8 @@ class Server:
     # The rows it answers (None: every row; a peer answers its protocol's only).
     serves: set[str] | None = None
     task: str = ""
-    # (shape, connections) -> [(rate, p50 ms, CPU µs per request)] by round
-    runs: dict[tuple[str, int], list[tuple[float, float, float]]] = field(default_factory=dict)
+    # (shape, connections) -> [(rate, p50 ms, CPU µs per request, p99 ms)] by round
+    runs: dict[tuple[str, int], list[tuple[float, float, float, float]]] = field(default_factory=dict)
     # (shape, connections) -> [the helper's (iggy-server's) share of that CPU] by round
     helper_share: dict[tuple[str, int], list[float]] = field(default_factory=dict)
 
@@ -277,8 +278,18 @@ def cpu_steal_ticks() -> tuple[int, int] | None:
     return ticks[7], sum(ticks)
 
 
-def wrk(server: Server, shape: str, connections: int, seconds: int) -> tuple[float, float, float]:
-    """Requests per second, p50 latency (ms) and server CPU µs per request of one wrk run."""
+def latency_ms(out: str, percentile: str) -> float:
+    """A percentile of wrk's latency distribution (`--latency`), in milliseconds."""
+    found = re.search(rf"{percentile}%\s+([\d.]+)(us|ms|s)\b", out)
+    if found is None:
+        die(f"no p{percentile} in wrk's output:\n{out}")
+    assert found is not None
+    return float(found.group(1)) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[found.group(2)]
+
+
+def wrk(server: Server, shape: str, connections: int, seconds: int) -> tuple[float, float, float, float]:
+    """Requests per second, p50 latency (ms), server CPU µs per request and p99 latency (ms) of
+    one wrk run."""
     if shape in ("get", "rest-get"):
         make_task(server)
     pids = [server.proc.pid] + ([server.helper.pid] if server.helper else [])
@@ -298,17 +309,12 @@ def wrk(server: Server, shape: str, connections: int, seconds: int) -> tuple[flo
         die(f"errors under load at {server.name}, {shape}, {connections} connections:\n{out}")
     rate = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
     total = int(re.search(r"(\d+) requests in", out).group(1))  # type: ignore[union-attr]
-    p50 = re.search(r"50%\s+([\d.]+)(us|ms|s)\b", out)
-    if p50 is None:
-        die(f"no p50 in wrk's output:\n{out}")
-    assert p50 is not None
-    scale = {"us": 0.001, "ms": 1.0, "s": 1000.0}[p50.group(2)]
-    return rate, float(p50.group(1)) * scale, cpu / max(total, 1) * 1e6
+    return rate, latency_ms(out, "50"), cpu / max(total, 1) * 1e6, latency_ms(out, "99")
 
 
 def ratio(top: Server, bottom: Server, key: tuple[str, int], field: int = 0) -> str:
     """The median over rounds of `top`'s figure over `bottom`'s (0: requests/s, 2: CPU µs per
-    request), with the rounds' min–max."""
+    request, 3: p99), with the rounds' min–max."""
     rounds = [a[field] / b[field] for a, b in zip(top.runs[key], bottom.runs[key])]
     return f"{statistics.median(rounds):.2f} ({min(rounds):.2f}–{max(rounds):.2f})"
 
@@ -326,7 +332,7 @@ def scaling(server: Server, shape: str, low: int, high: int) -> str:
 def report(servers: list[Server], shapes: list[str], connections: list[int], args: argparse.Namespace,
            steal: float | None) -> None:
     print(f"\nserve --demo, wrk -t1, {args.seconds} s per case, {args.rounds} rounds: requests/s median "
-          "(min–max), p50 ms, server CPU µs per request (medians)\n")
+          "(min–max), p50 and p99 ms, server CPU µs per request (medians)\n")
     print("| row | conn | " + " | ".join(s.name for s in servers) + " |")
     print("|---|---|" + "---|" * len(servers))
     for shape in shapes:
@@ -337,10 +343,11 @@ def report(servers: list[Server], shapes: list[str], connections: list[int], arg
                 if not runs:
                     cells.append("—")
                     continue
-                rates = [r for r, _, _ in runs]
+                rates = [run[0] for run in runs]
                 cells.append(f"{statistics.median(rates):,.0f} ({min(rates):,.0f}–{max(rates):,.0f}), "
-                             f"{statistics.median(p for _, p, _ in runs):.2f} ms, "
-                             f"{statistics.median(u for _, _, u in runs):,.0f} µs")
+                             f"{statistics.median(run[1] for run in runs):.2f} ms, "
+                             f"p99 {statistics.median(run[3] for run in runs):.2f} ms, "
+                             f"{statistics.median(run[2] for run in runs):,.0f} µs")
             print(f"| {shape} | {c} | " + " | ".join(cells) + " |")
     by_name = {s.name: s for s in servers}
     print()
@@ -355,6 +362,8 @@ def report(servers: list[Server], shapes: list[str], connections: list[int], arg
                 parts.append(f"iggy/file {ratio(by_name['iggy'], by_name['file'], key)}")
             if "file" in by_name and "memory" in by_name:
                 parts.append(f"file/memory {ratio(by_name['file'], by_name['memory'], key)}")
+            if "file-fsync" in by_name and "file" in by_name:
+                parts.append(f"file-fsync/file {ratio(by_name['file-fsync'], by_name['file'], key)}")
             parts.extend(f"{traced}/file {ratio(by_name[traced], by_name['file'], key)}"
                          for traced in ("file-otel", "file-otel-default")
                          if traced in by_name and "file" in by_name)
@@ -367,6 +376,8 @@ def report(servers: list[Server], shapes: list[str], connections: list[int], arg
                 if peer in by_name and key in by_name[peer].runs:
                     parts.extend(f"{mine}/{peer} {ratio(by_name[mine], by_name[peer], key)}"
                                  for mine in ("file", "memory") if mine in by_name)
+                    if c == 1 and "file" in by_name:
+                        parts.append(f"p99 file/{peer} {ratio(by_name['file'], by_name[peer], key, 3)}")
             print(f"- {shape} at {c} conn: " + "; ".join(parts))
         if len(connections) > 1:
             low, high = min(connections), max(connections)
@@ -388,7 +399,8 @@ def main() -> int:
     parser.add_argument("--seconds", type=int, default=5)
     parser.add_argument("--connections", default="1,32")
     parser.add_argument("--backends", default="iggy,file,memory",
-                        help="any of iggy, file, memory (agentlog serve --demo over each), file-no-otel "
+                        help="any of iggy, file, memory (agentlog serve --demo over each), file-fsync "
+                             "(file:// with ?fsync=always), file-no-otel "
                              "(file:// built without feature otel, AGENTLOG_BIN_NO_OTEL or built), file-otel and "
                              "file-otel-default (file:// exporting its spans over OTLP to a sink here, "
                              "sampler always_on or the default), a2a-rs "
@@ -426,6 +438,9 @@ def main() -> int:
                     servers.append(start_serve(binary, "file", f"file://{work / 'file-log'}", work))
                 elif backend == "memory":
                     servers.append(start_serve(binary, "memory", "memory://", work))
+                elif backend == "file-fsync":
+                    log = f"file://{work / 'fsync-log'}?fsync=always"
+                    servers.append(start_serve(binary, backend, log, work))
                 elif backend == "file-no-otel":
                     assert no_otel is not None
                     servers.append(start_serve(no_otel, backend, f"file://{work / 'no-otel-log'}", work))
