@@ -32,6 +32,10 @@
 //! need the header, and `Last-Event-ID` is ignored: no resumption. `MCP-Protocol-Version`,
 //! `Mcp-Method`, `Mcp-Name` and the `Mcp-Param-*` headers are handed to the bridge (a `=?base64?…?=` value decoded first), which checks them against
 //! the body.
+//!
+//! With [`McpHttpConfig::forward`] (bridges sharing the agents' partitions), a request about a
+//! task whose partition this bridge does not hold goes to the partition's owner once the
+//! caller is known, and the owner's answer is the reply (`http::forward`'s MCP module docs).
 
 use std::convert::Infallible;
 
@@ -75,6 +79,10 @@ pub struct McpHttpConfig {
     /// Edge auth: every request needs a bearer token (module docs). Default `None`: every
     /// caller is anonymous, so serve beyond loopback only with it.
     pub auth: Option<McpAuth>,
+    /// Forwarding between bridges sharing the agents' partitions (the A2A router's): a
+    /// request about a task whose partition this bridge does not hold goes to its owner
+    /// (`http::forward`'s MCP module docs). Default `None`: every request is served here.
+    pub forward: Option<super::Forwarding>,
 }
 
 impl McpHttpConfig {
@@ -91,6 +99,7 @@ setters!(McpHttpConfig {
     body_timeout: Duration,
 } optional {
     auth: McpAuth,
+    forward: super::Forwarding,
 });
 
 impl Default for McpHttpConfig {
@@ -101,6 +110,7 @@ impl Default for McpHttpConfig {
             body_limit_bytes: 1024 * 1024,
             body_timeout: Duration::from_secs(10),
             auth: None,
+            forward: None,
         }
     }
 }
@@ -136,6 +146,7 @@ pub fn mount(app: Router, mcp: McpBridge, base: &url::Url) -> crate::Result<(Rou
 struct McpState {
     mcp: McpBridge,
     config: std::sync::Arc<McpHttpConfig>,
+    forward: Option<std::sync::Arc<super::forward::Forwarder>>,
 }
 
 /// The router serving `mcp` on [`McpHttpConfig::path`] (any method; see the module docs).
@@ -152,9 +163,14 @@ pub fn router(mcp: McpBridge, config: McpHttpConfig) -> crate::Result<Router> {
     }
     let path = config.path.clone();
     let metadata = config.auth.as_ref().map(McpAuth::metadata_router);
+    let forward = config
+        .forward
+        .clone()
+        .map(|f| std::sync::Arc::new(super::forward::Forwarder::new(f)));
     let state = McpState {
         mcp,
         config: std::sync::Arc::new(config),
+        forward,
     };
     let router = Router::new().route(&path, any(handle)).with_state(state);
     Ok(match metadata {
@@ -248,6 +264,13 @@ async fn answer(state: &McpState, parts: Parts, body: Body, takes_stream: bool) 
         },
         None => Caller::anonymous(),
     };
+    if let Some(forwarder) = &state.forward {
+        use super::forward::Route;
+        match forwarder.route_mcp(&state.mcp, &parts, &bytes).await {
+            Route::Piped(response) | Route::Refused(response) => return response,
+            Route::Here | Route::Share(_) | Route::FanOut(_) => {}
+        }
+    }
     let request = McpRequest {
         body: &bytes,
         caller,

@@ -263,6 +263,12 @@ impl McpBridge {
             .collect()
     }
 
+    /// The bridge whose tasks are `agent`'s resources and MCP tasks (a tool agent's or an
+    /// A2A agent's of [`McpConfig::a2a`]), as the definitions served now have it.
+    pub(crate) fn task_bridge(&self, agent: &str) -> Option<Bridge> {
+        self.current().inner.task_bridges.get(agent).cloned()
+    }
+
     /// The A2A bridge of each tool agent, by agent name (for workers in the same process,
     /// readiness and metrics), as opened (a reload's new agents are not among them).
     pub fn bridges(&self) -> &HashMap<String, Bridge> {

@@ -156,6 +156,7 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
         &public_url,
         &allowed,
         http.auth.clone(),
+        http.forward.clone(),
     )
     .await?;
     let worker = if args.demo || args.conformance {

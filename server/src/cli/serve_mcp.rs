@@ -13,9 +13,9 @@ use crate::agents::demo_list_changes::{list_change_tools, with_list_change_handl
 use crate::agents::demo_resources::demo_definitions;
 use crate::agents::demo_tools::{DEMO_TOOLS_AGENT, demo_tool_handlers, demo_tools};
 use agentlog::bridge::Bridge;
-use agentlog::http::Allowed;
 use agentlog::http::auth::EdgeAuth;
 use agentlog::http::mcp::{McpAuth, McpHttpConfig, router};
+use agentlog::http::{Allowed, Forwarding};
 use agentlog::log::Log;
 use agentlog::mcp::{McpBridge, McpConfig};
 use agentlog::worker::{Worker, WorkerConfig};
@@ -58,7 +58,8 @@ pub(super) struct Mcp {
 /// A2A agent's bridge, whose configuration (signing, trust, retention, hops) the tool agents
 /// start from and whose tasks are resources too, `public_url` the base URL clients name,
 /// `auth` the A2A endpoint's edge auth, which the MCP route enforces too (as an OAuth
-/// resource server at `<public_url><path>`).
+/// resource server at `<public_url><path>`), `forward` a member's forwarding (requests about
+/// tasks held elsewhere go to their owners).
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn open(
     args: &McpArgs,
@@ -69,6 +70,7 @@ pub(super) async fn open(
     public_url: &url::Url,
     allowed: &Allowed,
     auth: Option<EdgeAuth>,
+    forward: Option<Forwarding>,
 ) -> CliResult<Option<Mcp>> {
     let Some(mut config) = definitions else {
         return Ok(None);
@@ -100,6 +102,7 @@ pub(super) async fn open(
     let mut http = McpHttpConfig::new()
         .path(args.mcp_path.clone())
         .allowed(allowed.clone());
+    http.forward = forward;
     if let Some(edge) = auth {
         let bad = |why: String| CliError::msg(format!("bad --mcp-path: {why}"));
         let resource = public_url

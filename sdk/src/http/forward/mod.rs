@@ -14,6 +14,7 @@
 
 mod call;
 mod list;
+mod mcp;
 
 use std::time::Duration;
 

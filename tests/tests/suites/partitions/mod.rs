@@ -3,9 +3,10 @@
 //! every member holds its share, a request about another member's partition is forwarded
 //! (once) to its owner, `ListTasks` merges every owner's page, and a bridge that goes away is
 //! stood in for by its successor with nothing acknowledged lost. Each member serves gRPC too
-//! (`grpc.rs`).
+//! (`grpc.rs`) and MCP (`mcp.rs`).
 
 mod grpc;
+mod mcp;
 mod resume;
 
 use std::collections::BTreeSet;
@@ -13,8 +14,10 @@ use std::time::Duration;
 
 use agentlog::bridge::{Bridge, BridgeConfig};
 use agentlog::grpc::{EdgeAuth, GrpcConfig};
+use agentlog::http::mcp::McpHttpConfig;
 use agentlog::http::{Forwarding, HttpConfig, router, serve};
 use agentlog::log::{Log, partition_for_key};
+use agentlog::mcp::{McpBridge, McpConfig};
 use agentlog::security::owners::Owners;
 use agentlog::security::peers::{FORWARDED_BY, Members, PeerKey};
 use serde_json::{Value, json};
@@ -89,9 +92,15 @@ impl Cluster {
                 grpc_config,
                 std::future::pending(),
             ));
+            // `/mcp` beside it, the A2A agent's tasks its resources.
+            let mut mcp = McpConfig::new(Vec::new());
+            mcp.a2a = vec![bridge.clone()];
+            let mcp = McpBridge::open(log.clone(), mcp).await.expect("mcp");
+            let mcp_http = McpHttpConfig::new().forward(forwarding.clone());
+            let mcp = agentlog::http::mcp::router(mcp, mcp_http).expect("mcp route");
             let mut http = HttpConfig::new().forward(forwarding);
             http.auth = http_auth.clone();
-            let app = router(bridge.clone(), http);
+            let app = router(bridge.clone(), http).merge(mcp);
             let (stop, stopped) = oneshot::channel::<()>();
             let server = tokio::spawn(async move {
                 let stopped = async {
