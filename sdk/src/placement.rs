@@ -87,7 +87,8 @@ pub async fn hold_assigned(
             .copied()
             .collect();
         for p in to_release {
-            if let Err(error) = view.release(p).await {
+            // Requests that found it held here finish first; new ones are forwarded.
+            if let Err(error) = view.retire(p, catch_up).await {
                 tracing::warn!(partition = p, error = %error.report(), "cannot release a partition");
             }
             assigned.remove(&p);
@@ -107,7 +108,7 @@ pub async fn hold_assigned(
                 catch_up,
             ));
         }
-        release_stale_copies(&view, &current, &assigned, &warming).await;
+        release_stale_copies(&view, &current, &assigned, &warming, catch_up).await;
         if watch.changed().await.is_err() {
             return;
         }
@@ -193,6 +194,7 @@ async fn release_stale_copies(
     current: &MemberView,
     assigned: &BTreeSet<u32>,
     warming: &BTreeSet<u32>,
+    grace: Duration,
 ) {
     let a = &current.assignment;
     for status in view.partition_status() {
@@ -209,7 +211,7 @@ async fn release_stale_copies(
         let said = current.ready.get(p as usize).and_then(Option::as_ref);
         if said.is_some_and(|mark| mark.member == owner.name && mark.at_ms >= status.held_at_ms) {
             tracing::info!(partition = p, owner = %owner.name, "releasing a copy held on demand: its owner holds it");
-            if let Err(error) = view.release(p).await {
+            if let Err(error) = view.retire(p, grace).await {
                 tracing::warn!(partition = p, error = %error.report(), "cannot release a partition");
             }
         }

@@ -33,7 +33,7 @@ impl TaskView {
     pub async fn sync(&self, partition: Option<u32>, timeout: Duration) -> Result<()> {
         let deadline = Instant::now() + timeout;
         if let Some(partition) = partition {
-            if !self.holds(partition) {
+            if !self.holds_data(partition) {
                 return Err(self.inner.not_held(partition));
             }
             // One partition's end: the log is asked about that partition alone.
@@ -57,7 +57,7 @@ impl TaskView {
         // Usually the view is there already: no timer to arm then.
         let behind: Vec<(u32, u64)> = (0u32..)
             .zip(ends)
-            .filter(|(p, end)| self.holds(*p) && self.applied(*p).is_some_and(|a| a < *end))
+            .filter(|(p, end)| self.holds_data(*p) && self.applied(*p).is_some_and(|a| a < *end))
             .collect();
         for (p, end) in behind {
             self.wait_applied_until(p, end, deadline, timeout).await?;
@@ -68,7 +68,7 @@ impl TaskView {
     /// Wait until the view has applied partition `partition` up to (not including) `end`, for
     /// at most `timeout`: then a retryable [`ErrorKind::Timeout`].
     pub async fn sync_to(&self, partition: u32, end: u64, timeout: Duration) -> Result<()> {
-        if !self.holds(partition) {
+        if !self.holds_data(partition) {
             return Err(self.inner.not_held(partition));
         }
         if self.applied(partition).is_some_and(|a| a >= end) {

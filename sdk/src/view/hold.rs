@@ -35,17 +35,55 @@ impl TaskView {
         self.inner.release(partition).await
     }
 
-    /// The partitions the view holds, ascending.
+    /// Release `partition` once `grace` has passed: from now on it is held for no request
+    /// that begins ([`holds`](Self::holds) is false: a request about it is forwarded), while
+    /// the requests that began before, and found it held, finish on its tasks (it is still
+    /// followed). Holding it as assigned meanwhile keeps it; holding it on demand serves that
+    /// request and keeps the release. What a planned move's old holder does.
+    pub async fn retire(&self, partition: u32, grace: std::time::Duration) -> Result<()> {
+        let part = self.inner.part(partition)?;
+        let follower = part.holding.lock().await;
+        if !part.held() || part.retiring.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        part.retiring.store(true, Ordering::Release);
+        part.assigned.store(false, Ordering::Release);
+        let generation = part.generation.load(Ordering::Acquire);
+        drop(follower);
+        self.inner.recompute_caught_up();
+        let inner = Arc::downgrade(&self.inner);
+        tokio::spawn(async move {
+            tokio::time::sleep(grace).await;
+            if let Some(inner) = inner.upgrade()
+                && let Err(error) = inner.release_retired(partition, generation).await
+            {
+                tracing::warn!(partition, error = %error.report(), "cannot release a retired partition");
+            }
+        });
+        Ok(())
+    }
+
+    /// The partitions the view holds, ascending (not those it is retiring).
     pub fn held_partitions(&self) -> Vec<u32> {
         (0u32..)
             .zip(self.inner.parts.iter())
-            .filter(|(_, part)| part.held())
+            .filter(|(_, part)| part.serves())
             .map(|(p, _)| p)
             .collect()
     }
 
-    /// Whether the view holds `partition`.
+    /// Whether the view holds `partition` for a request that begins now (not while it is
+    /// retiring).
     pub fn holds(&self, partition: u32) -> bool {
+        self.inner
+            .parts
+            .get(partition as usize)
+            .is_some_and(Part::serves)
+    }
+
+    /// Whether the view has `partition`'s tasks (held, or retiring): a request that found it
+    /// held may sync and read it.
+    pub(super) fn holds_data(&self, partition: u32) -> bool {
         self.inner
             .parts
             .get(partition as usize)
@@ -65,7 +103,7 @@ impl TaskView {
     pub fn partition_status(&self) -> Vec<PartitionStatus> {
         (0u32..)
             .zip(self.inner.parts.iter())
-            .filter(|(_, part)| part.held())
+            .filter(|(_, part)| part.serves())
             .map(|(partition, part)| PartitionStatus {
                 partition,
                 ready: part.is_ready(),
@@ -110,6 +148,7 @@ impl Inner {
         let mut follower = part.holding.lock().await;
         if part.held() {
             if assigned {
+                part.retiring.store(false, Ordering::Release);
                 part.assigned.store(true, Ordering::Release);
                 self.recompute_caught_up();
             }
@@ -178,9 +217,20 @@ impl Inner {
     }
 
     async fn release(&self, partition: u32) -> Result<()> {
+        self.release_if(partition, None).await
+    }
+
+    /// Release `partition`; with `retired`, only if that hold is still retiring.
+    async fn release_if(&self, partition: u32, retired: Option<u64>) -> Result<()> {
         let part = self.part(partition)?;
         let mut follower = part.holding.lock().await;
         if !part.held() {
+            return Ok(());
+        }
+        if let Some(generation) = retired
+            && (!part.retiring.load(Ordering::Acquire)
+                || part.generation.load(Ordering::Acquire) != generation)
+        {
             return Ok(());
         }
         if let Some(token) = follower.take() {
@@ -188,6 +238,7 @@ impl Inner {
         }
         part.held.store(false, Ordering::Release);
         part.assigned.store(false, Ordering::Release);
+        part.retiring.store(false, Ordering::Release);
         let count_live = self.options.compact.is_some();
         let old = {
             // An apply under way finishes first; none starts after (they check `held`).
@@ -204,6 +255,11 @@ impl Inner {
         // Outside every lock: the partition's tasks go at once, whoever waits.
         drop(old);
         Ok(())
+    }
+
+    /// Release partition `partition` if its hold number `generation` is still retiring.
+    async fn release_retired(&self, partition: u32, generation: u64) -> Result<()> {
+        self.release_if(partition, Some(generation)).await
     }
 
     /// Mark partition `partition`'s hold number `generation` ready (it applied up to where

@@ -54,6 +54,9 @@ pub(super) struct Part {
     pub(super) ready_after: Mutex<Option<Duration>>,
     /// When the current hold began, Unix ms (this process's clock).
     pub(super) held_at_ms: AtomicU64,
+    /// Released soon ([`TaskView::retire`](super::TaskView::retire)): still followed and
+    /// readable by the requests that began before, held for none that begin now.
+    pub(super) retiring: AtomicBool,
 }
 
 impl Part {
@@ -73,6 +76,7 @@ impl Part {
             restored: Mutex::new(None),
             ready_after: Mutex::new(None),
             held_at_ms: AtomicU64::new(0),
+            retiring: AtomicBool::new(false),
         }
     }
 
@@ -87,6 +91,11 @@ impl Part {
 
     pub(super) fn held(&self) -> bool {
         self.held.load(Ordering::Acquire)
+    }
+
+    /// Held, and not retiring: held for a request that begins now.
+    pub(super) fn serves(&self) -> bool {
+        self.held() && !self.retiring.load(Ordering::Acquire)
     }
 
     /// Held as part of the view's assignment.

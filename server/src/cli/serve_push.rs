@@ -206,8 +206,13 @@ pub(super) async fn start(
                 .sender
                 .config(&topics.agent, issuer, key, signer)?
                 .topics(topics);
-            let pusher =
-                Pusher::start_with_view(log.clone(), config, bridge.view().clone()).await?;
+            // A member sharing the partitions holds its share only; the sender takes the
+            // partitions its consumer group gives it, so it follows them in a view of its own.
+            let pusher = if bridge.config().holding.is_some() {
+                Pusher::start(log.clone(), config).await?
+            } else {
+                Pusher::start_with_view(log.clone(), config, bridge.view().clone()).await?
+            };
             let published = Some(pusher.published());
             Ok(Served {
                 pusher: Some(pusher),

@@ -31,6 +31,7 @@ mod members_iggy;
 mod partition_shares;
 mod partitions;
 mod partitions_dynamic;
+mod partitions_dynamic_iggy;
 mod partitions_iggy;
 mod push;
 mod push_bindings;

@@ -188,7 +188,12 @@ fn settled(names: &'static [&'static str]) -> impl Fn(&MemberView) -> bool {
     }
 }
 
-async fn rpc(client: &reqwest::Client, url: &str, method: &str, params: Value) -> (u16, Value) {
+pub(crate) async fn rpc(
+    client: &reqwest::Client,
+    url: &str,
+    method: &str,
+    params: Value,
+) -> (u16, Value) {
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
     let answer = client
         .post(format!("{url}/"))
@@ -200,7 +205,7 @@ async fn rpc(client: &reqwest::Client, url: &str, method: &str, params: Value) -
     (status, answer.json().await.expect("a JSON body"))
 }
 
-fn send_params(message: &str) -> Value {
+pub(crate) fn send_params(message: &str) -> Value {
     json!({
         "message": {"messageId": message, "role": "ROLE_USER", "parts": [{"text": "hello"}]},
         "configuration": {"returnImmediately": true},
@@ -210,15 +215,15 @@ fn send_params(message: &str) -> Value {
 /// A plain balancer's round robin over `rotation`: each round sends a new message through
 /// one bridge and reads its task back through the next, recording every acknowledged task
 /// and every answer that is not a success.
-struct Load {
-    rotation: Arc<std::sync::Mutex<Vec<String>>>,
+pub(crate) struct Load {
+    pub(crate) rotation: Arc<std::sync::Mutex<Vec<String>>>,
     done: watch::Receiver<usize>,
     stop: Arc<AtomicBool>,
     task: JoinHandle<(Vec<String>, Vec<String>)>,
 }
 
 impl Load {
-    fn start(urls: Vec<String>) -> Self {
+    pub(crate) fn start(urls: Vec<String>) -> Self {
         let rotation = Arc::new(std::sync::Mutex::new(urls));
         let (count, done) = watch::channel(0usize);
         let stop = Arc::new(AtomicBool::new(false));
@@ -264,7 +269,7 @@ impl Load {
     }
 
     /// Wait until the load made `n` more rounds.
-    async fn rounds(&mut self, n: usize) {
+    pub(crate) async fn rounds(&mut self, n: usize) {
         let from = *self.done.borrow_and_update();
         tokio::time::timeout(
             Duration::from_secs(120),
@@ -275,14 +280,14 @@ impl Load {
         .expect("the load stopped");
     }
 
-    async fn finish(self) -> (Vec<String>, Vec<String>) {
+    pub(crate) async fn finish(self) -> (Vec<String>, Vec<String>) {
         self.stop.store(true, Ordering::SeqCst);
         self.task.await.expect("load")
     }
 }
 
 /// Every task of `acknowledged` through every bridge at `urls`: found, with no error.
-async fn all_readable(acknowledged: &[String], urls: &[&str]) {
+pub(crate) async fn all_readable(acknowledged: &[String], urls: &[&str]) {
     let client = reqwest::Client::new();
     for task in acknowledged {
         for url in urls {
