@@ -230,23 +230,38 @@ async fn moves(members: &mut [Option<Member>], client: &Client, tasks: usize) ->
             .map(task_id)
             .find(|id| partition_for_key(id.as_bytes(), P) == p)
             .unwrap();
+        // The successor's and the forwarder's CPU for each request: the hold's work apart
+        // from the wall time the machine's load adds.
+        let cpu = |members: &[Option<Member>]| {
+            [2, 3].map(|i| members[i].as_ref().unwrap().sched().cpu_ns as f64 / 1e3)
+        };
+        let before = cpu(members);
         let (first, status, body) = client.rpc(3, "GetTask", json!({"id": id}), &[]).await;
         assert_eq!((status, &body["result"]["id"]), (200, &json!(id)), "{body}");
+        let between = cpu(members);
         let (then, status, _) = client.rpc(3, "GetTask", json!({"id": id}), &[]).await;
         assert_eq!(status, 200);
-        out.push(json!({"partition": p, "tasks": in_p, "first_us": first, "then_us": then}));
+        let after = cpu(members);
+        out.push(json!({
+            "partition": p, "tasks": in_p, "first_us": first, "then_us": then,
+            "first_cpu_us": [between[0] - before[0], between[1] - before[1]],
+            "then_cpu_us": [after[0] - between[0], after[1] - between[1]],
+        }));
     }
     let firsts: Vec<f64> = out
         .iter()
         .map(|m| m["first_us"].as_f64().unwrap())
         .collect();
     let thens: Vec<f64> = out.iter().map(|m| m["then_us"].as_f64().unwrap()).collect();
+    let successor = |key: &str| median(out.iter().map(|m| m[key][0].as_f64().unwrap()));
     println!(
-        "| 4 | a stopped member's partition, first GetTask through another member (forwarded, refused, held on demand by the successor from its checkpoint; ~{} tasks a partition): p50 / max | {:.0} / {:.0} | | the next GetTask: {:.0} |",
+        "| 4 | a stopped member's partition, first GetTask through another member (forwarded, refused, held on demand by the successor from its checkpoint; ~{} tasks a partition): p50 / max | {:.0} / {:.0} | successor {:.0} (the next GetTask: {:.0} µs, successor {:.0}) | |",
         tasks / P as usize,
         median(firsts.iter().copied()),
         firsts.iter().copied().fold(0.0, f64::max),
+        successor("first_cpu_us"),
         median(thens.iter().copied()),
+        successor("then_cpu_us"),
     );
     Value::Array(out)
 }
