@@ -12,6 +12,8 @@ use agentlog::agent::AgentTopics;
 use agentlog::log::embedded::EmbeddedLog;
 use agentlog::log::{Follower, Log, LogUrl, StoredRecord, TopicRef};
 
+mod members;
+
 /// Records read per call.
 const BATCH: usize = 1024;
 
@@ -26,6 +28,8 @@ EXAMPLES:
   agentlog tail --log file://./agentlog-data --agent demo --follow
   agentlog tail --log iggy://iggy:iggy@127.0.0.1:8090 --agent demo --follow
   agentlog tail --agent demo --task <TASK_ID>
+  agentlog tail --log iggy://iggy:iggy@127.0.0.1:8090 --agent demo --members
+      the bridges' membership records (serve --member-name) instead of the tasks'
 
 Each line is one record of the agent's events topic (the task log of record):
 
@@ -52,8 +56,13 @@ pub(super) struct TailArgs {
     follow: bool,
 
     /// Only this task's records.
-    #[arg(long, value_name = "TASK_ID")]
+    #[arg(long, value_name = "TASK_ID", conflicts_with = "members")]
     task: Option<String>,
+
+    /// The records of the agent's bridges' dynamic membership (`serve --member-name`) on
+    /// <agent>.members instead: joins, heartbeats, leaves, evictions, readies, snapshots.
+    #[arg(long)]
+    members: bool,
 }
 
 /// `agentlog tail`.
@@ -91,6 +100,9 @@ pub(super) async fn run(args: TailArgs, out: &Out) -> CliResult {
 }
 
 async fn tail(log: &Log, args: &TailArgs, out: &Out) -> CliResult {
+    if args.members {
+        return members::tail(log, args, out).await;
+    }
     let topic = AgentTopics::of(&args.log.agent).events;
     let Some(ends) = end_offsets(log, &topic, args).await? else {
         return Ok(()); // Ctrl-C while waiting for the topic
