@@ -657,8 +657,8 @@ export interface CallOptions {
   /** Who is calling (default: anonymous). */
   caller?: Caller
   /**
-   * Plumbing: the W3C trace context the call carries on (index.js sets it to the
-   * handler's turn when a handler calls).
+   * Internal, set by index.js (callers leave it out): the calling handler's turn's W3C
+   * trace context, which the call carries on when it has no context of its own.
    */
   _trace?: TraceCarrier
 }
@@ -715,8 +715,10 @@ export interface McpBridgeOptions {
 export interface McpRpcOptions {
   /**
    * The HTTP request's headers (names in any case): `MCP-Protocol-Version`, `Mcp-Method`
-   * and `Mcp-Name` are checked against the body, as the `/mcp` route does. Leave it out
-   * for a transport without headers.
+   * and `Mcp-Name` are checked against the body, as the `/mcp` route does; its
+   * `traceparent`/`tracestate` are the caller's trace context (before a calling handler's
+   * turn's and `params._meta`'s; a bad one is ignored). Leave it out for a transport
+   * without headers.
    */
   headers?: Record<string, string>
   /** Who is calling (default: anonymous). */
@@ -727,8 +729,8 @@ export interface McpRpcOptions {
    */
   acceptsStream?: boolean
   /**
-   * Plumbing: the W3C trace context the call carries on (index.js sets it to the
-   * handler's turn when a handler calls).
+   * Internal, set by index.js (callers leave it out): the calling handler's turn's W3C
+   * trace context, which the call carries on when its headers have none.
    */
   _trace?: TraceCarrier
 }
@@ -793,8 +795,14 @@ export interface RpcCallOptions {
   /** An SSE `Last-Event-ID`: a streaming method continues right after that position. */
   resumeAfter?: number
   /**
-   * Plumbing: the W3C trace context the call carries on (index.js sets it to the
-   * handler's turn when a handler calls).
+   * The request's W3C trace context: an object holding its `traceparent` and
+   * `tracestate` (its headers, or an OpenTelemetry carrier; other keys are ignored). It
+   * is the caller's, before a calling handler's turn's; a bad one is ignored.
+   */
+  trace?: Record<string, string>
+  /**
+   * Internal, set by index.js (callers leave it out): the calling handler's turn's W3C
+   * trace context, which the call carries on when it has no context of its own.
    */
   _trace?: TraceCarrier
 }
@@ -862,8 +870,8 @@ export interface StreamOptions {
    */
   resumeAfter?: number
   /**
-   * Plumbing: the W3C trace context the call carries on (index.js sets it to the
-   * handler's turn when a handler calls).
+   * Internal, set by index.js (callers leave it out): the calling handler's turn's W3C
+   * trace context, which the call carries on when it has no context of its own.
    */
   _trace?: TraceCarrier
 }

@@ -33,14 +33,16 @@ try {
 
 // A handler's calls to bridges in this process carry its turn's trace context on, as a Rust
 // handler's do: the turn's `spanContext` rides with the handler's async work, and each
-// bridge call made meanwhile passes it to Rust (`_trace`, unless the call names its own).
-// Only traced turns are run in the storage, so an untraced process never enables it.
+// bridge call made meanwhile passes it to Rust as the options' internal `_trace`. It applies
+// when the call has no context of its own (`handleRpc`'s `trace`, `McpBridge.handleRpc`'s
+// headers): the caller's own wins, as a request's headers do in the Rust router. Only traced
+// turns are run in the storage, so an untraced process never enables it.
 const turnTrace = new AsyncLocalStorage();
 
 /** `options` with the running turn's trace context, if a handler is calling. */
 function carried(options) {
   const trace = turnTrace.getStore();
-  if (trace === undefined || (options != null && options._trace != null)) return options;
+  if (trace === undefined) return options;
   return { ...(options ?? {}), _trace: trace };
 }
 

@@ -63,6 +63,22 @@ impl TraceContext {
         Self::parse(parent, state.as_deref())
     }
 
+    /// The context among a carrier's `(name, value)` pairs as a transport or a language
+    /// binding holds them (HTTP headers, an OpenTelemetry propagator's dict): the
+    /// `traceparent` and `tracestate` entries, names in any case, read as
+    /// [`from_fields`](Self::from_fields) reads them; every other pair is ignored.
+    pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Option<Self> {
+        let (mut parents, mut states) = (Vec::new(), Vec::new());
+        for (name, value) in pairs {
+            if name.eq_ignore_ascii_case(TRACEPARENT) {
+                parents.push(Some(value));
+            } else if name.eq_ignore_ascii_case(TRACESTATE) {
+                states.push(value);
+            }
+        }
+        Self::from_fields(parents, states)
+    }
+
     /// The `traceparent` value.
     pub fn traceparent(&self) -> &str {
         &self.traceparent

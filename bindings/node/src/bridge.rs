@@ -1,6 +1,7 @@
 //! `Bridge`: the A2A verbs over a log, values in the A2A 1.0 JSON shape; streams as classes
 //! with an async `next()` that `index.js` makes async-iterable.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -74,8 +75,8 @@ pub struct BridgeOptions {
 pub struct CallOptions {
     /// Who is calling (default: anonymous).
     pub caller: Option<Caller>,
-    /// Plumbing: the W3C trace context the call carries on (index.js sets it to the
-    /// handler's turn when a handler calls).
+    /// Internal, set by index.js (callers leave it out): the calling handler's turn's W3C
+    /// trace context, which the call carries on when it has no context of its own.
     #[napi(js_name = "_trace")]
     pub trace: Option<TraceCarrier>,
 }
@@ -89,8 +90,8 @@ pub struct StreamOptions {
     /// Continue right after this log position (an event's `position`) instead of starting
     /// with a snapshot.
     pub resume_after: Option<i64>,
-    /// Plumbing: the W3C trace context the call carries on (index.js sets it to the
-    /// handler's turn when a handler calls).
+    /// Internal, set by index.js (callers leave it out): the calling handler's turn's W3C
+    /// trace context, which the call carries on when it has no context of its own.
     #[napi(js_name = "_trace")]
     pub trace: Option<TraceCarrier>,
 }
@@ -107,10 +108,14 @@ pub struct RpcCallOptions {
     pub extensions: Option<Vec<String>>,
     /// An SSE `Last-Event-ID`: a streaming method continues right after that position.
     pub resume_after: Option<i64>,
-    /// Plumbing: the W3C trace context the call carries on (index.js sets it to the
-    /// handler's turn when a handler calls).
+    /// The request's W3C trace context: an object holding its `traceparent` and
+    /// `tracestate` (its headers, or an OpenTelemetry carrier; other keys are ignored). It
+    /// is the caller's, before a calling handler's turn's; a bad one is ignored.
+    pub trace: Option<HashMap<String, String>>,
+    /// Internal, set by index.js (callers leave it out): the calling handler's turn's W3C
+    /// trace context, which the call carries on when it has no context of its own.
     #[napi(js_name = "_trace")]
-    pub trace: Option<TraceCarrier>,
+    pub turn: Option<TraceCarrier>,
 }
 
 impl CallOptions {
@@ -351,22 +356,26 @@ impl Bridge {
             Either::A(text) => text.into_bytes(),
             Either::B(buffer) => buffer.to_vec(),
         };
-        let (caller, version, extensions, resume_after, trace) = match options {
+        let (caller, version, extensions, resume_after, trace, turn) = match options {
             Some(o) => (
                 Caller::of(o.caller),
                 o.version,
                 o.extensions.unwrap_or_default(),
                 position(o.resume_after)?,
-                TraceCarrier::context(o.trace),
+                o.trace.as_ref().and_then(|pairs| {
+                    TraceContext::from_pairs(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+                }),
+                TraceCarrier::context(o.turn),
             ),
-            None => (SdkCaller::anonymous(), None, Vec::new(), None, None),
+            None => (SdkCaller::anonymous(), None, Vec::new(), None, None, None),
         };
+        // The request's own context; without one the SDK takes the carried turn's.
         let request = RpcRequest::new(&body, caller)
             .a2a_version(version.as_deref())
             .extensions(extensions)
             .resume_after(resume_after)
             .trace(trace);
-        Ok(match self.inner.handle(request).await {
+        Ok(match carrying(turn, self.inner.handle(request)).await {
             RpcReply::Json(bytes) => Either::A(bytes.into()),
             RpcReply::Stream(stream) => Either::B(RpcFrames::new(stream.into_sse_frames())),
             // A JSON-RPC body never gets a typed answer.

@@ -12,6 +12,7 @@ use napi_derive::napi;
 use serde_json::Value;
 
 use agentlog::telemetry::carrying;
+use agentlog_wire::trace::TraceContext;
 
 use crate::bridge::{Caller, RpcFrames};
 use crate::context::TraceCarrier;
@@ -79,16 +80,18 @@ pub struct ListChanged {
 #[derive(Debug)]
 pub struct McpRpcOptions {
     /// The HTTP request's headers (names in any case): `MCP-Protocol-Version`, `Mcp-Method`
-    /// and `Mcp-Name` are checked against the body, as the `/mcp` route does. Leave it out
-    /// for a transport without headers.
+    /// and `Mcp-Name` are checked against the body, as the `/mcp` route does; its
+    /// `traceparent`/`tracestate` are the caller's trace context (before a calling handler's
+    /// turn's and `params._meta`'s; a bad one is ignored). Leave it out for a transport
+    /// without headers.
     pub headers: Option<HashMap<String, String>>,
     /// Who is calling (default: anonymous).
     pub caller: Option<Caller>,
     /// The client takes `text/event-stream`: a call with a progress token is answered as
     /// SSE frames.
     pub accepts_stream: Option<bool>,
-    /// Plumbing: the W3C trace context the call carries on (index.js sets it to the
-    /// handler's turn when a handler calls).
+    /// Internal, set by index.js (callers leave it out): the calling handler's turn's W3C
+    /// trace context, which the call carries on when its headers have none.
     #[napi(js_name = "_trace")]
     pub trace: Option<TraceCarrier>,
 }
@@ -151,7 +154,7 @@ impl McpBridge {
             Either::A(text) => text.into_bytes(),
             Either::B(buffer) => buffer.to_vec(),
         };
-        let (headers, caller, accepts_stream, trace) = match options {
+        let (headers, caller, accepts_stream, turn) = match options {
             Some(o) => (
                 o.headers,
                 o.caller,
@@ -160,11 +163,19 @@ impl McpBridge {
             ),
             None => (None, None, false, None),
         };
+        let pairs = || {
+            headers
+                .iter()
+                .flatten()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+        };
+        // The headers' context is the caller's, as on the `/mcp` route; without one, the
+        // handler's turn's, else `params._meta`'s (read by the SDK).
+        let trace = TraceContext::from_pairs(pairs()).or(turn);
         let request = McpRequest {
             body: &body,
             caller: Caller::of(caller),
-            headers: headers
-                .map(|h| McpHeaders::from_pairs(h.iter().map(|(k, v)| (k.as_str(), v.as_str())))),
+            headers: headers.as_ref().map(|_| McpHeaders::from_pairs(pairs())),
             accepts_stream,
         };
         let reply = carrying(trace, self.inner.handle(request)).await;

@@ -183,3 +183,72 @@ test("a handler's calls to bridges in its process carry its turn on", { timeout:
     await log.close();
   }
 });
+
+test("handleRpc reads the caller's trace context: its own before a handler's turn, a bad one ignored", { timeout: 60000 }, async () => {
+  const log = await openLog('memory://');
+  const [caller, callee, toolAgent] = ['rpc-trace-caller', 'rpc-trace-callee', 'rpc-trace-tools'];
+  const callerBridge = await Bridge.open(log, caller);
+  const calleeBridge = await Bridge.open(log, callee);
+  const mcp = await McpBridge.open(log, [{ name: 'seen', inputSchema: { type: 'object' }, agent: toolAgent }]);
+  const parent = () => `00-${crypto.randomBytes(16).toString('hex')}-${crypto.randomBytes(8).toString('hex')}-01`;
+  const bad = '00-nope-01';
+  const [own, ownMcp, meta] = [parent(), parent(), parent()];
+  const seen = [];
+  const turns = [];
+  const a2a = async (bridge, trace, text = 'rpc') => {
+    const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: send(text) });
+    const reply = JSON.parse(String(await bridge.handleRpc(body, { version: '1.0', trace })));
+    assert.equal(reply.result.task.status.state, 'TASK_STATE_COMPLETED', JSON.stringify(reply));
+  };
+  const toolsCall = async (headers, metaParent) => {
+    const params = { name: 'seen', arguments: {}, ...(metaParent ? { _meta: { traceparent: metaParent } } : {}) };
+    const reply = await mcp.handleRpc(JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params }), { headers });
+    assert.equal(reply.status, 200, String(reply.body));
+  };
+  const calling = async (task) => {
+    turns.push(task.spanContext ?? null);
+    await a2a(calleeBridge, { traceparent: own });
+    await a2a(calleeBridge, { traceparent: bad });
+    await toolsCall({ traceparent: ownMcp });
+    await toolsCall({ traceparent: bad }, meta);
+    await task.complete('called');
+  };
+  const workers = [
+    await Worker.start(log, caller, calling, { bridge: callerBridge }),
+    await Worker.start(log, callee, async (task) => {
+      seen.push(task.traceContext ?? null);
+      await task.complete('answered');
+    }, { bridge: calleeBridge }),
+    await Worker.start(log, toolAgent, { tools: { seen: async (call) => {
+      seen.push(call.task.traceContext ?? null);
+      return { content: [{ type: 'text', text: 'seen' }] };
+    } }, bridge: mcp }),
+  ];
+  try {
+    // From outside any handler: the request's own (names in any case, other keys ignored), or none.
+    await a2a(calleeBridge, { 'Content-Type': 'application/json', TraceParent: own, tracestate: 'a=1' });
+    await a2a(calleeBridge, { traceparent: bad, tracestate: 'a=1' });
+    await a2a(calleeBridge, undefined);
+    await toolsCall({ Traceparent: ownMcp, Tracestate: 'm=1' }, meta);
+    await toolsCall({ traceparent: bad });
+    await toolsCall({ traceparent: bad }, meta);
+    // A handler's turn, untraced and then traced (the parent given as a request's would be).
+    await callerBridge.sendMessage(send('call'));
+    const turnParent = parent();
+    await a2a(callerBridge, { traceparent: turnParent }, 'traced call');
+    const [untraced, traced] = turns;
+    assert.ok(untraced === null && traced, JSON.stringify(turns));
+    assert.equal(traced.traceparent.split('-')[1], turnParent.split('-')[1]);
+    const outside = [{ traceparent: own, tracestate: 'a=1' }, null, null, { traceparent: ownMcp, tracestate: 'm=1' }, null, { traceparent: meta }];
+    // The untraced turn: its own, none, its own, _meta's; the traced one: its own, the turn's
+    // (the bad one ignored), its own, the turn's (before _meta's, as a Rust handler's call).
+    const inside = [{ traceparent: own }, null, { traceparent: ownMcp }, { traceparent: meta },
+      { traceparent: own }, traced, { traceparent: ownMcp }, traced];
+    // A carrier as plain data (`tracestate` only when there is one).
+    const plain = (c) => c && { traceparent: c.traceparent, ...(c.tracestate ? { tracestate: c.tracestate } : {}) };
+    assert.deepStrictEqual(seen.map(plain), [...outside, ...inside].map(plain));
+  } finally {
+    for (const worker of workers) await worker.close();
+    await log.close();
+  }
+});

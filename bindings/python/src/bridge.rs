@@ -8,6 +8,7 @@ use agentlog::bridge::{
     PulledStream, RpcReply, RpcRequest, SseFrames, TaskStream, card_from_file, card_from_json,
 };
 use agentlog::{Bridge, BridgeConfig};
+use agentlog_wire::trace::TraceContext;
 use futures::StreamExt;
 use pyo3::exceptions::PyStopAsyncIteration;
 use pyo3::prelude::*;
@@ -19,6 +20,28 @@ use crate::duration::optional_seconds;
 use crate::error::to_py_err;
 use crate::json::{to_json as py_to_json, to_py};
 use crate::{PyCaller, PyLog, caller_of};
+
+/// The `(name, value)` pairs of a `str` → `str` mapping (headers, a trace carrier), if given.
+pub fn pairs_of(
+    mapping: Option<&Bound<'_, PyAny>>,
+    what: &str,
+) -> PyResult<Option<Vec<(String, String)>>> {
+    let Some(mapping) = mapping.filter(|m| !m.is_none()) else {
+        return Ok(None);
+    };
+    let items = mapping.call_method0("items").map_err(|_| {
+        pyo3::exceptions::PyTypeError::new_err(format!("{what} must be a mapping of str to str"))
+    })?;
+    let mut pairs = Vec::new();
+    for item in items.try_iter()? {
+        pairs.push(item?.extract().map_err(|_| {
+            pyo3::exceptions::PyTypeError::new_err(format!(
+                "{what} must be a mapping of str to str"
+            ))
+        })?);
+    }
+    Ok(Some(pairs))
+}
 
 /// The A2A bridge of one agent over a log.
 #[pyclass(frozen, module = "agentlog", name = "Bridge")]
@@ -259,8 +282,12 @@ impl PyBridge {
     /// Answer a JSON-RPC request body (`bytes` or `str`): the response body as `bytes`, or
     /// for a streaming method an async iterator of SSE frames (`bytes`, each a whole
     /// `id:`/`data:` frame). `version` is the `A2A-Version` header, `extensions` the
-    /// `A2A-Extensions` URIs, `resume_after` an SSE `Last-Event-ID`.
-    #[pyo3(signature = (body, *, caller = None, version = None, extensions = Vec::new(), resume_after = None))]
+    /// `A2A-Extensions` URIs, `resume_after` an SSE `Last-Event-ID`, `trace` a mapping with
+    /// the request's `traceparent`/`tracestate` (its headers, or an OpenTelemetry carrier;
+    /// other keys ignored): the caller's context, before a calling handler's turn's; a bad
+    /// one is ignored.
+    #[pyo3(signature = (body, *, caller = None, version = None, extensions = Vec::new(), resume_after = None, trace = None))]
+    #[allow(clippy::too_many_arguments)]
     fn handle_rpc<'py>(
         &self,
         py: Python<'py>,
@@ -269,18 +296,25 @@ impl PyBridge {
         version: Option<String>,
         extensions: Vec<String>,
         resume_after: Option<u64>,
+        trace: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let body = body_bytes(body)?;
+        let trace = pairs_of(trace, "trace")?.and_then(|p| {
+            TraceContext::from_pairs(p.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        });
         let bridge = self.0.clone();
         let caller = caller_of(caller);
         aio::spawn(
             py,
             OnCancel::Finish,
             async move {
+                // Without a context of its own the SDK takes the one `aio::spawn` carries (a
+                // handler's turn), as a Rust handler's call does.
                 let request = RpcRequest::new(&body, caller)
                     .a2a_version(version.as_deref())
                     .extensions(extensions)
-                    .resume_after(resume_after);
+                    .resume_after(resume_after)
+                    .trace(trace);
                 Ok(bridge.handle(request).await)
             },
             |py, reply| match reply {

@@ -2,12 +2,14 @@
 //! tool handler gets. The tool handlers themselves run in `worker` (`Worker(tools=...)`).
 
 use agentlog::mcp::{McpBridge, McpConfig, McpHeaders, McpReply, McpRequest};
+use agentlog::telemetry::carrying;
 use agentlog::worker::ToolCall;
+use agentlog_wire::trace::TraceContext;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use crate::aio::{self, OnCancel};
-use crate::bridge::{RpcFrames, body_bytes};
+use crate::bridge::{RpcFrames, body_bytes, pairs_of};
 use crate::context::PyTaskContext;
 use crate::json::{serialize_to_py, to_json as py_to_json};
 use crate::{PyCaller, PyLog, caller_of};
@@ -100,8 +102,10 @@ impl PyMcpBridge {
 
     /// Answer one JSON-RPC message (`bytes` or `str`). `headers`: the HTTP request's
     /// headers (a mapping, names in any case), from which `MCP-Protocol-Version`,
-    /// `Mcp-Method` and `Mcp-Name` are checked against the body; `None` for a transport
-    /// without them. `accepts_stream`: the client takes `text/event-stream`.
+    /// `Mcp-Method` and `Mcp-Name` are checked against the body, and whose
+    /// `traceparent`/`tracestate` are the caller's trace context (before a calling handler's
+    /// turn's and `params._meta`'s; a bad one is ignored); `None` for a transport without
+    /// them. `accepts_stream`: the client takes `text/event-stream`.
     #[pyo3(signature = (body, *, headers = None, caller = None, accepts_stream = false))]
     fn handle_rpc<'py>(
         &self,
@@ -112,18 +116,15 @@ impl PyMcpBridge {
         accepts_stream: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let body = body_bytes(body)?;
-        let headers = match headers.filter(|h| !h.is_none()) {
-            Some(mapping) => {
-                let mut pairs: Vec<(String, String)> = Vec::new();
-                for item in mapping.call_method0("items")?.try_iter()? {
-                    pairs.push(item?.extract()?);
-                }
-                Some(McpHeaders::from_pairs(
-                    pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())),
-                ))
-            }
-            None => None,
-        };
+        let pairs = pairs_of(headers, "headers")?;
+        let pairs = pairs
+            .iter()
+            .flatten()
+            .map(|(k, v)| (k.as_str(), v.as_str()));
+        let trace = TraceContext::from_pairs(pairs.clone());
+        let headers = headers
+            .filter(|h| !h.is_none())
+            .map(|_| McpHeaders::from_pairs(pairs));
         let bridge = self.0.clone();
         let caller = caller_of(caller);
         aio::spawn(
@@ -136,7 +137,9 @@ impl PyMcpBridge {
                     headers,
                     accepts_stream,
                 };
-                Ok(bridge.handle(request).await)
+                // The headers' context is the caller's, as on the `/mcp` route; without one,
+                // the one `aio::spawn` carries (a handler's turn), else `params._meta`'s.
+                Ok(carrying(trace, bridge.handle(request)).await)
             },
             |py, reply| Ok(Py::new(py, PyMcpReply::new(py, reply)?)?.into_any()),
         )

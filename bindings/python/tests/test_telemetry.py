@@ -17,7 +17,7 @@ import threading
 import urllib.request
 import uuid
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
@@ -204,4 +204,89 @@ async def test_a_handlers_calls_in_this_process_carry_its_turn_on() -> None:
     assert traced["traceparent"].split("-")[1] == parent.split("-")[1] and traced.get("tracestate") == "a=1"
     # Five calls in the traced turn, five in the untraced one, then the one from outside.
     assert seen == [traced] * 5 + [None] * 5 + [None], seen
+    await log.close()
+
+
+async def test_handle_rpc_reads_the_callers_trace_context() -> None:
+    """`Bridge.handle_rpc(trace=...)` and `McpBridge.handle_rpc(headers=...)` take the caller's
+    `traceparent`/`tracestate`, as the HTTP router takes a request's headers: the callee's turn
+    reads it from its command. A bad one is ignored. In a handler, the caller's own wins over
+    the turn's, which applies when the caller gave none (or a bad one); an MCP header wins over
+    `params._meta`."""
+    log = await agentlog.open_log("memory://")
+    caller, callee, tool_agent = agent_name(), agent_name(), agent_name()
+    caller_bridge = await agentlog.Bridge.open(log, caller)
+    callee_bridge = await agentlog.Bridge.open(log, callee)
+    mcp = await agentlog.McpBridge.open(log, [{"name": "seen", "inputSchema": {"type": "object"}, "agent": tool_agent}])
+    seen: list[dict[str, str] | None] = []
+    turns: list[dict[str, str] | None] = []
+
+    def parent() -> str:
+        return f"00-{uuid.uuid4().hex}-{uuid.uuid4().hex[:16]}-01"
+
+    bad = "00-nope-01"
+    own, own_mcp, meta = parent(), parent(), parent()
+
+    async def answer(task: TaskContext) -> None:
+        seen.append(task.trace_context)
+        await task.complete("answered")
+
+    async def tool(call: ToolCall) -> CallToolResult:
+        seen.append(call.task.trace_context)
+        return {"content": [{"type": "text", "text": "seen"}]}
+
+    async def a2a(trace: dict[str, str] | None) -> None:
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": message("rpc")})
+        reply = await callee_bridge.handle_rpc(body, version="1.0", trace=trace)
+        assert isinstance(reply, bytes), reply
+        assert json.loads(reply)["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED", reply
+
+    async def tools_call(headers: dict[str, str], meta_parent: str | None = None) -> None:
+        params: dict[str, Any] = {"name": "seen", "arguments": {}}
+        if meta_parent:
+            params["_meta"] = {"traceparent": meta_parent}
+        reply = await mcp.handle_rpc(json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": params}),
+                                     headers=headers)
+        assert reply.status == 200, reply.body
+
+    async def calling(task: TaskContext) -> None:
+        turns.append(task.span_context)
+        await a2a({"traceparent": own})
+        await a2a({"traceparent": bad})
+        await tools_call({"traceparent": own_mcp})
+        await tools_call({"traceparent": bad}, meta)
+        await task.complete("called")
+
+    async with (
+        agentlog.Worker(log, caller, calling, bridge=caller_bridge),
+        agentlog.Worker(log, callee, answer, bridge=callee_bridge),
+        agentlog.Worker(log, tool_agent, tools={"seen": tool}, bridge=mcp),
+    ):
+        # From outside any handler: the request's own, or none.
+        await a2a({"Content-Type": "application/json", "TraceParent": own, "tracestate": "a=1"})
+        await a2a({"traceparent": bad, "tracestate": "a=1"})
+        await a2a(None)
+        await tools_call({"Traceparent": own_mcp, "Tracestate": "m=1"}, meta)
+        await tools_call({"traceparent": bad})
+        await tools_call({"traceparent": bad}, meta)
+        # From a handler whose turn is traced (the caller's parent, as a header would be).
+        turn_parent = parent()
+        await caller_bridge.send_message(message("call"))  # an untraced turn first: none carried
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": message("traced call")})
+        reply = await caller_bridge.handle_rpc(body, version="1.0", trace={"traceparent": turn_parent})
+        assert isinstance(reply, bytes), reply
+        assert json.loads(reply)["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED", reply
+        # A value that is not text is refused clearly, before anything is sent.
+        with pytest.raises(TypeError, match="trace must be a mapping of str to str"):
+            await callee_bridge.handle_rpc(body, trace=cast(Any, {"traceparent": 1}))
+    untraced, traced = turns
+    assert untraced is None and traced is not None
+    assert traced["traceparent"].split("-")[1] == turn_parent.split("-")[1]
+    outside = [{"traceparent": own, "tracestate": "a=1"}, None, None, {"traceparent": own_mcp, "tracestate": "m=1"},
+               None, {"traceparent": meta}]
+    # The untraced turn: its own, none, its own, _meta's; the traced one: its own, the turn's
+    # (the bad one ignored), its own, the turn's (before _meta's, as a Rust handler's call).
+    inside = [{"traceparent": own}, None, {"traceparent": own_mcp}, {"traceparent": meta},
+              {"traceparent": own}, traced, {"traceparent": own_mcp}, traced]
+    assert seen == outside + inside, seen
     await log.close()

@@ -116,3 +116,21 @@ fn a_child_keeps_the_trace_flags_and_state() {
     assert_eq!(context.child("0000000000000000"), None);
     assert_eq!(context.child("short"), None);
 }
+
+#[test]
+fn pairs_give_the_context_of_their_trace_entries_in_any_case() {
+    let pairs = [
+        ("Content-Type", "application/json"),
+        ("TraceParent", PARENT),
+        ("tracestate", "a=1"),
+        ("TRACESTATE", "b=2"),
+    ];
+    let context = TraceContext::from_pairs(pairs).unwrap();
+    assert_eq!(context.traceparent(), PARENT);
+    assert_eq!(context.tracestate(), "a=1,b=2");
+    // None, a bad one, two parents: no context.
+    assert_eq!(TraceContext::from_pairs([("tracestate", "a=1")]), None);
+    assert_eq!(TraceContext::from_pairs([("traceparent", "00-nope")]), None);
+    let twice = [("traceparent", PARENT), ("Traceparent", PARENT)];
+    assert_eq!(TraceContext::from_pairs(twice), None);
+}

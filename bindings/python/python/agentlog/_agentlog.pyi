@@ -135,6 +135,7 @@ class Bridge:
         version: str | None = None,
         extensions: Sequence[str] = ...,
         resume_after: int | None = None,
+        trace: Mapping[str, str] | None = None,
     ) -> Awaitable[bytes | RpcFrames]: ...
     def _bench_get_task(self, request: Params, calls: int) -> Awaitable[float]: ...
 
