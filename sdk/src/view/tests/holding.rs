@@ -278,3 +278,39 @@ async fn views_holding_the_members_shares_hold_all_tasks_once_each_in_proportion
         assert_eq!(held, tasks, "{count} members: every task held once");
     }
 }
+
+#[tokio::test]
+async fn a_retired_partition_serves_the_requests_under_way_and_no_new_one() {
+    let (log, events, _) = memory_log(2).await;
+    let task = (0..)
+        .map(|k| format!("retired-{k}"))
+        .find(|t| partition_for_key(t.as_bytes(), 2) == 1)
+        .unwrap();
+    append(&log, &events, &command(&task, "hi", now_ms(), 0)).await;
+    let view = ready(&log, &events, ViewOptions::new().holding(vec![0, 1])).await;
+    // A request found partition 1 held and synced; then it is retired.
+    view.sync(Some(1), PATIENCE).await.unwrap();
+    view.retire(1, Duration::from_secs(3600)).await.unwrap();
+    // Not held for a request that begins now; still readable by the one under way.
+    assert!(!view.holds(1));
+    assert_eq!(view.held_partitions(), vec![0]);
+    assert!(answer(&view, &task).is_some());
+    view.sync(Some(1), PATIENCE).await.unwrap();
+    // Its assignment is not the view's any more: the view is ready without it.
+    assert!(view.caught_up());
+    // Held on demand meanwhile (a peer's marked request): served, still retiring.
+    view.hold_on_demand(1).await.unwrap();
+    assert!(!view.holds(1));
+    // Held as assigned again: kept, and the pending release does nothing.
+    view.hold(1).await.unwrap();
+    assert!(view.holds(1));
+    assert_eq!(view.held_partitions(), vec![0, 1]);
+    // Retired with no grace, then released outright: gone.
+    view.retire(1, Duration::ZERO).await.unwrap();
+    view.release(1).await.unwrap();
+    assert!(answer(&view, &task).is_none());
+    assert_eq!(
+        view.sync(Some(1), PATIENCE).await.unwrap_err().kind(),
+        ErrorKind::Unavailable
+    );
+}
