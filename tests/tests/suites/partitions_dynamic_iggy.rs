@@ -36,7 +36,8 @@ fn url(port: u16) -> String {
     format!("http://127.0.0.1:{port}")
 }
 
-/// `serve` as member `name` on `port`.
+/// `serve` as member `name` on `port`, leased for long enough that a member killed and
+/// restarted in the test (however slow the machine) comes back within its lease.
 fn start(log: &str, name: &str, port: u16, key: &std::path::Path) -> Killed {
     let args = [
         "serve",
@@ -55,6 +56,8 @@ fn start(log: &str, name: &str, port: u16, key: &std::path::Path) -> Killed {
         &url(port),
         "--peer-key",
         &key.display().to_string(),
+        "--member-lease",
+        "60s",
     ];
     let (child, line) = spawn(&args);
     assert!(line.contains(&format!("member {name:?}")), "{line}");
