@@ -7,7 +7,10 @@
 //!   of the members taking partitions is paused until the load has gone through it);
 //! - a member killed and restarted under its name within its lease keeps its partitions,
 //!   restores them from their checkpoints, and its successor releases the copies it held on
-//!   demand meanwhile.
+//!   demand meanwhile;
+//! - a member killed and not back within its lease is evicted: its partitions go to the
+//!   others at once, and the copies held on demand meanwhile are released once their new
+//!   owners hold them.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -44,10 +47,12 @@ struct Member {
     server: JoinHandle<()>,
 }
 
-fn config(name: &str, url: &str) -> MembershipConfig {
-    // Long enough that nobody is evicted in these tests: the restart is within the lease.
+/// Long enough that nobody is evicted unless a test means it: a restart is within the lease.
+const LEASE: Duration = Duration::from_secs(30);
+
+fn config(name: &str, url: &str, lease: Duration) -> MembershipConfig {
     MembershipConfig::new(AGENT, name, url)
-        .lease(Duration::from_secs(30))
+        .lease(lease)
         .heartbeat(Duration::from_millis(200))
 }
 
@@ -83,6 +88,11 @@ fn gated(mut source: MemberWatch, mut gate: watch::Receiver<bool>) -> MemberWatc
 impl Member {
     /// Member `name` over `log`, its placement's gate `open` or not.
     async fn start(log: &Log, name: &str, open: bool) -> Self {
+        Self::start_leased(log, name, open, LEASE).await
+    }
+
+    /// [`start`](Self::start) with its own lease.
+    async fn start_leased(log: &Log, name: &str, open: bool, lease: Duration) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let url = format!("http://{}", listener.local_addr().expect("addr"));
         let mut bridge_config = BridgeConfig::new(AGENT);
@@ -91,7 +101,7 @@ impl Member {
         let bridge = Bridge::open(log.clone(), bridge_config)
             .await
             .expect("bridge");
-        let membership = Membership::join(log.clone(), config(name, &url), P)
+        let membership = Membership::join(log.clone(), config(name, &url, lease), P)
             .await
             .expect("join");
         let map = membership.view().owner_map().expect("a map naming it");
@@ -540,4 +550,78 @@ async fn a_killed_member_restarted_under_its_name_keeps_its_partitions_and_the_c
         "kill and restart of a member: {} acknowledged, 0 lost, {retried} sends retried; copies of {stood_in:?} released",
         acknowledged.len()
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_member_not_back_within_its_lease_is_evicted_and_the_copies_go() {
+    // A short lease: the eviction is what this test waits for.
+    let lease = Duration::from_secs(2);
+    let log = memory_log().await;
+    let a = Member::start_leased(&log, "a", true, lease).await;
+    let b = Member::start_leased(&log, "b", true, lease).await;
+    let c = Member::start_leased(&log, "c", true, lease).await;
+    until(&a.watch(), settled(&["a", "b", "c"])).await;
+    let client = reqwest::Client::new();
+    let mut acknowledged = Vec::new();
+    for k in 0..90 {
+        let via = [&a.url, &b.url, &c.url][k % 3];
+        let (status, body) = rpc(&client, via, "SendMessage", send_params(&format!("e-{k}"))).await;
+        assert_eq!(status, 200, "{body}");
+        acknowledged.push(
+            body["result"]["task"]["id"]
+                .as_str()
+                .expect("a task")
+                .to_owned(),
+        );
+    }
+    b.kill().await;
+    // Every task through the survivors: b's successor holds its partitions on demand.
+    for task in &acknowledged {
+        for url in [&a.url, &c.url] {
+            let (status, body) = rpc(&client, url, "GetTask", json!({"id": task})).await;
+            assert_eq!(
+                (status, &body["result"]["id"]),
+                (200, &json!(task)),
+                "{body}"
+            );
+        }
+    }
+    // b's lease runs out: it is evicted, its partitions go to a and c at once, and whoever
+    // now owns each says it holds it; a copy standing in for b is released.
+    let evicted = until(&a.watch(), settled(&["a", "c"])).await;
+    for member in [&a, &c] {
+        until(&member.watch(), |v| {
+            (0..P).all(|p| {
+                let owner = v.assignment.owner(p).and_then(|o| v.assignment.member(o));
+                let said = v.ready[p as usize].as_ref();
+                owner.is_some_and(|o| said.is_some_and(|m| m.member == o.name))
+            })
+        })
+        .await;
+    }
+    for task in &acknowledged {
+        for url in [&a.url, &c.url] {
+            let (status, body) = rpc(&client, url, "GetTask", json!({"id": task})).await;
+            assert_eq!(
+                (status, &body["result"]["id"]),
+                (200, &json!(task)),
+                "{body}"
+            );
+        }
+    }
+    let mut all = Vec::new();
+    for mut member in [a, c] {
+        let targets = evicted.assignment.targets_of(member.slot());
+        member.stop_membership().await;
+        assert_eq!(
+            member.bridge.view().held_partitions(),
+            targets,
+            "{}",
+            member.name
+        );
+        all.extend(targets);
+        member.stop_server().await;
+    }
+    all.sort_unstable();
+    assert_eq!(all, (0..P).collect::<Vec<_>>());
 }
