@@ -234,3 +234,90 @@ async fn check_peers(members: &Members, map: &OwnerMap, timeout: Duration) -> Cl
     }
     Ok(())
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use clap::Parser;
+
+    use super::super::{Cli, Command};
+
+    /// What `serve`'s scale-out flags in `extra` come to: the banner's description, or the
+    /// refusal.
+    fn scale_out(extra: &[&str]) -> Result<Option<String>, String> {
+        let mut argv = vec!["agentlog", "serve"];
+        argv.extend_from_slice(extra);
+        let cli = Cli::try_parse_from(argv).map_err(|e| e.to_string())?;
+        let Command::Serve(args) = cli.command else {
+            panic!("not serve");
+        };
+        args.peers
+            .scale_out()
+            .map(|s| s.map(|s| s.describe()))
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn dynamic_membership_flags_hold_together_or_are_refused_saying_why() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = dir.path().join("peer.key");
+        std::fs::write(&key, "0123456789abcdef0123456789abcdef").unwrap();
+        let key = key.to_str().unwrap();
+        let named = ["--member-name", "b1", "--advertise", "http://b1:8080/"];
+        let with_key = |extra: &[&'static str]| {
+            let mut args: Vec<&str> = named.to_vec();
+            args.extend_from_slice(&["--peer-key", key]);
+            args.extend_from_slice(extra);
+            scale_out(&args)
+        };
+        assert_eq!(scale_out(&[]), Ok(None));
+        let described = with_key(&["--member-lease", "30s"]).unwrap().unwrap();
+        assert!(
+            described.contains("\"b1\" at http://b1:8080"),
+            "{described}"
+        );
+        let refused = |args: &[&str], says: &str| {
+            let error = scale_out(args).unwrap_err();
+            assert!(error.contains(says), "{args:?}: {error}");
+        };
+        refused(&named, "--member-name needs --peer-key");
+        refused(
+            &["--member-name", "b1", "--peer-key", key],
+            "needs --advertise",
+        );
+        refused(
+            &["--member-lease", "30s"],
+            "--member-lease is for dynamic membership",
+        );
+        refused(
+            &["--leave-timeout", "5s"],
+            "--leave-timeout is for dynamic membership",
+        );
+        refused(
+            &["--advertise", "http://x"],
+            "--advertise is for bridges sharing",
+        );
+        refused(&["--peer-key", key], "--peer-key is for bridges sharing");
+        refused(
+            &[
+                "--member-name",
+                "b1",
+                "--member",
+                "0/2",
+                "--peers",
+                "a,b",
+                "--peer-key",
+                key,
+            ],
+            "cannot be used with",
+        );
+        let error = with_key(&["--member-lease", "100ms"]).unwrap_err();
+        assert!(error.contains("too short"), "{error}");
+        let mut spaced: Vec<&str> = vec!["--member-name", "b 1", "--advertise", "http://b1"];
+        spaced.extend_from_slice(&["--peer-key", key]);
+        refused(&spaced, "no spaces");
+        let mut ftp: Vec<&str> = vec!["--member-name", "b1", "--advertise", "ftp://b1"];
+        ftp.extend_from_slice(&["--peer-key", key]);
+        refused(&ftp, "http:// or https://");
+    }
+}
