@@ -2,7 +2,8 @@
 // SDK's own export (started when the addon loads, flushed on exit); the receiver here decodes
 // each request with the OpenTelemetry protobuf definitions (@opentelemetry/otlp-transformer's,
 // compiled by protobufjs) and checks the spans' parents. A handler's calls to bridges in its
-// process carry its turn on (AsyncLocalStorage in index.js).
+// process carry its turn on (AsyncLocalStorage in index.js); a request's own context
+// (handleRpc's `trace`, McpBridge.handleRpc's headers) wins over it.
 'use strict';
 
 const { test } = require('node:test');

@@ -2,7 +2,8 @@
 SDK's own export (started at import, flushed by the exit hook): the request span of a served
 bridge and the turn of a Python handler, its child, as a receiver here decodes them with the
 OpenTelemetry protobuf definitions. A handler's calls to bridges in its process carry its turn
-on (the context of the asyncio task running it)."""
+on (the context of the asyncio task running it); a request's own context (`handle_rpc`'s `trace`,
+`McpBridge.handle_rpc`'s headers) wins over it."""
 
 from __future__ import annotations
 
