@@ -36,7 +36,7 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
         .map_err(|e| CliError::msg(format!("cannot read the listening address: {e}")))?;
     let grpc = super::serve_grpc::bind(&args.grpc).await?;
     let public_url = public_url(args.public_url.as_deref(), local)?;
-    let mut scale_out = args.peers.scale_out()?;
+    let mut scale_out = super::serve_members::scale_out(&args.peers)?;
     let mut allowed = Allowed::for_base_url(&public_url);
     allowed.hosts.extend(args.allowed_hosts.iter().cloned());
     if let Some(scale_out) = &scale_out {

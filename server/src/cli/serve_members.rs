@@ -18,7 +18,7 @@ use agentlog::security::{RecordSigner, RecordVerifier};
 use agentlog::view::TaskView;
 use tokio::task::JoinHandle;
 
-use super::serve_peers::Membership as Static;
+use super::serve_peers::{Membership as Static, PeerArgs};
 use super::{CliError, CliResult};
 
 /// How long a stopping member goes on serving while its partitions move, by default.
@@ -228,6 +228,52 @@ impl Dynamic {
     }
 }
 
+/// How this bridge shares the agent's partitions by `args`, or `None` (it holds them all); a
+/// combination of flags that does not hold together is refused, saying why.
+pub(super) fn scale_out(args: &PeerArgs) -> CliResult<Option<ScaleOut>> {
+    let dynamic_only = [
+        ("--member-lease", args.member_lease.is_some()),
+        ("--leave-timeout", args.leave_timeout.is_some()),
+    ];
+    if args.member_name.is_none()
+        && let Some((flag, _)) = dynamic_only.iter().find(|(_, given)| *given)
+    {
+        return Err(CliError::msg(format!(
+            "{flag} is for dynamic membership: give --member-name too"
+        )));
+    }
+    if args.member.is_none() && args.member_name.is_none() {
+        for (flag, given) in [
+            ("--advertise", args.advertise.is_some()),
+            ("--peer-key", args.peer_key.is_some()),
+        ] {
+            if given {
+                return Err(CliError::msg(format!(
+                    "{flag} is for bridges sharing the agent's partitions: give --member-name NAME (or --member INDEX/COUNT with --peers)"
+                )));
+            }
+        }
+        return Ok(None);
+    }
+    if let Some(name) = &args.member_name {
+        let key = args.key("--member-name")?;
+        let Some(advertise) = &args.advertise else {
+            return Err(CliError::msg(
+                "--member-name needs --advertise URL: the URL the other members reach this one at",
+            ));
+        };
+        let mut member = Dynamic::new(name, advertise, key, args.forward_timeout)?;
+        if let Some(lease) = args.member_lease {
+            member = member.lease(lease)?;
+        }
+        if let Some(within) = args.leave_timeout {
+            member = member.leave_within(within);
+        }
+        return Ok(Some(ScaleOut::Dynamic(Box::new(member))));
+    }
+    Ok(args.membership()?.map(ScaleOut::Static))
+}
+
 impl ScaleOut {
     /// The hosts peers name this member by, which its endpoints must answer.
     pub(super) fn hosts(&self) -> Vec<String> {
@@ -281,5 +327,91 @@ impl ScaleOut {
             ScaleOut::Static(member) => member.describe(),
             ScaleOut::Dynamic(member) => member.describe(),
         }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use clap::Parser;
+
+    use super::super::{Cli, Command};
+
+    /// What `serve`'s scale-out flags in `extra` come to: the banner's description, or the
+    /// refusal.
+    fn scale_out(extra: &[&str]) -> Result<Option<String>, String> {
+        let mut argv = vec!["agentlog", "serve"];
+        argv.extend_from_slice(extra);
+        let cli = Cli::try_parse_from(argv).map_err(|e| e.to_string())?;
+        let Command::Serve(args) = cli.command else {
+            panic!("not serve");
+        };
+        super::scale_out(&args.peers)
+            .map(|s| s.map(|s| s.describe()))
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn dynamic_membership_flags_hold_together_or_are_refused_saying_why() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = dir.path().join("peer.key");
+        std::fs::write(&key, "0123456789abcdef0123456789abcdef").unwrap();
+        let key = key.to_str().unwrap();
+        let named = ["--member-name", "b1", "--advertise", "http://b1:8080/"];
+        let with_key = |extra: &[&'static str]| {
+            let mut args: Vec<&str> = named.to_vec();
+            args.extend_from_slice(&["--peer-key", key]);
+            args.extend_from_slice(extra);
+            scale_out(&args)
+        };
+        assert_eq!(scale_out(&[]), Ok(None));
+        let described = with_key(&["--member-lease", "30s"]).unwrap().unwrap();
+        assert!(
+            described.contains("\"b1\" at http://b1:8080"),
+            "{described}"
+        );
+        let refused = |args: &[&str], says: &str| {
+            let error = scale_out(args).unwrap_err();
+            assert!(error.contains(says), "{args:?}: {error}");
+        };
+        refused(&named, "--member-name needs --peer-key");
+        refused(
+            &["--member-name", "b1", "--peer-key", key],
+            "needs --advertise",
+        );
+        refused(
+            &["--member-lease", "30s"],
+            "--member-lease is for dynamic membership",
+        );
+        refused(
+            &["--leave-timeout", "5s"],
+            "--leave-timeout is for dynamic membership",
+        );
+        refused(
+            &["--advertise", "http://x"],
+            "--advertise is for bridges sharing",
+        );
+        refused(&["--peer-key", key], "--peer-key is for bridges sharing");
+        refused(
+            &[
+                "--member-name",
+                "b1",
+                "--member",
+                "0/2",
+                "--peers",
+                "a,b",
+                "--peer-key",
+                key,
+            ],
+            "cannot be used with",
+        );
+        let error = with_key(&["--member-lease", "100ms"]).unwrap_err();
+        assert!(error.contains("too short"), "{error}");
+        let mut spaced: Vec<&str> = vec!["--member-name", "b 1", "--advertise", "http://b1"];
+        spaced.extend_from_slice(&["--peer-key", key]);
+        refused(&spaced, "no spaces");
+        let mut ftp: Vec<&str> = vec!["--member-name", "b1", "--advertise", "ftp://b1"];
+        ftp.extend_from_slice(&["--peer-key", key]);
+        refused(&ftp, "http:// or https://");
     }
 }

@@ -12,7 +12,6 @@ use agentlog::security::owners::{OwnerMap, Owners};
 use agentlog::security::peers::{Members, PeerKey};
 use clap::Args;
 
-use super::serve_members::{Dynamic, ScaleOut};
 use super::{CliError, CliResult};
 
 /// The flags of scale-out.
@@ -27,7 +26,7 @@ pub(super) struct PeerArgs {
         requires_all = ["peers", "peer_key"],
         conflicts_with = "member_name"
     )]
-    member: Option<String>,
+    pub(super) member: Option<String>,
 
     /// Every member's URL, in member order, comma-separated (the same list on every member).
     #[arg(
@@ -36,40 +35,40 @@ pub(super) struct PeerArgs {
         value_delimiter = ',',
         requires = "member"
     )]
-    peers: Vec<String>,
+    pub(super) peers: Vec<String>,
 
     /// Join the bridges sharing the agent's partitions under this name, found at run time on
     /// the topic <agent>.members (dynamic membership): stable across this bridge's restarts,
     /// unique among the agent's bridges. Needs --advertise and --peer-key; not with --member.
     #[arg(long, value_name = "NAME")]
-    member_name: Option<String>,
+    pub(super) member_name: Option<String>,
 
     /// How long this member counts as alive after each heartbeat (it writes one every third
     /// of it); a member silent for longer is evicted and its partitions served by the
     /// others. Keep the members' clocks within a small fraction of it. With --member-name.
     #[arg(long, value_name = "DURATION", value_parser = super::parse_duration)]
-    member_lease: Option<Duration>,
+    pub(super) member_lease: Option<Duration>,
 
     /// How long a stopping member (Ctrl-C, SIGTERM) goes on serving while the others take
     /// its partitions over, caught up, before it stops anyway (the rest is then served by
     /// the others once its lease is over). With --member-name. Default 10s.
     #[arg(long, value_name = "DURATION", value_parser = super::parse_duration)]
-    leave_timeout: Option<Duration>,
+    pub(super) leave_timeout: Option<Duration>,
 
     /// The URL the other members reach this one at (with --member: default its entry in
     /// --peers; with --member-name: required).
     #[arg(long, value_name = "URL")]
-    advertise: Option<String>,
+    pub(super) advertise: Option<String>,
 
     /// A file holding the key the members share (at least 32 bytes), to mark the requests
     /// they forward to each other.
     #[arg(long, value_name = "FILE")]
-    peer_key: Option<std::path::PathBuf>,
+    pub(super) peer_key: Option<std::path::PathBuf>,
 
     /// How long a member may take to accept a forwarded request and answer its head before
     /// the partition's successor is asked instead.
     #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = super::parse_duration)]
-    forward_timeout: Duration,
+    pub(super) forward_timeout: Duration,
 }
 
 /// A member's place, once the log says how many partitions there are.
@@ -82,54 +81,8 @@ pub(super) struct Membership {
 }
 
 impl PeerArgs {
-    /// How this bridge shares the agent's partitions, or `None` (it holds them all); a
-    /// combination of flags that does not hold together is refused, saying why.
-    pub(super) fn scale_out(&self) -> CliResult<Option<ScaleOut>> {
-        let dynamic_only = [
-            ("--member-lease", self.member_lease.is_some()),
-            ("--leave-timeout", self.leave_timeout.is_some()),
-        ];
-        if self.member_name.is_none()
-            && let Some((flag, _)) = dynamic_only.iter().find(|(_, given)| *given)
-        {
-            return Err(CliError::msg(format!(
-                "{flag} is for dynamic membership: give --member-name too"
-            )));
-        }
-        if self.member.is_none() && self.member_name.is_none() {
-            for (flag, given) in [
-                ("--advertise", self.advertise.is_some()),
-                ("--peer-key", self.peer_key.is_some()),
-            ] {
-                if given {
-                    return Err(CliError::msg(format!(
-                        "{flag} is for bridges sharing the agent's partitions: give --member-name NAME (or --member INDEX/COUNT with --peers)"
-                    )));
-                }
-            }
-            return Ok(None);
-        }
-        if let Some(name) = &self.member_name {
-            let key = self.key("--member-name")?;
-            let Some(advertise) = &self.advertise else {
-                return Err(CliError::msg(
-                    "--member-name needs --advertise URL: the URL the other members reach this one at",
-                ));
-            };
-            let mut member = Dynamic::new(name, advertise, key, self.forward_timeout)?;
-            if let Some(lease) = self.member_lease {
-                member = member.lease(lease)?;
-            }
-            if let Some(within) = self.leave_timeout {
-                member = member.leave_within(within);
-            }
-            return Ok(Some(ScaleOut::Dynamic(Box::new(member))));
-        }
-        Ok(self.membership()?.map(ScaleOut::Static))
-    }
-
     /// The key of `--peer-key`, which `flag` needs.
-    fn key(&self, flag: &str) -> CliResult<PeerKey> {
+    pub(super) fn key(&self, flag: &str) -> CliResult<PeerKey> {
         let Some(path) = &self.peer_key else {
             return Err(CliError::msg(format!(
                 "{flag} needs --peer-key FILE: the key the members mark the requests they forward to each other with"
@@ -139,7 +92,7 @@ impl PeerArgs {
     }
 
     /// The static membership the flags describe, or `None` without `--member`.
-    fn membership(&self) -> CliResult<Option<Membership>> {
+    pub(super) fn membership(&self) -> CliResult<Option<Membership>> {
         let Some(member) = &self.member else {
             return Ok(None);
         };
@@ -233,91 +186,4 @@ async fn check_peers(members: &Members, map: &OwnerMap, timeout: Duration) -> Cl
         }
     }
     Ok(())
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use clap::Parser;
-
-    use super::super::{Cli, Command};
-
-    /// What `serve`'s scale-out flags in `extra` come to: the banner's description, or the
-    /// refusal.
-    fn scale_out(extra: &[&str]) -> Result<Option<String>, String> {
-        let mut argv = vec!["agentlog", "serve"];
-        argv.extend_from_slice(extra);
-        let cli = Cli::try_parse_from(argv).map_err(|e| e.to_string())?;
-        let Command::Serve(args) = cli.command else {
-            panic!("not serve");
-        };
-        args.peers
-            .scale_out()
-            .map(|s| s.map(|s| s.describe()))
-            .map_err(|e| e.to_string())
-    }
-
-    #[test]
-    fn dynamic_membership_flags_hold_together_or_are_refused_saying_why() {
-        let dir = tempfile::tempdir().unwrap();
-        let key = dir.path().join("peer.key");
-        std::fs::write(&key, "0123456789abcdef0123456789abcdef").unwrap();
-        let key = key.to_str().unwrap();
-        let named = ["--member-name", "b1", "--advertise", "http://b1:8080/"];
-        let with_key = |extra: &[&'static str]| {
-            let mut args: Vec<&str> = named.to_vec();
-            args.extend_from_slice(&["--peer-key", key]);
-            args.extend_from_slice(extra);
-            scale_out(&args)
-        };
-        assert_eq!(scale_out(&[]), Ok(None));
-        let described = with_key(&["--member-lease", "30s"]).unwrap().unwrap();
-        assert!(
-            described.contains("\"b1\" at http://b1:8080"),
-            "{described}"
-        );
-        let refused = |args: &[&str], says: &str| {
-            let error = scale_out(args).unwrap_err();
-            assert!(error.contains(says), "{args:?}: {error}");
-        };
-        refused(&named, "--member-name needs --peer-key");
-        refused(
-            &["--member-name", "b1", "--peer-key", key],
-            "needs --advertise",
-        );
-        refused(
-            &["--member-lease", "30s"],
-            "--member-lease is for dynamic membership",
-        );
-        refused(
-            &["--leave-timeout", "5s"],
-            "--leave-timeout is for dynamic membership",
-        );
-        refused(
-            &["--advertise", "http://x"],
-            "--advertise is for bridges sharing",
-        );
-        refused(&["--peer-key", key], "--peer-key is for bridges sharing");
-        refused(
-            &[
-                "--member-name",
-                "b1",
-                "--member",
-                "0/2",
-                "--peers",
-                "a,b",
-                "--peer-key",
-                key,
-            ],
-            "cannot be used with",
-        );
-        let error = with_key(&["--member-lease", "100ms"]).unwrap_err();
-        assert!(error.contains("too short"), "{error}");
-        let mut spaced: Vec<&str> = vec!["--member-name", "b 1", "--advertise", "http://b1"];
-        spaced.extend_from_slice(&["--peer-key", key]);
-        refused(&spaced, "no spaces");
-        let mut ftp: Vec<&str> = vec!["--member-name", "b1", "--advertise", "ftp://b1"];
-        ftp.extend_from_slice(&["--peer-key", key]);
-        refused(&ftp, "http:// or https://");
-    }
 }
