@@ -26,7 +26,8 @@ const LAYERS: &[(&str, u8)] = &[
     ("edge", 6),
     ("push", 6),
     ("http", 7),
-    ("grpc", 7),
+    // Above HTTP: a call about a partition held elsewhere goes through its forwarder.
+    ("grpc", 8),
 ];
 
 fn layer(module: &str) -> Option<u8> {

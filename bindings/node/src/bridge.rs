@@ -20,10 +20,10 @@ use napi_derive::napi;
 use serde_json::Value;
 use tokio::sync::Mutex;
 
-use crate::context::TraceCarrier;
 use crate::convert::from_js;
 use crate::error::{OrThrow, invalid};
 use crate::log::Log;
+use crate::trace::TraceCarrier;
 
 /// Who is calling: the owner of the tasks a call creates and sees. Leave it out for the
 /// anonymous caller.

@@ -20,6 +20,7 @@ use crate::bridge::Caller;
 use crate::completion::{Completion, Completions};
 use crate::convert::{from_js, parse, to_js};
 use crate::error::{invalid, reason, to_napi};
+use crate::trace::TraceCarrier;
 
 /// How a JS handler settled.
 #[derive(Debug)]
@@ -28,36 +29,6 @@ pub enum Settled {
     Done(Option<Value>),
     /// It threw or rejected: `"<name>: <message>"`.
     Failed(String),
-}
-
-/// A W3C trace context as HTTP headers carry it.
-#[napi(object)]
-#[derive(Debug, Clone)]
-pub struct TraceCarrier {
-    /// The `traceparent` value.
-    pub traceparent: String,
-    /// The `tracestate` value, when there is one.
-    pub tracestate: Option<String>,
-}
-
-impl TraceCarrier {
-    /// The context `carrier` holds, if a valid one (W3C's rules: a bad one is none).
-    pub(crate) fn context(
-        carrier: Option<TraceCarrier>,
-    ) -> Option<agentlog_wire::trace::TraceContext> {
-        let carrier = carrier?;
-        agentlog_wire::trace::TraceContext::parse(
-            &carrier.traceparent,
-            carrier.tracestate.as_deref(),
-        )
-    }
-
-    fn of(context: &agentlog_wire::trace::TraceContext) -> Self {
-        Self {
-            traceparent: context.traceparent().to_owned(),
-            tracestate: Some(context.tracestate().to_owned()).filter(|s| !s.is_empty()),
-        }
-    }
 }
 
 /// One turn of a task, as handed to a worker's handler.

@@ -24,5 +24,6 @@ mod mcp;
 mod push;
 mod serve;
 mod telemetry;
+mod trace;
 mod wire;
 mod worker;

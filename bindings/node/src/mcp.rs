@@ -15,10 +15,10 @@ use agentlog::telemetry::carrying;
 use agentlog_wire::trace::TraceContext;
 
 use crate::bridge::{Caller, RpcFrames};
-use crate::context::TraceCarrier;
 use crate::convert::{from_js, to_js};
 use crate::error::OrThrow;
 use crate::log::Log;
+use crate::trace::TraceCarrier;
 
 /// How an MCP bridge is opened.
 #[napi(object)]

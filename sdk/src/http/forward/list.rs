@@ -205,13 +205,13 @@ impl Pages {
     pub(crate) fn merge_into(
         self,
         local: ListTasksResponse,
-    ) -> Result<ListTasksResponse, super::call::Relayed> {
+    ) -> Result<ListTasksResponse, super::relayed::Relayed> {
         let mut merged = Vec::with_capacity(self.bodies.len() + 1);
         merged.push(local);
         for body in &self.bodies {
             match serde_json::from_slice::<Reply>(body) {
                 Ok(Reply { result: Some(page) }) => merged.push(page),
-                _ => return Err(super::call::Relayed::of_body(body)),
+                _ => return Err(super::relayed::Relayed::of_body(body)),
             }
         }
         Ok(merge_pages(merged))

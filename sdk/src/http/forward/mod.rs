@@ -15,6 +15,7 @@
 mod call;
 mod list;
 mod mcp;
+mod relayed;
 
 use std::time::Duration;
 
