@@ -47,12 +47,12 @@ use crate::retention::now_ms;
 
 pub use compact::{CompactTopics, Compacted};
 pub(crate) use handoff::{LocalWorker, ReservedTurn};
-pub(crate) use subscribe::NewTaskWatch;
 pub use own::OwnCommand;
 use part::Part;
 pub use part::PartitionStatus;
 pub use persist::CheckpointInfo;
 pub use read::TurnOrigin;
+pub(crate) use subscribe::NewTaskWatch;
 pub(crate) use tasks::applied::Applied;
 pub use tasks::index::ListFilter;
 use tasks::{Entry, applied};
