@@ -66,11 +66,11 @@ impl Bridge {
         let configuration = request.configuration.clone().unwrap_or_default();
         let history_length = configuration.history_length;
         check_history_length(history_length)?;
+        let follows = !configuration.return_immediately;
         // A place to wait in, taken before anything is written.
-        let waiting = (!configuration.return_immediately)
+        let waiting = follows
             .then(|| self.inner.limits.blocking_send())
             .transpose()?;
-        let follows = !configuration.return_immediately;
         let mut accepted = self
             .accept(
                 caller,

@@ -39,18 +39,18 @@ impl TaskView {
     /// follows the task from the events alone. Registered before the append, so the command
     /// cannot be applied first.
     pub(crate) fn watch_new(&self, task_id: &str) -> NewTaskWatch {
-        let events = self
-            .inner
-            .part_of(task_id)
-            .1
+        let (partition, part) = self.inner.part_of(task_id);
+        let key = Key::new(task_id);
+        let events = part
             .write()
             .pending
-            .entry(Key::new(task_id))
+            .entry(key.clone())
             .or_insert_with(|| broadcast::channel(SUBSCRIBER_BUFFER).0)
             .subscribe();
         NewTaskWatch {
             view: self.clone(),
-            task_id: task_id.into(),
+            partition,
+            key,
             events: Some(events),
         }
     }
@@ -115,7 +115,8 @@ impl TaskView {
 /// it takes back the registration nobody will use.
 pub(crate) struct NewTaskWatch {
     view: TaskView,
-    task_id: Box<str>,
+    partition: u32,
+    key: Key,
     events: Option<broadcast::Receiver<Arc<TaskEvent>>>,
 }
 
@@ -133,14 +134,16 @@ impl Drop for NewTaskWatch {
         if self.events.take().is_none() {
             return;
         }
-        let mut tasks = self.view.inner.part_of(&self.task_id).1.write();
-        let key = Key::new(&self.task_id);
+        let Some(part) = self.view.inner.parts.get(self.partition as usize) else {
+            return;
+        };
+        let mut tasks = part.write();
         if tasks
             .pending
-            .get(&key)
+            .get(&self.key)
             .is_some_and(|sender| sender.receiver_count() == 0)
         {
-            tasks.pending.remove(&key);
+            tasks.pending.remove(&self.key);
         }
     }
 }
