@@ -92,7 +92,7 @@ impl Bridge {
 
     /// [`list_tasks`](Self::list_tasks) over `partitions` only (each held, or held on demand
     /// first), or every partition the view holds.
-    pub(super) async fn list_tasks_in(
+    pub(crate) async fn list_tasks_in(
         &self,
         caller: &Caller,
         request: ListTasksRequest,

@@ -33,9 +33,11 @@
 //! `Mcp-Method`, `Mcp-Name` and the `Mcp-Param-*` headers are handed to the bridge (a `=?base64?…?=` value decoded first), which checks them against
 //! the body.
 //!
-//! With [`McpHttpConfig::forward`] (bridges sharing the agents' partitions), a request about a
+//! With [`McpHttpConfig::forward`] (bridges sharing the agents' partitions), the tool agents'
+//! views hold this member's share of the map ([`McpBridge::follow_owners`]), a request about a
 //! task whose partition this bridge does not hold goes to the partition's owner once the
-//! caller is known, and the owner's answer is the reply (`http::forward`'s MCP module docs).
+//! caller is known, and the owner's answer is the reply; `tasks/list` and `resources/list`
+//! merge every owner's page (`http::forward`'s MCP module docs).
 
 use std::convert::Infallible;
 
@@ -58,7 +60,7 @@ use super::guard::{self, Allowed};
 pub use super::mcp_auth::McpAuth;
 use super::rpc::{sse, utf8};
 use crate::agent::Caller;
-use crate::mcp::{McpBridge, McpHeaders, McpReply, McpRequest};
+use crate::mcp::{ListShare, McpBridge, McpHeaders, McpReply, McpRequest};
 use crate::telemetry::{Kind, Parent, Span};
 
 /// How the MCP route behaves.
@@ -167,6 +169,10 @@ pub fn router(mcp: McpBridge, config: McpHttpConfig) -> crate::Result<Router> {
         .forward
         .clone()
         .map(|f| std::sync::Arc::new(super::forward::Forwarder::new(f)));
+    // The tool agents' views hold this member's share, as the map has it now and later.
+    if let Some(forward) = &config.forward {
+        mcp.follow_owners(forward.owners.clone());
+    }
     let state = McpState {
         mcp,
         config: std::sync::Arc::new(config),
@@ -264,11 +270,28 @@ async fn answer(state: &McpState, parts: Parts, body: Body, takes_stream: bool) 
         },
         None => Caller::anonymous(),
     };
+    let mut share = None;
     if let Some(forwarder) = &state.forward {
         use super::forward::Route;
         match forwarder.route_mcp(&state.mcp, &parts, &bytes).await {
             Route::Piped(response) | Route::Refused(response) => return response,
-            Route::Here | Route::Share(_) | Route::FanOut(_) => {}
+            Route::Here => {}
+            Route::Share(partitions) => share = Some(ListShare::member(partitions)),
+            Route::FanOut(plan) => {
+                let path = parts.uri.path();
+                match plan.fetch(forwarder, headers, path, &bytes).await {
+                    Ok(pages) => {
+                        let mut partitions = plan.local().to_vec();
+                        partitions.extend(&pages.stand_in);
+                        share = Some(ListShare {
+                            partitions,
+                            covered: plan.partitions(),
+                            pages: Some(pages.into_bodies()),
+                        });
+                    }
+                    Err(refusal) => return refusal,
+                }
+            }
         }
     }
     let request = McpRequest {
@@ -291,7 +314,7 @@ async fn answer(state: &McpState, parts: Parts, body: Body, takes_stream: bool) 
     // without spans, `McpBridge::handle` reads itself).
     let (span, carried) = mcp_span(&bytes, super::trace_of(headers));
     let trace = span.trace_context(carried.as_ref()).or(carried);
-    let handled = crate::bridge::trace::traced(trace, state.mcp.handle(request));
+    let handled = crate::bridge::trace::traced(trace, state.mcp.handle_in(request, share));
     let reply = span.in_scope(handled).await;
     if let McpReply::Json { status, .. } = &reply {
         span.set("http.response.status_code", *status);

@@ -10,14 +10,20 @@
 //! created within the cursor's own millisecond sorts by its id's hash); only a task whose
 //! status changes in between moves (to the front, as in A2A `ListTasks`). A cursor holds no caller: every page is listed
 //! as the caller, so another caller's cursor shows nothing of theirs.
+//!
+//! Bridges sharing the agents' partitions list as one (`super::shares`): the bridge a client
+//! asks lists its partitions and merges the pages the other members answer for theirs (each
+//! the same request over its share, answered raw: the tasks with their agents), so the page
+//! and its cursor are those of one bridge holding every partition.
 
 use agentlog_wire::a2a::{ListTasksRequest, Task};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use super::McpBridge;
 use super::rpc::Ctx;
+use super::{ListShare, McpBridge};
 use crate::agent::Caller;
 use crate::bridge::Bridge;
 use crate::error::{Error, ErrorKind, Result};
@@ -51,29 +57,123 @@ pub(super) struct Page<'a> {
     pub(super) next: Option<(u64, String)>,
 }
 
+/// Where a member's raw page of a shared listing is in its answer's result.
+const SHARE_KEY: &str = "agentlog/share";
+
+/// A member's page of a task listing over its share of the partitions (module docs): its
+/// tasks with their agents, and whether it has more.
+#[derive(Debug, Serialize, Deserialize)]
+struct SharedPage {
+    tasks: Vec<SharedTask>,
+    more: bool,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct SharedTask {
+    agent: String,
+    task: Task,
+}
+
+/// Whether a listing is a member's share of another's fan-out, to be answered as its raw page
+/// ([`shared_result`]).
+pub(super) fn answers_raw(share: Option<&ListShare>) -> bool {
+    share.is_some_and(|share| share.pages.is_none())
+}
+
+/// The result answering a member's share: `page` raw.
+pub(super) fn shared_result(page: &Page<'_>) -> Map<String, Value> {
+    let shared = SharedPage {
+        tasks: page
+            .tasks
+            .iter()
+            .map(|(agent, _, task)| SharedTask {
+                agent: (*agent).to_owned(),
+                task: task.clone(),
+            })
+            .collect(),
+        more: page.next.is_some(),
+    };
+    let mut result = Map::new();
+    result.insert(
+        SHARE_KEY.into(),
+        serde_json::to_value(shared).unwrap_or(Value::Null),
+    );
+    result
+}
+
+/// A member's answer to its share: its page, or (an error answered) a retryable error
+/// naming it.
+fn shared_page(body: &[u8]) -> Result<SharedPage> {
+    #[derive(Deserialize)]
+    struct Reply {
+        #[serde(default)]
+        result: Option<Map<String, Value>>,
+        #[serde(default)]
+        error: Option<Value>,
+    }
+    let unreadable = |why: String| {
+        Error::new(
+            ErrorKind::Unavailable,
+            format!("a member's page of the listing: {why}; retry"),
+        )
+    };
+    let reply: Reply = serde_json::from_slice(body).map_err(|e| unreadable(e.to_string()))?;
+    if let Some(error) = reply.error {
+        let message = error.get("message").and_then(Value::as_str).unwrap_or("");
+        return Err(unreadable(format!("it answered an error: {message}")));
+    }
+    let shared = reply
+        .result
+        .and_then(|mut result| result.remove(SHARE_KEY))
+        .ok_or_else(|| unreadable("no page in its answer".to_owned()))?;
+    serde_json::from_value(shared).map_err(|e| unreadable(e.to_string()))
+}
+
 /// The page of `caller`'s tasks on `bridges` after position `after` (a status time and a
 /// task id): each bridge's `ListTasks` page after that position, merged (see the module
-/// docs). `page_size` is 1 to 100.
+/// docs); with `share`, each bridge's over the partitions the share lists here, merged with
+/// the other members' pages it carries. `page_size` is 1 to 100.
 pub(super) async fn page<'a>(
     caller: &Caller,
     bridges: impl IntoIterator<Item = (&'a String, &'a Bridge)>,
     after: Option<&(u64, String)>,
     page_size: usize,
+    share: Option<&ListShare>,
 ) -> Result<Page<'a>> {
     let token = after.map(|(ms, id)| crate::bridge::page_token(*ms, id));
+    let bridges: Vec<(&'a String, &'a Bridge)> = bridges.into_iter().collect();
     // (agent, bridge, task), from every agent: the page is the newest.
     let mut found = Vec::new();
     let mut more = false;
-    for (agent, bridge) in bridges {
+    for (agent, bridge) in &bridges {
         let request = ListTasksRequest {
             page_size: Some(page_size as i32),
             page_token: token.clone(),
             ..ListTasksRequest::default()
         };
-        let listed = bridge.list_tasks(caller, request).await?;
+        let listed = match share {
+            None => bridge.list_tasks(caller, request).await?,
+            Some(share) => {
+                let partitions = share.of_topic(bridge.view().partitions());
+                bridge
+                    .list_tasks_in(caller, request, Some(&partitions))
+                    .await?
+            }
+        };
         more |= !listed.next_page_token.is_empty();
         for task in listed.tasks {
-            found.push((agent.as_str(), bridge, task));
+            found.push((agent.as_str(), *bridge, task));
+        }
+    }
+    for body in share.and_then(|s| s.pages.as_ref()).into_iter().flatten() {
+        let shared = shared_page(body)?;
+        more |= shared.more;
+        for SharedTask { agent, task } in shared.tasks {
+            // An agent this bridge does not serve (another member's definitions): not
+            // listed here either.
+            if let Some((agent, bridge)) = bridges.iter().find(|(a, _)| **a == agent) {
+                found.push((agent.as_str(), *bridge, task));
+            }
         }
     }
     let (found, cut) = crate::bridge::merge_newest(found, |(_, _, task)| task, page_size);
@@ -98,7 +198,11 @@ impl McpBridge {
             Some(cursor) => Some(decode(cursor)?),
         };
         let page_size = self.inner.config.tasks_page_size.clamp(1, 100);
-        let page = page(ctx.caller, &self.inner.bridges, after.as_ref(), page_size).await?;
+        let bridges = &self.inner.bridges;
+        let page = page(ctx.caller, bridges, after.as_ref(), page_size, ctx.share).await?;
+        if answers_raw(ctx.share) {
+            return Ok(shared_result(&page));
+        }
         let mut result = Map::new();
         if let Some((ms, id)) = &page.next {
             result.insert("nextCursor".into(), json!(encode(*ms, id)));

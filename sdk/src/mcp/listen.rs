@@ -123,9 +123,14 @@ impl McpBridge {
             if honored.len() >= MAX_TASKS || !seen.insert(task_id.clone()) {
                 continue;
             }
-            if let Some(stream) = self.follow(ctx.caller, &task_id).await {
-                honored.push(task_id);
-                followed.push(stream);
+            match self.follow(ctx.caller, &task_id).await {
+                Ok(Some(stream)) => {
+                    honored.push(task_id);
+                    followed.push(stream);
+                }
+                Ok(None) => {}
+                // Its partition held nowhere now: retry, never "unknown".
+                Err(error) => return error_reply(ctx.id, &error, true),
             }
         }
         let mut watched = Vec::new();
@@ -135,9 +140,15 @@ impl McpBridge {
             if watched.len() >= MAX_TASKS || !seen.insert(uri.clone()) {
                 continue;
             }
-            if let Ok(what) = self.watchable(ctx.caller, &uri).await {
-                changes.push(self.watch(ctx.caller, uri.clone(), what).await);
-                watched.push(uri);
+            match self.watchable(ctx.caller, &uri).await {
+                Ok(what) => {
+                    changes.push(self.watch(ctx.caller, uri.clone(), what).await);
+                    watched.push(uri);
+                }
+                Err(error) if error.kind().info().retryable => {
+                    return error_reply(ctx.id, &error, true);
+                }
+                Err(_) => {}
             }
         }
         // As the capabilities declare them: prompts' only with prompts served.
@@ -220,13 +231,18 @@ impl McpBridge {
     }
 
     /// The `DetailedTask`s of `caller`'s task `task_id` as it changes: now, then after each of
-    /// its events until it ends; `None` when it is not the caller's (or not known).
+    /// its events until it ends; `None` when it is not the caller's (or not known), an error
+    /// when its partition is held nowhere now (retryable). Its partition stays held while
+    /// the stream lives (`super::shares`).
     async fn follow(
         &self,
         caller: &Caller,
         task_id: &str,
-    ) -> Option<BoxStream<'static, Map<String, Value>>> {
-        let (_, bridge, id) = self.locate(task_id).ok()?;
+    ) -> crate::Result<Option<BoxStream<'static, Map<String, Value>>>> {
+        let Ok((_, bridge, id)) = self.locate(task_id) else {
+            return Ok(None);
+        };
+        let hold = self.hold_task(task_id).await?;
         let request = SubscribeToTaskRequest {
             tenant: None,
             id: id.to_owned(),
@@ -235,10 +251,13 @@ impl McpBridge {
             Ok(events) => events,
             // Finished already: its last state, once.
             Err(e) if e.kind() == ErrorKind::UnsupportedOperation => {
-                let task = self.detailed(caller, task_id).await.ok()?;
-                return Some(futures::stream::once(async { task }).boxed());
+                let Ok(task) = self.detailed(caller, task_id).await else {
+                    return Ok(None);
+                };
+                return Ok(Some(futures::stream::once(async { task }).boxed()));
             }
-            Err(_) => return None,
+            Err(e) if e.kind().info().retryable => return Err(e),
+            Err(_) => return Ok(None),
         };
         let (this, caller, task_id) = (self.clone(), caller.clone(), task_id.to_owned());
         // The stream's first event is the task's snapshot: the notification on subscribing.
@@ -268,6 +287,6 @@ impl McpBridge {
                 }
             },
         );
-        Some(stream.boxed())
+        Ok(Some(super::shares::keeping(stream, hold)))
     }
 }

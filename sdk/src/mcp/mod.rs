@@ -32,6 +32,7 @@ mod rpc;
 mod running;
 mod served;
 mod sessions;
+mod shares;
 mod skills;
 mod tasks;
 mod tool_skill;
@@ -52,10 +53,12 @@ use crate::log::Log;
 
 pub use catalog::{PromptConfig, ResourceBody, ResourceConfig, ResourceTemplateConfig};
 pub use config::{McpConfig, TaskSupport, ToolConfig, tools_from_json};
+pub(crate) use relay::parse_ask_id;
 pub use reload::ListChanged;
 pub(crate) use rpc::trace_in_meta;
 pub use rpc::{McpHeaders, McpReply, McpRequest, McpStream, sse_frames};
 pub use sessions::SESSIONS_AGENT;
+pub(crate) use shares::ListShare;
 pub use skills::tool_skills;
 pub use tool_skill::ToolSkill;
 
@@ -151,8 +154,8 @@ impl Inner {
             let bridge = match bridges.get(&agent) {
                 Some(bridge) => bridge.clone(),
                 None => {
-                    let bridge =
-                        Bridge::open(log.clone(), agent_config(&config.bridge, &agent)).await?;
+                    let agent_config = agent_config(&config.bridge, &agent);
+                    let bridge = shares::open_tool_bridge(log, agent_config).await?;
                     bridges.insert(agent, bridge.clone());
                     bridge
                 }
@@ -221,8 +224,8 @@ impl Inner {
             let bridge = match bridges.get(agent) {
                 Some(bridge) => bridge.clone(),
                 None => {
-                    let bridge =
-                        Bridge::open(log.clone(), agent_config(&config.bridge, agent)).await?;
+                    let agent_config = agent_config(&config.bridge, agent);
+                    let bridge = shares::open_tool_bridge(log, agent_config).await?;
                     bridges.insert(agent.to_owned(), bridge.clone());
                     bridge
                 }
@@ -237,6 +240,8 @@ impl Inner {
                     vec![agentlog_wire::mcp::call::SUBSCRIPTIONS_MEDIA_TYPE.to_owned()];
                 sessions.card.description =
                     "The MCP sessions' resource subscriptions, kept by agentlog".to_owned();
+                // Any member serves a session's stream and end: every partition held.
+                sessions.holding = None;
                 Bridge::open(log.clone(), sessions).await?
             }
         };
@@ -455,8 +460,8 @@ fn cursor(params: Option<&Map<String, Value>>) -> Result<Option<&str>> {
     }
 }
 
-/// The A2A bridge settings of tool agent `agent`: the template's, with the agent's topics,
-/// id and a card that takes tool calls.
+/// The A2A bridge settings of tool agent `agent`: the template's (its share of the
+/// partitions too), with the agent's topics, id and a card that takes tool calls.
 fn agent_config(template: &BridgeConfig, agent: &str) -> BridgeConfig {
     let fresh = BridgeConfig::new(agent);
     let mut card = fresh.card;
@@ -478,8 +483,7 @@ fn agent_config(template: &BridgeConfig, agent: &str) -> BridgeConfig {
         extension_scope: Default::default(),
         // The tool agent takes calls: the A2A agent's skills are not its.
         skill_schemas: Default::default(),
-        // `/mcp` is not forwarded between bridges: a tool agent holds every partition.
-        holding: None,
+        // The share of the members' map this bridge holds (`shares`), as the A2A agent's.
         ..template.clone()
     }
 }

@@ -42,7 +42,7 @@ pub(super) fn ask_id(agent: &str, task_id: &str, key: &str) -> String {
 }
 
 /// What [`ask_id`] encoded: (agent, A2A task id, key).
-fn parse_ask_id(id: &str) -> Option<(String, String, String)> {
+pub(crate) fn parse_ask_id(id: &str) -> Option<(String, String, String)> {
     let encoded = id.strip_prefix(ASK_PREFIX)?;
     let bytes = URL_SAFE_NO_PAD.decode(encoded).ok()?;
     let value: Value = serde_json::from_slice(&bytes).ok()?;

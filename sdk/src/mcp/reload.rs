@@ -36,6 +36,18 @@ pub(super) struct Live {
     /// One reload at a time: each compares with the definitions it replaces.
     reloading: tokio::sync::Mutex<()>,
     log: Log,
+    /// The partitions held on demand for watches (`super::shares`).
+    pub(super) watched: Arc<super::shares::Holds>,
+}
+
+impl Live {
+    /// The definitions served now.
+    pub(super) fn served(&self) -> Arc<Inner> {
+        self.current
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
 }
 
 impl std::fmt::Debug for Live {
@@ -140,6 +152,7 @@ impl McpBridge {
             reloaded,
             reloading: tokio::sync::Mutex::new(()),
             log,
+            watched: Arc::default(),
         };
         Self {
             inner,

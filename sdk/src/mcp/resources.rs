@@ -153,14 +153,26 @@ impl McpBridge {
             }
             Position::Tasks(after) => after,
         };
+        let raw = super::list::answers_raw(ctx.share);
         if listed.len() < page_size {
             let room = page_size - listed.len();
             let bridges = &self.inner.task_bridges;
-            let page = super::list::page(ctx.caller, bridges, after.as_ref(), room).await?;
+            let page =
+                super::list::page(ctx.caller, bridges, after.as_ref(), room, ctx.share).await?;
+            if raw {
+                return Ok(super::list::shared_result(&page));
+            }
             listed.extend(page.tasks.iter().map(|(agent, _, task)| {
                 to_object(task_listing(&format!("{agent}:{}", task.id), task))
             }));
             next = page.next.map(|position| Position::Tasks(Some(position)));
+        } else if raw {
+            // A member's share of a page the configured resources fill: no task of it.
+            let none = super::list::Page {
+                tasks: Vec::new(),
+                next: None,
+            };
+            return Ok(super::list::shared_result(&none));
         }
         let mut result = Map::new();
         result.insert("resources".into(), Value::Array(listed));

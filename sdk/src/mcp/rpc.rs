@@ -200,6 +200,8 @@ pub(super) struct Ctx<'a> {
     pub(super) accepts_stream: bool,
     /// The MCP headers, when the request came over HTTP.
     pub(super) headers: Option<&'a McpHeaders>,
+    /// The partitions a task listing covers here, when bridges share them (`super::shares`).
+    pub(super) share: Option<&'a super::ListShare>,
 }
 
 /// A success body.
@@ -230,10 +232,20 @@ impl McpBridge {
     /// Answer one JSON-RPC message (see the module docs of [`crate::mcp`]) with the
     /// definitions served when it arrives.
     pub async fn handle(&self, request: McpRequest<'_>) -> McpReply {
-        self.current().answer(request).await
+        self.current().answer(request, None).await
     }
 
-    async fn answer(&self, request: McpRequest<'_>) -> McpReply {
+    /// [`handle`](Self::handle), a task listing covering `share` (bridges sharing the agents'
+    /// partitions: `http::forward`'s fan-out).
+    pub(crate) async fn handle_in(
+        &self,
+        request: McpRequest<'_>,
+        share: Option<super::ListShare>,
+    ) -> McpReply {
+        self.current().answer(request, share.as_ref()).await
+    }
+
+    async fn answer(&self, request: McpRequest<'_>, share: Option<&super::ListShare>) -> McpReply {
         let parsed = match parse_request(request.body) {
             Ok(parsed) => parsed,
             // A client's response to a request relayed on a call's stream (`super::relay`).
@@ -284,7 +296,7 @@ impl McpBridge {
             Some(_) => None,
             None => trace_in_meta(params.as_ref()),
         };
-        let answered = self.answer_checked(&request, &parsed, params, era);
+        let answered = self.answer_checked(&request, &parsed, params, era, share);
         match meta {
             Some(context) => crate::telemetry::carrying(Some(context), answered).await,
             None => answered.await,
@@ -298,6 +310,7 @@ impl McpBridge {
         parsed: &agentlog_wire::jsonrpc::Request<'_>,
         params: Option<Map<String, Value>>,
         era: Era,
+        share: Option<&super::ListShare>,
     ) -> McpReply {
         let id = parsed.id;
         let modern = era.is_modern();
@@ -316,6 +329,7 @@ impl McpBridge {
             era,
             accepts_stream: request.accepts_stream,
             headers: request.headers.as_ref(),
+            share,
         };
         let result = match parsed.method.as_ref() {
             "server/discover" => Ok(self.discover()),

@@ -8,7 +8,11 @@
 //! a change any replica (or worker) wrote. A configured resource or template match changes
 //! when a reload of this replica's definitions (`super::reload`) changes what it reads
 //! (removed: it reads as not found). A finished task changes no more: its watch stays open and
-//! quiet, so that only the client ends a subscription.
+//! quiet, so that only the client ends a subscription. A task whose partition the view does not
+//! hold (bridges sharing the agents' partitions) is watched with its partition held on demand
+//! while the watch lives (`super::shares`).
+
+use std::sync::Arc;
 
 use agentlog_wire::a2a::{StreamResponse, SubscribeToTaskRequest};
 use agentlog_wire::mcp::TaskResource;
@@ -19,6 +23,7 @@ use tokio::sync::broadcast::error::RecvError;
 
 use super::McpBridge;
 use super::resources::{configured_contents, not_found};
+use super::shares::WatchHold;
 use crate::agent::Caller;
 use crate::bridge::Bridge;
 use crate::error::Result;
@@ -35,6 +40,8 @@ pub(super) enum Watched {
         id: String,
         artifact: Option<String>,
         after: u64,
+        /// The task's partition held for the watch, where the view does not hold it.
+        hold: Option<Arc<WatchHold>>,
     },
 }
 
@@ -55,6 +62,7 @@ impl Watched {
                     bridge,
                     id,
                     artifact,
+                    hold,
                     ..
                 },
                 Some(after),
@@ -63,6 +71,7 @@ impl Watched {
                 id,
                 artifact,
                 after,
+                hold,
             },
             (watched, _) => watched,
         }
@@ -90,6 +99,8 @@ impl McpBridge {
                 TaskResource::Task(id) => (id, None),
                 TaskResource::Artifact(id, artifact) => (id, Some(artifact)),
             };
+            // Followed where its partition is held: here, held for the watch if need be.
+            let hold = self.hold_task(&task_id).await?;
             // Read (the view synced with the log), then its position: a change written after
             // the read is one the subscriber hears of.
             let (bridge, id, _) = self.task_resource(caller, uri, &task_id).await?;
@@ -102,6 +113,7 @@ impl McpBridge {
                 id: id.to_owned(),
                 artifact,
                 after: info.position(),
+                hold,
             });
         }
         if catalog.matching(uri).is_some() {
@@ -123,6 +135,7 @@ impl McpBridge {
             id,
             artifact,
             after,
+            hold,
         } = watched
         else {
             return self.configured_changes(uri);
@@ -153,7 +166,8 @@ impl McpBridge {
             let uri = uri.clone();
             async move { changed.map(|()| uri) }
         });
-        changes.chain(futures::stream::pending()).boxed()
+        // The partition stays held while the watch lives.
+        super::shares::keeping(changes.chain(futures::stream::pending()), hold)
     }
 
     /// The reloads that change what configuration reads for `uri`, one item (the URI) each.

@@ -21,6 +21,10 @@ use crate::security::owners::{OwnerMap, Peer};
 /// Who is asked for which partitions.
 pub(in crate::http) struct FanOut {
     me: u32,
+    /// The map's partition count.
+    partitions: u32,
+    /// The listing, as the forward counts' `verb`.
+    verb: &'static str,
     /// This bridge's own partitions.
     local: Vec<u32>,
     /// The other members' shares.
@@ -66,7 +70,13 @@ impl FanOut {
                 }),
             }
         }
-        Self { me, local, shares }
+        Self {
+            me,
+            partitions: map.partitions(),
+            verb: "ListTasks",
+            local,
+            shares,
+        }
     }
 
     /// This bridge's own partitions.
@@ -74,8 +84,20 @@ impl FanOut {
         &self.local
     }
 
+    /// The plan of another listing (`/mcp`'s `tasks/list`, `resources/list`), counted as
+    /// `verb`.
+    pub(in crate::http) fn of_verb(self, verb: &'static str) -> Self {
+        Self { verb, ..self }
+    }
+
+    /// The map's partition count (a topic's partitions from it on are nobody's).
+    pub(in crate::http) fn partitions(&self) -> u32 {
+        self.partitions
+    }
+
     /// Ask every other owner (else its successor) for its page of the JSON-RPC `ListTasks`
-    /// in `body`, POSTed to `rpc_path` with the caller's headers. A peer's refusal is the
+    /// (or the listing [`of_verb`](Self::of_verb) names) in `body`, POSTed to `rpc_path` with
+    /// the caller's headers. A peer's refusal is the
     /// answer (`Err`), as is nobody answering for a share.
     pub(in crate::http) async fn fetch(
         &self,
@@ -86,6 +108,7 @@ impl FanOut {
     ) -> Result<Pages, Response> {
         let mut headers = forwarded_headers(caller_headers);
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        let verb = self.verb;
         let asked = self.shares.iter().map(|share| {
             let headers = headers.clone();
             async move {
@@ -103,7 +126,7 @@ impl FanOut {
                 let mut why = Vec::new();
                 for (peer, outcome) in [(&share.owner, "owner"), (&share.successor, "successor")] {
                     if peer.index == self.me {
-                        forwarder.count("ListTasks", "here");
+                        forwarder.count(verb, "here");
                         return Ok(None);
                     }
                     let timeout = forwarder.config.timeout;
@@ -112,7 +135,7 @@ impl FanOut {
                         .await;
                     match sent {
                         Ok(answer) => {
-                            forwarder.count("ListTasks", outcome);
+                            forwarder.count(verb, outcome);
                             return read(answer).await.map(Some);
                         }
                         Err(NoAnswer(reason)) => {
@@ -120,7 +143,7 @@ impl FanOut {
                         }
                     }
                 }
-                forwarder.count("ListTasks", "unavailable");
+                forwarder.count(verb, "unavailable");
                 Err(unavailable(&Error::new(
                     ErrorKind::Unavailable,
                     format!(
@@ -158,7 +181,7 @@ async fn read(answer: reqwest::Response) -> Result<Bytes, Response> {
         Err(error) => {
             return Err(unavailable(&Error::new(
                 ErrorKind::Unavailable,
-                format!("a peer's ListTasks page was cut off: {error}"),
+                format!("a peer's page of a listing was cut off: {error}"),
             )));
         }
     };
@@ -200,6 +223,11 @@ pub(in crate::http) fn merge(id: &RawValue, local: Vec<u8>, pages: Pages) -> Vec
 }
 
 impl Pages {
+    /// The peers' answers, as they came.
+    pub(in crate::http) fn into_bodies(self) -> Vec<Bytes> {
+        self.bodies
+    }
+
     /// This bridge's page `local` (a typed call's) merged with the peers' pages; a peer's
     /// error is the answer.
     pub(crate) fn merge_into(

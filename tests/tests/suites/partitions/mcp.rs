@@ -1,9 +1,53 @@
-//! `/mcp` between members: a request about a task whose partition the member does not hold
-//! (here a resource read of the A2A agent's task) goes to its owner and comes back as it is.
+//! `/mcp` between members: each member's tool agents hold its share of the partitions, a call
+//! made through any member is a task in that member's share, a request about a task whose
+//! partition the member does not hold (a task method, a resource read, a subscription) goes to
+//! its owner and comes back as it is, and `tasks/list` and `resources/list` merge every
+//! owner's page into what one bridge holding everything answers.
 
+use std::time::Duration;
+
+use agentlog::mcp::{McpConfig, TaskSupport, ToolConfig};
+use agentlog::worker::{ToolCall, Tools, Worker, WorkerConfig, tool_fn};
 use agentlog_wire::mcp::resource::task_uri;
+use agentlog_wire::mcp::{CallToolResult, Tool};
+use futures::StreamExt as _;
 
 use super::*;
+
+/// The tool agent of the members' MCP tools.
+const TOOLS: &str = "mcp.scaled";
+
+/// The members' MCP definitions: `quick` answers at once, `slow` after a second and a half;
+/// small task pages, so that listings take several.
+pub(super) fn config() -> McpConfig {
+    let tool = |name: &str| ToolConfig {
+        task_support: TaskSupport::Optional,
+        agent: Some(TOOLS.into()),
+        ..ToolConfig::new(Tool::new(name, json!({"type": "object"})))
+    };
+    let mut config = McpConfig::new(vec![tool("quick"), tool("slow")]);
+    config.tasks_page_size = 7;
+    config
+}
+
+async fn tool_worker(log: &Log) -> Worker {
+    let tools = Tools::new()
+        .tool(
+            "quick",
+            tool_fn(|_: ToolCall| async { Ok(CallToolResult::text("quick done")) }),
+        )
+        .tool(
+            "slow",
+            tool_fn(|_: ToolCall| async {
+                tokio::time::sleep(Duration::from_millis(1500)).await;
+                Ok(CallToolResult::text("slow done"))
+            }),
+        );
+    let config = WorkerConfig::new(TOOLS).lease(Duration::from_secs(10));
+    Worker::start(log.clone(), config, tools)
+        .await
+        .expect("worker")
+}
 
 /// A legacy-era MCP request to member `i`'s `/mcp`: the status and the body.
 async fn mcp(cluster: &Cluster, i: usize, method: &str, params: Value) -> (u16, Value) {
@@ -18,6 +62,272 @@ async fn mcp(cluster: &Cluster, i: usize, method: &str, params: Value) -> (u16, 
         .expect("an answer");
     let status = answer.status().as_u16();
     (status, answer.json().await.expect("a JSON body"))
+}
+
+/// A legacy tool call through member `i` made a task: its MCP id.
+async fn call_as_task(cluster: &Cluster, i: usize, tool: &str) -> String {
+    let params = json!({"name": tool, "arguments": {}, "task": {"ttl": 60000}});
+    let (status, body) = mcp(cluster, i, "tools/call", params).await;
+    assert_eq!(status, 200, "{body}");
+    body["result"]["task"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a task: {body}"))
+        .to_owned()
+}
+
+/// The partition of an MCP task (`<agent>:<A2A id>`).
+fn partition_of_mcp(task: &str) -> u32 {
+    partition(task.rsplit_once(':').expect("agent:id").1)
+}
+
+/// Every page of a legacy listing (`tasks/list` or `resources/list`) through member `i`.
+async fn pages(cluster: &Cluster, i: usize, method: &str) -> Vec<Value> {
+    let mut pages = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let params = match &cursor {
+            Some(cursor) => json!({"cursor": cursor}),
+            None => json!({}),
+        };
+        let (status, body) = mcp(cluster, i, method, params).await;
+        assert_eq!(status, 200, "{body}");
+        assert!(body.get("error").is_none(), "{body}");
+        cursor = body["result"]["nextCursor"].as_str().map(str::to_owned);
+        pages.push(body);
+        if cursor.is_none() {
+            return pages;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_tasks_made_through_every_member_are_held_by_it_alone_and_read_through_any() {
+    let log = memory_log().await;
+    let cluster = Cluster::start(&log, 4).await;
+    let worker = tool_worker(&log).await;
+    let mut tasks = Vec::new();
+    for k in 0..40 {
+        let via = k % 4;
+        let task = call_as_task(&cluster, via, "quick").await;
+        // Its id is minted in a partition the member holds: no forward.
+        assert_eq!(partition_of_mcp(&task) % 4, via as u32, "{task}");
+        tasks.push(task);
+    }
+    for task in &tasks {
+        for via in 0..4 {
+            let (_, result) = mcp(&cluster, via, "tasks/result", json!({"taskId": task})).await;
+            assert_eq!(
+                result["result"]["content"][0]["text"], "quick done",
+                "{result}"
+            );
+            let (_, got) = mcp(&cluster, via, "tasks/get", json!({"taskId": task})).await;
+            assert_eq!(got["result"]["status"], "completed", "{got}");
+        }
+    }
+    for i in 0..4usize {
+        let share: Vec<&String> = tasks
+            .iter()
+            .filter(|t| partition_of_mcp(t) % 4 == i as u32)
+            .collect();
+        let view = cluster.member(i).mcp.bridges()[TOOLS].view();
+        // Its share of the partitions, and exactly the tasks in them.
+        assert_eq!(
+            view.held_partitions(),
+            Members::new(i as u32, 4, urls(4))
+                .expect("m")
+                .owned_by(i as u32, P)
+        );
+        assert_eq!(view.task_count(), share.len(), "member {i}");
+        let elsewhere = (tasks.len() - share.len()) as u64;
+        assert_eq!(cluster.forwards(i, "tasks/get", "owner").await, elsewhere);
+        assert_eq!(
+            cluster.forwards(i, "tasks/result", "owner").await,
+            elsewhere
+        );
+    }
+    worker.shutdown().await.expect("shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tasks_list_and_resources_list_are_those_of_one_bridge_holding_everything() {
+    let log = memory_log().await;
+    let cluster = Cluster::start(&log, 4).await;
+    let worker = tool_worker(&log).await;
+    for k in 0..30 {
+        call_as_task(&cluster, k % 4, "quick").await;
+        if k % 3 == 0 {
+            cluster.send(k % 4, &format!("r-{k}")).await.expect("sent");
+        }
+    }
+    // Settled: the listings no longer change.
+    let tasks = pages(&cluster, 0, "tasks/list").await;
+    for page in &tasks {
+        for task in page["result"]["tasks"].as_array().expect("tasks") {
+            let id = task["taskId"].as_str().expect("id");
+            let (_, result) = mcp(&cluster, 0, "tasks/result", json!({"taskId": id})).await;
+            assert!(result.get("result").is_some(), "{result}");
+        }
+    }
+    let single = Cluster::start(&log, 1).await;
+    for method in ["tasks/list", "resources/list"] {
+        let one = pages(&single, 0, method).await;
+        for via in 0..4 {
+            let four = pages(&cluster, via, method).await;
+            assert_eq!(four, one, "{method} through member {via}");
+        }
+        let listed: usize = one
+            .iter()
+            .map(|p| {
+                p["result"][if method == "tasks/list" {
+                    "tasks"
+                } else {
+                    "resources"
+                }]
+                .as_array()
+                .map_or(0, Vec::len)
+            })
+            .sum();
+        // 30 tool tasks; resources: the A2A agent's 10 too.
+        let want = if method == "tasks/list" { 30 } else { 40 };
+        assert_eq!(listed, want, "{method}");
+        assert_eq!(one.len(), want.div_ceil(7), "{method}: pages of 7");
+    }
+    for i in 0..4 {
+        assert!(cluster.forwards(i, "tasks/list", "owner").await >= 3);
+    }
+    worker.shutdown().await.expect("shutdown");
+}
+
+/// The `data:` messages of an SSE body, until one holds `wanted` (within 20 s).
+async fn until_message(answer: reqwest::Response, wanted: &str) -> Vec<Value> {
+    let mut body = answer.bytes_stream();
+    let mut text = String::new();
+    let mut messages = Vec::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let chunk = tokio::time::timeout_at(deadline, body.next())
+            .await
+            .unwrap_or_else(|_| panic!("no {wanted} in {messages:?}"))
+            .expect("the stream goes on")
+            .expect("a chunk");
+        text.push_str(&String::from_utf8_lossy(&chunk));
+        while let Some(end) = text.find("\n\n") {
+            let frame: String = text.drain(..end + 2).collect();
+            for data in frame.lines().filter_map(|l| l.strip_prefix("data: ")) {
+                let message: Value = serde_json::from_str(data).expect("json");
+                let done = message.to_string().contains(wanted);
+                messages.push(message);
+                if done {
+                    return messages;
+                }
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_uri_subscribed_through_non_owners_hears_its_update() {
+    let log = memory_log().await;
+    let cluster = Cluster::start(&log, 4).await;
+    let worker = tool_worker(&log).await;
+
+    // Modern: a listen through member 2 for a task member 0 holds goes there whole.
+    let task = call_as_task(&cluster, 0, "slow").await;
+    let uri = task_uri(&task);
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}});
+    let body = json!({"jsonrpc": "2.0", "id": 9, "method": "subscriptions/listen", "params": {
+        "notifications": {"resourceSubscriptions": [uri]}, "_meta": meta}});
+    let answer = cluster
+        .client
+        .post(format!("{}/mcp", cluster.member(2).url))
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "subscriptions/listen")
+        .json(&body)
+        .send()
+        .await
+        .expect("a stream");
+    assert_eq!(answer.status().as_u16(), 200);
+    let heard = until_message(answer, "notifications/resources/updated").await;
+    assert_eq!(
+        heard[0]["params"]["notifications"]["resourceSubscriptions"],
+        json!([uri])
+    );
+    assert_eq!(heard.last().expect("an update")["params"]["uri"], uri);
+    assert_eq!(
+        cluster.forwards(2, "subscriptions/listen", "owner").await,
+        1
+    );
+
+    // Legacy: the session made through member 1, the subscription POSTed through member 3
+    // (forwarded to member 0, which checks it), the stream held by member 2.
+    let task = call_as_task(&cluster, 0, "slow").await;
+    let uri = task_uri(&task);
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"}}});
+    let answer = cluster
+        .client
+        .post(format!("{}/mcp", cluster.member(1).url))
+        .header("accept", "application/json, text/event-stream")
+        .json(&init)
+        .send()
+        .await
+        .expect("initialized");
+    let session = answer.headers()["mcp-session-id"]
+        .to_str()
+        .expect("a session")
+        .to_owned();
+    let subscribe = json!({"jsonrpc": "2.0", "id": 2, "method": "resources/subscribe",
+        "params": {"uri": uri}});
+    let answer = cluster
+        .client
+        .post(format!("{}/mcp", cluster.member(3).url))
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", &session)
+        .json(&subscribe)
+        .send()
+        .await
+        .expect("subscribed");
+    let subscribed: Value = answer.json().await.expect("json");
+    assert_eq!(subscribed["result"], json!({}), "{subscribed}");
+    assert_eq!(cluster.forwards(3, "resources/subscribe", "owner").await, 1);
+    let stream = cluster
+        .client
+        .get(format!("{}/mcp", cluster.member(2).url))
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &session)
+        .send()
+        .await
+        .expect("a stream");
+    assert_eq!(stream.status().as_u16(), 200);
+    // Member 2 follows it holding its partition while the stream watches it.
+    let view = cluster.member(2).mcp.bridges()[TOOLS].view().clone();
+    let p = partition_of_mcp(&task);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !view.holds(p) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{:?}",
+            view.held_partitions()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let heard = until_message(stream, "notifications/resources/updated").await;
+    assert_eq!(heard.last().expect("an update")["params"]["uri"], uri);
+    // The stream gone, member 2 gives the partition it held for it back.
+    let share = Members::new(2, 4, urls(4)).expect("m").owned_by(2, P);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while view.held_partitions() != share {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{:?}",
+            view.held_partitions()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    worker.shutdown().await.expect("shutdown");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -64,7 +374,10 @@ async fn an_mcp_read_of_a_task_through_a_non_owner_is_the_owners_answer() {
     let (_, forwarded) = mcp(&cluster, 0, "resources/read", params.clone()).await;
     assert_eq!(forwarded, direct);
     assert_eq!(direct["error"]["code"], -32602, "{direct} ({status})");
-    // Owner and successor gone: a retryable error, never not found.
+    // Owner and successor gone: a retryable error, never not found: a read, a task method
+    // of a tool task, and the listings.
+    let tool_task = call_as_task(&cluster, 1, "quick").await;
+    assert_eq!(partition_of_mcp(&tool_task) % 4, 1);
     cluster.kill(1).await;
     cluster.kill(2).await;
     let task = tasks
@@ -75,4 +388,10 @@ async fn an_mcp_read_of_a_task_through_a_non_owner_is_the_owners_answer() {
     let (_, refused) = mcp(&cluster, 0, "resources/read", params).await;
     assert_eq!(refused["error"]["code"], -32603, "{refused}");
     assert_eq!(refused["id"], 7);
+    let (_, refused) = mcp(&cluster, 3, "tasks/get", json!({"taskId": tool_task})).await;
+    assert_eq!(refused["error"]["code"], -32603, "{refused}");
+    for method in ["tasks/list", "resources/list"] {
+        let (status, refused) = mcp(&cluster, 0, method, json!({})).await;
+        assert!(retryable(status, &refused), "{method}: {status} {refused}");
+    }
 }

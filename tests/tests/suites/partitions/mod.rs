@@ -3,7 +3,7 @@
 //! every member holds its share, a request about another member's partition is forwarded
 //! (once) to its owner, `ListTasks` merges every owner's page, and a bridge that goes away is
 //! stood in for by its successor with nothing acknowledged lost. Each member serves gRPC too
-//! (`grpc.rs`) and MCP (`mcp.rs`).
+//! (`grpc.rs`) and MCP (`mcp.rs`: its tool agents hold the member's share as well).
 
 mod grpc;
 mod mcp;
@@ -17,7 +17,7 @@ use agentlog::grpc::{EdgeAuth, GrpcConfig};
 use agentlog::http::mcp::McpHttpConfig;
 use agentlog::http::{Forwarding, HttpConfig, router, serve};
 use agentlog::log::{Log, partition_for_key};
-use agentlog::mcp::{McpBridge, McpConfig};
+use agentlog::mcp::McpBridge;
 use agentlog::security::owners::Owners;
 use agentlog::security::peers::{FORWARDED_BY, Members, PeerKey};
 use serde_json::{Value, json};
@@ -28,9 +28,11 @@ const P: u32 = 16;
 const AGENT: &str = "scaled";
 const KEY: &[u8] = b"0123456789abcdef0123456789abcdef";
 
-/// One member: its bridge, its URL, its gRPC address and what stops its servers.
+/// One member: its bridge, its MCP bridge, its URL, its gRPC address and what stops its
+/// servers.
 struct Member {
     bridge: Bridge,
+    mcp: McpBridge,
     url: String,
     grpc: String,
     /// Who owns each partition, as its forwarders read it (a move sets a new map).
@@ -92,12 +94,14 @@ impl Cluster {
                 grpc_config,
                 std::future::pending(),
             ));
-            // `/mcp` beside it, the A2A agent's tasks its resources.
-            let mut mcp = McpConfig::new(Vec::new());
+            // `/mcp` beside it, its tool agents holding the member's share as the A2A agent's
+            // view does, the A2A agent's tasks its resources too.
+            let mut mcp = mcp::config();
+            mcp.bridge = bridge.config().clone();
             mcp.a2a = vec![bridge.clone()];
-            let mcp = McpBridge::open(log.clone(), mcp).await.expect("mcp");
+            let mcp_bridge = McpBridge::open(log.clone(), mcp).await.expect("mcp");
             let mcp_http = McpHttpConfig::new().forward(forwarding.clone());
-            let mcp = agentlog::http::mcp::router(mcp, mcp_http).expect("mcp route");
+            let mcp = agentlog::http::mcp::router(mcp_bridge.clone(), mcp_http).expect("mcp route");
             let mut http = HttpConfig::new().forward(forwarding);
             http.auth = http_auth.clone();
             let app = router(bridge.clone(), http).merge(mcp);
@@ -110,6 +114,7 @@ impl Cluster {
             });
             members.push(Some(Member {
                 bridge,
+                mcp: mcp_bridge,
                 url: urls[i as usize].clone(),
                 grpc,
                 owners,
@@ -136,6 +141,7 @@ impl Cluster {
         member.grpc_server.abort();
         let _ = member.grpc_server.await;
         drop(member.bridge);
+        drop(member.mcp);
     }
 
     /// A JSON-RPC call to member `i`: the HTTP status and the body.
