@@ -17,15 +17,15 @@ use super::*;
 /// The tool agent of the members' MCP tools.
 const TOOLS: &str = "mcp.scaled";
 
-/// The members' MCP definitions: `quick` answers at once, `slow` after a second and a half;
-/// small task pages, so that listings take several.
+/// The members' MCP definitions: `quick` answers at once, `slow` after a second and a half,
+/// `hang` once cancelled; small task pages, so that listings take several.
 pub(super) fn config() -> McpConfig {
     let tool = |name: &str| ToolConfig {
         task_support: TaskSupport::Optional,
         agent: Some(TOOLS.into()),
         ..ToolConfig::new(Tool::new(name, json!({"type": "object"})))
     };
-    let mut config = McpConfig::new(vec![tool("quick"), tool("slow")]);
+    let mut config = McpConfig::new(vec![tool("quick"), tool("slow"), tool("hang")]);
     config.tasks_page_size = 7;
     config
 }
@@ -41,6 +41,13 @@ async fn tool_worker(log: &Log) -> Worker {
             tool_fn(|_: ToolCall| async {
                 tokio::time::sleep(Duration::from_millis(1500)).await;
                 Ok(CallToolResult::text("slow done"))
+            }),
+        )
+        .tool(
+            "hang",
+            tool_fn(|call: ToolCall| async move {
+                call.task.cancellation().cancelled().await;
+                Ok(CallToolResult::text("cancelled"))
             }),
         );
     let config = WorkerConfig::new(TOOLS).lease(Duration::from_secs(10));
@@ -327,6 +334,60 @@ async fn a_task_uri_subscribed_through_non_owners_hears_its_update() {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    worker.shutdown().await.expect("shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_legacy_cancel_notification_through_another_member_cancels_the_call() {
+    let log = memory_log().await;
+    let cluster = Cluster::start(&log, 4).await;
+    let worker = tool_worker(&log).await;
+    let (url, client) = (cluster.member(0).url.clone(), cluster.client.clone());
+    // A sync call through member 0: its task is in member 0's share.
+    let call = tokio::spawn(async move {
+        let body = json!({"jsonrpc": "2.0", "id": 42, "method": "tools/call",
+            "params": {"name": "hang", "arguments": {}}});
+        let answer = client
+            .post(format!("{url}/mcp"))
+            .header("accept", "application/json")
+            .json(&body)
+            .send()
+            .await
+            .expect("an answer");
+        answer.json::<Value>().await.expect("json")
+    });
+    let view = cluster.member(0).mcp.bridges()[TOOLS].view().clone();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while view.task_count() == 0 {
+        assert!(tokio::time::Instant::now() < deadline, "no task");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The notification through member 2, which holds none of it: told to every member.
+    let notification = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 42}});
+    let answer = cluster
+        .client
+        .post(format!("{}/mcp", cluster.member(2).url))
+        .header("accept", "application/json")
+        .json(&notification)
+        .send()
+        .await
+        .expect("accepted");
+    assert_eq!(answer.status().as_u16(), 202);
+    let answered = tokio::time::timeout(Duration::from_secs(20), call)
+        .await
+        .expect("the call answered")
+        .expect("joined");
+    assert_eq!(
+        answered["error"]["message"], "the call was cancelled",
+        "{answered}"
+    );
+    assert_eq!(
+        cluster
+            .forwards(2, "notifications/cancelled", "owner")
+            .await,
+        3
+    );
     worker.shutdown().await.expect("shutdown");
 }
 
