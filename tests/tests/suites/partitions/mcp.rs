@@ -18,14 +18,16 @@ use super::*;
 const TOOLS: &str = "mcp.scaled";
 
 /// The members' MCP definitions: `quick` answers at once, `slow` after a second and a half,
-/// `hang` once cancelled; small task pages, so that listings take several.
+/// `hang` once cancelled, `confirm` once asked (MRTR); small task pages, so that listings take
+/// several.
 pub(super) fn config() -> McpConfig {
     let tool = |name: &str| ToolConfig {
         task_support: TaskSupport::Optional,
         agent: Some(TOOLS.into()),
         ..ToolConfig::new(Tool::new(name, json!({"type": "object"})))
     };
-    let mut config = McpConfig::new(vec![tool("quick"), tool("slow"), tool("hang")]);
+    let tools = ["quick", "slow", "hang", "confirm"].map(tool).to_vec();
+    let mut config = McpConfig::new(tools);
     config.tasks_page_size = 7;
     config
 }
@@ -48,6 +50,19 @@ async fn tool_worker(log: &Log) -> Worker {
             tool_fn(|call: ToolCall| async move {
                 call.task.cancellation().cancelled().await;
                 Ok(CallToolResult::text("cancelled"))
+            }),
+        )
+        .tool(
+            "confirm",
+            tool_fn(|call: ToolCall| async move {
+                let Some(responses) = call.input_responses else {
+                    let requests = json!({"name": {"method": "elicitation/create",
+                        "params": {"message": "name?"}}});
+                    let requests = requests.as_object().cloned().expect("an object");
+                    call.ask("a question", requests).await?;
+                    return Ok(CallToolResult::text("asked"));
+                };
+                Ok(CallToolResult::structured(Value::Object(responses)))
             }),
         );
     let config = WorkerConfig::new(TOOLS).lease(Duration::from_secs(10));
@@ -334,6 +349,54 @@ async fn a_task_uri_subscribed_through_non_owners_hears_its_update() {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    worker.shutdown().await.expect("shutdown");
+}
+
+/// A modern sync `tools/call` of `tool` to member `i`'s `/mcp`, declaring elicitation: the
+/// status and the body.
+async fn modern_call(cluster: &Cluster, i: usize, tool: &str, extra: Value) -> (u16, Value) {
+    let mut params = json!({"name": tool, "arguments": {}, "_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}});
+    if let (Some(params), Some(extra)) = (params.as_object_mut(), extra.as_object()) {
+        params.extend(extra.clone());
+    }
+    let body = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": params});
+    let answer = cluster
+        .client
+        .post(format!("{}/mcp", cluster.member(i).url))
+        .header("accept", "application/json")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", tool)
+        .json(&body)
+        .send()
+        .await
+        .expect("an answer");
+    let status = answer.status().as_u16();
+    (status, answer.json().await.expect("a JSON body"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mrtr_retry_through_a_non_owner_continues_the_task_on_its_owner() {
+    let log = memory_log().await;
+    let cluster = Cluster::start(&log, 4).await;
+    let worker = tool_worker(&log).await;
+    let (status, asked) = modern_call(&cluster, 0, "confirm", json!({})).await;
+    assert_eq!(status, 200, "{asked}");
+    assert_eq!(asked["result"]["resultType"], "input_required", "{asked}");
+    let state = asked["result"]["requestState"].as_str().expect("a state");
+    let task = state.rsplit_once('#').expect("<task>#<round>").0;
+    assert_eq!(partition_of_mcp(task) % 4, 0, "{task}");
+    let responses = json!({"name": {"action": "accept", "content": {"v": "Ada"}}});
+    let retry = json!({"inputResponses": responses, "requestState": state});
+    let (status, answered) = modern_call(&cluster, 3, "confirm", retry).await;
+    assert_eq!(status, 200, "{answered}");
+    assert_eq!(
+        answered["result"]["structuredContent"], responses,
+        "{answered}"
+    );
+    assert_eq!(cluster.forwards(3, "tools/call", "owner").await, 1);
     worker.shutdown().await.expect("shutdown");
 }
 
