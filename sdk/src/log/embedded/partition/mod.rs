@@ -395,9 +395,9 @@ impl Partition {
                 state.first_cached += 1;
             }
         }
-        if let Some(tx) = &state.end_tx {
-            tx.send_replace(end);
-        }
+        let watchers = state.end_tx.clone();
+        drop(state);
+        announce_end(watchers, end);
         Ok(())
     }
 
@@ -426,10 +426,25 @@ impl Partition {
         state.cached.push_back(records.into());
         state.end = base + count;
         let end = state.end;
-        if let Some(tx) = &state.end_tx {
-            tx.send_replace(end);
-        }
+        let watchers = state.end_tx.clone();
+        drop(state);
+        announce_end(watchers, end);
         Ok(base)
+    }
+}
+
+/// Move the end watch to `end`, with the state's lock released: a follower it wakes reads at
+/// once instead of sleeping on the lock its waker still holds. Never backwards (two
+/// in-memory appends may announce out of order).
+pub(super) fn announce_end(watchers: Option<watch::Sender<u64>>, end: u64) {
+    if let Some(tx) = watchers {
+        tx.send_if_modified(|current| {
+            let moved = end > *current;
+            if moved {
+                *current = end;
+            }
+            moved
+        });
     }
 }
 

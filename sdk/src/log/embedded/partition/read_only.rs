@@ -143,9 +143,9 @@ impl Partition {
         state.entries.extend(entries);
         state.first_cached = state.entries.len();
         state.end = end;
-        if let Some(tx) = &state.end_tx {
-            tx.send_replace(end);
-        }
+        let watchers = state.end_tx.clone();
+        drop(state);
+        super::announce_end(watchers, end);
         Ok(())
     }
 
