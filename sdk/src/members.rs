@@ -18,6 +18,7 @@
 //! no URL, and its members outlive a server restart as ghosts. Here a member is gone when it
 //! leaves or its lease runs out in the log's own records, whatever the server did.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -119,6 +120,19 @@ pub struct ReadyMark {
     pub member: String,
     /// The record's time (the writer's clock), Unix ms.
     pub at_ms: u64,
+    /// Where the record is on `<agent>.members`.
+    pub offset: u64,
+}
+
+/// Where a present member's own records are on `<agent>.members`, as far as this member
+/// has read: which run of it is there, and whether it was alive after a point in the topic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Seen {
+    /// Its latest join (a restart under its name writes one): 0 when that was before where
+    /// this member began reading.
+    pub joined: u64,
+    /// Its latest record of any kind.
+    pub latest: u64,
 }
 
 /// The assignment as one member sees it: published by [`Membership::watch`] whenever it
@@ -132,9 +146,14 @@ pub struct MemberView {
     pub me: Option<u32>,
     /// Per partition, the newest `ready` its owner wrote (a move's, or [`NO_MOVE`]'s), read
     /// since this member started: a bridge holding a copy on demand releases it once its
-    /// owner says so after the copy began ([`crate::placement`]). Not part of the fold (a
+    /// owner holds the partition ([`MemberView::owner_holds`]). Not part of the fold (a
     /// snapshot does not carry it).
     pub ready: Vec<Option<ReadyMark>>,
+    /// Per present member, where its own records are ([`Seen`]): read since this member
+    /// started, not part of the fold either.
+    pub seen: BTreeMap<String, Seen>,
+    /// The offset after the last record read.
+    pub read_to: u64,
 }
 
 impl MemberView {
@@ -151,6 +170,29 @@ impl MemberView {
         self.me
             .map(|me| self.assignment.incoming(me))
             .unwrap_or_default()
+    }
+
+    /// Whether `partition`'s owner, a member other than this one, holds it caught up and
+    /// was alive after offset `after` of the topic: it said so ([`ReadyMark`]) since its
+    /// latest join (the run that said so is the one still there, not one that died and
+    /// restarted since), and wrote a record at or past `after`. What releases a copy held on
+    /// demand since `after`: a dead owner's old mark never does (it writes nothing more),
+    /// and an owner that held the partition before the copy began does as soon as it is
+    /// heard from again.
+    pub fn owner_holds(&self, partition: u32, after: u64) -> bool {
+        let a = &self.assignment;
+        let Some(owner) = a.owner(partition).filter(|o| Some(*o) != self.me) else {
+            return false;
+        };
+        let (Some(owner), Some(Some(mark))) = (a.member(owner), self.ready.get(partition as usize))
+        else {
+            return false;
+        };
+        mark.member == owner.name
+            && self
+                .seen
+                .get(&owner.name)
+                .is_some_and(|seen| mark.offset >= seen.joined && seen.latest >= after)
     }
 
     /// The map the forwarder reads ([`Owners::set`]): member indexes are slots (an index no

@@ -11,10 +11,12 @@
 //!   switches the map to it (the old holder releases it in turn), and then held as assigned;
 //! - a partition it owns without a move (held at start, after a restart, or taken over at
 //!   an eviction) is said held once caught up ([`ReadyReporter::holding`]);
-//! - a copy held on demand (a successor standing in for an owner that did not answer) is
-//!   released once the partition's owner has said, after the copy began, that it holds the
-//!   partition caught up ([`MemberView::ready`]): the owner is back, or another member took
-//!   the partition over, and serves it.
+//! - a copy held on demand (a successor standing in for an owner that did not answer, or a
+//!   request that found a stale map) is released once the partition's owner holds it caught
+//!   up and has been heard from since the copy began ([`MemberView::owner_holds`]): the owner
+//!   is back, was there all along, or another member took the partition over, and serves it.
+//!   The loop wakes on every record of the members topic (heartbeats too), so a copy taken
+//!   between two changes of the assignment is looked at again within a heartbeat.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -22,7 +24,7 @@ use std::time::Duration;
 
 use crate::error::ErrorKind;
 use crate::members::{MemberView, MemberWatch, ReadyReporter};
-use crate::view::TaskView;
+use crate::view::{PartitionStatus, TaskView};
 
 /// How long a failed write or catch-up waits before it is tried again (the log was out of
 /// reach).
@@ -41,6 +43,7 @@ pub async fn hold_assigned(
     let mut assigned: BTreeSet<u32> = BTreeSet::new();
     let mut warming: BTreeSet<u32> = BTreeSet::new();
     let mut reported: BTreeSet<(u32, u64)> = BTreeSet::new();
+    let mut copies: BTreeMap<u32, SeenCopy> = BTreeMap::new();
     loop {
         let current: Arc<MemberView> = watch.borrow_and_update().clone();
         let wanted: BTreeSet<u32> = current.held().into_iter().collect();
@@ -108,7 +111,11 @@ pub async fn hold_assigned(
                 catch_up,
             ));
         }
-        release_stale_copies(&view, &current, &assigned, &warming, catch_up).await;
+        let held = Held {
+            assigned: &assigned,
+            warming: &warming,
+        };
+        release_stale_copies(&view, &current, held, &mut copies, catch_up).await;
         if watch.changed().await.is_err() {
             return;
         }
@@ -187,33 +194,71 @@ async fn say_held(
     }
 }
 
+/// What the placement holds for the assignment: as assigned, and on demand while moving
+/// here.
+#[derive(Clone, Copy)]
+struct Held<'a> {
+    assigned: &'a BTreeSet<u32>,
+    warming: &'a BTreeSet<u32>,
+}
+
+/// A copy held on demand, as the placement first saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct SeenCopy {
+    /// When its hold began ([`PartitionStatus::held_at_ms`]): another hold is another copy.
+    held_at_ms: u64,
+    /// The members topic read up to here when the placement first saw it: its owner must be
+    /// heard from past this.
+    after: u64,
+}
+
 /// Release each copy the view holds on demand (neither assigned nor moving here) whose
-/// owner, another member, said after the copy began that it holds the partition caught up.
+/// owner, another member, holds the partition caught up and was heard from after the copy
+/// was first seen ([`MemberView::owner_holds`]). A copy is first seen after it began, so a
+/// record past that point was read after it began (the log's order, not members' clocks):
+/// written after it, or at most the reader's lag before.
 async fn release_stale_copies(
     view: &TaskView,
     current: &MemberView,
-    assigned: &BTreeSet<u32>,
-    warming: &BTreeSet<u32>,
+    held: Held<'_>,
+    copies: &mut BTreeMap<u32, SeenCopy>,
     grace: Duration,
 ) {
-    let a = &current.assignment;
-    for status in view.partition_status() {
+    let on_demand: Vec<PartitionStatus> = view
+        .partition_status()
+        .into_iter()
+        .filter(|s| {
+            !s.assigned
+                && !held.assigned.contains(&s.partition)
+                && !held.warming.contains(&s.partition)
+        })
+        .collect();
+    copies.retain(|p, copy| {
+        on_demand
+            .iter()
+            .any(|s| s.partition == *p && s.held_at_ms == copy.held_at_ms)
+    });
+    for status in on_demand {
         let p = status.partition;
-        if status.assigned || assigned.contains(&p) || warming.contains(&p) {
-            continue;
-        }
-        let Some(owner) = a.owner(p).filter(|o| Some(*o) != current.me) else {
+        let Some(copy) = copies.get(&p) else {
+            copies.insert(
+                p,
+                SeenCopy {
+                    held_at_ms: status.held_at_ms,
+                    after: current.read_to,
+                },
+            );
             continue;
         };
-        let Some(owner) = a.member(owner) else {
-            continue;
-        };
-        let said = current.ready.get(p as usize).and_then(Option::as_ref);
-        if said.is_some_and(|mark| mark.member == owner.name && mark.at_ms >= status.held_at_ms) {
-            tracing::info!(partition = p, owner = %owner.name, "releasing a copy held on demand: its owner holds it");
+        if current.owner_holds(p, copy.after) {
+            tracing::info!(
+                partition = p,
+                "releasing a copy held on demand: its owner holds it"
+            );
             if let Err(error) = view.retire(p, grace).await {
                 tracing::warn!(partition = p, error = %error.report(), "cannot release a partition");
             }
+            copies.remove(&p);
         }
     }
 }
@@ -292,7 +337,6 @@ mod tests {
     }
 
     #[tokio::test]
-    #[ignore = "flaky: in some runs b's placement never releases the copy after the owner's mark (being looked into; partitions_dynamic covers the release end to end)"]
     async fn a_copy_held_on_demand_is_released_once_its_owner_says_it_holds_it() {
         let log = log::open("memory://").await.unwrap();
         let events = TopicRef::new("agentlog", "echo.events");
@@ -335,17 +379,14 @@ mod tests {
         holding_a.await.unwrap();
         let p = of_a[0];
         view_b.hold_on_demand(p).await.unwrap();
-        let held_at = view_b
-            .partition_status()
-            .into_iter()
-            .find(|s| s.partition == p)
-            .unwrap()
-            .held_at_ms;
+        // a's mark from before it stopped does not release the copy (a is not heard from).
+        assert!(!b.view().owner_holds(p, b.view().read_to));
         // a comes back within its lease under its name: it keeps its partitions, holds them
         // again and says so; b releases its copy, and only that.
         let view_a = view(&log).await.unwrap();
         let a = Membership::join(log.clone(), config("a"), P).await.unwrap();
         assert_eq!(a.view().assignment.targets_of(0), of_a);
+        let joined = a.view().seen["a"].joined;
         let holding_a = tokio::spawn(hold_assigned(
             view_a.clone(),
             a.watch(),
@@ -355,7 +396,7 @@ mod tests {
         until(&b.watch(), |v| {
             v.ready[p as usize]
                 .as_ref()
-                .is_some_and(|m| m.member == "a" && m.at_ms >= held_at)
+                .is_some_and(|m| m.member == "a" && m.offset > joined)
         })
         .await;
         // b's placement releases the copy once it has folded that mark: wait for it to.

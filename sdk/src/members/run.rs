@@ -10,7 +10,7 @@ use bytes::Bytes;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use super::{MemberView, MemberWatch, MembershipConfig, NO_MOVE, ReadyMark, members_topic};
+use super::{MemberView, MemberWatch, MembershipConfig, NO_MOVE, ReadyMark, Seen, members_topic};
 use crate::error::{Error, ErrorKind, Result};
 use crate::log::{Follower, Log, StoredRecord, TopicRef};
 
@@ -87,6 +87,8 @@ struct Reader {
     since_snapshot: u64,
     /// Per partition, the newest `ready` by its owner ([`MemberView::ready`]).
     marks: Vec<Option<ReadyMark>>,
+    /// Per member, where its own records are ([`MemberView::seen`]).
+    seen: HashMap<String, Seen>,
 }
 
 impl Reader {
@@ -111,13 +113,23 @@ impl Reader {
             if !admitted {
                 continue;
             }
+            if record.source == record.member {
+                let seen = self.seen.entry(record.member.clone()).or_insert(Seen {
+                    joined: 0,
+                    latest: stored.offset,
+                });
+                seen.latest = stored.offset;
+                if let MemberBody::Join { .. } = record.body {
+                    seen.joined = stored.offset;
+                }
+            }
             if let MemberBody::Snapshot { .. } = record.body {
                 self.since_snapshot = 0;
             } else {
                 self.fold.apply(&record);
                 self.since_snapshot += 1;
                 if let MemberBody::Ready { partition, .. } = record.body {
-                    self.mark(partition, &record);
+                    self.mark(partition, &record, stored.offset);
                 }
             }
         }
@@ -125,13 +137,14 @@ impl Reader {
 
     /// Keep a `ready` about `partition` if its writer owns the partition once it is folded
     /// (whether it ended a move or named none).
-    fn mark(&mut self, partition: u32, record: &MemberRecord) {
+    fn mark(&mut self, partition: u32, record: &MemberRecord, offset: u64) {
         let a = self.fold.assignment();
         let owns = a.owner(partition).is_some() && a.owner(partition) == a.slot_of(&record.member);
         if let (true, Some(mark)) = (owns, self.marks.get_mut(partition as usize)) {
             *mark = Some(ReadyMark {
                 member: record.member.clone(),
                 at_ms: record.timestamp_ms,
+                offset,
             });
         }
     }
@@ -139,10 +152,17 @@ impl Reader {
     fn view(&self) -> MemberView {
         let assignment = self.fold.assignment().clone();
         let me = assignment.slot_of(&self.name);
+        let seen = assignment
+            .members
+            .iter()
+            .filter_map(|m| Some((m.name.clone(), *self.seen.get(&m.name)?)))
+            .collect();
         MemberView {
             assignment,
             me,
             ready: self.marks.clone(),
+            seen,
+            read_to: self.last.map_or(0, |last| last + 1),
         }
     }
 }
@@ -178,6 +198,7 @@ impl Membership {
             last: replayed_from.checked_sub(1),
             since_snapshot: 0,
             marks: vec![None; partitions as usize],
+            seen: HashMap::new(),
         };
         while reader.follower.position() <= joined_at {
             let records = reader.follower.next_batch().await?;

@@ -63,6 +63,8 @@ fn gated(mut source: MemberWatch, mut gate: watch::Receiver<bool>) -> MemberWatc
         assignment: Assignment::empty(P),
         me: None,
         ready: vec![None; P as usize],
+        seen: Default::default(),
+        read_to: 0,
     });
     let (tx, rx) = watch::channel(empty);
     tokio::spawn(async move {
