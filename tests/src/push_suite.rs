@@ -31,6 +31,7 @@ pub async fn run_all(subject: &dyn Backend) {
             every_update_reaches_its_webhook_in_order_signed,
             two_senders_send_each_update_once_per_config,
             a_sender_started_again_resumes_where_the_group_stopped,
+            senders_of_views_of_their_own_hold_their_share_and_lose_nothing_across_moves,
         ]
     );
 }
@@ -305,5 +306,110 @@ async fn a_sender_started_again_resumes_where_the_group_stopped(
         assert_eq!(kinds, &ECHO, "task {id}: each once, in order");
     }
     again.stop().await;
+    a.stop().await;
+}
+
+/// A sender over a view of its own ([`Pusher::start`]: `agentlog pusher`, and `serve` when
+/// its bridge holds a share), to any address.
+async fn own_sender(log: &Log, config: &PusherConfig) -> Pusher {
+    let config = config
+        .clone()
+        .destinations(Destinations::new().allow_private(true));
+    Pusher::start(log.clone(), config).await.expect("pusher")
+}
+
+/// Send tasks `from..to` through `agent`, each with one webhook; their ids.
+async fn send_many(agent: &Agent, receiver: &Receiver, from: usize, to: usize) -> Vec<String> {
+    let mut ids = Vec::new();
+    for n in from..to {
+        ids.push(
+            agent
+                .send(&format!("m-{n}"), "hi", &[hook(receiver, "/hook")])
+                .await,
+        );
+    }
+    ids
+}
+
+/// Wait until every task of `ids` got each of its updates at least once, in order: the
+/// updates are a subsequence of what it got (a sender that took a partition over sends again
+/// what was delivered since the last commit, at least once as ever).
+async fn every_update_of(receiver: &Receiver, ids: &[String]) {
+    let told = |kinds: &[String]| {
+        let mut next = 0;
+        for kind in kinds {
+            if next < ECHO.len() && kind == ECHO[next] {
+                next += 1;
+            }
+        }
+        next
+    };
+    let deadline = tokio::time::Instant::now() + SOON;
+    loop {
+        let tasks = by_task(&receiver.got());
+        let missing: Vec<(&String, usize)> = ids
+            .iter()
+            .map(|id| (id, tasks.get(id).map_or(0, |kinds| told(kinds))))
+            .filter(|(_, told)| *told < ECHO.len())
+            .collect();
+        if missing.is_empty() {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "updates lost (task, how many of its updates came in order): {missing:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn senders_of_views_of_their_own_hold_their_share_and_lose_nothing_across_moves(
+    subject: &dyn Backend,
+    agent: &str,
+) {
+    let log = subject.log().await;
+    let a = Agent::start(&log, agent).await;
+    let partitions = a.bridge.view().partitions() as usize;
+    let receiver = Receiver::start(200).await;
+    let key = agentlog::security::SigningKey::generate().expect("key");
+    let config = PusherConfig::new(agent).notification_key(key);
+    let one = own_sender(&log, &config).await;
+    let two = own_sender(&log, &config).await;
+    // Both members hold their share before any update is written.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let mut ids = send_many(&a, &receiver, 0, 20).await;
+    every_update_of(&receiver, &ids).await;
+    let (held_one, held_two) = (one.partitions_held(), two.partitions_held());
+    assert!(
+        !held_one.is_empty() && !held_two.is_empty(),
+        "each sender's view holds its share: {held_one:?} {held_two:?}"
+    );
+    assert!(
+        held_one.iter().all(|p| !held_two.contains(p)),
+        "no partition in both views: {held_one:?} {held_two:?}"
+    );
+    assert!(held_one.len() < partitions && held_two.len() < partitions);
+    // A sender stops mid-stream: the other takes its partitions over, holding them too.
+    ids.extend(send_many(&a, &receiver, 20, 30).await);
+    one.stop().await;
+    ids.extend(send_many(&a, &receiver, 30, 40).await);
+    every_update_of(&receiver, &ids).await;
+    // A third joins: the group moves some of the second's partitions to it, and the second
+    // lets them go.
+    let three = own_sender(&log, &config).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    ids.extend(send_many(&a, &receiver, 40, 70).await);
+    every_update_of(&receiver, &ids).await;
+    let (held_two, held_three) = (two.partitions_held(), three.partitions_held());
+    assert!(
+        held_two.iter().all(|p| !held_three.contains(p)),
+        "no partition in both views after the move: {held_two:?} {held_three:?}"
+    );
+    assert!(
+        held_two.len() < partitions && !held_three.is_empty(),
+        "{held_two:?} {held_three:?}"
+    );
+    two.stop().await;
+    three.stop().await;
     a.stop().await;
 }

@@ -80,6 +80,7 @@ pub(super) async fn run(
             shared.progress.lock().drop_partition(partition);
             tracker.drop_partition(partition);
         }
+        tracker.keep_share(&owned).await;
         uncommitted |= shared.progress.lock().take_moved();
         if (uncommitted && idle) || committed_at.elapsed() >= COMMIT_EVERY {
             uncommitted = false;
@@ -117,6 +118,12 @@ async fn process(
     max_pending: usize,
 ) -> bool {
     let partition = delivery.partition;
+    while let Err(error) = tracker.hold_share(partition).await {
+        tracing::warn!(partition, error = %error.report(), "push: cannot hold a partition given to this sender; trying again");
+        if !pause(shared).await {
+            return false;
+        }
+    }
     if let Some(first) = delivery.records.first()
         && !shared.progress.lock().owns(partition)
     {

@@ -103,22 +103,36 @@ pub struct Pusher {
     reader: Mutex<Option<JoinHandle<()>>>,
     signer: NotificationSigner,
     metrics: Arc<PushMetrics>,
+    view: TaskView,
 }
 
 impl Pusher {
-    /// Start a sender over `log` with a view of its own (from the agent's checkpoints, if
-    /// any): what `agentlog pusher` runs.
+    /// Start a sender over `log` with a view of its own, holding only the partitions the
+    /// push group gives it (each from the agent's checkpoint of it, if any): what `agentlog
+    /// pusher` runs, and `serve` when its bridge holds a share of the partitions.
     pub async fn start(log: Log, config: PusherConfig) -> Result<Self> {
         config.topics.ensure(&log).await?;
         let mut options = ViewOptions::restore_only(config.topics.checkpoints.clone());
         options.verifier = config.trust.clone();
+        options.holding = Some(Vec::new());
         let view = TaskView::start_with(log.clone(), config.topics.events.clone(), options).await?;
-        Self::start_with_view(log, config, view).await
+        Self::start_over(log, config, view, true).await
     }
 
-    /// Start a sender over `log` sharing `view` (a bridge's, in the same process: what
-    /// `serve` runs).
+    /// Start a sender over `log` sharing `view` (a bridge's holding every partition, in the
+    /// same process: what `serve` runs).
     pub async fn start_with_view(log: Log, config: PusherConfig, view: TaskView) -> Result<Self> {
+        Self::start_over(log, config, view, false).await
+    }
+
+    /// Start a sender over `view`, the sender's own (`own_view`: it holds the group's
+    /// partitions only) or a bridge's.
+    async fn start_over(
+        log: Log,
+        config: PusherConfig,
+        view: TaskView,
+        own_view: bool,
+    ) -> Result<Self> {
         config.topics.ensure(&log).await?;
         let key = match config.notification_key.clone() {
             Some(key) => key,
@@ -153,7 +167,8 @@ impl Pusher {
             cancel.clone(),
         ));
         let tracker = tracked::Tracker::new(
-            view,
+            view.clone(),
+            own_view,
             log.clone(),
             config.topics.events.clone(),
             config.max_tracked,
@@ -175,7 +190,14 @@ impl Pusher {
             reader: Mutex::new(Some(reader)),
             signer,
             metrics,
+            view,
         })
+    }
+
+    /// The partitions the sender's view holds: of its own view ([`start`](Self::start)),
+    /// those the push group gave it and it has read; of a bridge's, the bridge's.
+    pub fn partitions_held(&self) -> Vec<u32> {
+        self.view.held_partitions()
     }
 
     /// The sender's counters.

@@ -229,6 +229,7 @@ async fn records_of_tasks_without_configs_are_passed_over_unread_until_a_config_
     let config = PusherConfig::new("pushed");
     let mut tracker = super::tracked::Tracker::new(
         bridge.view().clone(),
+        false,
         log.clone(),
         config.topics.events.clone(),
         100,

@@ -36,6 +36,8 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::log::{Log, TopicRef};
 use crate::view::{TaskEvent, TaskView};
 
+mod share;
+
 /// One notification to send: to which config of which task, what, and for which record.
 #[derive(Debug, Clone)]
 pub(super) struct Notice {
@@ -108,6 +110,9 @@ struct Assignment {
 /// The tasks followed in one partition's order (the consumer owns it).
 pub(super) struct Tracker {
     view: TaskView,
+    /// The view is the sender's own: it holds only the partitions the group gives it
+    /// ([`share`]).
+    own_view: bool,
     log: Log,
     events: TopicRef,
     tasks: HashMap<Arc<str>, Tracked>,
@@ -127,6 +132,7 @@ pub(super) struct Tracker {
 impl Tracker {
     pub(super) fn new(
         view: TaskView,
+        own_view: bool,
         log: Log,
         events: TopicRef,
         max: usize,
@@ -134,6 +140,7 @@ impl Tracker {
     ) -> Self {
         Self {
             view,
+            own_view,
             log,
             events,
             tasks: HashMap::default(),

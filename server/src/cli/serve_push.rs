@@ -207,7 +207,8 @@ pub(super) async fn start(
                 .config(&topics.agent, issuer, key, signer)?
                 .topics(topics);
             // A member sharing the partitions holds its share only; the sender takes the
-            // partitions its consumer group gives it, so it follows them in a view of its own.
+            // partitions its consumer group gives it, so it follows them in a view of its own
+            // that holds those only (its memory is its group share, not every task).
             let pusher = if bridge.config().holding.is_some() {
                 Pusher::start(log.clone(), config).await?
             } else {
