@@ -329,7 +329,7 @@ impl Bridge {
         // replica have written it already, log order settles it below (that command came
         // first), and syncing to this command's own offset shows everything before it.
         if how.fresh == Fresh::No && view.lookup(caller, &task_id).is_some() {
-            self.sync_task(&task_id).await?;
+            let _pinned = self.sync_task(&task_id).await?;
             if let Some(info) = view.lookup(caller, &task_id) {
                 return self.accept_retry(&info, message).await;
             }
@@ -376,10 +376,9 @@ impl Bridge {
             OwnCommand::NotApplied
         };
         if let Some(reserved) = reserved {
-            if own != OwnCommand::NotApplied {
-                let claim = std::slice::from_ref(reserved.claim().0);
-                view.apply_own(partition, offset + 1, appended.place, claim);
-            }
+            // Applied right after the command, or kept until the view reaches it.
+            let claim = std::slice::from_ref(reserved.claim().0);
+            view.apply_own(partition, offset + 1, appended.place, claim);
             // Done with: the worker takes the turn now.
             drop(reserved);
         }
@@ -481,7 +480,7 @@ impl Bridge {
         params: String,
         path: Vec<String>,
     ) -> Result<Accepted> {
-        self.sync_task(task_id).await?;
+        let _pinned = self.sync_task(task_id).await?;
         let view = &self.inner.view;
         let info = view
             .lookup(caller, task_id)

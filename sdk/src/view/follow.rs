@@ -196,10 +196,16 @@ impl Inner {
         if !part.held() {
             return Ok(());
         }
-        // Records this process wrote are applied as they are appended (`own.rs`): not read
-        // back, decoded and parsed a second time.
+        // Records this process wrote are applied as they are appended (`own.rs`), or kept
+        // until the view reaches them: not read back, decoded and parsed a second time.
         *next = (*next).max(part.applied_next());
-        while *next < end {
+        loop {
+            if self.apply_kept(part, next) > 0 {
+                continue;
+            }
+            if *next >= end {
+                break;
+            }
             let batch = self.log.read(&self.topic, partition, *next, 1024).await?;
             let Some(last) = batch.last().map(|r| r.offset) else {
                 break;
@@ -208,6 +214,23 @@ impl Inner {
             *next = last + 1;
         }
         Ok(())
+    }
+
+    /// Apply the records this process appended that were kept from `next` on (the feed
+    /// held); how many.
+    fn apply_kept(&self, part: &Part, next: &mut u64) -> u64 {
+        let run = part.take_ahead(*next);
+        if run.is_empty() {
+            return 0;
+        }
+        let mut tasks = part.write();
+        let applied = super::own::apply_run(&mut tasks, run, next);
+        self.records_seen.fetch_add(applied, Ordering::Relaxed);
+        part.records_applied.fetch_add(applied, Ordering::Relaxed);
+        // Under the tasks lock: a checkpoint reads the positions with the tasks.
+        part.applied.send_replace(*next);
+        part.expire_locked(&mut tasks);
+        applied
     }
 
     fn apply_batch(&self, partition: u32, part: &Part, batch: &[StoredRecord]) {

@@ -16,6 +16,7 @@
 //! The view writes nothing anywhere: dropping it and starting again over the same log gives
 //! the same answers.
 
+mod ahead;
 mod checkpoint;
 mod compact;
 mod follow;

@@ -16,8 +16,10 @@ use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use super::ahead::{Ahead, Own};
 use super::checkpoint::Manifest;
 use super::tasks::Tasks;
+use crate::log::raw::Place;
 
 /// One partition's share of the view.
 pub(super) struct Part {
@@ -34,6 +36,8 @@ pub(super) struct Part {
     /// request that needs the view caught up (it applies the records itself instead of
     /// waiting for the follower to be scheduled).
     pub(super) feed: tokio::sync::Mutex<u64>,
+    /// Records this process appended that wait for the view to reach them ([`Ahead`]).
+    ahead: Mutex<Ahead>,
     /// The partition is held and has applied everything its log held when the hold began.
     pub(super) ready: watch::Sender<bool>,
     pub(super) held: AtomicBool,
@@ -65,6 +69,7 @@ impl Part {
             tasks: RwLock::new(Tasks::new(count_live)),
             applied: watch::channel(0).0,
             feed: tokio::sync::Mutex::new(0),
+            ahead: Mutex::new(Ahead::default()),
             ready: watch::channel(false).0,
             held: AtomicBool::new(false),
             assigned: AtomicBool::new(false),
@@ -133,6 +138,16 @@ impl Part {
     pub(super) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
         // Plain data: nothing is left half-done by a panic elsewhere.
         mutex.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Keep records this process appended until the view reaches them ([`Ahead::keep`]).
+    pub(super) fn keep_ahead(&self, records: impl IntoIterator<Item = (u64, Place, Own)>) {
+        Self::lock(&self.ahead).keep(records);
+    }
+
+    /// The records kept from `next` on with no gap, taken out ([`Ahead::take_from`]).
+    pub(super) fn take_ahead(&self, next: u64) -> Vec<(u64, Place, Own)> {
+        Self::lock(&self.ahead).take_from(next)
     }
 
     pub(super) fn known(&self) -> std::sync::MutexGuard<'_, KnownCheckpoints> {

@@ -236,6 +236,68 @@ async fn an_own_command_is_applied_inline_only_right_after_what_is_applied() {
 }
 
 #[tokio::test]
+async fn own_appends_answered_out_of_order_are_applied_as_appended_once_the_view_reaches_them() {
+    let (log, topic, view) = view_over_memory().await;
+    let caller = Caller::principal("p");
+    let (a, b, done_b) = (command("a"), command("b"), completed("b"));
+    // Appended on this (single-threaded) runtime without yielding: the follower has not run.
+    append(&log, &topic, &a).await;
+    append(&log, &topic, &b).await;
+    append(&log, &topic, &done_b).await;
+    // b's command and its end are answered first: the view stands before them, so they wait.
+    let own = view.apply_own_command(0, 1, Place::UNKNOWN, &b, false);
+    assert_eq!(own, OwnCommand::NotApplied);
+    assert!(
+        view.apply_own(0, 2, Place::UNKNOWN, std::slice::from_ref(&done_b))
+            .is_none()
+    );
+    assert!(view.lookup(&caller, "b").is_none());
+    // a's comes last: applied, and b's records after it, with no await in between.
+    let own = view.apply_own_command(0, 0, Place::UNKNOWN, &a, false);
+    assert_eq!(own, OwnCommand::Created);
+    let b_now = view
+        .lookup(&caller, "b")
+        .expect("b applied from what was kept");
+    assert_eq!(b_now.state, TaskState::Completed);
+    let status = view.partition_status();
+    assert_eq!(
+        status.iter().find(|s| s.partition == 0).map(|s| s.applied),
+        Some(3)
+    );
+    // Nothing is applied twice when the follower or a sync comes by.
+    view.sync(None, PATIENCE).await.unwrap();
+    let fresh = TaskView::start(log.clone(), topic.clone()).await.unwrap();
+    fresh.sync(None, PATIENCE).await.unwrap();
+    for task in ["a", "b"] {
+        let (mine, theirs) = (
+            view.lookup(&caller, task).unwrap(),
+            fresh.lookup(&caller, task).unwrap(),
+        );
+        assert_eq!((mine.state, &mine.records), (theirs.state, &theirs.records));
+    }
+}
+
+#[tokio::test]
+async fn own_records_kept_while_the_view_is_behind_are_applied_by_the_follower() {
+    let (log, topic, view) = view_over_memory().await;
+    let caller = Caller::principal("p");
+    // Someone else's record at 0, then this process's command at 1, kept (the view is at 0).
+    append(&log, &topic, &command("theirs")).await;
+    let mine = command("mine");
+    append(&log, &topic, &mine).await;
+    assert_eq!(
+        view.apply_own_command(0, 1, Place::UNKNOWN, &mine, false),
+        OwnCommand::NotApplied
+    );
+    view.sync(None, PATIENCE).await.unwrap();
+    assert!(view.lookup(&caller, "theirs").is_some());
+    assert_eq!(
+        view.lookup(&caller, "mine").map(|t| t.state),
+        Some(TaskState::Submitted)
+    );
+}
+
+#[tokio::test]
 async fn a_task_read_back_from_its_content_records_is_the_fold_of_all_of_them() {
     let (log, topic, view) = view_over_memory().await;
     let caller = Caller::principal("p");
