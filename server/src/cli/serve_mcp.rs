@@ -90,7 +90,11 @@ pub(super) async fn open(
     let worker = match mcp.bridges().get(DEMO_TOOLS_AGENT).filter(|_| demo) {
         Some(bridge) => {
             let mut config = WorkerConfig::new(DEMO_TOOLS_AGENT);
-            config.view = Some(bridge.view().clone());
+            // A member's tool agent holds its share only; the worker takes turns of every
+            // partition its consumer group gives it, so it follows them in a view of its own.
+            if template.holding.is_none() {
+                config.view = Some(bridge.view().clone());
+            }
             config.signer = template.signer.clone();
             config.trust = template.trust.clone();
             // The list-change hooks reload this process's bridge, so only this worker has them.

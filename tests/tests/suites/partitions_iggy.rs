@@ -2,7 +2,7 @@
 //! P = 16: sends round-robin through them as a plain balancer would, `kill -9` of one member,
 //! and every acknowledged task is still found through every survivor (its successor holds the
 //! killed member's partitions on demand), with only retryable refusals meanwhile. Members given
-//! another peer list refuse to start.
+//! another peer list refuse to start. Their `/mcp` demo tools answer through every member.
 
 use std::time::{Duration, Instant};
 
@@ -74,6 +74,20 @@ async fn rpc(client: &reqwest::Client, port: u16, method: &str, params: Value) -
     (status, answer.json().await.expect("a JSON body"))
 }
 
+/// A legacy MCP request to the member on `port`: the status and the body.
+async fn mcp(client: &reqwest::Client, port: u16, method: &str, params: Value) -> (u16, Value) {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    let answer = client
+        .post(format!("http://127.0.0.1:{port}/mcp"))
+        .header("accept", "application/json")
+        .json(&body)
+        .send()
+        .await
+        .expect("an answer");
+    let status = answer.status().as_u16();
+    (status, answer.json().await.expect("a JSON body"))
+}
+
 /// Send message `id` through the member on `port` until it is acknowledged, retrying only a
 /// retryable refusal: the task id and the retries.
 async fn send(client: &reqwest::Client, port: u16, id: &str) -> (String, usize) {
@@ -120,6 +134,35 @@ async fn kill_9_of_a_member_loses_no_acknowledged_task_over_iggy() {
     assert!(error.contains("--peers"), "{error}");
 
     let client = reqwest::Client::new();
+    // `/mcp`: the demo tools answer a call through every member (each its own share), and a
+    // task made through one is read back through the next.
+    for i in 0..N {
+        let (_, echoed) = mcp(
+            &client,
+            ports[i],
+            "tools/call",
+            json!({"name": "echo",
+            "arguments": {"text": format!("via {i}")}}),
+        )
+        .await;
+        assert_eq!(
+            echoed["result"]["content"][0]["text"],
+            format!("via {i}"),
+            "{echoed}"
+        );
+        let (_, made) = mcp(
+            &client,
+            ports[i],
+            "tools/call",
+            json!({"name": "slow_compute",
+            "arguments": {"seconds": 0}, "task": {"ttl": 60000}}),
+        )
+        .await;
+        let task = made["result"]["task"]["taskId"].as_str().expect("a task");
+        let next = ports[(i + 1) % N];
+        let (_, result) = mcp(&client, next, "tasks/result", json!({"taskId": task})).await;
+        assert!(result["result"]["content"].is_array(), "{result}");
+    }
     let mut acknowledged = Vec::new();
     for k in 0..200 {
         let (task, _) = send(&client, ports[k % N], &format!("k-{k}")).await;
