@@ -43,7 +43,7 @@ use crate::agent::{AgentTopics, Caller};
 use crate::error::{Error, ErrorKind, Result};
 use crate::log::{AppendBatch, Appended, Log};
 use crate::security::{Destinations, RecordSigner, RecordVerifier};
-use crate::view::{CompactTopics, TaskView, ViewOptions};
+use crate::view::{CompactTopics, PartitionPin, TaskView, ViewOptions};
 
 pub use call::{Answer, Call};
 pub use card::{
@@ -370,11 +370,22 @@ impl Bridge {
             .ok_or_else(|| Error::new(ErrorKind::Internal, "append_all returned no result"))
     }
 
-    async fn sync_task(&self, task_id: &str) -> Result<()> {
+    /// Bring the view up to `task_id`'s partition's end for a request about to read the
+    /// task; the pin it returns keeps the partition's tasks until the request drops it (a
+    /// partition retired meanwhile is not released under the read, however long it stalls).
+    async fn sync_task(&self, task_id: &str) -> Result<PartitionPin> {
         let view = &self.inner.view;
         let partition = view.partition_of(task_id);
+        // Taken before the sync: the sync then finds the tasks it pins.
+        let pin = view.pin(partition);
         let sync = view.sync(Some(partition), self.inner.config.sync_timeout);
-        trace::sync_span(partition, sync).await
+        trace::sync_span(partition, sync).await?;
+        pin.ok_or_else(|| {
+            Error::new(
+                ErrorKind::Unavailable,
+                format!("partition {partition} was not held here when the request began; retry"),
+            )
+        })
     }
 }
 

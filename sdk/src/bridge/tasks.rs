@@ -25,7 +25,7 @@ impl Bridge {
     pub async fn get_task(&self, caller: &Caller, request: GetTaskRequest) -> Result<Task> {
         check_history_length(request.history_length)?;
         require_id(&request.id)?;
-        self.sync_task(&request.id).await?;
+        let _pinned = self.sync_task(&request.id).await?;
         let task = self
             .inner
             .view
@@ -41,7 +41,7 @@ impl Bridge {
     pub async fn cancel_task(&self, caller: &Caller, request: CancelTaskRequest) -> Result<Task> {
         require_id(&request.id)?;
         let task_id = request.id.as_str();
-        self.sync_task(task_id).await?;
+        let _pinned = self.sync_task(task_id).await?;
         let view = &self.inner.view;
         let info = view
             .lookup(caller, task_id)
@@ -182,7 +182,7 @@ impl Bridge {
     ) -> Result<TaskStream> {
         require_id(&request.id)?;
         let place = self.inner.limits.stream(caller)?;
-        self.sync_task(&request.id).await?;
+        let _pinned = self.sync_task(&request.id).await?;
         let view = &self.inner.view;
         let (info, events) = view
             .subscribe(Some(caller), &request.id)

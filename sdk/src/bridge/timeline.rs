@@ -75,7 +75,7 @@ impl Bridge {
                 .with_detail("field", "id"));
         }
         let caller = tenant::scoped(caller, tenant)?;
-        self.sync_task(task_id).await?;
+        let _pinned = self.sync_task(task_id).await?;
         let view = &self.inner.view;
         let info = view
             .lookup(&caller, task_id)

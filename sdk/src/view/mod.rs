@@ -50,6 +50,7 @@ pub use compact::{CompactTopics, Compacted};
 pub(crate) use handoff::{LocalWorker, ReservedTurn};
 pub use own::OwnCommand;
 use part::Part;
+pub use hold::PartitionPin;
 pub use part::PartitionStatus;
 pub use persist::CheckpointInfo;
 pub use read::TurnOrigin;

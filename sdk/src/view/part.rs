@@ -61,6 +61,10 @@ pub(super) struct Part {
     /// Released soon ([`TaskView::retire`](super::TaskView::retire)): still followed and
     /// readable by the requests that began before, held for none that begin now.
     pub(super) retiring: AtomicBool,
+    /// The requests that pinned the partition's tasks from their sync to their read
+    /// ([`TaskView::pin`](super::TaskView::pin)): a retired partition is released once none
+    /// is left. Its lock orders a pin with a release (`hold.rs`).
+    pub(super) pins: watch::Sender<usize>,
 }
 
 impl Part {
@@ -82,6 +86,7 @@ impl Part {
             ready_after: Mutex::new(None),
             held_at_ms: AtomicU64::new(0),
             retiring: AtomicBool::new(false),
+            pins: watch::channel(0).0,
         }
     }
 
@@ -173,8 +178,8 @@ pub struct PartitionStatus {
     pub restored_from: Option<u64>,
     /// How long the hold took to be ready, once it is.
     pub ready_after: Option<Duration>,
-    /// When the hold began, Unix ms (this process's clock): an on-demand copy is released
-    /// once the partition's owner says, after it, that it holds the partition caught up.
+    /// When the hold began, Unix ms (this process's clock): placement tells one on-demand
+    /// copy from a later one of the same partition by it.
     pub held_at_ms: u64,
 }
 

@@ -42,7 +42,7 @@ impl Bridge {
             .filter(|id| !id.is_empty())
             .ok_or_else(|| invalid("taskId", "taskId is required".into()))?;
         check_config(&config, destinations)?;
-        self.sync_task(&task_id).await?;
+        let _pinned = self.sync_task(&task_id).await?;
         let info = self.owned(caller, &task_id)?;
         let tenant = config.tenant.clone();
         let mut stored = config;
@@ -191,7 +191,7 @@ impl Bridge {
         if task_id.is_empty() {
             return Err(invalid("taskId", "taskId is required".into()));
         }
-        self.sync_task(task_id).await?;
+        let _pinned = self.sync_task(task_id).await?;
         let info = self.owned(caller, task_id)?;
         let view = &self.inner.view;
         if !view.has_push_configs(task_id) {
