@@ -19,7 +19,7 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
 
 use super::attempt::Attempt;
-use super::reports::Reports;
+use super::reports::{Reports, SendsOnYield};
 use crate::agent::Caller;
 use crate::error::{Error, ErrorKind, Result};
 use crate::view::TaskView;
@@ -511,6 +511,12 @@ impl TaskContext {
     /// was not told of yet is returned.
     pub(super) async fn flush(&self) -> Result<()> {
         self.inner.reports.flush().await
+    }
+
+    /// Poll the turn's `handler` so that the reports it queues without waiting go out each
+    /// time it yields ([`Reports::sends_on_yield`]).
+    pub(super) fn sends_on_yield<F: std::future::Future>(&self, handler: F) -> SendsOnYield<F> {
+        self.inner.reports.sends_on_yield(handler)
     }
 
     /// How far the turn has come.

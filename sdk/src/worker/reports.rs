@@ -4,17 +4,24 @@
 //! the reports that queue until the handler yields, or while one batch is on its way, go out
 //! together as the next batch (one append, one round trip to a remote log, for a handler's
 //! burst of artifacts and statuses). A handler that waits between reports (a model's tokens)
-//! sends each as soon as it waits, so a streaming client sees it no later than before. One batch is on its way at a time, so the log holds the reports in their order,
-//! and none after one that failed: the failure drops the reports queued behind it and is
-//! returned by the next call that writes or waits (as it would have been by the failed
-//! report's own call).
+//! sends each as soon as it waits, so a streaming client sees it no later than before. The
+//! handler's future is polled through [`SendsOnYield`], which sends what it queued each time
+//! it yields, on its own task; a report queued from elsewhere (a task the handler spawned, a
+//! binding's thread) starts a task that sends it. One batch is on its way at a time, so the
+//! log holds the reports in their order, and none after one that failed: the failure drops
+//! the reports queued behind it and is returned by the next call that writes or waits (as it
+//! would have been by the failed report's own call).
 //!
 //! What must be on the log before the caller goes on waits for it: a turn's end
 //! (`complete`, `fail`, an interruption, a reply), a claim of a follow-up, and the worker's
 //! own look at the turn once the handler returns ([`Reports::flush`]).
 
+use std::cell::Cell;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll};
 
 use agentlog_wire::Record;
 use agentlog_wire::fold::Parsed;
@@ -23,6 +30,11 @@ use tokio::sync::watch;
 use super::attempt::Writer;
 use crate::error::{Error, ErrorKind, Result};
 use crate::view::TaskView;
+
+thread_local! {
+    /// The queue whose handler [`SendsOnYield`] is polling on this thread now, if any.
+    static POLLING: Cell<*const Reports> = const { Cell::new(std::ptr::null()) };
+}
 
 /// The most reports one batch carries (a handler writing faster than the log takes them
 /// waits once this many are queued).
@@ -85,18 +97,19 @@ impl Reports {
             queue.waiting.push(record);
             queue.parsed.push(parsed);
             queue.queued += 1;
-            let start = !queue.sending;
-            queue.sending = true;
+            // Queued from the handler's own poll without waiting: sent when it yields.
+            let deferred = !wait && self.polled_here();
+            let start = !queue.sending && !deferred;
+            queue.sending |= start;
             (queue.queued, start)
         };
         if start {
             if wait {
                 self.start_sending();
             } else {
-                // On a task of its own, which runs once the handler yields (tokio runs a task
-                // just spawned next on this thread): a burst of reports goes as one batch, and
-                // a handler that waits between reports sends each at once.
-                // Under the turn's span, whose child the append is.
+                // From elsewhere: on a task of its own, which runs once the writer yields
+                // (tokio runs a task just spawned next on this thread), so a burst still goes
+                // as one batch. Under the turn's span, whose child the append is.
                 let sending = crate::telemetry::current().bind(Arc::clone(self).send_waiting());
                 tokio::spawn(sending);
             }
@@ -115,7 +128,8 @@ impl Reports {
     }
 
     /// Wait until every report queued so far is on the log; an untold failure is returned.
-    pub(super) async fn flush(&self) -> Result<()> {
+    pub(super) async fn flush(self: &Arc<Self>) -> Result<()> {
+        self.send_queued();
         let queued = self.lock().queued;
         self.wait_settled(queued).await?;
         self.take_failure(queued)
@@ -124,6 +138,33 @@ impl Reports {
     /// The offset (in the task's partition) of the last report written, if any.
     pub(super) fn last_written(&self) -> Option<u64> {
         self.written_end.load(Ordering::Acquire).checked_sub(1)
+    }
+
+    /// Poll `handler` (the turn's handler) so that what it queues without waiting is sent
+    /// each time it yields.
+    pub(super) fn sends_on_yield<F: Future>(self: &Arc<Self>, handler: F) -> SendsOnYield<F> {
+        SendsOnYield {
+            handler: Box::pin(handler),
+            reports: Arc::clone(self),
+        }
+    }
+
+    /// Whether this queue's handler is being polled on this thread now.
+    fn polled_here(&self) -> bool {
+        POLLING.with(|polling| std::ptr::eq(polling.get(), self))
+    }
+
+    /// Start sending what is queued, unless nothing is or a batch is on its way.
+    fn send_queued(self: &Arc<Self>) {
+        let start = {
+            let mut queue = self.lock();
+            let start = !queue.sending && !queue.waiting.is_empty();
+            queue.sending |= start;
+            start
+        };
+        if start {
+            self.start_sending();
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, Queue> {
@@ -209,5 +250,41 @@ impl Reports {
                 }
             }
         }
+    }
+}
+
+/// A turn's handler, polled so that the reports it queued without waiting go out each time it
+/// yields ([`Reports::sends_on_yield`]).
+pub(super) struct SendsOnYield<F> {
+    handler: Pin<Box<F>>,
+    reports: Arc<Reports>,
+}
+
+impl<F: Future> Future for SendsOnYield<F> {
+    type Output = F::Output;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let this = &mut *self;
+        let polled = {
+            let _polling = Polling::enter(&this.reports);
+            this.handler.as_mut().poll(cx)
+        };
+        this.reports.send_queued();
+        polled
+    }
+}
+
+/// Marks a queue's handler as polled on this thread until dropped (a panicking handler too).
+struct Polling(*const Reports);
+
+impl Polling {
+    fn enter(reports: &Arc<Reports>) -> Self {
+        Self(POLLING.with(|polling| polling.replace(Arc::as_ptr(reports))))
+    }
+}
+
+impl Drop for Polling {
+    fn drop(&mut self) {
+        POLLING.with(|polling| polling.set(self.0));
     }
 }

@@ -304,7 +304,7 @@ async fn run_turn_in(
     // The calls the handler makes to bridges in this process carry the turn's context on.
     let carried = ctx.span_context().cloned();
     let mut handle = tokio::spawn(async move {
-        let run = handler.handle(run_ctx);
+        let run = run_ctx.sends_on_yield(handler.handle(run_ctx.clone()));
         scope
             .in_scope(crate::telemetry::carrying(carried, run))
             .await

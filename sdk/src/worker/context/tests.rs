@@ -204,6 +204,49 @@ async fn reports_made_while_one_is_on_its_way_go_out_together_in_order() {
 }
 
 #[tokio::test]
+async fn a_handler_s_reports_go_out_as_it_yields_with_no_task_of_their_own() {
+    let (ctx, log, events) = context(vec![Message::user_text("m1", "hi")], 0).await;
+    let mine = ctx.clone();
+    let mut handler = Box::pin(ctx.sends_on_yield(async move {
+        for id in ["a", "b"] {
+            mine.artifact(text_artifact(id), false, true).await.unwrap();
+        }
+        std::future::pending::<()>().await;
+    }));
+    // One poll: the handler queues two reports and yields; they are on the log (one append,
+    // the memory log answers at once) before anything else on this one-thread runtime runs.
+    assert!(futures::poll!(handler.as_mut()).is_pending());
+    assert_eq!(ctx.last_written(), Some(1));
+    assert_eq!(artifact_ids(&records(&log, &events).await), ["a", "b"]);
+}
+
+#[tokio::test]
+async fn a_report_queued_outside_the_handler_s_poll_goes_out_though_the_handler_never_yields_again()
+{
+    let (ctx, log, events) = context(vec![Message::user_text("m1", "hi")], 0).await;
+    let mine = ctx.clone();
+    let handler = ctx.sends_on_yield(async move {
+        // A task of the handler's reports; the handler itself waits for ever.
+        tokio::spawn(async move {
+            mine.artifact(text_artifact("a"), false, true)
+                .await
+                .unwrap();
+        });
+        std::future::pending::<()>().await;
+    });
+    let running = tokio::spawn(handler);
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while ctx.last_written().is_none() {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(artifact_ids(&records(&log, &events).await), ["a"]);
+    running.abort();
+}
+
+#[tokio::test]
 async fn a_failed_report_drops_what_queued_behind_it_and_is_told_once() {
     let (ctx, log, events, faults) = slow_context().await;
     faults.fail_append(1);
