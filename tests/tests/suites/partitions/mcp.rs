@@ -220,31 +220,95 @@ async fn tasks_list_and_resources_list_are_those_of_one_bridge_holding_everythin
     worker.shutdown().await.expect("shutdown");
 }
 
-/// The `data:` messages of an SSE body, until one holds `wanted` (within 20 s).
-async fn until_message(answer: reqwest::Response, wanted: &str) -> Vec<Value> {
-    let mut body = answer.bytes_stream();
-    let mut text = String::new();
-    let mut messages = Vec::new();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        let chunk = tokio::time::timeout_at(deadline, body.next())
-            .await
-            .unwrap_or_else(|_| panic!("no {wanted} in {messages:?}"))
-            .expect("the stream goes on")
-            .expect("a chunk");
-        text.push_str(&String::from_utf8_lossy(&chunk));
-        while let Some(end) = text.find("\n\n") {
-            let frame: String = text.drain(..end + 2).collect();
-            for data in frame.lines().filter_map(|l| l.strip_prefix("data: ")) {
-                let message: Value = serde_json::from_str(data).expect("json");
+/// The `data:` messages of an SSE answer, as they come.
+struct Frames {
+    body: futures::stream::BoxStream<'static, reqwest::Result<Vec<u8>>>,
+    text: String,
+    ready: std::collections::VecDeque<Value>,
+}
+
+impl Frames {
+    fn of(answer: reqwest::Response) -> Self {
+        Self {
+            body: answer.bytes_stream().map(|c| c.map(|b| b.to_vec())).boxed(),
+            text: String::new(),
+            ready: Default::default(),
+        }
+    }
+
+    /// The next messages, up to the first holding `wanted` (within 20 s).
+    async fn until(&mut self, wanted: &str) -> Vec<Value> {
+        let mut messages = Vec::new();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            while let Some(message) = self.ready.pop_front() {
                 let done = message.to_string().contains(wanted);
                 messages.push(message);
                 if done {
                     return messages;
                 }
             }
+            let chunk = tokio::time::timeout_at(deadline, self.body.next())
+                .await
+                .unwrap_or_else(|_| panic!("no {wanted} in {messages:?}"))
+                .expect("the stream goes on")
+                .expect("a chunk");
+            self.text.push_str(&String::from_utf8_lossy(&chunk));
+            while let Some(end) = self.text.find("\n\n") {
+                let frame: String = self.text.drain(..end + 2).collect();
+                for data in frame.lines().filter_map(|l| l.strip_prefix("data: ")) {
+                    self.ready
+                        .push_back(serde_json::from_str(data).expect("json"));
+                }
+            }
         }
     }
+}
+
+/// The `data:` messages of an SSE answer, until one holds `wanted` (within 20 s).
+async fn until_message(answer: reqwest::Response, wanted: &str) -> Vec<Value> {
+    Frames::of(answer).until(wanted).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relayed_ask_answered_through_another_member_reaches_the_call() {
+    let log = memory_log().await;
+    let cluster = Cluster::start(&log, 4).await;
+    let worker = tool_worker(&log).await;
+    // A legacy call on an event stream through member 0: its tool's ask comes as a request.
+    let body = json!({"jsonrpc": "2.0", "id": 8, "method": "tools/call",
+        "params": {"name": "confirm", "arguments": {}}});
+    let answer = cluster
+        .client
+        .post(format!("{}/mcp", cluster.member(0).url))
+        .header("accept", "application/json, text/event-stream")
+        .json(&body)
+        .send()
+        .await
+        .expect("a stream");
+    let mut frames = Frames::of(answer);
+    let asked = frames.until("elicitation/create").await;
+    let id = asked.last().expect("the request")["id"].clone();
+    // The client's answer POSTed to member 2: forwarded to the task's owner by its id.
+    let response = json!({"jsonrpc": "2.0", "id": id,
+        "result": {"action": "accept", "content": {"v": "Ada"}}});
+    let posted = cluster
+        .client
+        .post(format!("{}/mcp", cluster.member(2).url))
+        .header("accept", "application/json, text/event-stream")
+        .json(&response)
+        .send()
+        .await
+        .expect("taken");
+    assert_eq!(posted.status().as_u16(), 202);
+    let answered = frames.until("structuredContent").await;
+    let result = &answered.last().expect("the result")["result"];
+    assert_eq!(
+        result["structuredContent"]["name"]["content"]["v"], "Ada",
+        "{result}"
+    );
+    assert_eq!(cluster.forwards(2, "response", "owner").await, 1);
+    worker.shutdown().await.expect("shutdown");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
