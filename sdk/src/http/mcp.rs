@@ -334,6 +334,14 @@ async fn answer(state: &McpState, parts: Parts, body: Body, takes_stream: bool) 
         }
         McpReply::Accepted => StatusCode::ACCEPTED.into_response(),
         McpReply::Stream(messages) => {
+            // A listen for the caller's list changes hears other members' too.
+            let messages = match &state.forward {
+                Some(forwarder) => {
+                    let with = forwarder.with_list_changes_elsewhere(&parts, &bytes, messages);
+                    with.await
+                }
+                None => messages,
+            };
             sse(messages.map(|m| Ok::<_, Infallible>(Event::default().data(utf8(m)))))
         }
     }
@@ -376,6 +384,10 @@ fn mcp_span(
     (span, carried)
 }
 
+/// A session stream's `notifications/resources/list_changed`.
+const SESSION_LIST_CHANGED: &[u8] =
+    br#"{"jsonrpc":"2.0","method":"notifications/resources/list_changed","params":{}}"#;
+
 /// The legacy session header.
 const SESSION_HEADER: &str = "mcp-session-id";
 
@@ -404,13 +416,25 @@ async fn session_request(state: &McpState, parts: &Parts, body: Body, session: &
     };
     drop(body);
     let answer = if parts.method == Method::GET {
-        state
-            .mcp
-            .session_stream(&caller, session)
-            .await
-            .map(|messages| {
-                sse(messages.map(|m| Ok::<_, Infallible>(Event::default().data(utf8(m)))))
-            })
+        match state.mcp.session_stream(&caller, session).await {
+            Ok(messages) => {
+                let messages: crate::mcp::McpStream = match &state.forward {
+                    // The session's `resources/list_changed` come from other members too.
+                    Some(forwarder) => {
+                        let elsewhere = forwarder
+                            .list_changes_elsewhere(parts, parts.uri.path())
+                            .await
+                            .map(|()| SESSION_LIST_CHANGED.to_vec());
+                        super::forward::until_ends(messages, elsewhere)
+                    }
+                    None => messages,
+                };
+                Ok(sse(messages.map(|m| {
+                    Ok::<_, Infallible>(Event::default().data(utf8(m)))
+                })))
+            }
+            Err(error) => Err(error),
+        }
     } else {
         state
             .mcp

@@ -267,6 +267,162 @@ impl Forwarder {
     }
 }
 
+/// The notification a listing's change is, and the listen id the peers' listens carry.
+const LIST_CHANGED: &str = "notifications/resources/list_changed";
+const PEER_LISTEN_ID: &str = "agentlog-list-changes";
+
+/// Whether `body` is a modern `subscriptions/listen` asking `resourcesListChanged`: its id.
+fn listens_to_list_changes(body: &[u8]) -> Option<serde_json::Value> {
+    #[derive(Deserialize)]
+    struct Listen {
+        method: Option<String>,
+        id: Option<serde_json::Value>,
+        params: Option<serde_json::Value>,
+    }
+    let listen: Listen = serde_json::from_slice(body).ok()?;
+    let asked = listen
+        .params?
+        .pointer("/notifications/resourcesListChanged")?
+        .as_bool()?;
+    (listen.method.as_deref() == Some("subscriptions/listen") && asked).then_some(listen.id?)
+}
+
+impl Forwarder {
+    /// The caller's `resources/list` changes other members hear (its tasks new or expired in
+    /// their partitions), one item each: a marked modern listen asking `resourcesListChanged`
+    /// of every other member, sent with the caller's headers (`parts`'s: the peer checks its
+    /// credentials), on the MCP route `path`. A member that does not answer, or whose stream
+    /// ends, is not heard again.
+    pub(in crate::http) async fn list_changes_elsewhere(
+        &self,
+        parts: &Parts,
+        path: &str,
+    ) -> futures::stream::BoxStream<'static, ()> {
+        use futures::StreamExt as _;
+        let map = self.config.owners.current();
+        let me = map.me();
+        let mut headers = forwarded_headers(&parts.headers);
+        for (name, value) in [
+            ("content-type", "application/json"),
+            ("accept", "application/json, text/event-stream"),
+            ("mcp-protocol-version", agentlog_wire::mcp::MODERN_VERSION),
+            ("mcp-method", "subscriptions/listen"),
+        ] {
+            headers.insert(name, HeaderValue::from_static(value));
+        }
+        headers.remove("last-event-id");
+        let body = serde_json::json!({"jsonrpc": "2.0", "id": PEER_LISTEN_ID,
+            "method": "subscriptions/listen", "params": {
+                "notifications": {"resourcesListChanged": true},
+                "_meta": {
+                    "io.modelcontextprotocol/protocolVersion": agentlog_wire::mcp::MODERN_VERSION,
+                    "io.modelcontextprotocol/clientCapabilities": {}}}});
+        let body = serde_json::to_vec(&body).unwrap_or_default();
+        let to = To {
+            method: &axum::http::Method::POST,
+            path,
+            partitions: None,
+        };
+        let peers: Vec<_> = (0..map.members())
+            .filter(|i| *i != me)
+            .filter_map(|i| map.member(i))
+            .collect();
+        let asked = peers.iter().map(|peer| {
+            let headers = headers.clone();
+            let (to, body) = (&to, &body);
+            async move {
+                // The head comes once the peer listens: its acknowledgement.
+                let sent = self.send(peer, to, headers, body, me, self.config.timeout);
+                let outcome = match sent.await {
+                    Ok(answer) if answer.status() == StatusCode::OK => Some(answer),
+                    _ => None,
+                };
+                self.count(
+                    "subscriptions/listen",
+                    if outcome.is_some() {
+                        "listened"
+                    } else {
+                        "unavailable"
+                    },
+                );
+                outcome
+            }
+        });
+        let heard = futures::future::join_all(asked)
+            .await
+            .into_iter()
+            .flatten()
+            .map(|answer| {
+                let frames = answer.bytes_stream();
+                futures::stream::unfold(
+                    (frames, String::new()),
+                    |(mut frames, mut text)| async move {
+                        loop {
+                            if let Some(end) = text.find("\n\n") {
+                                let frame: String = text.drain(..end + 2).collect();
+                                let changed = frame
+                                    .lines()
+                                    .filter_map(|l| l.strip_prefix("data:"))
+                                    .any(|data| {
+                                        serde_json::from_str::<serde_json::Value>(data.trim())
+                                            .is_ok_and(|m| m["method"] == LIST_CHANGED)
+                                    });
+                                if changed {
+                                    return Some(((), (frames, text)));
+                                }
+                                continue;
+                            }
+                            let chunk = frames.next().await?.ok()?;
+                            text.push_str(&String::from_utf8_lossy(&chunk));
+                        }
+                    },
+                )
+                .boxed()
+            });
+        futures::stream::select_all(heard).boxed()
+    }
+
+    /// `messages`, the answer to an unmarked modern listen asking `resourcesListChanged`
+    /// (`parts`, `raw`) served here, with the list changes other members hear
+    /// ([`list_changes_elsewhere`](Self::list_changes_elsewhere)) among them, tagged with the
+    /// listen's id; ending when `messages` ends. Anything else: `messages` as they are.
+    pub(in crate::http) async fn with_list_changes_elsewhere(
+        &self,
+        parts: &Parts,
+        raw: &[u8],
+        messages: crate::mcp::McpStream,
+    ) -> crate::mcp::McpStream {
+        use futures::StreamExt as _;
+        let Some(id) = listens_to_list_changes(raw).filter(|_| !self.marked(parts, raw)) else {
+            return messages;
+        };
+        let elsewhere = self.list_changes_elsewhere(parts, parts.uri.path()).await;
+        let tagged = elsewhere.map(move |()| {
+            let message = serde_json::json!({"jsonrpc": "2.0", "method": LIST_CHANGED,
+                "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": id}}});
+            serde_json::to_vec(&message).unwrap_or_default()
+        });
+        until_ends(messages, tagged)
+    }
+}
+
+/// `messages` with `extra` among them, ending when `messages` ends.
+pub(in crate::http) fn until_ends(
+    messages: crate::mcp::McpStream,
+    extra: impl futures::Stream<Item = Vec<u8>> + Send + 'static,
+) -> crate::mcp::McpStream {
+    use futures::StreamExt as _;
+    let local = messages
+        .map(Some)
+        .chain(futures::stream::once(async { None }));
+    let merged = futures::stream::select(local, extra.map(Some));
+    Box::pin(
+        merged
+            .take_while(|m| std::future::ready(m.is_some()))
+            .filter_map(std::future::ready),
+    )
+}
+
 /// A retryable refusal in MCP's shape: the error (`Error::to_mcp`) with the request's id, the
 /// status of the one error table, `Retry-After: 1`.
 fn refusal(id: Option<&RawValue>, error: &Error) -> Response {
@@ -336,6 +492,26 @@ mod tests {
         ] {
             assert!(about(other).is_none());
         }
+    }
+
+    #[test]
+    fn a_listen_for_list_changes_is_told_apart_and_its_extra_frames_end_with_it() {
+        let asks = br#"{"jsonrpc":"2.0","id":"l","method":"subscriptions/listen","params":{"notifications":{"resourcesListChanged":true}}}"#;
+        assert_eq!(listens_to_list_changes(asks), Some(serde_json::json!("l")));
+        for other in [
+            &br#"{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true}}}"#[..],
+            br#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"notifications":{"resourcesListChanged":true}}}"#,
+        ] {
+            assert_eq!(listens_to_list_changes(other), None);
+        }
+        use futures::StreamExt as _;
+        let local: crate::mcp::McpStream = Box::pin(futures::stream::iter([b"a".to_vec()]));
+        let extra = futures::stream::iter([b"x".to_vec()]).chain(futures::stream::pending());
+        let merged = futures::executor::block_on(until_ends(local, extra).collect::<Vec<_>>());
+        assert!(
+            merged.contains(&b"a".to_vec()) && merged.len() <= 2,
+            "{merged:?}"
+        );
     }
 
     #[test]

@@ -30,6 +30,7 @@ use serde::{Deserialize, Serialize};
 
 pub(crate) use call::CallRoute;
 pub(super) use list::{FanOut, merge};
+pub(super) use mcp::until_ends;
 
 use super::errors::rpc_error_refusal;
 use super::metrics::ForwardLabels;

@@ -2,7 +2,7 @@
 //! made through any member is a task in that member's share, a request about a task whose
 //! partition the member does not hold (a task method, a resource read, a subscription) goes to
 //! its owner and comes back as it is, and `tasks/list` and `resources/list` merge every
-//! owner's page into what one bridge holding everything answers.
+//! owner's page into what one bridge holding everything answers. Streams: `mcp_streams.rs`.
 
 use std::time::Duration;
 
@@ -10,12 +10,11 @@ use agentlog::mcp::{McpConfig, TaskSupport, ToolConfig};
 use agentlog::worker::{ToolCall, Tools, Worker, WorkerConfig, tool_fn};
 use agentlog_wire::mcp::resource::task_uri;
 use agentlog_wire::mcp::{CallToolResult, Tool};
-use futures::StreamExt as _;
 
 use super::*;
 
 /// The tool agent of the members' MCP tools.
-const TOOLS: &str = "mcp.scaled";
+pub(super) const TOOLS: &str = "mcp.scaled";
 
 /// The members' MCP definitions: `quick` answers at once, `slow` after a second and a half,
 /// `hang` once cancelled, `confirm` once asked (MRTR); small task pages, so that listings take
@@ -32,7 +31,7 @@ pub(super) fn config() -> McpConfig {
     config
 }
 
-async fn tool_worker(log: &Log) -> Worker {
+pub(super) async fn tool_worker(log: &Log) -> Worker {
     let tools = Tools::new()
         .tool(
             "quick",
@@ -72,7 +71,7 @@ async fn tool_worker(log: &Log) -> Worker {
 }
 
 /// A legacy-era MCP request to member `i`'s `/mcp`: the status and the body.
-async fn mcp(cluster: &Cluster, i: usize, method: &str, params: Value) -> (u16, Value) {
+pub(super) async fn mcp(cluster: &Cluster, i: usize, method: &str, params: Value) -> (u16, Value) {
     let body = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params});
     let answer = cluster
         .client
@@ -87,7 +86,7 @@ async fn mcp(cluster: &Cluster, i: usize, method: &str, params: Value) -> (u16, 
 }
 
 /// A legacy tool call through member `i` made a task: its MCP id.
-async fn call_as_task(cluster: &Cluster, i: usize, tool: &str) -> String {
+pub(super) async fn call_as_task(cluster: &Cluster, i: usize, tool: &str) -> String {
     let params = json!({"name": tool, "arguments": {}, "task": {"ttl": 60000}});
     let (status, body) = mcp(cluster, i, "tools/call", params).await;
     assert_eq!(status, 200, "{body}");
@@ -98,7 +97,7 @@ async fn call_as_task(cluster: &Cluster, i: usize, tool: &str) -> String {
 }
 
 /// The partition of an MCP task (`<agent>:<A2A id>`).
-fn partition_of_mcp(task: &str) -> u32 {
+pub(super) fn partition_of_mcp(task: &str) -> u32 {
     partition(task.rsplit_once(':').expect("agent:id").1)
 }
 
@@ -216,202 +215,6 @@ async fn tasks_list_and_resources_list_are_those_of_one_bridge_holding_everythin
     }
     for i in 0..4 {
         assert!(cluster.forwards(i, "tasks/list", "owner").await >= 3);
-    }
-    worker.shutdown().await.expect("shutdown");
-}
-
-/// The `data:` messages of an SSE answer, as they come.
-struct Frames {
-    body: futures::stream::BoxStream<'static, reqwest::Result<Vec<u8>>>,
-    text: String,
-    ready: std::collections::VecDeque<Value>,
-}
-
-impl Frames {
-    fn of(answer: reqwest::Response) -> Self {
-        Self {
-            body: answer.bytes_stream().map(|c| c.map(|b| b.to_vec())).boxed(),
-            text: String::new(),
-            ready: Default::default(),
-        }
-    }
-
-    /// The next messages, up to the first holding `wanted` (within 20 s).
-    async fn until(&mut self, wanted: &str) -> Vec<Value> {
-        let mut messages = Vec::new();
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-        loop {
-            while let Some(message) = self.ready.pop_front() {
-                let done = message.to_string().contains(wanted);
-                messages.push(message);
-                if done {
-                    return messages;
-                }
-            }
-            let chunk = tokio::time::timeout_at(deadline, self.body.next())
-                .await
-                .unwrap_or_else(|_| panic!("no {wanted} in {messages:?}"))
-                .expect("the stream goes on")
-                .expect("a chunk");
-            self.text.push_str(&String::from_utf8_lossy(&chunk));
-            while let Some(end) = self.text.find("\n\n") {
-                let frame: String = self.text.drain(..end + 2).collect();
-                for data in frame.lines().filter_map(|l| l.strip_prefix("data: ")) {
-                    self.ready
-                        .push_back(serde_json::from_str(data).expect("json"));
-                }
-            }
-        }
-    }
-}
-
-/// The `data:` messages of an SSE answer, until one holds `wanted` (within 20 s).
-async fn until_message(answer: reqwest::Response, wanted: &str) -> Vec<Value> {
-    Frames::of(answer).until(wanted).await
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_relayed_ask_answered_through_another_member_reaches_the_call() {
-    let log = memory_log().await;
-    let cluster = Cluster::start(&log, 4).await;
-    let worker = tool_worker(&log).await;
-    // A legacy call on an event stream through member 0: its tool's ask comes as a request.
-    let body = json!({"jsonrpc": "2.0", "id": 8, "method": "tools/call",
-        "params": {"name": "confirm", "arguments": {}}});
-    let answer = cluster
-        .client
-        .post(format!("{}/mcp", cluster.member(0).url))
-        .header("accept", "application/json, text/event-stream")
-        .json(&body)
-        .send()
-        .await
-        .expect("a stream");
-    let mut frames = Frames::of(answer);
-    let asked = frames.until("elicitation/create").await;
-    let id = asked.last().expect("the request")["id"].clone();
-    // The client's answer POSTed to member 2: forwarded to the task's owner by its id.
-    let response = json!({"jsonrpc": "2.0", "id": id,
-        "result": {"action": "accept", "content": {"v": "Ada"}}});
-    let posted = cluster
-        .client
-        .post(format!("{}/mcp", cluster.member(2).url))
-        .header("accept", "application/json, text/event-stream")
-        .json(&response)
-        .send()
-        .await
-        .expect("taken");
-    assert_eq!(posted.status().as_u16(), 202);
-    let answered = frames.until("structuredContent").await;
-    let result = &answered.last().expect("the result")["result"];
-    assert_eq!(
-        result["structuredContent"]["name"]["content"]["v"], "Ada",
-        "{result}"
-    );
-    assert_eq!(cluster.forwards(2, "response", "owner").await, 1);
-    worker.shutdown().await.expect("shutdown");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_task_uri_subscribed_through_non_owners_hears_its_update() {
-    let log = memory_log().await;
-    let cluster = Cluster::start(&log, 4).await;
-    let worker = tool_worker(&log).await;
-
-    // Modern: a listen through member 2 for a task member 0 holds goes there whole.
-    let task = call_as_task(&cluster, 0, "slow").await;
-    let uri = task_uri(&task);
-    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {}});
-    let body = json!({"jsonrpc": "2.0", "id": 9, "method": "subscriptions/listen", "params": {
-        "notifications": {"resourceSubscriptions": [uri]}, "_meta": meta}});
-    let answer = cluster
-        .client
-        .post(format!("{}/mcp", cluster.member(2).url))
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", "subscriptions/listen")
-        .json(&body)
-        .send()
-        .await
-        .expect("a stream");
-    assert_eq!(answer.status().as_u16(), 200);
-    let heard = until_message(answer, "notifications/resources/updated").await;
-    assert_eq!(
-        heard[0]["params"]["notifications"]["resourceSubscriptions"],
-        json!([uri])
-    );
-    assert_eq!(heard.last().expect("an update")["params"]["uri"], uri);
-    assert_eq!(
-        cluster.forwards(2, "subscriptions/listen", "owner").await,
-        1
-    );
-
-    // Legacy: the session made through member 1, the subscription POSTed through member 3
-    // (forwarded to member 0, which checks it), the stream held by member 2.
-    let task = call_as_task(&cluster, 0, "slow").await;
-    let uri = task_uri(&task);
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"}}});
-    let answer = cluster
-        .client
-        .post(format!("{}/mcp", cluster.member(1).url))
-        .header("accept", "application/json, text/event-stream")
-        .json(&init)
-        .send()
-        .await
-        .expect("initialized");
-    let session = answer.headers()["mcp-session-id"]
-        .to_str()
-        .expect("a session")
-        .to_owned();
-    let subscribe = json!({"jsonrpc": "2.0", "id": 2, "method": "resources/subscribe",
-        "params": {"uri": uri}});
-    let answer = cluster
-        .client
-        .post(format!("{}/mcp", cluster.member(3).url))
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-session-id", &session)
-        .json(&subscribe)
-        .send()
-        .await
-        .expect("subscribed");
-    let subscribed: Value = answer.json().await.expect("json");
-    assert_eq!(subscribed["result"], json!({}), "{subscribed}");
-    assert_eq!(cluster.forwards(3, "resources/subscribe", "owner").await, 1);
-    let stream = cluster
-        .client
-        .get(format!("{}/mcp", cluster.member(2).url))
-        .header("accept", "text/event-stream")
-        .header("mcp-session-id", &session)
-        .send()
-        .await
-        .expect("a stream");
-    assert_eq!(stream.status().as_u16(), 200);
-    // Member 2 follows it holding its partition while the stream watches it.
-    let view = cluster.member(2).mcp.bridges()[TOOLS].view().clone();
-    let p = partition_of_mcp(&task);
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while !view.holds(p) {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{:?}",
-            view.held_partitions()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let heard = until_message(stream, "notifications/resources/updated").await;
-    assert_eq!(heard.last().expect("an update")["params"]["uri"], uri);
-    // The stream gone, member 2 gives the partition it held for it back.
-    let share = Members::new(2, 4, urls(4)).expect("m").owned_by(2, P);
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    while view.held_partitions() != share {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{:?}",
-            view.held_partitions()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
     }
     worker.shutdown().await.expect("shutdown");
 }

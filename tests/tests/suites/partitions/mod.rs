@@ -3,10 +3,11 @@
 //! every member holds its share, a request about another member's partition is forwarded
 //! (once) to its owner, `ListTasks` merges every owner's page, and a bridge that goes away is
 //! stood in for by its successor with nothing acknowledged lost. Each member serves gRPC too
-//! (`grpc.rs`) and MCP (`mcp.rs`: its tool agents hold the member's share as well).
+//! (`grpc.rs`) and MCP (`mcp.rs`: its tool agents hold the member's share as well; `mcp_streams.rs`).
 
 mod grpc;
 mod mcp;
+mod mcp_streams;
 mod resume;
 
 use std::collections::BTreeSet;

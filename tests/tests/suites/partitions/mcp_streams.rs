@@ -1,0 +1,304 @@
+//! `/mcp`'s streams between members: a subscription to a task URI through non-owners (a modern
+//! listen forwarded whole, a legacy session's stream held elsewhere), a relayed ask answered
+//! through another member, and the caller's `resources/list` changes heard from every member.
+
+use std::time::Duration;
+
+use agentlog_wire::mcp::resource::task_uri;
+use futures::StreamExt as _;
+
+use super::mcp::{TOOLS, call_as_task, partition_of_mcp, tool_worker};
+use super::*;
+
+/// The `data:` messages of an SSE answer, as they come.
+pub(super) struct Frames {
+    body: futures::stream::BoxStream<'static, reqwest::Result<Vec<u8>>>,
+    text: String,
+    ready: std::collections::VecDeque<Value>,
+}
+
+impl Frames {
+    fn of(answer: reqwest::Response) -> Self {
+        Self {
+            body: answer.bytes_stream().map(|c| c.map(|b| b.to_vec())).boxed(),
+            text: String::new(),
+            ready: Default::default(),
+        }
+    }
+
+    /// The next messages, up to the first holding `wanted` (within 20 s).
+    async fn until(&mut self, wanted: &str) -> Vec<Value> {
+        let mut messages = Vec::new();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            while let Some(message) = self.ready.pop_front() {
+                let done = message.to_string().contains(wanted);
+                messages.push(message);
+                if done {
+                    return messages;
+                }
+            }
+            let chunk = tokio::time::timeout_at(deadline, self.body.next())
+                .await
+                .unwrap_or_else(|_| panic!("no {wanted} in {messages:?}"))
+                .expect("the stream goes on")
+                .expect("a chunk");
+            self.text.push_str(&String::from_utf8_lossy(&chunk));
+            while let Some(end) = self.text.find("\n\n") {
+                let frame: String = self.text.drain(..end + 2).collect();
+                for data in frame.lines().filter_map(|l| l.strip_prefix("data: ")) {
+                    self.ready
+                        .push_back(serde_json::from_str(data).expect("json"));
+                }
+            }
+        }
+    }
+}
+
+/// The `data:` messages of an SSE answer, until one holds `wanted` (within 20 s).
+async fn until_message(answer: reqwest::Response, wanted: &str) -> Vec<Value> {
+    Frames::of(answer).until(wanted).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relayed_ask_answered_through_another_member_reaches_the_call() {
+    let log = memory_log().await;
+    let cluster = Cluster::start(&log, 4).await;
+    let worker = tool_worker(&log).await;
+    // A legacy call on an event stream through member 0: its tool's ask comes as a request.
+    let body = json!({"jsonrpc": "2.0", "id": 8, "method": "tools/call",
+        "params": {"name": "confirm", "arguments": {}}});
+    let answer = cluster
+        .client
+        .post(format!("{}/mcp", cluster.member(0).url))
+        .header("accept", "application/json, text/event-stream")
+        .json(&body)
+        .send()
+        .await
+        .expect("a stream");
+    let mut frames = Frames::of(answer);
+    let asked = frames.until("elicitation/create").await;
+    let id = asked.last().expect("the request")["id"].clone();
+    // The client's answer POSTed to member 2: forwarded to the task's owner by its id.
+    let response = json!({"jsonrpc": "2.0", "id": id,
+        "result": {"action": "accept", "content": {"v": "Ada"}}});
+    let posted = cluster
+        .client
+        .post(format!("{}/mcp", cluster.member(2).url))
+        .header("accept", "application/json, text/event-stream")
+        .json(&response)
+        .send()
+        .await
+        .expect("taken");
+    assert_eq!(posted.status().as_u16(), 202);
+    let answered = frames.until("structuredContent").await;
+    let result = &answered.last().expect("the result")["result"];
+    assert_eq!(
+        result["structuredContent"]["name"]["content"]["v"], "Ada",
+        "{result}"
+    );
+    assert_eq!(cluster.forwards(2, "response", "owner").await, 1);
+    worker.shutdown().await.expect("shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_uri_subscribed_through_non_owners_hears_its_update() {
+    let log = memory_log().await;
+    let cluster = Cluster::start(&log, 4).await;
+    let worker = tool_worker(&log).await;
+
+    // Modern: a listen through member 2 for a task member 0 holds goes there whole.
+    let task = call_as_task(&cluster, 0, "slow").await;
+    let uri = task_uri(&task);
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}});
+    let body = json!({"jsonrpc": "2.0", "id": 9, "method": "subscriptions/listen", "params": {
+        "notifications": {"resourceSubscriptions": [uri]}, "_meta": meta}});
+    let answer = cluster
+        .client
+        .post(format!("{}/mcp", cluster.member(2).url))
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "subscriptions/listen")
+        .json(&body)
+        .send()
+        .await
+        .expect("a stream");
+    assert_eq!(answer.status().as_u16(), 200);
+    let heard = until_message(answer, "notifications/resources/updated").await;
+    assert_eq!(
+        heard[0]["params"]["notifications"]["resourceSubscriptions"],
+        json!([uri])
+    );
+    assert_eq!(heard.last().expect("an update")["params"]["uri"], uri);
+    assert_eq!(
+        cluster.forwards(2, "subscriptions/listen", "owner").await,
+        1
+    );
+
+    // Legacy: the session made through member 1, the subscription POSTed through member 3
+    // (forwarded to member 0, which checks it), the stream held by member 2.
+    let task = call_as_task(&cluster, 0, "slow").await;
+    let uri = task_uri(&task);
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"}}});
+    let answer = cluster
+        .client
+        .post(format!("{}/mcp", cluster.member(1).url))
+        .header("accept", "application/json, text/event-stream")
+        .json(&init)
+        .send()
+        .await
+        .expect("initialized");
+    let session = answer.headers()["mcp-session-id"]
+        .to_str()
+        .expect("a session")
+        .to_owned();
+    let subscribe = json!({"jsonrpc": "2.0", "id": 2, "method": "resources/subscribe",
+        "params": {"uri": uri}});
+    let answer = cluster
+        .client
+        .post(format!("{}/mcp", cluster.member(3).url))
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", &session)
+        .json(&subscribe)
+        .send()
+        .await
+        .expect("subscribed");
+    let subscribed: Value = answer.json().await.expect("json");
+    assert_eq!(subscribed["result"], json!({}), "{subscribed}");
+    assert_eq!(cluster.forwards(3, "resources/subscribe", "owner").await, 1);
+    let stream = cluster
+        .client
+        .get(format!("{}/mcp", cluster.member(2).url))
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &session)
+        .send()
+        .await
+        .expect("a stream");
+    assert_eq!(stream.status().as_u16(), 200);
+    // Member 2 follows it holding its partition while the stream watches it.
+    let view = cluster.member(2).mcp.bridges()[TOOLS].view().clone();
+    let p = partition_of_mcp(&task);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !view.holds(p) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{:?}",
+            view.held_partitions()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let heard = until_message(stream, "notifications/resources/updated").await;
+    assert_eq!(heard.last().expect("an update")["params"]["uri"], uri);
+    // The stream gone, member 2 gives the partition it held for it back.
+    let share = Members::new(2, 4, urls(4)).expect("m").owned_by(2, P);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while view.held_partitions() != share {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{:?}",
+            view.held_partitions()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    worker.shutdown().await.expect("shutdown");
+}
+
+/// A modern listen for the caller's list changes through member `i`: its stream.
+async fn listen_for_list_changes(cluster: &Cluster, i: usize) -> Frames {
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}});
+    let body = json!({"jsonrpc": "2.0", "id": "l", "method": "subscriptions/listen", "params": {
+        "notifications": {"resourcesListChanged": true}, "_meta": meta}});
+    let answer = cluster
+        .client
+        .post(format!("{}/mcp", cluster.member(i).url))
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "subscriptions/listen")
+        .json(&body)
+        .send()
+        .await
+        .expect("a stream");
+    assert_eq!(answer.status().as_u16(), 200);
+    Frames::of(answer)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_callers_list_changes_are_heard_from_every_member() {
+    let log = memory_log().await;
+    let cluster = Cluster::start(&log, 4).await;
+    let worker = tool_worker(&log).await;
+    // Modern: a listen through member 1; a task made through member 3, in member 3's share.
+    let mut listen = listen_for_list_changes(&cluster, 1).await;
+    listen
+        .until("notifications/subscriptions/acknowledged")
+        .await;
+    // Each other member listens for member 1 once its listen is on.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while cluster
+        .forwards(1, "subscriptions/listen", "listened")
+        .await
+        < 3
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the members did not listen"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let task = call_as_task(&cluster, 3, "quick").await;
+    assert_eq!(partition_of_mcp(&task) % 4, 3);
+    let heard = listen.until("notifications/resources/list_changed").await;
+    let changed = heard.last().expect("a change");
+    assert_eq!(
+        changed["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        "l"
+    );
+    // Legacy: a session's stream on member 0 hears a task made through member 2.
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"}}});
+    let answer = cluster
+        .client
+        .post(format!("{}/mcp", cluster.member(0).url))
+        .header("accept", "application/json, text/event-stream")
+        .json(&init)
+        .send()
+        .await
+        .expect("initialized");
+    let session = answer.headers()["mcp-session-id"]
+        .to_str()
+        .expect("a session")
+        .to_owned();
+    let stream = cluster
+        .client
+        .get(format!("{}/mcp", cluster.member(0).url))
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &session)
+        .send()
+        .await
+        .expect("a stream");
+    assert_eq!(stream.status().as_u16(), 200);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while cluster
+        .forwards(0, "subscriptions/listen", "listened")
+        .await
+        < 3
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the members did not listen"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let task = call_as_task(&cluster, 2, "quick").await;
+    assert_eq!(partition_of_mcp(&task) % 4, 2);
+    let heard = Frames::of(stream)
+        .until("notifications/resources/list_changed")
+        .await;
+    assert_eq!(heard.last().expect("a change")["params"], json!({}));
+    worker.shutdown().await.expect("shutdown");
+}
