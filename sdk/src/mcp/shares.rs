@@ -12,8 +12,8 @@
 //! - A subscription follows a task where its partition is held: a request whose items are all
 //!   held by another member is forwarded there; one that lands where they are not held (a
 //!   legacy session's stream, a listen mixing members' tasks) holds the task's partition on
-//!   demand while it watches ([`McpBridge::hold_while_watched`]). The last watch of a
-//!   partition held for watches alone retires it.
+//!   demand while it watches ([`McpBridge::hold_while_watched`]), pinned (a retire of the copy
+//!   waits for the watch). The last watch of a partition held for watches alone retires it.
 //! - A task listing over members is one page: [`ListShare`] says which partitions this
 //!   bridge lists and carries the other members' pages (`super::list`).
 
@@ -139,17 +139,21 @@ impl McpBridge {
             return Ok(None);
         }
         // Counted first: a release of the last watch's hold meanwhile leaves it alone.
-        let hold = Arc::new(WatchHold {
+        let mut hold = WatchHold {
             holds: self.live.watched.enter(agent, p),
             agent: agent.to_owned(),
             partition: p,
             view: view.clone(),
             grace: bridge.config().sync_timeout,
-        });
+            pin: None,
+        };
         if !view.holds(p) {
             view.hold_on_demand(p).await?;
         }
-        Ok(Some(hold))
+        // Pinned: a copy retired under the watch (placement releasing it once its owner is
+        // heard from) is still followed until the watch ends.
+        hold.pin = view.pin(p);
+        Ok(Some(Arc::new(hold)))
     }
 }
 
@@ -204,6 +208,7 @@ pub(super) struct WatchHold {
     partition: u32,
     view: TaskView,
     grace: std::time::Duration,
+    pin: Option<crate::view::PartitionPin>,
 }
 
 impl Drop for WatchHold {
