@@ -43,10 +43,14 @@ tokio::task_local! {
 
 /// Run `work` as part of the work traced by `context` (as it is without one): what it writes
 /// and the calls it makes carry `context` ([`carried`]).
-pub async fn carrying<F: Future>(context: Option<TraceContext>, work: F) -> F::Output {
+/// Not an `async fn`, which would keep `work` twice (see [`Span::in_scope`]).
+pub fn carrying<F: Future>(
+    context: Option<TraceContext>,
+    work: F,
+) -> impl Future<Output = F::Output> + use<F> {
     match context {
-        Some(context) => CARRIED.scope(context, work).await,
-        None => work.await,
+        Some(context) => futures::future::Either::Left(CARRIED.scope(context, work)),
+        None => futures::future::Either::Right(work),
     }
 }
 

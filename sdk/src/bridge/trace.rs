@@ -24,8 +24,11 @@ const JSON: &str = "application/json";
 /// Run `work` as part of the call traced by `context` (nothing changes without one): the
 /// records the bridge writes meanwhile carry it. For transports that call the bridge other
 /// than through `Bridge::handle` (the MCP route).
-pub async fn traced<F: Future>(context: Option<TraceContext>, work: F) -> F::Output {
-    crate::telemetry::carrying(context, work).await
+pub fn traced<F: Future>(
+    context: Option<TraceContext>,
+    work: F,
+) -> impl Future<Output = F::Output> + use<F> {
+    crate::telemetry::carrying(context, work)
 }
 
 /// The trace context of the call being answered (or of the handler's turn making the call),

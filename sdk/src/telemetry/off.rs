@@ -50,9 +50,9 @@ impl Span {
         None
     }
 
-    /// `work` as it is.
-    pub async fn in_scope<F: Future>(&self, work: F) -> F::Output {
-        work.await
+    /// `work` as it is (not an `async fn`, which would keep it twice: see the `on` one).
+    pub fn in_scope<F: Future>(&self, work: F) -> impl Future<Output = F::Output> + use<F> {
+        work
     }
 
     /// `work` as it is.

@@ -5,6 +5,7 @@ use std::future::Future;
 use std::sync::OnceLock;
 
 use agentlog_wire::trace::TraceContext;
+use futures::future::Either;
 use opentelemetry::context::FutureExt as _;
 use opentelemetry::global::{self, BoxedTracer};
 use opentelemetry::trace::{
@@ -138,18 +139,22 @@ impl Span {
     }
 
     /// Run `work` with this span current (its children find it), or as it is when empty.
-    pub async fn in_scope<F: Future>(&self, work: F) -> F::Output {
+    ///
+    /// Not an `async fn`: one that awaits the future it is given keeps it twice (as its
+    /// argument and as the future it awaits), so every wrapper doubles the request's future,
+    /// which is then copied and allocated that big.
+    pub fn in_scope<F: Future>(&self, work: F) -> impl Future<Output = F::Output> + use<F> {
         match &self.cx {
-            Some(cx) => work.with_context(cx.clone()).await,
-            None => work.await,
+            Some(cx) => Either::Left(work.with_context(cx.clone())),
+            None => Either::Right(work),
         }
     }
 
     /// `work` with this span current, owned (for a task spawned on the span's behalf).
-    pub async fn bind<F: Future>(self, work: F) -> F::Output {
+    pub fn bind<F: Future>(self, work: F) -> impl Future<Output = F::Output> + use<F> {
         match self.cx {
-            Some(cx) => work.with_context(cx).await,
-            None => work.await,
+            Some(cx) => Either::Left(work.with_context(cx)),
+            None => Either::Right(work),
         }
     }
 
