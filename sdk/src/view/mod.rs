@@ -48,9 +48,9 @@ use crate::retention::now_ms;
 
 pub use compact::{CompactTopics, Compacted};
 pub(crate) use handoff::{LocalWorker, ReservedTurn};
+pub use hold::PartitionPin;
 pub use own::OwnCommand;
 use part::Part;
-pub use hold::PartitionPin;
 pub use part::PartitionStatus;
 pub use persist::CheckpointInfo;
 pub use read::TurnOrigin;
