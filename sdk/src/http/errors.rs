@@ -7,6 +7,7 @@ use axum::http::header::{ALLOW, CONTENT_TYPE};
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::value::RawValue;
+use serde_json::{Map, Value};
 
 pub(super) const JSON: HeaderValue = HeaderValue::from_static("application/json");
 
@@ -78,4 +79,19 @@ fn status_name(status: StatusCode) -> &'static str {
 /// Raw `null`, for callers that need an id before a request was parsed.
 pub(super) fn null_id() -> Option<Box<RawValue>> {
     serde_json::value::to_raw_value(&serde_json::Value::Null).ok()
+}
+
+/// The metadata of a JSON-RPC error's `data`: a 1.0 error carries one ErrorInfo there, a 0.3
+/// one the metadata object itself.
+pub(super) fn error_metadata(data: &Value) -> Map<String, Value> {
+    match data {
+        Value::Array(details) => details
+            .iter()
+            .find_map(|d| d.get("metadata"))
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default(),
+        Value::Object(metadata) => metadata.clone(),
+        _ => Map::new(),
+    }
 }

@@ -216,23 +216,6 @@ impl Inner {
         Ok(())
     }
 
-    /// Apply the records this process appended that were kept from `next` on (the feed
-    /// held); how many.
-    fn apply_kept(&self, part: &Part, next: &mut u64) -> u64 {
-        let run = part.take_ahead(*next);
-        if run.is_empty() {
-            return 0;
-        }
-        let mut tasks = part.write();
-        let applied = super::own::apply_run(&mut tasks, run, next);
-        self.records_seen.fetch_add(applied, Ordering::Relaxed);
-        part.records_applied.fetch_add(applied, Ordering::Relaxed);
-        // Under the tasks lock: a checkpoint reads the positions with the tasks.
-        part.applied.send_replace(*next);
-        part.expire_locked(&mut tasks);
-        applied
-    }
-
     fn apply_batch(&self, partition: u32, part: &Part, batch: &[StoredRecord]) {
         // Decoding and JSON parsing need no state: done before the lock, so that requests
         // waiting for it wait only for the rules.

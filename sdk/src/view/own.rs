@@ -14,10 +14,10 @@ use agentlog_wire::{Record, RecordBody};
 use agentlog_wire::RecordHeader;
 use tokio::sync::MutexGuard;
 
-use super::TaskView;
 use super::ahead::Own;
 use super::part::Part;
 use super::tasks::Tasks;
+use super::{Inner, TaskView};
 use crate::log::raw::Place;
 
 /// What [`TaskView::apply_own_command`] did with a command record.
@@ -209,14 +209,32 @@ impl TaskView {
         *next = first_offset + count;
         let kept = part.take_ahead(*next);
         let applied = count + apply_run(&mut tasks, kept, &mut next);
-        self.inner
-            .records_seen
-            .fetch_add(applied, Ordering::Relaxed);
-        part.records_applied.fetch_add(applied, Ordering::Relaxed);
-        // Under the tasks lock: a checkpoint reads the positions with the tasks.
-        part.applied.send_replace(*next);
-        part.expire_locked(&mut tasks);
+        self.inner.moved_on(part, &mut tasks, applied, *next);
         result
+    }
+}
+
+impl Inner {
+    /// Apply the records this process appended that were kept from `next` on (the
+    /// partition's feed held), moving `next` past them; how many.
+    pub(super) fn apply_kept(&self, part: &Part, next: &mut u64) -> u64 {
+        let run = part.take_ahead(*next);
+        if run.is_empty() {
+            return 0;
+        }
+        let mut tasks = part.write();
+        let applied = apply_run(&mut tasks, run, next);
+        self.moved_on(part, &mut tasks, applied, *next);
+        applied
+    }
+
+    /// Count `applied` records, publish `next` as the partition's next offset and drop what
+    /// expired, under the tasks lock (a checkpoint reads the positions with the tasks).
+    fn moved_on(&self, part: &Part, tasks: &mut Tasks, applied: u64, next: u64) {
+        self.records_seen.fetch_add(applied, Ordering::Relaxed);
+        part.records_applied.fetch_add(applied, Ordering::Relaxed);
+        part.applied.send_replace(next);
+        part.expire_locked(tasks);
     }
 }
 
@@ -230,7 +248,7 @@ enum OwnTurn<'a> {
 
 /// Apply `run`, records kept from `next` on with no gap ([`Part::take_ahead`]; the tasks lock
 /// and the partition's feed held), moving `next` past them; how many.
-pub(super) fn apply_run(tasks: &mut Tasks, run: Vec<(u64, Place, Own)>, next: &mut u64) -> u64 {
+fn apply_run(tasks: &mut Tasks, run: Vec<(u64, Place, Own)>, next: &mut u64) -> u64 {
     let count = run.len() as u64;
     for (offset, place, own) in run {
         match own {

@@ -62,24 +62,35 @@ fn member_args(
 }
 
 async fn rpc(client: &reqwest::Client, port: u16, method: &str, params: Value) -> (u16, Value) {
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-    let answer = client
-        .post(format!("http://127.0.0.1:{port}/"))
-        .header("content-type", "application/json")
-        .json(&body)
-        .send()
-        .await
-        .expect("an answer");
-    let status = answer.status().as_u16();
-    (status, answer.json().await.expect("a JSON body"))
+    let url = format!("http://127.0.0.1:{port}/");
+    post(
+        client,
+        url,
+        ("content-type", "application/json"),
+        method,
+        params,
+    )
+    .await
 }
 
 /// A legacy MCP request to the member on `port`: the status and the body.
 async fn mcp(client: &reqwest::Client, port: u16, method: &str, params: Value) -> (u16, Value) {
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    post(client, url, ("accept", "application/json"), method, params).await
+}
+
+/// A JSON-RPC request POSTed to `url` with `header`: the status and the body.
+async fn post(
+    client: &reqwest::Client,
+    url: String,
+    header: (&str, &str),
+    method: &str,
+    params: Value,
+) -> (u16, Value) {
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
     let answer = client
-        .post(format!("http://127.0.0.1:{port}/mcp"))
-        .header("accept", "application/json")
+        .post(url)
+        .header(header.0, header.1)
         .json(&body)
         .send()
         .await

@@ -47,17 +47,7 @@ impl Relayed {
             ));
         };
         let code = ErrorCode::from_code(error.code).unwrap_or(ErrorCode::InternalError);
-        // A 1.0 error's metadata is its ErrorInfo's.
-        let metadata = match error.data {
-            Value::Array(details) => details
-                .iter()
-                .find_map(|d| d.get("metadata"))
-                .and_then(Value::as_object)
-                .cloned()
-                .unwrap_or_default(),
-            Value::Object(metadata) => metadata,
-            _ => Default::default(),
-        };
+        let metadata = crate::http::errors::error_metadata(&error.data);
         let kind = ErrorKind::from_rpc(code, metadata.get("kind").and_then(Value::as_str));
         Self {
             kind,

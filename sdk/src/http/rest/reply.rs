@@ -90,17 +90,7 @@ fn from_rpc_body(body: &[u8], status: Option<StatusCode>) -> (i32, Response) {
         return (ErrorCode::InternalError.code(), self::error(&error));
     };
     let code = ErrorCode::from_code(error.code).unwrap_or(ErrorCode::InternalError);
-    // 1.0 errors carry one ErrorInfo in `data`; 0.3 ones the metadata object itself.
-    let metadata = match &error.data {
-        Value::Array(details) => details
-            .iter()
-            .find_map(|d| d.get("metadata"))
-            .and_then(Value::as_object)
-            .cloned()
-            .unwrap_or_default(),
-        Value::Object(metadata) => metadata.clone(),
-        _ => Default::default(),
-    };
+    let metadata = errors::error_metadata(&error.data);
     let kind = ErrorKind::from_rpc(code, metadata.get("kind").and_then(Value::as_str));
     let rpc = RpcError {
         code,

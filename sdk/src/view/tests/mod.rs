@@ -205,9 +205,20 @@ async fn an_own_command_is_applied_inline_only_right_after_what_is_applied() {
     view.apply_own_command(0, 0, Place::UNKNOWN, &a, false);
 
     // A view that folds everything from the log agrees on every task.
+    agrees_with_a_fresh_view(&view, &log, &topic, &["a", "b"]).await;
+    assert_eq!(
+        view.lookup(&caller, "a").unwrap().state,
+        TaskState::Completed
+    );
+}
+
+/// Check that a view folding `topic` from the log alone agrees with `view` on every one of
+/// `tasks` (caller "p") and on the counters.
+async fn agrees_with_a_fresh_view(view: &TaskView, log: &Log, topic: &TopicRef, tasks: &[&str]) {
+    let caller = Caller::principal("p");
     let fresh = TaskView::start(log.clone(), topic.clone()).await.unwrap();
     fresh.sync(None, PATIENCE).await.unwrap();
-    for task in ["a", "b"] {
+    for task in tasks {
         let (mine, theirs) = (
             view.lookup(&caller, task).unwrap(),
             fresh.lookup(&caller, task).unwrap(),
@@ -228,10 +239,6 @@ async fn an_own_command_is_applied_inline_only_right_after_what_is_applied() {
             "task {task}"
         );
     }
-    assert_eq!(
-        view.lookup(&caller, "a").unwrap().state,
-        TaskState::Completed
-    );
     assert_eq!(view.counters(), fresh.counters());
 }
 
@@ -266,15 +273,7 @@ async fn own_appends_answered_out_of_order_are_applied_as_appended_once_the_view
     );
     // Nothing is applied twice when the follower or a sync comes by.
     view.sync(None, PATIENCE).await.unwrap();
-    let fresh = TaskView::start(log.clone(), topic.clone()).await.unwrap();
-    fresh.sync(None, PATIENCE).await.unwrap();
-    for task in ["a", "b"] {
-        let (mine, theirs) = (
-            view.lookup(&caller, task).unwrap(),
-            fresh.lookup(&caller, task).unwrap(),
-        );
-        assert_eq!((mine.state, &mine.records), (theirs.state, &theirs.records));
-    }
+    agrees_with_a_fresh_view(&view, &log, &topic, &["a", "b"]).await;
 }
 
 #[tokio::test]

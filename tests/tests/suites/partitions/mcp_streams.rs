@@ -55,6 +55,25 @@ impl Frames {
     }
 }
 
+/// A legacy (2025-06-18) session initialized through member `i`: its `Mcp-Session-Id`.
+async fn legacy_session(cluster: &Cluster, i: usize) -> String {
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"}}});
+    let answer = cluster
+        .client
+        .post(format!("{}/mcp", cluster.member(i).url))
+        .header("accept", "application/json, text/event-stream")
+        .json(&init)
+        .send()
+        .await
+        .expect("initialized");
+    answer.headers()["mcp-session-id"]
+        .to_str()
+        .expect("a session")
+        .to_owned()
+}
+
 /// The `data:` messages of an SSE answer, until one holds `wanted` (within 20 s).
 async fn until_message(answer: reqwest::Response, wanted: &str) -> Vec<Value> {
     Frames::of(answer).until(wanted).await
@@ -140,21 +159,7 @@ async fn a_task_uri_subscribed_through_non_owners_hears_its_update() {
     // (forwarded to member 0, which checks it), the stream held by member 2.
     let task = call_as_task(&cluster, 0, "slow").await;
     let uri = task_uri(&task);
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"}}});
-    let answer = cluster
-        .client
-        .post(format!("{}/mcp", cluster.member(1).url))
-        .header("accept", "application/json, text/event-stream")
-        .json(&init)
-        .send()
-        .await
-        .expect("initialized");
-    let session = answer.headers()["mcp-session-id"]
-        .to_str()
-        .expect("a session")
-        .to_owned();
+    let session = legacy_session(&cluster, 1).await;
     let subscribe = json!({"jsonrpc": "2.0", "id": 2, "method": "resources/subscribe",
         "params": {"uri": uri}});
     let answer = cluster
@@ -258,21 +263,7 @@ async fn the_callers_list_changes_are_heard_from_every_member() {
         "l"
     );
     // Legacy: a session's stream on member 0 hears a task made through member 2.
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"}}});
-    let answer = cluster
-        .client
-        .post(format!("{}/mcp", cluster.member(0).url))
-        .header("accept", "application/json, text/event-stream")
-        .json(&init)
-        .send()
-        .await
-        .expect("initialized");
-    let session = answer.headers()["mcp-session-id"]
-        .to_str()
-        .expect("a session")
-        .to_owned();
+    let session = legacy_session(&cluster, 0).await;
     let stream = cluster
         .client
         .get(format!("{}/mcp", cluster.member(0).url))
