@@ -1,7 +1,8 @@
 //! Legacy `notifications/cancelled {requestId}` cancels the sync `tools/call` it names, through
 //! any bridge: the call on bridge A, the notification on bridge B, the worker's handler sees
 //! the cancellation and the call answers as cancelled. Another caller's notification, or one
-//! naming another id, cancels nothing.
+//! naming another id, cancels nothing. A notification whose sender goes away before its 202
+//! (a client closing right after it cancelled) still cancels.
 
 use std::sync::Arc;
 
@@ -123,5 +124,48 @@ async fn a_legacy_cancel_notification_cancels_the_sync_call_it_names_on_any_brid
 
     // Once it is over, the same notification again is accepted and changes nothing.
     cancelled(&a, &alice, json!(42)).await;
+    assert_eq!(state(&a).await, TaskState::Canceled);
+}
+
+#[tokio::test]
+async fn a_cancel_notification_whose_sender_goes_away_before_the_answer_still_cancels() {
+    let (events, mut seen) = mpsc::unbounded_channel();
+    let (a, b, _worker) = two_bridges(config, AGENT, tools(events)).await;
+    let alice = Caller::principal("alice");
+    let call = tokio::spawn({
+        let (a, alice) = (a.clone(), alice.clone());
+        async move {
+            let body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                              "params": {"name": "hang", "arguments": {}}});
+            send(&a, &alice, body).await
+        }
+    });
+    let started = tokio::time::timeout(SOON, seen.recv()).await;
+    assert_eq!(started, Ok(Some("started")));
+
+    // The notification's request is polled once, then dropped, as a server drops the
+    // request of a connection its client closed.
+    let body = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                      "params": {"requestId": 7}})
+    .to_string();
+    let request = McpRequest {
+        body: body.as_bytes(),
+        caller: alice.clone(),
+        headers: None,
+        accepts_stream: false,
+    };
+    let mut notified = Box::pin(b.handle(request));
+    assert!(futures::poll!(notified.as_mut()).is_pending());
+    drop(notified);
+
+    let seen = tokio::time::timeout(SOON, seen.recv()).await;
+    assert_eq!(seen, Ok(Some("cancelled")));
+    let reply = tokio::time::timeout(SOON, call)
+        .await
+        .expect("the call answered");
+    assert!(
+        matches!(reply, Ok(McpReply::Json { status: 200, .. })),
+        "{reply:?}"
+    );
     assert_eq!(state(&a).await, TaskState::Canceled);
 }

@@ -240,30 +240,37 @@ impl Forwarder {
 impl Forwarder {
     /// Send a notification (`parts`, `raw`) to every other member, marked (each acts on the
     /// partitions it holds); one that does not answer misses it, as a notification may.
+    /// Awaited on a task of its own: a client that goes away before the 202 does not stop it.
     async fn tell_every_member(&self, parts: &Parts, raw: &[u8]) {
-        let map = self.config.owners.current();
-        let to = To {
-            method: &parts.method,
-            path: super::path_of(parts),
-            partitions: None,
-        };
+        let forwarder = self.clone();
+        let (method, path) = (parts.method.clone(), super::path_of(parts).to_owned());
         let headers = forwarded_headers(&parts.headers);
-        let me = map.me();
-        let peers: Vec<_> = (0..map.members())
-            .filter(|i| *i != me)
-            .filter_map(|i| map.member(i))
-            .collect();
-        let told = peers.iter().map(|peer| {
-            let (headers, to) = (headers.clone(), &to);
-            async move {
-                let sent = self
-                    .send(peer, to, headers, raw, me, self.config.timeout)
-                    .await;
-                let outcome = if sent.is_ok() { "owner" } else { "unavailable" };
-                self.count("notifications/cancelled", outcome);
-            }
-        });
-        futures::future::join_all(told).await;
+        let raw = raw.to_vec();
+        let telling = async move {
+            let to = To {
+                method: &method,
+                path: &path,
+                partitions: None,
+            };
+            let map = forwarder.config.owners.current();
+            let me = map.me();
+            let peers: Vec<_> = (0..map.members())
+                .filter(|i| *i != me)
+                .filter_map(|i| map.member(i))
+                .collect();
+            let told = peers.iter().map(|peer| {
+                let (headers, to, forwarder, raw) = (headers.clone(), &to, &forwarder, &raw);
+                async move {
+                    let sent = forwarder
+                        .send(peer, to, headers, raw, me, forwarder.config.timeout)
+                        .await;
+                    let outcome = if sent.is_ok() { "owner" } else { "unavailable" };
+                    forwarder.count("notifications/cancelled", outcome);
+                }
+            });
+            futures::future::join_all(told).await;
+        };
+        let _ = tokio::spawn(crate::telemetry::current().bind(telling)).await;
     }
 }
 

@@ -107,7 +107,7 @@ setters!(Forwarding {
 
 /// What a binding keeps to forward: the settings and one HTTP client (its pool of
 /// connections to the peers).
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Forwarder {
     config: Forwarding,
     client: reqwest::Client,
