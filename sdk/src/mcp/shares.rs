@@ -14,6 +14,9 @@
 //!   legacy session's stream, a listen mixing members' tasks) holds the task's partition on
 //!   demand while it watches ([`McpBridge::hold_while_watched`]), pinned (a retire of the copy
 //!   waits for the watch). The last watch of a partition held for watches alone retires it.
+//!   A watch of a partition held as assigned pins it too: when the map moves it away it is
+//!   retired (new requests go to its new holder) but still followed here until the watch
+//!   ends, so the watch hears its task on with no gap and the client does nothing.
 //! - A task listing over members is one page: [`ListShare`] says which partitions this
 //!   bridge lists and carries the other members' pages (`super::list`).
 
@@ -124,8 +127,10 @@ impl McpBridge {
         self.hold_while_watched(agent, bridge, id).await
     }
 
-    /// Hold the partition of task `id` of `agent`'s `bridge` while the guard lives, unless
-    /// the view holds it as assigned (`None`: nothing to keep). Once no watch keeps it, it is
+    /// Keep the partition of task `id` of `agent`'s `bridge` followed here while the guard
+    /// lives. Held as assigned, it is pinned: a move of it away retires it (new requests go
+    /// to its new holder) and its release waits for the watch, which hears its task on
+    /// without a gap. Else it is held on demand, pinned too; once no watch keeps it, it is
     /// retired (after the sync timeout's grace) unless it is held as assigned by then.
     pub(super) async fn hold_while_watched(
         &self,
@@ -135,16 +140,26 @@ impl McpBridge {
     ) -> Result<Option<Arc<WatchHold>>> {
         let view = bridge.view();
         let p = view.partition_of(id);
-        if assigned(view, p) {
-            return Ok(None);
+        let grace = bridge.config().sync_timeout;
+        if assigned(view, p)
+            && let Some(pin) = view.pin(p)
+        {
+            return Ok(Some(Arc::new(WatchHold {
+                holds: None,
+                agent: agent.to_owned(),
+                partition: p,
+                view: view.clone(),
+                grace,
+                pin: Some(pin),
+            })));
         }
         // Counted first: a release of the last watch's hold meanwhile leaves it alone.
         let mut hold = WatchHold {
-            holds: self.live.watched.enter(agent, p),
+            holds: Some(self.live.watched.enter(agent, p)),
             agent: agent.to_owned(),
             partition: p,
             view: view.clone(),
-            grace: bridge.config().sync_timeout,
+            grace,
             pin: None,
         };
         if !view.holds(p) {
@@ -200,10 +215,11 @@ impl Holds {
     }
 }
 
-/// A partition held for a watch (module docs): dropped with the watch.
+/// A partition kept for a watch (module docs): dropped with the watch.
 #[derive(Debug)]
 pub(super) struct WatchHold {
-    holds: Arc<Holds>,
+    /// The count of the watches holding it on demand; `None`: held as assigned, pinned only.
+    holds: Option<Arc<Holds>>,
     agent: String,
     partition: u32,
     view: TaskView,
@@ -213,14 +229,17 @@ pub(super) struct WatchHold {
 
 impl Drop for WatchHold {
     fn drop(&mut self) {
-        if !self.holds.leave(&self.agent, self.partition) {
+        let Some(holds) = self.holds.take() else {
+            return;
+        };
+        if !holds.leave(&self.agent, self.partition) {
             return;
         }
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
         let (view, p, grace) = (self.view.clone(), self.partition, self.grace);
-        let (holds, agent) = (self.holds.clone(), self.agent.clone());
+        let agent = self.agent.clone();
         runtime.spawn(async move {
             // Watched again, or held as assigned since: kept.
             if holds.watched(&agent, p) || assigned(&view, p) {

@@ -288,6 +288,10 @@ impl McpBridge {
     /// with the related-task `_meta`.
     async fn result(&self, ctx: &Ctx<'_>, task_id: &str) -> Answer {
         let (_, bridge, id) = self.locate(task_id)?;
+        // Pinned from the first look to the answer, the waits between looks too: a move of
+        // the partition away meanwhile (retired here) keeps it followed until the task ends.
+        let view = bridge.view();
+        let _pinned = view.pin(view.partition_of(id));
         loop {
             let (_, task) = self.get(ctx, task_id).await?;
             if task.status.state.is_terminal() {

@@ -8,9 +8,9 @@
 //! a change any replica (or worker) wrote. A configured resource or template match changes
 //! when a reload of this replica's definitions (`super::reload`) changes what it reads
 //! (removed: it reads as not found). A finished task changes no more: its watch stays open and
-//! quiet, so that only the client ends a subscription. A task whose partition the view does not
-//! hold (bridges sharing the agents' partitions) is watched with its partition held on demand
-//! while the watch lives (`super::shares`).
+//! quiet, so that only the client ends a subscription. Bridges sharing the agents' partitions:
+//! the task's partition is kept here while the task can change (`super::shares`): pinned, and
+//! held on demand when the view does not hold it, so a move of it away does not quiet the watch.
 
 use std::sync::Arc;
 
@@ -40,7 +40,7 @@ pub(super) enum Watched {
         id: String,
         artifact: Option<String>,
         after: u64,
-        /// The task's partition held for the watch, where the view does not hold it.
+        /// The task's partition kept for the watch (`super::shares`).
         hold: Option<Arc<WatchHold>>,
     },
 }
@@ -166,8 +166,10 @@ impl McpBridge {
             let uri = uri.clone();
             async move { changed.map(|()| uri) }
         });
-        // The partition stays held while the watch lives.
-        super::shares::keeping(changes.chain(futures::stream::pending()), hold)
+        // The partition stays held while the task can change: a finished one lets it go.
+        super::shares::keeping(changes, hold)
+            .chain(futures::stream::pending())
+            .boxed()
     }
 
     /// The reloads that change what configuration reads for `uri`, one item (the URI) each.

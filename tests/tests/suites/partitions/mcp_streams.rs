@@ -1,13 +1,15 @@
-//! `/mcp`'s streams between members: a subscription to a task URI through non-owners (a modern
+//! `/mcp`'s streams between members: watches through a task's old holder hearing it on after it
+//! moves away, a subscription to a task URI through non-owners (a modern
 //! listen forwarded whole, a legacy session's stream held elsewhere), a relayed ask answered
 //! through another member, and the caller's `resources/list` changes heard from every member.
 
 use std::time::Duration;
 
+use agentlog::security::owners::OwnerMap;
 use agentlog_wire::mcp::resource::task_uri;
 use futures::StreamExt as _;
 
-use super::mcp::{TOOLS, call_as_task, partition_of_mcp, tool_worker};
+use super::mcp::{TOOLS, call_as_task, mcp, partition_of_mcp, tool_worker};
 use super::*;
 
 /// The `data:` messages of an SSE answer, as they come.
@@ -291,5 +293,135 @@ async fn the_callers_list_changes_are_heard_from_every_member() {
         .until("notifications/resources/list_changed")
         .await;
     assert_eq!(heard.last().expect("a change")["params"], json!({}));
+    worker.shutdown().await.expect("shutdown");
+}
+
+/// Put in force, on every member, a map where partition `p` is `to`'s and the others stay
+/// their static owners'.
+pub(super) fn move_partition(cluster: &Cluster, p: u32, to: u32) {
+    let owners: Vec<u32> = (0..P).map(|q| if q == p { to } else { q % 4 }).collect();
+    let successors: Vec<u32> = owners.iter().map(|o| (o + 1) % 4).collect();
+    let urls: Vec<String> = (0..4).map(|i| cluster.member(i).url.clone()).collect();
+    for i in 0..4 {
+        let map = OwnerMap::new(i as u32, urls.clone(), owners.clone(), successors.clone());
+        cluster.member(i).owners.set(map.expect("map"));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watches_through_the_old_holder_keep_hearing_their_task_after_it_moves_away() {
+    let log = memory_log().await;
+    let cluster = Cluster::start(&log, 4).await;
+    let worker = tool_worker(&log).await;
+    // A task of member 0's share, waiting to be cancelled.
+    let task = call_as_task(&cluster, 0, "hang").await;
+    let (uri, p) = (task_uri(&task), partition_of_mcp(&task));
+    assert_eq!(p % 4, 0);
+
+    // Watched through member 0, where its partition is held as assigned: a modern listen of
+    // the task and of its URI, a legacy session's stream, a legacy tasks/result waiting.
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {
+            "extensions": {"io.modelcontextprotocol/tasks": {}}}});
+    let body = json!({"jsonrpc": "2.0", "id": 4, "method": "subscriptions/listen", "params": {
+        "notifications": {"taskIds": [task], "resourceSubscriptions": [uri]}, "_meta": meta}});
+    let answer = cluster
+        .client
+        .post(format!("{}/mcp", cluster.member(0).url))
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "subscriptions/listen")
+        .json(&body)
+        .send()
+        .await
+        .expect("a stream");
+    let mut listen = Frames::of(answer);
+    listen
+        .until("notifications/subscriptions/acknowledged")
+        .await;
+    let session = legacy_session(&cluster, 0).await;
+    let subscribe = json!({"jsonrpc": "2.0", "id": 2, "method": "resources/subscribe",
+        "params": {"uri": uri}});
+    let subscribed = cluster
+        .client
+        .post(format!("{}/mcp", cluster.member(0).url))
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", &session)
+        .json(&subscribe)
+        .send()
+        .await
+        .expect("subscribed");
+    assert_eq!(subscribed.status().as_u16(), 200);
+    let stream = cluster
+        .client
+        .get(format!("{}/mcp", cluster.member(0).url))
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &session)
+        .send()
+        .await
+        .expect("a stream");
+    assert_eq!(stream.status().as_u16(), 200);
+    let mut session_stream = Frames::of(stream);
+    let result = {
+        let (client, url, task) = (
+            cluster.client.clone(),
+            cluster.member(0).url.clone(),
+            task.clone(),
+        );
+        tokio::spawn(async move {
+            let body = json!({"jsonrpc": "2.0", "id": 3, "method": "tasks/result",
+                "params": {"taskId": task}});
+            let answer = client.post(format!("{url}/mcp")).json(&body).send().await;
+            answer
+                .expect("an answer")
+                .json::<Value>()
+                .await
+                .expect("json")
+        })
+    };
+    // The session's stream finds its subscription, the result its task (both look now).
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+
+    // The partition moves to member 1; member 0 retires it at once (new requests go to
+    // member 1), and past the grace a partition nothing keeps would be released.
+    move_partition(&cluster, p, 1);
+    let view = cluster.member(0).mcp.bridges()[TOOLS].view().clone();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while view.holds(p) {
+        assert!(tokio::time::Instant::now() < deadline, "not retired");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let grace = cluster.member(0).mcp.bridges()[TOOLS].config().sync_timeout;
+    tokio::time::sleep(grace + Duration::from_secs(2)).await;
+
+    // Cancelled through member 2 (forwarded to member 1): every watch through member 0 hears
+    // it.
+    let (status, cancelled) = mcp(&cluster, 2, "tasks/cancel", json!({"taskId": task})).await;
+    assert_eq!(status, 200, "{cancelled}");
+    assert_eq!(cluster.forwards(2, "tasks/cancel", "owner").await, 1);
+    let heard = listen.until("\"cancelled\"").await;
+    assert_eq!(
+        heard.last().expect("a task")["method"],
+        "notifications/tasks"
+    );
+    let updated = session_stream
+        .until("notifications/resources/updated")
+        .await;
+    assert_eq!(updated.last().expect("an update")["params"]["uri"], uri);
+    let answered = tokio::time::timeout(Duration::from_secs(20), result)
+        .await
+        .expect("tasks/result answered")
+        .expect("joined");
+    assert_eq!(
+        answered["error"]["message"], "the call was cancelled",
+        "{answered}"
+    );
+    // The watches gone, member 0 lets the partition go.
+    drop((listen, session_stream));
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while view.pin(p).is_some() {
+        assert!(tokio::time::Instant::now() < deadline, "never released");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     worker.shutdown().await.expect("shutdown");
 }
