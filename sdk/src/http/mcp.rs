@@ -336,10 +336,7 @@ async fn answer(state: &McpState, parts: Parts, body: Body, takes_stream: bool) 
         McpReply::Stream(messages) => {
             // A listen for the caller's list changes hears other members' too.
             let messages = match &state.forward {
-                Some(forwarder) => {
-                    let with = forwarder.with_list_changes_elsewhere(&parts, &bytes, messages);
-                    with.await
-                }
+                Some(forwarder) => forwarder.with_list_changes_elsewhere(&parts, &bytes, messages),
                 None => messages,
             };
             sse(messages.map(|m| Ok::<_, Infallible>(Event::default().data(utf8(m)))))
@@ -423,7 +420,6 @@ async fn session_request(state: &McpState, parts: &Parts, body: Body, session: &
                     Some(forwarder) => {
                         let elsewhere = forwarder
                             .list_changes_elsewhere(parts, parts.uri.path())
-                            .await
                             .map(|()| SESSION_LIST_CHANGED.to_vec());
                         super::forward::until_ends(messages, elsewhere)
                     }

@@ -14,6 +14,7 @@
 
 mod call;
 mod list;
+mod list_changes;
 mod mcp;
 mod relayed;
 
@@ -30,7 +31,7 @@ use serde::{Deserialize, Serialize};
 
 pub(crate) use call::CallRoute;
 pub(super) use list::{FanOut, merge};
-pub(super) use mcp::until_ends;
+pub(super) use list_changes::until_ends;
 
 use super::errors::rpc_error_refusal;
 use super::metrics::ForwardLabels;

@@ -425,3 +425,84 @@ async fn watches_through_the_old_holder_keep_hearing_their_task_after_it_moves_a
     }
     worker.shutdown().await.expect("shutdown");
 }
+
+/// Cut member `i`'s connections at once and serve it again on the same port (a restart of
+/// its HTTP server: its streams end).
+async fn restart_http(cluster: &mut Cluster, i: usize) {
+    let member = cluster.members[i].as_mut().expect("a live member");
+    member.server.abort();
+    let _ = (&mut member.server).await;
+    let address = member.url.trim_start_matches("http://").to_owned();
+    let listener = TcpListener::bind(&address).await.expect("the same port");
+    let (stop, stopped) = oneshot::channel::<()>();
+    let app = member.app.clone();
+    member.stop = stop;
+    member.server = tokio::spawn(async move {
+        let stopped = async {
+            let _ = stopped.await;
+        };
+        serve(listener, app, stopped).await.expect("serve");
+    });
+}
+
+/// A task made through member `i`, in a partition member `not` has no copy of (not even
+/// one it is letting go): only `i` hears of it.
+async fn call_outside(cluster: &Cluster, i: usize, not: usize) {
+    let view = cluster.member(not).mcp.bridges()[TOOLS].view().clone();
+    loop {
+        let task = call_as_task(cluster, i, "quick").await;
+        assert_eq!(partition_of_mcp(&task) % 4, i as u32);
+        if view.pin(partition_of_mcp(&task)).is_none() {
+            return;
+        }
+    }
+}
+
+/// Wait until member `i` has opened `n` listens for list changes on its peers.
+async fn listened(cluster: &Cluster, i: usize, n: u64) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let now = cluster
+            .forwards(i, "subscriptions/listen", "listened")
+            .await;
+        if now >= n {
+            assert_eq!(now, n, "listens on member {i}");
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "member {i} listened {now} times, not {n}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_changes_are_heard_from_a_member_joining_and_from_one_whose_stream_was_cut() {
+    let log = memory_log().await;
+    let mut cluster = Cluster::start(&log, 4).await;
+    let worker = tool_worker(&log).await;
+    // Member 1 starts out knowing three members: 3 is not one yet.
+    let urls: Vec<String> = (0..3).map(|i| cluster.member(i).url.clone()).collect();
+    let owners: Vec<u32> = (0..P).map(|p| p % 3).collect();
+    let successors: Vec<u32> = owners.iter().map(|o| (o + 1) % 3).collect();
+    let three = OwnerMap::new(1, urls, owners, successors).expect("map");
+    let four = cluster.member(1).owners.current();
+    cluster.member(1).owners.set(three);
+    let mut listen = listen_for_list_changes(&cluster, 1).await;
+    listen
+        .until("notifications/subscriptions/acknowledged")
+        .await;
+    listened(&cluster, 1, 2).await;
+    // Member 3 joins the map: listened to as well, its caller's new task heard.
+    cluster.member(1).owners.set((*four).clone());
+    listened(&cluster, 1, 3).await;
+    call_outside(&cluster, 3, 1).await;
+    listen.until("notifications/resources/list_changed").await;
+    // Member 3's server restarts: the stream to it ends, and is opened again.
+    restart_http(&mut cluster, 3).await;
+    listened(&cluster, 1, 4).await;
+    call_outside(&cluster, 3, 1).await;
+    listen.until("notifications/resources/list_changed").await;
+    worker.shutdown().await.expect("shutdown");
+}

@@ -38,6 +38,8 @@ struct Member {
     grpc: String,
     /// Who owns each partition, as its forwarders read it (a move sets a new map).
     owners: Owners,
+    /// What its HTTP server serves (to serve it again on the same port).
+    app: axum::Router,
     stop: oneshot::Sender<()>,
     server: tokio::task::JoinHandle<()>,
     grpc_server: tokio::task::JoinHandle<agentlog::Result<()>>,
@@ -107,11 +109,12 @@ impl Cluster {
             http.auth = http_auth.clone();
             let app = router(bridge.clone(), http).merge(mcp);
             let (stop, stopped) = oneshot::channel::<()>();
+            let served = app.clone();
             let server = tokio::spawn(async move {
                 let stopped = async {
                     let _ = stopped.await;
                 };
-                serve(listener, app, stopped).await.expect("serve");
+                serve(listener, served, stopped).await.expect("serve");
             });
             members.push(Some(Member {
                 bridge,
@@ -119,6 +122,7 @@ impl Cluster {
                 url: urls[i as usize].clone(),
                 grpc,
                 owners,
+                app,
                 stop,
                 server,
                 grpc_server,
