@@ -50,6 +50,12 @@ impl Ahead {
         }
     }
 
+    /// The first offset from `next` on that a kept record holds: a reader of the log need
+    /// read only up to it.
+    pub(super) fn first_from(&self, next: u64) -> Option<u64> {
+        self.kept.range(next..).next().map(|(offset, _)| *offset)
+    }
+
     /// The records kept from `next` on with no gap, taken out; those before `next` (applied
     /// from the log meanwhile) are dropped.
     pub(super) fn take_from(&mut self, next: u64) -> Vec<(u64, Place, Own)> {
@@ -96,11 +102,13 @@ mod tests {
     fn a_run_is_taken_from_the_next_offset_and_what_is_behind_it_is_dropped() {
         let mut ahead = Ahead::default();
         ahead.keep([own(3), own(5), own(6), own(8)]);
-        // Nothing at 4: nothing to take yet.
+        // Nothing at 4: nothing to take yet; a reader reads 4 alone.
         assert!(ahead.take_from(4).is_empty());
+        assert_eq!(ahead.first_from(4), Some(5));
         // 3 was applied from the log meanwhile (the view is at 5): dropped; 5 and 6 run on.
         let run: Vec<u64> = ahead.take_from(5).iter().map(|(o, ..)| *o).collect();
         assert_eq!(run, vec![5, 6]);
+        assert_eq!(ahead.first_from(7), Some(8));
         let rest: Vec<u64> = ahead.take_from(8).iter().map(|(o, ..)| *o).collect();
         assert_eq!(rest, vec![8]);
         assert!(ahead.kept.is_empty());

@@ -175,6 +175,9 @@ fn behind(topic: &TopicRef, timeout: Duration) -> Error {
 /// growth bench).
 const APPLY_SLICE: usize = 128;
 
+/// The most records a catch-up asks the log for at once.
+const READ_BATCH: usize = 1024;
+
 impl Inner {
     /// Apply partition `partition`'s records before `end` that nobody has applied yet,
     /// reading them from the log. Returns early if the log has fewer records than `end`.
@@ -206,7 +209,11 @@ impl Inner {
             if *next >= end {
                 break;
             }
-            let batch = self.log.read(&self.topic, partition, *next, 1024).await?;
+            // Up to the first record kept here: what follows it is applied from memory.
+            let max = part
+                .first_kept(*next)
+                .map_or(READ_BATCH, |kept| (kept - *next).min(READ_BATCH as u64) as usize);
+            let batch = self.log.read(&self.topic, partition, *next, max).await?;
             let Some(last) = batch.last().map(|r| r.offset) else {
                 break;
             };

@@ -155,6 +155,11 @@ impl Part {
         Self::lock(&self.ahead).take_from(next)
     }
 
+    /// The first offset from `next` on that a kept record holds ([`Ahead::first_from`]).
+    pub(super) fn first_kept(&self, next: u64) -> Option<u64> {
+        Self::lock(&self.ahead).first_from(next)
+    }
+
     pub(super) fn known(&self) -> std::sync::MutexGuard<'_, KnownCheckpoints> {
         Self::lock(&self.checkpoints_known)
     }

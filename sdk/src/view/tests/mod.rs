@@ -195,9 +195,10 @@ async fn an_own_command_is_applied_inline_only_right_after_what_is_applied() {
     assert_eq!(inline.state, TaskState::Submitted);
     assert_eq!(&*inline.records, &[Applied::new(0, true)]);
 
-    // Not right after what is applied (offset 1 was not applied yet): left to the log.
-    append(&log, &topic, &b).await;
+    // Not right after what is applied (offset 1 was not applied yet): kept until the view
+    // reaches it, which reads offset 1 alone from the log.
     append(&log, &topic, &completed("a")).await;
+    append(&log, &topic, &b).await;
     view.apply_own_command(0, 2, Place::UNKNOWN, &b, false);
     assert!(view.lookup(&caller, "b").is_none());
     view.sync(None, PATIENCE).await.unwrap();
@@ -278,7 +279,15 @@ async fn own_appends_answered_out_of_order_are_applied_as_appended_once_the_view
 
 #[tokio::test]
 async fn own_records_kept_while_the_view_is_behind_are_applied_by_the_follower() {
-    let (log, topic, view) = view_over_memory().await;
+    use crate::log::layers::{LogMetrics, LogOp, MetricsLayer};
+    let metrics = LogMetrics::new();
+    let log = crate::log::open("memory://")
+        .await
+        .unwrap()
+        .layer(MetricsLayer::new(metrics.clone()));
+    let topic = TopicRef::new("s", "events");
+    log.ensure_topic(&topic, 1).await.unwrap();
+    let view = TaskView::start(log.clone(), topic.clone()).await.unwrap();
     let caller = Caller::principal("p");
     // Someone else's record at 0, then this process's command at 1, kept (the view is at 0).
     append(&log, &topic, &command("theirs")).await;
@@ -294,6 +303,8 @@ async fn own_records_kept_while_the_view_is_behind_are_applied_by_the_follower()
         view.lookup(&caller, "mine").map(|t| t.state),
         Some(TaskState::Submitted)
     );
+    // Only the record before it was read from the log.
+    assert_eq!(metrics.records(LogOp::Read), 1);
 }
 
 #[tokio::test]
