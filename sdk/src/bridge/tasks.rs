@@ -14,7 +14,7 @@ use super::stream::{Close, Start, TaskStream, task_stream};
 use super::{Bridge, Topics, not_found, trim_history};
 use crate::agent::Caller;
 use crate::error::{Error, ErrorKind, Result};
-use crate::view::ListFilter;
+use crate::view::{ListFilter, PartitionPins, TaskView};
 
 /// `ListTasks` page size when the request gives none, and the largest one allowed (spec).
 const DEFAULT_PAGE_SIZE: usize = 50;
@@ -132,20 +132,15 @@ impl Bridge {
             cursor,
         };
         let view = &self.inner.view;
-        let timeout = self.inner.config.sync_timeout;
-        match partitions {
-            None => view.sync(None, timeout).await?,
-            Some(partitions) => {
-                for p in partitions {
-                    if !view.holds(*p) {
-                        view.hold_on_demand(*p).await?;
-                    }
-                }
-                let syncs = partitions.iter().map(|p| view.sync(Some(*p), timeout));
-                futures::future::try_join_all(syncs).await?;
-            }
-        }
-        let (mut page, total) = view.list_in(caller, &filter, partitions);
+        // Pinned from before the sync to after the last task is read: a partition retired
+        // meanwhile (moved to another bridge) keeps its tasks for this listing, however long
+        // it stalls, and is never left out of a page that looks complete.
+        let pins = match partitions {
+            None => view.pin_held(),
+            Some(partitions) => pin_share(view, partitions).await?,
+        };
+        pins.sync(self.inner.config.sync_timeout).await?;
+        let (mut page, total) = pins.list(caller, &filter)?;
         let next_page_token = if page.len() > page_size {
             page.truncate(page_size);
             page.last()
@@ -207,6 +202,29 @@ impl Bridge {
         );
         Ok(super::limits::holding(stream, place))
     }
+}
+
+/// Pins on `partitions` (a member's share of a fan-out): each as the view has it (held, or
+/// still retiring), else held on demand first.
+async fn pin_share<'a>(view: &'a TaskView, partitions: &[u32]) -> Result<PartitionPins<'a>> {
+    let mut wanted = partitions.to_vec();
+    wanted.sort_unstable();
+    wanted.dedup();
+    let mut pins = view.pins();
+    for p in wanted {
+        if pins.add(p) {
+            continue;
+        }
+        view.hold_on_demand(p).await?;
+        if !pins.add(p) {
+            // Released as soon as held (a placement let the copy go): another holds it.
+            return Err(Error::new(
+                ErrorKind::Unavailable,
+                format!("partition {p} was not held here when the request began; retry"),
+            ));
+        }
+    }
+    Ok(pins)
 }
 
 fn require_id(id: &str) -> Result<()> {

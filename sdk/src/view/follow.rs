@@ -49,16 +49,36 @@ impl TaskView {
                 .wait_applied_until(partition, end, deadline, timeout)
                 .await;
         }
+        self.sync_several(None, timeout).await
+    }
+
+    /// [`sync`](Self::sync) of the partitions `only` names (each one the view has the tasks
+    /// of: a partition it does not is [`ErrorKind::Unavailable`]), or of every one it has,
+    /// with one probe of the log's ends.
+    pub(super) async fn sync_several(&self, only: Option<&[u32]>, timeout: Duration) -> Result<()> {
+        let deadline = Instant::now() + timeout;
         let ends = self
             .probe(deadline, timeout, |inner| async move {
                 inner.log.end_offsets(&inner.topic).await
             })
             .await?;
+        let is_behind = |p: u32, end: u64| self.applied(p).is_some_and(|a| a < end);
         // Usually the view is there already: no timer to arm then.
-        let behind: Vec<(u32, u64)> = (0u32..)
-            .zip(ends)
-            .filter(|(p, end)| self.holds_data(*p) && self.applied(*p).is_some_and(|a| a < *end))
-            .collect();
+        let behind: Vec<(u32, u64)> = match only {
+            None => (0u32..)
+                .zip(ends)
+                .filter(|(p, end)| self.holds_data(*p) && is_behind(*p, *end))
+                .collect(),
+            Some(only) => {
+                if let Some(p) = only.iter().find(|p| !self.holds_data(**p)) {
+                    return Err(self.inner.not_held(*p));
+                }
+                only.iter()
+                    .filter_map(|p| Some((*p, *ends.get(*p as usize)?)))
+                    .filter(|(p, end)| is_behind(*p, *end))
+                    .collect()
+            }
+        };
         for (p, end) in behind {
             self.wait_applied_until(p, end, deadline, timeout).await?;
         }

@@ -105,17 +105,8 @@ impl TaskView {
     /// [`release`](Self::release) does not wait for pins.
     pub fn pin(&self, partition: u32) -> Option<PartitionPin> {
         let part = self.inner.parts.get(partition as usize)?;
-        // Under the count's lock: a release of a retired partition checks the count and
-        // drops `held` under it, so a pin either sees it held and holds the release back, or
-        // sees it gone.
-        let pinned = part.pins.send_if_modified(|pins| {
-            let held = part.held();
-            if held {
-                *pins += 1;
-            }
-            held
-        });
-        pinned.then(|| PartitionPin {
+        // A pin either sees it held and holds a retired release back, or sees it gone.
+        part.pin_if(false).then(|| PartitionPin {
             view: self.clone(),
             partition,
         })
@@ -201,7 +192,7 @@ impl std::fmt::Debug for PartitionPin {
 impl Drop for PartitionPin {
     fn drop(&mut self) {
         if let Some(part) = self.view.inner.parts.get(self.partition as usize) {
-            part.pins.send_modify(|pins| *pins = pins.saturating_sub(1));
+            part.unpin();
         }
     }
 }
@@ -323,7 +314,7 @@ impl Inner {
             {
                 return Ok(true);
             }
-            // Under the count's lock, as a pin checks `held` (`TaskView::pin`).
+            // Under the count's lock, as a pin checks `held` (`pins.rs`).
             let mut unpinned = false;
             part.pins.send_if_modified(|pins| {
                 unpinned = *pins == 0;

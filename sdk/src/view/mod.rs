@@ -23,9 +23,11 @@ mod follow;
 mod handoff;
 mod hold;
 mod key;
+mod list;
 mod own;
 mod part;
 mod persist;
+mod pins;
 mod read;
 mod subscribe;
 mod tasks;
@@ -53,6 +55,7 @@ pub use own::OwnCommand;
 use part::Part;
 pub use part::PartitionStatus;
 pub use persist::CheckpointInfo;
+pub use pins::PartitionPins;
 pub use read::TurnOrigin;
 pub(crate) use subscribe::NewTaskWatch;
 pub(crate) use tasks::applied::Applied;
@@ -490,91 +493,6 @@ impl TaskView {
         let owner = tasks.owners.caller(entry.owner).clone();
         Some((info(partition, entry), owner))
     }
-
-    /// The caller's tasks matching `filter`, newest status first: one page and the total
-    /// count, over the partitions the view holds. O(page + log n) per partition under its
-    /// lock: each partition's index holds every filter's range, and their pages merge in the
-    /// order one index keeps (status time, then [`list_tie`], descending).
-    pub fn list(&self, caller: &Caller, filter: &ListFilter) -> (Vec<TaskInfo>, usize) {
-        self.list_in(caller, filter, None)
-    }
-
-    /// [`list`](Self::list) over those of `partitions` the view holds (`None`: every one).
-    pub fn list_in(
-        &self,
-        caller: &Caller,
-        filter: &ListFilter,
-        partitions: Option<&[u32]>,
-    ) -> (Vec<TaskInfo>, usize) {
-        let now = now_ms();
-        let mut pages = Vec::new();
-        let mut total = 0;
-        for (partition, part) in (0u32..).zip(self.inner.parts.iter()) {
-            if !part.held() || partitions.is_some_and(|only| !only.contains(&partition)) {
-                continue;
-            }
-            let (page, count) = list_part(partition, part, caller, filter, now);
-            total += count;
-            if !page.is_empty() {
-                pages.push(page);
-            }
-        }
-        let page = match pages.len() {
-            0 => Vec::new(),
-            1 => pages.pop().unwrap_or_default(),
-            _ => {
-                let mut merged: Vec<TaskInfo> = pages.into_iter().flatten().collect();
-                merged.sort_by_cached_key(|t| {
-                    std::cmp::Reverse((t.status_timestamp_ms, list_tie(&t.id)))
-                });
-                merged.truncate(filter.page_size);
-                merged
-            }
-        };
-        (page, total)
-    }
-}
-
-/// One partition's page of `list`, and its total.
-fn list_part(
-    partition: u32,
-    part: &Part,
-    caller: &Caller,
-    filter: &ListFilter,
-    now: u64,
-) -> (Vec<TaskInfo>, usize) {
-    if part.read().maintenance_due(now) {
-        // A list during the replay (its request caught up with the log before the view
-        // said so) builds the index itself; and the total counts what the index holds,
-        // so expired tasks leave it first.
-        let mut tasks = part.write();
-        tasks.index_ready();
-        part.expire_locked(&mut tasks);
-    }
-    let tasks = part.read();
-    let Some(owner) = tasks.owners.find(caller) else {
-        return (Vec::new(), 0);
-    };
-    // A hash collision of the index, or a task expired during a replay: skipped.
-    let matching = |(ts, slot): (u64, tasks::Slot)| {
-        tasks.live_in(slot, now).filter(|entry| {
-            entry.owner == owner && filter.matches(ts, &entry.context, entry.machine.state())
-        })
-    };
-    let (candidates, total) = tasks.index.page(owner, filter);
-    let page: Vec<TaskInfo> = candidates
-        .filter_map(matching)
-        .take(filter.page_size)
-        .map(|entry| info(partition, entry))
-        .collect();
-    let total = total.unwrap_or_else(|| {
-        tasks
-            .index
-            .context_range(owner, filter)
-            .filter_map(matching)
-            .count()
-    });
-    (page, total)
 }
 
 /// What the view knows of `entry`, a task of `partition`.

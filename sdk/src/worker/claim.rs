@@ -86,7 +86,8 @@ pub(super) async fn claim(
         Some(claim) => claim,
         None => {
             let end = appended.first_offset + records.len() as u64;
-            view.sync_to(info.partition, end, shared.sync_timeout)
+            let _pinned = view
+                .pin_synced_to(info.partition, end, shared.sync_timeout)
                 .await?;
             view.claim_of(&info.id)
         }

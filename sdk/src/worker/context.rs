@@ -423,7 +423,8 @@ impl TaskContext {
         let attempt = &self.inner.attempt;
         let view = &self.inner.view;
         let partition = view.partition_of(&attempt.task.id);
-        view.sync(Some(partition), self.inner.sync_timeout).await?;
+        // Pinned until the task is read below (its partition retired meanwhile keeps it).
+        let _pinned = view.pin_synced(partition, self.inner.sync_timeout).await?;
         let Some((info, _)) = view.lookup_any(&attempt.task.id) else {
             return Ok(None);
         };

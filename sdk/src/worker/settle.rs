@@ -30,16 +30,23 @@ pub(super) enum Ran {
 pub(super) async fn confirm(shared: &Shared, ctx: &TaskContext, turn: &str) -> Ran {
     let view = &shared.view;
     let task_id = ctx.task_id();
-    if let Some(offset) = ctx.last_written() {
-        let partition = view.partition_of(task_id);
-        if let Err(error) = view
-            .sync_to(partition, offset + 1, shared.sync_timeout)
-            .await
-        {
-            tracing::warn!(task_id, error = %error.report(), "worker: cannot see the turn's end; looking again");
-            return Ran::Lost;
+    // Pinned until the look below: a task gone from the view would count as over.
+    let _pinned = match ctx.last_written() {
+        Some(offset) => {
+            let partition = view.partition_of(task_id);
+            match view
+                .pin_synced_to(partition, offset + 1, shared.sync_timeout)
+                .await
+            {
+                Ok(pin) => Some(pin),
+                Err(error) => {
+                    tracing::warn!(task_id, error = %error.report(), "worker: cannot see the turn's end; looking again");
+                    return Ran::Lost;
+                }
+            }
         }
-    }
+        None => None,
+    };
     if view.turn_is_over(task_id, turn) {
         Ran::Done
     } else {

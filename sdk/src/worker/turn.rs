@@ -78,16 +78,28 @@ pub(super) async fn supervise(
             ready = ready_now();
         }
         first = false;
-        if ready {
+        // Pinned from before the sync to after the look below: a partition retired meanwhile
+        // (a view shared with a bridge that moves it) keeps the task for that look, however
+        // long the sync takes, rather than showing no task and dropping the command.
+        let pinned = if ready {
             // Decided below from the same view.
-        } else if let Err(error) = view.sync(Some(partition), shared.sync_timeout).await {
-            tracing::warn!(task_id, error = %error.report(), "worker: the task view is not catching up; retrying");
-            if !backoff.sleep(&shared.stop).await {
-                return Outcome::Abandoned;
+            None
+        } else {
+            match view.pin_synced(partition, shared.sync_timeout).await {
+                Ok(pin) => Some(pin),
+                Err(error) => {
+                    tracing::warn!(task_id, error = %error.report(), "worker: the task view is not catching up; retrying");
+                    if !backoff.sleep(&shared.stop).await {
+                        return Outcome::Abandoned;
+                    }
+                    continue;
+                }
             }
-            continue;
-        }
-        let Some((info, caller, mut events)) = view.watch(&task_id) else {
+        };
+        let watched = view.watch(&task_id);
+        let applied = watched.is_some() && view.has_applied(&task_id, &turn);
+        drop(pinned);
+        let Some((info, caller, mut events)) = watched else {
             if fresh() {
                 if !backoff.sleep(&shared.stop).await {
                     return Outcome::Abandoned;
@@ -111,9 +123,7 @@ pub(super) async fn supervise(
             }
         }
         match stance(&info, &turn, now_ms()) {
-            Stance::Over
-                if !info.state.is_terminal() && !view.has_applied(&task_id, &turn) && fresh() =>
-            {
+            Stance::Over if !info.state.is_terminal() && !applied && fresh() => {
                 if !backoff.sleep(&shared.stop).await {
                     return Outcome::Abandoned;
                 }
@@ -474,13 +484,12 @@ async fn advance(shared: &Shared, attempt: &Attempt, next: Arc<str>) -> bool {
         }
     };
     let partition = view.partition_of(&attempt.task.id);
-    if view
-        .sync_to(partition, appended.first_offset + 1, shared.sync_timeout)
+    let Ok(_pinned) = view
+        .pin_synced_to(partition, appended.first_offset + 1, shared.sync_timeout)
         .await
-        .is_err()
-    {
+    else {
         return false;
-    }
+    };
     let moved = view.lookup_any(&attempt.task.id).is_some_and(|(info, _)| {
         info.last_message_id.as_deref() == Some(&*next)
             && holds(&info, attempt, &shared.writer.source)

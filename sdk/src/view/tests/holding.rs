@@ -197,6 +197,13 @@ fn every_page(view: &TaskView, filter: &ListFilter) -> Vec<(Vec<String>, usize)>
     };
     loop {
         let (page, total) = view.list(&caller(), &filter);
+        // A request's listing, pinned, pages alike.
+        let (pinned, pinned_total) = view.pin_held().list(&caller(), &filter).unwrap();
+        assert_eq!(pinned_total, total);
+        assert_eq!(
+            pinned.iter().map(|t| &t.id).collect::<Vec<_>>(),
+            page.iter().map(|t| &t.id).collect::<Vec<_>>()
+        );
         let Some(last) = page.last() else {
             pages.push((Vec::new(), total));
             return pages;
@@ -313,4 +320,117 @@ async fn a_retired_partition_serves_the_requests_under_way_and_no_new_one() {
         view.sync(Some(1), PATIENCE).await.unwrap_err().kind(),
         ErrorKind::Unavailable
     );
+}
+
+/// A retire's grace in the tests of pins: short, so that stalling past it is quick.
+const GRACE: Duration = Duration::from_millis(50);
+
+/// Two partitions' view with `per_partition` tasks in each, caught up.
+async fn two_partitions(per_partition: usize) -> TaskView {
+    let (log, events, _) = memory_log(2).await;
+    let now = now_ms();
+    for p in 0..2u32 {
+        let ids = (0..)
+            .map(|k| format!("pinned-{k}"))
+            .filter(|t| partition_for_key(t.as_bytes(), 2) == p)
+            .take(per_partition);
+        for (n, id) in ids.enumerate() {
+            append(
+                &log,
+                &events,
+                &command(&id, "hi", now - 1_000 + n as u64, 0),
+            )
+            .await;
+        }
+    }
+    ready(&log, &events, ViewOptions::default()).await
+}
+
+async fn until_released(view: &TaskView, partition: u32) {
+    tokio::time::timeout(PATIENCE, async {
+        while view.holds_data(partition) {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .expect("released");
+}
+
+fn ids(page: &[crate::view::TaskInfo]) -> Vec<String> {
+    page.iter().map(|t| t.id.to_string()).collect()
+}
+
+#[tokio::test]
+async fn a_list_stalled_past_a_retires_grace_between_its_sync_and_its_read_lists_every_task() {
+    let view = two_partitions(6).await;
+    let filter = ListFilter {
+        page_size: 100,
+        ..ListFilter::default()
+    };
+    let (before, total) = view.list(&caller(), &filter);
+    assert_eq!((before.len(), total), (12, 12));
+    // A listing of the whole view and a member's share naming partition 1: pinned, then
+    // synced; then partition 1 moves away and both stall far past the grace.
+    let whole = view.pin_held();
+    assert_eq!(whole.partitions(), [0, 1]);
+    whole.sync(PATIENCE).await.unwrap();
+    let mut share = view.pins();
+    assert!(share.add(1) && share.add(1), "pinned once");
+    assert_eq!(share.partitions(), [1]);
+    share.sync(PATIENCE).await.unwrap();
+    view.retire(1, GRACE).await.unwrap();
+    tokio::time::sleep(GRACE * 8).await;
+    // Neither comes short of partition 1 (its tasks are still there, followed).
+    let (page, total) = whole.list(&caller(), &filter).unwrap();
+    assert_eq!((ids(&page), total), (ids(&before), 12));
+    let (page, total) = share.list(&caller(), &filter).unwrap();
+    assert_eq!(total, 6);
+    assert!(page.iter().all(|t| t.partition == 1));
+    // A listing of the whole view that begins now leaves partition 1 to its new holder; a
+    // share naming it still reads it while it is there.
+    let now = view.pin_held();
+    assert_eq!(now.partitions(), [0]);
+    assert_eq!(now.list(&caller(), &filter).unwrap().1, 6);
+    drop(now);
+    share.sync(PATIENCE).await.unwrap();
+    // Done: the release follows; a listing naming partition 1 then finds it gone.
+    drop(whole);
+    tokio::time::sleep(GRACE * 4).await;
+    assert!(view.holds_data(1), "the share still pins it");
+    drop(share);
+    until_released(&view, 1).await;
+    assert!(!view.pins().add(1));
+    assert_eq!(view.list(&caller(), &filter).1, 6);
+}
+
+#[tokio::test]
+async fn a_pinned_list_of_a_partition_released_outright_is_refused_not_short() {
+    let view = two_partitions(3).await;
+    let pins = view.pin_held();
+    pins.sync(PATIENCE).await.unwrap();
+    // A plain release does not wait for pins.
+    view.release(1).await.unwrap();
+    let refused = pins.list(&caller(), &ListFilter::default()).unwrap_err();
+    assert_eq!(refused.kind(), ErrorKind::Unavailable);
+    let refused = pins.sync(PATIENCE).await.unwrap_err();
+    assert_eq!(refused.kind(), ErrorKind::Unavailable);
+}
+
+#[tokio::test]
+async fn a_workers_look_after_its_sync_finds_its_task_across_a_retire_and_its_grace() {
+    let view = two_partitions(1).await;
+    let task = "pinned-0";
+    let p = view.partition_of(task);
+    // A worker's sync, pinned, then a move of the partition and a stall past the grace.
+    let pin = view.pin_synced(p, PATIENCE).await.unwrap();
+    view.retire(p, GRACE).await.unwrap();
+    tokio::time::sleep(GRACE * 8).await;
+    assert!(view.watch(task).is_some());
+    assert!(view.lookup_any(task).is_some());
+    let again = view.pin_synced_to(p, 1, PATIENCE).await.unwrap();
+    drop((pin, again));
+    until_released(&view, p).await;
+    assert!(view.lookup_any(task).is_none());
+    let refused = view.pin_synced(p, PATIENCE).await.unwrap_err();
+    assert_eq!(refused.kind(), ErrorKind::Unavailable);
 }
