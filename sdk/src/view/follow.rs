@@ -230,9 +230,9 @@ impl Inner {
                 break;
             }
             // Up to the first record kept here: what follows it is applied from memory.
-            let max = part
-                .first_kept(*next)
-                .map_or(READ_BATCH, |kept| (kept - *next).min(READ_BATCH as u64) as usize);
+            let max = part.first_kept(*next).map_or(READ_BATCH, |kept| {
+                (kept - *next).min(READ_BATCH as u64) as usize
+            });
             let batch = self.log.read(&self.topic, partition, *next, max).await?;
             let Some(last) = batch.last().map(|r| r.offset) else {
                 break;
