@@ -18,6 +18,14 @@ use crate::security::RecordVerifier;
 /// How many records one poll takes, and how long it waits for some.
 const POLL_RECORDS: usize = 256;
 const POLL_WAIT: Duration = Duration::from_millis(100);
+/// After a poll that caught up with its partition (fewer records than it asked for), each
+/// partition this member reads is asked again at most about once per `GATHER`: records that
+/// come meanwhile are read in one poll instead of one each (a poll per append would wake the
+/// sender, and ask the log, for every record written). What a notification may wait beyond
+/// its record; a member of many partitions does not wait (its polls go round them anyway).
+const GATHER: Duration = Duration::from_millis(4);
+/// Tokio's timer tick: a shorter wait would be this long anyway.
+const TICK: Duration = Duration::from_millis(1);
 /// The pause after a failed poll, or a record that could not be turned into notifications.
 const PAUSE: Duration = Duration::from_millis(200);
 /// How often progress is committed while records keep coming (a poll that finds none commits
@@ -39,14 +47,25 @@ pub(super) async fn run(
 ) {
     let mut committed_at = Instant::now();
     let mut uncommitted = false;
+    // Whether the last poll caught up, and how many partitions this member read then.
+    let (mut caught_up, mut reads) = (false, 1u32);
     while !reading.is_cancelled() && !shared.cancel.is_cancelled() {
         wait_for_room(&shared, max_pending).await;
+        let gather = GATHER / reads.max(1);
+        if caught_up && gather >= TICK {
+            tokio::select! {
+                () = reading.cancelled() => break,
+                () = shared.cancel.cancelled() => break,
+                () = tokio::time::sleep(gather) => {}
+            }
+        }
         let polled = tokio::select! {
             () = reading.cancelled() => break,
             () = shared.cancel.cancelled() => break,
             polled = member.poll(POLL_RECORDS, POLL_WAIT) => polled,
         };
         let idle = matches!(polled, Ok(None));
+        caught_up = matches!(&polled, Ok(Some(d)) if d.records.len() < POLL_RECORDS);
         match polled {
             Ok(Some(delivery)) => {
                 if !process(
@@ -68,6 +87,7 @@ pub(super) async fn run(
             }
         }
         let owned = member.owned_partitions();
+        reads = u32::try_from(owned.len()).unwrap_or(u32::MAX);
         let moved: Vec<u32> = shared
             .progress
             .lock()
