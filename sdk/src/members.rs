@@ -197,8 +197,9 @@ impl MemberView {
 
     /// The map the forwarder reads ([`Owners::set`]): member indexes are slots (an index no
     /// member holds has an empty URL and owns nothing); each partition's owner is who serves
-    /// it now, its successor the member it moves to, else the next member (the owner itself
-    /// when alone). `None` while this bridge is not a member, or no member holds anything.
+    /// it now, its successor the member it moves to (marked [`OwnerMap::is_moving`]), else the
+    /// next member (the owner itself when alone). `None` while this bridge is not a member,
+    /// or no member holds anything.
     pub fn owner_map(&self) -> Option<OwnerMap> {
         self.owner_map_as(self.me?)
     }
@@ -218,7 +219,12 @@ impl MemberView {
             .zip(&owners)
             .map(|(p, owner)| a.successor(p).unwrap_or(*owner))
             .collect();
-        OwnerMap::new(me, urls, owners, successors).ok()
+        let moving = (0..a.partitions()).filter(|p| a.moves[*p as usize].is_some());
+        Some(
+            OwnerMap::new(me, urls, owners, successors)
+                .ok()?
+                .moving(moving),
+        )
     }
 }
 

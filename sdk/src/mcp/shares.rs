@@ -7,7 +7,10 @@
 //!   `McpConfig::bridge.holding` that its topic has (a tool topic may have fewer partitions
 //!   than the agent's); [`McpBridge::follow_owners`] keeps it holding what a changing map
 //!   gives (dynamic membership), releasing, after a grace, what the map gives another member,
-//!   copies held on demand included. The sessions' agent holds every partition: any member
+//!   copies held on demand included. A partition moving here (`OwnerMap::is_moving`, a planned
+//!   move whose successor is this member) is held on demand meanwhile, so it is caught up by
+//!   the time the map switches to this member (as the placement warms the A2A agent's view),
+//!   not replayed then under a request. The sessions' agent holds every partition: any member
 //!   serves a session's stream and end.
 //! - A subscription follows a task where its partition is held: a request whose items are all
 //!   held by another member is forwarded there; one that lands where they are not held (a
@@ -52,12 +55,16 @@ pub(super) async fn open_tool_bridge(log: &Log, config: BridgeConfig) -> Result<
 }
 
 /// Make `bridge`'s view hold, as assigned, exactly what `map` gives this member among its
-/// partitions (and those beyond the map, which nobody owns), retiring the rest (released after
-/// the bridge's sync timeout); a partition held on demand for a watch stays until its last
-/// watch ends.
+/// partitions (and those beyond the map, which nobody owns), on demand those moving here (the
+/// warm-up: caught up in the background before the map switches to this member, then held
+/// as assigned with nothing left to replay), and retire the rest (released after the
+/// bridge's sync timeout); a partition held on demand for a watch stays until its last watch
+/// ends.
 async fn hold_share(bridge: &Bridge, map: &OwnerMap, watched: &Holds, agent: &str) {
     let (view, grace) = (bridge.view(), bridge.config().sync_timeout);
     let owned = |p: u32| map.owner(p).is_none_or(|owner| owner.index == map.me());
+    let incoming =
+        |p: u32| map.is_moving(p) && map.successor(p).is_some_and(|to| to.index == map.me());
     let held_as_assigned: std::collections::BTreeSet<u32> = view
         .partition_status()
         .iter()
@@ -71,8 +78,13 @@ async fn hold_share(bridge: &Bridge, map: &OwnerMap, watched: &Holds, agent: &st
             tracing::warn!(partition = p, agent, error = %error.report(), "a tool agent's view cannot hold its share");
         }
     }
+    for p in (0..view.partitions()).filter(|p| incoming(*p) && !view.holds(*p)) {
+        if let Err(error) = view.hold_on_demand(p).await {
+            tracing::warn!(partition = p, agent, error = %error.report(), "a tool agent's view cannot warm a partition moving here");
+        }
+    }
     for p in view.held_partitions() {
-        if owned(p) || watched.watched(agent, p) {
+        if owned(p) || incoming(p) || watched.watched(agent, p) {
             continue;
         }
         if let Err(error) = view.retire(p, grace).await {
@@ -352,7 +364,7 @@ mod tests {
         mcp.follow_owners(owners.clone());
         let (owned, successors): (Vec<u32>, Vec<u32>) =
             (0..16).map(|p| if p < 4 { (1, 0) } else { (0, 1) }).unzip();
-        owners.set(OwnerMap::new(1, urls, owned, successors).unwrap());
+        owners.set(OwnerMap::new(1, urls.clone(), owned, successors).unwrap());
         let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
         while view.held_partitions() != [0, 1, 2, 3] {
             assert!(
@@ -362,5 +374,31 @@ mod tests {
             );
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         }
+        // Partition 6 moves here: warmed on demand while member 0 serves it, then held as
+        // assigned by the same hold once the map switches.
+        let status = |p: u32| {
+            view.partition_status()
+                .into_iter()
+                .find(|s| s.partition == p)
+        };
+        let map = |owned: &[u32]| {
+            let successors = owned.iter().map(|o| 1 - o).collect();
+            OwnerMap::new(1, urls.clone(), owned.to_vec(), successors).unwrap()
+        };
+        let mut owned: Vec<u32> = (0..16).map(|p| u32::from(p < 4)).collect();
+        owners.set(map(&owned).moving([6]));
+        while !status(6).is_some_and(|s| !s.assigned && s.ready) {
+            assert!(tokio::time::Instant::now() < deadline, "{:?}", status(6));
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        let warmed = status(6).unwrap().held_at_ms;
+        owned[6] = 1;
+        owners.set(map(&owned));
+        while !status(6).is_some_and(|s| s.assigned) {
+            assert!(tokio::time::Instant::now() < deadline, "{:?}", status(6));
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        assert_eq!(status(6).unwrap().held_at_ms, warmed);
+        assert_eq!(view.held_partitions(), [0, 1, 2, 3, 6]);
     }
 }

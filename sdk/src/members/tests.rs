@@ -79,6 +79,15 @@ async fn members_join_balanced_warm_up_and_leave_without_moving_the_others() {
     for (p, _) in &moving {
         assert_eq!(b.view().assignment.owner(*p), Some(0));
     }
+    // The forwarder's map says so: their successor is b, where they move.
+    let map = b.view().owner_map().unwrap();
+    for p in 0..P {
+        let incoming = moving.iter().any(|(q, _)| *q == p);
+        assert_eq!(map.is_moving(p), incoming, "partition {p}");
+        if incoming {
+            assert_eq!(map.successor(p).unwrap().index, 1);
+        }
+    }
     let _b_up = catch_up(&b);
     let c = Membership::join(log.clone(), config("c"), P).await.unwrap();
     let _c_up = catch_up(&c);
@@ -101,6 +110,7 @@ async fn members_join_balanced_warm_up_and_leave_without_moving_the_others() {
         let owner = seen.assignment.targets[p as usize].unwrap();
         assert_eq!(map.owner(p).unwrap().index, owner);
         assert_ne!(map.successor(p).unwrap().index, owner);
+        assert!(!map.is_moving(p));
     }
 
     // b leaves: only its partitions move, warmed up, and it is gone once they are ready.

@@ -30,6 +30,9 @@ pub struct OwnerMap {
     urls: Vec<Arc<str>>,
     owners: Vec<u32>,
     successors: Vec<u32>,
+    /// Per partition, whether it is moving to its successor (a planned move's target,
+    /// catching up); empty: none is.
+    moving: Vec<bool>,
 }
 
 impl OwnerMap {
@@ -68,7 +71,30 @@ impl OwnerMap {
                 .collect(),
             owners,
             successors,
+            moving: Vec::new(),
         })
+    }
+
+    /// This map with `partitions` moving to their successors: each successor is a planned
+    /// move's target, catching the partition up before the map switches to it (dynamic
+    /// membership's warm-up), so it may warm what it will serve.
+    pub fn moving(mut self, partitions: impl IntoIterator<Item = u32>) -> Self {
+        for p in partitions {
+            let p = p as usize;
+            if p < self.owners.len() {
+                self.moving.resize(self.owners.len(), false);
+                self.moving[p] = true;
+            }
+        }
+        self
+    }
+
+    /// Whether `partition` is moving to its [`successor`](Self::successor).
+    pub fn is_moving(&self, partition: u32) -> bool {
+        self.moving
+            .get(partition as usize)
+            .copied()
+            .unwrap_or(false)
     }
 
     /// This member's index.
@@ -179,6 +205,12 @@ mod tests {
         assert_eq!(map.successor(2).unwrap().index, 1);
         assert_eq!(map.owner(4), None);
         assert_eq!(map.owned_by(1), vec![1, 3]);
+        assert!((0..5).all(|p| !map.is_moving(p)));
+        let map = map.moving([2, 9]);
+        assert_eq!(
+            (0..5).map(|p| map.is_moving(p)).collect::<Vec<_>>(),
+            [false, false, true, false, false]
+        );
         for bad in [
             OwnerMap::new(2, urls(2), vec![0], vec![1]),
             OwnerMap::new(0, urls(2), vec![0, 1], vec![1]),

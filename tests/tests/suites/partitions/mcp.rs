@@ -7,6 +7,7 @@
 use std::time::Duration;
 
 use agentlog::mcp::{McpConfig, TaskSupport, ToolConfig};
+use agentlog::security::owners::OwnerMap;
 use agentlog::worker::{ToolCall, Tools, Worker, WorkerConfig, tool_fn};
 use agentlog_wire::mcp::resource::task_uri;
 use agentlog_wire::mcp::{CallToolResult, Tool};
@@ -385,4 +386,69 @@ async fn an_mcp_read_of_a_task_through_a_non_owner_is_the_owners_answer() {
         let (status, refused) = mcp(&cluster, 0, method, json!({})).await;
         assert!(retryable(status, &refused), "{method}: {status} {refused}");
     }
+}
+
+/// Put in force, on every member, the map where partition q is `owners[q]`'s (its successor
+/// the next member's) and `moving` are moving to their successors.
+fn set_maps(cluster: &Cluster, owners: &[u32], moving: &[u32]) {
+    let successors: Vec<u32> = owners.iter().map(|o| (o + 1) % 4).collect();
+    let urls: Vec<String> = (0..4).map(|i| cluster.member(i).url.clone()).collect();
+    for i in 0..4 {
+        let map = OwnerMap::new(i as u32, urls.clone(), owners.to_vec(), successors.clone());
+        let map = map.expect("map").moving(moving.iter().copied());
+        cluster.member(i).owners.set(map);
+    }
+}
+
+/// Wait (up to 10 s) until `what` holds.
+async fn until(what: impl Fn() -> bool, why: &str) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !what() {
+        assert!(tokio::time::Instant::now() < deadline, "{why}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_view_warms_a_partition_moving_to_it_before_the_map_switches() {
+    let log = memory_log().await;
+    let cluster = Cluster::start(&log, 4).await;
+    let worker = tool_worker(&log).await;
+    let task = call_as_task(&cluster, 0, "quick").await;
+    let p = partition_of_mcp(&task);
+    let view = |i: usize| cluster.member(i).mcp.bridges()[TOOLS].view().clone();
+    let status = |i: usize| {
+        view(i)
+            .partition_status()
+            .into_iter()
+            .find(|s| s.partition == p)
+    };
+    // The move begins: member 0 serves p while member 1, its successor, catches it up.
+    let mut owners: Vec<u32> = (0..P).map(|q| q % 4).collect();
+    set_maps(&cluster, &owners, &[p]);
+    until(
+        || status(1).is_some_and(|s| !s.assigned && s.ready),
+        "member 1 warms the partition moving to it",
+    )
+    .await;
+    assert!(status(0).is_some_and(|s| s.assigned));
+    let (_, got) = mcp(&cluster, 2, "tasks/get", json!({"taskId": task})).await;
+    assert!(got.get("result").is_some(), "{got}");
+    let warmed = status(1).expect("held").held_at_ms;
+    // The map switches: member 1 holds it as assigned by the same hold (nothing to replay),
+    // member 0 lets it go, a read through another member is member 1's answer.
+    owners[p as usize] = 1;
+    set_maps(&cluster, &owners, &[]);
+    until(
+        || status(1).is_some_and(|s| s.assigned),
+        "member 1 holds it as assigned",
+    )
+    .await;
+    assert_eq!(status(1).expect("held").held_at_ms, warmed);
+    until(|| !view(0).holds(p), "member 0 retires it").await;
+    let (status_code, got) = mcp(&cluster, 3, "tasks/get", json!({"taskId": task})).await;
+    assert_eq!(status_code, 200, "{got}");
+    assert!(got.get("result").is_some(), "{got}");
+    assert_eq!(cluster.forwards(1, "tasks/get", "received").await, 1);
+    worker.shutdown().await.expect("shutdown");
 }
