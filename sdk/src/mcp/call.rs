@@ -157,7 +157,7 @@ impl McpBridge {
         } else {
             running
         };
-        Ok(Started::Running(running))
+        Ok(Started::Running(Box::new(running)))
     }
 }
 
@@ -370,7 +370,7 @@ impl McpBridge {
             Some(mrtr),
         )
         .logs(log_level);
-        Ok(Started::Running(running))
+        Ok(Started::Running(Box::new(running)))
     }
 }
 

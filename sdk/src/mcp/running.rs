@@ -13,6 +13,7 @@ use super::relay::{Relay, Relayed};
 use crate::agent::Caller;
 use crate::bridge::{Bridge, StreamEvent, TaskStream, TurnEvents};
 use crate::error::{Error, ErrorKind, Result};
+use crate::view::PartitionPin;
 
 /// What a running call yields.
 pub(super) enum CallEvent {
@@ -85,6 +86,9 @@ pub(super) struct Running {
     /// (`super::relay`).
     relay: Option<Box<Relay>>,
     done: bool,
+    /// The task's partition pinned while the call follows it: a move of it away (retired
+    /// here) keeps it followed until the answer.
+    _pinned: Option<PartitionPin>,
 }
 
 impl Running {
@@ -98,6 +102,8 @@ impl Running {
         progress_token: Option<Value>,
         mrtr: Option<Mrtr>,
     ) -> Self {
+        let view = bridge.view();
+        let pinned = view.pin(view.partition_of(&task_id));
         Self {
             events,
             guard: CancelOnDrop {
@@ -112,6 +118,7 @@ impl Running {
             mrtr,
             relay: None,
             done: false,
+            _pinned: pinned,
         }
     }
 
@@ -250,7 +257,7 @@ pub(super) enum Started {
     /// Answered without waiting for a worker: a result, or an error.
     Answered(Answer),
     /// On the log, answered on the request.
-    Running(Running),
+    Running(Box<Running>),
     /// On the log as a task.
     Task(agentlog_wire::mcp::McpTask),
 }

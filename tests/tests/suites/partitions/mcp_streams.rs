@@ -296,10 +296,12 @@ async fn the_callers_list_changes_are_heard_from_every_member() {
     worker.shutdown().await.expect("shutdown");
 }
 
-/// Put in force, on every member, a map where partition `p` is `to`'s and the others stay
-/// their static owners'.
-pub(super) fn move_partition(cluster: &Cluster, p: u32, to: u32) {
-    let owners: Vec<u32> = (0..P).map(|q| if q == p { to } else { q % 4 }).collect();
+/// Put in force, on every member, a map where the partitions `moved` are `to`'s and the
+/// others stay their static owners'.
+pub(super) fn move_partitions(cluster: &Cluster, moved: &[u32], to: u32) {
+    let owners: Vec<u32> = (0..P)
+        .map(|q| if moved.contains(&q) { to } else { q % 4 })
+        .collect();
     let successors: Vec<u32> = owners.iter().map(|o| (o + 1) % 4).collect();
     let urls: Vec<String> = (0..4).map(|i| cluster.member(i).url.clone()).collect();
     for i in 0..4 {
@@ -379,15 +381,41 @@ async fn watches_through_the_old_holder_keep_hearing_their_task_after_it_moves_a
                 .expect("json")
         })
     };
-    // The session's stream finds its subscription, the result its task (both look now).
+    // And a legacy sync call through member 0, following its own task there.
+    let call = {
+        let (client, url) = (cluster.client.clone(), cluster.member(0).url.clone());
+        tokio::spawn(async move {
+            let body = json!({"jsonrpc": "2.0", "id": 77, "method": "tools/call",
+                "params": {"name": "hang", "arguments": {}}});
+            let answer = client.post(format!("{url}/mcp")).json(&body).send().await;
+            let answer = answer.expect("an answer");
+            answer.json::<Value>().await.expect("json")
+        })
+    };
+    // The session's stream finds its subscription, the result its task, the call starts.
     tokio::time::sleep(Duration::from_millis(1500)).await;
-
-    // The partition moves to member 1; member 0 retires it at once (new requests go to
-    // member 1), and past the grace a partition nothing keeps would be released.
-    move_partition(&cluster, p, 1);
     let view = cluster.member(0).mcp.bridges()[TOOLS].view().clone();
+    let moved: Vec<u32> = view
+        .partition_status()
+        .into_iter()
+        .filter(|s| s.tasks > 0)
+        .map(|s| s.partition)
+        .collect();
+    assert!(moved.contains(&p), "{moved:?}");
+    assert_eq!(
+        view.partition_status()
+            .iter()
+            .map(|s| s.tasks)
+            .sum::<usize>(),
+        2,
+        "the task and the call's"
+    );
+
+    // The partitions move to member 1; member 0 retires them at once (new requests go to
+    // member 1), and past the grace a partition nothing keeps would be released.
+    move_partitions(&cluster, &moved, 1);
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while view.holds(p) {
+    while moved.iter().any(|q| view.holds(*q)) {
         assert!(tokio::time::Instant::now() < deadline, "not retired");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -416,10 +444,30 @@ async fn watches_through_the_old_holder_keep_hearing_their_task_after_it_moves_a
         answered["error"]["message"], "the call was cancelled",
         "{answered}"
     );
-    // The watches gone, member 0 lets the partition go.
+    // The sync call cancelled through member 2 too (told to every member): answered as
+    // cancelled, not cut.
+    let notification = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 77}});
+    let told = cluster
+        .client
+        .post(format!("{}/mcp", cluster.member(2).url))
+        .json(&notification)
+        .send()
+        .await
+        .expect("accepted");
+    assert_eq!(told.status().as_u16(), 202);
+    let answered = tokio::time::timeout(Duration::from_secs(20), call)
+        .await
+        .expect("the call answered")
+        .expect("joined");
+    assert_eq!(
+        answered["error"]["message"], "the call was cancelled",
+        "{answered}"
+    );
+    // The watches gone, member 0 lets the partitions go.
     drop((listen, session_stream));
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while view.pin(p).is_some() {
+    while moved.iter().any(|q| view.pin(*q).is_some()) {
         assert!(tokio::time::Instant::now() < deadline, "never released");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
