@@ -401,4 +401,85 @@ mod tests {
         assert_eq!(status(6).unwrap().held_at_ms, warmed);
         assert_eq!(view.held_partitions(), [0, 1, 2, 3, 6]);
     }
+
+    #[tokio::test]
+    async fn a_planned_move_warms_the_tool_views_of_the_member_it_moves_to() {
+        use crate::members::{Membership, MembershipConfig, feed_owners};
+        use std::time::Duration;
+        let log = crate::log::open("memory://?partitions=4").await.unwrap();
+        let member = |name: &str| {
+            MembershipConfig::new("a2a", name, format!("http://{name}"))
+                .lease(Duration::from_secs(30))
+                .heartbeat(Duration::from_millis(100))
+        };
+        // A member's MCP bridge, its tool views following the map its membership feeds.
+        let serve = |membership: &Membership| {
+            let (log, watch) = (log.clone(), membership.watch());
+            let owners = Owners::new(membership.view().owner_map().unwrap());
+            async move {
+                let mut template = BridgeConfig::new("a2a");
+                template.holding = Some(Vec::new());
+                let tool = crate::mcp::tests::tool("t", serde_json::json!({"type": "object"}));
+                let mut config = crate::mcp::McpConfig::new(vec![tool]);
+                config.bridge = template;
+                let mcp = McpBridge::open(log, config).await.unwrap();
+                tokio::spawn(feed_owners(watch, owners.clone()));
+                mcp.follow_owners(owners);
+                let view = mcp.bridges().values().next().unwrap().view().clone();
+                (mcp, view)
+            }
+        };
+        let until = |view: TaskView, what: fn(&[crate::view::PartitionStatus], u32) -> bool, p| async move {
+            tokio::time::timeout(Duration::from_secs(10), async {
+                while !what(&view.partition_status(), p) {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            })
+            .await
+            .unwrap_or_else(|_| panic!("partition {p}: {:?}", view.partition_status()));
+        };
+        let warm = |s: &[crate::view::PartitionStatus], p| {
+            s.iter().any(|s| s.partition == p && !s.assigned && s.ready)
+        };
+        let assigned = |s: &[crate::view::PartitionStatus], p| {
+            s.iter().any(|s| s.partition == p && s.assigned)
+        };
+        let a = Membership::join(log.clone(), member("a"), 4).await.unwrap();
+        let (_mcp_a, view_a) = serve(&a).await;
+        for p in 0..4 {
+            until(view_a.clone(), assigned, p).await;
+        }
+        // b joins: half of a's partitions move to it, warm. Nobody says them ready yet, so
+        // the moves stand: a serves them, b's tool view catches them up on demand.
+        let b = Membership::join(log.clone(), member("b"), 4).await.unwrap();
+        let incoming = b.view().incoming();
+        assert_eq!(incoming.len(), 2);
+        let (_mcp_b, view_b) = serve(&b).await;
+        for (p, _) in &incoming {
+            until(view_b.clone(), warm, *p).await;
+            assert!(view_a.holds(*p));
+        }
+        let warmed: Vec<u64> = view_b
+            .partition_status()
+            .iter()
+            .map(|s| s.held_at_ms)
+            .collect();
+        // Ready: the map switches, b's tool view holds them as assigned by the same holds.
+        for (p, since) in &incoming {
+            b.ready(*p, *since).await.unwrap();
+        }
+        for (p, _) in &incoming {
+            until(view_b.clone(), assigned, *p).await;
+        }
+        let now: Vec<u64> = view_b
+            .partition_status()
+            .iter()
+            .map(|s| s.held_at_ms)
+            .collect();
+        assert_eq!(now, warmed);
+        let moved: Vec<u32> = incoming.iter().map(|(p, _)| *p).collect();
+        assert_eq!(view_b.held_partitions(), moved);
+        b.stop().await;
+        a.stop().await;
+    }
 }
