@@ -59,8 +59,15 @@ pub(super) async fn open_tool_bridge(log: &Log, config: BridgeConfig) -> Result<
 /// warm-up: caught up in the background before the map switches to this member, then held
 /// as assigned with nothing left to replay), and retire the rest (released after the
 /// bridge's sync timeout); a partition held on demand for a watch stays until its last watch
-/// ends.
-async fn hold_share(bridge: &Bridge, map: &OwnerMap, watched: &Holds, agent: &str) {
+/// ends. A partition moving here that the view still has, retiring from an earlier hold, is
+/// pinned in `warm` while it moves here: followed on (warm), not released.
+async fn hold_share(
+    bridge: &Bridge,
+    map: &OwnerMap,
+    watched: &Holds,
+    agent: &str,
+    warm: &mut Warm,
+) {
     let (view, grace) = (bridge.view(), bridge.config().sync_timeout);
     let owned = |p: u32| map.owner(p).is_none_or(|owner| owner.index == map.me());
     let incoming =
@@ -78,7 +85,13 @@ async fn hold_share(bridge: &Bridge, map: &OwnerMap, watched: &Holds, agent: &st
             tracing::warn!(partition = p, agent, error = %error.report(), "a tool agent's view cannot hold its share");
         }
     }
+    warm.retain(|(of, p), _| of != agent || incoming(*p));
     for p in (0..view.partitions()).filter(|p| incoming(*p) && !view.holds(*p)) {
+        // Retiring here (a hold on demand would keep its release): pinned instead.
+        if let Some(pin) = view.pin(p) {
+            warm.insert((agent.to_owned(), p), pin);
+            continue;
+        }
         if let Err(error) = view.hold_on_demand(p).await {
             tracing::warn!(partition = p, agent, error = %error.report(), "a tool agent's view cannot warm a partition moving here");
         }
@@ -106,6 +119,7 @@ impl McpBridge {
         let mut maps = owners.subscribe();
         let mut reloads = self.reloads();
         runtime.spawn(async move {
+            let mut warm = Warm::new();
             loop {
                 let map = maps.borrow_and_update().clone();
                 let Some(live) = live.upgrade() else {
@@ -114,8 +128,9 @@ impl McpBridge {
                 let inner: Arc<Inner> = live.served();
                 let holds = live.watched.clone();
                 drop(live);
+                warm.retain(|(agent, _), _| inner.bridges.contains_key(agent));
                 for (agent, bridge) in &inner.bridges {
-                    hold_share(bridge, &map, &holds, agent).await;
+                    hold_share(bridge, &map, &holds, agent, &mut warm).await;
                 }
                 drop(inner);
                 tokio::select! {
@@ -183,6 +198,10 @@ impl McpBridge {
         Ok(Some(Arc::new(hold)))
     }
 }
+
+/// Partitions moving here that a tool agent's view (by agent) still has from an earlier hold,
+/// pinned while they move here.
+type Warm = std::collections::HashMap<(String, u32), crate::view::PartitionPin>;
 
 /// Whether `view` holds partition `p` as assigned (not on demand).
 fn assigned(view: &TaskView, p: u32) -> bool {
@@ -481,5 +500,61 @@ mod tests {
         assert_eq!(view_b.held_partitions(), moved);
         b.stop().await;
         a.stop().await;
+    }
+
+    #[tokio::test]
+    async fn a_partition_moving_back_while_it_retires_here_stays_warm() {
+        use std::time::Duration;
+        let log = crate::log::open("memory://?partitions=4").await.unwrap();
+        let urls: Vec<String> = (0..2).map(|i| format!("http://b{i}")).collect();
+        let mut template = BridgeConfig::new("a2a");
+        template.holding = Some(vec![0, 1, 2, 3]);
+        // A short grace: a retired partition nothing keeps goes soon.
+        template.sync_timeout = Duration::from_millis(100);
+        let tool = crate::mcp::tests::tool("t", serde_json::json!({"type": "object"}));
+        let mut config = crate::mcp::McpConfig::new(vec![tool]);
+        config.bridge = template;
+        let mcp = McpBridge::open(log, config).await.unwrap();
+        let view = mcp.bridges().values().next().unwrap().view().clone();
+        let map = |owned: [u32; 4], moving: &[u32]| {
+            let successors = owned.iter().map(|o| 1 - o).collect();
+            OwnerMap::new(1, urls.clone(), owned.to_vec(), successors)
+                .unwrap()
+                .moving(moving.iter().copied())
+        };
+        let owners = Owners::new(map([1; 4], &[]));
+        mcp.follow_owners(owners.clone());
+        let status = |p: u32| {
+            view.partition_status()
+                .into_iter()
+                .find(|s| s.partition == p)
+        };
+        tokio::time::timeout(Duration::from_secs(10), async {
+            while !status(3).is_some_and(|s| s.assigned && s.ready) {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await
+        .unwrap();
+        let held = status(3).unwrap().held_at_ms;
+        // Partition 3 moves away (retired here), then, within the grace, back here.
+        owners.set(map([1, 1, 1, 0], &[]));
+        while view.holds(3) {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        owners.set(map([1, 1, 1, 0], &[3]));
+        // Well past the grace it is still followed here, then held as assigned by the same
+        // hold once the map switches back.
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        assert!(view.pin(3).is_some(), "released while moving back");
+        owners.set(map([1; 4], &[]));
+        tokio::time::timeout(Duration::from_secs(10), async {
+            while !status(3).is_some_and(|s| s.assigned) {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await
+        .unwrap();
+        assert_eq!(status(3).unwrap().held_at_ms, held);
     }
 }
