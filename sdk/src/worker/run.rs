@@ -32,6 +32,11 @@ use crate::log::{Delivery, GroupConsumer, StoredRecord};
 const POLL_TIMEOUT: Duration = Duration::from_millis(250);
 /// The most records taken in one poll.
 const POLL_MAX: usize = 64;
+/// After a poll that brought no turn to supervise (only copies of turns settled or supervised
+/// already: what a worker whose bridge hands it its turns in-process mostly gets), how long
+/// the next poll waits: the copies that come meanwhile are taken in one poll, not one each.
+/// A poll that brought work is followed at once, so a turn's pickup never waits for this.
+const GATHER: Duration = Duration::from_millis(4);
 /// How often finished work is committed while busy: a commit is a write (a round trip to
 /// Iggy, a file replaced on the embedded log), and what it saves is only redelivery, which
 /// the claims make harmless (a settled turn's command is skipped).
@@ -75,7 +80,19 @@ pub(super) async fn run(
     };
     let mut backoff = Backoff::default();
     let mut committed_at = tokio::time::Instant::now();
+    let mut gather = false;
     while !shared.stop.is_cancelled() {
+        if std::mem::take(&mut gather) {
+            let pause = tokio::time::sleep(GATHER);
+            tokio::pin!(pause);
+            loop {
+                tokio::select! {
+                    () = &mut pause => break,
+                    () = shared.stop.cancelled() => break,
+                    Some(turn) = claimed.recv() => state.supervise_claimed(turn),
+                }
+            }
+        }
         state.reap_ready();
         if committed_at.elapsed() >= COMMIT_EVERY {
             state.commit(consumer.as_mut()).await;
@@ -99,7 +116,7 @@ pub(super) async fn run(
             Ok(None) => backoff.reset(),
             Ok(Some(delivery)) => {
                 backoff.reset();
-                state.dispatch(delivery).await;
+                gather = !state.dispatch(delivery).await;
             }
             Err(error) => {
                 tracing::warn!(error = %error.report(), "worker: polling the commands topic failed; retrying");
@@ -113,8 +130,9 @@ pub(super) async fn run(
 }
 
 impl Loop {
-    /// Hand every record of a delivery to a supervisor, in order.
-    async fn dispatch(&mut self, delivery: Delivery) {
+    /// Hand every record of a delivery to a supervisor, in order; whether any started one.
+    async fn dispatch(&mut self, delivery: Delivery) -> bool {
+        let mut started = false;
         let partition = delivery.partition;
         for stored in &delivery.records {
             self.pending.start(partition, stored.offset);
@@ -136,12 +154,33 @@ impl Loop {
                 }
                 continue;
             }
+            if self.settled(&turn) {
+                self.pending.finish(partition, stored.offset);
+                continue;
+            }
             if !self.wait_for_slot().await {
                 // Stopping: the rest stay in flight, so they are not committed and come again.
-                return;
+                return started;
             }
             self.spawn(partition, Some(stored.offset), turn, written_ms, trace);
+            started = true;
         }
+        started
+    }
+
+    /// Whether the view shows `turn` settled: its message the task's last, and the task over
+    /// or waiting on its caller. A view behind the log shows an older state, never this one
+    /// too early, so nothing is dropped that a supervisor would have run. Most copies a
+    /// worker beside its bridge gets are of turns that bridge handed it and that ran before
+    /// their copy came.
+    fn settled(&self, turn: &TurnKey) -> bool {
+        self.shared
+            .view
+            .lookup_any(&turn.0)
+            .is_some_and(|(info, _)| {
+                info.last_message_id.as_deref() == Some(turn.1.as_str())
+                    && (info.state.is_terminal() || info.state.is_interrupted())
+            })
     }
 
     /// A first claim of `turn` landed in this process's bridge's append: make sure a
