@@ -24,20 +24,38 @@ use std::time::Duration;
 
 use crate::error::ErrorKind;
 use crate::members::{MemberView, MemberWatch, ReadyReporter};
+use crate::security::owners::Owners;
 use crate::view::{PartitionStatus, TaskView};
 
 /// How long a failed write or catch-up waits before it is tried again (the log was out of
 /// reach).
 const RETRY: Duration = Duration::from_millis(250);
 
+/// How often a partition moving here, caught up, looks whether the other views have it too.
+const WARM_LOOK: Duration = Duration::from_millis(10);
+
 /// Keep `view` holding what the assignment in `watch` gives this member, and say each
 /// partition it catches up ready (each catch-up waits up to `catch_up` at a time, tried
 /// again while the partition is still its to catch up). Returns when the member stops.
 pub async fn hold_assigned(
     view: TaskView,
+    watch: MemberWatch,
+    reporter: ReadyReporter,
+    catch_up: Duration,
+) {
+    hold_assigned_warming(view, watch, reporter, catch_up, None).await;
+}
+
+/// [`hold_assigned`], a partition moving here said ready only once `others`' views have it
+/// caught up too ([`Owners::warm`]: an MCP route's tool agents, which warm what moves here
+/// from the map `others` holds), or `catch_up` after the view had (a view still behind then
+/// catches up under its requests, within their sync timeout).
+pub async fn hold_assigned_warming(
+    view: TaskView,
     mut watch: MemberWatch,
     reporter: ReadyReporter,
     catch_up: Duration,
+    others: Option<Owners>,
 ) {
     // Held as assigned, and held on demand while moving here.
     let mut assigned: BTreeSet<u32> = BTreeSet::new();
@@ -108,7 +126,7 @@ pub async fn hold_assigned(
                 watch.clone(),
                 reporter.clone(),
                 (p, since),
-                catch_up,
+                (catch_up, others.clone()),
             ));
         }
         let held = Held {
@@ -150,18 +168,35 @@ async fn caught_up(
 }
 
 /// Say partition `moved.0`, moving here by the move that began at `moved.1`, ready once it
-/// is caught up (unless the move ended or changed meanwhile).
+/// is caught up, in the other views too within `catch_up` (unless the move ended or changed
+/// meanwhile).
 async fn say_ready(
     view: TaskView,
     watch: MemberWatch,
     reporter: ReadyReporter,
     moved: (u32, u64),
-    catch_up: Duration,
+    (catch_up, others): (Duration, Option<Owners>),
 ) {
     let (p, since) = moved;
     let still = |v: &MemberView| v.incoming().contains(&moved);
     if !caught_up(&view, &watch, p, catch_up, still).await {
         return;
+    }
+    if let Some(others) = others {
+        let warmed = async {
+            while !others.warm(p) {
+                tokio::time::sleep(WARM_LOOK).await;
+            }
+        };
+        if tokio::time::timeout(catch_up, warmed).await.is_err() {
+            tracing::info!(
+                partition = p,
+                "the other views have not caught a partition moving here up; saying it ready anyway"
+            );
+        }
+        if !still(&watch.borrow()) {
+            return;
+        }
     }
     while let Err(error) = reporter.ready(p, since).await {
         tracing::warn!(partition = p, error = %error.report(), "cannot say a partition is ready; trying again");
@@ -415,5 +450,56 @@ mod tests {
         a.stop().await;
         holding_a.await.unwrap();
         assert_eq!(view_a.held_partitions(), of_a);
+    }
+
+    #[tokio::test]
+    async fn a_move_is_said_ready_once_the_other_views_have_it_too() {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let log = log::open("memory://").await.unwrap();
+        let events = TopicRef::new("agentlog", "echo.events");
+        log.ensure_topic(&events, P).await.unwrap();
+        let view = || {
+            TaskView::start_with(
+                log.clone(),
+                events.clone(),
+                ViewOptions::new().holding(Vec::new()),
+            )
+        };
+        let config = |name: &str| {
+            MembershipConfig::new("echo", name, format!("http://{name}"))
+                .lease(Duration::from_secs(30))
+                .heartbeat(Duration::from_millis(100))
+        };
+        let catch_up = Duration::from_secs(10);
+        let a = Membership::join(log.clone(), config("a"), P).await.unwrap();
+        let holding_a = tokio::spawn(hold_assigned(
+            view().await.unwrap(),
+            a.watch(),
+            a.reporter(),
+            catch_up,
+        ));
+        // b's other views (an MCP route's, say) have nothing caught up until told.
+        let b = Membership::join(log.clone(), config("b"), P).await.unwrap();
+        let owners = Owners::new(b.view().owner_map().unwrap());
+        let warm = Arc::new(AtomicBool::new(false));
+        let told = Arc::clone(&warm);
+        owners.warm_up(Arc::new(move |_| told.load(Ordering::SeqCst)));
+        let holding_b = tokio::spawn(hold_assigned_warming(
+            view().await.unwrap(),
+            b.watch(),
+            b.reporter(),
+            catch_up,
+            Some(owners),
+        ));
+        // b's view catches its share up at once (an empty log), but the moves stand.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert_eq!(b.view().incoming().len(), 2);
+        warm.store(true, Ordering::SeqCst);
+        until(&b.watch(), settled).await;
+        a.stop().await;
+        b.stop().await;
+        holding_a.await.unwrap();
+        holding_b.await.unwrap();
     }
 }

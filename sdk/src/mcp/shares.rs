@@ -8,9 +8,9 @@
 //!   than the agent's); [`McpBridge::follow_owners`] keeps it holding what a changing map
 //!   gives (dynamic membership), releasing, after a grace, what the map gives another member,
 //!   copies held on demand included. A partition moving here (`OwnerMap::is_moving`, a planned
-//!   move whose successor is this member) is held on demand meanwhile, so it is caught up by
-//!   the time the map switches to this member (as the placement warms the A2A agent's view),
-//!   not replayed then under a request. The sessions' agent holds every partition: any member
+//!   move whose successor is this member) is held on demand meanwhile, and the placement says
+//!   the move ready only once these views have it too (`Owners::warm_up`), so it is caught up
+//!   when the map switches to this member, not replayed then under a request. The sessions' agent holds every partition: any member
 //!   serves a session's stream and end.
 //! - A subscription follows a task where its partition is held: a request whose items are all
 //!   held by another member is forwarded there; one that lands where they are not held (a
@@ -116,6 +116,16 @@ impl McpBridge {
             return;
         };
         let live = Arc::downgrade(&self.live);
+        // A move's switch here waits for the tool views to have the partition too.
+        let checked = live.clone();
+        owners.warm_up(Arc::new(move |p| {
+            checked.upgrade().is_none_or(|live| {
+                live.served().bridges.values().all(|bridge| {
+                    let view = bridge.view();
+                    p >= view.partitions() || view.partition_ready(p)
+                })
+            })
+        }));
         let mut maps = owners.subscribe();
         let mut reloads = self.reloads();
         runtime.spawn(async move {
@@ -443,9 +453,9 @@ mod tests {
                 config.bridge = template;
                 let mcp = McpBridge::open(log, config).await.unwrap();
                 tokio::spawn(feed_owners(watch, owners.clone()));
-                mcp.follow_owners(owners);
+                mcp.follow_owners(owners.clone());
                 let view = mcp.bridges().values().next().unwrap().view().clone();
-                (mcp, view)
+                (mcp, view, owners)
             }
         };
         let until = |view: TaskView, what: fn(&[crate::view::PartitionStatus], u32) -> bool, p| async move {
@@ -464,7 +474,7 @@ mod tests {
             s.iter().any(|s| s.partition == p && s.assigned)
         };
         let a = Membership::join(log.clone(), member("a"), 4).await.unwrap();
-        let (_mcp_a, view_a) = serve(&a).await;
+        let (_mcp_a, view_a, _) = serve(&a).await;
         for p in 0..4 {
             until(view_a.clone(), assigned, p).await;
         }
@@ -473,10 +483,15 @@ mod tests {
         let b = Membership::join(log.clone(), member("b"), 4).await.unwrap();
         let incoming = b.view().incoming();
         assert_eq!(incoming.len(), 2);
-        let (_mcp_b, view_b) = serve(&b).await;
+        let (_mcp_b, view_b, owners_b) = serve(&b).await;
         for (p, _) in &incoming {
             until(view_b.clone(), warm, *p).await;
             assert!(view_a.holds(*p));
+        }
+        // What b's placement asks before it says them ready: warm here, and nothing else.
+        for p in 0..4 {
+            let moving = incoming.iter().any(|(q, _)| *q == p);
+            assert_eq!(owners_b.warm(p), moving, "partition {p}");
         }
         let warmed: Vec<u64> = view_b
             .partition_status()

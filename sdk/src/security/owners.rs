@@ -6,7 +6,7 @@
 //! current when it arrives (a stale one costs at most a forward that lands on a bridge which
 //! then serves it anyway: owning is placement, not safety).
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use tokio::sync::watch;
 
@@ -146,15 +146,48 @@ impl OwnerMap {
     }
 }
 
-/// The current [`OwnerMap`], readable by every request and replaceable at run time. Cheap
-/// to clone (clones share the cell).
-#[derive(Debug, Clone)]
-pub struct Owners(Arc<watch::Sender<Arc<OwnerMap>>>);
+/// Whether partition p is caught up in views of this bridge beside the one its placement
+/// holds (an MCP route's tool agents'): asked before a planned move's target says p ready.
+pub type WarmCheck = Arc<dyn Fn(u32) -> bool + Send + Sync>;
+
+/// The current [`OwnerMap`], readable by every request and replaceable at run time, and the
+/// [`WarmCheck`]s of the views that follow it. Cheap to clone (clones share the cell).
+#[derive(Clone)]
+pub struct Owners(
+    Arc<watch::Sender<Arc<OwnerMap>>>,
+    Arc<Mutex<Vec<WarmCheck>>>,
+);
+
+impl std::fmt::Debug for Owners {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Owners").field(&self.current()).finish()
+    }
+}
 
 impl Owners {
     /// A cell holding `map`.
     pub fn new(map: OwnerMap) -> Self {
-        Self(Arc::new(watch::Sender::new(Arc::new(map))))
+        Self(Arc::new(watch::Sender::new(Arc::new(map))), Arc::default())
+    }
+
+    /// Have [`warm`](Self::warm) ask `check` too: a view that warms the partitions moving
+    /// here (holds them before the map switches) says when one is caught up.
+    pub fn warm_up(&self, check: WarmCheck) {
+        self.1
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(check);
+    }
+
+    /// Whether every view registered by [`warm_up`](Self::warm_up) has `partition` caught
+    /// up (none registered: it has).
+    pub fn warm(&self, partition: u32) -> bool {
+        let checks = self
+            .1
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        checks.iter().all(|check| check(partition))
     }
 
     /// The map in force now.
@@ -228,6 +261,10 @@ mod tests {
         assert_eq!(owners, same);
         owners.set(OwnerMap::new(0, urls(2), vec![1, 1], vec![0, 0]).unwrap());
         assert!(changes.has_changed().unwrap());
+        // Warm until a registered view says otherwise.
+        assert!(owners.warm(1));
+        same.warm_up(Arc::new(|p| p != 1));
+        assert!(owners.warm(0) && !owners.warm(1));
         assert_eq!(same.current().owned_by(1), vec![0, 1]);
         assert_eq!(changes.borrow_and_update().owner(0).unwrap().index, 1);
     }

@@ -134,9 +134,6 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
         http.forward = Some(forwarding);
     }
     let bridge = Bridge::open(log.clone(), config).await?;
-    if let Some(scale_out) = &mut scale_out {
-        scale_out.start(&bridge).await?;
-    }
     let push = super::serve_push::start(
         &args.push,
         &log,
@@ -159,6 +156,10 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
         http.forward.clone(),
     )
     .await?;
+    // After the MCP route: its tool views are asked too before a move here is said ready.
+    if let Some(scale_out) = &mut scale_out {
+        scale_out.start(&bridge).await?;
+    }
     let worker = if args.demo || args.conformance {
         let mut config = WorkerConfig::new(&args.log.agent);
         // A member's view holds its share only; the worker takes turns of every partition

@@ -177,11 +177,13 @@ impl Dynamic {
         )));
         running
             .tasks
-            .push(tokio::spawn(agentlog::placement::hold_assigned(
+            .push(tokio::spawn(agentlog::placement::hold_assigned_warming(
                 view,
                 running.member.watch(),
                 running.member.reporter(),
                 catch_up,
+                // The MCP route's tool views warm what moves here before the switch too.
+                Some(running.owners.clone()),
             )));
         Ok(())
     }
