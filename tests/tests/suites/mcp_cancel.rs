@@ -75,22 +75,36 @@ async fn state(mcp: &McpBridge) -> TaskState {
     page.tasks[0].status.state
 }
 
-#[tokio::test]
-async fn a_legacy_cancel_notification_cancels_the_sync_call_it_names_on_any_bridge() {
+/// Two bridges and a worker, and alice's legacy sync call of `hang` with JSON-RPC id `id`
+/// through bridge A, once its handler has started; then the handler's events.
+async fn a_hanging_call(
+    id: u64,
+) -> (
+    McpBridge,
+    McpBridge,
+    agentlog::worker::Worker,
+    tokio::task::JoinHandle<McpReply>,
+    mpsc::UnboundedReceiver<&'static str>,
+) {
     let (events, mut seen) = mpsc::unbounded_channel();
-    let (a, b, _worker) = two_bridges(config, AGENT, tools(events)).await;
-    let alice = Caller::principal("alice");
-
+    let (a, b, worker) = two_bridges(config, AGENT, tools(events)).await;
     let call = tokio::spawn({
-        let (a, alice) = (a.clone(), alice.clone());
+        let a = a.clone();
         async move {
-            let body = json!({"jsonrpc": "2.0", "id": 42, "method": "tools/call",
+            let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
                               "params": {"name": "hang", "arguments": {}}});
-            send(&a, &alice, body).await
+            send(&a, &Caller::principal("alice"), body).await
         }
     });
     let started = tokio::time::timeout(SOON, seen.recv()).await;
     assert_eq!(started, Ok(Some("started")));
+    (a, b, worker, call, seen)
+}
+
+#[tokio::test]
+async fn a_legacy_cancel_notification_cancels_the_sync_call_it_names_on_any_bridge() {
+    let (a, b, _worker, call, mut seen) = a_hanging_call(42).await;
+    let alice = Caller::principal("alice");
 
     // Another caller's notification, another id, a string of the same digits, or a modern
     // notification (a modern call is cancelled by its client going away): nothing.
@@ -129,19 +143,8 @@ async fn a_legacy_cancel_notification_cancels_the_sync_call_it_names_on_any_brid
 
 #[tokio::test]
 async fn a_cancel_notification_whose_sender_goes_away_before_the_answer_still_cancels() {
-    let (events, mut seen) = mpsc::unbounded_channel();
-    let (a, b, _worker) = two_bridges(config, AGENT, tools(events)).await;
+    let (a, b, _worker, call, mut seen) = a_hanging_call(7).await;
     let alice = Caller::principal("alice");
-    let call = tokio::spawn({
-        let (a, alice) = (a.clone(), alice.clone());
-        async move {
-            let body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
-                              "params": {"name": "hang", "arguments": {}}});
-            send(&a, &alice, body).await
-        }
-    });
-    let started = tokio::time::timeout(SOON, seen.recv()).await;
-    assert_eq!(started, Ok(Some("started")));
 
     // The notification's request is polled once, then dropped, as a server drops the
     // request of a connection its client closed.

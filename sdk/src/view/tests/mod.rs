@@ -26,6 +26,22 @@ async fn view_over_memory() -> (Log, TopicRef, TaskView) {
     (log, topic, view)
 }
 
+/// A view of `partitions` partitions over a memory log counted by `metrics`: what the view
+/// asks of the log.
+async fn view_over_counted_memory(
+    metrics: &crate::log::layers::LogMetrics,
+    partitions: u32,
+) -> (Log, TopicRef, TaskView) {
+    let log = crate::log::open("memory://")
+        .await
+        .unwrap()
+        .layer(crate::log::layers::MetricsLayer::new(metrics.clone()));
+    let topic = TopicRef::new("s", "events");
+    log.ensure_topic(&topic, partitions).await.unwrap();
+    let view = TaskView::start(log.clone(), topic.clone()).await.unwrap();
+    (log, topic, view)
+}
+
 pub(super) fn record(task: &str, message_id: &str, body: RecordBody) -> Record {
     Record {
         header: RecordHeader {
@@ -279,15 +295,9 @@ async fn own_appends_answered_out_of_order_are_applied_as_appended_once_the_view
 
 #[tokio::test]
 async fn own_records_kept_while_the_view_is_behind_are_applied_by_the_follower() {
-    use crate::log::layers::{LogMetrics, LogOp, MetricsLayer};
+    use crate::log::layers::{LogMetrics, LogOp};
     let metrics = LogMetrics::new();
-    let log = crate::log::open("memory://")
-        .await
-        .unwrap()
-        .layer(MetricsLayer::new(metrics.clone()));
-    let topic = TopicRef::new("s", "events");
-    log.ensure_topic(&topic, 1).await.unwrap();
-    let view = TaskView::start(log.clone(), topic.clone()).await.unwrap();
+    let (log, topic, view) = view_over_counted_memory(&metrics, 1).await;
     let caller = Caller::principal("p");
     // Someone else's record at 0, then this process's command at 1, kept (the view is at 0).
     append(&log, &topic, &command("theirs")).await;
@@ -478,15 +488,9 @@ async fn a_handed_off_command_gives_the_first_turn_the_log_gives_at_its_offset_o
 /// writer appended there before it asked.
 #[tokio::test]
 async fn a_sync_of_one_partition_asks_for_that_partitions_end_only() {
-    use crate::log::layers::{LogMetrics, LogOp, MetricsLayer};
+    use crate::log::layers::{LogMetrics, LogOp};
     let metrics = LogMetrics::new();
-    let log = crate::log::open("memory://")
-        .await
-        .unwrap()
-        .layer(MetricsLayer::new(metrics.clone()));
-    let topic = TopicRef::new("s", "events");
-    log.ensure_topic(&topic, 4).await.unwrap();
-    let view = TaskView::start(log.clone(), topic.clone()).await.unwrap();
+    let (log, topic, view) = view_over_counted_memory(&metrics, 4).await;
     view.wait_caught_up().await;
     append(&log, &topic, &command("t1")).await;
     let partition = view.partition_of("t1");
