@@ -352,6 +352,14 @@ fn resolve_log_url(value: &str, cwd: &Path) -> CliResult<String> {
     } else {
         (value, None)
     };
+    // A scheme's name alone (`memory`, `iggy:`) is a slip for its URL, not a directory to
+    // create by that name: `--log memory` would otherwise keep the log on disk in ./memory.
+    let bare = path.trim_end_matches(['/', ':']);
+    if query.is_none() && ["memory", "file", "iggy", "iggys"].contains(&bare) {
+        return Err(CliError::msg(format!(
+            "bad log URL {value:?}: did you mean {bare}://? (a directory by that name: file://./{bare})"
+        )));
+    }
     if path.is_empty() {
         return Err(CliError::msg(format!(
             "bad log URL {value:?}: no directory; try file://./agentlog-data"
@@ -558,6 +566,14 @@ mod tests {
             assert_eq!(resolve_log_url(input, cwd).unwrap(), expected, "{input}");
         }
         assert!(resolve_log_url("file://", cwd).is_err());
+        for slip in ["memory", "memory:", "memory:/", "iggy:", "file"] {
+            let err = resolve_log_url(slip, cwd).unwrap_err().to_string();
+            assert!(err.contains("did you mean"), "{slip}: {err}");
+        }
+        assert_eq!(
+            resolve_log_url("./memory", cwd).unwrap(),
+            "file:///home/me/work/memory"
+        );
     }
 
     #[test]
