@@ -318,11 +318,12 @@ impl McpBridge {
             // Notifications have no answer. A modern call is cancelled by its client going
             // away, a task by tasks/cancel; a legacy sync call by this notification.
             if parsed.method == "notifications/cancelled" && !modern {
-                // Awaited on a task of its own: a client that goes away before the 202 (as
-                // one closing right after its cancel does) must not drop the cancel with it.
+                // On a task of its own, not awaited: a client that goes away before the 202
+                // (as one closing right after its cancel does) must not drop the cancel, and
+                // one waiting for the 202 need not wait for the call to be found.
                 let (bridge, caller) = (self.clone(), request.caller.clone());
                 let cancel = async move { bridge.cancel_request(&caller, params.as_ref()).await };
-                let _ = tokio::spawn(crate::telemetry::current().bind(cancel)).await;
+                tokio::spawn(crate::telemetry::current().bind(cancel));
             }
             return McpReply::Accepted;
         }

@@ -2,7 +2,8 @@
 //! any bridge: the call on bridge A, the notification on bridge B, the worker's handler sees
 //! the cancellation and the call answers as cancelled. Another caller's notification, or one
 //! naming another id, cancels nothing. A notification whose sender goes away before its 202
-//! (a client closing right after it cancelled) still cancels.
+//! (a client closing right after it cancelled) still cancels, and so does one that overtakes
+//! its call.
 
 use std::sync::Arc;
 
@@ -147,7 +148,8 @@ async fn a_cancel_notification_whose_sender_goes_away_before_the_answer_still_ca
     let alice = Caller::principal("alice");
 
     // The notification's request is polled once, then dropped, as a server drops the
-    // request of a connection its client closed.
+    // request of a connection its client closed (the notification, answered at once, may be
+    // done by then; its cancel goes on either way).
     let body = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
                       "params": {"requestId": 7}})
     .to_string();
@@ -158,7 +160,7 @@ async fn a_cancel_notification_whose_sender_goes_away_before_the_answer_still_ca
         accepts_stream: false,
     };
     let mut notified = Box::pin(b.handle(request));
-    assert!(futures::poll!(notified.as_mut()).is_pending());
+    let _ = futures::poll!(notified.as_mut());
     drop(notified);
 
     let seen = tokio::time::timeout(SOON, seen.recv()).await;
@@ -171,4 +173,23 @@ async fn a_cancel_notification_whose_sender_goes_away_before_the_answer_still_ca
         "{reply:?}"
     );
     assert_eq!(state(&a).await, TaskState::Canceled);
+}
+
+#[tokio::test]
+async fn a_cancel_notification_that_overtakes_its_call_cancels_it_once_it_shows() {
+    let (events, _seen) = mpsc::unbounded_channel();
+    let (a, b, _worker) = two_bridges(config, AGENT, tools(events)).await;
+    let alice = Caller::principal("alice");
+    // Answered at once; the call it names is looked for a while.
+    cancelled(&b, &alice, json!(9)).await;
+    let body = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+                      "params": {"name": "hang", "arguments": {}}});
+    let reply = tokio::time::timeout(SOON, send(&a, &alice, body))
+        .await
+        .expect("the call answered");
+    let McpReply::Json { body, .. } = reply else {
+        panic!("{reply:?}");
+    };
+    let body: Value = serde_json::from_slice(&body).expect("json");
+    assert_eq!(body["error"]["message"], "the call was cancelled", "{body}");
 }
