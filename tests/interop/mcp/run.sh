@@ -118,7 +118,9 @@ step "$BIN serve --demo --listen 127.0.0.1:0 --log memory://"
 # first read below could otherwise come before the file exists (seen on a loaded CI machine).
 : >"$WORK/server.out"
 : >"$WORK/server.err"
-"$BIN" serve --demo --listen 127.0.0.1:0 --log memory:// --color never >"$WORK/server.out" 2>"$WORK/server.err" &
+# What became of each legacy cancel notification is logged, for a failure's report below.
+RUST_LOG="${RUST_LOG:-warn,agentlog=info,agentlog::mcp::cancel=debug}" \
+    "$BIN" serve --demo --listen 127.0.0.1:0 --log memory:// --color never >"$WORK/server.out" 2>"$WORK/server.err" &
 PID=$!
 MCP_URL=""
 for _ in $(seq 300); do
@@ -212,6 +214,8 @@ kill -0 "$PID" 2>/dev/null || failed+=("server (exited during the run)")
 if ((${#failed[@]})); then
     echo "--- server stderr (last 50 lines)" >&2
     tail -n 50 "$WORK/server.err" >&2 || true
+    echo "--- legacy cancel notifications not carried out" >&2
+    grep 'notifications/cancelled' "$WORK/server.err" >&2 || true
     die "${failed[*]} ($((SECONDS - START)) s)"
 fi
 step "all MCP interop suites passed ($((SECONDS - START)) s)"
