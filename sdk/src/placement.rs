@@ -318,6 +318,24 @@ mod tests {
             .unwrap();
     }
 
+    /// A member of the `echo` agent named `name`, its lease `lease`, heartbeats every 100 ms.
+    fn member(name: &str, lease: Duration) -> MembershipConfig {
+        MembershipConfig::new("echo", name, format!("http://{name}"))
+            .lease(lease)
+            .heartbeat(Duration::from_millis(100))
+    }
+
+    /// A view of `events` over `log` holding no partition yet.
+    async fn holding_nothing(log: &Log, events: &TopicRef) -> TaskView {
+        TaskView::start_with(
+            log.clone(),
+            events.clone(),
+            ViewOptions::new().holding(Vec::new()),
+        )
+        .await
+        .unwrap()
+    }
+
     fn settled(v: &MemberView) -> bool {
         v.assignment.members.len() == 2 && v.assignment.moves.iter().all(Option::is_none)
     }
@@ -327,19 +345,11 @@ mod tests {
         let log = log::open("memory://").await.unwrap();
         let events = TopicRef::new("agentlog", "echo.events");
         log.ensure_topic(&events, P).await.unwrap();
-        let view = |log: &Log| {
-            TaskView::start_with(
-                log.clone(),
-                events.clone(),
-                ViewOptions::new().holding(Vec::new()),
-            )
-        };
-        let config = |name: &str| {
-            MembershipConfig::new("echo", name, format!("http://{name}"))
-                .lease(Duration::from_secs(5))
-                .heartbeat(Duration::from_millis(100))
-        };
-        let (view_a, view_b) = (view(&log).await.unwrap(), view(&log).await.unwrap());
+        let config = |name: &str| member(name, Duration::from_secs(5));
+        let (view_a, view_b) = (
+            holding_nothing(&log, &events).await,
+            holding_nothing(&log, &events).await,
+        );
         let a = Membership::join(log.clone(), config("a"), P).await.unwrap();
         let catch_up = Duration::from_secs(5);
         let holding_a = tokio::spawn(hold_assigned(
@@ -376,20 +386,12 @@ mod tests {
         let log = log::open("memory://").await.unwrap();
         let events = TopicRef::new("agentlog", "echo.events");
         log.ensure_topic(&events, P).await.unwrap();
-        let view = |log: &Log| {
-            TaskView::start_with(
-                log.clone(),
-                events.clone(),
-                ViewOptions::new().holding(Vec::new()),
-            )
-        };
-        let config = |name: &str| {
-            MembershipConfig::new("echo", name, format!("http://{name}"))
-                .lease(Duration::from_secs(30))
-                .heartbeat(Duration::from_millis(100))
-        };
+        let config = |name: &str| member(name, Duration::from_secs(30));
         let catch_up = Duration::from_secs(5);
-        let (view_a, view_b) = (view(&log).await.unwrap(), view(&log).await.unwrap());
+        let (view_a, view_b) = (
+            holding_nothing(&log, &events).await,
+            holding_nothing(&log, &events).await,
+        );
         let a = Membership::join(log.clone(), config("a"), P).await.unwrap();
         let holding_a = tokio::spawn(hold_assigned(
             view_a.clone(),
@@ -418,7 +420,7 @@ mod tests {
         assert!(!b.view().owner_holds(p, b.view().read_to));
         // a comes back within its lease under its name: it keeps its partitions, holds them
         // again and says so; b releases its copy, and only that.
-        let view_a = view(&log).await.unwrap();
+        let view_a = holding_nothing(&log, &events).await;
         let a = Membership::join(log.clone(), config("a"), P).await.unwrap();
         assert_eq!(a.view().assignment.targets_of(0), of_a);
         let joined = a.view().seen["a"].joined;
@@ -459,22 +461,11 @@ mod tests {
         let log = log::open("memory://").await.unwrap();
         let events = TopicRef::new("agentlog", "echo.events");
         log.ensure_topic(&events, P).await.unwrap();
-        let view = || {
-            TaskView::start_with(
-                log.clone(),
-                events.clone(),
-                ViewOptions::new().holding(Vec::new()),
-            )
-        };
-        let config = |name: &str| {
-            MembershipConfig::new("echo", name, format!("http://{name}"))
-                .lease(Duration::from_secs(30))
-                .heartbeat(Duration::from_millis(100))
-        };
+        let config = |name: &str| member(name, Duration::from_secs(30));
         let catch_up = Duration::from_secs(10);
         let a = Membership::join(log.clone(), config("a"), P).await.unwrap();
         let holding_a = tokio::spawn(hold_assigned(
-            view().await.unwrap(),
+            holding_nothing(&log, &events).await,
             a.watch(),
             a.reporter(),
             catch_up,
@@ -486,7 +477,7 @@ mod tests {
         let told = Arc::clone(&warm);
         owners.warm_up(Arc::new(move |_| told.load(Ordering::SeqCst)));
         let holding_b = tokio::spawn(hold_assigned_warming(
-            view().await.unwrap(),
+            holding_nothing(&log, &events).await,
             b.watch(),
             b.reporter(),
             catch_up,

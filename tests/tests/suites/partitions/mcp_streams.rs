@@ -244,18 +244,7 @@ async fn the_callers_list_changes_are_heard_from_every_member() {
         .until("notifications/subscriptions/acknowledged")
         .await;
     // Each other member listens for member 1 once its listen is on.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while cluster
-        .forwards(1, "subscriptions/listen", "listened")
-        .await
-        < 3
-    {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the members did not listen"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    listens_reach(&cluster, 1, 3).await;
     let task = call_as_task(&cluster, 3, "quick").await;
     assert_eq!(partition_of_mcp(&task) % 4, 3);
     let heard = listen.until("notifications/resources/list_changed").await;
@@ -275,18 +264,7 @@ async fn the_callers_list_changes_are_heard_from_every_member() {
         .await
         .expect("a stream");
     assert_eq!(stream.status().as_u16(), 200);
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while cluster
-        .forwards(0, "subscriptions/listen", "listened")
-        .await
-        < 3
-    {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the members did not listen"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    listens_reach(&cluster, 0, 3).await;
     let task = call_as_task(&cluster, 2, "quick").await;
     assert_eq!(partition_of_mcp(&task) % 4, 2);
     let heard = Frames::of(stream)
@@ -506,16 +484,25 @@ async fn call_outside(cluster: &Cluster, i: usize, not: usize) {
     }
 }
 
-/// Wait until member `i` has opened `n` listens for list changes on its peers.
+/// Wait until member `i` has opened `n` listens for list changes on its peers, exactly.
 async fn listened(cluster: &Cluster, i: usize, n: u64) {
+    assert_eq!(
+        listens_reach(cluster, i, n).await,
+        n,
+        "listens on member {i}"
+    );
+}
+
+/// Wait until member `i` has opened at least `n` listens for list changes on its peers;
+/// how many it has.
+async fn listens_reach(cluster: &Cluster, i: usize, n: u64) -> u64 {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     loop {
         let now = cluster
             .forwards(i, "subscriptions/listen", "listened")
             .await;
         if now >= n {
-            assert_eq!(now, n, "listens on member {i}");
-            return;
+            return now;
         }
         assert!(
             tokio::time::Instant::now() < deadline,
