@@ -68,18 +68,20 @@ for (const mode of ['legacy', 'auto']) {
       assert.ok(Date.now() - started < 5000);
       const again = await client.callTool({ name: 'echo', arguments: { text: 'still here' } });
       assert.equal(again.content[0].text, 'still here');
+      // The call's task ends cancelled long before its 30 s: legacy, by the client's
+      // notifications/cancelled naming the call's id; modern, by the client closing the stream
+      // (the abort). Awaited before the close: the client sends its notification without
+      // waiting for it, and closing aborts what it still has in flight.
+      const deadline = Date.now() + 10000;
+      for (;;) {
+        const statuses = await taskStatuses();
+        const cancelled = statuses.filter((s) => s === 'cancelled').length;
+        if (!statuses.includes('working') && cancelled === cancelledBefore + 1) break;
+        assert.ok(Date.now() < deadline, JSON.stringify(statuses));
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
     } finally {
       await client.close();
-    }
-    // The call's task ends cancelled long before its 30 s: legacy, by the client's
-    // notifications/cancelled naming the call's id; modern, by the client closing the stream.
-    const deadline = Date.now() + 10000;
-    for (;;) {
-      const statuses = await taskStatuses();
-      const cancelled = statuses.filter((s) => s === 'cancelled').length;
-      if (!statuses.includes('working') && cancelled === cancelledBefore + 1) break;
-      assert.ok(Date.now() < deadline, JSON.stringify(statuses));
-      await new Promise((resolve) => setTimeout(resolve, 50));
     }
   });
 }
