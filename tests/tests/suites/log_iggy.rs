@@ -3,6 +3,8 @@
 //! and passes with a SKIPPED line when there is no `iggy-server` binary.
 #![allow(clippy::unwrap_used)]
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use agentlog::error::ErrorKind;
@@ -22,6 +24,16 @@ async fn open(server: &IggyServer) -> Log {
 
 fn payload(tag: &str, i: usize) -> Bytes {
     Bytes::from(format!("{tag}-{i}"))
+}
+
+/// Where each record of `delivery` was: (partition, offset).
+fn placed(delivery: &agentlog::log::Delivery) -> Vec<(u32, u64)> {
+    let partition = delivery.partition;
+    delivery
+        .records
+        .iter()
+        .map(|r| (partition, r.offset))
+        .collect()
 }
 
 async fn read_all(log: &Log, topic: &TopicRef, partition: u32) -> Vec<Bytes> {
@@ -435,4 +447,159 @@ async fn retention_sets_and_updates_the_topics_message_expiry() {
         assert_eq!(log.delete_segments(&topic, 0, &[0]).await.unwrap(), 0);
         log.close().await.unwrap();
     }
+}
+
+/// On a topic of many partitions each partition's end is its own (empty, one record,
+/// several), written by another handle or this one, the records read whole after it,
+/// and a call never answers less than what was acknowledged before it started, however many
+/// callers share a probe.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partitions_end_offset_of_a_wide_topic_reads_the_writes_of_any_handle() {
+    let Some(server) = IggyServer::start().await else {
+        return;
+    };
+    let writer = open(&server).await;
+    let reader = open(&server).await;
+    let topic = TopicRef::new("wide", "t");
+    writer.ensure_topic(&topic, 40).await.unwrap();
+    for p in [0, 5, 7, 39] {
+        assert_eq!(
+            reader.end_offset(&topic, p).await.unwrap(),
+            0,
+            "partition {p}"
+        );
+    }
+    writer
+        .append_to(&topic, 5, vec![payload("five", 0)])
+        .await
+        .unwrap();
+    let three = (0..3).map(|i| payload("seven", i)).collect();
+    writer.append_to(&topic, 7, three).await.unwrap();
+    assert_eq!(reader.end_offset(&topic, 5).await.unwrap(), 1);
+    assert_eq!(reader.end_offset(&topic, 7).await.unwrap(), 3);
+    assert_eq!(reader.end_offset(&topic, 0).await.unwrap(), 0);
+    let ends = reader.end_offsets(&topic).await.unwrap();
+    assert_eq!((ends[0], ends[5], ends[7], ends.len()), (0, 1, 3, 40));
+    // The records themselves, read after the ends were learnt.
+    assert_eq!(
+        read_all(&reader, &topic, 7).await,
+        (0..3).map(|i| payload("seven", i)).collect::<Vec<_>>()
+    );
+    writer
+        .append_to(&topic, 7, vec![payload("seven", 3), payload("seven", 4)])
+        .await
+        .unwrap();
+    assert_eq!(reader.end_offset(&topic, 7).await.unwrap(), 5);
+    reader
+        .append_to(&topic, 7, vec![payload("seven", 5)])
+        .await
+        .unwrap();
+    assert_eq!(reader.end_offset(&topic, 7).await.unwrap(), 6);
+    assert_eq!(read_all(&reader, &topic, 7).await.len(), 6);
+    let missing = reader.end_offset(&topic, 40).await.unwrap_err();
+    assert_eq!(missing.kind(), ErrorKind::InvalidParams);
+
+    // Read-your-writes under shared probes: appends acknowledged one at a time, readers
+    // asking all along; none may see less than was acknowledged when it asked.
+    let acknowledged = Arc::new(AtomicU64::new(6));
+    let appends = {
+        let (writer, topic, acknowledged) = (writer.clone(), topic.clone(), acknowledged.clone());
+        tokio::spawn(async move {
+            for i in 0..200 {
+                let appended = writer
+                    .append_to(&topic, 7, vec![payload("more", i)])
+                    .await
+                    .unwrap();
+                acknowledged.store(appended.first_offset + 1, Ordering::SeqCst);
+            }
+        })
+    };
+    let readers: Vec<_> = (0..8)
+        .map(|_| {
+            let (reader, topic, acknowledged) =
+                (reader.clone(), topic.clone(), acknowledged.clone());
+            tokio::spawn(async move {
+                while acknowledged.load(Ordering::SeqCst) < 206 {
+                    let before = acknowledged.load(Ordering::SeqCst);
+                    let end = reader.end_offset(&topic, 7).await.unwrap();
+                    assert!(end >= before, "end {end} after {before} were acknowledged");
+                }
+            })
+        })
+        .collect();
+    appends.await.unwrap();
+    for reader in readers {
+        reader.await.unwrap();
+    }
+    assert_eq!(reader.end_offset(&topic, 7).await.unwrap(), 206);
+    assert_eq!(read_all(&reader, &topic, 7).await.len(), 206);
+}
+
+/// A group member of a wide topic that has caught up skips the partitions with nothing new,
+/// and still picks up what another handle appends to any of them, past its cursor and with
+/// nothing delivered twice; a member joining after it gets what it left uncommitted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_member_of_a_wide_topic_picks_up_what_another_handle_appends() {
+    let Some(server) = IggyServer::start().await else {
+        return;
+    };
+    let writer = open(&server).await;
+    let reader = open(&server).await;
+    let topic = TopicRef::new("wide-group", "t");
+    writer.ensure_topic(&topic, 40).await.unwrap();
+    for p in [3, 30] {
+        writer
+            .append_to(&topic, p, vec![payload("first", p as usize)])
+            .await
+            .unwrap();
+    }
+    let mut member = reader.join_group(&topic, "g").await.unwrap();
+    let mut got = Vec::new();
+    while got.len() < 2 {
+        let delivery = member
+            .poll(10, Duration::from_secs(5))
+            .await
+            .unwrap()
+            .expect("the records written before the member joined");
+        got.extend(placed(&delivery));
+    }
+    got.sort_unstable();
+    assert_eq!(got, vec![(3, 0), (30, 0)]);
+    member.commit(3, 1).await.unwrap();
+    assert!(
+        member
+            .poll(10, Duration::from_millis(300))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    for (round, p) in [0u32, 30, 39, 3].into_iter().enumerate() {
+        writer
+            .append_to(&topic, p, vec![payload("later", round)])
+            .await
+            .unwrap();
+        let delivery = member
+            .poll(10, Duration::from_secs(5))
+            .await
+            .unwrap()
+            .expect("an append by another handle");
+        let want = if p == 30 || p == 3 { 1 } else { 0 };
+        assert_eq!(placed(&delivery), vec![(p, want)], "round {round}");
+        assert_eq!(delivery.records[0].payload, payload("later", round));
+    }
+    assert!(
+        member
+            .poll(10, Duration::from_millis(300))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    member.leave().await.unwrap();
+    let mut next = reader.join_group(&topic, "g").await.unwrap();
+    let mut again = Vec::new();
+    while let Some(delivery) = next.poll(10, Duration::from_millis(500)).await.unwrap() {
+        again.extend(placed(&delivery));
+    }
+    again.sort_unstable();
+    assert_eq!(again, vec![(0, 0), (3, 1), (30, 0), (30, 1), (39, 0)]);
 }

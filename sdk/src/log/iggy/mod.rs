@@ -80,6 +80,7 @@ mod group;
 mod options;
 mod poller;
 mod pool;
+mod positions;
 mod tail;
 mod topic;
 

@@ -6,6 +6,10 @@
 //! explicitly: from its own cursor when it has returned records of that partition already
 //! (Iggy's `next` only advances on a stored offset, and our contract lets a member poll again
 //! before committing), else with `next`, which resumes after the group's committed offset.
+//! A round skips a partition whose end has not passed what the member has seen there (its
+//! cursor, or the end before a poll that found nothing); the ends come from one description
+//! of the topic a round, so an idle member asks once a pause, not once a partition, and every
+//! partition is polled anyway every `SWEEP_EVERY`.
 //!
 //! Ghosts: a server restart keeps the members it had but not their sessions, so the old
 //! members hold their partitions forever and the reconnected client, a new session, is not a
@@ -14,7 +18,8 @@
 //! joins it and stores the offsets again. A group whose members are all connected is joined
 //! as it is, so several members recovering at once do not keep deleting each other.
 
-use std::collections::HashMap;
+mod ghosts;
+
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,8 +27,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use bytes::Bytes;
 use iggy::prelude::{
-    Client, Consumer, ConsumerGroupClient, ConsumerGroupDetails, ConsumerOffsetClient, Identifier,
-    IggyClient, MessageClient, PollingStrategy, StreamClient, SystemClient, TopicClient,
+    Client, Consumer, ConsumerGroupClient, ConsumerOffsetClient, Identifier, IggyClient,
+    MessageClient, PollingStrategy, TopicClient,
 };
 use iggy_binary_protocol::codes::SYNC_CONSUMER_GROUP_CODE;
 use iggy_binary_protocol::requests::consumer_groups::SyncConsumerGroupRequest;
@@ -31,18 +36,23 @@ use iggy_binary_protocol::responses::consumer_groups::SyncConsumerGroupResponse;
 use iggy_binary_protocol::{WireDecode, WireEncode, WireIdentifier};
 use tokio::time::Instant;
 
-use super::errors::{
-    GROUP_EXISTS, GROUP_NOT_FOUND, NOT_A_MEMBER, PARTITION_NOT_OWNED, RESOURCE_NOT_FOUND, map_err,
-};
-use super::options::IggyOptions;
-use super::topic::{TopicHandle, record};
 use crate::error::{Error, ErrorKind, Result};
+use crate::log::iggy::errors::{
+    GROUP_NOT_FOUND, NOT_A_MEMBER, PARTITION_NOT_OWNED, RESOURCE_NOT_FOUND, map_err,
+};
+use crate::log::iggy::options::IggyOptions;
+use crate::log::iggy::positions::Positions;
+use crate::log::iggy::topic::{TopicHandle, record};
 use crate::log::{Delivery, GroupConsumer, TopicRef};
 
 /// First pause of a poll that found nothing.
 const POLL_PAUSE_MIN: Duration = Duration::from_millis(1);
 /// Longest pause between two empty rounds of a poll.
 const POLL_PAUSE_MAX: Duration = Duration::from_millis(20);
+/// How often a round polls every owned partition whatever the topic's description says
+/// (between, a partition whose end has not passed what the member has seen is skipped). A
+/// safety net only: the description's ends are what read-your-writes relies on too.
+const SWEEP_EVERY: Duration = Duration::from_secs(10);
 /// How often a member asks which partitions it owns, to pick up partitions handed to it when
 /// another member leaves (partitions taken away are noticed at once: their polls fail).
 const RESYNC_EVERY: Duration = Duration::from_millis(250);
@@ -67,14 +77,16 @@ pub(super) struct IggyGroupConsumer {
     owned: Vec<u32>,
     /// When `owned` was last refreshed; `None` forces a refresh before the next poll.
     synced_at: Option<Instant>,
-    /// Per owned partition, the offset after the last record this member returned.
-    cursors: HashMap<u32, u64>,
+    /// Per owned partition, the member's cursor and how far it knows it is done.
+    positions: Positions,
     /// Where the next poll starts in `owned`, so busy partitions do not starve the others.
     turn: usize,
     /// When the next round over every owned partition is due, and the pause before the one
     /// after an empty round (doubling from [`POLL_PAUSE_MIN`] to [`POLL_PAUSE_MAX`]).
     full_round_at: Instant,
     pause: Duration,
+    /// When a round last polled every owned partition ([`SWEEP_EVERY`]).
+    swept_at: Option<Instant>,
     left: bool,
 }
 
@@ -112,10 +124,11 @@ impl IggyGroupConsumer {
             sync_request,
             owned: Vec::new(),
             synced_at: None,
-            cursors: HashMap::new(),
+            positions: Positions::default(),
             turn: 0,
             full_round_at: Instant::now(),
             pause: POLL_PAUSE_MIN,
+            swept_at: None,
             left: false,
         };
         member.enter().await?;
@@ -140,73 +153,13 @@ impl IggyGroupConsumer {
         self.join_as_is().await
     }
 
-    /// How many members of the group belong to sessions that no longer exist.
-    ///
-    /// Member ids are slots, not client ids, so ghosts are counted: the members of the group
-    /// minus the memberships that connected clients report.
-    async fn ghosts(&self, details: &ConsumerGroupDetails) -> Result<usize> {
-        if details.members.is_empty() {
-            return Ok(0);
-        }
-        let gone = |what: &str| {
-            Error::new(
-                ErrorKind::Unavailable,
-                format!("{} disappeared", self.doing(what)),
-            )
-        };
-        let stream = self
-            .client
-            .get_stream(&self.stream_id)
-            .await
-            .map_err(|e| map_err(e, self.doing("reading the stream of")))?
-            .ok_or_else(|| gone("the stream of"))?;
-        let topic = self
-            .client
-            .get_topic(&self.stream_id, &self.topic_id)
-            .await
-            .map_err(|e| map_err(e, self.doing("reading the topic of")))?
-            .ok_or_else(|| gone("the topic of"))?;
-        let clients = self
-            .client
-            .get_clients()
-            .await
-            .map_err(|e| map_err(e, "listing connected clients"))?;
-        let mut live = 0;
-        for client in clients.iter().filter(|c| c.consumer_groups_count > 0) {
-            let Some(info) = self
-                .client
-                .get_client(client.client_id)
-                .await
-                .map_err(|e| map_err(e, "reading a connected client"))?
-            else {
-                continue; // disconnected meanwhile
-            };
-            live += info
-                .consumer_groups
-                .iter()
-                .filter(|g| {
-                    (g.stream_id, g.topic_id, g.group_id) == (stream.id, topic.id, details.id)
-                })
-                .count();
-        }
-        // A member that left while we counted would pass for a ghost: count members again and
-        // take the smaller number.
-        let members_now = self
-            .client
-            .get_consumer_group(&self.stream_id, &self.topic_id, &self.group_id)
-            .await
-            .map_err(|e| map_err(e, self.doing("reading")))?
-            .map_or(0, |now| now.members.len());
-        Ok(details.members.len().min(members_now).saturating_sub(live))
-    }
-
     /// Join the group as it is and learn the assignment.
     async fn join_as_is(&mut self) -> Result<()> {
         self.client
             .join_consumer_group(&self.stream_id, &self.topic_id, &self.group_id)
             .await
             .map_err(|e| map_err(e, self.doing("joining")))?;
-        self.cursors.clear();
+        self.positions.clear();
         self.synced_at = None;
         if !self.sync_once().await? {
             return Err(Error::new(
@@ -218,71 +171,6 @@ impl IggyGroupConsumer {
             ));
         }
         Ok(())
-    }
-
-    /// Replace a group that holds ghost members by a fresh one with the same committed
-    /// offsets, and join it.
-    async fn recreate(&mut self) -> Result<()> {
-        tracing::info!(topic = %self.topic, group = %self.group, "consumer group holds members from before a server restart; recreating it");
-        let mut committed = Vec::new();
-        for partition in 0..self.partitions {
-            let stored = self
-                .client
-                .get_consumer_offset(
-                    &self.consumer,
-                    &self.stream_id,
-                    &self.topic_id,
-                    Some(partition),
-                )
-                .await
-                .map_err(|e| map_err(e, self.doing("reading the offsets of")))?;
-            if let Some(info) = stored {
-                committed.push((partition, info.stored_offset));
-            }
-        }
-        match self
-            .client
-            .delete_consumer_group(&self.stream_id, &self.topic_id, &self.group_id)
-            .await
-        {
-            Err(e) if !GROUP_NOT_FOUND.contains(&e.as_code()) => {
-                return Err(map_err(e, self.doing("deleting")));
-            }
-            _ => {}
-        }
-        self.create().await?;
-        self.join_as_is().await?;
-        for (partition, offset) in committed {
-            // Right after recreating we are normally the only member and own every partition;
-            // a member that joined meanwhile owns some, and those restart from their start
-            // (at-least-once: consumers deduplicate).
-            if let Err(e) = self
-                .client
-                .store_consumer_offset(
-                    &self.consumer,
-                    &self.stream_id,
-                    &self.topic_id,
-                    Some(partition),
-                    offset,
-                )
-                .await
-            {
-                tracing::warn!(topic = %self.topic, group = %self.group, partition, error = %e, "could not restore a committed offset");
-            }
-        }
-        Ok(())
-    }
-
-    /// Create the group; another member creating it first is fine.
-    async fn create(&self) -> Result<()> {
-        match self
-            .client
-            .create_consumer_group(&self.stream_id, &self.topic_id, &self.group)
-            .await
-        {
-            Err(e) if e.as_code() != GROUP_EXISTS => Err(map_err(e, self.doing("creating"))),
-            _ => Ok(()),
-        }
     }
 
     /// Refresh the assignment, rejoining if the server no longer knows this member.
@@ -319,16 +207,38 @@ impl IggyGroupConsumer {
         })?;
         let mut owned = assignment.partitions;
         owned.sort_unstable();
-        self.cursors.retain(|p, _| owned.binary_search(p).is_ok());
+        self.positions.retain(&owned);
         self.owned = owned;
         self.synced_at = Some(Instant::now());
         Ok(true)
     }
 
-    /// One round over the owned partitions; the first with records wins. With `moved_only`,
-    /// only the partitions this process saw grow past the member's cursor (after a wake by a
-    /// local append: a full round would ask every partition for nothing).
-    async fn poll_round(&mut self, count: u32, moved_only: bool) -> Result<Option<Delivery>> {
+    /// Learn every partition's end from one description of the topic, shared with whoever
+    /// else asks the handle at the same time.
+    async fn learn_ends(&self) -> Result<()> {
+        let disappeared = || {
+            Error::new(
+                ErrorKind::Internal,
+                format!("topic {} disappeared", self.topic),
+            )
+        };
+        self.handle
+            .probe(|| async {
+                self.client
+                    .get_topic(&self.stream_id, &self.topic_id)
+                    .await
+                    .map_err(|e| map_err(e, self.doing("describing the topic of")))?
+                    .ok_or_else(disappeared)
+            })
+            .await
+            .map(drop)
+    }
+
+    /// One round over the owned partitions; the first with records wins. Unless `sweep`, a
+    /// partition whose end (as this handle last saw it) has not passed what the member has
+    /// seen there is skipped: an idle member of a wide topic would otherwise ask every
+    /// partition for nothing, every pause.
+    async fn poll_round(&mut self, count: u32, sweep: bool) -> Result<Option<Delivery>> {
         if self.synced_at.is_none_or(|at| at.elapsed() >= RESYNC_EVERY) {
             self.sync().await?;
         }
@@ -338,29 +248,25 @@ impl IggyGroupConsumer {
             let Some(&partition) = self.owned.get(index) else {
                 break;
             };
-            if moved_only
-                && self
-                    .cursors
-                    .get(&partition)
-                    .is_some_and(|&next| self.handle.end(partition) <= next)
-            {
+            let end = self.handle.end(partition);
+            if !sweep && self.positions.caught_up(partition, end) {
                 continue;
             }
             // Records this process appended (or read) are kept by the handle: past the first
             // poll of a partition, the member's cursor reads them there without a round trip
             // (the server would answer the same records; a record at an offset never changes).
-            if let Some(&next) = self.cursors.get(&partition)
+            if let Some(next) = self.positions.cursor(partition)
                 && let Some(tail) = self.handle.tail(partition)
             {
                 let records = tail.read(partition, next, count as usize);
                 if let Some(last) = records.last() {
                     self.turn = index + 1;
-                    self.cursors.insert(partition, last.offset + 1);
+                    self.positions.returned(partition, last.offset + 1);
                     return Ok(Some(Delivery { partition, records }));
                 }
             }
-            let strategy = match self.cursors.get(&partition) {
-                Some(&next) => PollingStrategy::offset(next),
+            let strategy = match self.positions.cursor(partition) {
+                Some(next) => PollingStrategy::offset(next),
                 None => PollingStrategy::next(),
             };
             let polled = match self
@@ -392,6 +298,7 @@ impl IggyGroupConsumer {
                 return Ok(None);
             }
             if polled.messages.is_empty() {
+                self.positions.drained(partition, end);
                 continue;
             }
             self.turn = index + 1;
@@ -401,7 +308,7 @@ impl IggyGroupConsumer {
                 .map(|message| record(partition, message))
                 .collect();
             if let Some(last) = records.last() {
-                self.cursors.insert(partition, last.offset + 1);
+                self.positions.returned(partition, last.offset + 1);
             }
             return Ok(Some(Delivery { partition, records }));
         }
@@ -442,21 +349,43 @@ impl GroupConsumer for IggyGroupConsumer {
             let handle = Arc::clone(&self.handle);
             let moved = handle.moved.notified();
             tokio::pin!(moved);
-            // Every partition is asked when a full round is due (records written elsewhere
-            // show only so); between, only those this process saw grow.
+            // When a full round is due the topic's description says which partitions grew
+            // (records written elsewhere show only so), and every partition is polled once a
+            // sweep is due; between, only those this process saw grow are.
             let full = Instant::now() >= self.full_round_at;
+            let sweep = full && self.swept_at.is_none_or(|at| at.elapsed() >= SWEEP_EVERY);
+            // Records past the ends this handle knew before the round were written elsewhere.
+            let known: Vec<(u32, u64)> = match full {
+                true => self
+                    .owned
+                    .iter()
+                    .map(|&p| (p, self.handle.end(p)))
+                    .collect(),
+                false => Vec::new(),
+            };
             // A dropped connection or a rejoin in progress is retried until the deadline; only
             // if it is still failing then does the caller see the error.
-            let round = self.poll_round(count, !full).await;
+            let learnt = match full && !sweep {
+                true => self.learn_ends().await,
+                false => Ok(()),
+            };
+            let round = match learnt {
+                Ok(()) => self.poll_round(count, sweep).await,
+                Err(e) => Err(e),
+            };
+            if sweep && matches!(round, Ok(None)) {
+                self.swept_at = Some(Instant::now());
+            }
             if full {
                 // Records another process wrote may come in a burst: ask again soon. A round
                 // that found none, or only records this process appended (whose appends wake
                 // this wait themselves), backs off.
                 let news = match &round {
-                    Ok(Some(delivery)) => delivery
-                        .records
-                        .last()
-                        .is_some_and(|last| last.offset >= self.handle.end(delivery.partition)),
+                    Ok(Some(delivery)) => delivery.records.last().is_some_and(|last| {
+                        known
+                            .binary_search_by_key(&delivery.partition, |&(p, _)| p)
+                            .is_ok_and(|i| known.get(i).is_some_and(|&(_, end)| last.offset >= end))
+                    }),
                     _ => false,
                 };
                 self.pause = if news {
@@ -497,16 +426,14 @@ impl GroupConsumer for IggyGroupConsumer {
         }
         match result {
             Ok(()) => {
-                if let Some(cursor) = self.cursors.get_mut(&partition) {
-                    *cursor = (*cursor).max(next_offset);
-                }
+                self.positions.committed(partition, next_offset);
                 Ok(())
             }
             Err(e) if e.as_code() == RESOURCE_NOT_FOUND || e.as_code() == PARTITION_NOT_OWNED => {
                 // The partition moved to another member, which redelivers from the last
                 // commit that did land (at-least-once; consumers deduplicate).
                 tracing::debug!(topic = %self.topic, group = %self.group, partition, "commit on a partition this member no longer owns");
-                self.cursors.remove(&partition);
+                self.positions.forget(partition);
                 self.synced_at = None;
                 Ok(())
             }
@@ -567,7 +494,7 @@ impl fmt::Debug for IggyGroupConsumer {
             .field("topic", &self.topic)
             .field("group", &self.group)
             .field("owned", &self.owned)
-            .field("cursors", &self.cursors)
+            .field("positions", &self.positions)
             .finish_non_exhaustive()
     }
 }
