@@ -26,6 +26,17 @@ fn payload(tag: &str, i: usize) -> Bytes {
     Bytes::from(format!("{tag}-{i}"))
 }
 
+/// A server, two handles on it (a writer, a reader) and `name`'s topic of `partitions`;
+/// `None` (SKIPPED said) without an `iggy-server`.
+async fn two_handles(name: &str, partitions: u32) -> Option<(IggyServer, Log, Log, TopicRef)> {
+    let server = IggyServer::start().await?;
+    let writer = open(&server).await;
+    let reader = open(&server).await;
+    let topic = TopicRef::new(name, "t");
+    writer.ensure_topic(&topic, partitions).await.unwrap();
+    Some((server, writer, reader, topic))
+}
+
 /// Where each record of `delivery` was: (partition, offset).
 fn placed(delivery: &agentlog::log::Delivery) -> Vec<(u32, u64)> {
     let partition = delivery.partition;
@@ -191,13 +202,9 @@ async fn offsets_and_end_offsets() {
 /// bumped by the append itself.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watch_end_sees_appends_from_any_handle() {
-    let Some(server) = IggyServer::start().await else {
+    let Some((_server, writer, reader, topic)) = two_handles("watch", 2).await else {
         return;
     };
-    let writer = open(&server).await;
-    let reader = open(&server).await;
-    let topic = TopicRef::new("watch", "t");
-    writer.ensure_topic(&topic, 2).await.unwrap();
     let partition = partition_for_key(b"key", 2);
     let mut local = writer.watch_end(&topic, partition).await.unwrap();
     let mut remote = reader.watch_end(&topic, partition).await.unwrap();
@@ -455,13 +462,9 @@ async fn retention_sets_and_updates_the_topics_message_expiry() {
 /// callers share a probe.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_partitions_end_offset_of_a_wide_topic_reads_the_writes_of_any_handle() {
-    let Some(server) = IggyServer::start().await else {
+    let Some((_server, writer, reader, topic)) = two_handles("wide", 40).await else {
         return;
     };
-    let writer = open(&server).await;
-    let reader = open(&server).await;
-    let topic = TopicRef::new("wide", "t");
-    writer.ensure_topic(&topic, 40).await.unwrap();
     for p in [0, 5, 7, 39] {
         assert_eq!(
             reader.end_offset(&topic, p).await.unwrap(),
@@ -540,13 +543,9 @@ async fn a_partitions_end_offset_of_a_wide_topic_reads_the_writes_of_any_handle(
 /// nothing delivered twice; a member joining after it gets what it left uncommitted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idle_member_of_a_wide_topic_picks_up_what_another_handle_appends() {
-    let Some(server) = IggyServer::start().await else {
+    let Some((_server, writer, reader, topic)) = two_handles("wide-group", 40).await else {
         return;
     };
-    let writer = open(&server).await;
-    let reader = open(&server).await;
-    let topic = TopicRef::new("wide-group", "t");
-    writer.ensure_topic(&topic, 40).await.unwrap();
     for p in [3, 30] {
         writer
             .append_to(&topic, p, vec![payload("first", p as usize)])
