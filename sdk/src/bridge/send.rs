@@ -357,13 +357,10 @@ impl Bridge {
             .configuration
             .as_ref()
             .is_some_and(|c| c.return_immediately);
-        // A call that waits for the turn: a worker of this process may claim it in this
-        // append (its claim right after the command), saving the claim its own round trip.
-        let reserved = if immediately {
-            None
-        } else {
-            view.reserve_first_turn(&record.header)
-        };
+        // A worker of this process may claim the turn in this append (its claim right after
+        // the command), saving the claim its own round trip; a returnImmediately answer is
+        // the task as the command left it either way.
+        let reserved = view.reserve_first_turn(&record.header);
         let claim = reserved.as_ref().map(|r| r.claim().1.clone());
         let watch = how.follows.then(|| view.watch_new(&task_id));
         let appended = self.commit_with(&record, Topics::Both, claim).await?;

@@ -52,7 +52,7 @@ fn claims(records: &[Record]) -> Vec<(u32, u64)> {
 }
 
 #[tokio::test]
-async fn a_waiting_call_brings_its_first_claim_in_the_commands_append() {
+async fn a_new_tasks_call_brings_its_first_claim_in_the_commands_append() {
     let metrics = LogMetrics::new();
     let log = crate::log::open("memory://")
         .await
@@ -79,15 +79,17 @@ async fn a_waiting_call_brings_its_first_claim_in_the_commands_append() {
     assert_eq!(claims(records).len(), 1, "one claim: {records:?}");
     assert!(records[1..].iter().all(|r| r.header.attempt == 1));
 
-    // returnImmediately: the call does not wait, so the worker claims as it always has.
+    // returnImmediately: the claim rides along too, and the answer is still the task as
+    // its command left it.
     let appends = metrics.calls(LogOp::Append);
-    let id = send(&h.bridge, user("later"), true).await.id;
-    h.wait_for_state(&id, TaskState::Completed).await;
-    assert_eq!(
-        metrics.calls(LogOp::Append) - appends,
-        2,
-        "a claim, then the end"
-    );
+    let submitted = send(&h.bridge, user("later"), true).await;
+    assert_eq!(submitted.status.state, TaskState::Submitted);
+    h.wait_for_state(&submitted.id, TaskState::Completed).await;
+    assert_eq!(metrics.calls(LogOp::Append) - appends, 1, "the end alone");
+    let events = h.events().await;
+    let records = &events[&submitted.id];
+    assert!(matches!(records[1].body, RecordBody::Claim { .. }));
+    assert_eq!(claims(records).len(), 1, "one claim: {records:?}");
     h.shutdown().await;
 }
 
