@@ -80,7 +80,6 @@ mod group;
 mod options;
 mod poller;
 mod pool;
-mod positions;
 mod tail;
 mod topic;
 

@@ -19,6 +19,7 @@
 //! as it is, so several members recovering at once do not keep deleting each other.
 
 mod ghosts;
+mod positions;
 
 use std::fmt;
 use std::sync::Arc;
@@ -36,12 +37,12 @@ use iggy_binary_protocol::responses::consumer_groups::SyncConsumerGroupResponse;
 use iggy_binary_protocol::{WireDecode, WireEncode, WireIdentifier};
 use tokio::time::Instant;
 
+use self::positions::Positions;
 use crate::error::{Error, ErrorKind, Result};
 use crate::log::iggy::errors::{
     GROUP_NOT_FOUND, NOT_A_MEMBER, PARTITION_NOT_OWNED, RESOURCE_NOT_FOUND, map_err,
 };
 use crate::log::iggy::options::IggyOptions;
-use crate::log::iggy::positions::Positions;
 use crate::log::iggy::topic::{TopicHandle, record};
 use crate::log::{Delivery, GroupConsumer, TopicRef};
 
