@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use agentlog::error::ErrorKind;
 use agentlog::log::iggy::{IggyLog, IggyOptions};
-use agentlog::log::{Follower, Log, TopicRef, partition_for_key};
+use agentlog::log::{Follower, GroupConsumer, Log, TopicRef, partition_for_key};
 use agentlog_integration::conformance::{Subject, run_all};
 use agentlog_integration::iggy_server::IggyServer;
 use bytes::Bytes;
@@ -35,6 +35,11 @@ async fn two_handles(name: &str, partitions: u32) -> Option<(IggyServer, Log, Lo
     let topic = TopicRef::new(name, "t");
     writer.ensure_topic(&topic, partitions).await.unwrap();
     Some((server, writer, reader, topic))
+}
+
+/// Whether `member` gets nothing within `wait`.
+async fn nothing_within(member: &mut Box<dyn GroupConsumer>, wait: Duration) -> bool {
+    member.poll(100, wait).await.unwrap().is_none()
 }
 
 /// Where each record of `delivery` was: (partition, offset).
@@ -255,13 +260,7 @@ async fn server_restart_everything_resumes() {
         .unwrap();
     assert_eq!(delivery.records.len(), 10);
     // Polling again without committing continues after what was returned.
-    assert!(
-        member
-            .poll(100, Duration::from_millis(50))
-            .await
-            .unwrap()
-            .is_none()
-    );
+    assert!(nothing_within(&mut member, Duration::from_millis(50)).await);
     member.commit(0, 6).await.unwrap(); // 0..6 done, 6..10 not
 
     server.restart().await;
@@ -292,12 +291,7 @@ async fn server_restart_everything_resumes() {
 
     // A later member resumes from the restored commit.
     let mut next = log.join_group(&topic, "workers").await.unwrap();
-    assert!(
-        next.poll(100, Duration::from_millis(300))
-            .await
-            .unwrap()
-            .is_none()
-    );
+    assert!(nothing_within(&mut next, Duration::from_millis(300)).await);
     next.leave().await.unwrap();
 }
 
@@ -565,13 +559,7 @@ async fn an_idle_member_of_a_wide_topic_picks_up_what_another_handle_appends() {
     got.sort_unstable();
     assert_eq!(got, vec![(3, 0), (30, 0)]);
     member.commit(3, 1).await.unwrap();
-    assert!(
-        member
-            .poll(10, Duration::from_millis(300))
-            .await
-            .unwrap()
-            .is_none()
-    );
+    assert!(nothing_within(&mut member, Duration::from_millis(300)).await);
     for (round, p) in [0u32, 30, 39, 3].into_iter().enumerate() {
         writer
             .append_to(&topic, p, vec![payload("later", round)])
@@ -586,13 +574,7 @@ async fn an_idle_member_of_a_wide_topic_picks_up_what_another_handle_appends() {
         assert_eq!(placed(&delivery), vec![(p, want)], "round {round}");
         assert_eq!(delivery.records[0].payload, payload("later", round));
     }
-    assert!(
-        member
-            .poll(10, Duration::from_millis(300))
-            .await
-            .unwrap()
-            .is_none()
-    );
+    assert!(nothing_within(&mut member, Duration::from_millis(300)).await);
     member.leave().await.unwrap();
     let mut next = reader.join_group(&topic, "g").await.unwrap();
     let mut again = Vec::new();

@@ -356,24 +356,21 @@ impl GroupConsumer for IggyGroupConsumer {
             let full = Instant::now() >= self.full_round_at;
             let sweep = full && self.swept_at.is_none_or(|at| at.elapsed() >= SWEEP_EVERY);
             // Records past the ends this handle knew before the round were written elsewhere.
-            let known: Vec<(u32, u64)> = match full {
-                true => self
-                    .owned
-                    .iter()
-                    .map(|&p| (p, self.handle.end(p)))
-                    .collect(),
-                false => Vec::new(),
+            let known: Vec<(u32, u64)> = if full {
+                let handle = &self.handle;
+                self.owned.iter().map(|&p| (p, handle.end(p))).collect()
+            } else {
+                Vec::new()
             };
             // A dropped connection or a rejoin in progress is retried until the deadline; only
             // if it is still failing then does the caller see the error.
-            let learnt = match full && !sweep {
-                true => self.learn_ends().await,
-                false => Ok(()),
-            };
-            let round = match learnt {
-                Ok(()) => self.poll_round(count, sweep).await,
-                Err(e) => Err(e),
-            };
+            let round = async {
+                if full && !sweep {
+                    self.learn_ends().await?;
+                }
+                self.poll_round(count, sweep).await
+            }
+            .await;
             if sweep && matches!(round, Ok(None)) {
                 self.swept_at = Some(Instant::now());
             }
