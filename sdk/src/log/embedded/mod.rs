@@ -87,6 +87,7 @@ mod mapped;
 mod options;
 mod partition;
 mod segment;
+mod syncers;
 mod topic;
 mod writer;
 

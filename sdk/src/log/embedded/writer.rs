@@ -10,12 +10,12 @@
 //! - **Group commit** (`Always`): appends queue a request to the writer thread and await its
 //!   acknowledgement. The thread takes everything queued (one *drain*), encodes each batch
 //!   into its partition's buffer, writes each touched partition with one `write`, syncs each
-//!   touched file once, publishes the batches to readers and only then acknowledges them all.
-//!   While it syncs, new requests pile up and share the next sync, so a sync's cost is split
+//!   touched file once (side by side: `syncers.rs`), publishes the batches to readers, then
+//!   acknowledges them all, and only then wakes the partitions' watchers. While it syncs, new requests pile up and share the next sync, so a sync's cost is split
 //!   across every append that was waiting for it.
 //!
-//! Either way a batch is published (readable, `watch_end` moves) and acknowledged only after
-//! its write returned (and, under `Always`, its sync). [`LogBackend::append_all`] batches go
+//! Either way a batch is published (readable) and acknowledged only after its write returned
+//! (and, under `Always`, its sync); `watch_end` moves once it is published. [`LogBackend::append_all`] batches go
 //! through one round: one request and one acknowledgement under `Always`, one lock per batch
 //! on the direct path.
 //!
@@ -37,8 +37,9 @@ use tokio::sync::oneshot;
 
 use super::files::{io_error, sync_dir};
 use super::options::FsyncPolicy;
-use super::partition::{Entry, Loc, Partition, Segment, Staged, WriterState, lock};
+use super::partition::{EndMoved, Entry, Loc, Partition, Segment, Staged, WriterState, lock};
 use super::segment::{self, HEADER_LEN};
+use super::syncers::Syncers;
 use crate::error::{Error, ErrorKind, Result};
 use crate::log::raw::Place;
 
@@ -92,56 +93,6 @@ impl Shared {
         Ok(())
     }
 
-    /// Sync every dirty file, all at once; poison on failure. Appends may write to the files
-    /// meanwhile: whatever they write after the file was taken off the list is marked dirty
-    /// again.
-    ///
-    /// The files are synced side by side, one thread each beyond the first: the filesystem
-    /// folds concurrent syncs into one journal commit and one device flush, where one after
-    /// another each pays its own, so a drain that touched several partitions (a turn touches
-    /// an events and a commands partition) waits about as long as for one.
-    fn sync_dirty(&self) -> Result<()> {
-        let files = std::mem::take(&mut *lock(&self.dirty)?);
-        let failed = match files.split_first() {
-            None => None,
-            Some((first, [])) => first.sync_data().err(),
-            Some((first, rest)) => std::thread::scope(|scope| {
-                // A file whose thread could not start is synced here, after the first.
-                let others: Vec<_> = rest
-                    .iter()
-                    .map(|file| {
-                        std::thread::Builder::new()
-                            .name("agentlog-sync".into())
-                            .spawn_scoped(scope, move || file.sync_data())
-                            .map_err(|_| file)
-                    })
-                    .collect();
-                let mut failed = first.sync_data().err();
-                for other in others {
-                    let synced = match other {
-                        Ok(thread) => thread.join().unwrap_or_else(|_| {
-                            Err(std::io::Error::other("a sync thread panicked"))
-                        }),
-                        Err(file) => file.sync_data(),
-                    };
-                    failed = failed.or(synced.err());
-                }
-                failed
-            }),
-        };
-        match failed {
-            None => Ok(()),
-            Some(e) => {
-                let err = Error::new(
-                    ErrorKind::Internal,
-                    format!("fsync of a segment failed: {e}"),
-                );
-                self.poison(&err);
-                Err(err)
-            }
-        }
-    }
-
     /// The result `close` reports after its last sync.
     fn close_result(&self, synced: Result<()>) -> Result<()> {
         self.check().and(synced)
@@ -169,7 +120,11 @@ pub(crate) fn spawn(
     config: Config,
     shared: Arc<Shared>,
 ) -> Result<JoinHandle<()>> {
-    let mut writer = Writer { config, shared };
+    let mut writer = Writer {
+        config,
+        shared,
+        syncers: Syncers::default(),
+    };
     let name = if config.direct() {
         "agentlog-syncer"
     } else {
@@ -215,7 +170,10 @@ pub(crate) fn append_direct(
         partition.publish(segments, entries, ws.next_offset)
     });
     match published {
-        Ok(()) => Ok(first),
+        Ok(moved) => {
+            moved.announce();
+            Ok(first)
+        }
         Err(e) => {
             shared.poison(&e);
             Err(e)
@@ -226,6 +184,7 @@ pub(crate) fn append_direct(
 struct Writer {
     config: Config,
     shared: Arc<Shared>,
+    syncers: Syncers,
 }
 
 impl Writer {
@@ -236,7 +195,7 @@ impl Writer {
                     Ok(command) => command,
                     Err(RecvTimeoutError::Timeout) => {
                         // A failure poisons the log; the next append reports it.
-                        let _ = self.shared.sync_dirty();
+                        let _ = self.sync_dirty();
                         continue;
                     }
                     Err(RecvTimeoutError::Disconnected) => break,
@@ -267,7 +226,7 @@ impl Writer {
             }
         }
         // Every handle is gone: leave nothing unsynced behind.
-        let _ = self.shared.sync_dirty();
+        let _ = self.sync_dirty();
     }
 
     /// Handle one drain; `true` once a close was handled.
@@ -313,18 +272,39 @@ impl Writer {
             }
         }
         // `commit` fails only by poisoning the log, which `check` reports to every ack.
-        let _ = self.commit(&touched);
+        let moved = self.commit(&touched);
         for (ack, firsts) in acks {
             let _ = ack.send(self.shared.check().map(|()| firsts));
         }
+        // Watchers (the view's follower, the group's pollers) wake after the appenders: an
+        // appender applies its own records to the view as it made them, and a follower woken
+        // first would read, decode and parse them back instead.
+        for end in moved {
+            end.announce();
+        }
         match close {
             Some(ack) => {
-                let synced = self.shared.sync_dirty();
+                let synced = self.sync_dirty();
                 let _ = ack.send(self.shared.close_result(synced));
                 true
             }
             None => false,
         }
+    }
+
+    /// Sync every dirty file, side by side; poison on failure. Appends may write to the files
+    /// meanwhile: whatever they write after the file was taken off the list is marked dirty
+    /// again.
+    fn sync_dirty(&mut self) -> Result<()> {
+        let files = std::mem::take(&mut *lock(&self.shared.dirty)?);
+        self.syncers.sync_all(&files).map_err(|e| {
+            let err = Error::new(
+                ErrorKind::Internal,
+                format!("fsync of a segment failed: {e}"),
+            );
+            self.shared.poison(&err);
+            err
+        })
     }
 
     /// Stage a batch and note its partition as touched by this drain.
@@ -347,8 +327,9 @@ impl Writer {
         Ok(first)
     }
 
-    /// Write every touched partition, sync, then publish. `Err` is the poisoning.
-    fn commit(&mut self, touched: &[Arc<Partition>]) -> Result<()> {
+    /// Write every touched partition, sync, then publish; the ends moved, for the caller to
+    /// announce. A failure poisons the log (the acknowledgements check it).
+    fn commit(&mut self, touched: &[Arc<Partition>]) -> Vec<EndMoved> {
         let mut staged = Vec::with_capacity(touched.len());
         for partition in touched {
             let written = lock(&partition.writer).and_then(|mut ws| {
@@ -366,16 +347,19 @@ impl Writer {
                 Err(e) => self.shared.poison(&e),
             }
         }
-        self.shared.check()?;
-        if self.config.fsync == FsyncPolicy::Always {
-            self.shared.sync_dirty()?;
+        if self.shared.check().is_err()
+            || (self.config.fsync == FsyncPolicy::Always && self.sync_dirty().is_err())
+        {
+            return Vec::new();
         }
+        let mut moved = Vec::with_capacity(staged.len());
         for (partition, segments, entries, end) in staged {
-            if let Err(e) = partition.publish(segments, entries, end) {
-                self.shared.poison(&e);
+            match partition.publish(segments, entries, end) {
+                Ok(end) => moved.push(end),
+                Err(e) => self.shared.poison(&e),
             }
         }
-        self.shared.check()
+        moved
     }
 }
 

@@ -363,14 +363,15 @@ impl Partition {
         }
     }
 
-    /// Make batches visible: add new segments and index entries, move the end, wake
-    /// watchers, and evict the oldest cached batches over the budget.
+    /// Make batches visible: add new segments and index entries, move the end, and evict
+    /// the oldest cached batches over the budget. Watchers are woken by announcing what it
+    /// returns: a reader finds the batches at once, a watcher only then.
     pub fn publish(
         &self,
         segments: Vec<Arc<Segment>>,
         staged: Vec<Staged>,
         end: u64,
-    ) -> Result<()> {
+    ) -> Result<EndMoved> {
         let mut state = lock(&self.state)?;
         // The writer numbered them `segment_count`, `segment_count + 1`, ...: the ids that
         // follow the last slot, since a deletion drops slots only from the front.
@@ -396,9 +397,7 @@ impl Partition {
             }
         }
         let watchers = state.end_tx.clone();
-        drop(state);
-        announce_end(watchers, end);
-        Ok(())
+        Ok(EndMoved { watchers, end })
     }
 
     /// Whether a poller must start following this read-only partition's files: `true` once,
@@ -430,6 +429,20 @@ impl Partition {
         drop(state);
         announce_end(watchers, end);
         Ok(base)
+    }
+}
+
+/// A partition's end moved by [`Partition::publish`], not yet told to its watchers.
+#[must_use = "watchers wake only once the move is announced"]
+pub(crate) struct EndMoved {
+    watchers: Option<watch::Sender<u64>>,
+    end: u64,
+}
+
+impl EndMoved {
+    /// Wake the partition's watchers.
+    pub fn announce(self) {
+        announce_end(self.watchers, self.end);
     }
 }
 
