@@ -15,6 +15,7 @@ mod coop;
 mod delete;
 mod place;
 mod read_only;
+mod wake_order;
 
 pub(super) fn topic() -> TopicRef {
     TopicRef::new("s", "t")
