@@ -403,6 +403,9 @@ pub(super) async fn follow(
                 Err(_) => return, // the log is closed
             },
         };
+        // Appenders of this process woken with this follower (a group commit acknowledges
+        // them together) apply their own records as they made them: let them go first.
+        tokio::task::yield_now().await;
         let Some(strong) = inner.upgrade() else {
             return;
         };
