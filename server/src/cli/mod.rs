@@ -151,7 +151,7 @@ struct TopicArgs {
     /// by: new topics get N (4 unless this or the log URL's `?partitions=` says), and an
     /// existing topic with another count is refused, since the count cannot change later.
     /// Without it an existing topic keeps its count. For a deployment that may grow past a
-    /// few replicas pick 64 to 1000 (docs/operations.md, "Partitions").
+    /// few replicas pick 64 or so (docs/operations.md, "Partitions": on Iggy many cost the server).
     #[arg(long, value_name = "N",
           value_parser = clap::value_parser!(u32).range(1..=i64::from(agentlog::log::MAX_PARTITIONS)))]
     partitions: Option<u32>,
