@@ -23,7 +23,8 @@ pub(super) struct Syncers {
 
 #[derive(Debug)]
 struct Helper {
-    files: Sender<Arc<File>>,
+    /// `None` once dropped: closing the job channel ends the thread's loop.
+    files: Option<Sender<Arc<File>>>,
     synced: Receiver<io::Result<()>>,
     thread: Option<JoinHandle<()>>,
 }
@@ -42,18 +43,24 @@ impl Helper {
                 }
             })?;
         Ok(Self {
-            files,
+            files: Some(files),
             synced,
             thread: Some(thread),
         })
+    }
+
+    /// Give the thread `file` to sync; `false` if it is gone.
+    fn hand(&self, file: &Arc<File>) -> bool {
+        self.files
+            .as_ref()
+            .is_some_and(|files| files.send(Arc::clone(file)).is_ok())
     }
 }
 
 impl Drop for Helper {
     fn drop(&mut self) {
-        // Closing the job channel ends the thread's loop; it holds no file between jobs.
-        let (closed, _) = mpsc::channel();
-        self.files = closed;
+        // The thread holds no file between jobs.
+        self.files = None;
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
@@ -71,7 +78,7 @@ impl Syncers {
         let mut here = Vec::new();
         for (index, file) in rest.iter().enumerate() {
             match self.helper(index) {
-                Some(helper) if helper.files.send(Arc::clone(file)).is_ok() => handed.push(index),
+                Some(helper) if helper.hand(file) => handed.push(index),
                 _ => here.push(file),
             }
         }

@@ -11,13 +11,14 @@
 //!   acknowledgement. The thread takes everything queued (one *drain*), encodes each batch
 //!   into its partition's buffer, writes each touched partition with one `write`, syncs each
 //!   touched file once (side by side: `syncers.rs`), publishes the batches to readers, then
-//!   acknowledges them all, and only then wakes the partitions' watchers. While it syncs, new requests pile up and share the next sync, so a sync's cost is split
-//!   across every append that was waiting for it.
+//!   acknowledges them all, and only then wakes the partitions' watchers (`watch_end`). While
+//!   it syncs, new requests pile up and share the next sync, so a sync's cost is split across
+//!   every append that was waiting for it.
 //!
 //! Either way a batch is published (readable) and acknowledged only after its write returned
-//! (and, under `Always`, its sync); `watch_end` moves once it is published. [`LogBackend::append_all`] batches go
-//! through one round: one request and one acknowledgement under `Always`, one lock per batch
-//! on the direct path.
+//! (and, under `Always`, its sync), and its watchers are woken only once it is published.
+//! [`LogBackend::append_all`] batches go through one round: one request and one
+//! acknowledgement under `Always`, one lock per batch on the direct path.
 //!
 //! A write or sync error (including one of the syncer) *poisons* the log: the in-memory view
 //! may no longer match the file (and after a failed `fsync` the kernel may have dropped the
