@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use agentlog::log::raw::Place;
 use agentlog::log::{
-    AppendBatch, Follower, GroupConsumer, Log, StoredRecord, TopicRef, partition_for_key,
+    AppendBatch, Applier, Follower, GroupConsumer, Log, StoredRecord, TopicRef, partition_for_key,
 };
 use bytes::Bytes;
 
@@ -37,7 +37,7 @@ pub trait Subject: Send + Sync {
 /// Run every case against `subject`, one after the other, each on its own streams.
 pub async fn run_all(subject: &dyn Subject) {
     let run = format!("{:08x}", rand::random::<u32>());
-    let cases: [(&str, CaseFn); 14] = [
+    let cases: [(&str, CaseFn); 15] = [
         ("ordering_and_offsets", |s, t| {
             Box::pin(ordering_and_offsets(s, t))
         }),
@@ -49,6 +49,7 @@ pub async fn run_all(subject: &dyn Subject) {
         ("read_past_end", |s, t| Box::pin(read_past_end(s, t))),
         ("read_at", |s, t| Box::pin(read_at(s, t))),
         ("follow_wakeup", |s, t| Box::pin(follow_wakeup(s, t))),
+        ("applier_watches", |s, t| Box::pin(applier_watches(s, t))),
         ("consumer_groups", |s, t| {
             Box::pin(groups::consumer_groups(s, t))
         }),
@@ -198,6 +199,7 @@ async fn append_all(subject: &dyn Subject, stream: String) {
         topic,
         key: b"task",
         payloads: (0..n).map(|i| payload(tag, i)).collect(),
+        applied_by: None,
     };
     let appended = log
         .append_all(vec![
@@ -421,6 +423,41 @@ async fn follow_wakeup(subject: &dyn Subject, stream: String) {
         .await
         .expect("watch_end did not move")
         .expect("watch_end closed");
+    log.close().await.expect("close");
+}
+
+/// An append made for an applier is an append like any other (it lands, reads back, moves
+/// the plain watch), and the applier's own watch moves for every other append. Whether its
+/// own appends move that watch is the backend's choice (the embedded log's do not: its unit
+/// tests; Iggy's do).
+async fn applier_watches(subject: &dyn Subject, stream: String) {
+    let log = subject.open().await;
+    let topic = TopicRef::new(stream, "t");
+    log.ensure_topic(&topic, 1).await.expect("ensure_topic");
+    let applier = Applier::new();
+    let mut plain = log.watch_end(&topic, 0).await.expect("watch_end");
+    let mut own = log
+        .watch_end_for(&topic, 0, applier)
+        .await
+        .expect("watch_end_for");
+    let appended = log
+        .append_for(&topic, b"k", vec![payload("a", 0)], applier)
+        .await
+        .expect("append_for");
+    assert_eq!((appended.partition, appended.first_offset), (0, 0));
+    tokio::time::timeout(SOON, plain.wait_for(|e| *e >= 1))
+        .await
+        .expect("an applier's append did not move the plain watch")
+        .expect("watch_end closed");
+    let read = log.read(&topic, 0, 0, 10).await.expect("read");
+    assert_eq!(payloads(&read), vec![payload("a", 0)]);
+    log.append(&topic, b"k", vec![payload("a", 1)])
+        .await
+        .expect("append");
+    tokio::time::timeout(SOON, own.wait_for(|e| *e >= 2))
+        .await
+        .expect("another append did not move the applier's watch")
+        .expect("watch_end_for closed");
     log.close().await.expect("close");
 }
 

@@ -41,7 +41,7 @@ use bytes::Bytes;
 
 use crate::agent::{AgentTopics, Caller};
 use crate::error::{Error, ErrorKind, Result};
-use crate::log::{AppendBatch, Appended, Log};
+use crate::log::{AppendBatch, Appended, Applier, Log};
 use crate::security::{Destinations, RecordSigner, RecordVerifier};
 use crate::view::{CompactTopics, PartitionPin, TaskView, ViewOptions};
 
@@ -315,16 +315,19 @@ impl Bridge {
     /// A new record is signed with [`BridgeConfig::signer`]; a copy queued again
     /// ([`Topics::Commands`]) goes as the log holds it, signature and all.
     async fn commit(&self, record: &Record, to: Topics) -> Result<Appended> {
-        self.commit_with(record, to, None).await
+        self.commit_with(record, to, None, None).await
     }
 
     /// [`commit`](Self::commit), with `claim` (a worker's first claim on the turn the record
-    /// starts: `worker/reserve.rs`) right after the record in the events topic's batch.
+    /// starts: `worker/reserve.rs`) right after the record in the events topic's batch, that
+    /// batch made for `applied_by` (the view, when the caller offers it every record of the
+    /// batch: [`TaskView::applier`](crate::view::TaskView::applier)).
     async fn commit_with(
         &self,
         record: &Record,
         to: Topics,
         claim: Option<Bytes>,
+        applied_by: Option<Applier>,
     ) -> Result<Appended> {
         let config = &self.inner.config;
         let bytes = match (&config.signer, to) {
@@ -356,11 +359,13 @@ impl Bridge {
                     topic: &topics.events,
                     key,
                     payloads: std::iter::once(bytes.clone()).chain(claim).collect(),
+                    applied_by,
                 },
                 AppendBatch {
                     topic: &topics.commands,
                     key,
                     payloads: vec![bytes],
+                    applied_by: None,
                 },
             ])
             .await?;

@@ -363,11 +363,15 @@ impl Bridge {
         let reserved = view.reserve_first_turn(&record.header);
         let claim = reserved.as_ref().map(|r| r.claim().1.clone());
         let watch = how.follows.then(|| view.watch_new(&task_id));
-        let appended = self.commit_with(&record, Topics::Both, claim).await?;
-        let offset = appended.first_offset;
         // A command carrying a push config goes through the follower, which marks the task
         // as having one (fold rule 16) for a push sender sharing the view.
-        let own = if params_parsed && !super::push::carries_config(request) {
+        let applies_own = params_parsed && !super::push::carries_config(request);
+        let applied_by = applies_own.then(|| view.applier());
+        let appended = self
+            .commit_with(&record, Topics::Both, claim, applied_by)
+            .await?;
+        let offset = appended.first_offset;
+        let own = if applies_own {
             view.apply_own_command(partition, offset, appended.place, &record, immediately)
         } else {
             OwnCommand::NotApplied

@@ -49,6 +49,7 @@ use tokio::sync::watch;
 use crate::error::{Error, ErrorKind, Result};
 use raw::{Layer, LogBackend, Place, Prefetcher};
 
+mod applier;
 pub mod embedded;
 mod follower;
 #[cfg(feature = "iggy")]
@@ -60,6 +61,7 @@ pub mod raw;
 mod tls;
 mod url;
 
+pub use applier::Applier;
 pub use follower::Follower;
 pub use partitioner::partition_for_key;
 pub(crate) use place::MappedSegments;
@@ -127,6 +129,9 @@ pub struct AppendBatch<'a> {
     pub key: &'a [u8],
     /// The records.
     pub payloads: Vec<Bytes>,
+    /// The reader that applies these records itself, if one does: its watch of the partition
+    /// is not woken for them ([`Applier`]). `None` for every other append.
+    pub applied_by: Option<Applier>,
 }
 
 /// Records handed to one consumer-group member by [`GroupConsumer::poll`].
@@ -288,6 +293,18 @@ impl Log {
         self.backend.append_to(topic, partition, payloads).await
     }
 
+    /// Append `payloads` made for `applier`, which applies them itself
+    /// ([`LogBackend::append_for`]).
+    pub async fn append_for(
+        &self,
+        topic: &TopicRef,
+        key: &[u8],
+        payloads: Vec<Bytes>,
+        applier: Applier,
+    ) -> Result<Appended> {
+        self.backend.append_for(topic, key, payloads, applier).await
+    }
+
     /// Append several batches at once ([`LogBackend::append_all`]).
     pub async fn append_all(&self, batches: Vec<AppendBatch<'_>>) -> Result<Vec<Appended>> {
         self.backend.append_all(batches).await
@@ -350,6 +367,17 @@ impl Log {
         partition: u32,
     ) -> Result<watch::Receiver<u64>> {
         self.backend.watch_end(topic, partition).await
+    }
+
+    /// A watch of `partition`'s end offset that `applier`'s own appends do not move
+    /// ([`LogBackend::watch_end_for`]).
+    pub async fn watch_end_for(
+        &self,
+        topic: &TopicRef,
+        partition: u32,
+        applier: Applier,
+    ) -> Result<watch::Receiver<u64>> {
+        self.backend.watch_end_for(topic, partition, applier).await
     }
 
     /// Join consumer group `group` on `topic` ([`LogBackend::join_group`]).

@@ -13,7 +13,7 @@ use bytes::Bytes;
 use tokio::sync::watch;
 
 pub use super::place::{Place, Prefetcher};
-use super::{AppendBatch, Appended, GroupConsumer, SegmentInfo, StoredRecord, TopicRef};
+use super::{AppendBatch, Appended, Applier, GroupConsumer, SegmentInfo, StoredRecord, TopicRef};
 use crate::error::{Error, ErrorKind, Result};
 
 /// What the bridge and the workers need from a broker.
@@ -33,6 +33,20 @@ pub trait LogBackend: Send + Sync + fmt::Debug + 'static {
     /// ([`partition_for_key`](super::partition_for_key)), and return where they landed.
     /// Returns once the batch is acknowledged under the backend's durability setting.
     async fn append(&self, topic: &TopicRef, key: &[u8], payloads: Vec<Bytes>) -> Result<Appended>;
+
+    /// [`append`](Self::append), made for `applier` ([`Applier`]): once acknowledged, it does
+    /// not move `applier`'s watches ([`watch_end_for`](Self::watch_end_for)). Default: a
+    /// plain append (every watch moves).
+    async fn append_for(
+        &self,
+        topic: &TopicRef,
+        key: &[u8],
+        payloads: Vec<Bytes>,
+        applier: Applier,
+    ) -> Result<Appended> {
+        let _ = applier;
+        self.append(topic, key, payloads).await
+    }
 
     /// Append `payloads`, in order, to partition `partition` of `topic`, whatever a key would
     /// choose: for records that belong to a partition rather than to a key (what a holder of
@@ -122,6 +136,20 @@ pub trait LogBackend: Send + Sync + fmt::Debug + 'static {
     /// process or (for a networked backend) by anyone, so followers await it instead of
     /// spinning. Backends that cannot be notified poll adaptively behind this receiver.
     async fn watch_end(&self, topic: &TopicRef, partition: u32) -> Result<watch::Receiver<u64>>;
+
+    /// [`watch_end`](Self::watch_end) for `applier`, a reader that applies its own appends
+    /// ([`Applier`]): appends acknowledged as made for it
+    /// ([`AppendBatch::applied_by`](super::AppendBatch)) do not move this watch. Default: the
+    /// plain watch, woken by every append (what a backend that cannot tell appends apart does).
+    async fn watch_end_for(
+        &self,
+        topic: &TopicRef,
+        partition: u32,
+        applier: Applier,
+    ) -> Result<watch::Receiver<u64>> {
+        let _ = applier;
+        self.watch_end(topic, partition).await
+    }
 
     /// Join consumer group `group` on `topic` (creating the group if needed). Members of one
     /// group share the topic's partitions; each partition's committed offset survives the
@@ -296,6 +324,14 @@ layered! {
     /// [`LogBackend::append`].
     fn append<'t, 'k>(&'s self, topic: &'t TopicRef, key: &'k [u8], payloads: Vec<Bytes>)
         -> Appended;
+    /// [`LogBackend::append_for`].
+    fn append_for<'t, 'k>(
+        &'s self,
+        topic: &'t TopicRef,
+        key: &'k [u8],
+        payloads: Vec<Bytes>,
+        applier: Applier
+    ) -> Appended;
     /// [`LogBackend::append_to`].
     fn append_to<'t>(&'s self, topic: &'t TopicRef, partition: u32, payloads: Vec<Bytes>)
         -> Appended;
@@ -318,6 +354,9 @@ layered! {
     fn end_offset<'t>(&'s self, topic: &'t TopicRef, partition: u32) -> u64;
     /// [`LogBackend::watch_end`].
     fn watch_end<'t>(&'s self, topic: &'t TopicRef, partition: u32) -> watch::Receiver<u64>;
+    /// [`LogBackend::watch_end_for`].
+    fn watch_end_for<'t>(&'s self, topic: &'t TopicRef, partition: u32, applier: Applier)
+        -> watch::Receiver<u64>;
     /// [`LogBackend::join_group`]: the layer below's member, unwrapped.
     fn join_group<'t, 'g>(&'s self, topic: &'t TopicRef, group: &'g str)
         -> Box<dyn GroupConsumer>;

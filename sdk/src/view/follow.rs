@@ -381,13 +381,23 @@ pub(super) async fn mark_ready(
 }
 
 /// The background follower of one partition: whenever the log's end moves past what is
-/// applied, catch up (unless a request already did).
+/// applied, catch up (unless a request already did). `end` is the view's own watch of the
+/// log ([`Applier`](crate::log::Applier)): the records this process appends for the view do
+/// not move it, since their appender applies them; those it keeps for later move the
+/// partition's `kept_end` instead.
 pub(super) async fn follow(
     inner: Weak<Inner>,
     partition: u32,
     mut end: watch::Receiver<u64>,
     shutdown: CancellationToken,
 ) {
+    let Some(mut kept_end) = inner.upgrade().and_then(|i| {
+        i.parts
+            .get(partition as usize)
+            .map(|p| p.kept_end.subscribe())
+    }) else {
+        return;
+    };
     let mut backoff = Duration::from_millis(10);
     loop {
         let Some(applied) = inner
@@ -401,6 +411,10 @@ pub(super) async fn follow(
             moved = end.wait_for(|end| *end > applied) => match moved {
                 Ok(target) => *target,
                 Err(_) => return, // the log is closed
+            },
+            kept = kept_end.wait_for(|kept| *kept > applied) => match kept {
+                Ok(target) => *target,
+                Err(_) => return, // the view is gone
             },
         };
         // Appenders of this process woken with this follower (a group commit acknowledges

@@ -243,7 +243,10 @@ impl Inner {
         // The end the hold's readiness is measured against, read after the restore: the
         // records before it are replayed before the partition answers.
         let start_end = self.log.end_offset(&self.topic, partition).await?;
-        let end = self.log.watch_end(&self.topic, partition).await?;
+        let end = self
+            .log
+            .watch_end_for(&self.topic, partition, self.applier)
+            .await?;
         let (tasks, position, mark) = match restored {
             Some((tasks, mark)) => (tasks, mark.position, Some(mark)),
             None => (Tasks::new(count_live), 0, None),

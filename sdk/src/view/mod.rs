@@ -45,7 +45,7 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::Caller;
 use crate::error::Result;
 use crate::log::raw::Prefetcher;
-use crate::log::{Log, TopicRef, partition_for_key};
+use crate::log::{Applier, Log, TopicRef, partition_for_key};
 use crate::retention::now_ms;
 
 pub use compact::{CompactTopics, Compacted};
@@ -162,6 +162,8 @@ struct Inner {
     shutdown: CancellationToken,
     /// New commands kept parsed for a worker's first turn.
     handoff: handoff::Handoff,
+    /// The view as the applier of this process's appends ([`TaskView::applier`]).
+    applier: Applier,
 }
 
 impl Inner {
@@ -289,6 +291,7 @@ impl TaskView {
             undecodable: AtomicU64::new(0),
             caught_up: watch::channel(holding.is_empty()).0,
             handoff: handoff::Handoff::default(),
+            applier: Applier::new(),
             shutdown: shutdown.clone(),
             options,
         });

@@ -18,6 +18,7 @@ use super::ahead::Own;
 use super::part::Part;
 use super::tasks::Tasks;
 use super::{Inner, TaskView};
+use crate::log::Applier;
 use crate::log::raw::Place;
 
 /// What [`TaskView::apply_own_command`] did with a command record.
@@ -32,6 +33,16 @@ pub enum OwnCommand {
 }
 
 impl TaskView {
+    /// The view as an applier ([`Applier`]): an append made for it
+    /// ([`AppendBatch::applied_by`](crate::log::AppendBatch)) does not wake its follower, so
+    /// its appender must, once the log acknowledged it, offer every record of it to
+    /// [`apply_own_command`](Self::apply_own_command), [`apply_own`](Self::apply_own) or
+    /// [`apply_own_batch`](Self::apply_own_batch), which apply it or keep it (waking the
+    /// follower). An append the log refused wakes the follower as any other.
+    pub(crate) fn applier(&self) -> Applier {
+        self.inner.applier
+    }
+
     /// Apply the command record this process has just appended at `offset` of `partition`
     /// (`record`, whose params it parsed into a request with the header's message id, asking
     /// for the task at once when `return_immediately`), if the view stands right before it

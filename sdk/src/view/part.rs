@@ -38,6 +38,9 @@ pub(super) struct Part {
     pub(super) feed: tokio::sync::Mutex<u64>,
     /// Records this process appended that wait for the view to reach them ([`Ahead`]).
     ahead: Mutex<Ahead>,
+    /// The end of the records kept `ahead`: it wakes the background follower to reach them,
+    /// as the log's end does not (it was appended for the view, which applies it itself).
+    pub(super) kept_end: watch::Sender<u64>,
     /// The partition is held and has applied everything its log held when the hold began.
     pub(super) ready: watch::Sender<bool>,
     pub(super) held: AtomicBool,
@@ -74,6 +77,7 @@ impl Part {
             applied: watch::channel(0).0,
             feed: tokio::sync::Mutex::new(0),
             ahead: Mutex::new(Ahead::default()),
+            kept_end: watch::channel(0).0,
             ready: watch::channel(false).0,
             held: AtomicBool::new(false),
             assigned: AtomicBool::new(false),
@@ -145,9 +149,21 @@ impl Part {
         mutex.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Keep records this process appended until the view reaches them ([`Ahead::keep`]).
+    /// Keep records this process appended until the view reaches them ([`Ahead::keep`]),
+    /// and wake the follower to reach them.
     pub(super) fn keep_ahead(&self, records: impl IntoIterator<Item = (u64, Place, Own)>) {
+        let mut end = 0;
+        let records = records
+            .into_iter()
+            .inspect(|(offset, ..)| end = end.max(offset + 1));
         Self::lock(&self.ahead).keep(records);
+        self.kept_end.send_if_modified(|kept| {
+            let moved = end > *kept;
+            if moved {
+                *kept = end;
+            }
+            moved
+        });
     }
 
     /// The records kept from `next` on with no gap, taken out ([`Ahead::take_from`]).

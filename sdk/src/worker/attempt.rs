@@ -21,6 +21,7 @@ use crate::agent::Caller;
 use crate::error::{Error, ErrorKind, Result};
 use crate::log::{Appended, Log, TopicRef};
 use crate::security::{RecordSigner, RecordVerifier};
+use crate::view::TaskView;
 
 /// Where a worker's records go, and under which name.
 #[derive(Debug)]
@@ -40,6 +41,21 @@ impl Writer {
     /// Append `records` (of one task) to the events topic in one batch, keyed by their task,
     /// each signed if the worker has a signer.
     pub(super) async fn append(&self, records: &[Record]) -> Result<Appended> {
+        let (key, payloads) = self.batch(records)?;
+        self.log.append(&self.events, key, payloads).await
+    }
+
+    /// [`append`](Self::append), made for `view`, to which the caller offers every record
+    /// once it landed ([`TaskView::applier`]).
+    pub(super) async fn append_for(&self, records: &[Record], view: &TaskView) -> Result<Appended> {
+        let (key, payloads) = self.batch(records)?;
+        self.log
+            .append_for(&self.events, key, payloads, view.applier())
+            .await
+    }
+
+    /// The key and payloads of a batch of `records` of one task.
+    fn batch<'r>(&self, records: &'r [Record]) -> Result<(&'r [u8], Vec<Bytes>)> {
         let Some(first) = records.first() else {
             return Err(Error::new(ErrorKind::Internal, "an empty batch of records"));
         };
@@ -47,9 +63,7 @@ impl Writer {
             .iter()
             .map(|r| self.payload(r))
             .collect::<Result<Vec<_>>>()?;
-        self.log
-            .append(&self.events, first.header.task_id.as_bytes(), payloads)
-            .await
+        Ok((first.header.task_id.as_bytes(), payloads))
     }
 
     /// `record`'s bytes as this worker writes it: signed if it has a signer.

@@ -75,8 +75,8 @@ pub(super) async fn claim(
     attempt.set_trace(trace, trace.cloned());
     // On a submitted task the claim is also its WORKING status (fold rule 10).
     let records = [attempt.claim_record(&turn, false)];
-    let appended = shared.writer.append(&records).await?;
     let view = &shared.view;
+    let appended = shared.writer.append_for(&records, view).await?;
     let claim = match view.apply_own(
         info.partition,
         appended.first_offset,

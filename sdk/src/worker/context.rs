@@ -436,7 +436,7 @@ impl TaskContext {
             return Ok(None);
         };
         let claim = [attempt.claim_record(&next, false)];
-        let appended = attempt.writer.append(&claim).await?;
+        let appended = attempt.writer.append_for(&claim, view).await?;
         if view
             .apply_own(partition, appended.first_offset, appended.place, &claim)
             .is_none()

@@ -220,7 +220,7 @@ impl Reports {
                 (records, parsed, first_number)
             };
             let count = records.len() as u64;
-            match self.writer.append(&records).await {
+            match self.writer.append_for(&records, &self.view).await {
                 Ok(appended) => {
                     let first = appended.first_offset;
                     self.written_end.fetch_max(first + count, Ordering::AcqRel);

@@ -79,6 +79,7 @@
 //! looping over them would never give its runtime thread back: each of them first takes a
 //! unit of tokio's cooperative budget (`cooperate`), as tokio's own I/O does.
 
+mod append;
 mod files;
 mod group;
 mod inner;
@@ -113,7 +114,7 @@ use self::writer::{Command, Shared};
 // The submodules name it `super::closed_error`.
 use super::closed_error;
 use super::raw::{LogBackend, Place, Prefetcher};
-use super::{AppendBatch, Appended, GroupConsumer, SegmentInfo, StoredRecord, TopicRef};
+use super::{AppendBatch, Appended, Applier, GroupConsumer, SegmentInfo, StoredRecord, TopicRef};
 use crate::error::{Error, ErrorKind, Result};
 
 /// The embedded log backend. Cheap to share behind an `Arc` (see [`super::Log`]).
@@ -206,51 +207,6 @@ impl EmbeddedLog {
             inner: Arc::new(Inner::without_writer(Some(dir), topics, true)),
         })
     }
-
-    /// Append `payloads` to `partition` (number `index` of its topic): the body of `append`
-    /// and `append_to` once the partition is chosen.
-    async fn append_routed(
-        &self,
-        index: u32,
-        partition: Arc<Partition>,
-        payloads: Vec<Bytes>,
-    ) -> Result<Appended> {
-        let inner = &self.inner;
-        let count = u32::try_from(payloads.len())
-            .map_err(|_| Error::new(ErrorKind::InvalidParams, "too many records in one batch"))?;
-        if count == 0 {
-            return Ok(Appended {
-                partition: index,
-                first_offset: partition.end()?,
-                count,
-                place: Place::UNKNOWN,
-            });
-        }
-        let (first_offset, place) = match &inner.writer {
-            None => (partition.append_in_memory(payloads)?, Place::UNKNOWN),
-            Some(_) if inner.write_config.direct() => {
-                writer::append_direct(inner.write_config, &inner.shared, &partition, payloads)?
-            }
-            Some(tx) => {
-                let (ack, acked) = oneshot::channel();
-                tx.send(Command::Append {
-                    batches: vec![(partition, payloads)],
-                    ack,
-                })
-                .map_err(|_| closed_error())?;
-                let firsts = acked.await.map_err(|_| closed_error())??;
-                firsts.first().copied().ok_or_else(|| {
-                    Error::new(ErrorKind::Internal, "the writer acknowledged no batch")
-                })?
-            }
-        };
-        Ok(Appended {
-            partition: index,
-            first_offset,
-            count,
-            place,
-        })
-    }
 }
 
 #[async_trait]
@@ -293,7 +249,20 @@ impl LogBackend for EmbeddedLog {
         cooperate().await;
         self.inner.check_writable()?;
         let (index, partition) = self.inner.route(topic, key)?;
-        self.append_routed(index, partition, payloads).await
+        append::append_routed(&self.inner, index, partition, payloads, None).await
+    }
+
+    async fn append_for(
+        &self,
+        topic: &TopicRef,
+        key: &[u8],
+        payloads: Vec<Bytes>,
+        applier: Applier,
+    ) -> Result<Appended> {
+        cooperate().await;
+        self.inner.check_writable()?;
+        let (index, partition) = self.inner.route(topic, key)?;
+        append::append_routed(&self.inner, index, partition, payloads, Some(applier)).await
     }
 
     async fn append_to(
@@ -305,7 +274,7 @@ impl LogBackend for EmbeddedLog {
         cooperate().await;
         self.inner.check_writable()?;
         let found = self.inner.partition(topic, partition)?;
-        self.append_routed(partition, found, payloads).await
+        append::append_routed(&self.inner, partition, found, payloads, None).await
     }
 
     /// One round for every batch: written in order by the calling task (direct path), or
@@ -320,41 +289,20 @@ impl LogBackend for EmbeddedLog {
             let count = u32::try_from(batch.payloads.len()).map_err(|_| {
                 Error::new(ErrorKind::InvalidParams, "too many records in one batch")
             })?;
-            routed.push((index, count, partition, batch.payloads));
+            routed.push((index, count, partition, batch.payloads, batch.applied_by));
         }
         let tx = match &inner.writer {
             Some(tx) if !inner.write_config.direct() => tx,
             _ => {
                 // Memory and direct appends complete on this task: one after the other.
-                let mut out = Vec::with_capacity(routed.len());
-                for (index, count, partition, payloads) in routed {
-                    let (first_offset, place) = if count == 0 {
-                        (partition.end()?, Place::UNKNOWN)
-                    } else if inner.writer.is_none() {
-                        (partition.append_in_memory(payloads)?, Place::UNKNOWN)
-                    } else {
-                        writer::append_direct(
-                            inner.write_config,
-                            &inner.shared,
-                            &partition,
-                            payloads,
-                        )?
-                    };
-                    out.push(Appended {
-                        partition: index,
-                        first_offset,
-                        count,
-                        place,
-                    });
-                }
-                return Ok(out);
+                return append::append_each(inner, routed);
             }
         };
         let mut shape = Vec::with_capacity(routed.len());
         let mut sent = Vec::with_capacity(routed.len());
-        for (index, count, partition, payloads) in routed {
+        for (index, count, partition, payloads, by) in routed {
             shape.push((index, count));
-            sent.push((partition, payloads));
+            sent.push((partition, payloads, by));
         }
         if sent.is_empty() {
             return Ok(Vec::new());
@@ -471,6 +419,20 @@ impl LogBackend for EmbeddedLog {
     async fn watch_end(&self, topic: &TopicRef, partition: u32) -> Result<watch::Receiver<u64>> {
         let found = self.inner.partition(topic, partition)?;
         let receiver = found.watch_end()?;
+        if found.start_polling() {
+            tokio::spawn(poll_files(Arc::downgrade(&found)));
+        }
+        Ok(receiver)
+    }
+
+    async fn watch_end_for(
+        &self,
+        topic: &TopicRef,
+        partition: u32,
+        applier: Applier,
+    ) -> Result<watch::Receiver<u64>> {
+        let found = self.inner.partition(topic, partition)?;
+        let receiver = found.watch_end_for(applier)?;
         if found.start_polling() {
             tokio::spawn(poll_files(Arc::downgrade(&found)));
         }

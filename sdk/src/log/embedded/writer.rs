@@ -42,6 +42,7 @@ use super::partition::{EndMoved, Entry, Loc, Partition, Segment, Staged, WriterS
 use super::segment::{self, HEADER_LEN};
 use super::syncers::Syncers;
 use crate::error::{Error, ErrorKind, Result};
+use crate::log::Applier;
 use crate::log::raw::Place;
 
 /// Most requests taken in one drain, so acknowledgements are not held back too long.
@@ -49,13 +50,16 @@ const MAX_DRAIN_REQUESTS: usize = 4096;
 /// Most payload bytes taken in one drain.
 const MAX_DRAIN_BYTES: usize = 64 * 1024 * 1024;
 
+/// One batch of a request: its partition, its records, and the applier it is made for.
+pub(crate) type Batch = (Arc<Partition>, Vec<Bytes>, Option<Applier>);
+
 /// A request to the writer thread.
 #[derive(Debug)]
 pub(crate) enum Command {
     /// Append batches, in order, in one round; the acknowledgement carries each batch's
     /// first offset.
     Append {
-        batches: Vec<(Arc<Partition>, Vec<Bytes>)>,
+        batches: Vec<Batch>,
         ack: oneshot::Sender<Result<Vec<(u64, Place)>>>,
     },
     /// Write and sync everything queued or written before, acknowledge, and stop.
@@ -139,15 +143,17 @@ pub(crate) fn spawn(
         })
 }
 
-/// Append one batch from the calling task (direct path): write it, publish it, and return
-/// its first offset and place. Blocks for one positional `write` (plus, on a segment roll, a sync of
-/// the full segment and a file creation).
+/// Append one batch from the calling task (direct path), made for `by` if it applies it
+/// itself: write it, publish it, and return its first offset and place, and the end moved
+/// for the caller to announce. Blocks for one positional `write` (plus, on a segment roll, a
+/// sync of the full segment and a file creation).
 pub(crate) fn append_direct(
     config: Config,
     shared: &Shared,
     partition: &Partition,
     records: Vec<Bytes>,
-) -> Result<(u64, Place)> {
+    by: Option<Applier>,
+) -> Result<((u64, Place), EndMoved)> {
     shared.check()?;
     let mut ws = lock(&partition.writer)?;
     if ws.closed {
@@ -168,13 +174,10 @@ pub(crate) fn append_direct(
         }
         let segments = std::mem::take(&mut ws.pending_segments);
         let entries = std::mem::take(&mut ws.pending_entries);
-        partition.publish(segments, entries, ws.next_offset)
+        partition.publish(segments, entries, ws.next_offset, by)
     });
     match published {
-        Ok(moved) => {
-            moved.announce();
-            Ok(first)
-        }
+        Ok(moved) => Ok((first, moved)),
         Err(e) => {
             shared.poison(&e);
             Err(e)
@@ -214,7 +217,7 @@ impl Writer {
                         if let Command::Append { batches, .. } = &command {
                             bytes += batches
                                 .iter()
-                                .flat_map(|(_, records)| records.iter().map(Bytes::len))
+                                .flat_map(|(_, records, _)| records.iter().map(Bytes::len))
                                 .sum::<usize>();
                         }
                         commands.push(command);
@@ -235,6 +238,8 @@ impl Writer {
         let mut acks = Vec::with_capacity(commands.len());
         let mut touched: Vec<Arc<Partition>> = Vec::new();
         let mut close = None;
+        // An appender told its append failed applies none of it: every watcher wakes then.
+        let mut any_failed = false;
         for command in commands {
             match command {
                 Command::Close { ack } if close.is_none() => close = Some(ack),
@@ -251,8 +256,8 @@ impl Writer {
                     }
                     let mut firsts = Vec::with_capacity(batches.len());
                     let mut failed = None;
-                    for (partition, records) in batches {
-                        match self.stage(&partition, records, &mut touched) {
+                    for (partition, records, by) in batches {
+                        match self.stage(&partition, records, by, &mut touched) {
                             Ok(first) => firsts.push(first),
                             Err(e) => {
                                 if e.kind() != ErrorKind::InvalidParams {
@@ -266,6 +271,7 @@ impl Writer {
                     match failed {
                         None => acks.push((ack, firsts)),
                         Some(e) => {
+                            any_failed = true;
                             let _ = ack.send(Err(e));
                         }
                     }
@@ -274,6 +280,7 @@ impl Writer {
         }
         // `commit` fails only by poisoning the log, which `check` reports to every ack.
         let moved = self.commit(&touched);
+        let poisoned = self.shared.check().is_err();
         for (ack, firsts) in acks {
             let _ = ack.send(self.shared.check().map(|()| firsts));
         }
@@ -281,7 +288,11 @@ impl Writer {
         // appender applies its own records to the view as it made them, and a follower woken
         // first would read, decode and parse them back instead.
         for end in moved {
-            end.announce();
+            if any_failed || poisoned {
+                end.announce_to_all();
+            } else {
+                end.announce();
+            }
         }
         match close {
             Some(ack) => {
@@ -308,11 +319,13 @@ impl Writer {
         })
     }
 
-    /// Stage a batch and note its partition as touched by this drain.
+    /// Stage a batch made for `by` and note its partition as touched by this drain (and by
+    /// whom, if every batch of the drain to it was made for one applier).
     fn stage(
         &mut self,
         partition: &Arc<Partition>,
         records: Vec<Bytes>,
+        by: Option<Applier>,
         touched: &mut Vec<Arc<Partition>>,
     ) -> Result<(u64, Place)> {
         let mut ws = lock(&partition.writer)?;
@@ -323,7 +336,10 @@ impl Writer {
         let first = stage(self.config, partition, &mut ws, records)?;
         if !ws.touched {
             ws.touched = true;
+            ws.applied_by = by;
             touched.push(Arc::clone(partition));
+        } else if ws.applied_by != by {
+            ws.applied_by = None;
         }
         Ok(first)
     }
@@ -341,10 +357,10 @@ impl Writer {
                 }
                 let segments = std::mem::take(&mut ws.pending_segments);
                 let entries = std::mem::take(&mut ws.pending_entries);
-                Ok((segments, entries, ws.next_offset))
+                Ok((segments, entries, ws.next_offset, ws.applied_by.take()))
             });
             match written {
-                Ok((segments, entries, end)) => staged.push((partition, segments, entries, end)),
+                Ok(written) => staged.push((partition, written)),
                 Err(e) => self.shared.poison(&e),
             }
         }
@@ -354,8 +370,8 @@ impl Writer {
             return Vec::new();
         }
         let mut moved = Vec::with_capacity(staged.len());
-        for (partition, segments, entries, end) in staged {
-            match partition.publish(segments, entries, end) {
+        for (partition, (segments, entries, end, by)) in staged {
+            match partition.publish(segments, entries, end, by) {
                 Ok(end) => moved.push(end),
                 Err(e) => self.shared.poison(&e),
             }

@@ -18,7 +18,7 @@ use super::LogOp;
 use crate::error::Result;
 use crate::log::raw::{Layered, LogBackend, Place};
 use crate::log::{
-    AppendBatch, Appended, Delivery, GroupConsumer, SegmentInfo, StoredRecord, TopicRef,
+    AppendBatch, Appended, Applier, Delivery, GroupConsumer, SegmentInfo, StoredRecord, TopicRef,
 };
 
 /// What a layer does around every call: given what the call is and the call on the layer
@@ -274,6 +274,23 @@ impl<I: Interceptor> Layered for Intercepted<I> {
         self.hook.around(&call, next).await
     }
 
+    async fn append_for(
+        &self,
+        topic: &TopicRef,
+        key: &[u8],
+        payloads: Vec<Bytes>,
+        applier: Applier,
+    ) -> Result<Appended> {
+        let (records, bytes) = payloads_and_bytes(&payloads);
+        let call = Call::Append {
+            topic,
+            records,
+            bytes,
+        };
+        let next = self.inner.append_for(topic, key, payloads, applier);
+        self.hook.around(&call, next).await
+    }
+
     async fn append_to(
         &self,
         topic: &TopicRef,
@@ -352,6 +369,17 @@ impl<I: Interceptor> Layered for Intercepted<I> {
     async fn watch_end(&self, topic: &TopicRef, partition: u32) -> Result<watch::Receiver<u64>> {
         let call = Call::WatchEnd { topic, partition };
         let next = self.inner.watch_end(topic, partition);
+        self.hook.around(&call, next).await
+    }
+
+    async fn watch_end_for(
+        &self,
+        topic: &TopicRef,
+        partition: u32,
+        applier: Applier,
+    ) -> Result<watch::Receiver<u64>> {
+        let call = Call::WatchEnd { topic, partition };
+        let next = self.inner.watch_end_for(topic, partition, applier);
         self.hook.around(&call, next).await
     }
 

@@ -319,11 +319,13 @@ mod tests {
                 topic: &topic,
                 key: b"k",
                 payloads: vec![payload("f")],
+                applied_by: None,
             },
             AppendBatch {
                 topic: &other,
                 key: b"k",
                 payloads: vec![payload("gh")],
+                applied_by: None,
             },
         ])
         .await

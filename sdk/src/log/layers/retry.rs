@@ -14,7 +14,7 @@ use super::LogOp;
 use crate::error::Result;
 use crate::log::raw::{Layer, Layered, LogBackend, Place};
 use crate::log::{
-    AppendBatch, Appended, Delivery, GroupConsumer, SegmentInfo, StoredRecord, TopicRef,
+    AppendBatch, Appended, Applier, Delivery, GroupConsumer, SegmentInfo, StoredRecord, TopicRef,
 };
 
 /// Retries a call that fails with a retryable error ([`Error::is_retryable`]: `Timeout` or
@@ -210,6 +210,20 @@ impl Layered for RetryLog {
             .await
     }
 
+    async fn append_for(
+        &self,
+        topic: &TopicRef,
+        key: &[u8],
+        payloads: Vec<Bytes>,
+        applier: Applier,
+    ) -> Result<Appended> {
+        self.policy
+            .run(LogOp::Append, || {
+                self.inner.append_for(topic, key, payloads.clone(), applier)
+            })
+            .await
+    }
+
     async fn append_to(
         &self,
         topic: &TopicRef,
@@ -270,6 +284,19 @@ impl Layered for RetryLog {
     async fn watch_end(&self, topic: &TopicRef, partition: u32) -> Result<watch::Receiver<u64>> {
         self.policy
             .run(LogOp::WatchEnd, || self.inner.watch_end(topic, partition))
+            .await
+    }
+
+    async fn watch_end_for(
+        &self,
+        topic: &TopicRef,
+        partition: u32,
+        applier: Applier,
+    ) -> Result<watch::Receiver<u64>> {
+        self.policy
+            .run(LogOp::WatchEnd, || {
+                self.inner.watch_end_for(topic, partition, applier)
+            })
             .await
     }
 
@@ -506,6 +533,7 @@ mod tests {
                     topic: &t,
                     key: b"k",
                     payloads: payload(1),
+                    applied_by: None,
                 };
                 log.append_all(vec![batch]).await.is_ok()
             }),

@@ -12,6 +12,7 @@ use super::tasks::applied::content_offsets;
 use super::*;
 use crate::log::raw::Place;
 
+mod applier;
 mod holding;
 pub(super) mod retention;
 

@@ -16,6 +16,7 @@ mod delete;
 mod read;
 mod read_only;
 mod recover;
+mod watchers;
 
 use std::collections::VecDeque;
 use std::fs::File;
@@ -28,8 +29,10 @@ use tokio::sync::watch;
 
 use super::mapped::SegmentMap;
 use crate::error::{Error, ErrorKind, Result};
+use crate::log::Applier;
 use crate::log::MappedSegments;
 use crate::log::raw::Place;
+use watchers::Watchers;
 
 /// A segment file of the partition.
 #[derive(Debug)]
@@ -195,7 +198,7 @@ pub(crate) struct PartState {
     first_slot: usize,
     end: u64,
     /// `None` once the log is closed, which wakes every watcher with an error.
-    end_tx: Option<watch::Sender<u64>>,
+    watchers: Option<Arc<Watchers>>,
 }
 
 impl PartState {
@@ -244,6 +247,9 @@ pub(crate) struct WriterState {
     pub segment_count: usize,
     /// Whether this partition is in the writer's current drain.
     pub touched: bool,
+    /// The applier every batch of the current drain to this partition was made for, if one
+    /// was: its watch is not woken for them.
+    pub applied_by: Option<Applier>,
     /// Set by `close` (direct path): later appends fail.
     pub closed: bool,
 }
@@ -308,7 +314,6 @@ impl Partition {
             mapped,
         }: Contents,
     ) -> Self {
-        let (end_tx, _) = watch::channel(end);
         let segment_count = slots.len();
         let buf_start = active.as_ref().map_or(0, |a| a.2);
         Self {
@@ -325,7 +330,7 @@ impl Partition {
                 slots: slots.into(),
                 first_slot: 0,
                 end,
-                end_tx: Some(end_tx),
+                watchers: Some(Arc::new(Watchers::new(end))),
             }),
             writer: Mutex::new(WriterState {
                 next_offset: end,
@@ -336,6 +341,7 @@ impl Partition {
                 pending_segments: Vec::new(),
                 segment_count,
                 touched: false,
+                applied_by: None,
                 closed: false,
             }),
             mapped,
@@ -350,27 +356,39 @@ impl Partition {
     /// A receiver of the end offset, or an error once the log is closed.
     pub fn watch_end(&self) -> Result<watch::Receiver<u64>> {
         lock(&self.state)?
-            .end_tx
+            .watchers
             .as_ref()
-            .map(watch::Sender::subscribe)
+            .map(|watchers| watchers.subscribe())
             .ok_or_else(super::closed_error)
     }
 
-    /// Drop the end watch so that every follower wakes and sees the log closed.
+    /// A receiver of the end offset that `applier`'s own appends do not move, or an error
+    /// once the log is closed.
+    pub fn watch_end_for(&self, applier: Applier) -> Result<watch::Receiver<u64>> {
+        lock(&self.state)?
+            .watchers
+            .as_ref()
+            .map(|watchers| watchers.subscribe_for(applier))
+            .ok_or_else(super::closed_error)
+    }
+
+    /// Drop the end watches so that every follower wakes and sees the log closed.
     pub fn close(&self) {
         if let Ok(mut state) = self.state.lock() {
-            state.end_tx = None;
+            state.watchers = None;
         }
     }
 
     /// Make batches visible: add new segments and index entries, move the end, and evict
     /// the oldest cached batches over the budget. Watchers are woken by announcing what it
-    /// returns: a reader finds the batches at once, a watcher only then.
+    /// returns: a reader finds the batches at once, a watcher only then; `by`'s watch not at
+    /// all, when every batch was made for that applier.
     pub fn publish(
         &self,
         segments: Vec<Arc<Segment>>,
         staged: Vec<Staged>,
         end: u64,
+        by: Option<Applier>,
     ) -> Result<EndMoved> {
         let mut state = lock(&self.state)?;
         // The writer numbered them `segment_count`, `segment_count + 1`, ...: the ids that
@@ -396,8 +414,8 @@ impl Partition {
                 state.first_cached += 1;
             }
         }
-        let watchers = state.end_tx.clone();
-        Ok(EndMoved { watchers, end })
+        let watchers = state.watchers.clone();
+        Ok(EndMoved { watchers, end, by })
     }
 
     /// Whether a poller must start following this read-only partition's files: `true` once,
@@ -410,13 +428,19 @@ impl Partition {
     pub fn is_closed(&self) -> bool {
         self.state
             .lock()
-            .map_or(true, |state| state.end_tx.is_none())
+            .map_or(true, |state| state.watchers.is_none())
     }
 
-    /// Append a batch in memory mode (no writer thread): offsets are assigned here.
-    pub fn append_in_memory(&self, records: Vec<Bytes>) -> Result<u64> {
+    /// Append a batch in memory mode (no writer thread), made for `by` if it applies it
+    /// itself: offsets are assigned here. Returns its first offset, and the end moved for the
+    /// caller to announce.
+    pub fn append_in_memory(
+        &self,
+        records: Vec<Bytes>,
+        by: Option<Applier>,
+    ) -> Result<(u64, EndMoved)> {
         let mut state = lock(&self.state)?;
-        if state.end_tx.is_none() {
+        if state.watchers.is_none() {
             return Err(super::closed_error());
         }
         let base = state.end;
@@ -425,39 +449,38 @@ impl Partition {
         state.cached.push_back(records.into());
         state.end = base + count;
         let end = state.end;
-        let watchers = state.end_tx.clone();
-        drop(state);
-        announce_end(watchers, end);
-        Ok(base)
+        let watchers = state.watchers.clone();
+        Ok((base, EndMoved { watchers, end, by }))
     }
 }
 
 /// A partition's end moved by [`Partition::publish`], not yet told to its watchers.
 #[must_use = "watchers wake only once the move is announced"]
 pub(crate) struct EndMoved {
-    watchers: Option<watch::Sender<u64>>,
+    watchers: Option<Arc<Watchers>>,
     end: u64,
+    /// The applier every batch was made for, if one was.
+    by: Option<Applier>,
 }
 
 impl EndMoved {
-    /// Wake the partition's watchers.
+    /// Wake the partition's watchers (but `by`'s).
     pub fn announce(self) {
-        announce_end(self.watchers, self.end);
+        announce_end(self.watchers, self.end, self.by);
+    }
+
+    /// Wake every watcher, `by`'s too: its appender was told the append failed, so it will
+    /// not apply the records itself.
+    pub fn announce_to_all(self) {
+        announce_end(self.watchers, self.end, None);
     }
 }
 
-/// Move the end watch to `end`, with the state's lock released: a follower it wakes reads at
-/// once instead of sleeping on the lock its waker still holds. Never backwards (two
-/// in-memory appends may announce out of order).
-pub(super) fn announce_end(watchers: Option<watch::Sender<u64>>, end: u64) {
-    if let Some(tx) = watchers {
-        tx.send_if_modified(|current| {
-            let moved = end > *current;
-            if moved {
-                *current = end;
-            }
-            moved
-        });
+/// Move the end watches to `end` (but `by`'s), with the state's lock released: a follower it
+/// wakes reads at once instead of sleeping on the lock its waker still holds.
+pub(super) fn announce_end(watchers: Option<Arc<Watchers>>, end: u64, by: Option<Applier>) {
+    if let Some(watchers) = watchers {
+        watchers.announce(end, by);
     }
 }
 

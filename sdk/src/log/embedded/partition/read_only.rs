@@ -143,9 +143,9 @@ impl Partition {
         state.entries.extend(entries);
         state.first_cached = state.entries.len();
         state.end = end;
-        let watchers = state.end_tx.clone();
+        let watchers = state.watchers.clone();
         drop(state);
-        super::announce_end(watchers, end);
+        super::announce_end(watchers, end, None);
         Ok(())
     }
 

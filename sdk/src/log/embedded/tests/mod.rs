@@ -11,6 +11,7 @@ use rand::{Rng, SeedableRng};
 use super::*;
 use crate::log::partition_for_key;
 
+mod appliers;
 mod coop;
 mod delete;
 mod place;
@@ -269,16 +270,19 @@ async fn append_all_lands_in_order_under_every_policy_and_survives_reopen() {
                         topic: &topic(),
                         key: b"k",
                         payloads: vec![payload(2 * round), payload(2 * round + 1)],
+                        applied_by: None,
                     },
                     AppendBatch {
                         topic: &other,
                         key: b"k",
                         payloads: Vec::new(),
+                        applied_by: None,
                     },
                     AppendBatch {
                         topic: &other,
                         key: b"k",
                         payloads: vec![payload(round)],
+                        applied_by: None,
                     },
                 ])
                 .await

@@ -55,6 +55,7 @@ async fn the_nth_append_fails_with_the_kind_asked_for() {
         topic: &topic(),
         key: b"k",
         payloads: vec![payload(4)],
+        applied_by: None,
     };
     log.append_all(vec![batch]).await.unwrap();
     assert!(log.append(&topic(), b"k", vec![payload(5)]).await.is_err());
@@ -68,6 +69,7 @@ fn three_batches<'a>(topics: &'a [TopicRef; 3]) -> Vec<AppendBatch<'a>> {
             topic,
             key: b"k",
             payloads: vec![payload(i as u64)],
+            applied_by: None,
         })
         .collect()
 }

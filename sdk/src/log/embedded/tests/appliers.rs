@@ -1,0 +1,100 @@
+//! Appends made for an applier do not move its watch, on every path (memory, direct, the
+//! writer thread's group commit), while every other watch moves; a drain mixing appliers
+//! moves it too.
+#![allow(clippy::unwrap_used)]
+
+use super::*;
+use crate::log::Applier;
+
+/// A log of every kind: in memory, and on disk under each fsync policy (`Always` goes through
+/// the writer thread; the others append from the calling task).
+fn logs(dir: &Path) -> Vec<(&'static str, EmbeddedLog)> {
+    let open = |name: &str, policy| {
+        let options = EmbeddedOptions::default().fsync(policy);
+        EmbeddedLog::open(dir.join(name), options).unwrap()
+    };
+    vec![
+        ("memory", EmbeddedLog::in_memory()),
+        ("never", open("never", FsyncPolicy::Never)),
+        (
+            "interval",
+            open(
+                "interval",
+                FsyncPolicy::Interval(Duration::from_millis(100)),
+            ),
+        ),
+        ("always", open("always", FsyncPolicy::Always)),
+    ]
+}
+
+#[tokio::test]
+async fn an_appliers_own_appends_do_not_move_its_watch() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, log) in logs(dir.path()) {
+        log.ensure_topic(&topic(), 1).await.unwrap();
+        let (mine, other) = (Applier::new(), Applier::new());
+        let mut plain = log.watch_end(&topic(), 0).await.unwrap();
+        let mut own = log.watch_end_for(&topic(), 0, mine).await.unwrap();
+        let mut others = log.watch_end_for(&topic(), 0, other).await.unwrap();
+
+        log.append_for(&topic(), b"k", vec![payload(0)], mine)
+            .await
+            .unwrap();
+        let batch = AppendBatch {
+            topic: &topic(),
+            key: b"k",
+            payloads: vec![payload(1)],
+            applied_by: Some(mine),
+        };
+        log.append_all(vec![batch]).await.unwrap();
+        assert_eq!(*plain.borrow_and_update(), 2, "{name}");
+        assert_eq!(*others.borrow_and_update(), 2, "{name}");
+        assert!(
+            !own.has_changed().unwrap(),
+            "{name}: woken by its own appends"
+        );
+        assert_eq!(*own.borrow(), 0, "{name}");
+
+        // Anyone else's append moves it past everything before.
+        log.append(&topic(), b"k", vec![payload(2)]).await.unwrap();
+        assert!(own.has_changed().unwrap(), "{name}");
+        assert_eq!(*own.borrow_and_update(), 3, "{name}");
+        log.append_for(&topic(), b"k", vec![payload(3)], other)
+            .await
+            .unwrap();
+        assert_eq!(*own.borrow_and_update(), 4, "{name}");
+        assert_eq!(*others.borrow(), 3, "{name}");
+        log.close().await.unwrap();
+        assert!(
+            own.changed().await.is_err(),
+            "{name}: closing ends the watch"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_drain_mixing_appliers_moves_both_watches() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = EmbeddedOptions::default().fsync(FsyncPolicy::Always);
+    let log = EmbeddedLog::open(dir.path().to_path_buf(), options).unwrap();
+    log.ensure_topic(&topic(), 1).await.unwrap();
+    let (mine, other) = (Applier::new(), Applier::new());
+    let own = log.watch_end_for(&topic(), 0, mine).await.unwrap();
+    // One request, so one drain: two batches to the partition made for different appliers.
+    let topic = topic();
+    let batch = |i, by| AppendBatch {
+        topic: &topic,
+        key: b"k",
+        payloads: vec![payload(i)],
+        applied_by: Some(by),
+    };
+    log.append_all(vec![batch(0, mine), batch(1, other)])
+        .await
+        .unwrap();
+    assert_eq!(
+        *own.borrow(),
+        2,
+        "the other applier's record is not applied by this one"
+    );
+    log.close().await.unwrap();
+}
