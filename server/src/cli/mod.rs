@@ -19,6 +19,7 @@ mod pusher;
 mod serve;
 mod serve_args;
 mod serve_auth;
+mod serve_card;
 mod serve_console;
 mod serve_grpc;
 mod serve_mcp;

@@ -14,6 +14,7 @@ use crate::log::raw::Place;
 
 mod applier;
 mod holding;
+mod listing;
 pub(super) mod retention;
 
 /// An upper bound for anything a test waits for.
