@@ -9,7 +9,9 @@
 //! A round skips a partition whose end has not passed what the member has seen there (its
 //! cursor, or the end before a poll that found nothing); the ends come from one description
 //! of the topic a round, so an idle member asks once a pause, not once a partition, and every
-//! partition is polled anyway every `SWEEP_EVERY`.
+//! partition is polled anyway every `SWEEP_EVERY` (longer on a wide topic, where each sweep
+//! is a burst of the server's work for a safety net). A new member's first round polls only
+//! the partitions that hold records.
 //!
 //! Ghosts: a server restart keeps the members it had but not their sessions, so the old
 //! members hold their partitions forever and the reconnected client, a new session, is not a
@@ -54,6 +56,8 @@ const POLL_PAUSE_MAX: Duration = Duration::from_millis(20);
 /// (between, a partition whose end has not passed what the member has seen is skipped). A
 /// safety net only: the description's ends are what read-your-writes relies on too.
 const SWEEP_EVERY: Duration = Duration::from_secs(10);
+/// How much longer the sweep's period grows per owned partition past 66 (150 s at 1000).
+const SWEEP_PER_PARTITION: Duration = Duration::from_millis(150);
 /// How often a member asks which partitions it owns, to pick up partitions handed to it when
 /// another member leaves (partitions taken away are noticed at once: their polls fail).
 const RESYNC_EVERY: Duration = Duration::from_millis(250);
@@ -86,8 +90,9 @@ pub(super) struct IggyGroupConsumer {
     /// after an empty round (doubling from [`POLL_PAUSE_MIN`] to [`POLL_PAUSE_MAX`]).
     full_round_at: Instant,
     pause: Duration,
-    /// When a round last polled every owned partition ([`SWEEP_EVERY`]).
-    swept_at: Option<Instant>,
+    /// When a round last polled every owned partition ([`SWEEP_EVERY`]), or the member was
+    /// made.
+    swept_at: Instant,
     left: bool,
 }
 
@@ -129,7 +134,9 @@ impl IggyGroupConsumer {
             turn: 0,
             full_round_at: Instant::now(),
             pause: POLL_PAUSE_MIN,
-            swept_at: None,
+            // The first round describes the topic and polls only the partitions that hold
+            // records: a new member of a wide, mostly empty topic asks the server little.
+            swept_at: Instant::now(),
             left: false,
         };
         member.enter().await?;
@@ -354,7 +361,8 @@ impl GroupConsumer for IggyGroupConsumer {
             // (records written elsewhere show only so), and every partition is polled once a
             // sweep is due; between, only those this process saw grow are.
             let full = Instant::now() >= self.full_round_at;
-            let sweep = full && self.swept_at.is_none_or(|at| at.elapsed() >= SWEEP_EVERY);
+            let sweep_every = SWEEP_EVERY.max(SWEEP_PER_PARTITION * self.owned.len() as u32);
+            let sweep = full && self.swept_at.elapsed() >= sweep_every;
             // Records past the ends this handle knew before the round were written elsewhere.
             let known: Vec<(u32, u64)> = if full {
                 let handle = &self.handle;
@@ -372,7 +380,7 @@ impl GroupConsumer for IggyGroupConsumer {
             }
             .await;
             if sweep && matches!(round, Ok(None)) {
-                self.swept_at = Some(Instant::now());
+                self.swept_at = Instant::now();
             }
             if full {
                 // Records another process wrote may come in a burst: ask again soon. A round

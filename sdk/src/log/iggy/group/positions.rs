@@ -39,12 +39,12 @@ impl Positions {
     }
 
     /// Whether `partition`, whose end is `end`, has nothing this member has not seen: a poll
-    /// of it would find nothing. Unknown (never polled since it was owned): no.
+    /// of it would find nothing. Unknown (never polled since it was owned): only if empty.
     pub(super) fn caught_up(&self, partition: u32, end: u64) -> bool {
         let done = self
             .cursor(partition)
             .max(self.drained.get(&partition).copied());
-        done.is_some_and(|done| end <= done)
+        end == 0 || done.is_some_and(|done| end <= done)
     }
 
     /// Keep only the partitions in `owned` (sorted): one handed back later starts unknown.
@@ -71,9 +71,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_partition_is_caught_up_only_once_known_and_only_up_to_what_was_seen() {
+    fn a_partition_is_caught_up_once_known_or_empty_and_only_up_to_what_was_seen() {
         let mut positions = Positions::default();
-        assert!(!positions.caught_up(0, 0), "never polled: poll it");
+        assert!(!positions.caught_up(0, 1), "never polled: poll it");
+        assert!(positions.caught_up(0, 0), "empty: nothing to poll for");
         positions.drained(0, 5);
         assert!(positions.caught_up(0, 5));
         assert!(!positions.caught_up(0, 6), "grew since");
@@ -92,7 +93,7 @@ mod tests {
         );
         positions.retain(&[1, 2]);
         assert!(
-            !positions.caught_up(0, 0),
+            !positions.caught_up(0, 1),
             "handed back later: unknown again"
         );
         positions.drained(2, 4);
