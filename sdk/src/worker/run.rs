@@ -23,7 +23,7 @@ use super::attempt::TurnKey;
 use super::pending::Pending;
 use super::shared::{Backoff, Outcome, Shared};
 use super::sweep::Sweeper;
-use super::turn::supervise;
+use super::turn::{Queued, supervise};
 use crate::error::{Error, ErrorKind, Result};
 use crate::log::{Delivery, GroupConsumer, StoredRecord};
 
@@ -35,7 +35,8 @@ const POLL_MAX: usize = 64;
 /// After a poll that brought no turn to supervise (only copies of turns settled or supervised
 /// already: what a worker whose bridge hands it its turns in-process mostly gets), how long
 /// the next poll waits: the copies that come meanwhile are taken in one poll, not one each.
-/// A poll that brought work is followed at once, so a turn's pickup never waits for this.
+/// A poll that brought work, or a full one (the queue is behind), is followed at once, so a
+/// turn's pickup never waits for this and the queue keeps up with any rate of copies.
 const GATHER: Duration = Duration::from_millis(4);
 /// How often finished work is committed while busy: a commit is a write (a round trip to
 /// Iggy, a file replaced on the embedded log), and what it saves is only redelivery, which
@@ -116,7 +117,9 @@ pub(super) async fn run(
             Ok(None) => backoff.reset(),
             Ok(Some(delivery)) => {
                 backoff.reset();
-                gather = !state.dispatch(delivery).await;
+                let polled = delivery.records.len();
+                let started = state.dispatch(delivery, &mut claimed).await;
+                gather = gathers_next(started, polled);
             }
             Err(error) => {
                 tracing::warn!(error = %error.report(), "worker: polling the commands topic failed; retrying");
@@ -131,14 +134,19 @@ pub(super) async fn run(
 
 impl Loop {
     /// Hand every record of a delivery to a supervisor, in order; whether any started one.
-    async fn dispatch(&mut self, delivery: Delivery) -> bool {
+    /// First claims landing meanwhile (`claimed`) get theirs while it waits for a slot.
+    async fn dispatch(
+        &mut self,
+        delivery: Delivery,
+        claimed: &mut mpsc::UnboundedReceiver<TurnKey>,
+    ) -> bool {
         let mut started = false;
         let partition = delivery.partition;
         for stored in &delivery.records {
             self.pending.start(partition, stored.offset);
         }
         for stored in &delivery.records {
-            let Some((turn, written_ms, trace)) = turn_of(stored, &self.shared) else {
+            let Some((turn, queued)) = turn_of(stored, &self.shared) else {
                 self.pending.finish(partition, stored.offset);
                 continue;
             };
@@ -158,11 +166,11 @@ impl Loop {
                 self.pending.finish(partition, stored.offset);
                 continue;
             }
-            if !self.wait_for_slot().await {
+            if !self.wait_for_slot(claimed).await {
                 // Stopping: the rest stay in flight, so they are not committed and come again.
                 return started;
             }
-            self.spawn(partition, Some(stored.offset), turn, written_ms, trace);
+            self.spawn(partition, Some(stored.offset), turn, queued);
             started = true;
         }
         started
@@ -191,36 +199,32 @@ impl Loop {
         }
         let partition = self.shared.view.partition_of(&turn.0);
         // The claim kept for it carries the command's context already.
-        self.spawn(partition, None, turn, super::attempt::now_ms(), None);
+        let queued = Queued {
+            written_ms: super::attempt::now_ms(),
+            ..Queued::default()
+        };
+        self.spawn(partition, None, turn, queued);
     }
 
     /// Wait until fewer than the most turns allowed are supervised; `false` if stopping.
-    async fn wait_for_slot(&mut self) -> bool {
+    /// First claims landing meanwhile get their supervisors (their handler permits were
+    /// taken with the claim): copies waiting for a slot do not hold them up.
+    async fn wait_for_slot(&mut self, claimed: &mut mpsc::UnboundedReceiver<TurnKey>) -> bool {
         while self.set.len() >= self.shared.max_supervised {
             tokio::select! {
                 () = self.shared.stop.cancelled() => return false,
                 Some(joined) = self.set.join_next_with_id() => self.reap(joined),
+                Some(turn) = claimed.recv() => self.supervise_claimed(turn),
             }
         }
         true
     }
 
-    fn spawn(
-        &mut self,
-        partition: u32,
-        offset: Option<u64>,
-        turn: TurnKey,
-        written_ms: u64,
-        trace: Option<TraceContext>,
-    ) {
+    fn spawn(&mut self, partition: u32, offset: Option<u64>, turn: TurnKey, queued: Queued) {
         let (task_id, message_id) = turn.clone();
-        let handle = self.set.spawn(supervise(
-            self.shared.clone(),
-            task_id,
-            message_id,
-            written_ms,
-            trace,
-        ));
+        let handle = self
+            .set
+            .spawn(supervise(self.shared.clone(), task_id, message_id, queued));
         self.turns.insert(turn.clone(), handle.id());
         self.running.insert(
             handle.id(),
@@ -308,10 +312,9 @@ impl Loop {
     }
 }
 
-/// The turn a commands record names, when the record was written and the trace context it
-/// carries, if it is a command or a continue that decodes (and that the trust admits, if one
-/// is configured).
-fn turn_of(stored: &StoredRecord, shared: &Shared) -> Option<(TurnKey, u64, Option<TraceContext>)> {
+/// The turn a commands record names and what the record says of it, if it is a command or a
+/// continue that decodes (and that the trust admits, if one is configured).
+fn turn_of(stored: &StoredRecord, shared: &Shared) -> Option<(TurnKey, Queued)> {
     let record = match Record::decode(&stored.payload) {
         Ok(record) => record,
         Err(error) => {
@@ -333,21 +336,42 @@ fn turn_of(stored: &StoredRecord, shared: &Shared) -> Option<(TurnKey, u64, Opti
     {
         return None;
     }
-    matches!(
-        record.body,
-        RecordBody::Command { .. } | RecordBody::Continue { .. }
-    )
-    .then(|| {
-        let trace = TraceContext::from_content_type(&record.header.content_type);
-        (
-            (record.header.task_id, record.header.message_id),
-            record.header.timestamp_ms,
-            trace,
-        )
-    })
+    let retention_ms = match record.body {
+        RecordBody::Command { retention_ms, .. } => retention_ms,
+        RecordBody::Continue { .. } => 0,
+        _ => return None,
+    };
+    let queued = Queued {
+        written_ms: record.header.timestamp_ms,
+        retention_ms,
+        trace: TraceContext::from_content_type(&record.header.content_type),
+    };
+    Some(((record.header.task_id, record.header.message_id), queued))
+}
+
+/// Whether the poll after one that brought `polled` records waits [`GATHER`] first: only
+/// when it started no supervisor and was not full (a full one says more wait).
+fn gathers_next(started: bool, polled: usize) -> bool {
+    !started && polled < POLL_MAX
 }
 
 /// The error for a run loop that did not return normally.
 pub(super) fn join_error(error: JoinError) -> Error {
     Error::new(ErrorKind::Internal, "the worker's run loop panicked").with_source(error)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_poll_that_started_nothing_and_was_not_full_gathers() {
+        assert!(gathers_next(false, 1));
+        assert!(gathers_next(false, POLL_MAX - 1));
+        // Behind on the queue: a loop pausing after every full poll would take at most
+        // POLL_MAX copies a GATHER, fewer than a busy bridge writes.
+        assert!(!gathers_next(false, POLL_MAX));
+        // Work started: the next poll at once, as ever.
+        assert!(!gathers_next(true, 1));
+    }
 }

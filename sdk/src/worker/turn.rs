@@ -33,15 +33,30 @@ use agentlog_wire::trace::TraceContext;
 use tokio::sync::OwnedSemaphorePermit;
 use tokio::sync::broadcast::error::RecvError;
 
-/// Supervise the turn `(task_id, turn)` a command record written at `written_ms` with trace
-/// context `trace` names, until it needs nothing more from this worker.
+/// What a record on the workers' queue says of the turn it names, beside the turn.
+#[derive(Debug, Default)]
+pub(super) struct Queued {
+    /// When its bridge wrote it.
+    pub written_ms: u64,
+    /// A command's task retention (0: kept forever, or not a command).
+    pub retention_ms: u64,
+    /// The trace context it carries.
+    pub trace: Option<TraceContext>,
+}
+
+/// Supervise the turn `(task_id, turn)` a record on the queue names, until it needs nothing
+/// more from this worker.
 pub(super) async fn supervise(
     shared: Arc<Shared>,
     task_id: String,
     turn: String,
-    written_ms: u64,
-    trace: Option<TraceContext>,
+    queued: Queued,
 ) -> Outcome {
+    let Queued {
+        written_ms,
+        retention_ms,
+        trace,
+    } = queued;
     let view = &shared.view;
     let partition = view.partition_of(&task_id);
     let mut backoff = Backoff::default();
@@ -56,7 +71,15 @@ pub(super) async fn supervise(
     // A bridge sends a command and its copy at once, so a fresh copy may arrive before its
     // record is in the log: while it is fresh, a turn the log does not show yet is looked at
     // again (for as long as the sweeper would wait before queueing it anew), not dropped.
-    let fresh = || now_ms().saturating_sub(written_ms) < millis(shared.requeue_after);
+    // Past its task's retention a copy may name a task that ran and expired meanwhile (a
+    // queue further behind than a short retention): that one is dropped at once, not looked
+    // at again while slots fill up; were it only late, the sweeper queues it anew once its
+    // record lands.
+    let fresh_for = match retention_ms {
+        0 => millis(shared.requeue_after),
+        retention => retention.min(millis(shared.requeue_after)),
+    };
+    let fresh = || now_ms().saturating_sub(written_ms) < fresh_for;
     let source = shared.writer.source.as_str();
     let reservations = &shared.reservations;
     // Ready: the view shows the turn free to claim, or holding the first claim this

@@ -22,6 +22,7 @@ use crate::agent::Caller;
 use crate::bridge::{Bridge, BridgeConfig};
 
 mod first_claim;
+mod queue;
 mod reply;
 
 /// An upper bound for anything a test waits for.
