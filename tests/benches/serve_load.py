@@ -19,8 +19,11 @@ Rows (serve_load.lua; every answer checked, a bad one fails the run):
 Load: wrk -t1, keep-alive, at 1 and 32 connections. Each round runs every case once, the
 backends in a rotating order; figures are medians over rounds with min-max, and each ratio is
 the median of the per-round ratios. CPU per request is the serve process's CPU time (and
-iggy-server's, for the iggy column) over the requests of the run, from /proc. The load
-generator shares the machine's cores with the servers.
+iggy-server's, for the iggy column) over the requests of the run, from /proc, counting what a
+server still spends once the load stops until it is idle (work a case left behind: a queue
+fallen behind, a backlog), so deferring work does not look cheap; the report names any case
+that left more than 2 % of its CPU behind. The load generator shares the machine's cores with
+the servers.
 
 Needs wrk (`apt-get install wrk`) and, for the iggy column, an `iggy-server` on PATH or in
 AGENTLOG_IGGY_SERVER (else the column says SKIPPED); cargo unless AGENTLOG_BIN names a release
@@ -143,6 +146,8 @@ class Server:
     runs: dict[tuple[str, int], list[tuple[float, float, float, float]]] = field(default_factory=dict)
     # (shape, connections) -> [the helper's (iggy-server's) share of that CPU] by round
     helper_share: dict[tuple[str, int], list[float]] = field(default_factory=dict)
+    # (shape, connections) -> [the share of that CPU spent after the load stopped] by round
+    left_behind: dict[tuple[str, int], list[float]] = field(default_factory=dict)
 
 
 def start_serve(binary: str, name: str, log: str, work: Path, helper: subprocess.Popen[bytes] | None = None,
@@ -287,6 +292,21 @@ def latency_ms(out: str, percentile: str) -> float:
     return float(found.group(1)) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[found.group(2)]
 
 
+def settle(pids: list[int]) -> float:
+    """CPU seconds `pids` spend from now until idle: a tenth of a second under a fifth of a core
+    (an idle iggy-server polls a little), three seconds at most."""
+    spent = 0.0
+    deadline = time.monotonic() + 3
+    while time.monotonic() < deadline:
+        before = tree_cpu_seconds(pids)
+        time.sleep(0.1)
+        step = tree_cpu_seconds(pids) - before
+        spent += step
+        if step < 0.02:
+            break
+    return spent
+
+
 def wrk(server: Server, shape: str, connections: int, seconds: int) -> tuple[float, float, float, float]:
     """Requests per second, p50 latency (ms), server CPU µs per request and p99 latency (ms) of
     one wrk run."""
@@ -300,7 +320,9 @@ def wrk(server: Server, shape: str, connections: int, seconds: int) -> tuple[flo
          "--", uuid.uuid4().hex[:12], shape, server.task],
         capture_output=True, text=True, check=True,
     ).stdout
+    after = settle(pids)
     cpu = tree_cpu_seconds(pids) - cpu_before
+    server.left_behind.setdefault((shape, connections), []).append(after / cpu if cpu else 0.0)
     if server.helper:
         helper = tree_cpu_seconds([server.helper.pid]) - helper_before
         server.helper_share.setdefault((shape, connections), []).append(helper / cpu if cpu else 0.0)
@@ -389,6 +411,11 @@ def report(servers: list[Server], shapes: list[str], connections: list[int], arg
             shares = ", ".join(f"{shape} {c}: {statistics.median(v) * 100:.0f}%"
                                for (shape, c), v in s.helper_share.items())
             print(f"- {s.name}: iggy-server's share of the CPU per request: {shares}")
+    for s in servers:
+        behind = ", ".join(f"{shape} {c}: {max(v) * 100:.0f}%" for (shape, c), v in s.left_behind.items()
+                           if max(v) > 0.02)
+        if behind:
+            print(f"- {s.name}: CPU spent after the load stopped (most of a round): {behind}")
     if steal is not None:
         print(f"- CPU steal during the rounds: {steal * 100:.1f}% of the machine's CPU time (/proc/stat)")
 
