@@ -5,12 +5,14 @@
 use super::*;
 
 /// A bridge over a fresh in-memory log with one partition (the queue is read in append
-/// order) and no worker.
-async fn bridge_alone() -> (Log, Bridge) {
+/// order), `copies` on its queue, and no worker.
+async fn bridge_behind(copies: Vec<Bytes>) -> (Log, Bridge) {
     let log = crate::log::open("memory://").await.unwrap();
     let mut config = BridgeConfig::new("agent");
     config.topics = AgentTopics::new("agentlog", "agent", 1);
     let bridge = Bridge::open(log.clone(), config).await.unwrap();
+    let commands = &bridge.config().topics.commands;
+    log.append(commands, b"copies", copies).await.unwrap();
     (log, bridge)
 }
 
@@ -36,10 +38,9 @@ fn queued(task_id: &str, timestamp_ms: u64, retention_ms: u64) -> Bytes {
 
 /// Start a worker for the bridge's agent that completes every task.
 async fn start_worker(
-    log: &Log,
-    bridge: &Bridge,
+    (log, bridge): (Log, Bridge),
     adjust: impl FnOnce(&mut WorkerConfig),
-) -> Worker {
+) -> Harness {
     let mut config = WorkerConfig::new("agent");
     config.topics = bridge.config().topics.clone();
     config.shutdown_timeout = PATIENCE;
@@ -48,56 +49,48 @@ async fn start_worker(
         task.complete(Some("done")).await?;
         Ok(())
     });
-    Worker::start(log.clone(), config, handler).await.unwrap()
+    let worker = Worker::start(log.clone(), config, handler).await.unwrap();
+    Harness {
+        log,
+        bridge,
+        worker,
+    }
 }
 
 #[tokio::test]
 async fn a_copy_past_its_tasks_retention_is_dropped_at_once() {
-    let (log, bridge) = bridge_alone().await;
-    let topics = bridge.config().topics.clone();
     // Copies of commands written two seconds ago for tasks kept one second, which the log no
     // longer shows (they ran and expired): as many as the worker supervises at once.
     let written = crate::retention::now_ms() - 2_000;
-    let expired: Vec<Bytes> = (0..4)
+    let expired = (0..4)
         .map(|i| queued(&format!("expired-{i}"), written, 1_000))
         .collect();
-    log.append(&topics.commands, b"expired", expired)
-        .await
-        .unwrap();
+    let (log, bridge) = bridge_behind(expired).await;
     let id = send(&bridge, user("after the expired"), true).await.id;
 
     // One handler, so four supervisors at once. Were the expired copies looked at again
     // for as long as a fresh one (`requeue_after`), the task would wait that long for a slot.
-    let worker = start_worker(&log, &bridge, |config| {
+    let h = start_worker((log, bridge), |config| {
         config.concurrency = 1;
         config.requeue_after = PATIENCE * 2;
     })
     .await;
-    let h = Harness {
-        log,
-        bridge,
-        worker,
-    };
     h.wait_for_state(&id, TaskState::Completed).await;
     h.shutdown().await;
 }
 
 #[tokio::test]
 async fn a_first_claim_gets_its_supervisor_while_copies_wait_for_a_slot() {
-    let (log, bridge) = bridge_alone().await;
-    let topics = bridge.config().topics.clone();
     // Copies written just now of commands the log does not show (yet): each is looked at
     // again for as long as `requeue_after`. Five fill the four slots of one handler and leave
     // the loop waiting for a slot.
     let now = crate::retention::now_ms();
-    let pending: Vec<Bytes> = (0..5)
+    let pending = (0..5)
         .map(|i| queued(&format!("pending-{i}"), now, 0))
         .collect();
-    log.append(&topics.commands, b"pending", pending)
-        .await
-        .unwrap();
+    let (log, bridge) = bridge_behind(pending).await;
     let view = bridge.view().clone();
-    let worker = start_worker(&log, &bridge, |config| {
+    let h = start_worker((log, bridge), |config| {
         config.concurrency = 1;
         config.requeue_after = PATIENCE;
         // Shared: the bridge claims first turns for it in its own appends.
@@ -108,17 +101,14 @@ async fn a_first_claim_gets_its_supervisor_while_copies_wait_for_a_slot() {
     // the test would not tell).
     tokio::time::sleep(Duration::from_millis(500)).await;
     let caller = Caller::anonymous();
-    let blocking = bridge.send_message(&caller, request(user("local"), false));
+    let blocking = h
+        .bridge
+        .send_message(&caller, request(user("local"), false));
     let Ok(Ok(SendMessageResponse::Task(task))) =
         tokio::time::timeout(PATIENCE / 2, blocking).await
     else {
         panic!("the first claim waited for a slot");
     };
     assert_eq!(task.status.state, TaskState::Completed);
-    let h = Harness {
-        log,
-        bridge,
-        worker,
-    };
     h.shutdown().await;
 }
