@@ -40,11 +40,15 @@ struct Frames {
 }
 
 impl Frames {
-    fn of(answer: reqwest::Response) -> Self {
-        assert_eq!(
-            answer.headers()["content-type"].to_str().expect("type"),
-            "text/event-stream",
-        );
+    async fn of(answer: reqwest::Response) -> Self {
+        let kind = answer.headers()["content-type"].to_str().expect("type");
+        if kind != "text/event-stream" {
+            let kind = kind.to_owned();
+            panic!(
+                "a {kind} answer, not a stream: {}",
+                answer.text().await.expect("body")
+            );
+        }
         Self {
             body: answer.bytes_stream().boxed(),
             buffer: Vec::new(),
@@ -115,7 +119,7 @@ async fn a_stream_resumed_through_another_member_across_a_move_misses_nothing_an
         .send()
         .await
         .expect("a stream");
-    let mut first = Frames::of(answer);
+    let mut first = Frames::of(answer).await;
     let mut seen: Vec<(u64, (String, String))> = Vec::new();
     gate.add_permits(2);
     while !seen.iter().any(|(_, (_, text))| text == "step 1") {
@@ -123,9 +127,14 @@ async fn a_stream_resumed_through_another_member_across_a_move_misses_nothing_an
         seen.push((id, summary(&event)));
     }
 
-    // The move: member 2 holds p, every member's map says so, member 1 lets p go (its
-    // subscribers' streams close).
-    cluster.member(2).bridge.view().hold(p).await.expect("hold");
+    // The move: member 2 holds p caught up (as placement has a partition moving in before the
+    // map names its new owner: until then member 2 answers nothing, not ready), every member's
+    // map says so, member 1 lets p go (its subscribers' streams close).
+    let holder = cluster.member(2).bridge.view();
+    holder.hold(p).await.expect("hold");
+    tokio::time::timeout(Duration::from_secs(60), holder.wait_caught_up())
+        .await
+        .expect("member 2 catches p up");
     let owners: Vec<u32> = (0..P).map(|q| if q == p { 2 } else { q % 4 }).collect();
     let successors: Vec<u32> = owners.iter().map(|o| (o + 1) % 4).collect();
     let urls: Vec<String> = (0..4).map(|i| cluster.member(i).url.clone()).collect();
@@ -163,7 +172,7 @@ async fn a_stream_resumed_through_another_member_across_a_move_misses_nothing_an
         .send()
         .await
         .expect("a resumed stream");
-    let mut resumed = Frames::of(answer);
+    let mut resumed = Frames::of(answer).await;
     let before = seen.len();
     while let Some((id, event)) = resumed.next().await {
         seen.push((id, summary(&event)));
