@@ -1,9 +1,9 @@
 //! Prometheus metrics (OpenMetrics text): requests by method and code, request durations,
-//! the task view's lag and counters, the runtime's worker threads, and the log's operations
-//! when a [`LogMetrics`] is given, read on each scrape.
+//! the task view's counters, the lags (`lag.rs`), the runtime's worker threads, and the log's
+//! operations when a [`LogMetrics`] is given, read on each scrape.
 
 use std::sync::atomic::AtomicU64;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -19,10 +19,12 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
 use super::AppState;
+use super::lag::Lags;
 use crate::error::ErrorKind;
 use crate::log::layers::{LogMetrics, LogOp};
 use crate::security::RecordVerifier;
 use crate::view::TaskView;
+use crate::worker::Backlog;
 
 const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
@@ -56,15 +58,8 @@ pub(super) struct Metrics {
     registry: Registry,
     requests: Family<RequestLabels, Counter>,
     durations: DurationFamily,
-    lag: Gauge<u64, AtomicU64>,
-    /// When a scrape last measured the lag: at most once per [`LAG_EVERY`] and one scrape at a
-    /// time, so that scraping `/metrics` in a loop does not reach the log each time.
-    lag_measured: tokio::sync::Mutex<Option<Instant>>,
-    view: TaskView,
+    lags: Lags,
 }
-
-/// How often a scrape may measure the view's lag (it asks the log for its end offsets).
-const LAG_EVERY: Duration = Duration::from_secs(1);
 
 fn duration_histogram() -> Histogram {
     // 100 µs .. ~105 s (a blocking SendMessage waits up to a minute by default).
@@ -77,6 +72,7 @@ impl Metrics {
         log: Option<LogMetrics>,
         push: Option<super::push::PushCounters>,
         forwards: Family<ForwardLabels, Counter>,
+        workers: Vec<Backlog>,
     ) -> Self {
         let mut registry = Registry::default();
         let requests = Family::<RequestLabels, Counter>::default();
@@ -96,12 +92,7 @@ impl Metrics {
             "Requests about partitions held elsewhere, by verb and outcome: owner or successor (who answered), here (this bridge stood in), unavailable (nobody answered), received (a peer's, served here)",
             forwards,
         );
-        let lag = Gauge::<u64, AtomicU64>::default();
-        registry.register(
-            "agentlog_view_lag_records",
-            "Records in the events topic not yet applied by the task view (measured by a scrape, at most once a second)",
-            lag.clone(),
-        );
+        let lags = Lags::register(&mut registry, Some(view.clone()), workers);
         // Fixed for the process's life: what `--threads` (or the core count) gave the runtime.
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             let workers = Gauge::<u64, AtomicU64>::default();
@@ -126,9 +117,7 @@ impl Metrics {
             registry,
             requests,
             durations,
-            lag,
-            lag_measured: tokio::sync::Mutex::new(None),
-            view,
+            lags,
         }
     }
 
@@ -355,18 +344,7 @@ impl Collector for LogCounters {
 /// `GET /metrics`.
 pub(super) async fn scrape(State(state): State<AppState>) -> Response {
     let metrics = &state.inner.metrics;
-    // Another scrape measuring right now, or one a moment ago: its figure serves this one.
-    if let Ok(mut measured) = metrics.lag_measured.try_lock()
-        && measured.is_none_or(|at| at.elapsed() >= LAG_EVERY)
-    {
-        *measured = Some(Instant::now());
-        match metrics.view.lag().await {
-            Ok(lag) => {
-                metrics.lag.set(lag);
-            }
-            Err(e) => tracing::debug!(error = %e.report(), "cannot measure the view's lag"),
-        }
-    }
+    metrics.lags.measure().await;
     encode(&metrics.registry)
 }
 
@@ -403,6 +381,60 @@ mod tests {
             .await
             .unwrap();
         String::from_utf8(body.to_vec()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_workers_queue_lag_is_served_by_topic() {
+        let log = crate::log::open("memory://").await.unwrap();
+        let mut config = BridgeConfig::new("q");
+        config.topics = crate::agent::AgentTopics::new("agentlog", "q", 1);
+        let bridge = Bridge::open(log.clone(), config.clone()).await.unwrap();
+        let mut worker_config = crate::worker::WorkerConfig::new("q");
+        worker_config.topics = config.topics.clone();
+        let handler = crate::worker::handler_fn(|task: crate::worker::TaskContext| async move {
+            task.complete(Some("done")).await?;
+            Ok(())
+        });
+        let worker = crate::worker::Worker::start(log.clone(), worker_config, handler)
+            .await
+            .unwrap();
+        let backlog = worker.backlog();
+        // A blocking send: the worker read the copy that brought the turn (its own view, not
+        // the bridge's: nothing is handed over in-process).
+        let request = agentlog_wire::a2a::SendMessageRequest {
+            tenant: None,
+            message: agentlog_wire::a2a::Message::user_text("m-1", "hi"),
+            configuration: None,
+            metadata: None,
+        };
+        bridge
+            .send_message(&crate::Caller::anonymous(), request)
+            .await
+            .unwrap();
+        worker.shutdown().await.unwrap();
+        // Three more on its queue, which the stopped worker never reads.
+        let queued = vec![Bytes::from_static(b"not a command"); 3];
+        log.append(&config.topics.commands, b"k", queued)
+            .await
+            .unwrap();
+
+        let line = r#"agentlog_worker_queue_lag_records{topic="agentlog/q.commands"} 3"#;
+        let http = super::super::HttpConfig::new().worker_backlogs(vec![backlog.clone()]);
+        let text = scrape_text(super::super::router(bridge, http)).await;
+        assert!(text.contains(line), "missing {line:?} in\n{text}");
+        let alone = super::super::worker_metrics_router(
+            crate::log::layers::LogMetrics::new(),
+            None,
+            backlog,
+        );
+        let text = scrape_text(alone).await;
+        assert!(text.contains(line), "missing {line:?} in\n{text}");
+        let plain = super::super::log_metrics_router(crate::log::layers::LogMetrics::new());
+        assert!(
+            !scrape_text(plain)
+                .await
+                .contains("agentlog_worker_queue_lag")
+        );
     }
 
     #[tokio::test]

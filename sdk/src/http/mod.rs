@@ -94,7 +94,12 @@
 //!   partition held elsewhere by method and by who answered (`owner`, `successor`, `here`,
 //!   `unavailable`), and peers' marked requests served here (`received`); see `forward`.
 //! - `agentlog_view_lag_records`: records in the log not yet applied by the task view,
-//!   measured on each scrape.
+//!   measured by a scrape (at most once a second).
+//! - `agentlog_worker_queue_lag_records{topic}` (with [`HttpConfig::worker_backlogs`]):
+//!   records on the commands topic's partitions a worker of the process owns that its loop
+//!   has not read yet ([`Backlog`](crate::worker::Backlog)), measured with the view's lag.
+//!   It stays near zero whatever the load; growing, it says the worker reads its queue
+//!   slower than the bridges fill it, and every turn sent through another process waits.
 //! - `agentlog_view_records_total`, `agentlog_view_undecodable_records_total`: records the
 //!   view has seen, and those it skipped because they could not be decoded.
 //! - `agentlog_records_rejected_total{reason}` (with a trust configured,
@@ -120,9 +125,9 @@
 //! `agentlog_push_circuit_opens_total`, and the gauges `agentlog_push_pending` and
 //! `agentlog_push_tracked_tasks` (`skills/push/SKILL.md`).
 //!
-//! [`log_metrics_router`] serves the log's metrics alone, for a process without a bridge
-//! (`agentlog worker --metrics-listen`); [`push_metrics_router`] with a push sender's
-//! (`agentlog pusher --metrics-listen`).
+//! [`log_metrics_router`] serves the log's metrics alone, for a process without a bridge;
+//! [`worker_metrics_router`] with a worker's queue lag (`agentlog worker --metrics-listen`);
+//! [`push_metrics_router`] with a push sender's (`agentlog pusher --metrics-listen`).
 //!
 //! The method label comes from a second, borrowing [`parse_request`] of the body (small next
 //! to the work behind any request; see the router-only case of the HTTP benchmark); the code
@@ -150,6 +155,7 @@ mod errors;
 pub(crate) mod forward;
 mod guard;
 mod health;
+mod lag;
 pub mod mcp;
 mod mcp_auth;
 mod metrics;
@@ -221,6 +227,9 @@ pub struct HttpConfig {
     /// does not hold is forwarded to its owner, and `ListTasks` asks every owner
     /// (`skills/a2a-bridge/partitions.md`). Default `None`: every request is served here.
     pub forward: Option<Forwarding>,
+    /// Workers running in the process ([`Worker::backlog`](crate::worker::Worker::backlog)):
+    /// how far behind its commands queue each is, on `/metrics`. Default none.
+    pub worker_backlogs: Vec<crate::worker::Backlog>,
 }
 
 impl HttpConfig {
@@ -237,6 +246,7 @@ setters!(HttpConfig {
     signing_keys: Vec<SigningKey>,
     extra_interfaces: Vec<agentlog_wire::a2a::AgentInterface>,
     allowed: Allowed,
+    worker_backlogs: Vec<crate::worker::Backlog>,
 } optional {
     log_metrics: LogMetrics,
     auth: auth::EdgeAuth,
@@ -259,6 +269,7 @@ impl Default for HttpConfig {
             allowed: Allowed::default(),
             push: None,
             forward: None,
+            worker_backlogs: Vec::new(),
         }
     }
 }
@@ -398,6 +409,7 @@ pub fn router(bridge: Bridge, config: HttpConfig) -> Router {
                     .as_ref()
                     .map(Forwarding::counts)
                     .unwrap_or_default(),
+                config.worker_backlogs,
             ),
             bridge,
             body_limit: config.body_limit_bytes,
@@ -444,12 +456,23 @@ pub fn log_metrics_router(metrics: LogMetrics) -> Router {
 }
 
 /// [`log_metrics_router`], and with `verifier` the records it turned away
-/// (`agentlog_records_rejected_total{reason}`): what `agentlog worker --trust` serves.
+/// (`agentlog_records_rejected_total{reason}`).
 pub fn metrics_router(
     metrics: LogMetrics,
     verifier: Option<crate::security::RecordVerifier>,
 ) -> Router {
-    counters_router(metrics, verifier, None)
+    counters_router(metrics, verifier, None, Vec::new())
+}
+
+/// [`metrics_router`] and how far behind its commands queue `worker` is
+/// (`agentlog_worker_queue_lag_records{topic}`, see the module docs): what `agentlog worker
+/// --metrics-listen` serves.
+pub fn worker_metrics_router(
+    metrics: LogMetrics,
+    verifier: Option<crate::security::RecordVerifier>,
+    worker: crate::worker::Backlog,
+) -> Router {
+    counters_router(metrics, verifier, None, vec![worker])
 }
 
 /// [`metrics_router`] and a push sender's counters (`agentlog_push_*`, from `push`'s
@@ -460,13 +483,14 @@ pub fn push_metrics_router(
     verifier: Option<crate::security::RecordVerifier>,
     push: crate::push::Published,
 ) -> Router {
-    counters_router(metrics, verifier, Some(push))
+    counters_router(metrics, verifier, Some(push), Vec::new())
 }
 
 fn counters_router(
     metrics: LogMetrics,
     verifier: Option<crate::security::RecordVerifier>,
     push: Option<crate::push::Published>,
+    workers: Vec<crate::worker::Backlog>,
 ) -> Router {
     let mut registry = prometheus_client::registry::Registry::default();
     registry.register_collector(Box::new(metrics::LogCounters(metrics)));
@@ -476,13 +500,18 @@ fn counters_router(
     if let Some(push) = push {
         registry.register_collector(Box::new(push::PushCounters(push)));
     }
+    let lags = Arc::new(lag::Lags::register(&mut registry, None, workers));
     let registry = Arc::new(registry);
     Router::new()
         .route(
             METRICS_PATH,
             get(move || {
                 let registry = Arc::clone(&registry);
-                async move { metrics::encode(&registry) }
+                let lags = Arc::clone(&lags);
+                async move {
+                    lags.measure().await;
+                    metrics::encode(&registry)
+                }
             }),
         )
         .fallback(

@@ -27,6 +27,7 @@
 //! The rules are written in `skills/workers/SKILL.md`.
 
 mod attempt;
+mod backlog;
 mod claim;
 mod context;
 mod expiry;
@@ -61,6 +62,7 @@ use crate::view::{TaskView, ViewOptions};
 use pickup::Pickup;
 use reserve::Reservations;
 
+pub use backlog::Backlog;
 pub use context::TaskContext;
 pub use expiry::DEFAULT_INPUT_TIMEOUT;
 pub use handler::{Handler, HandlerError, handler_fn};
@@ -148,6 +150,7 @@ impl WorkerConfig {
 pub struct Worker {
     source: String,
     view: TaskView,
+    backlog: Backlog,
     stop: CancellationToken,
     task: JoinHandle<Result<()>>,
     _stop_on_drop: DropGuard,
@@ -177,6 +180,7 @@ impl Worker {
         let consumer = log
             .join_group(&topics.commands, &topics.worker_group())
             .await?;
+        let backlog = Backlog::new(log.clone(), topics.commands.clone());
         let stop = CancellationToken::new();
         let (landed, claimed) = tokio::sync::mpsc::unbounded_channel();
         let concurrency = config.concurrency.max(1);
@@ -206,10 +210,11 @@ impl Worker {
         if shares_view {
             view.take_first_turns(Arc::new(Pickup::new(Arc::downgrade(&shared))));
         }
-        let task = tokio::spawn(run::run(shared, consumer, claimed));
+        let task = tokio::spawn(run::run(shared, consumer, claimed, backlog.clone()));
         Ok(Worker {
             source: config.source,
             view,
+            backlog,
             _stop_on_drop: stop.clone().drop_guard(),
             stop,
             task,
@@ -224,6 +229,12 @@ impl Worker {
     /// The task view the worker decides with.
     pub fn view(&self) -> &TaskView {
         &self.view
+    }
+
+    /// How far behind its commands queue the worker is ([`Backlog::records`]), for as
+    /// long as anyone holds the handle.
+    pub fn backlog(&self) -> Backlog {
+        self.backlog.clone()
     }
 
     /// Stop taking work, wait (at most [`WorkerConfig::shutdown_timeout`], then a second more

@@ -20,6 +20,7 @@ use tokio::sync::mpsc;
 use tokio::task::{Id, JoinError, JoinSet};
 
 use super::attempt::TurnKey;
+use super::backlog::Backlog;
 use super::pending::Pending;
 use super::shared::{Backoff, Outcome, Shared};
 use super::sweep::Sweeper;
@@ -65,11 +66,13 @@ struct Loop {
     sweeper: Sweeper,
 }
 
-/// Run until [`Shared::stop`] fires, then drain (bounded) and leave the group.
+/// Run until [`Shared::stop`] fires, then drain (bounded) and leave the group; what each poll
+/// read goes to `backlog`.
 pub(super) async fn run(
     shared: Arc<Shared>,
     mut consumer: Box<dyn GroupConsumer>,
     mut claimed: mpsc::UnboundedReceiver<TurnKey>,
+    backlog: Backlog,
 ) -> Result<()> {
     let mut state = Loop {
         sweeper: Sweeper::new(shared.requeue_after),
@@ -99,10 +102,9 @@ pub(super) async fn run(
             state.commit(consumer.as_mut()).await;
             committed_at = tokio::time::Instant::now();
         }
-        state
-            .sweeper
-            .sweep(&shared, &consumer.owned_partitions(), &state.turns)
-            .await;
+        let owned = consumer.owned_partitions();
+        backlog.owned(&owned);
+        state.sweeper.sweep(&shared, &owned, &state.turns).await;
         // The poll is never dropped half-way (a backend may have taken records): first
         // claims landing meanwhile get their supervisors beside it.
         let poll = consumer.poll(POLL_MAX, POLL_TIMEOUT);
@@ -117,6 +119,9 @@ pub(super) async fn run(
             Ok(None) => backoff.reset(),
             Ok(Some(delivery)) => {
                 backoff.reset();
+                if let Some(last) = delivery.records.last() {
+                    backlog.advanced(delivery.partition, last.offset + 1);
+                }
                 let polled = delivery.records.len();
                 let started = state.dispatch(delivery, &mut claimed).await;
                 gather = gathers_next(started, polled);

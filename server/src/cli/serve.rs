@@ -212,6 +212,12 @@ pub(super) async fn run(args: ServeArgs, out: &Out) -> CliResult {
             stop.clone(),
         )
     });
+    // The workers' queue lag on `/metrics`, beside the view's.
+    http.worker_backlogs = worker
+        .iter()
+        .chain(mcp_worker.iter())
+        .map(Worker::backlog)
+        .collect();
     let mut app = router(bridge, http);
     if let Some(mcp_router) = mcp_router {
         app = app.merge(mcp_router);

@@ -10,7 +10,7 @@ use super::command::ExecHandler;
 use super::output::Out;
 use super::{CliError, CliResult, LogArgs, TopicArgs};
 use crate::agents::demo_skills::demo_skills;
-use agentlog::http::{metrics_router, serve};
+use agentlog::http::{serve, worker_metrics_router};
 use agentlog::worker::{Handler, Worker, WorkerConfig};
 
 const EXAMPLES: &str = "\
@@ -25,7 +25,8 @@ EXAMPLES:
       answer MCP tool `upper` (served by `agentlog serve --tools FILE`): the call's arguments
       as JSON on stdin, stdout the result
   agentlog worker --log iggy://iggy:iggy@127.0.0.1:8090 --metrics-listen 127.0.0.1:9464
-      also serve the log's metrics (agentlog_log_*) on http://127.0.0.1:9464/metrics
+      also serve the log's metrics (agentlog_log_*) and the worker's queue lag
+      (agentlog_worker_queue_lag_records) on http://127.0.0.1:9464/metrics
 
 Workers of one agent share its tasks, so run as many as you like against a shared log
 (iggy://). The embedded log (file://) is single-process: a worker can only share it with a
@@ -87,8 +88,9 @@ pub(super) struct WorkerArgs {
     lease: std::time::Duration,
 
     /// Serve the log's metrics (OpenMetrics: operations by outcome, durations, records and
-    /// bytes; `agentlog_log_*`) on GET http://ADDR/metrics; port 0 picks a free port (the
-    /// printed line shows it). Default: no metrics endpoint.
+    /// bytes; `agentlog_log_*`) and how far behind its queue the worker is
+    /// (`agentlog_worker_queue_lag_records`) on GET http://ADDR/metrics; port 0 picks a free
+    /// port (the printed line shows it). Default: no metrics endpoint.
     #[arg(long, value_name = "ADDR")]
     metrics_listen: Option<SocketAddr>,
 }
@@ -166,7 +168,7 @@ async fn work(args: &WorkerArgs, out: &Out, what: &str, handler: impl Handler) -
             metrics_at = format!("; metrics: http://{local}/metrics");
             Some(tokio::spawn(serve(
                 listener,
-                metrics_router(log_metrics, verifier),
+                worker_metrics_router(log_metrics, verifier, worker.backlog()),
                 stop.clone().cancelled_owned(),
             )))
         }

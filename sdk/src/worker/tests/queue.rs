@@ -112,3 +112,47 @@ async fn a_first_claim_gets_its_supervisor_while_copies_wait_for_a_slot() {
     assert_eq!(task.status.state, TaskState::Completed);
     h.shutdown().await;
 }
+
+#[tokio::test]
+async fn the_backlog_counts_what_the_loop_has_not_read_until_it_reads_it() {
+    // Four copies fresh enough to be looked at again for `requeue_after` fill the four slots
+    // of one handler; behind them, copies of tasks that ran and expired, dropped at once
+    // once a slot frees. The first poll takes 64 of the 100; the loop then waits for a slot.
+    let now = crate::retention::now_ms();
+    let copies = (0..100)
+        .map(|i| match i {
+            0..4 => queued(&format!("pending-{i}"), now, 0),
+            _ => queued(&format!("expired-{i}"), now - 2_000, 1_000),
+        })
+        .collect();
+    let h = start_worker(bridge_behind(copies).await, |config| {
+        config.concurrency = 1;
+        config.requeue_after = Duration::from_secs(3);
+    })
+    .await;
+    let backlog = h.worker.backlog();
+    assert_eq!(backlog.topic(), &h.bridge.config().topics.commands);
+    let reaches = |wanted: u64| {
+        let backlog = backlog.clone();
+        tokio::time::timeout(PATIENCE, async move {
+            let mut seen = Vec::new();
+            loop {
+                let records = backlog.records().await.unwrap();
+                if seen.last() != Some(&records) {
+                    seen.push(records);
+                }
+                if records == wanted {
+                    return seen;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+    };
+    // Nothing read yet counts nothing (the partition counts from its first read), then the 36
+    // records the loop has not reached, until the copies in the slots give up and it reads on.
+    let seen = reaches(36).await.expect("the loop behind by 36");
+    assert!(seen.iter().all(|n| *n == 0 || *n == 36), "{seen:?}");
+    let seen = reaches(0).await.expect("the loop read everything");
+    assert_eq!(seen, [36, 0]);
+    h.shutdown().await;
+}
