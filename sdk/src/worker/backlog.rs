@@ -71,6 +71,12 @@ impl Backlog {
         *position = (*position).max(next);
     }
 
+    /// The next offset the loop reads on `partition`, if it has read from it since it was
+    /// given.
+    pub(super) fn position(&self, partition: u32) -> Option<u64> {
+        self.read().next.get(&partition).copied()
+    }
+
     /// How many records the log holds on the worker's partitions past what its loop has
     /// read; one end-offset probe of the log. A partition counts from the worker's first
     /// read of it since it was given (its group's committed offset is the backend's to know),

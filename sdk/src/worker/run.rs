@@ -104,7 +104,10 @@ pub(super) async fn run(
         }
         let owned = consumer.owned_partitions();
         backlog.owned(&owned);
-        state.sweeper.sweep(&shared, &owned, &state.turns).await;
+        state
+            .sweeper
+            .sweep(&shared, &owned, &state.turns, &backlog)
+            .await;
         // The poll is never dropped half-way (a backend may have taken records): first
         // claims landing meanwhile get their supervisors beside it.
         let poll = consumer.poll(POLL_MAX, POLL_TIMEOUT);

@@ -18,9 +18,17 @@
 //! sweeper: a task only needs one once a worker is there to run it, and then the worker that
 //! would run it sweeps it.
 //!
+//! A turn waits for its copy behind whatever the queue holds before it, so a worker behind on
+//! its queue (busier than its handlers: a burst of `returnImmediately` sends) would take every
+//! turn waiting that long for lost. A turn is put back only once the loop has read its
+//! partition past where the copy would be: its end when the sweep first saw the turn waiting
+//! (a partition the loop has read nothing from since it got it does not wait). Otherwise each
+//! sweep would put back thousands of copies, each a read and an append the loop waits on,
+//! and the queue would fall further behind the longer the burst lasted.
+//!
 //! The bound: a lost command is back on the queue within `requeue_after` plus one sweep
-//! period (1 s) plus an append, so at most 5 s with the defaults, while the owning worker has
-//! a free supervisor slot to receive it.
+//! period (1 s) plus an append, so at most 5 s with the defaults, while the owning worker
+//! keeps up with its queue and has a free supervisor slot to receive it.
 //!
 //! The same sweep releases the first claims this worker wrote in its bridge's appends that
 //! it never adopted (`reserve.rs`), and cancels the input-required tasks of those partitions whose ask's deadline
@@ -35,6 +43,7 @@ use agentlog_wire::{Record, RecordBody, TaskState};
 use tokio::time::Instant;
 
 use super::attempt::{TurnKey, millis, now_ms};
+use super::backlog::Backlog;
 use super::shared::Shared;
 use crate::error::Result;
 
@@ -50,6 +59,9 @@ pub(super) struct Sweeper {
     next: Instant,
     /// Turns this worker put back on the queue, and when.
     requeued: HashMap<TurnKey, Instant>,
+    /// Turns seen waiting past `requeue_after`, each with its partition's end on the
+    /// commands topic when first seen: their copies, if any, lie before it.
+    overdue: HashMap<TurnKey, u64>,
     /// The asks waiting in the owned partitions, with their deadlines.
     expiry: super::expiry::InputExpiry,
 }
@@ -60,16 +72,19 @@ impl Sweeper {
             requeue_after,
             next: Instant::now() + SWEEP_EVERY,
             requeued: HashMap::new(),
+            overdue: HashMap::new(),
             expiry: super::expiry::InputExpiry::default(),
         }
     }
 
-    /// Sweep `owned` partitions if a sweep is due, skipping the turns in `supervised`.
+    /// Sweep `owned` partitions if a sweep is due, skipping the turns in `supervised` and
+    /// those whose copies may still be ahead of the loop (`read`).
     pub(super) async fn sweep(
         &mut self,
         shared: &Shared,
         owned: &[u32],
         supervised: &foldhash::HashMap<TurnKey, tokio::task::Id>,
+        read: &Backlog,
     ) {
         let now = Instant::now();
         if now < self.next {
@@ -86,10 +101,38 @@ impl Sweeper {
         self.requeued
             .retain(|_, at| now.duration_since(*at) < REMEMBER);
         let before = now_ms().saturating_sub(millis(self.requeue_after));
+        let mut overdue = HashMap::new();
+        // The commands topic's ends, asked once a sweep and only for a turn newly overdue.
+        let mut ends: Option<Vec<u64>> = None;
         for &partition in owned {
             for (task_id, turn) in shared.view.awaiting_claim(partition, before) {
                 let key = (task_id.to_string(), turn.to_string());
                 if supervised.contains_key(&key) || self.requeued.contains_key(&key) {
+                    continue;
+                }
+                let copy_before = match self.overdue.get(&key) {
+                    Some(end) => *end,
+                    None => {
+                        if ends.is_none() {
+                            let writer = &shared.writer;
+                            match writer.log.end_offsets(&writer.commands).await {
+                                Ok(found) => ends = Some(found),
+                                Err(error) => {
+                                    tracing::warn!(error = %error.report(), "worker: cannot read the commands topic's ends; sweeping next time");
+                                    break;
+                                }
+                            }
+                        }
+                        let end = ends.as_ref().and_then(|e| e.get(partition as usize));
+                        end.copied().unwrap_or(0)
+                    }
+                };
+                if read
+                    .position(partition)
+                    .is_some_and(|next| next < copy_before)
+                {
+                    // Its copy may be queued still, behind what the loop has not read.
+                    overdue.insert(key, copy_before);
                     continue;
                 }
                 match requeue(shared, &task_id, &turn).await {
@@ -104,6 +147,8 @@ impl Sweeper {
                 }
             }
         }
+        // Those no longer waiting (claimed, read, moved away) are forgotten.
+        self.overdue = overdue;
         self.expiry.sweep(shared, owned).await;
     }
 }

@@ -156,3 +156,31 @@ async fn the_backlog_counts_what_the_loop_has_not_read_until_it_reads_it() {
     assert_eq!(seen, [36, 0]);
     h.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_turn_whose_copy_the_loop_has_not_reached_is_not_put_back() {
+    // Four copies the loop looks at again until four seconds from now fill the slots of one
+    // handler; behind them 61 copies of expired tasks, then the copy of a real task: the
+    // first poll (64) stops short of it. When the slots free the real task has waited longer
+    // than `requeue_after` and the sweep that follows finds it still unclaimed, its copy
+    // unread.
+    let later = crate::retention::now_ms() + 1_000;
+    let copies = (0..65)
+        .map(|i| match i {
+            0..4 => queued(&format!("pending-{i}"), later, 0),
+            _ => queued(&format!("expired-{i}"), later - 3_000, 1_000),
+        })
+        .collect();
+    let (log, bridge) = bridge_behind(copies).await;
+    let id = send(&bridge, user("behind the others"), true).await.id;
+    let h = start_worker((log, bridge), |config| {
+        config.concurrency = 1;
+        config.requeue_after = Duration::from_secs(3);
+    })
+    .await;
+    h.wait_for_state(&id, TaskState::Completed).await;
+    // Put back, it would have a second copy on the queue.
+    let commands = &h.bridge.config().topics.commands;
+    assert_eq!(h.log.end_offsets(commands).await.unwrap(), [66]);
+    h.shutdown().await;
+}
