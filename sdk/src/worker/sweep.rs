@@ -110,30 +110,29 @@ impl Sweeper {
                 if supervised.contains_key(&key) || self.requeued.contains_key(&key) {
                     continue;
                 }
-                let copy_before = match self.overdue.get(&key) {
-                    Some(end) => *end,
-                    None => {
-                        if ends.is_none() {
-                            let writer = &shared.writer;
-                            match writer.log.end_offsets(&writer.commands).await {
-                                Ok(found) => ends = Some(found),
-                                Err(error) => {
-                                    tracing::warn!(error = %error.report(), "worker: cannot read the commands topic's ends; sweeping next time");
-                                    break;
+                if let Some(next) = read.position(partition) {
+                    let copy_before = match self.overdue.get(&key) {
+                        Some(end) => *end,
+                        None => {
+                            if ends.is_none() {
+                                let writer = &shared.writer;
+                                match writer.log.end_offsets(&writer.commands).await {
+                                    Ok(found) => ends = Some(found),
+                                    Err(error) => {
+                                        tracing::warn!(error = %error.report(), "worker: cannot read the commands topic's ends; sweeping next time");
+                                        break;
+                                    }
                                 }
                             }
+                            let end = ends.as_ref().and_then(|e| e.get(partition as usize));
+                            end.copied().unwrap_or(0)
                         }
-                        let end = ends.as_ref().and_then(|e| e.get(partition as usize));
-                        end.copied().unwrap_or(0)
+                    };
+                    if next < copy_before {
+                        // Its copy may be queued still, behind what the loop has not read.
+                        overdue.insert(key, copy_before);
+                        continue;
                     }
-                };
-                if read
-                    .position(partition)
-                    .is_some_and(|next| next < copy_before)
-                {
-                    // Its copy may be queued still, behind what the loop has not read.
-                    overdue.insert(key, copy_before);
-                    continue;
                 }
                 match requeue(shared, &task_id, &turn).await {
                     Ok(true) => {
