@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """`agentlog serve --demo` under load, one backend beside another in one run: over Apache Iggy
 (`iggy://`, its own `iggy-server` on loopback), the embedded log (`file://`) and `memory://`;
+`iggy-split` is the deployment a broker is for: `serve` with no worker and an `agentlog worker`
+process, each with its own view, over their own `iggy-server`;
 and beside the peers that keep nothing (`tests/benches/peers`, built apart from the workspace):
 `a2a-rs`, the official Rust A2A SDK's server with an agent doing the demo echo's work (the A2A
 rows), and `rmcp`, the official Rust MCP SDK as a stateless JSON server with the same `greet`
@@ -19,7 +21,7 @@ Rows (serve_load.lua; every answer checked, a bad one fails the run):
 Load: wrk -t1, keep-alive, at 1 and 32 connections. Each round runs every case once, the
 backends in a rotating order; figures are medians over rounds with min-max, and each ratio is
 the median of the per-round ratios. CPU per request is the serve process's CPU time (and
-iggy-server's, for the iggy column) over the requests of the run, from /proc, counting what a
+iggy-server's, for the iggy columns, and the worker process's, for iggy-split) over the requests of the run, from /proc, counting what a
 server still spends once the load stops until it is idle (work a case left behind: a queue
 fallen behind, a backlog), so deferring work does not look cheap; the report names any case
 that left more than 2 % of its CPU behind. The load generator shares the machine's cores with
@@ -139,6 +141,9 @@ class Server:
     url: str
     proc: subprocess.Popen[bytes]
     helper: subprocess.Popen[bytes] | None = None
+    # Other processes of the deployment, counted in its CPU and stopped with it (iggy-split's
+    # worker).
+    others: list[subprocess.Popen[bytes]] = field(default_factory=list)
     # The rows it answers (None: every row; a peer answers its protocol's only).
     serves: set[str] | None = None
     task: str = ""
@@ -151,11 +156,11 @@ class Server:
 
 
 def start_serve(binary: str, name: str, log: str, work: Path, helper: subprocess.Popen[bytes] | None = None,
-                env: dict[str, str] | None = None) -> Server:
+                env: dict[str, str] | None = None, demo: bool = True) -> Server:
     out = work / f"{name}.out"
     with out.open("wb") as sink:
-        proc = subprocess.Popen([binary, "serve", "--demo", "--listen", "127.0.0.1:0", "--log", log],
-                                stdout=sink, stderr=subprocess.STDOUT, env=env)
+        proc = subprocess.Popen([binary, "serve", *(["--demo"] if demo else []), "--listen", "127.0.0.1:0",
+                                 "--log", log], stdout=sink, stderr=subprocess.STDOUT, env=env)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         found = re.search(r"http://127\.0\.0\.1:\d+/", out.read_text(errors="replace"))
@@ -216,6 +221,23 @@ def peer_binaries() -> Path:
         die("the peers did not build")
     target = os.environ.get("CARGO_TARGET_DIR")
     return (Path(target) if target else HERE / "peers" / "target") / "release"
+
+
+def start_worker(binary: str, server: Server, log: str, work: Path) -> None:
+    """An `agentlog worker` process (the demo handler) for `server`'s agent over `log`, counted
+    and stopped with it."""
+    out = work / f"{server.name}-worker.out"
+    with out.open("wb") as sink:
+        proc = subprocess.Popen([binary, "worker", "--log", log], stdout=sink, stderr=subprocess.STDOUT)
+    server.others.append(proc)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if "agentlog worker for agent" in out.read_text(errors="replace"):
+            return
+        if proc.poll() is not None:
+            die(f"the worker of {server.name} exited: {out.read_text(errors='replace')}")
+        time.sleep(0.05)
+    die(f"the worker of {server.name} did not start")
 
 
 def start_peer(binary: Path, name: str, work: Path, serves: set[str]) -> Server:
@@ -312,7 +334,7 @@ def wrk(server: Server, shape: str, connections: int, seconds: int) -> tuple[flo
     one wrk run."""
     if shape in ("get", "rest-get"):
         make_task(server)
-    pids = [server.proc.pid] + ([server.helper.pid] if server.helper else [])
+    pids = [server.proc.pid] + ([server.helper.pid] if server.helper else []) + [p.pid for p in server.others]
     cpu_before = tree_cpu_seconds(pids)
     helper_before = tree_cpu_seconds([server.helper.pid]) if server.helper else 0.0
     out = subprocess.run(
@@ -382,6 +404,8 @@ def report(servers: list[Server], shapes: list[str], connections: list[int], arg
                 parts.extend(f"{s.name} rest/jsonrpc {ratio_of(s, key, (twin, c))}" for s in servers)
             if "iggy" in by_name and "file" in by_name:
                 parts.append(f"iggy/file {ratio(by_name['iggy'], by_name['file'], key)}")
+            if "iggy-split" in by_name and "iggy" in by_name and key in by_name["iggy-split"].runs:
+                parts.append(f"iggy-split/iggy {ratio(by_name['iggy-split'], by_name['iggy'], key)}")
             if "file" in by_name and "memory" in by_name:
                 parts.append(f"file/memory {ratio(by_name['file'], by_name['memory'], key)}")
             if "file-fsync" in by_name and "file" in by_name:
@@ -426,7 +450,9 @@ def main() -> int:
     parser.add_argument("--seconds", type=int, default=5)
     parser.add_argument("--connections", default="1,32")
     parser.add_argument("--backends", default="iggy,file,memory",
-                        help="any of iggy, file, memory (agentlog serve --demo over each), file-fsync "
+                        help="any of iggy, file, memory (agentlog serve --demo over each), iggy-split "
+                             "(serve with no worker and an agentlog worker process over one iggy-server: "
+                             "the A2A rows), file-fsync "
                              "(file:// with ?fsync=always), file-no-otel "
                              "(file:// built without feature otel, AGENTLOG_BIN_NO_OTEL or built), file-otel and "
                              "file-otel-default (file:// exporting its spans over OTLP to a sink here, "
@@ -447,9 +473,10 @@ def main() -> int:
     no_otel = agentlog_without_otel(Path(bin_dir.name)) if "file-no-otel" in backends else None
     binary = agentlog_binary()
     iggy = iggy_binary()
-    if "iggy" in backends and iggy is None:
-        print("SKIPPED: the iggy column needs an iggy-server (PATH or AGENTLOG_IGGY_SERVER)")
-        backends.remove("iggy")
+    for needs_iggy in ("iggy", "iggy-split"):
+        if needs_iggy in backends and iggy is None:
+            print(f"SKIPPED: the {needs_iggy} column needs an iggy-server (PATH or AGENTLOG_IGGY_SERVER)")
+            backends.remove(needs_iggy)
     peers = peer_binaries() if {"a2a-rs", "rmcp"} & set(backends) else None
     servers: list[Server] = []
     sink: OtlpSink | None = None
@@ -461,6 +488,16 @@ def main() -> int:
                     assert iggy is not None
                     proc, url = start_iggy(iggy, work, args.iggy_shards)
                     servers.append(start_serve(binary, "iggy", url, work, helper=proc))
+                elif backend == "iggy-split":
+                    # Its own iggy-server (a directory apart from the iggy column's), a serve
+                    # with no worker and an `agentlog worker` process: the A2A rows only.
+                    assert iggy is not None
+                    (work / backend).mkdir()
+                    proc, url = start_iggy(iggy, work / backend, args.iggy_shards)
+                    server = start_serve(binary, backend, url, work, helper=proc, demo=False)
+                    server.serves = {"send", "submit", "get", "rest-send", "rest-submit", "rest-get"}
+                    servers.append(server)
+                    start_worker(binary, server, url, work)
                 elif backend == "file":
                     servers.append(start_serve(binary, "file", f"file://{work / 'file-log'}", work))
                 elif backend == "memory":
@@ -511,6 +548,9 @@ def main() -> int:
                     server.proc.wait(timeout=20)
                 except subprocess.TimeoutExpired:
                     server.proc.kill()
+                for other in server.others:
+                    other.terminate()
+                    other.wait(timeout=20)
                 if server.helper:
                     server.helper.terminate()
                     server.helper.wait(timeout=20)
