@@ -589,6 +589,12 @@ export declare class Worker {
   /** Whether it still takes work (`close()` not called). */
   get running(): boolean
   /**
+   * How many records the worker's commands queue holds past what it has read, over the
+   * partitions its group gave it (what `/metrics` calls
+   * `agentlog_worker_queue_lag_records`): near 0 while it keeps up; 0 once closed.
+   */
+  queueLag(): Promise<number>
+  /**
    * Stop taking work, let running handlers finish (up to `shutdownTimeoutMs`, then
    * cancel them and release their turns to other workers), and leave the worker group.
    * Closing twice is a no-op.

@@ -470,6 +470,23 @@ impl Worker {
             .contains_key(&self.id)
     }
 
+    /// How many records the worker's commands queue holds past what it has read, over the
+    /// partitions its group gave it (what `/metrics` calls
+    /// `agentlog_worker_queue_lag_records`): near 0 while it keeps up; 0 once closed.
+    #[napi]
+    pub async fn queue_lag(&self) -> napi::Result<i64> {
+        let backlog = RUNNING
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&self.id)
+            .map(SdkWorker::backlog);
+        let records = match backlog {
+            Some(backlog) => backlog.records().await.or_throw()?,
+            None => 0,
+        };
+        Ok(i64::try_from(records).unwrap_or(i64::MAX))
+    }
+
     /// Stop taking work, let running handlers finish (up to `shutdownTimeoutMs`, then
     /// cancel them and release their turns to other workers), and leave the worker group.
     /// Closing twice is a no-op.

@@ -291,3 +291,31 @@ test('a handler that is not a function is refused', async () => {
   await assert.rejects(Worker.start(log, 'x', 'nope'), (e) => e instanceof AgentlogError && e.kind === 'invalid_params');
   await log.close();
 });
+
+test('queueLag counts the copies a busy worker has not read', TIMEOUT, async () => {
+  // One partition: the queue is read in the order the sends were made.
+  const log = await openLog('memory://?partitions=1');
+  const bridge = await Bridge.open(log, 'busy');
+  let release;
+  const go = new Promise((resolve) => { release = resolve; });
+  const worker = await Worker.start(log, 'busy', async (task) => {
+    await go;
+    await task.complete('done');
+  }, { concurrency: 1 });
+  try {
+    // One handler slot: four turns supervised at most, so the loop stops at the fifth copy
+    // and those sent after it stay unread.
+    for (let i = 0; i < 10; i += 1) {
+      await bridge.sendMessage({ ...send(`held ${i}`), configuration: { returnImmediately: true } });
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    await until(async () => (await worker.queueLag()) > 0, 20000, 'a lag');
+    release();
+    await until(async () => (await worker.queueLag()) === 0, 20000, 'the lag worked off');
+  } finally {
+    release();
+    await worker.close();
+    assert.equal(await worker.queueLag(), 0);
+    await log.close();
+  }
+});

@@ -396,6 +396,29 @@ impl PyWorker {
         )
     }
 
+    /// How many records the worker's commands queue holds past what it has read, over the
+    /// partitions its group gave it (what `/metrics` calls
+    /// `agentlog_worker_queue_lag_records`): near 0 while it keeps up; 0 before `start()`.
+    fn queue_lag<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let backlog = self
+            .worker
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .map(Worker::backlog);
+        aio::spawn(
+            py,
+            OnCancel::Finish,
+            async move {
+                match backlog {
+                    Some(backlog) => backlog.records().await,
+                    None => Ok(0),
+                }
+            },
+            |py, records| Ok(records.into_pyobject(py)?.into_any().unbind()),
+        )
+    }
+
     /// Whether the worker is running.
     #[getter]
     fn running(&self) -> bool {

@@ -222,3 +222,39 @@ async def test_a_handler_that_is_not_a_coroutine_function_is_refused() -> None:
 
     with pytest.raises(TypeError, match="async def"):
         agentlog.Worker(log, "plain", plain)  # type: ignore[arg-type]
+
+
+async def test_queue_lag_counts_the_copies_a_busy_worker_has_not_read() -> None:
+    go = asyncio.Event()
+
+    async def held(task: TaskContext) -> None:
+        await go.wait()
+        await task.complete("done")
+
+    # One partition: the queue is read in the order the sends were made.
+    log = await agentlog.open_log("memory://?partitions=1")
+    agent = agent_name()
+    bridge = await agentlog.Bridge.open(log, agent)
+    worker = agentlog.Worker(log, agent, held, concurrency=1)
+    assert await worker.queue_lag() == 0
+    async with worker:
+        # One handler slot: four turns supervised at most, so the loop stops at the fifth
+        # copy and those sent after it stay unread.
+        for i in range(10):
+            await bridge.send_message({**message(f"held {i}"), "configuration": {"returnImmediately": True}})
+            await asyncio.sleep(0.02)
+        lags = []
+        for _ in range(200):
+            lags.append(await worker.queue_lag())
+            if lags[-1] > 0:
+                break
+            await asyncio.sleep(0.05)
+        assert lags[-1] > 0, lags
+        go.set()
+        for _ in range(400):
+            lags.append(await worker.queue_lag())
+            if lags[-1] == 0:
+                break
+            await asyncio.sleep(0.05)
+        assert lags[-1] == 0, lags
+    await log.close()
