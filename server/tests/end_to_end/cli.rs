@@ -81,12 +81,15 @@ fn a_demo_agent_answers_every_client_subcommand() {
     let json: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(json["task"]["status"]["state"], "TASK_STATE_COMPLETED");
 
-    // /metrics counts the log's operations: the bridge's appends, the demo worker's polls.
+    // /metrics counts the log's operations (the bridge's appends, the demo worker's polls)
+    // and says how far behind their queues the demo workers are.
     let metrics = http_get(&format!("{url}metrics"));
     for line in [
         r#"agentlog_log_operations_total{op="append_all",outcome="ok"} "#,
         r#"agentlog_log_operations_total{op="poll",outcome="ok"} "#,
         r#"agentlog_log_records_total{op="append_all"} "#,
+        r#"agentlog_worker_queue_lag_records{topic="agentlog/demo.commands"} "#,
+        r#"agentlog_worker_queue_lag_records{topic="agentlog/mcp.demo.commands"} "#,
     ] {
         assert!(metrics.contains(line), "missing {line:?} in\n{metrics}");
     }
@@ -117,10 +120,13 @@ fn a_worker_serves_its_logs_metrics_when_asked() {
         "{line}"
     );
     let metrics = http_get(&metrics_url);
-    assert!(
-        metrics.contains(r#"agentlog_log_operations_total{op="join_group",outcome="ok"} 1"#),
-        "{metrics}"
-    );
+    for line in [
+        r#"agentlog_log_operations_total{op="join_group",outcome="ok"} 1"#,
+        // An idle worker is behind by nothing.
+        r#"agentlog_worker_queue_lag_records{topic="agentlog/demo.commands"} 0"#,
+    ] {
+        assert!(metrics.contains(line), "missing {line:?} in\n{metrics}");
+    }
     worker.stop();
 }
 
