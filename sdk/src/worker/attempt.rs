@@ -37,6 +37,21 @@ pub(super) struct Writer {
     pub(super) trust: Option<RecordVerifier>,
 }
 
+#[cfg(test)]
+impl Writer {
+    /// Unsigned records of source `w` to `events` (and `s/a.commands`), for the unit tests.
+    pub(super) fn for_tests(log: Log, events: TopicRef) -> Writer {
+        Writer {
+            log,
+            events,
+            commands: TopicRef::new("s", "a.commands"),
+            source: "w".into(),
+            signer: None,
+            trust: None,
+        }
+    }
+}
+
 impl Writer {
     /// Append `records` (of one task) to the events topic in one batch, keyed by their task,
     /// each signed if the worker has a signer.

@@ -24,6 +24,8 @@ pub(super) struct Reservations {
     held: Mutex<HashMap<TurnKey, Held>>,
     /// Tells the run loop of each claim that landed, so that a supervisor takes it.
     landed: mpsc::UnboundedSender<TurnKey>,
+    /// Wakes the supervisors waiting for a claim to land (`landing`).
+    landing: tokio::sync::Notify,
 }
 
 struct Held {
@@ -41,6 +43,7 @@ impl Reservations {
         Reservations {
             held: Mutex::default(),
             landed,
+            landing: tokio::sync::Notify::new(),
         }
     }
 
@@ -80,6 +83,21 @@ impl Reservations {
             // The loop gone means the worker stops: the claim is released by its lease.
             let _ = self.landed.send(key.clone());
         }
+        self.landing.notify_waiters();
+    }
+
+    /// Resolves at the next claim that lands (made before looking, it misses none after).
+    pub(super) fn landing(&self) -> tokio::sync::futures::Notified<'_> {
+        self.landing.notified()
+    }
+
+    /// Whether a claim is kept for the turn `(task_id, turn)` whose append has not landed yet.
+    pub(super) fn lands_later(&self, task_id: &str, turn: &str) -> bool {
+        let held = self.held();
+        !held.is_empty()
+            && held
+                .get(&(task_id.to_owned(), turn.to_owned()))
+                .is_some_and(|h| !h.landed)
     }
 
     /// Whether a landed claim of this process waits for the turn `(task_id, turn)`.
@@ -154,4 +172,51 @@ fn holds(entry: &Held, turn: &str, info: &TaskInfo, source: &str) -> bool {
             .claim
             .as_ref()
             .is_some_and(|claim| claim.attempt == entry.attempt.number && *claim.holder == *source)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::time::Duration;
+
+    use tokio::sync::Semaphore;
+
+    use super::*;
+    use crate::log::TopicRef;
+    use crate::worker::attempt::{TaskRef, Writer};
+
+    #[tokio::test]
+    async fn a_supervisor_waiting_on_a_claim_still_landing_is_woken_when_it_lands() {
+        let (landed, mut told) = mpsc::unbounded_channel();
+        let reservations = Arc::new(Reservations::new(landed));
+        let log = crate::log::open("memory://").await.unwrap();
+        let writer = Arc::new(Writer::for_tests(log, TopicRef::new("s", "a.events")));
+        let task = TaskRef {
+            id: "t".into(),
+            context_id: "c".into(),
+            caller: crate::Caller::anonymous(),
+        };
+        let attempt = Attempt::new(task, 1, "m".into(), writer, Duration::from_secs(10));
+        let permit = Arc::new(Semaphore::new(1)).try_acquire_owned().unwrap();
+        let key: TurnKey = ("t".into(), "m".into());
+        assert!(reservations.keep(key.clone(), attempt, permit));
+        assert!(reservations.lands_later("t", "m") && !reservations.waits("t", "m"));
+        // Waiting as a supervisor does: the future made before the look.
+        let waiting = {
+            let reservations = reservations.clone();
+            tokio::spawn(async move {
+                let landing = reservations.landing();
+                if reservations.lands_later("t", "m") {
+                    landing.await;
+                }
+                reservations.waits("t", "m")
+            })
+        };
+        tokio::task::yield_now().await;
+        reservations.landed(&key);
+        let woken = tokio::time::timeout(Duration::from_secs(10), waiting).await;
+        assert!(woken.unwrap().unwrap(), "woken, the claim landed");
+        assert!(!reservations.lands_later("t", "m"));
+        assert_eq!(told.recv().await, Some(key));
+    }
 }

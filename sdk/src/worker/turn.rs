@@ -155,6 +155,22 @@ pub(super) async fn supervise(
             Stance::Wait(until) => {
                 // No handler slot is held while waiting on another attempt's lease.
                 waited = None;
+                // The claim may be this process's bridge's, kept for this worker, its append
+                // not said landed when this looked (the copy came first): it is adopted once
+                // it lands, not waited out until the sweep releases it.
+                let landing = reservations.landing();
+                let own = info.claim.as_ref().is_some_and(|c| *c.holder == *source);
+                if own && reservations.shows(&task_id, &turn, &info, source) {
+                    continue;
+                }
+                let lands_later = own && reservations.lands_later(&task_id, &turn);
+                let landed = async {
+                    if lands_later {
+                        landing.await;
+                    } else {
+                        std::future::pending::<()>().await;
+                    }
+                };
                 let wake = async {
                     match until {
                         Some(until) => {
@@ -167,6 +183,7 @@ pub(super) async fn supervise(
                 tokio::select! {
                     () = shared.stop.cancelled() => return Outcome::Abandoned,
                     () = wake => {}
+                    () = landed => {}
                     _ = events.recv() => {}
                 }
             }

@@ -14,14 +14,7 @@ async fn context(history: Vec<Message>, index: usize) -> (TaskContext, Log, Topi
 async fn context_on(log: Log, history: Vec<Message>, index: usize) -> (TaskContext, Log, TopicRef) {
     let events = TopicRef::new("s", "a.events");
     log.ensure_topic(&events, 1).await.unwrap();
-    let writer = Arc::new(Writer {
-        log: log.clone(),
-        events: events.clone(),
-        commands: TopicRef::new("s", "a.commands"),
-        source: "w".into(),
-        signer: None,
-        trust: None,
-    });
+    let writer = Arc::new(Writer::for_tests(log.clone(), events.clone()));
     let task = TaskRef {
         id: "t".into(),
         context_id: "c".into(),
