@@ -21,11 +21,11 @@ Rows (serve_load.lua; every answer checked, a bad one fails the run):
 Load: wrk -t1, keep-alive, at 1 and 32 connections. Each round runs every case once, the
 backends in a rotating order; figures are medians over rounds with min-max, and each ratio is
 the median of the per-round ratios. CPU per request is the serve process's CPU time (and
-iggy-server's, for the iggy columns, and the worker process's, for iggy-split) over the requests of the run, from /proc, counting what a
-server still spends once the load stops until it is idle (work a case left behind: a queue
-fallen behind, a backlog), so deferring work does not look cheap; the report names any case
-that left more than 2 % of its CPU behind. The load generator shares the machine's cores with
-the servers.
+iggy-server's, for the iggy columns, and the worker process's, for iggy-split) over the
+requests of the run, from /proc, counting what a server still spends once the load stops until
+it is idle (work a case left behind: a queue fallen behind, a backlog), so deferring work does
+not look cheap; the report names any case that left more than 2 % of its CPU behind. The load
+generator shares the machine's cores with the servers.
 
 Needs wrk (`apt-get install wrk`) and, for the iggy column, an `iggy-server` on PATH or in
 AGENTLOG_IGGY_SERVER (else the column says SKIPPED); cargo unless AGENTLOG_BIN names a release
@@ -161,15 +161,22 @@ def start_serve(binary: str, name: str, log: str, work: Path, helper: subprocess
     with out.open("wb") as sink:
         proc = subprocess.Popen([binary, "serve", *(["--demo"] if demo else []), "--listen", "127.0.0.1:0",
                                  "--log", log], stdout=sink, stderr=subprocess.STDOUT, env=env)
+    url = printed(proc, out, r"http://127\.0\.0\.1:\d+/", f"serve over {name}")
+    return Server(name, url, proc, helper)
+
+
+def printed(proc: subprocess.Popen[bytes], out: Path, pattern: str, what: str) -> str:
+    """The first match of `pattern` in what `proc` writes to `out`, waited for (a minute at most;
+    an exit or no match fails the run)."""
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        found = re.search(r"http://127\.0\.0\.1:\d+/", out.read_text(errors="replace"))
+        found = re.search(pattern, out.read_text(errors="replace"))
         if found:
-            return Server(name, found.group(0), proc, helper)
+            return found.group(0)
         if proc.poll() is not None:
-            die(f"serve over {name} exited: {out.read_text(errors='replace')}")
+            die(f"{what} exited: {out.read_text(errors='replace')}")
         time.sleep(0.05)
-    die(f"serve over {name} printed no URL")
+    die(f"{what} printed nothing matching {pattern!r}")
     raise AssertionError
 
 
@@ -230,14 +237,7 @@ def start_worker(binary: str, server: Server, log: str, work: Path) -> None:
     with out.open("wb") as sink:
         proc = subprocess.Popen([binary, "worker", "--log", log], stdout=sink, stderr=subprocess.STDOUT)
     server.others.append(proc)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if "agentlog worker for agent" in out.read_text(errors="replace"):
-            return
-        if proc.poll() is not None:
-            die(f"the worker of {server.name} exited: {out.read_text(errors='replace')}")
-        time.sleep(0.05)
-    die(f"the worker of {server.name} did not start")
+    printed(proc, out, "agentlog worker for agent", f"the worker of {server.name}")
 
 
 def start_peer(binary: Path, name: str, work: Path, serves: set[str]) -> Server:

@@ -82,8 +82,13 @@ impl Backlog {
     /// read of it since it was given (its group's committed offset is the backend's to know),
     /// which a loop reaches within one round of polls over its partitions.
     pub async fn records(&self) -> Result<u64> {
-        let ends = self.inner.log.end_offsets(&self.inner.topic).await?;
+        let ends = self.ends().await?;
         Ok(self.behind(&ends))
+    }
+
+    /// The end offset of every partition of the commands topic, as of now.
+    pub(super) async fn ends(&self) -> Result<Vec<u64>> {
+        self.inner.log.end_offsets(&self.inner.topic).await
     }
 
     fn behind(&self, ends: &[u64]) -> u64 {

@@ -113,20 +113,10 @@ impl Sweeper {
                 if let Some(next) = read.position(partition) {
                     let copy_before = match self.overdue.get(&key) {
                         Some(end) => *end,
-                        None => {
-                            if ends.is_none() {
-                                let writer = &shared.writer;
-                                match writer.log.end_offsets(&writer.commands).await {
-                                    Ok(found) => ends = Some(found),
-                                    Err(error) => {
-                                        tracing::warn!(error = %error.report(), "worker: cannot read the commands topic's ends; sweeping next time");
-                                        break;
-                                    }
-                                }
-                            }
-                            let end = ends.as_ref().and_then(|e| e.get(partition as usize));
-                            end.copied().unwrap_or(0)
-                        }
+                        None => match ends_now(read, &mut ends).await {
+                            Some(ends) => ends.get(partition as usize).copied().unwrap_or(0),
+                            None => break,
+                        },
                     };
                     if next < copy_before {
                         // Its copy may be queued still, behind what the loop has not read.
@@ -150,6 +140,21 @@ impl Sweeper {
         self.overdue = overdue;
         self.expiry.sweep(shared, owned).await;
     }
+}
+
+/// The commands topic's ends, probed at the first turn of a sweep that needs them; `None`
+/// (warned) when the log cannot say.
+async fn ends_now<'a>(read: &Backlog, ends: &'a mut Option<Vec<u64>>) -> Option<&'a [u64]> {
+    if ends.is_none() {
+        match read.ends().await {
+            Ok(found) => *ends = Some(found),
+            Err(error) => {
+                tracing::warn!(error = %error.report(), "worker: cannot read the commands topic's ends; sweeping next time");
+                return None;
+            }
+        }
+    }
+    ends.as_deref()
 }
 
 /// Append a copy of the record that started `turn` of `task_id` to the commands topic;

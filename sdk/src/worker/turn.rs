@@ -159,10 +159,10 @@ pub(super) async fn supervise(
                 // not said landed when this looked (the copy came first): it is adopted once
                 // it lands, not waited out until the sweep releases it.
                 let landing = reservations.landing();
-                let own = info.claim.as_ref().is_some_and(|c| *c.holder == *source);
-                if own && reservations.shows(&task_id, &turn, &info, source) {
+                if reservations.shows(&task_id, &turn, &info, source) {
                     continue;
                 }
+                let own = info.claim.as_ref().is_some_and(|c| *c.holder == *source);
                 let lands_later = own && reservations.lands_later(&task_id, &turn);
                 let landed = async {
                     if lands_later {
