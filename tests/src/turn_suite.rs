@@ -37,6 +37,7 @@ pub async fn run_all(subject: &dyn Backend) {
             concurrent_identical_sends_answer_one_task,
             a_second_worker_joining_mid_turn_runs_nothing_twice,
             a_crashed_workers_turns_are_taken_over_after_the_lease,
+            a_crashed_sharing_workers_first_claims_are_taken_over_after_the_lease,
             a_command_that_never_reached_the_queue_is_put_back,
             a_copy_that_arrives_before_its_command_runs,
             a_turn_whose_message_is_missing_fails_the_task,
@@ -238,12 +239,35 @@ async fn a_crashed_workers_turns_are_taken_over_after_the_lease(
     subject: &dyn Backend,
     agent: &str,
 ) {
+    crash_and_take_over(subject, agent, false).await;
+}
+
+/// A worker sharing its bridge's view claims each first turn in its command's append, which
+/// then goes without a copy on the workers' queue: once it dies, the worker that gets the
+/// partitions finds its turns by its sweep as their leases end, not through copies (it would
+/// wait `requeue_after` for those: here longer than the test's patience).
+async fn a_crashed_sharing_workers_first_claims_are_taken_over_after_the_lease(
+    subject: &dyn Backend,
+    agent: &str,
+) {
+    crash_and_take_over(subject, agent, true).await;
+}
+
+/// Twelve turns whose first attempts hang, their worker (sharing the bridge's view if
+/// `sharing`) killed, another started: each task ends once, from the takeover alone.
+async fn crash_and_take_over(subject: &dyn Backend, agent: &str, sharing: bool) {
     let log = subject.log().await;
     let b = bridge(&log, agent).await;
     let c = Caller::principal("alice");
     let mut streamer = Streamer::new(5, Duration::from_millis(5));
     streamer.hang_after = Some(2);
-    let doomed = start(&log, worker_config(agent), streamer.clone()).await;
+    let mut config = worker_config(agent);
+    if sharing {
+        config.view = Some(b.view().clone());
+        // A free handler slot for each first claim.
+        config.concurrency = 16;
+    }
+    let doomed = start(&log, config, streamer.clone()).await;
     let mut ids = Vec::new();
     for i in 0..12 {
         let t = task(
@@ -260,8 +284,17 @@ async fn a_crashed_workers_turns_are_taken_over_after_the_lease(
         })
         .await;
     }
+    let commands = &b.config().topics.commands;
+    let queued: u64 = log.end_offsets(commands).await.expect("ends").iter().sum();
+    if sharing {
+        assert_eq!(queued, 0, "no copies");
+    }
     doomed.abort();
-    let rescuer = start(&log, worker_config(agent), streamer.clone()).await;
+    let mut config = worker_config(agent);
+    if sharing {
+        config.requeue_after = SOON * 4;
+    }
+    let rescuer = start(&log, config, streamer.clone()).await;
     for id in &ids {
         let t = wait_for(&b, &c, id, |t| t.status.state.is_terminal()).await;
         assert_eq!(t.status.state, TaskState::Completed);

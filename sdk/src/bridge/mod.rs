@@ -321,7 +321,10 @@ impl Bridge {
     /// [`commit`](Self::commit), with `claim` (a worker's first claim on the turn the record
     /// starts: `worker/reserve.rs`) right after the record in the events topic's batch, that
     /// batch made for `applied_by` (the view, when the caller offers it every record of the
-    /// batch: [`TaskView::applier`](crate::view::TaskView::applier)).
+    /// batch: [`TaskView::applier`](crate::view::TaskView::applier)). A claimed record
+    /// ([`Topics::Both`]) goes without its copy: the claim hands its turn to the worker, and
+    /// should that worker's process die, the sweep of the worker owning the partition puts
+    /// the turn back on the queue once the claim's lease is over.
     async fn commit_with(
         &self,
         record: &Record,
@@ -352,23 +355,26 @@ impl Bridge {
             Topics::Commands => return log.append(&topics.commands, key, vec![bytes]).await,
             Topics::Both => {}
         }
-        // One round on backends that support it; the copy is acknowledged only with the event.
-        let appended = log
-            .append_all(vec![
-                AppendBatch {
-                    topic: &topics.events,
-                    key,
-                    payloads: std::iter::once(bytes.clone()).chain(claim).collect(),
-                    applied_by,
-                },
-                AppendBatch {
-                    topic: &topics.commands,
-                    key,
-                    payloads: vec![bytes],
-                    applied_by: None,
-                },
-            ])
-            .await?;
+        let copy = claim.is_none();
+        let events = AppendBatch {
+            topic: &topics.events,
+            key,
+            payloads: std::iter::once(bytes.clone()).chain(claim).collect(),
+            applied_by,
+        };
+        let batches = if copy {
+            let copy = AppendBatch {
+                topic: &topics.commands,
+                key,
+                payloads: vec![bytes],
+                applied_by: None,
+            };
+            vec![events, copy]
+        } else {
+            vec![events]
+        };
+        // One round on backends that support it; a copy is acknowledged only with the event.
+        let appended = log.append_all(batches).await?;
         appended
             .first()
             .copied()
@@ -401,7 +407,8 @@ enum Topics {
     Events,
     /// The commands topic only (queueing again a command the log of record already has).
     Commands,
-    /// The events topic, then the commands copy (a new command or a follow-up).
+    /// The events topic, then the commands copy (a new command or a follow-up), but for a
+    /// command a worker of this process claims in the same append: that one needs no copy.
     Both,
 }
 

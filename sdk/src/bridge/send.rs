@@ -358,8 +358,9 @@ impl Bridge {
             .as_ref()
             .is_some_and(|c| c.return_immediately);
         // A worker of this process may claim the turn in this append (its claim right after
-        // the command), saving the claim its own round trip; a returnImmediately answer is
-        // the task as the command left it either way.
+        // the command), saving the claim its own round trip and the command its copy on the
+        // workers' queue; a returnImmediately answer is the task as the command left it
+        // either way.
         let reserved = view.reserve_first_turn(&record.header);
         let claim = reserved.as_ref().map(|r| r.claim().1.clone());
         let watch = how.follows.then(|| view.watch_new(&task_id));
@@ -406,7 +407,7 @@ impl Bridge {
         if params_parsed && view.hands_off() {
             // Parsed from exactly the command's params: a worker sharing the view folds the
             // first turn from it (a load that comes first reads the log, as always).
-            view.hand_off(offset, record.header.clone(), request.clone());
+            view.hand_off(offset, &record, request);
         }
         Ok(Accepted {
             created: Some(record.header),

@@ -98,6 +98,33 @@ impl TaskView {
             .await
     }
 
+    /// Wait (at most `timeout`) until the view shows `task_id`, as its follower applies what
+    /// others append, without asking the log for its end: `false` if it does not by then, or
+    /// if the view does not hold the task's partition. For a worker handed the copy of a
+    /// command written elsewhere: a claim it makes on what the view shows loses by log order
+    /// to one the view had not reached yet.
+    pub async fn wait_shown(&self, task_id: &str, timeout: Duration) -> bool {
+        let partition = self.partition_of(task_id);
+        if !self.holds_data(partition) {
+            return false;
+        }
+        let Ok(part) = self.inner.part(partition) else {
+            return false;
+        };
+        let mut applied = part.applied.subscribe();
+        let deadline = Instant::now() + timeout;
+        loop {
+            applied.borrow_and_update();
+            if self.lookup_any(task_id).is_some() {
+                return true;
+            }
+            match tokio::time::timeout_at(deadline, applied.changed()).await {
+                Ok(Ok(())) => {}
+                _ => return false,
+            }
+        }
+    }
+
     /// The next offset to apply of `partition`, or `None` for a partition the topic lacks.
     fn applied(&self, partition: u32) -> Option<u64> {
         self.inner
@@ -284,13 +311,20 @@ impl Inner {
             return;
         };
         let sender = &part.applied;
+        let handoff = &self.handoff;
         // A slice at a time under the lock, each published as applied: a reader of any
         // partition waits for one slice at most, not for the whole batch.
         let mut decoded = decoded.into_iter().peekable();
         loop {
             let mut tasks = part.write();
             for (offset, place, record, parsed) in decoded.by_ref().take(APPLY_SLICE) {
-                tasks.apply_parsed(offset, place, &record, parsed);
+                let created = tasks.apply_created(offset, place, &record, parsed);
+                // Kept before the slice is published: a worker woken by it finds it.
+                if let Some(request) = created
+                    && handoff.wants(&record)
+                {
+                    handoff.keep(offset, &record, *request);
+                }
             }
             // Under the tasks lock: a checkpoint reads the positions with the tasks.
             match decoded.peek() {

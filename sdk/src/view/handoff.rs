@@ -1,13 +1,16 @@
-//! New commands this process appended, kept parsed for a worker that decides with the same
-//! view: the turn a new command starts is its task's first, and that turn's history is the
-//! command alone, so the handler gets it without the command being read back from the log,
-//! decoded and parsed again.
+//! New commands, kept parsed for a worker that decides with the same view: the turn a new
+//! command starts is its task's first, and that turn's history is the command alone, so the
+//! handler gets it without the command being read back from the log, decoded and parsed
+//! again. Kept as this process's bridge appends them ([`TaskView::hand_off`]), and as the
+//! view's follower applies those others wrote (it parsed them to apply them): a worker in a
+//! process of its own loads its first turns without a read of the log.
 //!
 //! Kept only once a worker asked ([`TaskView::hand_off_commands`]): a bridge whose workers run
 //! elsewhere pays nothing. An entry is used only while the task's content records are exactly
 //! that command (the first turn, before anything else with content), so it gives the task the
 //! log gives; it is taken by the first load, and dropped once [`KEPT`] newer commands came
-//! (the turn ran elsewhere, or was never loaded): a load without it reads the log, as always.
+//! (the turn ran elsewhere, or was never loaded); a command over [`KEPT_PARAMS_MAX`] is not
+//! kept: a load without it reads the log, as always.
 //!
 //! While such a command is on its way to the log, the worker may already hold its copy (a
 //! backend may make the copy visible first): [`TaskView::own_command_landed`] waits for the
@@ -23,7 +26,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use agentlog_wire::a2a::SendMessageRequest;
-use agentlog_wire::{Record, RecordHeader};
+use agentlog_wire::{Record, RecordBody, RecordHeader};
 use bytes::Bytes;
 use foldhash::{HashMap, HashSet};
 use tokio::sync::Notify;
@@ -32,6 +35,11 @@ use super::TaskView;
 
 /// How many commands are kept at most: far more than a worker has turns starting at once.
 const KEPT: usize = 1024;
+/// The largest command kept (its params' bytes): a bigger one is read back from the log, which
+/// costs little beside its size, and what is kept stays within 16 MiB (a view following
+/// partitions other workers run keeps commands nobody here loads, until newer ones push them
+/// out).
+const KEPT_PARAMS_MAX: usize = 16 * 1024;
 
 /// A command record and its params as parsed from exactly the record's text.
 pub(super) struct HandedOff {
@@ -81,6 +89,39 @@ impl Handoff {
         // matters (an entry is only a shortcut).
         self.kept.lock().unwrap_or_else(|e| e.into_inner())
     }
+
+    /// Whether a worker asked for new commands to be kept.
+    pub(super) fn enabled(&self) -> bool {
+        self.enabled.load(Ordering::Relaxed)
+    }
+
+    /// Whether a worker asked for `record` (a command) to be kept, and it is small enough.
+    pub(super) fn wants(&self, record: &Record) -> bool {
+        self.enabled()
+            && matches!(&record.body, RecordBody::Command { params, .. } if params.len() <= KEPT_PARAMS_MAX)
+    }
+
+    /// Keep the command `record` at `offset` of its task's partition, `request` parsed from
+    /// exactly its params, for its first turn's load (the caller asked [`wants`](Self::wants)
+    /// first). The oldest entry goes once [`KEPT`] are kept.
+    pub(super) fn keep(&self, offset: u64, record: &Record, request: SendMessageRequest) {
+        let header = record.header.clone();
+        let task_id = header.task_id.clone();
+        let entry = HandedOff {
+            offset,
+            header,
+            request,
+        };
+        let mut kept = self.kept();
+        if kept.order.len() >= KEPT
+            && let Some((oldest, at)) = kept.order.pop_front()
+            && kept.by_task.get(&oldest).is_some_and(|e| e.offset == at)
+        {
+            kept.by_task.remove(&oldest);
+        }
+        kept.order.push_back((task_id.clone(), offset));
+        kept.by_task.insert(task_id, entry);
+    }
 }
 
 impl TaskView {
@@ -121,34 +162,19 @@ impl TaskView {
         self.inner.handoff.enabled.load(Ordering::Relaxed)
     }
 
-    /// Keep the command record with `header` that this process appended at `offset` of its
-    /// task's partition, with `request` parsed from exactly its params, for the first turn's
-    /// load ([`load_turn`](Self::load_turn)); nothing unless a worker asked
-    /// ([`hand_off_commands`](Self::hand_off_commands)). Right after the append, so that the
-    /// first turn finds it: a load that comes first reads the log.
+    /// Keep the command `record` that this process appended at `offset` of its task's
+    /// partition, with `request` parsed from exactly its params, for the first turn's load
+    /// ([`load_turn`](Self::load_turn)); nothing unless a worker asked
+    /// ([`hand_off_commands`](Self::hand_off_commands)), or for a command over 16 KiB. Right
+    /// after the append, so that the first turn finds it: a load that comes first reads the log.
     ///
     /// The caller vouches for the parse (as for [`apply_own_command`](Self::apply_own_command)):
     /// the task is folded from it as from the record.
-    pub(crate) fn hand_off(&self, offset: u64, header: RecordHeader, request: SendMessageRequest) {
+    pub(crate) fn hand_off(&self, offset: u64, record: &Record, request: &SendMessageRequest) {
         let handoff = &self.inner.handoff;
-        if !handoff.enabled.load(Ordering::Relaxed) {
-            return;
+        if handoff.wants(record) {
+            handoff.keep(offset, record, request.clone());
         }
-        let task_id = header.task_id.clone();
-        let entry = HandedOff {
-            offset,
-            header,
-            request,
-        };
-        let mut kept = handoff.kept();
-        if kept.order.len() >= KEPT
-            && let Some((oldest, at)) = kept.order.pop_front()
-            && kept.by_task.get(&oldest).is_some_and(|e| e.offset == at)
-        {
-            kept.by_task.remove(&oldest);
-        }
-        kept.order.push_back((task_id.clone(), offset));
-        kept.by_task.insert(task_id, entry);
     }
 
     /// Mark `task_id`'s new command as on its way to the log until the guard drops (once the

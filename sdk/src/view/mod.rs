@@ -519,13 +519,18 @@ fn info(partition: u32, entry: &Entry) -> TaskInfo {
 }
 
 impl TaskView {
-    /// The tasks of `partition` whose turn has waited for a worker's claim since before
-    /// `before_ms` (Unix milliseconds): unclaimed since then, or claimed under a lease over
-    /// since then; oldest first, with the turn (the `messageId`) each waits on: what a sweeper
-    /// puts back on the workers' queue.
+    /// The tasks of `partition` whose turn waits for a worker's claim (Unix milliseconds):
+    /// submitted and unclaimed since before `unclaimed_before_ms`, or claimed under a lease
+    /// over since before `lease_over_before_ms`; oldest first, with the turn (the
+    /// `messageId`) each waits on: what a sweeper puts back on the workers' queue.
     ///
     /// The first call starts the index (a view nobody sweeps keeps none).
-    pub fn awaiting_claim(&self, partition: u32, before_ms: u64) -> Vec<(Arc<str>, Arc<str>)> {
+    pub fn awaiting_claim(
+        &self,
+        partition: u32,
+        unclaimed_before_ms: u64,
+        lease_over_before_ms: u64,
+    ) -> Vec<(Arc<str>, Arc<str>)> {
         let Some(part) = self.inner.parts.get(partition as usize) else {
             return Vec::new();
         };
@@ -535,10 +540,16 @@ impl TaskView {
             return Vec::new();
         };
         awaiting
-            .since_before(before_ms)
-            .filter_map(|slot| {
+            .since_before(unclaimed_before_ms.max(lease_over_before_ms))
+            .filter_map(|(since, slot)| {
                 let entry = tasks.entries.entry(slot)?;
-                let turn = entry.machine.last_message_id()?;
+                let machine = &entry.machine;
+                let before = if machine.awaits_claim() {
+                    unclaimed_before_ms
+                } else {
+                    lease_over_before_ms
+                };
+                let turn = machine.last_message_id().filter(|_| since < before)?;
                 Some((entry.id.to_arc(), Arc::from(turn)))
             })
             .collect()

@@ -147,3 +147,17 @@ impl Drop for NewTaskWatch {
         }
     }
 }
+
+#[cfg(test)]
+impl TaskView {
+    /// How many receivers watch `task_id`'s events now (a worker's supervisor holds one while
+    /// it waits on the task): lets a test act once a supervisor is parked.
+    pub(crate) fn watchers(&self, task_id: &str) -> usize {
+        let (_, part) = self.inner.part_of(task_id);
+        let tasks = part.read();
+        tasks
+            .live_slot(task_id, now_ms())
+            .and_then(|(slot, _)| tasks.watchers.get(&slot))
+            .map_or(0, |sender| sender.receiver_count())
+    }
+}

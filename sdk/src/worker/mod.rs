@@ -164,11 +164,7 @@ impl Worker {
         topics.ensure(&log).await?;
         let shares_view = config.view.is_some();
         let view = match config.view {
-            // A bridge's in this process: its new commands reach the first turns parsed.
-            Some(view) => {
-                view.hand_off_commands();
-                view
-            }
+            Some(view) => view,
             None => {
                 let options = ViewOptions {
                     verifier: config.trust.clone(),
@@ -177,6 +173,9 @@ impl Worker {
                 TaskView::start_with(log.clone(), topics.events.clone(), options).await?
             }
         };
+        // New commands reach their first turns parsed: those this process's bridge appends
+        // on a shared view, and those the view's follower applies.
+        view.hand_off_commands();
         let consumer = log
             .join_group(&topics.commands, &topics.worker_group())
             .await?;
@@ -240,7 +239,9 @@ impl Worker {
     /// Stop taking work, wait (at most [`WorkerConfig::shutdown_timeout`], then a second more
     /// after firing their tokens) for running handlers, commit what finished and leave the
     /// group. The turns not finished are released (another worker takes them over at once)
-    /// and their commands are delivered again to the group's other members.
+    /// and their commands are delivered again to the group's other members; a first turn
+    /// claimed in its command's append has no copy to deliver, and the sweep of the member
+    /// that gets its partition finds it within a second.
     pub async fn shutdown(self) -> Result<()> {
         self.stop.cancel();
         self.task.await.map_err(run::join_error)?

@@ -1,14 +1,16 @@
 //! First turns this worker claims in its bridge's append: a bridge sharing the worker's view
 //! asks for a claim as it writes a new task's command (`pickup.rs`), appends it right after
 //! the command in the same batch, and a supervisor adopts it as soon as it lands (the run
-//! loop is told), so the turn runs without a claim round trip of its own.
+//! loop is told), so the turn runs without a claim round trip of its own, and the command
+//! goes without a copy on the workers' queue.
 //!
 //! A claim is offered only while a handler slot is free (it is kept for the turn); it is the
-//! task's first (attempt 1), written as this worker writes every record. The command's copy is
-//! still queued: it is what brings a takeover should this process die (if it comes here, it
-//! is the adopting supervisor's to commit). A claim whose append failed part-way is kept as
-//! landed (it may be on the log); one nobody adopted within `requeue_after` is released by the
-//! sweep, and a claimed turn whose lease is over is found by the sweep like an unclaimed one.
+//! task's first (attempt 1), written as this worker writes every record. Should this process
+//! die, the sweep of the worker owning the partition finds the claim's lease over and puts the
+//! turn back on the queue (a copy that comes here anyway, say of a second send of the same
+//! message, is the adopting supervisor's to commit). A claim whose append failed part-way is
+//! kept as landed (it may be on the log); one nobody adopted within `requeue_after` is
+//! released by the sweep.
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;

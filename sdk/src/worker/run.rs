@@ -22,9 +22,10 @@ use tokio::task::{Id, JoinError, JoinSet};
 use super::attempt::TurnKey;
 use super::backlog::Backlog;
 use super::pending::Pending;
+use super::shared::Queued;
 use super::shared::{Backoff, Outcome, Shared};
 use super::sweep::Sweeper;
-use super::turn::{Queued, supervise};
+use super::turn::supervise;
 use crate::error::{Error, ErrorKind, Result};
 use crate::log::{Delivery, GroupConsumer, StoredRecord};
 

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use agentlog_wire::trace::TraceContext;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
@@ -69,4 +70,15 @@ impl Backoff {
             () = tokio::time::sleep(delay) => true,
         }
     }
+}
+
+/// What a record on the workers' queue says of the turn it names, beside the turn.
+#[derive(Debug, Default)]
+pub(super) struct Queued {
+    /// When its bridge wrote it.
+    pub written_ms: u64,
+    /// A command's task retention (0: kept forever, or not a command).
+    pub retention_ms: u64,
+    /// The trace context it carries.
+    pub trace: Option<TraceContext>,
 }

@@ -5,11 +5,11 @@
 //! task `submitted` that no worker will ever be handed. So each worker looks, about once a
 //! second, at the partitions it owns in the worker group: a task there whose turn has waited
 //! for a claim for [`WorkerConfig::requeue_after`](super::WorkerConfig) (default 3 s), or whose
-//! claim's lease has been over that long (a first claim written with its command, whose copy
-//! was lost with its process: `reserve.rs`), and that
-//! this worker is not already supervising gets a copy of its turn's record (the command or
-//! continue itself, read back from the events topic) on the commands topic. The worker that
-//! owns the partition receives it and claims the turn as usual.
+//! claim's lease is over (its holder gone: a first claim written with its command has no copy
+//! to bring a takeover, `reserve.rs`), and that this worker is not already supervising gets a
+//! copy of its turn's record (the command or continue itself, read back from the events topic)
+//! on the commands topic. The worker that owns the partition receives it and claims the turn
+//! as usual.
 //!
 //! Any number of workers sweep at once without doing work twice: each sweeps only the
 //! partitions it owns, each turn at most once per worker, and the claim decides who runs a
@@ -27,8 +27,9 @@
 //! and the queue would fall further behind the longer the burst lasted.
 //!
 //! The bound: a lost command is back on the queue within `requeue_after` plus one sweep
-//! period (1 s) plus an append, so at most 5 s with the defaults, while the owning worker
-//! keeps up with its queue and has a free supervisor slot to receive it.
+//! period (1 s) plus an append, so at most 5 s with the defaults, and a dead holder's turn
+//! within a sweep period of its lease's end, while the owning worker keeps up with its queue
+//! and has a free supervisor slot to receive it.
 //!
 //! The same sweep releases the first claims this worker wrote in its bridge's appends that
 //! it never adopted (`reserve.rs`), and cancels the input-required tasks of those partitions whose ask's deadline
@@ -100,12 +101,18 @@ impl Sweeper {
         }
         self.requeued
             .retain(|_, at| now.duration_since(*at) < REMEMBER);
-        let before = now_ms().saturating_sub(millis(self.requeue_after));
+        // An unclaimed turn's copy may be on its way still; a claim whose lease is over had
+        // no copy, or its holder's is gone with it.
+        let now_ms = now_ms();
+        let unclaimed_before = now_ms.saturating_sub(millis(self.requeue_after));
         let mut overdue = HashMap::new();
         // The commands topic's ends, asked once a sweep and only for a turn newly overdue.
         let mut ends: Option<Vec<u64>> = None;
         for &partition in owned {
-            for (task_id, turn) in shared.view.awaiting_claim(partition, before) {
+            for (task_id, turn) in shared
+                .view
+                .awaiting_claim(partition, unclaimed_before, now_ms)
+            {
                 let key = (task_id.to_string(), turn.to_string());
                 if supervised.contains_key(&key) || self.requeued.contains_key(&key) {
                     continue;

@@ -23,26 +23,14 @@ use super::attempt::{Attempt, millis, now_ms};
 use super::claim::{Stance, claim, stance};
 use super::context::{Parts, Progress, TaskContext};
 use super::settle::{Ran, confirm, fail_unrunnable, release, settle};
-use super::shared::{Backoff, Outcome, Shared};
+use super::shared::{Backoff, Outcome, Queued, Shared};
 use crate::telemetry::Span;
 use crate::view::{TaskEvent, TaskInfo};
 use agentlog_wire::RecordBody;
 use agentlog_wire::a2a::Role;
 use agentlog_wire::fold::{Change, ClaimKind};
-use agentlog_wire::trace::TraceContext;
 use tokio::sync::OwnedSemaphorePermit;
 use tokio::sync::broadcast::error::RecvError;
-
-/// What a record on the workers' queue says of the turn it names, beside the turn.
-#[derive(Debug, Default)]
-pub(super) struct Queued {
-    /// When its bridge wrote it.
-    pub written_ms: u64,
-    /// A command's task retention (0: kept forever, or not a command).
-    pub retention_ms: u64,
-    /// The trace context it carries.
-    pub trace: Option<TraceContext>,
-}
 
 /// Supervise the turn `(task_id, turn)` a record on the queue names, until it needs nothing
 /// more from this worker.
@@ -98,6 +86,13 @@ pub(super) async fn supervise(
         if first && !ready {
             // This process's bridge may be writing it: wait for its view, not the log's end.
             view.own_command_landed(&task_id, shared.sync_timeout).await;
+            // Another process's bridge wrote it: the view's follower brings it, as soon as a
+            // sync would and without asking the log for its end.
+            let left = fresh_for.saturating_sub(now_ms().saturating_sub(written_ms));
+            if left > 0 && view.lookup_any(&task_id).is_none() {
+                let wait = Duration::from_millis(left).min(shared.sync_timeout);
+                view.wait_shown(&task_id, wait).await;
+            }
             ready = ready_now();
         }
         first = false;

@@ -409,12 +409,15 @@ impl AwaitingClaim {
         }
     }
 
-    /// The tasks that have waited since before `before_ms`, oldest first.
-    pub(in crate::view) fn since_before(&self, before_ms: u64) -> impl Iterator<Item = Slot> + '_ {
+    /// The tasks that have waited since before `before_ms`, oldest first, with since when.
+    pub(in crate::view) fn since_before(
+        &self,
+        before_ms: u64,
+    ) -> impl Iterator<Item = (u64, Slot)> + '_ {
         self.tasks
             .iter()
             .take_while(move |(since, _)| *since < before_ms)
-            .map(|(_, slot)| *slot)
+            .copied()
     }
 
     /// Every task with since when it waits, oldest first.

@@ -11,6 +11,7 @@ pub(super) mod task_map;
 
 use std::sync::Arc;
 
+use agentlog_wire::a2a::SendMessageRequest;
 use agentlog_wire::fold::{Change, ClaimKind, Outcome, Parsed, TaskMachine};
 use agentlog_wire::{Record, RecordHeader, TaskState};
 use foldhash::HashMap;
@@ -257,9 +258,22 @@ impl Tasks {
         record: &Record,
         parsed: Parsed,
     ) {
+        self.apply_created(offset, place, record, parsed);
+    }
+
+    /// [`apply_parsed`](Self::apply_parsed), giving back the request of a command that created
+    /// its task (or a new incarnation of it): nobody hears that change, and a worker's first
+    /// turn may be folded from it (`handoff.rs`).
+    pub(super) fn apply_created(
+        &mut self,
+        offset: u64,
+        place: Place,
+        record: &Record,
+        parsed: Parsed,
+    ) -> Option<Box<SendMessageRequest>> {
         self.apply_with(offset, place, &record.header, |machine| {
             machine.apply_parsed(record, Some(parsed)).map(Some)
-        });
+        })
     }
 
     /// Apply a record of `header`'s task at `offset` of the partition (at `place` in the log):
@@ -272,7 +286,7 @@ impl Tasks {
         place: Place,
         header: &RecordHeader,
         decide: impl FnOnce(&mut TaskMachine) -> Result<Option<Change>, Outcome>,
-    ) {
+    ) -> Option<Box<SendMessageRequest>> {
         let mut before = None;
         // A renewal that only extends the lease: neither kept nor told (see `is_extension`).
         let mut quiet = false;
@@ -284,13 +298,11 @@ impl Tasks {
         let mut new = found.is_none();
         let (slot, change) = match found {
             Some(slot) => {
-                let Some(entry) = self.entries.entry_mut(slot) else {
-                    return;
-                };
+                let entry = self.entries.entry_mut(slot)?;
                 let lease = entry.machine.claim().map(|c| c.lease_until_ms);
                 before = Some(Before::of(entry, keep_index));
                 let Ok(change) = decide(&mut entry.machine) else {
-                    return;
+                    return None;
                 };
                 quiet = is_extension(change.as_ref(), lease);
                 if matches!(change, None | Some(Change::Created(_))) {
@@ -314,7 +326,7 @@ impl Tasks {
             None => {
                 let mut machine = TaskMachine::new();
                 let Ok(change) = decide(&mut machine) else {
-                    return;
+                    return None;
                 };
                 if let Some(live) = live {
                     live.add(offset);
@@ -334,9 +346,7 @@ impl Tasks {
                 (slot, change)
             }
         };
-        let Some(entry) = self.entries.entry(slot) else {
-            return;
-        };
+        let entry = self.entries.entry(slot)?;
         if new {
             self.tell_listing(entry.owner);
             if !self.pending.is_empty()
@@ -370,13 +380,19 @@ impl Tasks {
                 waiting.update(slot, was, now);
             }
         }
+        if new {
+            // A new task's subscribers hold what its creating record made of it.
+            return match change {
+                Some(Change::Created(request)) => Some(request),
+                _ => None,
+            };
+        }
         let (Some(sender), Some(change)) = (self.watchers.get(&slot), change) else {
-            return;
+            return None;
         };
-        // A push record changes nothing a subscriber follows (fold rule 16); a new task's
-        // subscribers hold what its creating record made of it.
-        if new || quiet || is_first_claim(&change) || matches!(change, Change::Push(_)) {
-            return;
+        // A push record changes nothing a subscriber follows (fold rule 16).
+        if quiet || is_first_claim(&change) || matches!(change, Change::Push(_)) {
+            return None;
         }
         let event = Arc::new(TaskEvent {
             offset,
@@ -391,6 +407,7 @@ impl Tasks {
         if sender.send(event).is_err() || state.is_terminal() {
             self.watchers.remove(&slot);
         }
+        None
     }
 }
 

@@ -443,21 +443,21 @@ async fn a_handed_off_command_gives_the_first_turn_the_log_gives_at_its_offset_o
     assert_eq!(from_log.1.hops, ["b1"]);
 
     // Nothing kept until a worker asks.
-    view.hand_off(0, a.header.clone(), parsed(&a));
+    view.hand_off(0, &a, &parsed(&a));
     assert!(view.take_handed_off("a", 0).is_none());
     view.hand_off_commands();
-    view.hand_off(0, a.header.clone(), parsed(&a));
+    view.hand_off(0, &a, &parsed(&a));
     assert_eq!(view.load_turn(&info, Some("m-a")).await.unwrap(), from_log);
     assert!(view.take_handed_off("a", 0).is_none(), "taken by that load");
 
     // Kept at another offset than the task's command: not used, the log is read.
     let mut other = parsed(&a);
     other.message.parts = vec![agentlog_wire::a2a::Part::text("not what the log holds")];
-    view.hand_off(7, a.header.clone(), other.clone());
+    view.hand_off(7, &a, &other);
     assert_eq!(view.load_turn(&info, Some("m-a")).await.unwrap(), from_log);
     // At the command's offset it is used: the parse is the caller's word (here a wrong one,
     // to see that the log was not read).
-    view.hand_off(0, a.header.clone(), other);
+    view.hand_off(0, &a, &other);
     let (task, _) = view.load_turn(&info, Some("m-a")).await.unwrap();
     assert_eq!(
         task.history[0].parts[0].as_text(),
@@ -465,7 +465,7 @@ async fn a_handed_off_command_gives_the_first_turn_the_log_gives_at_its_offset_o
     );
 
     // Once the task has more content than its command, the log is read.
-    view.hand_off(0, a.header.clone(), parsed(&a));
+    view.hand_off(0, &a, &parsed(&a));
     let done = record(
         "a",
         "s1",
@@ -484,6 +484,52 @@ async fn a_handed_off_command_gives_the_first_turn_the_log_gives_at_its_offset_o
         view.take_handed_off("a", 0).is_some(),
         "not taken by that load"
     );
+}
+
+/// A worker's view keeps the new commands its follower applies (another process's bridge
+/// wrote them): their first turns load without a read of the log, as the log folds them.
+#[tokio::test]
+async fn a_command_the_follower_applies_gives_its_first_turn_without_a_read() {
+    use crate::log::layers::{LogMetrics, LogOp};
+    let metrics = LogMetrics::new();
+    let (log, topic, view) = view_over_counted_memory(&metrics, 4).await;
+    view.wait_caught_up().await;
+    let caller = Caller::principal("p");
+    // Before a worker asks, the follower keeps nothing.
+    append(&log, &topic, &command("before")).await;
+    view.sync(None, PATIENCE).await.unwrap();
+    let info = view.lookup(&caller, "before").unwrap();
+    let reads = metrics.calls(LogOp::ReadAt);
+    view.load_turn(&info, Some("m-before")).await.unwrap();
+    assert_eq!(metrics.calls(LogOp::ReadAt), reads + 1, "read from the log");
+
+    view.hand_off_commands();
+    let mut a = command("a");
+    a.header.bridge_hops = vec!["b1".into()];
+    append(&log, &topic, &a).await;
+    view.sync(None, PATIENCE).await.unwrap();
+    let info = view.lookup(&caller, "a").unwrap();
+    let reads = metrics.calls(LogOp::ReadAt);
+    let kept = view.load_turn(&info, Some("m-a")).await.unwrap();
+    assert_eq!(metrics.calls(LogOp::ReadAt), reads, "nothing read");
+    assert_eq!(kept.1.hops, ["b1"]);
+    // Taken by that load: the next one reads the log, and folds the same.
+    let from_log = view.load_turn(&info, Some("m-a")).await.unwrap();
+    assert_eq!(metrics.calls(LogOp::ReadAt), reads + 1);
+    assert_eq!(kept, from_log);
+
+    // A command over 16 KiB is not kept: its load reads the log.
+    let mut big = command("big");
+    let RecordBody::Command { params, .. } = &mut big.body else {
+        unreachable!("a command")
+    };
+    *params = params.replace("hi", &"x".repeat(20_000));
+    append(&log, &topic, &big).await;
+    view.sync(None, PATIENCE).await.unwrap();
+    let info = view.lookup(&caller, "big").unwrap();
+    let reads = metrics.calls(LogOp::ReadAt);
+    view.load_turn(&info, Some("m-big")).await.unwrap();
+    assert_eq!(metrics.calls(LogOp::ReadAt), reads + 1, "read from the log");
 }
 
 /// A read about one task asks the log for its partition's end alone, and sees what any

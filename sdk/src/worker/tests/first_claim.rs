@@ -1,9 +1,9 @@
 //! A worker sharing its bridge's view claims a new task's first turn in the command's own
-//! append (`reserve.rs`, `pickup.rs`), and a claim whose copy never landed still gets its
-//! turn run.
+//! append (`reserve.rs`, `pickup.rs`), which then needs no copy on the workers' queue: a
+//! crash under such a claim is taken over by the sweep.
 
 use super::*;
-use crate::log::layers::{FaultLayer, Faults, LogMetrics, LogOp, MetricsLayer};
+use crate::log::layers::{LogMetrics, LogOp, MetricsLayer};
 
 /// A bridge and a worker sharing its view over `log`, the worker adjusted by `adjust`.
 async fn sharing(
@@ -90,6 +90,9 @@ async fn a_new_tasks_call_brings_its_first_claim_in_the_commands_append() {
     let records = &events[&submitted.id];
     assert!(matches!(records[1].body, RecordBody::Claim { .. }));
     assert_eq!(claims(records).len(), 1, "one claim: {records:?}");
+
+    // The claim hands the turns over: neither command has a copy on the workers' queue.
+    assert_eq!(queued(&h.log, &h.bridge.config().topics.commands).await, 0);
     h.shutdown().await;
 }
 
@@ -124,29 +127,92 @@ async fn a_first_claim_carries_the_commands_trace_context() {
 }
 
 #[tokio::test]
-async fn a_first_claim_whose_copy_never_landed_runs_here() {
-    let (faults, log) = faulty().await;
-    let h = sharing(&log, Completes, |_| {}).await;
-    let id = send_losing_its_copy(&h, &faults).await;
-    h.wait_for_state(&id, TaskState::Completed).await;
+async fn a_copy_that_finds_its_first_claim_shown_but_not_landed_adopts_it_once_it_lands() {
+    let log = crate::log::open("memory://").await.unwrap();
+    let h = sharing(&log, Completes, |config| {
+        config.lease = PATIENCE * 4;
+        config.requeue_after = PATIENCE * 4;
+    })
+    .await;
+    let view = h.bridge.view();
+    let topics = h.bridge.config().topics.clone();
+    let message = user("raced");
+    let task_id = agentlog_wire::ids::task_id("", "", &message.message_id);
+    let command = Record {
+        header: RecordHeader {
+            task_id: task_id.clone(),
+            context_id: "ctx".into(),
+            message_id: message.message_id.clone(),
+            timestamp_ms: crate::retention::now_ms(),
+            ..RecordHeader::default()
+        },
+        body: RecordBody::Command {
+            params: serde_json::to_string(&request(message, false)).unwrap(),
+            retention_ms: 0,
+        },
+    };
+    let bytes = Bytes::from(command.encode().unwrap());
+    let key = task_id.as_bytes();
+
+    // The command and this worker's first claim in one append, both applied to the view.
+    let reserved = view
+        .reserve_first_turn(&command.header)
+        .expect("a free slot");
+    let (claim, claim_bytes) = {
+        let (record, bytes) = reserved.claim();
+        (record.clone(), bytes.clone())
+    };
+    let appended = log
+        .append(&topics.events, key, vec![bytes.clone(), claim_bytes])
+        .await
+        .unwrap();
+    let (partition, offset) = (appended.partition, appended.first_offset);
+    view.apply_own_command(partition, offset, appended.place, &command, false);
+    view.apply_own(partition, offset + 1, appended.place, &[claim]);
+
+    // Its copy reaches the worker, whose supervisor finds the claim before it landed.
+    log.append(&topics.commands, key, vec![bytes])
+        .await
+        .unwrap();
+    tokio::time::timeout(PATIENCE, async {
+        while view.watchers(&task_id) == 0 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .expect("a supervisor watches the task");
+    assert_eq!(
+        view.lookup_any(&task_id).unwrap().0.state,
+        TaskState::Working
+    );
+
+    // The bridge is done with its append: the turn runs under that claim, and no other.
+    drop(reserved);
+    h.wait_for_state(&task_id, TaskState::Completed).await;
     let events = h.events().await;
-    assert_eq!(claims(&events[&id]).len(), 1, "the first claim ran it");
+    assert_eq!(claims(&events[&task_id]).len(), 1, "the first claim ran it");
     h.shutdown().await;
 }
 
+/// A first claim written in its command's append leaves no copy on the workers' queue: should
+/// its process die, the sweep of the worker that then owns the partition puts the turn back
+/// once the claim's lease is over (not `requeue_after` later, which is for copies on their
+/// way: here longer than the test's patience).
 #[tokio::test]
-async fn a_crash_after_a_first_claim_whose_copy_never_landed_is_taken_over() {
-    let (faults, log) = faulty().await;
+async fn a_crash_after_a_first_claim_is_taken_over_once_its_lease_is_over() {
+    let log = crate::log::open("memory://").await.unwrap();
     let quick = |config: &mut WorkerConfig| {
         config.lease = Duration::from_secs(1);
-        config.requeue_after = Duration::from_millis(200);
+        config.requeue_after = PATIENCE * 4;
     };
     // The first attempt hangs; the process dies under it.
     let h = sharing(&log, HangsFirst, quick).await;
-    let id = send_losing_its_copy(&h, &faults).await;
+    let id = send(&h.bridge, user("its process dies"), true).await.id;
     wait_for_claim(&h.bridge, &id).await;
     h.worker.abort();
-    // Another worker finds the turn once the dead claim's lease is over: no copy brings it.
+    let commands = h.bridge.config().topics.commands.clone();
+    assert_eq!(queued(&log, &commands).await, 0, "no copy");
+    // Another worker finds the turn once the dead claim's lease is over.
     let mut config = WorkerConfig::new("agent");
     quick(&mut config);
     let survivor = Worker::start(log.clone(), config, HangsFirst)
@@ -160,32 +226,14 @@ async fn a_crash_after_a_first_claim_whose_copy_never_landed_is_taken_over() {
     h.wait_for_state(&id, TaskState::Completed).await;
     let events = h.events().await;
     let attempts: Vec<u32> = claims(&events[&id]).iter().map(|c| c.0).collect();
-    assert_eq!(attempts.first(), Some(&1));
-    assert_eq!(attempts.last(), Some(&2), "taken over: {attempts:?}");
+    assert_eq!(attempts, [1, 2], "taken over");
+    assert_eq!(queued(&h.log, &commands).await, 1, "the sweep's copy");
     h.shutdown().await;
 }
 
-/// A memory log under a fault layer, and its faults.
-async fn faulty() -> (Faults, Log) {
-    let faults = Faults::new();
-    let log = crate::log::open("memory://")
-        .await
-        .unwrap()
-        .layer(FaultLayer::new(faults.clone()));
-    (faults, log)
-}
-
-/// A blocking send whose command and first claim land while its commands copy does not (the
-/// call fails); the task's id.
-async fn send_losing_its_copy(h: &Harness, faults: &Faults) -> String {
-    faults.fail_batch(1);
-    let message = user("its copy is lost");
-    let failed = h
-        .bridge
-        .send_message(&Caller::anonymous(), request(message.clone(), false))
-        .await;
-    assert!(failed.is_err(), "the copy's append failed: {failed:?}");
-    agentlog_wire::ids::task_id("", "", &message.message_id)
+/// How many records `topic` holds over all its partitions.
+async fn queued(log: &Log, topic: &crate::log::TopicRef) -> u64 {
+    log.end_offsets(topic).await.unwrap().iter().sum()
 }
 
 async fn wait_for_claim(bridge: &Bridge, id: &str) {

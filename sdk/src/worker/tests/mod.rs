@@ -21,6 +21,7 @@ use super::*;
 use crate::agent::Caller;
 use crate::bridge::{Bridge, BridgeConfig};
 
+mod apart;
 mod first_claim;
 mod queue;
 mod reply;
