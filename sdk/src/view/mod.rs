@@ -28,6 +28,7 @@ mod own;
 mod part;
 mod persist;
 mod pins;
+mod polled;
 mod read;
 mod subscribe;
 mod tasks;
@@ -162,6 +163,8 @@ struct Inner {
     shutdown: CancellationToken,
     /// New commands kept parsed for a worker's first turn.
     handoff: handoff::Handoff,
+    /// The folds of tasks read again unchanged.
+    polled: polled::Polled,
     /// The view as the applier of this process's appends ([`TaskView::applier`]).
     applier: Applier,
 }
@@ -291,6 +294,7 @@ impl TaskView {
             undecodable: AtomicU64::new(0),
             caught_up: watch::channel(holding.is_empty()).0,
             handoff: handoff::Handoff::default(),
+            polled: polled::Polled::default(),
             applier: Applier::new(),
             shutdown: shutdown.clone(),
             options,

@@ -5,6 +5,7 @@ use agentlog_wire::Record;
 use agentlog_wire::a2a::{Message, Task};
 use agentlog_wire::fold::{StatusMark, fold_content, fold_content_after};
 
+use super::polled::{Found, Version};
 use super::tasks::applied::{self, content_offsets, content_places};
 use super::tasks::task_map::Lead;
 use super::{TaskInfo, TaskView};
@@ -17,7 +18,8 @@ impl TaskView {
     /// The task if it exists and `caller` may see it, folded from its content records read
     /// back from the log. What `GetTask` needs, and no more: it copies nothing else out of
     /// the view (unlike [`lookup`](Self::lookup) then [`load`](Self::load)), so that it
-    /// touches as little memory as it can in a view of many tasks.
+    /// touches as little memory as it can in a view of many tasks. A task read again
+    /// unchanged is given from its kept fold (`polled.rs`).
     pub async fn get(&self, caller: &Caller, task_id: &str) -> Result<Option<Task>> {
         let (partition, part) = self.inner.part_of(task_id);
         // The task's first records start loading while its entry does (`log/place.rs`).
@@ -49,12 +51,29 @@ impl TaskView {
             Some(Err(info)) => return self.load(&info).await.map(Some),
             Some(Ok(found)) => found,
         };
+        let version = content.last().map(|&last_content| Version {
+            last_content,
+            contents: content.len(),
+            status,
+        });
+        let polled = &self.inner.polled;
+        let keep = match version.map(|version| polled.find(task_id, version)) {
+            Some(Found::Kept(task)) => return Ok(Some(Task::clone(&task))),
+            Some(Found::Fold { keep }) => keep,
+            None => false,
+        };
         match self
             .fold_content(task_id, partition, &content, &places, status, None)
             .await
         {
             Err(error) if error.kind() == ErrorKind::TaskNotFound => Ok(None),
-            folded => folded.map(|(task, _)| Some(task)),
+            Ok((task, _)) => {
+                if let (true, Some(version)) = (keep, version) {
+                    polled.keep(task_id, version, &task);
+                }
+                Ok(Some(task))
+            }
+            Err(error) => Err(error),
         }
     }
 

@@ -383,6 +383,56 @@ async fn a_task_read_back_from_its_content_records_is_the_fold_of_all_of_them() 
     assert!(view.get(&caller, "nope").await.unwrap().is_none());
 }
 
+/// A task read again unchanged is given from its kept fold, without a read of the log, and
+/// read and folded again once anything of it changes; who may see it is checked every time.
+#[tokio::test]
+async fn a_task_polled_unchanged_is_read_from_the_log_twice_then_kept() {
+    use crate::log::layers::{LogMetrics, LogOp};
+    let metrics = LogMetrics::new();
+    let (log, topic, view) = view_over_counted_memory(&metrics, 2).await;
+    let caller = Caller::principal("p");
+    let records = [
+        command("a"),
+        record(
+            "a",
+            "s1",
+            RecordBody::status(TaskState::Working, String::new()),
+        ),
+        record(
+            "a",
+            "art",
+            RecordBody::ArtifactUpdate {
+                append: false,
+                last_chunk: true,
+                artifact: r#"{"artifactId":"x","parts":[{"text":"out"}]}"#.into(),
+            },
+        ),
+        record(
+            "a",
+            "s2",
+            RecordBody::status(TaskState::Completed, String::new()),
+        ),
+    ];
+    for (n, record) in records.iter().enumerate() {
+        append(&log, &topic, record).await;
+        view.sync(None, PATIENCE).await.unwrap();
+        let expected = agentlog_wire::fold::fold(&records[..=n])
+            .into_task()
+            .unwrap();
+        let reads = metrics.calls(LogOp::ReadAt);
+        for _ in 0..4 {
+            assert_eq!(view.get(&caller, "a").await.unwrap().unwrap(), expected);
+        }
+        assert_eq!(metrics.calls(LogOp::ReadAt), reads + 2, "after record {n}");
+        assert!(
+            view.get(&Caller::principal("q"), "a")
+                .await
+                .unwrap()
+                .is_none()
+        );
+    }
+}
+
 #[tokio::test]
 async fn the_input_required_index_follows_each_task_in_and_out() {
     let (log, topic, view) = view_over_memory().await;
