@@ -398,6 +398,20 @@ impl Bridge {
             )
         })
     }
+
+    /// [`sync_task`](Self::sync_task) for a read of a task, but no sync when the view shows it
+    /// finished well before its expiry ([`TaskView::is_settled`](crate::view::TaskView::is_settled)):
+    /// nothing appended since changes what the read answers.
+    async fn sync_unless_settled(&self, task_id: &str) -> Result<PartitionPin> {
+        let view = &self.inner.view;
+        // Pinned first: the view then holds what it says of the task until the read is done.
+        if let Some(pin) = view.pin(view.partition_of(task_id))
+            && view.is_settled(task_id)
+        {
+            return Ok(pin);
+        }
+        self.sync_task(task_id).await
+    }
 }
 
 /// Where [`Bridge::commit`] writes a record.

@@ -21,11 +21,12 @@ const DEFAULT_PAGE_SIZE: usize = 50;
 const MAX_PAGE_SIZE: usize = 100;
 
 impl Bridge {
-    /// `GetTask`: the task folded from the log, as of the request (read-your-writes).
+    /// `GetTask`: the task folded from the log, as of the request (read-your-writes; a
+    /// finished task's answer is fixed, so the view answers it without a sync).
     pub async fn get_task(&self, caller: &Caller, request: GetTaskRequest) -> Result<Task> {
         check_history_length(request.history_length)?;
         require_id(&request.id)?;
-        let _pinned = self.sync_task(&request.id).await?;
+        let _pinned = self.sync_unless_settled(&request.id).await?;
         let task = self
             .inner
             .view
@@ -323,7 +324,14 @@ fn decode_cursor(token: &str) -> Result<(u64, String)> {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+    use std::time::Duration;
+
+    use agentlog_wire::a2a::SendMessageResponse;
+
     use super::*;
+    use crate::bridge::BridgeConfig;
+    use crate::bridge::test_support::send_request;
+    use crate::log::layers::{LogMetrics, LogOp, MetricsLayer};
 
     #[tokio::test]
     async fn a_minted_message_ids_task_lands_in_a_held_partition() {
@@ -351,6 +359,60 @@ mod tests {
                 decode_cursor(bad).map_err(|e| e.kind()).err(),
                 Some(ErrorKind::InvalidParams)
             );
+        }
+    }
+    /// A finished task's answer is fixed: GetTask asks the log for no end, unless the task
+    /// expires within the margin the writers' clocks are allowed (a new incarnation may
+    /// follow its expiry) or is still running.
+    #[tokio::test]
+    async fn a_finished_task_is_read_without_a_sync_unless_it_expires_soon() {
+        for (retention, settled) in [
+            (Duration::ZERO, true),
+            (Duration::from_secs(3600), true),
+            (Duration::from_secs(30), false),
+        ] {
+            let metrics = LogMetrics::new();
+            let log = crate::log::open("memory://")
+                .await
+                .unwrap()
+                .layer(MetricsLayer::new(metrics.clone()));
+            let mut config = BridgeConfig::new("agent");
+            config.retention = Some(retention);
+            let bridge = Bridge::open(log, config).await.unwrap();
+            let caller = Caller::anonymous();
+            let sent = bridge
+                .send_message(&caller, send_request("m-1", true))
+                .await
+                .unwrap();
+            let SendMessageResponse::Task(task) = sent else {
+                panic!("a task")
+            };
+            let get = || GetTaskRequest {
+                tenant: None,
+                id: task.id.clone(),
+                history_length: None,
+            };
+            let probes = || metrics.calls(LogOp::EndOffset) + metrics.calls(LogOp::EndOffsets);
+
+            // Submitted: each read syncs.
+            let before = probes();
+            bridge.get_task(&caller, get()).await.unwrap();
+            assert!(probes() > before, "a running task's read syncs");
+
+            let cancel = CancelTaskRequest {
+                tenant: None,
+                id: task.id.clone(),
+                metadata: None,
+            };
+            let canceled = bridge.cancel_task(&caller, cancel).await.unwrap();
+            let before = probes();
+            for _ in 0..3 {
+                assert_eq!(bridge.get_task(&caller, get()).await.unwrap(), canceled);
+            }
+            assert_eq!(probes() == before, settled, "retention {retention:?}");
+            // Who may see it is still asked.
+            let other = Caller::principal("someone else");
+            assert!(bridge.get_task(&other, get()).await.is_err());
         }
     }
 }

@@ -14,6 +14,10 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::log::raw::Place;
 use crate::retention::now_ms;
 
+/// How far a finished task's expiry must be for a read of it to skip its sync
+/// ([`TaskView::is_settled`]): more than the writers' clocks may disagree by.
+const SETTLED_MARGIN_MS: u64 = 60_000;
+
 impl TaskView {
     /// The task if it exists and `caller` may see it, folded from its content records read
     /// back from the log. What `GetTask` needs, and no more: it copies nothing else out of
@@ -75,6 +79,22 @@ impl TaskView {
             }
             Err(error) => Err(error),
         }
+    }
+
+    /// Whether the view shows `task_id` finished (terminal, or answered by a reply), kept
+    /// forever or at least a minute before it expires: nothing appended to the
+    /// log since can change what a read of it answers (fold rule 2; a new incarnation starts
+    /// only at the expiry, by its writer's clock, rule 14), so such a read needs no sync.
+    pub fn is_settled(&self, task_id: &str) -> bool {
+        let now = now_ms();
+        let tasks = self.inner.part_of(task_id).1.read();
+        tasks.live_entry(task_id, now).is_some_and(|entry| {
+            let machine = &entry.machine;
+            machine.is_terminal()
+                && machine
+                    .expires_at_ms()
+                    .is_none_or(|at| at > now.saturating_add(SETTLED_MARGIN_MS))
+        })
     }
 
     /// The reply that answered in the place of the task `info` describes (fold rule 15), as
