@@ -80,6 +80,34 @@ fn completed(task: &str) -> Record {
     record(task, &format!("done-{task}"), body)
 }
 
+/// `task`'s artifact `x`, "out", whole.
+fn artifact_out(task: &str) -> Record {
+    record(
+        task,
+        "art",
+        RecordBody::ArtifactUpdate {
+            append: false,
+            last_chunk: true,
+            artifact: r#"{"artifactId":"x","parts":[{"text":"out"}]}"#.into(),
+        },
+    )
+}
+
+/// Append `records[n]`, sync `view`, and give the fold of `records[..=n]`.
+async fn append_and_fold(
+    log: &Log,
+    topic: &TopicRef,
+    view: &TaskView,
+    records: &[Record],
+    n: usize,
+) -> agentlog_wire::a2a::Task {
+    append(log, topic, &records[n]).await;
+    view.sync(None, PATIENCE).await.unwrap();
+    agentlog_wire::fold::fold(&records[..=n])
+        .into_task()
+        .unwrap()
+}
+
 pub(super) async fn append(log: &Log, topic: &TopicRef, record: &Record) {
     let bytes = Bytes::from(record.encode().unwrap());
     log.append(topic, record.header.task_id.as_bytes(), vec![bytes])
@@ -329,15 +357,7 @@ async fn a_task_read_back_from_its_content_records_is_the_fold_of_all_of_them() 
         });
         record("a", id, RecordBody::status(state, message))
     };
-    let artifact = record(
-        "a",
-        "art",
-        RecordBody::ArtifactUpdate {
-            append: false,
-            last_chunk: true,
-            artifact: r#"{"artifactId":"x","parts":[{"text":"out"}]}"#.into(),
-        },
-    );
+    let artifact = artifact_out("a");
     // Status messages, superseded by ones without; records the machine ignores in between.
     let records = [
         command("a"),
@@ -351,12 +371,8 @@ async fn a_task_read_back_from_its_content_records_is_the_fold_of_all_of_them() 
         status("s6", TaskState::Failed, Some("after the end")),
     ];
     let all = agentlog_wire::fold::fold(&records).into_task().unwrap();
-    for (n, record) in records.iter().enumerate() {
-        append(&log, &topic, record).await;
-        view.sync(None, PATIENCE).await.unwrap();
-        let expected = agentlog_wire::fold::fold(&records[..=n])
-            .into_task()
-            .unwrap();
+    for n in 0..records.len() {
+        let expected = append_and_fold(&log, &topic, &view, &records, n).await;
         let info = view.lookup(&caller, "a").unwrap();
         assert_eq!(
             view.load(&info).await.unwrap(),
@@ -398,27 +414,15 @@ async fn a_task_polled_unchanged_is_read_from_the_log_twice_then_kept() {
             "s1",
             RecordBody::status(TaskState::Working, String::new()),
         ),
-        record(
-            "a",
-            "art",
-            RecordBody::ArtifactUpdate {
-                append: false,
-                last_chunk: true,
-                artifact: r#"{"artifactId":"x","parts":[{"text":"out"}]}"#.into(),
-            },
-        ),
+        artifact_out("a"),
         record(
             "a",
             "s2",
             RecordBody::status(TaskState::Completed, String::new()),
         ),
     ];
-    for (n, record) in records.iter().enumerate() {
-        append(&log, &topic, record).await;
-        view.sync(None, PATIENCE).await.unwrap();
-        let expected = agentlog_wire::fold::fold(&records[..=n])
-            .into_task()
-            .unwrap();
+    for n in 0..records.len() {
+        let expected = append_and_fold(&log, &topic, &view, &records, n).await;
         let reads = metrics.calls(LogOp::ReadAt);
         for _ in 0..4 {
             assert_eq!(view.get(&caller, "a").await.unwrap().unwrap(), expected);
