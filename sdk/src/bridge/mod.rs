@@ -355,24 +355,21 @@ impl Bridge {
             Topics::Commands => return log.append(&topics.commands, key, vec![bytes]).await,
             Topics::Both => {}
         }
-        let copy = claim.is_none();
-        let events = AppendBatch {
+        let copied = claim.is_none();
+        let mut batches = vec![AppendBatch {
             topic: &topics.events,
             key,
             payloads: std::iter::once(bytes.clone()).chain(claim).collect(),
             applied_by,
-        };
-        let batches = if copy {
-            let copy = AppendBatch {
+        }];
+        if copied {
+            batches.push(AppendBatch {
                 topic: &topics.commands,
                 key,
                 payloads: vec![bytes],
                 applied_by: None,
-            };
-            vec![events, copy]
-        } else {
-            vec![events]
-        };
+            });
+        }
         // One round on backends that support it; a copy is acknowledged only with the event.
         let appended = log.append_all(batches).await?;
         appended
@@ -389,14 +386,7 @@ impl Bridge {
         let partition = view.partition_of(task_id);
         // Taken before the sync: the sync then finds the tasks it pins.
         let pin = view.pin(partition);
-        let sync = view.sync(Some(partition), self.inner.config.sync_timeout);
-        trace::sync_span(partition, sync).await?;
-        pin.ok_or_else(|| {
-            Error::new(
-                ErrorKind::Unavailable,
-                format!("partition {partition} was not held here when the request began; retry"),
-            )
-        })
+        self.sync_pinned(partition, pin).await
     }
 
     /// [`sync_task`](Self::sync_task) for a read of a task, but no sync when the view shows it
@@ -404,13 +394,28 @@ impl Bridge {
     /// nothing appended since changes what the read answers.
     async fn sync_unless_settled(&self, task_id: &str) -> Result<PartitionPin> {
         let view = &self.inner.view;
+        let partition = view.partition_of(task_id);
         // Pinned first: the view then holds what it says of the task until the read is done.
-        if let Some(pin) = view.pin(view.partition_of(task_id))
-            && view.is_settled(task_id)
-        {
-            return Ok(pin);
+        match view.pin(partition) {
+            Some(pin) if view.is_settled(task_id) => Ok(pin),
+            pin => self.sync_pinned(partition, pin).await,
         }
-        self.sync_task(task_id).await
+    }
+
+    /// Sync the view to `partition`'s end, `pin` taken before; the pin, if the partition was
+    /// held when it was taken.
+    async fn sync_pinned(&self, partition: u32, pin: Option<PartitionPin>) -> Result<PartitionPin> {
+        let sync = self
+            .inner
+            .view
+            .sync(Some(partition), self.inner.config.sync_timeout);
+        trace::sync_span(partition, sync).await?;
+        pin.ok_or_else(|| {
+            Error::new(
+                ErrorKind::Unavailable,
+                format!("partition {partition} was not held here when the request began; retry"),
+            )
+        })
     }
 }
 

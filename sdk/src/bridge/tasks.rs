@@ -361,6 +361,7 @@ mod tests {
             );
         }
     }
+
     /// A finished task's answer is fixed: GetTask asks the log for no end, unless the task
     /// expires within the margin the writers' clocks are allowed (a new incarnation may
     /// follow its expiry) or is still running.

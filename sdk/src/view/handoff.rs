@@ -159,7 +159,7 @@ impl TaskView {
     /// Whether new commands are kept for a worker ([`hand_off`](Self::hand_off) keeps
     /// nothing otherwise): a caller may skip building what it would hand off.
     pub(crate) fn hands_off(&self) -> bool {
-        self.inner.handoff.enabled.load(Ordering::Relaxed)
+        self.inner.handoff.enabled()
     }
 
     /// Keep the command `record` that this process appended at `offset` of its task's
@@ -182,7 +182,7 @@ impl TaskView {
     /// ([`hand_off_commands`](Self::hand_off_commands)).
     pub(crate) fn appending_command(&self, task_id: &str) -> Option<Appending> {
         let handoff = &self.inner.handoff;
-        if !handoff.enabled.load(Ordering::Relaxed) {
+        if !handoff.enabled() {
             return None;
         }
         let mut appending = handoff.appending.lock().unwrap_or_else(|e| e.into_inner());
@@ -196,7 +196,7 @@ impl TaskView {
     /// process's bridge: then the view shows it, if it landed.
     pub async fn own_command_landed(&self, task_id: &str, timeout: Duration) {
         let handoff = &self.inner.handoff;
-        if !handoff.enabled.load(Ordering::Relaxed) {
+        if !handoff.enabled() {
             return;
         }
         let deadline = tokio::time::Instant::now() + timeout;
@@ -218,7 +218,7 @@ impl TaskView {
     /// Take the command kept for `task_id` if it is the record at `offset`.
     pub(super) fn take_handed_off(&self, task_id: &str, offset: u64) -> Option<HandedOff> {
         let handoff = &self.inner.handoff;
-        if !handoff.enabled.load(Ordering::Relaxed) {
+        if !handoff.enabled() {
             return None;
         }
         let mut kept = handoff.kept();

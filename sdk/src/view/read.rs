@@ -55,24 +55,27 @@ impl TaskView {
             Some(Err(info)) => return self.load(&info).await.map(Some),
             Some(Ok(found)) => found,
         };
-        let version = content.last().map(|&last_content| Version {
-            last_content,
-            contents: content.len(),
-            status,
-        });
         let polled = &self.inner.polled;
-        let keep = match version.map(|version| polled.find(task_id, version)) {
-            Some(Found::Kept(task)) => return Ok(Some(Task::clone(&task))),
-            Some(Found::Fold { keep }) => keep,
-            None => false,
-        };
+        // The version to keep the fold under, when it is worth keeping.
+        let mut keep_as = None;
+        if let Some(&last_content) = content.last() {
+            let version = Version {
+                last_content,
+                contents: content.len(),
+                status,
+            };
+            match polled.find(task_id, version) {
+                Found::Kept(task) => return Ok(Some(Task::clone(&task))),
+                Found::Fold { keep } => keep_as = keep.then_some(version),
+            }
+        }
         match self
             .fold_content(task_id, partition, &content, &places, status, None)
             .await
         {
             Err(error) if error.kind() == ErrorKind::TaskNotFound => Ok(None),
             Ok((task, _)) => {
-                if let (true, Some(version)) = (keep, version) {
+                if let Some(version) = keep_as {
                     polled.keep(task_id, version, &task);
                 }
                 Ok(Some(task))
