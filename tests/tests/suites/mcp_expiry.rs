@@ -268,6 +268,8 @@ async fn two_workers_sweeping_cancel_every_abandoned_call_once_as_every_reader_s
         // One sweeper owns each partition; a rebalance may let two cancel, which folds the same.
         assert!((1..=2).contains(&count), "{id}: {count} cancel requests");
         for view in [one.view(), two.view()] {
+            // A worker's view follows the log on its own: caught up first, as a read is.
+            view.sync(None, SOON).await.expect("sync");
             let (info, _) = view.lookup_any(id).expect("in the view");
             assert_eq!(info.state, TaskState::Canceled);
         }
